@@ -1,0 +1,18 @@
+"""The zoo's Gibbs steps, written the PyMC way, and the registry that finds them.
+
+Importing this package registers every built-in step.
+"""
+
+from inference.gibbs.base import ZooGibbsStep, value_vars_of
+from inference.gibbs.categorical import CategoricalGibbs
+from inference.gibbs.registry import get_step, register_step, registered_steps, step_for
+
+__all__ = [
+    "CategoricalGibbs",
+    "ZooGibbsStep",
+    "get_step",
+    "register_step",
+    "registered_steps",
+    "step_for",
+    "value_vars_of",
+]

@@ -1,0 +1,101 @@
+"""What a zoo factory tells the inference layer about the model it built.
+
+A factory returns a plain :class:`pymc.Model`; the extra knowledge a generic PPL cannot
+infer (which Gibbs step suits a variable, which statistics are label-invariant, which
+method works best) travels with the model as a :class:`ZooModelInfo` attached by
+:func:`attach_info`. ``pp_models`` never imports ``inference``: steps are named by their
+registry key (a string) and resolved by ``inference.gibbs.registry``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import pymc as pm
+import xarray as xr
+
+__all__ = ["DerivedStatistic", "StepHint", "ZooModelInfo", "attach_info", "get_info"]
+
+_ATTRIBUTE = "_pp_models_info"
+
+
+@dataclass(frozen=True)
+class StepHint:
+    """Ask for a registered step for some free variables.
+
+    Parameters
+    ----------
+    step : str
+        Registry key of the step (``inference.gibbs.registry.get_step``), e.g.
+        ``"categorical_gibbs"``, or one of PyMC's ``"nuts"``, ``"slice"``,
+        ``"metropolis"``.
+    var_names : tuple of str
+        Names of the model's random variables the step updates (as one block).
+    options : mapping
+        Keyword options for the step's ``from_model`` constructor; may hold symbolic
+        PyTensor expressions written in terms of the model's random variables.
+    """
+
+    step: str
+    var_names: tuple[str, ...]
+    options: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class DerivedStatistic:
+    """A label-invariant statistic computed from the posterior after sampling.
+
+    ``function`` maps the posterior ``xarray.Dataset`` (dims ``chain, draw, ...``) to a
+    ``DataArray`` with dims starting ``chain, draw``. Convergence diagnostics are
+    reported on these instead of on unidentified labels.
+    """
+
+    name: str
+    function: Callable[[xr.Dataset], xr.DataArray]
+    description: str = ""
+
+
+@dataclass(frozen=True)
+class ZooModelInfo:
+    """Inference-relevant facts about a model built by a zoo factory.
+
+    Parameters
+    ----------
+    family : str
+        Model family, e.g. ``"finite_mixture"``.
+    preferred_method : str
+        What ``fit(method="auto")`` uses: ``"nuts"``, ``"gibbs"`` or ``"advi"``.
+    step_hints : tuple of StepHint
+        Steps the factory knows suit some variables better than automatic assignment.
+    derived : tuple of DerivedStatistic
+        Label-invariant statistics added to the posterior after sampling.
+    label_variables : tuple of str
+        Variables whose raw values are not identified (component labels, feature
+        order); summaries leave them out of R-hat / ESS.
+    notes : str
+        One line a user sees in the fitted data's attributes.
+    """
+
+    family: str
+    preferred_method: str = "nuts"
+    step_hints: tuple[StepHint, ...] = ()
+    derived: tuple[DerivedStatistic, ...] = ()
+    label_variables: tuple[str, ...] = ()
+    notes: str = ""
+
+
+def attach_info(model: pm.Model, info: ZooModelInfo) -> pm.Model:
+    """Attach ``info`` to ``model`` (in place) and return the model."""
+    if not isinstance(model, pm.Model):
+        raise TypeError(f"model must be a pymc.Model, got {type(model).__name__}")
+    if not isinstance(info, ZooModelInfo):
+        raise TypeError(f"info must be a ZooModelInfo, got {type(info).__name__}")
+    object.__setattr__(model, _ATTRIBUTE, info)
+    return model
+
+
+def get_info(model: pm.Model) -> ZooModelInfo | None:
+    """The :class:`ZooModelInfo` a zoo factory attached, or ``None`` for a user model."""
+    return getattr(model, _ATTRIBUTE, None)
