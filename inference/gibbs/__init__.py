@@ -5,10 +5,16 @@ Importing this package registers every built-in step.
 
 from inference.gibbs.base import ZooGibbsStep, value_vars_of
 from inference.gibbs.categorical import CategoricalGibbs
+from inference.gibbs.crp_auxiliary import CRPAuxiliaryGibbs
+from inference.gibbs.crp_collapsed import CRPCollapsedGibbs
+from inference.gibbs.escobar_west import EscobarWestAlpha
 from inference.gibbs.registry import get_step, register_step, registered_steps, step_for
 
 __all__ = [
+    "CRPAuxiliaryGibbs",
+    "CRPCollapsedGibbs",
     "CategoricalGibbs",
+    "EscobarWestAlpha",
     "ZooGibbsStep",
     "get_step",
     "register_step",

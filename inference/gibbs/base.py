@@ -25,7 +25,7 @@ from pymc.step_methods.compound import BlockedStep, Competence
 from pymc.util import get_random_generator
 from pytensor.graph.basic import Variable
 
-__all__ = ["ZooGibbsStep", "value_vars_of"]
+__all__ = ["ZooGibbsStep", "depends_directly", "value_vars_of"]
 
 
 def value_vars_of(model: pm.Model, variables: Sequence[Variable | str]) -> list[Variable]:
@@ -104,3 +104,13 @@ class ZooGibbsStep(BlockedStep):
         new = dict(point)
         new.update(values)
         return new
+
+
+def depends_directly(model: pm.Model, graphs, var) -> bool:
+    """Whether ``var`` is an ancestor of ``graphs`` other than through another random
+    variable of ``model`` (the dependence that enters a conditional density)."""
+    from pytensor.graph.traversal import ancestors
+
+    graphs = [graphs] if isinstance(graphs, Variable) else list(graphs)
+    blockers = [rv for rv in model.basic_RVs if rv is not var]
+    return any(a is var for a in ancestors(graphs, blockers=blockers))

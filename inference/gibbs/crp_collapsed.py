@@ -1,0 +1,216 @@
+"""Collapsed Gibbs for a Chinese-restaurant partition with a conjugate likelihood.
+
+Neal (2000) Algorithm 3 (Murphy 2012 §25.2.4, Algorithm 25.1 with the erratum fixed: the
+weights multiply the CRP prior by the posterior predictive, Eq. 25.33), mixed every
+``split_merge_every`` sweeps with Jain & Neal (2004) split-merge proposals built from a
+restricted-Gibbs launch state. The hot loops are in :mod:`inference.gibbs.crp_kernels`.
+
+The step claims a :class:`~pp_models.distributions.CRP` variable ``z`` automatically when
+the only other term of the model that depends on ``z`` is one collapsed likelihood
+(:class:`~pp_models.distributions.CollapsedGaussian`, ``CollapsedDiagGaussian``,
+``CollapsedBernoulli`` or ``CollapsedMultinomial``), or none (a prior-only partition).
+The restaurant's parameters and the likelihood's hyperparameters may be random: they are
+read from the point at every step.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pymc as pm
+
+from custom_ops.collapsed import hyper_tuple
+from inference.gibbs.base import ZooGibbsStep, depends_directly
+from inference.gibbs.crp_kernels import STATE_KERNELS, collapsed_update, sm_acceptance
+from inference.gibbs.registry import register_step
+from pp_models.distributions.collapsed import CollapsedRV
+from pp_models.distributions.crp import CRPRV
+
+__all__ = ["CRPCollapsedGibbs", "find_crp_likelihood"]
+
+
+def find_crp_likelihood(model: pm.Model, z_rv, *, allow_other: bool = False):
+    """The collapsed likelihood random variable scoring data given ``z_rv``, or ``None``.
+
+    Raises ``ValueError`` when ``z_rv`` enters any other term of the joint density
+    (another random variable or a potential) and ``allow_other`` is false, or enters
+    more than one collapsed likelihood.
+    """
+    collapsed, others = [], []
+    for rv in model.basic_RVs:
+        if rv is z_rv:
+            continue
+        params = rv.owner.op.dist_params(rv.owner)
+        if not depends_directly(model, params, z_rv):
+            continue
+        if isinstance(rv.owner.op, CollapsedRV) and _is_labels(params[0], z_rv) and not any(
+            depends_directly(model, p, z_rv) for p in params[1:]
+        ):
+            collapsed.append(rv)
+        else:
+            others.append(rv.name)
+    for pot in model.potentials:
+        if depends_directly(model, pot, z_rv):
+            others.append(pot.name)
+    if len(collapsed) > 1:
+        raise ValueError(
+            f"{z_rv.name} labels {len(collapsed)} collapsed likelihoods "
+            f"({', '.join(rv.name for rv in collapsed)}); the collapsed Gibbs step handles one"
+        )
+    if others and not allow_other:
+        raise ValueError(
+            f"{z_rv.name} also enters {', '.join(others)}; collapsed Gibbs (Neal's Algorithm "
+            "3) needs the partition to enter only its CRP prior and one collapsed likelihood. "
+            "For explicit component parameters use the 'crp_auxiliary_gibbs' step (Algorithm 8)."
+        )
+    return collapsed[0] if collapsed else None
+
+
+def _is_labels(param, z_rv) -> bool:
+    """``param`` is ``z_rv`` itself or a dtype cast of it."""
+    while param is not z_rv:
+        owner = param.owner
+        if owner is None or len(owner.inputs) != 1 or owner.outputs[0].ndim != z_rv.ndim:
+            return False
+        param = owner.inputs[0]
+    return True
+
+
+@register_step
+class CRPCollapsedGibbs(ZooGibbsStep):
+    """Neal's Algorithm 3 plus Jain-Neal split-merge for a CRP partition ``z``.
+
+    Parameters
+    ----------
+    vars : list
+        The one :class:`~pp_models.distributions.CRP` random variable.
+    model : pymc.Model, optional
+    rng : seed or Generator, optional
+        Replaced per chain by PyMC's seeding.
+    sweeps : int
+        Gibbs sweeps per ``step`` call (default 1).
+    split_merge_every : int
+        Run split-merge proposals every this many ``step`` calls; 0 switches them off.
+    split_merge_proposals : int
+        Proposals per split-merge round.
+    launch_scans : int
+        Intermediate restricted Gibbs scans of the launch state (Jain & Neal's ``t``).
+
+    Notes
+    -----
+    Each call rebuilds the blocks' sufficient statistics from the incoming point, so the
+    step is correct whatever other steps (or PyMC) did to ``z``; the rebuild costs one
+    pass over the data, less than a sweep. The output labels are canonical (order of
+    first appearance), the representation :class:`~pp_models.distributions.CRP` gives
+    probability to.
+    """
+
+    name = "crp_collapsed_gibbs"
+    distributions = (CRPRV,)
+    stats_dtypes_shapes = {
+        "n_clusters": (np.int64, []),
+        "n_changed": (np.int64, []),
+        "split_accepted": (np.int64, []),
+        "merge_accepted": (np.int64, []),
+    }
+
+    def __init__(
+        self,
+        vars,
+        *,
+        model=None,
+        rng=None,
+        blocked=True,
+        sweeps: int = 1,
+        split_merge_every: int = 1,
+        split_merge_proposals: int = 1,
+        launch_scans: int = 4,
+    ):
+        super().__init__(vars, model=model, rng=rng, blocked=blocked)
+        if len(self.vars) != 1:
+            raise ValueError(f"vars: {type(self).__name__} updates one CRP variable, got "
+                             f"{self.var_names}")
+        z_rv = self.model.values_to_rvs[self.vars[0]]
+        if not isinstance(z_rv.owner.op, CRPRV):
+            raise TypeError(f"vars: {z_rv.name} is not a CRP random variable")
+        self.sweeps = _count(sweeps, "sweeps", 0)
+        self.split_merge_every = _count(split_merge_every, "split_merge_every", 0)
+        self.split_merge_proposals = _count(split_merge_proposals, "split_merge_proposals", 0)
+        self.launch_scans = _count(launch_scans, "launch_scans", 0)
+        if self.sweeps == 0 and (self.split_merge_every == 0 or self.split_merge_proposals == 0):
+            raise ValueError("sweeps=0 needs split-merge proposals, or the step does nothing")
+
+        alpha, discount, _n = z_rv.owner.op.dist_params(z_rv.owner)
+        likelihood = find_crp_likelihood(self.model, z_rv)
+        if likelihood is None:
+            self.family = None
+            outputs = [alpha, discount]
+        else:
+            self.family = likelihood.owner.op.family
+            lik_params = likelihood.owner.op.dist_params(likelihood.owner)
+            hyper = lik_params[1 : 1 + len(hyper_names(self.family))]
+            outputs = [alpha, discount, likelihood, *hyper]
+        self.likelihood_name = None if likelihood is None else likelihood.name
+        self._value_name = self.var_names[0]
+        self._inputs_fn = self.compile_point_fn(outputs)
+        self._calls = 0
+
+    def kernels(self):
+        """The family's block-state kernels and the split-merge acceptance (a method so
+        that tests can plant bugs in a subclass)."""
+        k = STATE_KERNELS[self.family or "bernoulli"]
+        return k.state_size, k.init, k.add, k.remove, k.log_pred, k.log_marg, sm_acceptance
+
+    def step(self, point):
+        z_old = np.asarray(point[self._value_name])
+        values = self._inputs_fn(point)
+        alpha, discount = float(values[0]), float(values[1])
+        if self.family is None:
+            # prior only: a zero-column data matrix makes every likelihood term 1
+            X = np.zeros((z_old.shape[0], 0))
+            hyper = (np.ones(0), np.ones(0))
+        else:
+            X = np.ascontiguousarray(values[2], dtype=np.float64)
+            hyper = hyper_tuple(self.family, values[3:])
+        self._calls += 1
+        do_sm = self.split_merge_every > 0 and self._calls % self.split_merge_every == 0
+        state_size, init, add, remove, log_pred, log_marg, accept = self.kernels()
+        z_new, n_split, n_merge, _ps, _pm = collapsed_update(
+            X,
+            np.ascontiguousarray(z_old, dtype=np.int64),
+            alpha,
+            discount,
+            hyper,
+            state_size(X.shape[1]),
+            init,
+            add,
+            remove,
+            log_pred,
+            log_marg,
+            accept,
+            self.rng,
+            self.sweeps,
+            self.split_merge_proposals if do_sm else 0,
+            self.launch_scans,
+        )
+        z_new = z_new.astype(z_old.dtype)
+        stats = {
+            "n_clusters": int(z_new.max()) + 1 if z_new.size else 0,
+            "n_changed": int(np.count_nonzero(z_new != z_old)),
+            "split_accepted": int(n_split),
+            "merge_accepted": int(n_merge),
+        }
+        return self.updated(point, **{self._value_name: z_new}), [stats]
+
+
+def hyper_names(family: str) -> tuple[str, ...]:
+    from custom_ops.conjugate import FAMILIES
+
+    return FAMILIES[family].hyper_names
+
+
+def _count(value, name, minimum):
+    if isinstance(value, bool) or not isinstance(value, int | np.integer):
+        raise TypeError(f"{name} must be an integer, got {value!r}")
+    if value < minimum:
+        raise ValueError(f"{name} must be >= {minimum}, got {value}")
+    return int(value)

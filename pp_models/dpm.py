@@ -1,0 +1,783 @@
+"""Dirichlet-process mixture models (Murphy 2012 §25.2; Neal 2000).
+
+Generative model (Murphy Eqs. 25.29-25.32), in the Chinese-restaurant representation::
+
+    alpha                    fixed, or ~ Gamma(a, rate b)
+    z ~ CRP(alpha, n)        partition of the n rows (Pitman-Yor with discount d)
+    theta_k ~ H              one parameter per block
+    x_i ~ F(theta_{z_i})
+
+:func:`model` builds it in one of three forms:
+
+- **collapsed CRP** (``likelihood`` conjugate, ``truncation=None``): ``z`` is a
+  :class:`~pp_models.distributions.CRP` and the data a collapsed likelihood with
+  ``theta`` integrated out. ``fit(method="auto")`` uses Neal's Algorithm 3 with Jain-Neal
+  split-merge (``crp_collapsed_gibbs``) and, for a random ``alpha``, the Escobar-West
+  update (``escobar_west``).
+- **non-conjugate CRP** (``likelihood="normal"`` or ``"poisson"``): explicit parameters in
+  ``n`` slots (one per possible block); ``z`` by Neal's Algorithm 8
+  (``crp_auxiliary_gibbs``), occupied parameters by NUTS.
+- **truncated stick-breaking** (``truncation=T``): ``w ~ StickBreakingWeights(alpha,
+  T - 1)`` (T weights, Ishwaran & James 2001), explicit component parameters with the same
+  priors as above, assignments summed out: all continuous, for NUTS and ADVI.
+
+Likelihoods and their priors ``H`` (keys of ``prior``; defaults scale with the data):
+
+==================  ========================================  =============================
+``likelihood``      component F and prior H                   ``prior`` keys (defaults)
+==================  ========================================  =============================
+``"gaussian"``      N(mu, Sigma), Normal-Inverse-Wishart      ``m0`` (column means),
+                    (collapsed CRP only)                      ``kappa0`` (0.05), ``nu0``
+                                                              (d + 2), ``S0`` (0.1 x
+                                                              diag of column variances)
+``"diag_gaussian"`` N(mu_j, 1/tau_j) per column,              ``m0``, ``kappa0`` (0.05),
+                    tau_j ~ Gamma(a0, b0), mu_j | tau_j ~      ``a0`` (2), ``b0`` (0.1 x
+                    N(m0_j, 1/(kappa0 tau_j))                 column variances)
+``"bernoulli"``     Bernoulli(p_j), p_j ~ Beta(a, b)          ``a`` (1), ``b`` (1)
+``"multinomial"``   Multinomial(N_i, p), p ~ Dirichlet        ``concentration`` (1)
+``"normal"``        N(mu_j, sigma_j), mu_j ~ N(m_j, s_j),      ``mu_loc``, ``mu_scale``
+                    sigma_j ~ LogNormal(l_j, r) (non-conj.)   (means, 2 x sds),
+                                                              ``sigma_loc`` (log 0.3 sd),
+                                                              ``sigma_scale`` (1)
+``"poisson"``       Poisson(lambda_j), lambda_j ~             ``rate_loc`` (log mean),
+                    LogNormal(l_j, r) (non-conjugate)         ``rate_scale`` (1.5)
+==================  ========================================  =============================
+
+After sampling, :func:`summarize` adds the label-invariant outputs to the DataTree: the
+co-clustering matrix, a point-estimate partition (Binder or VI loss), the posterior of
+the number of clusters, optionally the cluster parameters from the conjugate posterior,
+and the posterior predictive density on a 1-D/2-D grid.
+"""
+
+from __future__ import annotations
+
+import numbers
+from dataclasses import dataclass, field
+from functools import partial
+
+import numpy as np
+import pymc as pm
+import pytensor.tensor as pt
+import xarray as xr
+from scipy import special, stats
+
+from custom_ops import conjugate as cj
+from pp_models import partitions
+from pp_models.distributions import (
+    CRP,
+    CollapsedBernoulli,
+    CollapsedDiagGaussian,
+    CollapsedGaussian,
+    CollapsedMultinomial,
+)
+from pp_models.model_info import DerivedStatistic, StepHint, ZooModelInfo, attach_info
+from pp_models.validation import as_data_matrix, check_int, check_positive
+
+__all__ = [
+    "CONJUGATE",
+    "LIKELIHOODS",
+    "NONCONJUGATE",
+    "DPMSpec",
+    "cluster_parameters",
+    "get_spec",
+    "model",
+    "predictive_density",
+    "summarize",
+]
+
+CONJUGATE = ("gaussian", "diag_gaussian", "bernoulli", "multinomial")
+NONCONJUGATE = ("normal", "poisson")
+LIKELIHOODS = CONJUGATE + NONCONJUGATE
+
+_PRIOR_KEYS = {
+    "gaussian": ("m0", "kappa0", "nu0", "S0"),
+    "diag_gaussian": ("m0", "kappa0", "a0", "b0"),
+    "bernoulli": ("a", "b"),
+    "multinomial": ("concentration",),
+    "normal": ("mu_loc", "mu_scale", "sigma_loc", "sigma_scale"),
+    "poisson": ("rate_loc", "rate_scale"),
+}
+
+_SPEC_ATTRIBUTE = "_pp_models_dpm_spec"
+
+
+@dataclass(frozen=True)
+class DPMSpec:
+    """What :func:`model` built (kept on the model for :func:`summarize`)."""
+
+    X: np.ndarray
+    likelihood: str
+    prior: dict
+    alpha: float | None
+    alpha_prior: tuple[float, float] | None
+    discount: float
+    truncation: int | None
+    feature_names: tuple[str, ...] = field(default_factory=tuple)
+
+
+def get_spec(m: pm.Model) -> DPMSpec | None:
+    """The :class:`DPMSpec` of a model built by :func:`model`, else ``None``."""
+    return getattr(m, _SPEC_ATTRIBUTE, None)
+
+
+def model(
+    X,
+    *,
+    likelihood: str = "gaussian",
+    alpha=1.0,
+    truncation: int | None = None,
+    prior: dict | None = None,
+    discount: float = 0.0,
+    feature_names=None,
+    split_merge_every: int = 1,
+    auxiliary: int = 3,
+) -> pm.Model:
+    """Build a Dirichlet-process mixture over the rows of ``X``.
+
+    Parameters
+    ----------
+    X : array-like, shape (n, d)
+        Data, n >= 2 rows; finite. Binary for ``"bernoulli"``, non-negative integer counts
+        for ``"multinomial"`` (one-hot rows for categorical data) and ``"poisson"``.
+    likelihood : str
+        One of :data:`LIKELIHOODS` (module docstring).
+    alpha : float, (a, b) tuple or ``pm.Gamma.dist(a, b)``
+        DP concentration: a fixed value > 0, or a Gamma(a, rate b) prior.
+    truncation : int, optional
+        ``None``: the CRP representation. ``T >= 2``: truncated stick-breaking with T
+        components (not for ``"gaussian"``: use ``"diag_gaussian"``).
+    prior : dict, optional
+        Hyperparameters of H overriding the defaults (module docstring).
+    discount : float
+        Pitman-Yor discount ``0 <= d < 1`` of the CRP (CRP representations only; 0 is
+        the Dirichlet process).
+    feature_names : sequence of str, optional
+    split_merge_every : int
+        Collapsed Gibbs: split-merge proposals every this many sweeps (0: off).
+    auxiliary : int
+        Algorithm 8: number of auxiliary components m.
+
+    Returns
+    -------
+    pymc.Model
+        Never samples. Free variables: ``z`` (and ``alpha`` when random) for the collapsed
+        CRP; plus the slot parameters for the non-conjugate CRP; ``w`` and the component
+        parameters for stick-breaking. Observed: ``X``.
+
+    Raises
+    ------
+    ValueError, TypeError
+        Naming the argument: NaN/inf or 1-D ``X``, n < 2, ``alpha <= 0``,
+        ``truncation < 2``, data outside the likelihood's support, unknown options.
+    """
+    if not isinstance(likelihood, str) or likelihood not in LIKELIHOODS:
+        raise ValueError(f"likelihood must be one of {', '.join(LIKELIHOODS)}; got {likelihood!r}")
+    columns = list(X.columns) if hasattr(X, "columns") else None
+    X = as_data_matrix(X, "X", min_rows=2)
+    n, d = X.shape
+    _check_support(likelihood, X)
+    alpha_value, alpha_prior = _check_alpha(alpha)
+    if truncation is not None:
+        truncation = check_int(truncation, "truncation", minimum=2)
+        if likelihood == "gaussian":
+            raise ValueError(
+                "truncation: the stick-breaking form of the full-covariance NIW mixture is "
+                "not implemented; use likelihood='diag_gaussian' (same model as the collapsed "
+                "'diag_gaussian') or truncation=None"
+            )
+    if isinstance(discount, bool) or not isinstance(discount, numbers.Real):
+        raise TypeError(f"discount must be a number in [0, 1), got {discount!r}")
+    discount = float(discount)
+    if not 0.0 <= discount < 1.0:
+        raise ValueError(f"discount must be in [0, 1), got {discount}")
+    if discount > 0 and truncation is not None:
+        raise ValueError("discount: Pitman-Yor is available in the CRP representation only "
+                         "(truncation=None)")
+    if discount > 0 and alpha_prior is not None:
+        raise ValueError("discount: a Gamma prior on alpha (Escobar-West) needs discount=0")
+    split_merge_every = check_int(split_merge_every, "split_merge_every", minimum=0)
+    auxiliary = check_int(auxiliary, "auxiliary", minimum=1)
+    hyper = _prior(likelihood, X, prior)
+    names = feature_names if feature_names is not None else columns
+    names = [str(c) for c in names] if names is not None else [f"x{j}" for j in range(d)]
+    if len(names) != d:
+        raise ValueError(f"feature_names has {len(names)} names but X has {d} columns")
+
+    spec = DPMSpec(X, likelihood, hyper, alpha_value, alpha_prior, discount, truncation,
+                   tuple(names))
+    coords = {"obs": np.arange(n), "feature": names}
+    if truncation is None:
+        built = _crp_model(spec, coords, split_merge_every, auxiliary)
+    else:
+        built = _stick_breaking_model(spec, coords)
+    object.__setattr__(built, _SPEC_ATTRIBUTE, spec)
+    return built
+
+
+# --------------------------------------------------------------------------------------
+# validation and defaults
+# --------------------------------------------------------------------------------------
+def _check_support(likelihood, X):
+    if likelihood == "bernoulli":
+        cj.check_data("bernoulli", X, "X")
+    elif likelihood in ("multinomial", "poisson"):
+        if np.any(X < 0):
+            raise ValueError(f"X: the {likelihood} likelihood needs non-negative counts")
+        if not np.all(X == np.round(X)):
+            raise ValueError(f"X: the {likelihood} likelihood needs integer counts")
+        if likelihood == "multinomial" and np.any(X.sum(axis=1) == 0):
+            raise ValueError("X: every row of multinomial counts needs at least one count")
+
+
+def _check_alpha(alpha):
+    """(fixed value or None, (a, b) Gamma prior or None)."""
+    if hasattr(alpha, "owner") and alpha.owner is not None:
+        from pytensor.tensor.random.basic import GammaRV
+
+        if not isinstance(alpha.owner.op, GammaRV):
+            raise TypeError("alpha: a distribution for alpha must be pm.Gamma.dist(a, b)")
+        shape, scale = alpha.owner.op.dist_params(alpha.owner)
+        try:
+            a = float(shape.eval())
+            b = 1.0 / float(scale.eval())
+        except Exception as err:
+            raise ValueError(
+                f"alpha: the Gamma prior's parameters must be constants ({err})"
+            ) from None
+        return None, (check_positive(a, "alpha (Gamma shape a)"),
+                      check_positive(b, "alpha (Gamma rate b)"))
+    if isinstance(alpha, tuple | list):
+        if len(alpha) != 2:
+            raise ValueError(f"alpha: a Gamma prior is a pair (a, b), got {alpha!r}")
+        return None, (check_positive(alpha[0], "alpha (Gamma shape a)"),
+                      check_positive(alpha[1], "alpha (Gamma rate b)"))
+    if isinstance(alpha, bool) or not isinstance(alpha, numbers.Real):
+        raise TypeError(f"alpha must be a number > 0, a pair (a, b) or pm.Gamma.dist(a, b); "
+                        f"got {alpha!r}")
+    return check_positive(alpha, "alpha"), None
+
+
+def _prior(likelihood, X, prior):
+    prior = {} if prior is None else dict(prior)
+    if not isinstance(prior, dict):
+        raise TypeError("prior must be a dict")
+    unknown = set(prior) - set(_PRIOR_KEYS[likelihood])
+    if unknown:
+        raise ValueError(
+            f"prior: unknown key(s) {sorted(unknown)} for likelihood={likelihood!r}; "
+            f"allowed: {list(_PRIOR_KEYS[likelihood])}"
+        )
+    d = X.shape[1]
+    mean = X.mean(axis=0)
+    var = X.var(axis=0)
+    var = np.where(var > 0, var, 1.0)
+    if likelihood == "gaussian":
+        nu0 = prior.get("nu0", d + 2.0)
+        m0, k0, nu0, S0 = cj.gaussian_hyper(
+            d, prior.get("m0", mean), prior.get("kappa0", 0.05), nu0,
+            prior.get("S0", 0.1 * np.diag(var) * max(float(nu0) - d - 1.0, 1.0)),
+        )
+        return {"m0": m0, "kappa0": k0, "nu0": nu0, "S0": S0}
+    if likelihood == "diag_gaussian":
+        a0 = prior.get("a0", 2.0)
+        m0, k0, a0, b0 = cj.diag_gaussian_hyper(
+            d, prior.get("m0", mean), prior.get("kappa0", 0.05), a0,
+            prior.get("b0", 0.1 * var * np.maximum(np.asarray(a0, dtype=float) - 1.0, 1.0)),
+        )
+        return {"m0": m0, "kappa0": k0, "a0": a0, "b0": b0}
+    if likelihood == "bernoulli":
+        a, b = cj.bernoulli_hyper(d, prior.get("a", 1.0), prior.get("b", 1.0))
+        return {"a": a, "b": b}
+    if likelihood == "multinomial":
+        (conc,) = cj.multinomial_hyper(d, prior.get("concentration", 1.0))
+        return {"concentration": conc}
+    sd = np.sqrt(var)
+    if likelihood == "normal":
+        out = {
+            "mu_loc": prior.get("mu_loc", mean),
+            "mu_scale": prior.get("mu_scale", 2.0 * sd),
+            "sigma_loc": prior.get("sigma_loc", np.log(0.3 * sd)),
+            "sigma_scale": prior.get("sigma_scale", 1.0),
+        }
+    else:
+        out = {
+            "rate_loc": prior.get("rate_loc", np.log(mean + 0.5)),
+            "rate_scale": prior.get("rate_scale", 1.5),
+        }
+    for key, value in out.items():
+        arr = np.asarray(value, dtype=np.float64)
+        arr = np.full(d, float(arr)) if arr.ndim == 0 else arr
+        if arr.shape != (d,) or not np.all(np.isfinite(arr)):
+            raise ValueError(f"prior: {key} must be finite, a scalar or shape ({d},)")
+        if key.endswith("scale") and np.any(arr <= 0):
+            raise ValueError(f"prior: {key} must be > 0")
+        out[key] = arr
+    return out
+
+
+# --------------------------------------------------------------------------------------
+# CRP representations
+# --------------------------------------------------------------------------------------
+def _alpha_variable(spec):
+    if spec.alpha_prior is None:
+        return spec.alpha
+    a, b = spec.alpha_prior
+    return pm.Gamma("alpha", alpha=a, beta=b)
+
+
+def _crp_model(spec, coords, split_merge_every, auxiliary):
+    X, lik, h = spec.X, spec.likelihood, spec.prior
+    n, d = X.shape
+    hints = []
+    labels = ["z"]
+    with pm.Model(coords=coords) as m:
+        alpha = _alpha_variable(spec)
+        z = CRP("z", alpha=alpha, n=n, discount=spec.discount, dims="obs")
+        if lik == "gaussian":
+            CollapsedGaussian("X", z, m0=h["m0"], kappa0=h["kappa0"], nu0=h["nu0"], S0=h["S0"],
+                              observed=X, dims=("obs", "feature"))
+        elif lik == "diag_gaussian":
+            CollapsedDiagGaussian("X", z, m0=h["m0"], kappa0=h["kappa0"], a0=h["a0"],
+                                  b0=h["b0"], observed=X, dims=("obs", "feature"))
+        elif lik == "bernoulli":
+            CollapsedBernoulli("X", z, a=h["a"], b=h["b"], observed=X, dims=("obs", "feature"))
+        elif lik == "multinomial":
+            CollapsedMultinomial("X", z, concentration=h["concentration"],
+                                 n_trials=X.sum(axis=1), observed=X, dims=("obs", "feature"))
+        elif lik == "normal":
+            mu = pm.Normal("mu", mu=h["mu_loc"], sigma=h["mu_scale"], shape=(n, d))
+            sigma = pm.LogNormal("sigma", mu=h["sigma_loc"], sigma=h["sigma_scale"], shape=(n, d))
+            pm.Normal("X", mu=mu[z], sigma=sigma[z], observed=X, dims=("obs", "feature"))
+            labels += ["mu", "sigma"]
+        else:
+            rate = pm.LogNormal("rate", mu=h["rate_loc"], sigma=h["rate_scale"], shape=(n, d))
+            pm.Poisson("X", mu=rate[z], observed=X, dims=("obs", "feature"))
+            labels += ["rate"]
+    if lik in CONJUGATE:
+        hints.append(StepHint("crp_collapsed_gibbs", ("z",),
+                              {"split_merge_every": split_merge_every}))
+        notes = ("z: collapsed Gibbs (Neal 2000 Algorithm 3) with Jain-Neal split-merge; "
+                 "component parameters integrated out.")
+    else:
+        params = ("mu", "sigma") if lik == "normal" else ("rate",)
+        hints.append(StepHint("crp_auxiliary_gibbs", ("z",),
+                              {"component": lik, "params": params, "data": "X",
+                               "m": auxiliary}))
+        notes = (f"z: Neal 2000 Algorithm 8 (m={auxiliary} auxiliary components); occupied "
+                 f"{', '.join(params)}: NUTS.")
+    if spec.alpha_prior is not None:
+        hints.append(StepHint("escobar_west", ("alpha",)))
+        notes += " alpha: Escobar-West auxiliary-variable Gibbs."
+    info = ZooModelInfo(
+        family="dpm",
+        preferred_method="gibbs",
+        step_hints=tuple(hints),
+        derived=(
+            DerivedStatistic("n_clusters", _n_clusters, "number of occupied clusters"),
+            DerivedStatistic("largest_cluster", _largest_cluster,
+                             "size of the largest cluster"),
+        ),
+        label_variables=tuple(labels),
+        notes=notes,
+    )
+    return attach_info(m, info)
+
+
+def _n_clusters(posterior: xr.Dataset) -> xr.DataArray:
+    z = posterior["z"].values
+    flat = z.reshape(-1, z.shape[-1])
+    return xr.DataArray(partitions.n_blocks(flat).reshape(z.shape[:2]), dims=("chain", "draw"))
+
+
+def _largest_cluster(posterior: xr.Dataset) -> xr.DataArray:
+    z = posterior["z"].values
+    flat = z.reshape(-1, z.shape[-1]).astype(np.int64)
+    out = np.array([np.bincount(row).max() for row in flat])
+    return xr.DataArray(out.reshape(z.shape[:2]), dims=("chain", "draw"))
+
+
+# --------------------------------------------------------------------------------------
+# truncated stick-breaking
+# --------------------------------------------------------------------------------------
+def _stick_breaking_model(spec, coords):
+    X, lik, h, T = spec.X, spec.likelihood, spec.prior, spec.truncation
+    coords = dict(coords, component=np.arange(T))
+    with pm.Model(coords=coords) as m:
+        alpha = _alpha_variable(spec)
+        w = pm.StickBreakingWeights("w", alpha=alpha, K=T - 1, dims="component")
+        Xc = pt.as_tensor_variable(X)
+        if lik == "diag_gaussian":
+            # same prior as the collapsed Normal-Gamma model
+            tau = pm.Gamma("tau", alpha=h["a0"], beta=h["b0"], dims=("component", "feature"))
+            mu_raw = pm.Normal("mu_raw", 0.0, 1.0, dims=("component", "feature"))
+            mu = pm.Deterministic("mu", h["m0"] + mu_raw / pt.sqrt(h["kappa0"] * tau),
+                                  dims=("component", "feature"))
+            sigma = pm.Deterministic("sigma", 1.0 / pt.sqrt(tau), dims=("component", "feature"))
+            comp = _normal_logp(Xc, mu, sigma)
+        elif lik == "normal":
+            mu = pm.Normal("mu", mu=h["mu_loc"], sigma=h["mu_scale"],
+                           dims=("component", "feature"))
+            sigma = pm.LogNormal("sigma", mu=h["sigma_loc"], sigma=h["sigma_scale"],
+                                 dims=("component", "feature"))
+            comp = _normal_logp(Xc, mu, sigma)
+        elif lik == "bernoulli":
+            p = pm.Beta("p", alpha=h["a"], beta=h["b"], dims=("component", "feature"))
+            comp = (Xc[:, None, :] * pt.log(p)[None] + (1 - Xc[:, None, :])
+                    * pt.log1p(-p)[None]).sum(-1)
+        elif lik == "multinomial":
+            p = pm.Dirichlet("p", a=h["concentration"], dims=("component", "feature"))
+            coef = special.gammaln(X.sum(1) + 1) - special.gammaln(X + 1).sum(1)
+            comp = (Xc[:, None, :] * pt.log(p)[None]).sum(-1) + coef[:, None]
+        else:
+            rate = pm.LogNormal("rate", mu=h["rate_loc"], sigma=h["rate_scale"],
+                                dims=("component", "feature"))
+            comp = (Xc[:, None, :] * pt.log(rate)[None] - rate[None]
+                    - pt.gammaln(Xc[:, None, :] + 1)).sum(-1)
+        # assignments summed out: log p(x_i) = logsumexp_k (log w_k + log F(x_i | theta_k))
+        pm.Potential("X_loglik", pm.math.logsumexp(pt.log(w)[None, :] + comp, axis=1).sum())
+    param_names = {"diag_gaussian": ("mu", "sigma"), "normal": ("mu", "sigma"),
+                   "bernoulli": ("p",), "multinomial": ("p",), "poisson": ("rate",)}[lik]
+    info = ZooModelInfo(
+        family="dpm",
+        preferred_method="nuts",
+        derived=(
+            DerivedStatistic("z", partial(_sb_assignments, spec=spec, params=param_names),
+                             "assignments drawn from p(z | w, theta, X), seeded per draw"),
+            DerivedStatistic("n_clusters", partial(_sb_n_clusters, spec=spec,
+                                                   params=param_names),
+                             "occupied components among the drawn assignments"),
+            DerivedStatistic("weights_sorted", _weights_sorted,
+                             "stick-breaking weights in decreasing order"),
+        ),
+        label_variables=("w", "mu_raw", "tau", *param_names),
+        notes=(f"truncated stick-breaking (T={T}); assignments summed out; NUTS or ADVI. "
+               "Component labels are not identified."),
+    )
+    return attach_info(m, info)
+
+
+def _normal_logp(Xc, mu, sigma):
+    r = (Xc[:, None, :] - mu[None]) / sigma[None]
+    return (-0.5 * r**2 - pt.log(sigma)[None] - 0.5 * np.log(2 * np.pi)).sum(-1)
+
+
+def _component_logp_np(spec, params, X):
+    """(n, T) log F(x_i | theta_k) from one draw's parameter arrays (NumPy)."""
+    lik = spec.likelihood
+    if lik in ("diag_gaussian", "normal"):
+        mu, sigma = params
+        return stats.norm.logpdf(X[:, None, :], mu[None], sigma[None]).sum(-1)
+    if lik == "bernoulli":
+        (p,) = params
+        return (X[:, None, :] * np.log(p)[None] + (1 - X[:, None, :]) * np.log1p(-p)[None]).sum(-1)
+    if lik == "multinomial":
+        (p,) = params
+        coef = special.gammaln(X.sum(1) + 1) - special.gammaln(X + 1).sum(1)
+        return (X[:, None, :] * np.log(p)[None]).sum(-1) + coef[:, None]
+    (rate,) = params
+    return stats.poisson.logpmf(X[:, None, :], rate[None]).sum(-1)
+
+
+def _sb_assignments(posterior: xr.Dataset, spec: DPMSpec, params) -> xr.DataArray:
+    w = posterior["w"].values
+    arrays = [posterior[p].values for p in params]
+    C, S = w.shape[:2]
+    X = spec.X
+    out = np.empty((C, S, X.shape[0]), dtype=np.int64)
+    for c in range(C):
+        for s in range(S):
+            logits = np.log(w[c, s])[None, :] + _component_logp_np(
+                spec, [a[c, s] for a in arrays], X)
+            rng = np.random.default_rng([c, s])
+            g = rng.gumbel(size=logits.shape)
+            out[c, s] = partitions.canonical_labels(np.argmax(logits + g, axis=1))
+    return xr.DataArray(out, dims=("chain", "draw", "obs"))
+
+
+def _sb_n_clusters(posterior: xr.Dataset, spec: DPMSpec, params) -> xr.DataArray:
+    z = _sb_assignments(posterior, spec, params).values
+    return xr.DataArray(partitions.n_blocks(z.reshape(-1, z.shape[-1])).reshape(z.shape[:2]),
+                        dims=("chain", "draw"))
+
+
+def _weights_sorted(posterior: xr.Dataset) -> xr.DataArray:
+    w = posterior["w"].values
+    return xr.DataArray(-np.sort(-w, axis=-1), dims=("chain", "draw", "rank"))
+
+
+# --------------------------------------------------------------------------------------
+# outputs
+# --------------------------------------------------------------------------------------
+def _posterior_z(dt: xr.DataTree) -> np.ndarray:
+    posterior = dt["posterior"]
+    if "z" not in posterior.data_vars:
+        raise ValueError("dt: the posterior has no 'z' (labels); was the model built by "
+                         "dpm.model and fitted with inference.fit?")
+    z = np.asarray(posterior["z"].values)
+    return z.reshape(-1, z.shape[-1])
+
+
+def _posterior_alpha(dt, spec, size):
+    posterior = dt["posterior"]
+    if "alpha" in posterior.data_vars:
+        return np.asarray(posterior["alpha"].values).reshape(-1)[:size]
+    return np.full(size, spec.alpha)
+
+
+def _thin_index(total, max_draws):
+    if total <= max_draws:
+        return np.arange(total)
+    return np.linspace(0, total - 1, max_draws).astype(int)
+
+
+def cluster_parameters(m_or_spec, z) -> xr.Dataset:
+    """Posterior means of each cluster's parameters given partition ``z`` (conjugate).
+
+    For ``"gaussian"`` (NIW posterior, Murphy 2012 Eq. 4.214): ``mean`` = m_n and
+    ``covariance`` = S_n / (nu_n - d - 1) (the posterior mean of Sigma, defined for
+    nu_n > d + 1). ``"diag_gaussian"``: ``mean`` and ``variance`` = b_n / (a_n - 1).
+    ``"bernoulli"``: ``p`` = (a + m) / (a + b + N). ``"multinomial"``: ``p`` =
+    (concentration + m) / sum. Always ``size`` (items per cluster).
+    """
+    spec = m_or_spec if isinstance(m_or_spec, DPMSpec) else get_spec(m_or_spec)
+    if spec is None:
+        raise ValueError("cluster_parameters needs a model built by pp_models.dpm.model")
+    if spec.likelihood not in CONJUGATE:
+        raise ValueError(f"cluster_parameters: the {spec.likelihood!r} likelihood is not "
+                         "conjugate; read the parameters from the posterior instead")
+    z = partitions.canonical_labels(z)
+    X = spec.X
+    if z.size != X.shape[0]:
+        raise ValueError(f"z has {z.size} labels but the model has {X.shape[0]} rows")
+    h = spec.prior
+    K = int(z.max()) + 1
+    d = X.shape[1]
+    sizes = np.bincount(z, minlength=K)
+    feats = list(spec.feature_names)
+    coords = {"cluster": np.arange(K), "feature": feats}
+    if spec.likelihood == "gaussian":
+        mean = np.empty((K, d))
+        cov = np.empty((K, d, d))
+        for k in range(K):
+            st = cj.gaussian_stats(X[z == k])
+            kn = h["kappa0"] + st[0]
+            nn = h["nu0"] + st[0]
+            mn = (h["kappa0"] * h["m0"] + st[1 : 1 + d]) / kn
+            Sn = (h["S0"] + st[1 + d :].reshape(d, d) + h["kappa0"] * np.outer(h["m0"], h["m0"])
+                  - kn * np.outer(mn, mn))
+            mean[k] = mn
+            cov[k] = Sn / (nn - d - 1) if nn > d + 1 else np.nan
+        return xr.Dataset(
+            {"size": ("cluster", sizes), "mean": (("cluster", "feature"), mean),
+             "covariance": (("cluster", "feature", "feature_"), cov)},
+            coords={**coords, "feature_": feats},
+        )
+    if spec.likelihood == "diag_gaussian":
+        mean = np.empty((K, d))
+        var = np.empty((K, d))
+        for k in range(K):
+            Xk = X[z == k]
+            nk = Xk.shape[0]
+            kn = h["kappa0"] + nk
+            mn = (h["kappa0"] * h["m0"] + Xk.sum(0)) / kn
+            an = h["a0"] + 0.5 * nk
+            bn = h["b0"] + 0.5 * ((Xk**2).sum(0) + h["kappa0"] * h["m0"] ** 2 - kn * mn**2)
+            mean[k] = mn
+            var[k] = np.where(an > 1, bn / (an - 1), np.nan)
+        return xr.Dataset(
+            {"size": ("cluster", sizes), "mean": (("cluster", "feature"), mean),
+             "variance": (("cluster", "feature"), var)},
+            coords=coords,
+        )
+    if spec.likelihood == "bernoulli":
+        p = np.array([(h["a"] + X[z == k].sum(0)) / (h["a"] + h["b"] + sizes[k])
+                      for k in range(K)])
+    else:
+        counts = np.array([h["concentration"] + X[z == k].sum(0) for k in range(K)])
+        p = counts / counts.sum(1, keepdims=True)
+    return xr.Dataset({"size": ("cluster", sizes), "p": (("cluster", "feature"), p)},
+                      coords=coords)
+
+
+def predictive_density(dt: xr.DataTree, m: pm.Model, *, dims=(0, 1), grid=None,
+                       grid_size: int = 80, max_draws: int = 200) -> xr.Dataset:
+    """Posterior predictive density of a new row on a 1-D or 2-D grid, averaged over
+    draws: the marginal density of the columns ``dims``.
+
+    CRP (collapsed) draws: ``sum_k n_k/(n+alpha) p(x | X_k) + alpha/(n+alpha) p(x)`` with
+    the conjugate posterior predictives (Student-t; Murphy 2012 Eq. 25.27 with H
+    integrated out). Stick-breaking draws: ``sum_k w_k F(x | theta_k)``. Non-conjugate CRP
+    draws: the same as the CRP with ``F(x | theta_k)`` and a Monte Carlo prior predictive.
+    Gaussian-type likelihoods only.
+
+    Parameters
+    ----------
+    dims : int or pair of int
+        Columns to show (1 or 2); the others are marginalised.
+    grid : array or pair of arrays, optional
+        Grid points per shown column (default ``grid_size`` points over the data range
+        padded by 10 %).
+    max_draws : int
+        Draws used (thinned evenly).
+    """
+    spec = get_spec(m)
+    if spec is None:
+        raise ValueError("predictive_density needs a model built by pp_models.dpm.model")
+    if spec.likelihood not in ("gaussian", "diag_gaussian", "normal"):
+        raise ValueError(f"predictive_density: not available for the {spec.likelihood!r} "
+                         "likelihood (continuous Gaussian-type likelihoods only)")
+    X = spec.X
+    d = X.shape[1]
+    dims = (dims,) if isinstance(dims, numbers.Integral) else tuple(dims)
+    if not 1 <= len(dims) <= 2 or any(not 0 <= j < d for j in dims) or len(set(dims)) != len(dims):
+        raise ValueError(f"dims must be one or two distinct column indices in [0, {d}), "
+                         f"got {dims}")
+    if grid is None:
+        axes = []
+        for j in dims:
+            lo, hi = X[:, j].min(), X[:, j].max()
+            pad = 0.1 * (hi - lo if hi > lo else 1.0)
+            axes.append(np.linspace(lo - pad, hi + pad, grid_size))
+    else:
+        axes = [np.asarray(grid, dtype=float)] if len(dims) == 1 else [
+            np.asarray(g, dtype=float) for g in grid]
+        if len(axes) != len(dims):
+            raise ValueError("grid must have one axis per shown column")
+    mesh = np.meshgrid(*axes, indexing="ij")
+    pts = np.stack([g.reshape(-1) for g in mesh], axis=1)  # (G, len(dims))
+    sel = list(dims)
+    dens = np.zeros(pts.shape[0])
+    if spec.truncation is not None:
+        post = dt["posterior"]
+        w = np.asarray(post["w"].values).reshape(-1, spec.truncation)
+        mu = np.asarray(post["mu"].values).reshape(-1, spec.truncation, d)
+        sg = np.asarray(post["sigma"].values).reshape(-1, spec.truncation, d)
+        idx = _thin_index(w.shape[0], max_draws)
+        for s in idx:
+            comp = stats.norm.logpdf(pts[:, None, :], mu[s][None, :, sel], sg[s][None, :, sel])
+            dens += np.exp(special.logsumexp(np.log(w[s])[None] + comp.sum(-1), axis=1))
+        dens /= idx.size
+    else:
+        Z = _posterior_z(dt)
+        idx = _thin_index(Z.shape[0], max_draws)
+        alphas = _posterior_alpha(dt, spec, Z.shape[0])
+        n = X.shape[0]
+        if spec.likelihood == "normal":
+            post = dt["posterior"]
+            mu = np.asarray(post["mu"].values).reshape(-1, n, d)
+            sg = np.asarray(post["sigma"].values).reshape(-1, n, d)
+            h = spec.prior
+            rng = np.random.default_rng(0)
+            mu0 = rng.normal(h["mu_loc"], h["mu_scale"], size=(500, d))
+            sg0 = np.exp(rng.normal(h["sigma_loc"], h["sigma_scale"], size=(500, d)))
+            prior_pred = np.exp(stats.norm.logpdf(pts[:, None, :], mu0[None][..., sel],
+                                                  sg0[None][..., sel]).sum(-1)).mean(1)
+        else:
+            prior_pred = np.exp(_conjugate_log_pred(spec, pts, sel, None))
+        for s in idx:
+            z = Z[s]
+            K = int(z.max()) + 1
+            sizes = np.bincount(z, minlength=K)
+            a = alphas[s]
+            mix = a / (n + a) * prior_pred
+            for k in range(K):
+                if spec.likelihood == "normal":
+                    lp = stats.norm.logpdf(pts, mu[s, k, sel], sg[s, k, sel]).sum(-1)
+                else:
+                    lp = _conjugate_log_pred(spec, pts, sel, X[z == k])
+                mix = mix + sizes[k] / (n + a) * np.exp(lp)
+            dens += mix
+        dens /= idx.size
+    names = [spec.feature_names[j] for j in dims]
+    return xr.Dataset(
+        {"density": (tuple(names), dens.reshape(mesh[0].shape))},
+        coords={name: ax for name, ax in zip(names, axes, strict=True)},
+        attrs={"description": "posterior predictive density of a new row, marginal over "
+                              "the other columns", "draws_used": int(idx.size)},
+    )
+
+
+def _conjugate_log_pred(spec, pts, sel, Xk):
+    """log predictive density of points ``pts`` (G, |sel|) marginal on columns ``sel``
+    given the rows ``Xk`` of one cluster (None: the prior predictive)."""
+    h = spec.prior
+    d = spec.X.shape[1]
+    Xk = np.zeros((0, d)) if Xk is None else Xk
+    if spec.likelihood == "gaussian":
+        st = cj.gaussian_stats(Xk) if Xk.shape[0] else np.zeros(cj.gaussian_stats_size(d))
+        kn = h["kappa0"] + st[0]
+        nn = h["nu0"] + st[0]
+        mn = (h["kappa0"] * h["m0"] + st[1 : 1 + d]) / kn
+        Sn = (h["S0"] + st[1 + d :].reshape(d, d) + h["kappa0"] * np.outer(h["m0"], h["m0"])
+              - kn * np.outer(mn, mn))
+        dof = nn - d + 1
+        shape = Sn * (kn + 1) / (kn * dof)
+        # marginal of a multivariate t: same dof, sub-vector / sub-matrix
+        return stats.multivariate_t.logpdf(pts, loc=mn[sel], shape=shape[np.ix_(sel, sel)],
+                                           df=dof).reshape(-1)
+    nk = Xk.shape[0]
+    kn = h["kappa0"] + nk
+    mn = (h["kappa0"] * h["m0"] + Xk.sum(0)) / kn
+    an = h["a0"] + 0.5 * nk
+    bn = h["b0"] + 0.5 * ((Xk**2).sum(0) + h["kappa0"] * h["m0"] ** 2 - kn * mn**2)
+    scale = np.sqrt(bn * (kn + 1) / (an * kn))
+    return stats.t.logpdf(pts, df=2 * an[sel], loc=mn[sel], scale=scale[sel]).sum(-1)
+
+
+def summarize(dt: xr.DataTree, m: pm.Model | None = None, *, loss: str = "binder",
+              max_coclustering: int = 2000, cluster_params: bool = False,
+              predictive: bool | None = None, dims=(0, 1), grid_size: int = 80,
+              max_draws: int = 200) -> xr.DataTree:
+    """Add the label-invariant outputs of a DP mixture fit to ``dt`` (a new DataTree).
+
+    Groups added:
+
+    - ``clustering``: ``coclustering`` (obs, obs_) posterior similarity matrix (when
+      n <= ``max_coclustering``), ``point_estimate`` (obs) minimising the expected
+      ``loss`` ("binder" or "vi"), its ``expected_loss``, and ``n_clusters_pmf``, the
+      posterior of the number of clusters;
+    - ``cluster_parameters`` (``cluster_params=True``, conjugate likelihoods): posterior
+      means for the point-estimate partition (:func:`cluster_parameters`);
+    - ``predictive``: :func:`predictive_density` on a grid over columns ``dims`` (default:
+      on for Gaussian-type likelihoods).
+
+    ``m`` (the model from :func:`model`) is needed for the last two; the first works for
+    any posterior with labels ``z`` (for stick-breaking fits, the drawn assignments).
+    """
+    if not isinstance(dt, xr.DataTree) or "posterior" not in dt.children:
+        raise TypeError("dt must be an xarray.DataTree with a 'posterior' group")
+    spec = get_spec(m) if m is not None else None
+    if m is not None and spec is None:
+        raise ValueError("m must be a model built by pp_models.dpm.model")
+    Z = _posterior_z(dt)
+    n = Z.shape[1]
+    out = dt.copy()
+    ds = {}
+    P = None
+    if n <= max_coclustering:
+        P = partitions.coclustering(Z)
+        ds["coclustering"] = (("obs", "obs_"), P)
+    z_hat, expected = partitions.point_estimate(Z, loss=loss, P=P)
+    ds["point_estimate"] = (("obs",), z_hat)
+    ks = partitions.n_blocks(Z)
+    values, counts = np.unique(ks, return_counts=True)
+    clustering = xr.Dataset(ds, coords={"obs": np.arange(n), "obs_": np.arange(n)})
+    clustering["n_clusters_pmf"] = xr.DataArray(counts / counts.sum(), dims=("n_clusters",),
+                                                coords={"n_clusters": values})
+    clustering.attrs.update(loss=loss, expected_loss=expected, draws=int(Z.shape[0]))
+    out["clustering"] = xr.DataTree(clustering)
+    if cluster_params:
+        if spec is None:
+            raise ValueError("cluster_params=True needs the model m")
+        out["cluster_parameters"] = xr.DataTree(cluster_parameters(spec, z_hat))
+    if predictive is None:
+        predictive = spec is not None and spec.likelihood in ("gaussian", "diag_gaussian",
+                                                               "normal")
+    if predictive:
+        if spec is None:
+            raise ValueError("predictive=True needs the model m")
+        d = spec.X.shape[1]
+        use = tuple(dims)[: min(2, d)] if d > 1 else (0,)
+        out["predictive"] = xr.DataTree(
+            predictive_density(dt, m, dims=use, grid_size=grid_size, max_draws=max_draws))
+    return out
