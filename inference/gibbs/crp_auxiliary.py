@@ -11,7 +11,7 @@ builds)::
 Slots ``k >= K`` are unused and, given everything else, distributed as ``H``. One step:
 
 1. Algorithm 8 sweep over the items (Numba, :func:`~inference.gibbs.crp_kernels.
-   auxiliary_update`): item ``i`` joins block ``k`` with weight ``(n_{k,-i} - d)
+   auxiliary_sweeps`): item ``i`` joins block ``k`` with weight ``(n_{k,-i} - d)
    F(x_i | theta_k)`` or one of ``m`` fresh components ``phi_j ~ H`` with weight
    ``(alpha + K_{-i} d) / m * F(x_i | phi_j)``; a singleton's own parameter is one of the
    ``m`` (Neal 2000 §6, Algorithm 8).
@@ -20,7 +20,7 @@ Slots ``k >= K`` are unused and, given everything else, distributed as ``H``. On
 
 The occupied blocks' parameters are updated by another step (NUTS, which ``fit``
 assigns), completing Algorithm 8's second stage. The component density ``F`` is one of
-:data:`~inference.gibbs.crp_kernels.COMPONENT_LOGLIKS` (``"normal"``, ``"poisson"``,
+:data:`~inference.gibbs.crp_kernels.COMPONENT_CODES` (``"normal"``, ``"poisson"``,
 ``"bernoulli"``), given by name with the names of the parameter variables.
 """
 
@@ -31,7 +31,7 @@ import pytensor
 import pytensor.tensor as pt
 
 from inference.gibbs.base import ZooGibbsStep, depends_directly
-from inference.gibbs.crp_kernels import COMPONENT_LOGLIKS, auxiliary_update
+from inference.gibbs.crp_kernels import COMPONENT_CODES, auxiliary_sweeps
 from inference.gibbs.registry import register_step
 from pp_models.distributions.crp import CRPRV
 
@@ -74,11 +74,11 @@ class CRPAuxiliaryGibbs(ZooGibbsStep):
                  sweeps: int = 1, model=None, rng=None, blocked=True):
         super().__init__(vars, model=model, rng=rng, blocked=blocked)
         model = self.model
-        if component not in COMPONENT_LOGLIKS:
+        if component not in COMPONENT_CODES:
             raise ValueError(f"component: unknown {component!r}; choose one of "
-                             f"{sorted(COMPONENT_LOGLIKS)}")
+                             f"{sorted(COMPONENT_CODES)}")
         self.component = component
-        _loglik, param_names = COMPONENT_LOGLIKS[component]
+        _code, param_names = COMPONENT_CODES[component]
         if len(self.vars) != 1:
             raise ValueError(f"vars: CRPAuxiliaryGibbs updates one CRP variable, got "
                              f"{self.var_names}")
@@ -129,7 +129,8 @@ class CRPAuxiliaryGibbs(ZooGibbsStep):
         for p in params:
             op = p.owner.op
             d = p.shape[1]
-            new = op(*op.dist_params(p.owner), size=pt.stack([B, d]), rng=rng_in)
+            _next_rng, new = op(*op.dist_params(p.owner), size=pt.stack([B, d]), rng=rng_in,
+                                return_next_rng=True)
             draws.append(new)
         draws = model.replace_rvs_by_values(draws)
         self._rng_shared = rng_in
@@ -160,7 +161,8 @@ class CRPAuxiliaryGibbs(ZooGibbsStep):
                     f"them to enter only the likelihood of {data!r}"
                 )
 
-    def _prior_draws(self, point, B):
+    def base_measure_draws(self, point, B):
+        """B independent draws from the base measure of each parameter (natural scale)."""
         self._rng_shared.set_value(
             np.random.default_rng(self.rng.integers(2**63)), borrow=True
         )
@@ -178,11 +180,11 @@ class CRPAuxiliaryGibbs(ZooGibbsStep):
         K = int(z.max()) + 1
         B = self.sweeps * n * self.m + n
         pool = np.ascontiguousarray(
-            np.concatenate(self._prior_draws(point, B), axis=1), dtype=np.float64
+            np.concatenate(self.base_measure_draws(point, B), axis=1), dtype=np.float64
         )
-        loglik, _names = COMPONENT_LOGLIKS[self.component]
-        z_new, theta_new, _used = auxiliary_update(
-            X, z, theta[:K], float(alpha), float(discount), loglik, pool[: B - n], self.m,
+        code = COMPONENT_CODES[self.component][0]
+        z_new, theta_new = auxiliary_sweeps(
+            X, z, theta[:K], float(alpha), float(discount), code, pool[: B - n], self.m,
             self.rng, self.sweeps,
         )
         K_new = theta_new.shape[0]

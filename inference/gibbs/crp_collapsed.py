@@ -15,12 +15,20 @@ read from the point at every step.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pymc as pm
 
 from custom_ops.collapsed import hyper_tuple
+from custom_ops.crp import canonicalize
 from inference.gibbs.base import ZooGibbsStep, depends_directly
-from inference.gibbs.crp_kernels import STATE_KERNELS, collapsed_update, sm_acceptance
+from inference.gibbs.crp_kernels import (
+    FAMILY_CODES,
+    collapsed_sweeps,
+    pack_hyper,
+    split_merge_proposal,
+)
 from inference.gibbs.registry import register_step
 from pp_models.distributions.collapsed import CollapsedRV
 from pp_models.distributions.crp import CRPRV
@@ -154,50 +162,56 @@ class CRPCollapsedGibbs(ZooGibbsStep):
         self._inputs_fn = self.compile_point_fn(outputs)
         self._calls = 0
 
-    def kernels(self):
-        """The family's block-state kernels and the split-merge acceptance (a method so
-        that tests can plant bugs in a subclass)."""
-        k = STATE_KERNELS[self.family or "bernoulli"]
-        return k.state_size, k.init, k.add, k.remove, k.log_pred, k.log_marg, sm_acceptance
+    def kernel_data(self, values):
+        """(family, X, hyperparameter tuple) for the kernels, from the point's values."""
+        if self.family is None:
+            # prior only: no data (the step uses a zero-column matrix, whose likelihood
+            # terms are all 1)
+            return "bernoulli", None, (np.ones(0), np.ones(0))
+        X = np.ascontiguousarray(values[2], dtype=np.float64)
+        return self.family, X, hyper_tuple(self.family, values[3:])
+
+    @staticmethod
+    def split_merge_log_acceptance(log_prior_ratio, log_lik_ratio, log_q_forward,
+                                   log_q_reverse):
+        """Metropolis-Hastings log ratio of a split-merge proposal (Jain & Neal 2004,
+        Eqs. 3.5-3.7): prior ratio x likelihood ratio x q(reverse) / q(forward)."""
+        return log_prior_ratio + log_lik_ratio + log_q_reverse - log_q_forward
 
     def step(self, point):
         z_old = np.asarray(point[self._value_name])
         values = self._inputs_fn(point)
         alpha, discount = float(values[0]), float(values[1])
-        if self.family is None:
-            # prior only: a zero-column data matrix makes every likelihood term 1
+        family, X, hyper = self.kernel_data(values)
+        if X is None:
             X = np.zeros((z_old.shape[0], 0))
-            hyper = (np.ones(0), np.ones(0))
+        code = FAMILY_CODES[family]
+        hp = pack_hyper(family, hyper)
+        z = np.ascontiguousarray(z_old, dtype=np.int64)
+        if self.sweeps > 0:
+            z = collapsed_sweeps(X, z, alpha, discount, code, hp, self.rng, self.sweeps)
         else:
-            X = np.ascontiguousarray(values[2], dtype=np.float64)
-            hyper = hyper_tuple(self.family, values[3:])
+            z, _K = canonicalize(z)
         self._calls += 1
-        do_sm = self.split_merge_every > 0 and self._calls % self.split_merge_every == 0
-        state_size, init, add, remove, log_pred, log_marg, accept = self.kernels()
-        z_new, n_split, n_merge, _ps, _pm = collapsed_update(
-            X,
-            np.ascontiguousarray(z_old, dtype=np.int64),
-            alpha,
-            discount,
-            hyper,
-            state_size(X.shape[1]),
-            init,
-            add,
-            remove,
-            log_pred,
-            log_marg,
-            accept,
-            self.rng,
-            self.sweeps,
-            self.split_merge_proposals if do_sm else 0,
-            self.launch_scans,
-        )
-        z_new = z_new.astype(z_old.dtype)
+        n_split = n_merge = 0
+        if (self.split_merge_every > 0 and self._calls % self.split_merge_every == 0
+                and z.shape[0] >= 2):
+            for _ in range(self.split_merge_proposals):
+                proposed, lp, ll, lqf, lqr, is_split = split_merge_proposal(
+                    X, z, alpha, discount, code, hp, self.rng, self.launch_scans
+                )
+                if math.log(self.rng.random()) < self.split_merge_log_acceptance(
+                    lp, ll, lqf, lqr
+                ):
+                    z, _K = canonicalize(proposed)
+                    n_split += int(is_split)
+                    n_merge += int(not is_split)
+        z_new = z.astype(z_old.dtype)
         stats = {
             "n_clusters": int(z_new.max()) + 1 if z_new.size else 0,
             "n_changed": int(np.count_nonzero(z_new != z_old)),
-            "split_accepted": int(n_split),
-            "merge_accepted": int(n_merge),
+            "split_accepted": n_split,
+            "merge_accepted": n_merge,
         }
         return self.updated(point, **{self._value_name: z_new}), [stats]
 
