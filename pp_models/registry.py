@@ -61,7 +61,7 @@ def get_model(name: str) -> ModelEntry:
 def _load_builtin_models() -> None:
     if _MODELS:
         return
-    from pp_models import finite_mixture
+    from pp_models import dpm, finite_mixture
 
     register_model(
         ModelEntry(
@@ -71,5 +71,16 @@ def _load_builtin_models() -> None:
             build=finite_mixture.model,
             default_dataset="iris",
             defaults={"n_components": 3},
+        )
+    )
+    register_model(
+        ModelEntry(
+            name="dpm",
+            description="Dirichlet-process mixture (collapsed CRP: Algorithm 3 + split-merge; "
+            "truncation=T: stick-breaking for NUTS/ADVI)",
+            methods=("gibbs", "nuts", "advi", "auto"),
+            build=dpm.model,
+            default_dataset="iris",
+            defaults={"alpha": (1.0, 1.0)},
         )
     )

@@ -363,3 +363,30 @@ def test_prior_only_partition_samples_the_crp():
     exact = exact_posterior(lambda z: crp_logp(z, 0.8, 0.0))
     tv, expected = tv_against_mcse(states, exact)
     assert tv < 1.6 * expected, (tv, expected)
+
+
+@pytest.mark.parametrize(
+    ("alpha", "options"),
+    [
+        (30.0, dict(split_merge_every=1)),  # ~25 blocks: the slot arrays grow past 18
+        (2.0, dict(sweeps=0, split_merge_every=1, split_merge_proposals=3)),
+    ],
+)
+def test_prior_chain_number_of_blocks_at_n40(alpha, options):
+    """Without data the chain samples the CRP prior: E[K] = sum_i alpha / (alpha + i - 1)."""
+    n = 40
+    with pm.Model() as m:
+        CRP("z", alpha=alpha, n=n)
+    with m:
+        step = CRPCollapsedGibbs([m["z"]], **options)
+    step.setup_chain(np.random.default_rng(8), 0, 0)
+    point = m.initial_point()
+    K = np.empty(6000)
+    for t in range(K.size):
+        point, st = step.step(point)
+        K[t] = st[0]["n_clusters"]
+    K = K[500:]
+    batches = K[: K.size // 50 * 50].reshape(50, -1).mean(1)
+    mcse = batches.std(ddof=1) / np.sqrt(50)
+    expected = sum(alpha / (alpha + i) for i in range(n))
+    assert abs(K.mean() - expected) < 4 * mcse + 0.02, (K.mean(), expected, mcse)
