@@ -111,13 +111,17 @@ class EscobarWestAlpha(ZooGibbsStep):
             self._forward = pytensor.function([natural], forward)
         self._natural_fn = self.compile_point_fn(alpha_rv)
 
+    def draw_alpha(self, alpha: float, K: int, n: int, a: float, b: float) -> float:
+        """One Escobar-West draw (a method so that tests can plant bugs in a subclass)."""
+        return escobar_west_draw(self.rng, alpha, K, n, a, b)
+
     def step(self, point):
         z = np.asarray(point[self._z_name])
         n = z.shape[0]
         K = np.unique(z).size
         a, b = (float(v) for v in self._prior_fn(point))
         alpha = float(self._natural_fn(point))
-        new = escobar_west_draw(self.rng, alpha, K, n, a, b)
+        new = self.draw_alpha(alpha, K, n, a, b)
         value = np.asarray(new if self._forward is None else self._forward(new))
         old = point[self._value_name]
         return self.updated(point, **{self._value_name: value.astype(old.dtype)}), [

@@ -27,6 +27,12 @@ from inference.gibbs import (
 )
 from pp_models.distributions import CRP, CollapsedDiagGaussian, CollapsedGaussian
 from tests.custom_ops.test_crp import restricted_growth_strings
+from tests.inference.gibbs.crp_twins import (
+    BrokenAuxiliary,
+    ErratumGibbs,
+    NoMixtureEscobarWest,
+    NoProposalRatioSplitMerge,
+)
 
 RNG = np.random.default_rng(1)
 X6 = np.concatenate([RNG.normal(-1, 0.6, (3, 2)), RNG.normal(1.5, 0.6, (3, 2))])
@@ -79,28 +85,6 @@ def collapsed_model(family="gaussian", alpha=1.0, discount=0.0):
     exact = exact_posterior(lambda z: crp_logp(z, alpha, discount)
                             + collapsed_loglik_value(family, z, X6, hyper))
     return m, exact
-
-
-# ---------------------------------------------------------------------- planted bugs
-class ErratumGibbs(CRPCollapsedGibbs):
-    """Murphy (2012) Algorithm 25.1 as printed: the predictive-likelihood factor dropped
-    (every item is seated by the CRP prior alone)."""
-
-    name = "test_erratum_gibbs"
-
-    def kernel_data(self, values):
-        return "bernoulli", None, (np.ones(0), np.ones(0))
-
-
-class NoProposalRatioSplitMerge(CRPCollapsedGibbs):
-    """Split-merge accepting with prior x likelihood only (q(reverse)/q(forward) dropped)."""
-
-    name = "test_no_q_split_merge"
-
-    @staticmethod
-    def split_merge_log_acceptance(log_prior_ratio, log_lik_ratio, log_q_forward,
-                                   log_q_reverse):
-        return log_prior_ratio + log_lik_ratio
 
 
 # ---------------------------------------------------------------------- Algorithm 3
@@ -188,16 +172,6 @@ def auxiliary_model():
     return m, exact
 
 
-class BrokenAuxiliary(CRPAuxiliaryGibbs):
-    """Planted bug: auxiliary components drawn from the wrong base measure (rates ten
-    times too large)."""
-
-    name = "test_broken_auxiliary"
-
-    def base_measure_draws(self, point, B):
-        return [10.0 * a for a in super().base_measure_draws(point, B)]
-
-
 def _run_auxiliary(step_cls, n_steps, seed):
     m, exact = auxiliary_model()
     with m:
@@ -259,30 +233,7 @@ def _alpha_posterior_cdf(K, n, a, b):
     return grid, cdf
 
 
-class AlwaysUpperComponent(EscobarWestAlpha):
-    """Planted bug: the Gamma mixture replaced by its first component."""
-
-    name = "test_ew_no_mixture"
-
-    def step(self, point):
-        import inference.gibbs.escobar_west as ew
-
-        orig = ew.escobar_west_draw
-
-        def no_mixture(rng, alpha, K, n, a, b):
-            eta = rng.beta(alpha + 1.0, n)
-            rate = b - math.log(eta)
-            rng.random()
-            return rng.gamma(a + K, 1.0 / rate)
-
-        ew.escobar_west_draw = no_mixture
-        try:
-            return super().step(point)
-        finally:
-            ew.escobar_west_draw = orig
-
-
-@pytest.mark.parametrize("step_cls", [EscobarWestAlpha, AlwaysUpperComponent])
+@pytest.mark.parametrize("step_cls", [EscobarWestAlpha, NoMixtureEscobarWest])
 def test_escobar_west_matches_alpha_conditional(step_cls):
     m = _ew_model()
     z = np.repeat(np.arange(4), 5)  # K = 4 blocks of n = 20
