@@ -16,7 +16,7 @@ import numpy as np
 import pymc as pm
 import pytest
 
-from inference.gibbs import CRPAuxiliaryGibbs, CRPCollapsedGibbs, EscobarWestAlpha
+from inference.gibbs import CRPCollapsedGibbs, EscobarWestAlpha
 from inference.testing import getting_it_right
 from pp_models import dpm
 from tests.inference.gibbs.crp_twins import (

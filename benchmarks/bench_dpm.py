@@ -1,0 +1,160 @@
+"""Benchmark: DP mixture on 10,000 2-D points from 5 Gaussian clusters.
+
+Time for our collapsed Gibbs sampler (Neal's Algorithm 3 + Jain-Neal split-merge, the
+step ``fit`` uses for ``pp_models.dpm.model``) to reach ARI >= 0.94 against the true
+labels, versus scikit-learn's variational ``BayesianGaussianMixture(
+weight_concentration_prior_type="dirichlet_process", n_components=20)``, in the same
+process. Both start from scratch: ours from one cluster (PyMC's initial point), sklearn
+from its default k-means initialisation; ARI evaluations are not timed.
+
+Run: ``python benchmarks/bench_dpm.py [--seeds 5] [--quick]``. Prints sweeps/s, the time
+to ARI >= 0.94 (median over chains), sklearn's time to the same ARI (checked every
+``--sk-every`` EM iterations with ``warm_start``) and the ratio. The machine is shared:
+numbers vary by +-20 %.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+import warnings
+
+import numpy as np
+
+TARGET_ARI = 0.94
+
+
+def make_data(n=10_000, K=5, seed=42):
+    """Five well-separated 2-D Gaussian clusters with random covariances."""
+    rng = np.random.default_rng(seed)
+    angles = np.arange(K) * 2 * np.pi / K
+    means = 5.0 * np.c_[np.cos(angles), np.sin(angles)]
+    truth = rng.integers(0, K, n)
+    chols = []
+    for _ in range(K):
+        A = rng.normal(size=(2, 2)) * 0.5
+        chols.append(np.linalg.cholesky(A @ A.T + 0.6 * np.eye(2)))
+    eps = rng.normal(size=(n, 2))
+    X = means[truth] + np.einsum("nij,nj->ni", np.array(chols)[truth], eps)
+    return X, truth
+
+
+def run_ours(X, truth, seed, max_sweeps=300):
+    """(seconds to ARI >= target or None, sweeps used, sweeps/s over the run)."""
+    from inference.gibbs import CRPCollapsedGibbs
+    from pp_models import dpm, partitions
+
+    model = dpm.model(X)
+    with model:
+        step = CRPCollapsedGibbs([model["z"]])
+    step.setup_chain(np.random.default_rng(seed), 0, 0)
+    point = model.initial_point()
+    elapsed = 0.0
+    reached = None
+    for sweep in range(1, max_sweeps + 1):
+        start = time.perf_counter()
+        point, _ = step.step(point)
+        elapsed += time.perf_counter() - start
+        if reached is None and partitions.adjusted_rand_index(point["z"], truth) >= TARGET_ARI:
+            reached = (elapsed, sweep)
+            # keep going a little to measure the steady-state rate
+            steady_start, steady_sweeps = elapsed, 0
+        if reached is not None:
+            steady_sweeps += 1
+            if steady_sweeps > 30:
+                break
+    rate = steady_sweeps / max(elapsed - steady_start, 1e-9) if reached else sweep / elapsed
+    return (reached[0] if reached else None), (reached[1] if reached else None), rate
+
+
+def run_fit_end_to_end(X, truth, draws=100):
+    """inference.fit with PyMC's machinery around the step; ARI of the Binder estimate."""
+    from inference import fit
+    from pp_models import dpm, partitions
+
+    model = dpm.model(X)
+    start = time.perf_counter()
+    dt = fit(model, draws=draws, tune=50, chains=1, random_seed=0, progressbar=False)
+    seconds = time.perf_counter() - start
+    Z = dt["posterior"]["z"].values.reshape(-1, X.shape[0])
+    z_hat, _ = partitions.point_estimate(Z[-50:], local_search=False, P=None)
+    return seconds, partitions.adjusted_rand_index(z_hat, truth)
+
+
+def run_sklearn(X, truth, every=5, max_iter=500):
+    """(seconds to ARI >= target or None, iterations, ARI at the end, default-fit seconds,
+    default-fit ARI)."""
+    from sklearn.exceptions import ConvergenceWarning
+    from sklearn.metrics import adjusted_rand_score
+    from sklearn.mixture import BayesianGaussianMixture
+
+    warnings.filterwarnings("ignore", category=ConvergenceWarning)
+    kwargs = dict(weight_concentration_prior_type="dirichlet_process", n_components=20,
+                  random_state=0)
+    start = time.perf_counter()
+    default = BayesianGaussianMixture(**kwargs).fit(X)
+    default_seconds = time.perf_counter() - start
+    default_ari = adjusted_rand_score(truth, default.predict(X))
+
+    model = BayesianGaussianMixture(**kwargs, warm_start=True, max_iter=every)
+    elapsed, iters, ari = 0.0, 0, 0.0
+    while iters < max_iter:
+        start = time.perf_counter()
+        model.fit(X)
+        elapsed += time.perf_counter() - start
+        iters += every
+        ari = adjusted_rand_score(truth, model.predict(X))
+        if ari >= TARGET_ARI:
+            return elapsed, iters, ari, default_seconds, default_ari
+    return None, iters, ari, default_seconds, default_ari
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seeds", type=int, default=5, help="chains of our sampler")
+    parser.add_argument("--sk-every", type=int, default=5)
+    parser.add_argument("--sk-max-iter", type=int, default=500)
+    parser.add_argument("--quick", action="store_true", help="skip the end-to-end fit()")
+    args = parser.parse_args(argv)
+
+    X, truth = make_data()
+    print(f"data: {X.shape[0]} points, 2-D, 5 clusters; target ARI >= {TARGET_ARI}")
+
+    # JIT compile / cache load, once per process (reported, not counted)
+    start = time.perf_counter()
+    run_ours(X[:50], truth[:50], seed=0, max_sweeps=2)
+    print(f"ours: first call (Numba cache load or compile): {time.perf_counter() - start:.2f} s")
+
+    times, sweeps, rates = [], [], []
+    for seed in range(args.seeds):
+        t, s, r = run_ours(X, truth, seed)
+        times.append(np.inf if t is None else t)
+        sweeps.append(s)
+        rates.append(r)
+        print(f"  chain {seed}: ARI >= {TARGET_ARI} after {s} sweeps, {t:.2f} s; "
+              f"{r:.1f} sweeps/s" if t is not None else f"  chain {seed}: not reached")
+    ours = float(np.median(times))
+    print(f"ours: median time to ARI >= {TARGET_ARI}: {ours:.2f} s "
+          f"(median {np.median([s for s in sweeps if s]):.0f} sweeps), "
+          f"{np.median(rates):.1f} sweeps/s (1 sweep + 1 split-merge proposal per step)")
+    if not args.quick:
+        seconds, ari = run_fit_end_to_end(X, truth)
+        print(f"ours via inference.fit (100 draws + 50 tune, PyMC overhead included): "
+              f"{seconds:.1f} s, ARI of the Binder point estimate {ari:.3f}")
+
+    sk_time, sk_iters, sk_ari, sk_default, sk_default_ari = run_sklearn(
+        X, truth, args.sk_every, args.sk_max_iter)
+    print(f"sklearn BayesianGaussianMixture default fit (max_iter=100): {sk_default:.1f} s, "
+          f"ARI {sk_default_ari:.3f}")
+    if sk_time is None:
+        print(f"sklearn: ARI {sk_ari:.3f} < {TARGET_ARI} after {sk_iters} EM iterations")
+        print(f"ratio: sklearn did not reach the target; default fit / ours = "
+              f"{sk_default / ours:.1f}x")
+    else:
+        print(f"sklearn: time to ARI >= {TARGET_ARI}: {sk_time:.1f} s ({sk_iters} iterations)")
+        print(f"ratio (sklearn / ours, time to ARI >= {TARGET_ARI}): {sk_time / ours:.1f}x; "
+              f"default fit / ours: {sk_default / ours:.1f}x")
+
+
+if __name__ == "__main__":
+    main()
