@@ -341,3 +341,31 @@ def test_prior_chain_number_of_blocks_at_n40(alpha, options):
     mcse = batches.std(ddof=1) / np.sqrt(50)
     expected = sum(alpha / (alpha + i) for i in range(n))
     assert abs(K.mean() - expected) < 4 * mcse + 0.02, (K.mean(), expected, mcse)
+
+
+def test_auxiliary_and_escobar_west_steps_pickle():
+    m, _ = auxiliary_model()
+    with m:
+        step = CRPAuxiliaryGibbs([m["z"]], component="poisson", params=("rate",), data="X")
+    clone = cloudpickle.loads(cloudpickle.dumps(step))
+    clone.setup_chain(np.random.default_rng(0), 0, 1)
+    new, _ = clone.step(m.initial_point())
+    assert new["z"].shape == (6,) and new["rate_log__"].shape == (6, 2)
+    ew_model = _ew_model()
+    with ew_model:
+        ew = EscobarWestAlpha([ew_model["alpha"]])
+    clone = cloudpickle.loads(cloudpickle.dumps(ew))
+    new, stats_ = clone.step(ew_model.initial_point())
+    assert stats_[0]["alpha"] > 0 and np.isfinite(new["alpha_log__"])
+
+
+def test_auxiliary_step_validates_its_options():
+    m, _ = auxiliary_model()
+    with m, pytest.raises(ValueError, match="component: unknown"):
+        CRPAuxiliaryGibbs([m["z"]], component="gamma", params=("rate",), data="X")
+    with m, pytest.raises(ValueError, match="params: component='normal' needs 2"):
+        CRPAuxiliaryGibbs([m["z"]], component="normal", params=("rate",), data="X")
+    with m, pytest.raises(ValueError, match="m must be an integer >= 1"):
+        CRPAuxiliaryGibbs([m["z"]], component="poisson", params=("rate",), data="X", m=0)
+    with m, pytest.raises(ValueError, match="data: 'Y' is not a variable"):
+        CRPAuxiliaryGibbs([m["z"]], component="poisson", params=("rate",), data="Y")
