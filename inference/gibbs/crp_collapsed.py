@@ -74,10 +74,18 @@ def find_crp_likelihood(model: pm.Model, z_rv, *, allow_other: bool = False):
 
 
 def _is_labels(param, z_rv) -> bool:
-    """``param`` is ``z_rv`` itself or a dtype cast of it."""
+    """``param`` is ``z_rv`` itself or a dtype cast of it (any other function of the
+    labels may define a different partition)."""
+    from pytensor.scalar.basic import Cast
+    from pytensor.tensor.elemwise import Elemwise
+
     while param is not z_rv:
         owner = param.owner
-        if owner is None or len(owner.inputs) != 1 or owner.outputs[0].ndim != z_rv.ndim:
+        if (
+            owner is None
+            or not isinstance(owner.op, Elemwise)
+            or not isinstance(owner.op.scalar_op, Cast)
+        ):
             return False
         param = owner.inputs[0]
     return True

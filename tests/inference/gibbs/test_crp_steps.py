@@ -12,6 +12,7 @@ import math
 import cloudpickle
 import numpy as np
 import pymc as pm
+import pytensor.tensor as pt
 import pytest
 from pymc.step_methods.compound import BlockedStep
 from scipy import integrate, special, stats
@@ -369,3 +370,12 @@ def test_auxiliary_step_validates_its_options():
         CRPAuxiliaryGibbs([m["z"]], component="poisson", params=("rate",), data="X", m=0)
     with m, pytest.raises(ValueError, match="data: 'Y' is not a variable"):
         CRPAuxiliaryGibbs([m["z"]], component="poisson", params=("rate",), data="Y")
+
+
+def test_collapsed_step_refuses_a_transformed_partition():
+    """sign(z) groups every nonzero label together: not the partition z defines."""
+    with pm.Model() as m:
+        z = CRP("z", alpha=1.0, n=6)
+        CollapsedGaussian("X", pt.sign(z), *NIW, observed=X6)
+    with m, pytest.raises(ValueError, match="also enters X"):
+        CRPCollapsedGibbs([m["z"]])
