@@ -108,12 +108,14 @@ class CRPAuxiliaryGibbs(ZooGibbsStep):
             raise ValueError(f"data: {data!r} is not a variable of the model")
         data_rv = model[data]
         for p in params:
-            if p.ndim != 2:
-                raise ValueError(f"vars: {p.name} must have shape (n, d), got ndim={p.ndim}")
+            if p.ndim != 2 or int(p.shape[0].eval()) != n:
+                raise ValueError(
+                    f"params: {p.name} must have shape (n, d) with one row per item (n = {n})"
+                )
             for q in p.owner.op.dist_params(p.owner):
                 if q.ndim == 2 and not q.type.broadcastable[0]:
                     raise ValueError(
-                        f"vars: the prior of {p.name} must be the same for every slot (its "
+                        f"params: the prior of {p.name} must be the same for every slot (its "
                         "parameters may vary by column only)"
                     )
         alpha, discount, _n = z_rv.owner.op.dist_params(z_rv.owner)

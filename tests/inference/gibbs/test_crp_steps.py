@@ -379,3 +379,12 @@ def test_collapsed_step_refuses_a_transformed_partition():
         CollapsedGaussian("X", pt.sign(z), *NIW, observed=X6)
     with m, pytest.raises(ValueError, match="also enters X"):
         CRPCollapsedGibbs([m["z"]])
+
+
+def test_auxiliary_step_needs_one_slot_per_item():
+    with pm.Model() as m:
+        z = CRP("z", alpha=1.0, n=6)
+        rate = pm.Gamma("rate", alpha=2.0, beta=1.0, shape=(3, 2))
+        pm.Poisson("X", mu=rate[z], observed=COUNTS)
+    with m, pytest.raises(ValueError, match="one row per item"):
+        CRPAuxiliaryGibbs([m["z"]], component="poisson", params=("rate",), data="X")
