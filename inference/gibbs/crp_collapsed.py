@@ -3,7 +3,7 @@
 Neal (2000) Algorithm 3 (Murphy 2012 §25.2.4, Algorithm 25.1 with the erratum fixed: the
 weights multiply the CRP prior by the posterior predictive, Eq. 25.33), mixed every
 ``split_merge_every`` sweeps with Jain & Neal (2004) split-merge proposals built from a
-restricted-Gibbs launch state. The hot loops are in :mod:`inference.gibbs.crp_kernels`.
+restricted-Gibbs launch state. The hot loops are in :mod:`custom_ops.crp_gibbs`.
 
 The step claims a :class:`~pp_models.distributions.CRP` variable ``z`` automatically when
 the only other term of the model that depends on ``z`` is one collapsed likelihood
@@ -22,13 +22,13 @@ import pymc as pm
 
 from custom_ops.collapsed import hyper_tuple
 from custom_ops.crp import canonicalize
-from inference.gibbs.base import ZooGibbsStep, depends_directly
-from inference.gibbs.crp_kernels import (
+from custom_ops.crp_gibbs import (
     FAMILY_CODES,
     collapsed_sweeps,
     pack_hyper,
     split_merge_proposal,
 )
+from inference.gibbs.base import ZooGibbsStep, depends_directly
 from inference.gibbs.registry import register_step
 from pp_models.distributions.collapsed import CollapsedRV
 from pp_models.distributions.crp import CRPRV

@@ -236,3 +236,16 @@ def test_registered_for_the_cli():
     entry = get_model("dpm")
     m = entry.build(datasets.load("iris").data, **entry.defaults)
     assert get_info(m).family == "dpm"
+
+
+def test_initial_partition_is_a_canonical_start_for_fit():
+    X, truth = three_blobs()
+    m = dpm.model(X)
+    z0 = dpm.initial_partition(m)
+    assert z0[0] == 0 and np.all(np.diff(np.maximum.accumulate(z0)) <= 1)
+    assert partitions.adjusted_rand_index(z0, truth) > 0.8
+    dt = fit(m, draws=20, tune=0, chains=1, random_seed=0, progressbar=False,
+             initvals={"z": z0})
+    assert dt["posterior"]["z"].shape == (1, 20, 60)
+    with pytest.raises(ValueError, match="collapsed CRP model"):
+        dpm.initial_partition(dpm.model(X, likelihood="normal"))

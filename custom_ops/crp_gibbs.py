@@ -8,6 +8,7 @@
   Metropolis-Hastings ratio (the caller accepts or rejects).
 - :func:`auxiliary_sweeps`: Neal (2000) Algorithm 8 (``m`` auxiliary components) for a
   non-conjugate mixture with explicit component parameters.
+- :func:`sequential_map_partition`: a deterministic one-pass starting partition.
 
 All work for the two-parameter (Pitman-Yor) restaurant: an item joins an existing block
 ``k`` with weight ``n_{k,-i} - d`` and a new block with weight ``alpha + K_{-i} d``.
@@ -36,6 +37,7 @@ __all__ = [
     "auxiliary_sweeps",
     "collapsed_sweeps",
     "pack_hyper",
+    "sequential_map_partition",
     "split_merge_proposal",
     "state_size",
 ]
@@ -75,7 +77,8 @@ def _state_size(fam, d):
     if fam == MULTINOMIAL:
         return 2 + d
     if fam == GAUSSIAN:
-        return 3 + d + d * d + 3
+        # posterior (n, kappa_n, nu_n, m_n, L), 3 predictive constants, d scratch
+        return 3 + d + d * d + 3 + d
     return 1 + 2 * d
 
 
@@ -94,67 +97,125 @@ def _diag_hyper(hp, d):
 #     c = lgamma((dof + d)/2) - lgamma(dof/2) - d/2 log(dof pi) - 1/2 log|s L Lᵀ|,
 #     w = 1 / (s dof), e = (dof + d)/2, dof = nu_n - d + 1, s = (kappa_n + 1)/(kappa_n dof)
 # (the multivariate Student-t of Murphy 2012 Eq. 4.215 / the Heller digest §1.2).
+# Everything but log|L Lᵀ| depends only on the block size, so a kernel tabulates it once
+# (``_niw_table``) and a refresh costs d logarithms.
 @_jit
-def _niw_refresh(state, d):
+def _niw_table(fam, hp, d, nmax):
+    """Rows [c + log|L|, w, e] for block sizes 0..nmax (one dummy row for other families)."""
+    if fam != GAUSSIAN:
+        return np.zeros((1, 3))
+    kappa0 = hp[d]
+    nu0 = hp[d + 1]
+    tab = np.empty((nmax + 1, 3))
+    for nk in range(nmax + 1):
+        kn = kappa0 + nk
+        dof = nu0 + nk - d + 1.0
+        sf = (kn + 1.0) / (kn * dof)
+        tab[nk, 0] = (
+            math.lgamma(0.5 * (dof + d))
+            - math.lgamma(0.5 * dof)
+            - 0.5 * d * math.log(dof * math.pi)
+            - 0.5 * d * math.log(sf)
+        )
+        tab[nk, 1] = 1.0 / (sf * dof)
+        tab[nk, 2] = 0.5 * (dof + d)
+    return tab
+
+
+@_jit
+def _niw_refresh(state, d, tab):
     base = 3 + d + d * d
-    kn = state[1]
-    dof = state[2] - d + 1.0
-    sf = (kn + 1.0) / (kn * dof)
+    row = int(state[0])
     logdet = 0.0
     for j in range(d):
         logdet += math.log(state[3 + d + j * d + j])
-    state[base] = (
-        math.lgamma(0.5 * (dof + d))
-        - math.lgamma(0.5 * dof)
-        - 0.5 * d * math.log(dof * math.pi)
-        - logdet
-        - 0.5 * d * math.log(sf)
-    )
-    state[base + 1] = 1.0 / (sf * dof)
-    state[base + 2] = 0.5 * (dof + d)
+    state[base] = tab[row, 0] - logdet
+    state[base + 1] = tab[row, 1]
+    state[base + 2] = tab[row, 2]
 
 
 @_jit
-def _st_init(fam, state, hp, d):
+def _niw_update(state, x, sign, tab):
+    """Add (sign = +1) or remove (sign = -1) one item from a NIW block state in place:
+    ``custom_ops.conjugate.gaussian_state_add`` / ``_remove`` without their scratch
+    allocation. Adding x: S_n += k/(k+1) (x - m_n)(x - m_n)ᵀ, m_n <- (k m_n + x)/(k+1);
+    removing inverts it (rank-1 Cholesky update / downdate, O(d^2))."""
+    d = x.shape[0]
+    kn = state[1]
+    base_l = 3 + d
+    if sign > 0:
+        f = math.sqrt(kn / (kn + 1.0))
+        for j in range(d):
+            state[base_l + d * d + 3 + j] = f * (x[j] - state[3 + j])  # scratch: v
+            state[3 + j] = (kn * state[3 + j] + x[j]) / (kn + 1.0)
+        new_kn = kn + 1.0
+    else:
+        ko = kn - 1.0
+        f = math.sqrt(ko / kn)
+        for j in range(d):
+            mo = (kn * state[3 + j] - x[j]) / ko
+            state[base_l + d * d + 3 + j] = f * (x[j] - mo)
+            state[3 + j] = mo
+        new_kn = ko
+    # rank-1 update of the lower Cholesky factor L (row-major at base_l), v in scratch
+    v0 = base_l + d * d + 3
+    for k in range(d):
+        lkk = state[base_l + k * d + k]
+        vk = state[v0 + k]
+        r2 = lkk * lkk + sign * vk * vk
+        if r2 <= 0.0:
+            raise ValueError("Cholesky downdate lost positive definiteness")
+        r = math.sqrt(r2)
+        c = r / lkk
+        s_ = vk / lkk
+        state[base_l + k * d + k] = r
+        for i in range(k + 1, d):
+            lik = (state[base_l + i * d + k] + sign * s_ * state[v0 + i]) / c
+            state[base_l + i * d + k] = lik
+            state[v0 + i] = c * state[v0 + i] - s_ * lik
+    state[0] += sign
+    state[1] = new_kn
+    state[2] += sign
+    _niw_refresh(state, d, tab)
+
+
+@_jit
+def _st_init(fam, state, hp, d, tab):
     if fam == GAUSSIAN:
         base = 3 + d + d * d
         state[:base] = cj.gaussian_state(np.zeros(1 + d + d * d), _gaussian_hyper(hp, d))
-        _niw_refresh(state, d)
+        _niw_refresh(state, d, tab)
     else:
         state[:] = 0.0
 
 
 @_jit
-def _st_add(fam, state, x):
+def _st_add(fam, state, x, tab):
     if fam == BERNOULLI:
         cj.bernoulli_add(state, x)
     elif fam == MULTINOMIAL:
         cj.multinomial_add(state, x)
     elif fam == GAUSSIAN:
-        d = x.shape[0]
-        cj.gaussian_state_add(state[: 3 + d + d * d], x)
-        _niw_refresh(state, d)
+        _niw_update(state, x, 1.0, tab)
     else:
         cj.diag_gaussian_add(state, x)
 
 
 @_jit
-def _st_remove(fam, state, x):
+def _st_remove(fam, state, x, tab):
     if fam == BERNOULLI:
         cj.bernoulli_remove(state, x)
     elif fam == MULTINOMIAL:
         cj.multinomial_remove(state, x)
     elif fam == GAUSSIAN:
-        d = x.shape[0]
-        cj.gaussian_state_remove(state[: 3 + d + d * d], x)
-        _niw_refresh(state, d)
+        _niw_update(state, x, -1.0, tab)
     else:
         cj.diag_gaussian_remove(state, x)
 
 
 @_jit
-def _st_log_pred(fam, x, state, hp):
-    """log p(x | the block's items): the posterior predictive."""
+def _st_log_pred(fam, x, state, hp, work):
+    """log p(x | the block's items): the posterior predictive (``work``: scratch (d,))."""
     d = x.shape[0]
     if fam == BERNOULLI:
         return cj.bernoulli_log_predictive(x, state, (hp[:d], hp[d : 2 * d]))
@@ -163,7 +224,7 @@ def _st_log_pred(fam, x, state, hp):
     if fam == GAUSSIAN:
         base = 3 + d + d * d
         # forward substitution L u = x - m_n, accumulating |u|^2
-        u = np.empty(d)
+        u = work
         maha = 0.0
         for j in range(d):
             acc = x[j] - state[3 + j]
@@ -277,6 +338,13 @@ def collapsed_sweeps(X, z, alpha, discount, fam, hp, rng, n_sweeps):
     """
     n, d = X.shape
     S = _state_size(fam, d)
+    tab = _niw_table(fam, hp, d, n)
+    work = np.empty(d)
+    # log(n_k - discount) for every block size
+    log_size = np.empty(n + 1)
+    log_size[0] = -np.inf
+    for k in range(1, n + 1):
+        log_size[k] = math.log(k - discount)
     labels, K = canonicalize(z)
     # Block slots: states/counts by slot, `active` lists the K occupied slots, `pos` is a
     # slot's index in `active`, `free` is a stack of unused slots; capacity doubles on
@@ -292,18 +360,18 @@ def collapsed_sweeps(X, z, alpha, discount, fam, hp, rng, n_sweeps):
         free[n_free] = s
         n_free += 1
     for k in range(K):
-        _st_init(fam, states[k], hp, d)
+        _st_init(fam, states[k], hp, d, tab)
         active[k] = k
         pos[k] = k
     for i in range(n):
-        _st_add(fam, states[labels[i]], X[i])
+        _st_add(fam, states[labels[i]], X[i], tab)
         counts[labels[i]] += 1
     # The new-block term is the prior predictive, constant over the call.
     empty = np.empty(S)
-    _st_init(fam, empty, hp, d)
+    _st_init(fam, empty, hp, d, tab)
     prior_pred = np.empty(n)
     for i in range(n):
-        prior_pred[i] = _st_log_pred(fam, X[i], empty, hp)
+        prior_pred[i] = _st_log_pred(fam, X[i], empty, hp, work)
 
     lw = np.empty(n + 1)
     order = np.arange(n)
@@ -325,12 +393,12 @@ def collapsed_sweeps(X, z, alpha, discount, fam, hp, rng, n_sweeps):
                 free[n_free] = s_old
                 n_free += 1
             else:
-                _st_remove(fam, states[s_old], x)
+                _st_remove(fam, states[s_old], x, tab)
                 counts[s_old] -= 1
             # Eq. 25.33 (corrected): CRP prior weight x posterior predictive
             for a in range(K):
                 s = active[a]
-                lw[a] = math.log(counts[s] - discount) + _st_log_pred(fam, x, states[s], hp)
+                lw[a] = log_size[counts[s]] + _st_log_pred(fam, x, states[s], hp, work)
             lw[K] = math.log(alpha + K * discount) + prior_pred[i]
             c = _sample_log_weights(lw, K + 1, rng)
             if c == K:
@@ -340,13 +408,13 @@ def collapsed_sweeps(X, z, alpha, discount, fam, hp, rng, n_sweeps):
                     )
                 n_free -= 1
                 s = free[n_free]
-                _st_init(fam, states[s], hp, d)
+                _st_init(fam, states[s], hp, d, tab)
                 active[K] = s
                 pos[s] = K
                 K += 1
             else:
                 s = active[c]
-            _st_add(fam, states[s], x)
+            _st_add(fam, states[s], x, tab)
             counts[s] += 1
             labels[i] = s
     out, _K = canonicalize(labels)
@@ -357,22 +425,23 @@ def collapsed_sweeps(X, z, alpha, discount, fam, hp, rng, n_sweeps):
 # split-merge (Jain & Neal 2004)
 # --------------------------------------------------------------------------------------
 @_jit
-def _restricted_scan(X, members, side, n_s, A, B, n_a, n_b, discount, fam, hp, rng,
+def _restricted_scan(X, members, side, n_s, A, B, n_a, n_b, discount, fam, hp, tab, rng,
                      forced, target):
     """One restricted Gibbs scan of the items ``members[:n_s]`` between blocks A (holding
     i) and B (holding j). With ``forced``, each item is moved to ``target[r]`` instead of
     sampled. Returns (n_a, n_b, log probability of the moves made)."""
+    work = np.empty(X.shape[1])
     log_q = 0.0
     for r in range(n_s):
         x = X[members[r]]
         if side[r] == 0:
-            _st_remove(fam, A, x)
+            _st_remove(fam, A, x, tab)
             n_a -= 1
         else:
-            _st_remove(fam, B, x)
+            _st_remove(fam, B, x, tab)
             n_b -= 1
-        la = math.log(n_a - discount) + _st_log_pred(fam, x, A, hp)
-        lb = math.log(n_b - discount) + _st_log_pred(fam, x, B, hp)
+        la = math.log(n_a - discount) + _st_log_pred(fam, x, A, hp, work)
+        lb = math.log(n_b - discount) + _st_log_pred(fam, x, B, hp, work)
         top = max(la, lb)
         log_norm = top + math.log(math.exp(la - top) + math.exp(lb - top))
         if forced:
@@ -381,11 +450,11 @@ def _restricted_scan(X, members, side, n_s, A, B, n_a, n_b, discount, fam, hp, r
             choice = 0 if rng.random() < math.exp(la - log_norm) else 1
         if choice == 0:
             log_q += la - log_norm
-            _st_add(fam, A, x)
+            _st_add(fam, A, x, tab)
             n_a += 1
         else:
             log_q += lb - log_norm
-            _st_add(fam, B, x)
+            _st_add(fam, B, x, tab)
             n_b += 1
         side[r] = choice
     return n_a, n_b, log_q
@@ -432,38 +501,39 @@ def split_merge_proposal(X, z, alpha, discount, fam, hp, rng, n_launch):
             members[n_s] = r
             target[n_s] = 0 if z[r] == ci else 1
             n_s += 1
+    tab = _niw_table(fam, hp, d, n_s + 2)
     A = np.empty(S)
     B = np.empty(S)
-    _st_init(fam, A, hp, d)
-    _st_init(fam, B, hp, d)
-    _st_add(fam, A, X[i])
-    _st_add(fam, B, X[j])
+    _st_init(fam, A, hp, d, tab)
+    _st_init(fam, B, hp, d, tab)
+    _st_add(fam, A, X[i], tab)
+    _st_add(fam, B, X[j], tab)
     n_a = 1
     n_b = 1
     for r in range(n_s):
         x = X[members[r]]
         if rng.random() < 0.5:
             side[r] = 0
-            _st_add(fam, A, x)
+            _st_add(fam, A, x, tab)
             n_a += 1
         else:
             side[r] = 1
-            _st_add(fam, B, x)
+            _st_add(fam, B, x, tab)
             n_b += 1
     for _t in range(n_launch):
         n_a, n_b, _lq = _restricted_scan(X, members, side, n_s, A, B, n_a, n_b, discount,
-                                         fam, hp, rng, False, target)
+                                         fam, hp, tab, rng, False, target)
     # the union of the two blocks, in the merged partition or as the block being split
     M = np.empty(S)
-    _st_init(fam, M, hp, d)
-    _st_add(fam, M, X[i])
-    _st_add(fam, M, X[j])
+    _st_init(fam, M, hp, d, tab)
+    _st_add(fam, M, X[i], tab)
+    _st_add(fam, M, X[j], tab)
     for r in range(n_s):
-        _st_add(fam, M, X[members[r]])
+        _st_add(fam, M, X[members[r]], tab)
     proposed = z.copy()
     if ci == cj_:
         n_a, n_b, log_q = _restricted_scan(X, members, side, n_s, A, B, n_a, n_b, discount,
-                                           fam, hp, rng, False, target)
+                                           fam, hp, tab, rng, False, target)
         log_prior = log_split_prior_ratio(n_a, n_b, K, alpha, discount)
         log_lik = (_st_log_marg(fam, A, hp, d) + _st_log_marg(fam, B, hp, d)
                    - _st_log_marg(fam, M, hp, d))
@@ -474,7 +544,7 @@ def split_merge_proposal(X, z, alpha, discount, fam, hp, rng, n_launch):
         return proposed, log_prior, log_lik, log_q, 0.0, True
     # merge: A and B after the forced scan hold exactly the current blocks of i and j
     n_a, n_b, log_q_rev = _restricted_scan(X, members, side, n_s, A, B, n_a, n_b, discount,
-                                           fam, hp, rng, True, target)
+                                           fam, hp, tab, rng, True, target)
     log_prior = -log_split_prior_ratio(n_a, n_b, K - 1, alpha, discount)
     log_lik = (_st_log_marg(fam, M, hp, d) - _st_log_marg(fam, A, hp, d)
                - _st_log_marg(fam, B, hp, d))
@@ -615,3 +685,43 @@ def auxiliary_sweeps(X, z, theta, alpha, discount, code, pool, m, rng, n_sweeps)
             theta_new[k] = th[labels[i]]
             done[k] = True
     return z_new, theta_new
+
+
+@_jit
+def sequential_map_partition(X, alpha, discount, fam, hp):
+    """A deterministic starting partition: seat the items in order, each at the table
+    that maximises Eq. 25.33's weight given the items seated so far (a one-pass greedy
+    version of the sequential posterior seating). O(n K) predictive evaluations."""
+    n, d = X.shape
+    S = _state_size(fam, d)
+    tab = _niw_table(fam, hp, d, n)
+    work = np.empty(d)
+    cap = 16
+    states = np.empty((cap, S))
+    counts = np.zeros(cap, dtype=np.int64)
+    empty = np.empty(S)
+    _st_init(fam, empty, hp, d, tab)
+    labels = np.empty(n, dtype=np.int64)
+    K = 0
+    for i in range(n):
+        x = X[i]
+        best = K
+        best_val = math.log(alpha + K * discount) + _st_log_pred(fam, x, empty, hp, work)
+        for k in range(K):
+            v = math.log(counts[k] - discount) + _st_log_pred(fam, x, states[k], hp, work)
+            if v > best_val:
+                best_val = v
+                best = k
+        if best == K:
+            if K == cap:
+                s2 = np.empty((2 * cap, S))
+                s2[:cap] = states
+                c2 = np.zeros(2 * cap, dtype=np.int64)
+                c2[:cap] = counts
+                states, counts, cap = s2, c2, 2 * cap
+            _st_init(fam, states[K], hp, d, tab)
+            K += 1
+        _st_add(fam, states[best], x, tab)
+        counts[best] += 1
+        labels[i] = best
+    return labels
