@@ -359,16 +359,17 @@ def collapsed_sweeps(X, z, alpha, discount, fam, hp, rng, n_sweeps):
     for s in range(cap - 1, K - 1, -1):
         free[n_free] = s
         n_free += 1
+    # the empty-block (prior) state, copied into every new block
+    empty = np.empty(S)
+    _st_init(fam, empty, hp, d, tab)
     for k in range(K):
-        _st_init(fam, states[k], hp, d, tab)
+        states[k] = empty
         active[k] = k
         pos[k] = k
     for i in range(n):
         _st_add(fam, states[labels[i]], X[i], tab)
         counts[labels[i]] += 1
     # The new-block term is the prior predictive, constant over the call.
-    empty = np.empty(S)
-    _st_init(fam, empty, hp, d, tab)
     prior_pred = np.empty(n)
     for i in range(n):
         prior_pred[i] = _st_log_pred(fam, X[i], empty, hp, work)
@@ -408,7 +409,7 @@ def collapsed_sweeps(X, z, alpha, discount, fam, hp, rng, n_sweeps):
                     )
                 n_free -= 1
                 s = free[n_free]
-                _st_init(fam, states[s], hp, d, tab)
+                states[s] = empty
                 active[K] = s
                 pos[s] = K
                 K += 1
@@ -503,9 +504,8 @@ def split_merge_proposal(X, z, alpha, discount, fam, hp, rng, n_launch):
             n_s += 1
     tab = _niw_table(fam, hp, d, n_s + 2)
     A = np.empty(S)
-    B = np.empty(S)
     _st_init(fam, A, hp, d, tab)
-    _st_init(fam, B, hp, d, tab)
+    B = A.copy()
     _st_add(fam, A, X[i], tab)
     _st_add(fam, B, X[j], tab)
     n_a = 1
@@ -719,7 +719,7 @@ def sequential_map_partition(X, alpha, discount, fam, hp):
                 c2 = np.zeros(2 * cap, dtype=np.int64)
                 c2[:cap] = counts
                 states, counts, cap = s2, c2, 2 * cap
-            _st_init(fam, states[K], hp, d, tab)
+            states[K] = empty
             K += 1
         _st_add(fam, states[best], x, tab)
         counts[best] += 1
