@@ -20,12 +20,13 @@ import math
 import numpy as np
 import pymc as pm
 
-from custom_ops.collapsed import hyper_tuple
-from custom_ops.crp import canonicalize
+from custom_ops.collapsed import collapsed_loglik_value, hyper_tuple
+from custom_ops.crp import canonicalize, crp_logp
 from custom_ops.crp_gibbs import (
     FAMILY_CODES,
     collapsed_sweeps,
     pack_hyper,
+    sequential_map_partition,
     split_merge_proposal,
 )
 from inference.gibbs.base import ZooGibbsStep, depends_directly
@@ -110,6 +111,14 @@ class CRPCollapsedGibbs(ZooGibbsStep):
         Proposals per split-merge round.
     launch_scans : int
         Intermediate restricted Gibbs scans of the launch state (Jain & Neal's ``t``).
+    greedy_start : bool
+        When the chain tunes (``tune > 0`` in ``pm.sample`` / ``fit``), the first step
+        also seats the items greedily in a random order (each at the table maximising Eq.
+        25.33 given those seated before, :func:`~custom_ops.crp_gibbs.
+        sequential_map_partition`) and keeps that partition if its posterior probability
+        is higher than the incoming one's. This shortens burn-in (tuning draws are
+        discarded, so the chain's invariance is untouched); chains get different orders
+        from their own random generators.
 
     Notes
     -----
@@ -140,8 +149,11 @@ class CRPCollapsedGibbs(ZooGibbsStep):
         split_merge_every: int = 1,
         split_merge_proposals: int = 1,
         launch_scans: int = 4,
+        greedy_start: bool = True,
     ):
         super().__init__(vars, model=model, rng=rng, blocked=blocked)
+        self.greedy_start = bool(greedy_start)
+        self._start_pending = False
         if len(self.vars) != 1:
             raise ValueError(f"vars: {type(self).__name__} updates one CRP variable, got "
                              f"{self.var_names}")
@@ -170,6 +182,26 @@ class CRPCollapsedGibbs(ZooGibbsStep):
         self._inputs_fn = self.compile_point_fn(outputs)
         self._calls = 0
 
+    def setup_chain(self, rng, tune, draws):
+        super().setup_chain(rng, tune, draws)
+        self._start_pending = self.greedy_start and tune > 0
+
+    def _better_start(self, X, z, alpha, discount, family, hyper, code, hp):
+        """The greedy seating (random order) if it beats ``z`` in posterior probability."""
+        n = z.shape[0]
+        order = self.rng.permutation(n)
+        seated = sequential_map_partition(X[order], alpha, discount, code, hp)
+        candidate = np.empty(n, dtype=np.int64)
+        candidate[order] = seated
+        candidate, _K = canonicalize(candidate)
+        current, _K = canonicalize(z)
+
+        def log_post(labels):
+            return crp_logp(labels, alpha, discount) + collapsed_loglik_value(
+                family, labels, X, hyper)
+
+        return candidate if log_post(candidate) > log_post(current) else current
+
     def kernel_data(self, values):
         """(family, X, hyperparameter tuple) for the kernels, from the point's values."""
         if self.family is None:
@@ -196,6 +228,10 @@ class CRPCollapsedGibbs(ZooGibbsStep):
         code = FAMILY_CODES[family]
         hp = pack_hyper(family, hyper)
         z = np.ascontiguousarray(z_old, dtype=np.int64)
+        if self._start_pending:
+            self._start_pending = False
+            if X.shape[1] > 0:
+                z = self._better_start(X, z, alpha, discount, family, hyper, code, hp)
         if self.sweeps > 0:
             z = collapsed_sweeps(X, z, alpha, discount, code, hp, self.rng, self.sweeps)
         else:

@@ -388,3 +388,25 @@ def test_auxiliary_step_needs_one_slot_per_item():
         pm.Poisson("X", mu=rate[z], observed=COUNTS)
     with m, pytest.raises(ValueError, match="one row per item"):
         CRPAuxiliaryGibbs([m["z"]], component="poisson", params=("rate",), data="X")
+
+
+def test_greedy_start_only_while_tuning_and_only_if_better():
+    X = np.concatenate([RNG.normal(-3, 0.5, (20, 2)), RNG.normal(3, 0.5, (20, 2))])
+    with pm.Model() as m:
+        z = CRP("z", alpha=1.0, n=40)
+        CollapsedGaussian("X", z, *NIW, observed=X)
+    with m:
+        step = CRPCollapsedGibbs([m["z"]], sweeps=0, split_merge_proposals=1)
+    truth = np.repeat([0, 1], 20)
+    step.setup_chain(np.random.default_rng(0), 10, 10)  # tuning: the greedy start applies
+    new, _ = step.step(m.initial_point())
+    np.testing.assert_array_equal(new["z"], truth)
+    step.setup_chain(np.random.default_rng(0), 0, 10)  # no tuning (e.g. getting it right)
+    assert not step._start_pending
+    # an incoming partition better than the greedy one is kept
+    hyper = (np.zeros(2), 0.5, 4.0, np.eye(2))
+    from custom_ops.crp_gibbs import pack_hyper
+
+    kept = step._better_start(X, truth, 1.0, 0.0, "gaussian", hyper, 2,
+                              pack_hyper("gaussian", hyper))
+    np.testing.assert_array_equal(kept, truth)
