@@ -162,8 +162,9 @@ fig.savefig("coclustering.png", dpi=80)
 #
 # The posterior of K. A DPM often gives some mass to a few extra small clusters (the
 # prior keeps creating them at rate alpha); the point estimate and the co-clustering
-# matrix are much more stable than K itself. ADVI's mean-field approximation is usually
-# more confident than the MCMC answers.
+# matrix are much more stable than K itself. Under stick-breaking, K cannot exceed the
+# truncation T (here 10): mass piling up at K = T says T is too small for this posterior.
+# ADVI's mean-field approximation is usually more confident than the MCMC answers.
 
 # %%
 fig, ax = plt.subplots(figsize=(6, 3))
