@@ -264,21 +264,25 @@ def greedy_kernel(fam, init_stats, init_log_d, init_log_p, alpha, H, use_table, 
 
 
 @_jit
-def _assign_kernel(fam, X, cstats, log_w, H):
-    """argmax_c log w_c + log p(x_i | D_c) for every row (the filters of Alg. 3.5 / 3.6).
+def _assign_kernel(fam, X, cstats, log_w, group, n_groups, H):
+    """argmax_g logsumexp_{c in g} [log w_c + log p(x_i | D_c)] for every row.
 
-    Per-cluster work is hoisted out of the loop over points: Beta-Bernoulli log
-    probabilities are tabulated (O(d) additions per point and cluster) and NIW posteriors
-    are factorised once (O(d^2) Student-t evaluations instead of O(d^3))."""
+    With one node per group this is the filter of Heller (2007) Alg. 3.5 / 3.6; with the
+    nodes of a subtree and their Eq. 3.11 weights it is the tree predictive (Eq. 3.10)
+    of that subtree. Per-node work is hoisted out of the loop over points:
+    Beta-Bernoulli log probabilities are tabulated (O(d) additions per point and node)
+    and NIW posteriors are factorised once (O(d^2) Student-t evaluations, not O(d^3))."""
     n = X.shape[0]
     d = X.shape[1]
     C = cstats.shape[0]
     out = np.empty(n, dtype=np.int64)
+    acc = np.empty(n_groups)
+    W1 = np.zeros((C, d))
+    base = np.zeros(C)
+    states = np.zeros((C, 3 + d * (d + 1) if fam == 2 else 1))
     if fam == 0:
         a = H[0]
         b = H[1]
-        W1 = np.empty((C, d))
-        base = np.zeros(C)
         for c in range(C):
             N = cstats[c, 0]
             for j in range(d):
@@ -287,44 +291,47 @@ def _assign_kernel(fam, X, cstats, log_w, H):
                 l0 = math.log(b[j] + N - cstats[c, 1 + j]) - tot
                 W1[c, j] = l1 - l0
                 base[c] += l0
-        for i in range(n):
-            best = -np.inf
-            arg = 0
-            for c in range(C):
-                v = log_w[c] + base[c]
+    elif fam == 2:
+        hyper = (H[0], H[1][0], H[1][1], H[4])
+        for c in range(C):
+            states[c] = cj.gaussian_state(cstats[c], hyper)
+    for i in range(n):
+        acc[:] = -np.inf
+        for c in range(C):
+            if fam == 0:
+                v = base[c]
                 for j in range(d):
                     if X[i, j] > 0.5:
                         v += W1[c, j]
-                if v > best:
-                    best = v
-                    arg = c
-            out[i] = arg
-        return out
-    if fam == 2:
-        hyper = (H[0], H[1][0], H[1][1], H[4])
-        states = np.empty((C, 3 + d + d * d))
-        for c in range(C):
-            states[c] = cj.gaussian_state(cstats[c], hyper)
-        for i in range(n):
-            best = -np.inf
-            arg = 0
-            for c in range(C):
-                v = log_w[c] + cj.gaussian_state_log_predictive(X[i], states[c])
-                if v > best:
-                    best = v
-                    arg = c
-            out[i] = arg
-        return out
-    for i in range(n):
+            elif fam == 2:
+                v = cj.gaussian_state_log_predictive(X[i], states[c])
+            else:
+                v = ops.log_predictive(fam, X[i], cstats[c], H)
+            g = group[c]
+            acc[g] = ops._logaddexp(acc[g], log_w[c] + v)
         best = -np.inf
         arg = 0
-        for c in range(C):
-            v = log_w[c] + ops.log_predictive(fam, X[i], cstats[c], H)
-            if v > best:
-                best = v
-                arg = c
+        for g in range(n_groups):
+            if acc[g] > best:
+                best = acc[g]
+                arg = g
         out[i] = arg
     return out
+
+
+def _assign(builder, X, cstats, log_w, group=None, n_groups=None):
+    if group is None:
+        group = np.arange(cstats.shape[0])
+        n_groups = cstats.shape[0]
+    return _assign_kernel(
+        builder.fam,
+        X,
+        np.ascontiguousarray(cstats),
+        np.asarray(log_w, float),
+        np.asarray(group, dtype=np.int64),
+        int(n_groups),
+        builder.H,
+    )
 
 
 # ======================================================================================
@@ -720,13 +727,38 @@ def _frontier(local_merges, k, split):
     return front
 
 
-def _rbhc(builder, rng, subsample, leaf_size, filter_prior, split):
+def _frontier_mixture(builder, sub, local, front, log_prior):
+    """Nodes of the subtrees under the frontier with log weights log π_g + log ω_k^(g)
+    (Eq. 3.11 within subtree g), for the tree-predictive filter."""
+    k = len(sub)
+    stats = _node_stats(builder.fam, builder.X[sub], local)
+    _log_p, log_r, log_q, _d, _ml, _s = ops.tree_forward(
+        builder.fam, builder.pstats[sub], local, builder.alpha, builder.H
+    )
+    sizes = stats[:, 0]
+    rows, weights, groups = [], [], []
+    for g, f in enumerate(front):
+        stack = [(f, 0.0)]
+        while stack:
+            c, log_g = stack.pop()
+            rows.append(c)
+            weights.append(log_prior[g] + log_g + log_r[c])
+            groups.append(g)
+            if c >= k:
+                for child in local[c - k]:
+                    stack.append((int(child), log_g + log_q[c] + math.log(sizes[child] / sizes[c])))
+    return stats[np.array(rows)], np.array(weights), np.array(groups)
+
+
+def _rbhc(builder, rng, subsample, leaf_size, filter_prior, split, filter_predictive):
     """Randomized BHC (Heller 2007 Alg. 3.4 with the Filter of Alg. 3.5), iteratively.
 
     A set larger than ``leaf_size`` is organised by greedy BHC on ``subsample`` of its
     points; every other point x is filtered into the frontier node g of that subsample
     tree (:func:`_frontier`) maximising π_g p(x | D_g^[m]) (predictives against the
-    subsample only, as in Alg. 3.5); each frontier group is built recursively and the
+    subsample only, as in Alg. 3.5; p(x | D_g^[m]) is the BHC tree predictive of the
+    subtree g (Eqs. 3.10-3.11) or, with ``filter_predictive="cluster"``, the single-
+    cluster conjugate predictive); each frontier group is built recursively and the
     groups are joined by the subsample tree's own merges above the frontier. Sets of at
     most ``leaf_size`` points get exact greedy BHC.
     """
@@ -760,14 +792,18 @@ def _rbhc(builder, rng, subsample, leaf_size, filter_prior, split):
         rest_mask = np.ones(len(idx), dtype=bool)
         rest_mask[sub_pos] = False
         rest = idx[rest_mask]
-        cst = np.stack([builder.pstats[sub[g]].sum(0) for g in groups])
         if filter_prior == "size":
-            log_w = np.log(np.array([len(g) for g in groups], dtype=float))
+            log_prior = np.log(np.array([len(g) for g in groups], dtype=float))
         else:
             # literal reading of Alg. 3.5: the π the BHC run computed for those nodes
             log_pi, _sizes = _local_log_pi(local, k, builder.alpha)
-            log_w = np.array([log_pi[f] for f in front])
-        side = _assign_kernel(builder.fam, X[rest], cst, log_w, builder.H)
+            log_prior = np.array([log_pi[f] for f in front])
+        if filter_predictive == "tree":
+            cst, log_w, group = _frontier_mixture(builder, sub, local, front, log_prior)
+            side = _assign(builder, X[rest], cst, log_w, group, len(front))
+        else:
+            cst = np.stack([builder.pstats[sub[g]].sum(0) for g in groups])
+            side = _assign(builder, X[rest], cst, log_prior)
         child_slots = []
         for _ in front:
             slots.append(None)
@@ -788,7 +824,7 @@ def _embhc(builder, rng, subsample, em_iterations):
     n = X.shape[0]
     seeds = rng.choice(n, size=subsample, replace=False)
     cst = builder.pstats[seeds].copy()
-    z = _assign_kernel(builder.fam, X, cst, np.zeros(len(seeds)), builder.H)
+    z = _assign(builder, X, cst, np.zeros(len(seeds)))
     z[seeds] = np.arange(len(seeds))
     for _ in range(em_iterations):
         used = np.unique(z)
@@ -796,7 +832,7 @@ def _embhc(builder, rng, subsample, em_iterations):
         cst = np.zeros((len(used), builder.pstats.shape[1]))
         np.add.at(cst, z, builder.pstats)
         counts = np.bincount(z, minlength=len(used)).astype(float)
-        z_new = _assign_kernel(builder.fam, X, cst, np.log(counts), builder.H)
+        z_new = _assign(builder, X, cst, np.log(counts))
         if np.array_equal(z_new, z):
             break
         z = z_new
@@ -833,6 +869,7 @@ def fit(
     em_iterations=3,
     filter_prior="size",
     split="balanced",
+    filter_predictive="tree",
 ) -> BHCResult:
     """Build a BHC tree over the rows of ``X``.
 
@@ -852,7 +889,7 @@ def fit(
     random_seed : int or numpy Generator, optional
         For the randomized methods' subsamples.
     subsample : int, optional
-        m, the subsample size of the randomized methods (default min(n, 100) for
+        m, the subsample size of the randomized methods (default min(n, 200) for
         randomized, min(n, max(20, sqrt(n))) for embhc).
     leaf_size : int, optional
         randomized: sets of at most this many points get exact greedy BHC (default 4 m).
@@ -867,6 +904,9 @@ def fit(
         (``"top"``, Alg. 3.4 verbatim) or through the frontier where no node holds more
         than half of the subsample (``"balanced"``, default; keeps the recursion
         O(log n) deep when BHC's top split peels off outliers).
+    filter_predictive : {"tree", "cluster"}
+        randomized: p(x | D_g^[m]) in the filter is the BHC tree predictive of the
+        subsample subtree (Eq. 3.10, default) or one conjugate cluster's predictive.
 
     Returns
     -------
@@ -878,6 +918,10 @@ def fit(
     if method not in METHODS:
         raise ValueError(f"method: unknown {method!r}; choose one of {METHODS}")
     n = X.shape[0]
+    if filter_predictive not in ("tree", "cluster"):
+        raise ValueError(
+            f"filter_predictive: must be 'tree' or 'cluster', got {filter_predictive!r}"
+        )
     if split not in ("balanced", "top"):
         raise ValueError(f"split: must be 'balanced' or 'top', got {split!r}")
     if filter_prior not in ("size", "pi"):
@@ -893,7 +937,7 @@ def fit(
             f"X: greedy BHC keeps all O(n^2) candidate pairs; n = {n} > {_MAX_GREEDY_N} "
             "would need too much memory: use method='randomized' or 'embhc'"
         )
-    default_m = min(n, 100) if method == "randomized" else min(n, max(20, int(math.sqrt(n))))
+    default_m = min(n, 200) if method == "randomized" else min(n, max(20, int(math.sqrt(n))))
     m = default_m if subsample is None else subsample
     if isinstance(m, bool) or not isinstance(m, numbers.Integral) or not (2 <= m <= n):
         raise ValueError(f"subsample: must be an integer in [2, n = {n}], got {subsample!r}")
@@ -906,7 +950,7 @@ def fit(
     if method == "greedy":
         merges = builder.greedy_points(np.arange(n))
     elif method == "randomized":
-        merges = _rbhc(builder, rng, int(m), int(ls), filter_prior, split)
+        merges = _rbhc(builder, rng, int(m), int(ls), filter_prior, split, filter_predictive)
     else:
         merges = _embhc(builder, rng, int(m), int(em_iterations))
     return _evaluate(

@@ -287,19 +287,21 @@ def test_randomized_methods_build_valid_trees(method):
 def test_randomized_variants_and_small_n_equals_greedy():
     rng = np.random.default_rng(22)
     X, z = binary_mixture(300, 12, 3, 0.05, rng)
-    for split in ("top", "balanced"):
-        for fp in ("size", "pi"):
-            res = bhc.fit(
-                X,
-                method="randomized",
-                random_seed=0,
-                subsample=20,
-                leaf_size=40,
-                split=split,
-                filter_prior=fp,
-            )
-            assert is_valid_linkage(res.linkage)
-            assert dendrogram_purity(res.linkage, z) > 0.8
+    for split, fp, fpred in itertools.product(
+        ("top", "balanced"), ("size", "pi"), ("tree", "cluster")
+    ):
+        res = bhc.fit(
+            X,
+            method="randomized",
+            random_seed=0,
+            subsample=20,
+            leaf_size=40,
+            split=split,
+            filter_prior=fp,
+            filter_predictive=fpred,
+        )
+        assert is_valid_linkage(res.linkage)
+        assert dendrogram_purity(res.linkage, z) > 0.8, (split, fp, fpred)
     small = bhc.fit(X[:50], method="randomized", random_seed=0)  # n <= leaf_size: exact
     np.testing.assert_array_equal(small.merges, bhc.fit(X[:50]).merges)
 
@@ -479,6 +481,9 @@ def test_learn_gaussian_subset():
         ({"subsample": 1, "method": "randomized"}, "subsample"),
         ({"split": "middle", "method": "randomized"}, "split"),
         ({"filter_prior": "x", "method": "randomized"}, "filter_prior"),
+        ({"filter_predictive": "x", "method": "randomized"}, "filter_predictive"),
+        ({"em_iterations": -1, "method": "embhc"}, "em_iterations"),
+        ({"leaf_size": 1, "method": "randomized", "subsample": 2}, "leaf_size"),
     ],
 )
 def test_fit_bad_input(kwargs, match):
