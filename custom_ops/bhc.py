@@ -41,6 +41,7 @@ __all__ = [
     "FAMILY_CODES",
     "BHCEvidence",
     "BHCEvidenceGrad",
+    "bhc_dpm_lower_bound",
     "bhc_log_evidence",
     "check_hyper_values",
     "log_ml",
@@ -63,6 +64,9 @@ _HYPER_NDIMS = {
     "diag_gaussian": (1, 1, 1, 1),
 }
 _jit = numba.njit(cache=True)
+# PyTensor caches the registered Numba closures by Op type and props only: bump this
+# whenever the closures' signatures or outputs change, or stale compiled code is reused.
+_NUMBA_CACHE_VERSION = 2
 
 
 # --------------------------------------------------------------------------------------
@@ -400,8 +404,9 @@ def tree_forward(fam, pstats, merges, alpha, H):
 
 
 @_jit
-def tree_grad(fam, pstats, merges, alpha, H, g_logp, g_logr):
-    """Reverse-mode gradient of ``g_logp * log p(D|T) + Σ_t g_logr[t] log r_{n+t}``.
+def tree_grad(fam, pstats, merges, alpha, H, g_logp, g_logr, g_logd):
+    """Reverse-mode gradient of ``g_logp log p(D|T) + Σ_t g_logr[t] log r_{n+t}
+    + g_logd log d_root``.
 
     Returns ``(d/d alpha, flat d/d hyper)`` (flat layout: :func:`unpack_grad`). With
     A_k = log π_k + log p(D_k|H1), B_k = log(1-π_k) + log p_i + log p_j and
@@ -445,6 +450,7 @@ def tree_grad(fam, pstats, merges, alpha, H, g_logp, g_logr):
     for i in range(n):
         if pbar[i] != 0.0:
             log_ml_grad(fam, stats[i], H, g_h, pbar[i])
+    g_alpha += g_logd * dld[m - 1]
     return g_alpha, g_h
 
 
@@ -462,18 +468,18 @@ def _op_forward(fam, data, merges, alpha, H):
         raise ValueError("data: invalid values for this likelihood (NaN, non-binary, bad counts)")
     if _hyper_error(fam, alpha, H, data.shape[1]) != 0:
         raise ValueError("alpha or hyper: invalid value (must be > 0 / SPD / nu0 > d - 1)")
-    log_p, log_r, _q, _d, _ml, _s = tree_forward(fam, point_stats(fam, data), merges, alpha, H)
-    return log_p[2 * n - 2], log_r[n:].copy()
+    log_p, log_r, _q, log_d, _ml, _s = tree_forward(fam, point_stats(fam, data), merges, alpha, H)
+    return log_p[2 * n - 2], log_r[n:].copy(), log_d[2 * n - 2]
 
 
 @_jit
-def _op_grad(fam, data, merges, alpha, H, g_logp, g_logr):
+def _op_grad(fam, data, merges, alpha, H, g_logp, g_logr, g_logd):
     n = data.shape[0]
     if n < 2 or _merges_error(merges, n) != 0:
         raise ValueError("merges: not a valid binary tree over the n data points")
     if _hyper_error(fam, alpha, H, data.shape[1]) != 0:
         raise ValueError("alpha or hyper: invalid value (must be > 0 / SPD / nu0 > d - 1)")
-    return tree_grad(fam, point_stats(fam, data), merges, alpha, H, g_logp, g_logr)
+    return tree_grad(fam, point_stats(fam, data), merges, alpha, H, g_logp, g_logr, g_logd)
 
 
 # --------------------------------------------------------------------------------------
@@ -489,7 +495,7 @@ def _as_float(x, ndim, name):
 
 
 class BHCEvidence(Op):
-    """``(data, merges, alpha, *hyper) -> (log p(D | T), log r_k per merge)``.
+    """``(data, merges, alpha, *hyper) -> (log p(D | T), log r_k per merge, log d_root)``.
 
     ``hyper`` are the conjugate prior's hyperparameters in :mod:`custom_ops.conjugate`
     order: bernoulli ``a (d,), b (d,)``; multinomial ``concentration (K,)``; gaussian
@@ -542,13 +548,15 @@ class BHCEvidence(Op):
             H = pack_hyper(self.likelihood, [h.data for h in hyper])
             a = float(alpha.data) if isinstance(alpha, Constant) else 1.0
             check_hyper_values(self.likelihood, a, H, data.data.shape[1])
-        return Apply(self, [data, merges, alpha, *hyper], [pt.dscalar(), pt.dvector()])
+        return Apply(
+            self, [data, merges, alpha, *hyper], [pt.dscalar(), pt.dvector(), pt.dscalar()]
+        )
 
     def perform(self, node, inputs, output_storage):
         data, merges, alpha, *hyper = inputs
         fam = FAMILY_CODES[self.likelihood]
         H = pack_hyper(self.likelihood, hyper)
-        lp, lr = _op_forward(
+        lp, lr, ld = _op_forward(
             fam,
             np.ascontiguousarray(data, dtype=np.float64),
             np.ascontiguousarray(merges, dtype=np.int64),
@@ -557,19 +565,24 @@ class BHCEvidence(Op):
         )
         output_storage[0][0] = np.asarray(lp, dtype=np.float64)
         output_storage[1][0] = np.asarray(lr, dtype=np.float64)
+        output_storage[2][0] = np.asarray(ld, dtype=np.float64)
 
     def infer_shape(self, node, input_shapes):
         n = input_shapes[0][0]
-        return [(), (n - 1,)]
+        return [(), (n - 1,), ()]
 
     def pullback(self, inputs, outputs, cotangents):
         data, merges, alpha, *hyper = inputs
-        g_logp, g_logr = cotangents
+        g_logp, g_logr, g_logd = cotangents
         if isinstance(g_logp.type, DisconnectedType):
             g_logp = pt.constant(0.0, dtype="float64")
         if isinstance(g_logr.type, DisconnectedType):
             g_logr = pt.zeros_like(outputs[1])
-        grads = BHCEvidenceGrad(self.likelihood)(data, merges, alpha, *hyper, g_logp, g_logr)
+        if isinstance(g_logd.type, DisconnectedType):
+            g_logd = pt.constant(0.0, dtype="float64")
+        grads = BHCEvidenceGrad(self.likelihood)(
+            data, merges, alpha, *hyper, g_logp, g_logr, g_logd
+        )
         return [
             grad_not_implemented(self, 0, data, "BHC evidence is not differentiated in the data"),
             grad_undefined(self, 1, merges, "merges (the tree) are discrete"),
@@ -591,7 +604,7 @@ class BHCEvidenceGrad(Op):
         super().__init__()
 
     def make_node(self, data, merges, alpha, *rest):
-        *hyper, g_logp, g_logr = rest
+        *hyper, g_logp, g_logr, g_logd = rest
         inputs = [
             data,
             merges,
@@ -599,13 +612,14 @@ class BHCEvidenceGrad(Op):
             *hyper,
             _as_float(g_logp, 0, "g_logp"),
             _as_float(g_logr, 1, "g_logr"),
+            _as_float(g_logd, 0, "g_logd"),
         ]
         outputs = [alpha.type()] + [h.type() for h in hyper]
         return Apply(self, inputs, outputs)
 
     def perform(self, node, inputs, output_storage):
         data, merges, alpha, *rest = inputs
-        *hyper, g_logp, g_logr = rest
+        *hyper, g_logp, g_logr, g_logd = rest
         fam = FAMILY_CODES[self.likelihood]
         d = data.shape[1]
         H = pack_hyper(self.likelihood, hyper)
@@ -617,13 +631,14 @@ class BHCEvidenceGrad(Op):
             H,
             float(g_logp),
             np.ascontiguousarray(g_logr, dtype=np.float64),
+            float(g_logd),
         )
         output_storage[0][0] = np.asarray(g_alpha, dtype=np.float64)
         for k, g in enumerate(unpack_grad(self.likelihood, flat, d)):
             output_storage[1 + k][0] = np.asarray(g, dtype=np.float64).reshape(np.shape(hyper[k]))
 
     def infer_shape(self, node, input_shapes):
-        return [input_shapes[2]] + [s for s in input_shapes[3:-2]]
+        return [input_shapes[2], *input_shapes[3:-3]]
 
 
 # --------------------------------------------------------------------------------------
@@ -686,32 +701,32 @@ def _numba_bhc_evidence(op, node, **kwargs):
         @numba.njit
         def f(data, merges, alpha, h0):
             H = pack(h0, h0, h0, h0)
-            lp, lr = _op_forward(
+            lp, lr, ld = _op_forward(
                 fam, np.ascontiguousarray(data), np.ascontiguousarray(merges), alpha.item(), H
             )
-            return np.asarray(lp), lr
+            return np.asarray(lp), lr, np.asarray(ld)
 
     elif nh == 2:
 
         @numba.njit
         def f(data, merges, alpha, h0, h1):
             H = pack(h0, h1, h0, h0)
-            lp, lr = _op_forward(
+            lp, lr, ld = _op_forward(
                 fam, np.ascontiguousarray(data), np.ascontiguousarray(merges), alpha.item(), H
             )
-            return np.asarray(lp), lr
+            return np.asarray(lp), lr, np.asarray(ld)
 
     else:
 
         @numba.njit
         def f(data, merges, alpha, h0, h1, h2, h3):
             H = pack(h0, h1, h2, h3)
-            lp, lr = _op_forward(
+            lp, lr, ld = _op_forward(
                 fam, np.ascontiguousarray(data), np.ascontiguousarray(merges), alpha.item(), H
             )
-            return np.asarray(lp), lr
+            return np.asarray(lp), lr, np.asarray(ld)
 
-    return f
+    return f, _NUMBA_CACHE_VERSION
 
 
 @nb.register_funcify_default_op_cache_key(BHCEvidenceGrad)
@@ -723,7 +738,7 @@ def _numba_bhc_evidence_grad(op, node, **kwargs):
     if op.likelihood == "bernoulli":
 
         @numba.njit
-        def f(data, merges, alpha, h0, h1, g_logp, g_logr):
+        def f(data, merges, alpha, h0, h1, g_logp, g_logr, g_logd):
             H = pack(h0, h1, h0, h0)
             d = data.shape[1]
             ga, flat = _op_grad(
@@ -734,13 +749,14 @@ def _numba_bhc_evidence_grad(op, node, **kwargs):
                 H,
                 g_logp.item(),
                 np.ascontiguousarray(g_logr),
+                g_logd.item(),
             )
             return np.asarray(ga), flat[:d].copy(), flat[d : 2 * d].copy()
 
     elif op.likelihood == "multinomial":
 
         @numba.njit
-        def f(data, merges, alpha, h0, g_logp, g_logr):
+        def f(data, merges, alpha, h0, g_logp, g_logr, g_logd):
             H = pack(h0, h0, h0, h0)
             ga, flat = _op_grad(
                 fam,
@@ -750,13 +766,14 @@ def _numba_bhc_evidence_grad(op, node, **kwargs):
                 H,
                 g_logp.item(),
                 np.ascontiguousarray(g_logr),
+                g_logd.item(),
             )
             return np.asarray(ga), flat
 
     elif op.likelihood == "gaussian":
 
         @numba.njit
-        def f(data, merges, alpha, h0, h1, h2, h3, g_logp, g_logr):
+        def f(data, merges, alpha, h0, h1, h2, h3, g_logp, g_logr, g_logd):
             H = pack(h0, h1, h2, h3)
             d = data.shape[1]
             ga, flat = _op_grad(
@@ -767,6 +784,7 @@ def _numba_bhc_evidence_grad(op, node, **kwargs):
                 H,
                 g_logp.item(),
                 np.ascontiguousarray(g_logr),
+                g_logd.item(),
             )
             return (
                 np.asarray(ga),
@@ -780,7 +798,7 @@ def _numba_bhc_evidence_grad(op, node, **kwargs):
         assert nh == 4
 
         @numba.njit
-        def f(data, merges, alpha, h0, h1, h2, h3, g_logp, g_logr):
+        def f(data, merges, alpha, h0, h1, h2, h3, g_logp, g_logr, g_logd):
             H = pack(h0, h1, h2, h3)
             d = data.shape[1]
             ga, flat = _op_grad(
@@ -791,6 +809,7 @@ def _numba_bhc_evidence_grad(op, node, **kwargs):
                 H,
                 g_logp.item(),
                 np.ascontiguousarray(g_logr),
+                g_logd.item(),
             )
             return (
                 np.asarray(ga),
@@ -800,7 +819,7 @@ def _numba_bhc_evidence_grad(op, node, **kwargs):
                 flat[3 * d :].copy(),
             )
 
-    return f
+    return f, _NUMBA_CACHE_VERSION
 
 
 # --------------------------------------------------------------------------------------
@@ -820,6 +839,28 @@ def _default_hyper(likelihood, d):
 def bhc_log_evidence(data, merges, alpha=1.0, *, likelihood="bernoulli", **hyper):
     """log p(D | T) and per-merge log r_k of Bayesian hierarchical clustering.
 
+    See :func:`_bhc_apply` for the parameters. Returns ``(log_evidence, log_rk)``:
+    log p(D | T) (Heller 2007 Eq. 3.2 at the root) and the (n - 1,) log r_k (Eq. 3.3) of
+    each merge, in merge order.
+    """
+    lp, lr, _ld = _bhc_apply(data, merges, alpha, likelihood, hyper)
+    return lp, lr
+
+
+def bhc_dpm_lower_bound(data, merges, alpha=1.0, *, likelihood="bernoulli", **hyper):
+    """Heller (2007) Corollary 3.1: log[d_root Γ(α) / Γ(n + α)] + log p(D | T), a lower
+    bound on the Dirichlet-process-mixture marginal likelihood log p(D | α, hyper) for
+    any tree; differentiable in alpha and the hyperparameters like
+    :func:`bhc_log_evidence` (same parameters)."""
+    lp, _lr, ld = _bhc_apply(data, merges, alpha, likelihood, hyper)
+    alpha_t = lp.owner.inputs[2]
+    n = pt.cast(lp.owner.inputs[0].shape[0], "float64")
+    return ld + pt.gammaln(alpha_t) - pt.gammaln(n + alpha_t) + lp
+
+
+def _bhc_apply(data, merges, alpha, likelihood, hyper):
+    """Validate and build the :class:`BHCEvidence` node: (log p(D|T), log r_k, log d_root).
+
     Parameters
     ----------
     data : (n, d) array or tensor
@@ -836,12 +877,6 @@ def bhc_log_evidence(data, merges, alpha=1.0, *, likelihood="bernoulli", **hyper
         Scalars broadcast to per-dimension vectors (``S0`` scalar: times the identity;
         ``nu0`` defaults to d + 2). Missing ones take flat defaults.
 
-    Returns
-    -------
-    log_evidence : scalar tensor
-        log p(D | T), Heller (2007) Eq. 3.2 at the root.
-    log_rk : (n - 1,) tensor
-        log r_k (Eq. 3.3) of each merge, in merge order.
     """
     if likelihood not in FAMILY_CODES:
         raise ValueError(

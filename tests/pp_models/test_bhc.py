@@ -361,23 +361,28 @@ def test_model_structure_and_logp_matches_op():
     assert {v.name for v in m.free_RVs} == {"alpha", "a", "b"}
     point = {"alpha_log__": math.log(1.7), "a_log__": math.log(0.8), "b_log__": math.log(1.2)}
     logp = m.compile_logp(jacobian=False)(point)
-    lp, _ = ops.bhc_log_evidence(X, res.merges, 1.7, likelihood="bernoulli", a=0.8, b=1.2)
+    lb = ops.bhc_dpm_lower_bound(X, res.merges, 1.7, likelihood="bernoulli", a=0.8, b=1.2)
     prior = (
         stats.lognorm.logpdf(1.7, 1.5)
         + stats.lognorm.logpdf(0.8, 1.0)
         + stats.lognorm.logpdf(1.2, 1.0)
     )
-    assert float(logp) == pytest.approx(float(lp.eval()) + prior, rel=1e-10)
+    assert float(logp) == pytest.approx(float(lb.eval()) + prior, rel=1e-10)
+    m_ev = bhc.model(X, res, objective="evidence")
+    lp, _ = ops.bhc_log_evidence(X, res.merges, 1.7, likelihood="bernoulli", a=0.8, b=1.2)
+    logp_ev = m_ev.compile_logp(jacobian=False)(point)
+    assert float(logp_ev) == pytest.approx(float(lp.eval()) + prior, rel=1e-10)
     fixed = bhc.model(X, res.merges, priors={})
     assert fixed.free_RVs == []
 
 
 @pytest.mark.filterwarnings("ignore:`find_MAP` will return:FutureWarning")
-def test_model_find_map_matches_learn_optimum():
-    # with very wide priors, MAP of (alpha) ~ the type-II ML optimum of learn's M step
+@pytest.mark.parametrize("objective", ["evidence", "lower_bound"])
+def test_model_find_map_matches_grid_optimum(objective):
+    # flat prior on alpha: find_MAP = the maximiser of the objective, found on a grid
     X = _small_binary()
     res = bhc.fit(X)
-    m = bhc.model(X, res, priors={"alpha": pm.Flat.dist()})
+    m = bhc.model(X, res, priors={"alpha": pm.HalfFlat.dist()}, objective=objective)
     with m:
         mp = pm.find_MAP(
             progressbar=False, initvals={"alpha": 1.0}, jitter=False, return_inferencedata=False
@@ -385,8 +390,16 @@ def test_model_find_map_matches_learn_optimum():
     theta = np.linspace(-6, 6, 2001)
     H = ops.pack_hyper("bernoulli", (res.hyper["a"], res.hyper["b"]))
     ps = ops.point_stats(0, X)
-    ev = [ops.tree_forward(0, ps, res.merges, math.exp(u), H)[0][-1] for u in theta]
+    ev = [_objective_np(ps, res.merges, math.exp(u), H, objective) for u in theta]
     assert math.log(float(mp["alpha"])) == pytest.approx(theta[int(np.argmax(ev))], abs=0.02)
+
+
+def _objective_np(ps, merges, alpha, H, objective):
+    log_p, _r, _q, log_d, _ml, _s = ops.tree_forward(0, ps, merges, alpha, H)
+    if objective == "evidence":
+        return log_p[-1]
+    n = ps.shape[0]
+    return log_p[-1] + log_d[-1] + math.lgamma(alpha) - math.lgamma(n + alpha)
 
 
 def test_nuts_alpha_posterior_matches_quadrature():
@@ -401,7 +414,7 @@ def test_nuts_alpha_posterior_matches_quadrature():
     H = ops.pack_hyper("bernoulli", (res.hyper["a"], res.hyper["b"]))
     ps = ops.point_stats(0, X)
     u = np.linspace(-8, 8, 4001)
-    lp = np.array([ops.tree_forward(0, ps, res.merges, math.exp(v), H)[0][-1] for v in u])
+    lp = np.array([_objective_np(ps, res.merges, math.exp(v), H, "lower_bound") for v in u])
     lp += prior.logpdf(np.exp(u)) + u
     w = np.exp(lp - lp.max())
     w /= w.sum()
@@ -427,29 +440,33 @@ def test_nuts_joint_hyperparameters_converge():
 
 
 # -------------------------------------------------------------------------- learn
-def test_learn_improves_evidence_and_reaches_stationary_point():
+@pytest.mark.parametrize("objective", ["lower_bound", "evidence"])
+def test_learn_improves_objective_and_reaches_stationary_point(objective):
     rng = np.random.default_rng(4)
     X, z = binary_mixture(60, 16, 3, 0.1, rng)
     start = bhc.fit(X, alpha=1.0, hyper={"a": 1.0, "b": 1.0})
-    res = bhc.learn(X, alpha=1.0, hyper={"a": 1.0, "b": 1.0}, max_iter=5)
-    assert res.log_evidence > start.log_evidence
-    assert len(res.history) >= 1
-    opt = [h["optimised_log_evidence"] for h in res.history]
-    assert res.log_evidence == pytest.approx(max(opt), rel=1e-9)
-    # stationary in (log alpha, log a, log b) for the returned tree
+    res = bhc.learn(X, alpha=1.0, hyper={"a": 1.0, "b": 1.0}, max_iter=5, objective=objective)
     ps = ops.point_stats(0, X)
+
+    def obj(r):
+        H = ops.pack_hyper("bernoulli", (r.hyper["a"], r.hyper["b"]))
+        return _objective_np(ps, r.merges, r.alpha, H, objective)
+
+    assert obj(res) > obj(start)
+    assert len(res.history) >= 1
+    opt = [h["optimised_objective"] for h in res.history]
+    assert obj(res) == pytest.approx(max(opt), rel=1e-9)
+    # stationary in (log alpha, log a, log b) for the returned tree
 
     def ev(la, lA, lB):
         H = ops.pack_hyper("bernoulli", cj.bernoulli_hyper(16, math.exp(lA), math.exp(lB)))
-        return ops.tree_forward(0, ps, res.merges, math.exp(la), H)[0][-1]
+        return _objective_np(ps, res.merges, math.exp(la), H, objective)
 
-    a0 = float(res.hyper["a"][0])
-    b0 = float(res.hyper["b"][0])
-    base = (math.log(res.alpha), math.log(a0), math.log(b0))
+    base = np.array([math.log(res.alpha), math.log(res.hyper["a"][0]), math.log(res.hyper["b"][0])])
     for k in range(3):
         e = np.zeros(3)
         e[k] = 1e-4
-        g = (ev(*(np.array(base) + e)) - ev(*(np.array(base) - e))) / 2e-4
+        g = (ev(*(base + e)) - ev(*(base - e))) / 2e-4
         assert abs(g) < 0.05
     assert purity(z, res.cut()) > 0.9
 
@@ -459,7 +476,7 @@ def test_learn_gaussian_subset():
     X = np.concatenate([rng.normal(c, 0.5, (15, 2)) for c in (0.0, 5.0)])
     res = bhc.learn(X, likelihood="gaussian", learn=("alpha", "kappa0"), max_iter=3)
     assert np.isfinite(res.log_evidence) and res.history
-    assert res.log_evidence >= bhc.fit(X, likelihood="gaussian").log_evidence - 1e-9
+    assert res.dpm_lower_bound() >= bhc.fit(X, likelihood="gaussian").dpm_lower_bound() - 1e-9
 
 
 # -------------------------------------------------------------------------- bad input
@@ -506,6 +523,10 @@ def test_model_and_learn_bad_input():
         bhc.model(X, bhc.fit(X), priors={"alpha": 1.0})
     with pytest.raises(ValueError, match="learn"):
         bhc.learn(X, learn=("m0",))
+    with pytest.raises(ValueError, match="objective"):
+        bhc.learn(X, objective="posterior")
+    with pytest.raises(ValueError, match="objective"):
+        bhc.model(X, bhc.fit(X), objective="posterior")
     with pytest.raises(ValueError, match="max_iter"):
         bhc.learn(X, max_iter=0)
     with pytest.raises(ValueError, match="threshold"):
