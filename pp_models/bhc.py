@@ -998,7 +998,7 @@ def _check_objective(objective):
 
 def model(
     X,
-    tree,
+    tree=None,
     *,
     likelihood="bernoulli",
     hyper=None,
@@ -1015,7 +1015,8 @@ def model(
     Parameters
     ----------
     X : (n, d) array-like
-    tree : BHCResult, (n - 1, 2) merge array or scipy linkage matrix
+    tree : BHCResult, (n - 1, 2) merge array or scipy linkage matrix, optional
+        Default: the greedy BHC tree at ``alpha`` and the fixed ``hyper`` values.
     likelihood : str
     hyper : dict, optional
         Fixed values of the hyperparameters that get no prior (defaults:
@@ -1047,9 +1048,11 @@ def model(
     X = _check_data(X, likelihood)
     _check_objective(objective)
     n, _d = X.shape
-    merges = _tree_merges(tree, n)
     alpha = _check_alpha(alpha)
     _hyper_tuple, hyper_dict = _resolve_hyper(X, likelihood, hyper)
+    if tree is None:
+        tree = fit(X, likelihood=likelihood, alpha=alpha, hyper=hyper_dict)
+    merges = _tree_merges(tree, n)
     names = cj.FAMILIES[likelihood].hyper_names
     priors = _default_priors(likelihood) if priors is None else dict(priors)
     unknown = set(priors) - {"alpha", *names}

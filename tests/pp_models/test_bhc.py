@@ -533,3 +533,13 @@ def test_model_and_learn_bad_input():
         bhc.fit(X).cut(threshold=2.0)
     with pytest.raises(ValueError, match="x_new"):
         bhc.fit(X).predictive_logpdf([0.0, 1.0, 1.0])
+
+
+def test_registered_for_the_cli():
+    from pp_models import datasets
+    from pp_models.registry import get_model
+
+    entry = get_model("bhc")
+    m = entry.build(datasets.load(entry.default_dataset).data, **entry.defaults)
+    assert {v.name for v in m.free_RVs} == {"alpha", "kappa0"}
+    assert np.isfinite(m.compile_logp()(m.initial_point()))
