@@ -66,7 +66,7 @@ _HYPER_NDIMS = {
 _jit = numba.njit(cache=True)
 # PyTensor caches the registered Numba closures by Op type and props only: bump this
 # whenever the closures' signatures or outputs change, or stale compiled code is reused.
-_NUMBA_CACHE_VERSION = 2
+_NUMBA_CACHE_VERSION = 4
 
 
 # --------------------------------------------------------------------------------------

@@ -300,16 +300,6 @@ def test_verify_grad_alpha_and_every_hyperparameter(family):
     point = [np.asarray(1.3), *_sym_input(family, hyper, rng)]
     pytensor.gradient.verify_grad(fn, point, rng=rng, abs_tol=1e-6, rel_tol=1e-5)
 
-    def fn_lp(alpha, *h):
-        h = list(h)
-        if family == "gaussian":
-            h[3] = h[3] @ h[3].T + 0.5 * pt.eye(d)
-        return bhc.bhc_log_evidence(
-            X, merges, alpha, likelihood=family, **dict(zip(names, h, strict=True))
-        )[0]
-
-    pytensor.gradient.verify_grad(fn_lp, point, rng=rng, abs_tol=1e-6, rel_tol=1e-5)
-
 
 def test_grad_wrt_log_alpha_matches_finite_difference_recursion():
     # oracle 17 on the log scale: d log p / d log α by central differences
