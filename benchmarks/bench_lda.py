@@ -37,7 +37,7 @@ from custom_ops.lda_kernels import (
     gibbs_sweep_dense,
     log_joint,
 )
-from pp_models.datasets import load_reuters
+from pp_models import datasets
 from pp_models.lda import prepare_corpus
 
 ALPHA, ETA = 0.1, 0.01
@@ -144,8 +144,8 @@ def main(argv=None):
     )
     args = parser.parse_args(argv)
 
-    reuters = load_reuters()
-    counts = reuters.counts
+    reuters = datasets.load("reuters")
+    counts = reuters.data
     corpus = prepare_corpus(counts)
     n_tok = corpus.n_tokens
     print(f"Reuters: {corpus.n_docs} docs, {n_tok} tokens, V={corpus.n_words}")
@@ -164,7 +164,7 @@ def main(argv=None):
         runners["lda 3.0.2"] = lambda k, s: bench_lda(counts, k, args.sweeps, s)
     if "tomotopy" not in args.skip:
         runners["tomotopy 0.14"] = lambda k, s: bench_tomotopy(
-            counts, reuters.vocabulary, k, args.sweeps, s
+            counts, reuters.feature_names, k, args.sweeps, s
         )
 
     rows = []

@@ -6,49 +6,23 @@ the test corpus of the ``lda`` package 3.0.2, MPL-2.0).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from importlib import resources
 
 import numpy as np
 import scipy.sparse as sp
 
-__all__ = ["TextCorpus", "load_reuters"]
+from pp_models.datasets.registry import Dataset, register_dataset
+
+__all__ = ["PROVENANCE", "load_reuters"]
 
 _DATA = "data/reuters"
 
-
-@dataclass(frozen=True)
-class TextCorpus:
-    """A bag-of-words corpus.
-
-    Attributes
-    ----------
-    counts : scipy.sparse.csr_matrix of int64, shape (n_docs, n_words)
-        Document-term counts.
-    vocabulary : tuple of str
-        ``vocabulary[v]`` is word id ``v``.
-    titles : tuple of str
-        One title per document.
-    description : str
-        Where the data come from.
-    """
-
-    counts: sp.csr_matrix
-    vocabulary: tuple[str, ...]
-    titles: tuple[str, ...]
-    description: str = ""
-
-    @property
-    def n_docs(self) -> int:
-        return self.counts.shape[0]
-
-    @property
-    def n_words(self) -> int:
-        return self.counts.shape[1]
-
-    @property
-    def n_tokens(self) -> int:
-        return int(self.counts.sum())
+PROVENANCE = (
+    "395 Reuters news stories (August 1996) as distributed with the `lda` Python package "
+    "3.0.2 (A. Riddell et al., MPL-2.0), files lda/tests/reuters.ldac/.tokens/.titles; "
+    "bag of words over a 4258-word vocabulary, 84010 tokens. Checksums and details: "
+    "pp_models/datasets/data/reuters/README.md."
+)
 
 
 def _read_text(name: str) -> str:
@@ -81,18 +55,26 @@ def _parse_ldac(text: str, n_words: int) -> sp.csr_matrix:
     return counts
 
 
-def load_reuters() -> TextCorpus:
+@register_dataset(
+    "reuters",
+    description="395 Reuters news stories, 4258-word vocabulary, 84010 tokens (topic models)",
+    kind="corpus",
+    provenance=PROVENANCE,
+)
+def load_reuters() -> Dataset:
     """Load the Reuters corpus: 395 news stories, 4,258-word vocabulary, 84,010 tokens.
 
     Returns
     -------
-    TextCorpus
-        ``counts`` (395 x 4258 CSR), ``vocabulary`` and ``titles``.
+    Dataset
+        ``data``: document-term counts, a 395 x 4258 ``scipy.sparse.csr_matrix`` of
+        int64; ``feature_names``: the vocabulary (word id ``v`` is
+        ``feature_names[v]``); ``extras["titles"]``: one title per document.
 
     Examples
     --------
-    >>> corpus = load_reuters()
-    >>> corpus.counts.shape, corpus.n_tokens
+    >>> reuters = load_reuters()
+    >>> reuters.data.shape, int(reuters.data.sum())
     ((395, 4258), 84010)
     """
     vocabulary = tuple(_read_text("reuters.tokens").split())
@@ -100,12 +82,10 @@ def load_reuters() -> TextCorpus:
     counts = _parse_ldac(_read_text("reuters.ldac"), len(vocabulary))
     if len(titles) != counts.shape[0]:
         raise RuntimeError(f"reuters: {len(titles)} titles for {counts.shape[0]} documents")
-    return TextCorpus(
-        counts=counts,
-        vocabulary=vocabulary,
-        titles=titles,
-        description=(
-            "395 Reuters news stories (Aug 1996), the test corpus of the `lda` package "
-            "3.0.2 (MPL-2.0); bag of words, 4258-word vocabulary, 84010 tokens"
-        ),
+    return Dataset(
+        name="reuters",
+        data=counts,
+        feature_names=vocabulary,
+        provenance=PROVENANCE,
+        extras={"titles": titles},
     )

@@ -1,0 +1,217 @@
+"""The ``ppzoo`` command line: list models, fit one, check a saved fit, run the demo.
+
+Examples
+--------
+::
+
+    ppzoo list
+    ppzoo fit finite_mixture --dataset iris --method gibbs --draws 1000 --out results/
+    ppzoo fit finite_mixture --data my.csv --param n_components=4
+    ppzoo check results/posterior.nc
+    ppzoo demo
+
+Bad arguments print one line ``ppzoo: error: ...`` and exit with status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import logging
+import sys
+import time
+import warnings
+from pathlib import Path
+
+__all__ = ["main"]
+
+DEMO = dict(model="finite_mixture", dataset="iris", method="gibbs", draws=1000, tune=1000,
+            chains=4, seed=20261126)
+
+
+class UsageError(Exception):
+    """A problem with the user's arguments (exit status 2, no traceback)."""
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = _parser()
+    args = parser.parse_args(argv)
+    try:
+        return args.run(args)
+    except UsageError as err:
+        print(f"ppzoo: error: {err}", file=sys.stderr)
+        return 2
+    except (ValueError, TypeError) as err:
+        # Factories and fit validate their arguments before any work and raise these.
+        print(f"ppzoo: error: {err}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("ppzoo: interrupted; no partial result files were left", file=sys.stderr)
+        return 130
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="ppzoo", description="pp-models: the model zoo.")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p_list = sub.add_parser("list", help="list the models and data sets")
+    p_list.set_defaults(run=_cmd_list)
+
+    p_fit = sub.add_parser("fit", help="fit a model to a data set or a CSV file")
+    p_fit.add_argument("model", help="model name (see `ppzoo list`)")
+    source = p_fit.add_mutually_exclusive_group()
+    source.add_argument("--dataset", help="a shipped data set (see `ppzoo list`)")
+    source.add_argument("--data", type=Path, help="a CSV file with a header row, numeric columns")
+    _add_sampling_options(p_fit)
+    p_fit.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
+                       help="model option, e.g. n_components=4 (repeatable)")
+    p_fit.set_defaults(run=_cmd_fit)
+
+    p_check = sub.add_parser("check", help="convergence report of a saved fit")
+    p_check.add_argument("path", type=Path, help="posterior.nc written by `ppzoo fit`, or its dir")
+    p_check.add_argument("--rhat-max", type=float, default=1.01)
+    p_check.add_argument("--ess-min", type=float, default=400)
+    p_check.set_defaults(run=_cmd_check)
+
+    p_demo = sub.add_parser("demo", help="fit the finite mixture to iris with Gibbs + NUTS")
+    p_demo.add_argument("--out", type=Path, default=Path("ppzoo-out/demo"))
+    p_demo.add_argument("--no-progress", action="store_true")
+    p_demo.set_defaults(run=_cmd_demo)
+    return parser
+
+
+def _add_sampling_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--method", default="auto", help="auto | nuts | gibbs | advi (default auto)")
+    p.add_argument("--draws", type=int, default=1000)
+    p.add_argument("--tune", type=int, default=1000)
+    p.add_argument("--chains", type=int, default=4)
+    p.add_argument("--cores", type=int, default=None)
+    p.add_argument("--seed", type=int, default=None)
+    p.add_argument("--out", type=Path, default=None,
+                   help="output directory (default ppzoo-out/MODEL)")
+    p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+
+
+def _cmd_list(args) -> int:
+    from pp_models.datasets import list_datasets
+    from pp_models.registry import list_models
+
+    print("Models:")
+    for entry in list_models():
+        print(f"  {entry.name:<22} [{', '.join(entry.methods)}]  {entry.description}")
+    print("Data sets:")
+    for info in list_datasets():
+        print(f"  {info.name:<22} {info.kind:<7} {info.description}")
+    return 0
+
+
+def _cmd_fit(args) -> int:
+    from pp_models.registry import get_model
+
+    entry = get_model(args.model)
+    options = dict(entry.defaults)
+    options.update(_parse_params(args.param))
+    data = _load_data(args.data, args.dataset or entry.default_dataset)
+    out = args.out or Path("ppzoo-out") / entry.name
+    return _run_fit(entry, data, options, args.method, args.draws, args.tune, args.chains,
+                    args.cores, args.seed, not args.no_progress, out)
+
+
+def _cmd_demo(args) -> int:
+    from pp_models.registry import get_model
+
+    entry = get_model(DEMO["model"])
+    data = _load_data(None, DEMO["dataset"])
+    print(f"ppzoo demo: {entry.description}, on {DEMO['dataset']}")
+    return _run_fit(entry, data, dict(entry.defaults), DEMO["method"], DEMO["draws"],
+                    DEMO["tune"], DEMO["chains"], None, DEMO["seed"], not args.no_progress,
+                    args.out)
+
+
+def _cmd_check(args) -> int:
+    import xarray as xr
+
+    from inference.convergence import check_convergence
+
+    path = args.path / "posterior.nc" if args.path.is_dir() else args.path
+    if not path.exists():
+        raise UsageError(f"no such file: {path}")
+    try:
+        dt = xr.open_datatree(path, engine="h5netcdf")
+    except Exception as err:
+        raise UsageError(f"cannot read {path} as a posterior: {err}") from None
+    report = check_convergence(dt, rhat_max=args.rhat_max, ess_bulk_min=args.ess_min,
+                               ess_tail_min=args.ess_min)
+    print(report)
+    return 0 if report.passed else 1
+
+
+def _parse_params(items: list[str]) -> dict:
+    options = {}
+    for item in items:
+        key, sep, raw = item.partition("=")
+        if not sep or not key.isidentifier():
+            raise UsageError(f"--param expects KEY=VALUE, got {item!r}")
+        try:
+            options[key] = ast.literal_eval(raw)
+        except (ValueError, SyntaxError):
+            options[key] = raw
+    return options
+
+
+def _load_data(csv: Path | None, dataset: str):
+    import numpy as np
+    import pandas as pd
+
+    if csv is None:
+        from pp_models.datasets import load
+
+        return load(dataset).data
+    if not csv.exists():
+        raise UsageError(f"--data: no such file: {csv}")
+    try:
+        frame = pd.read_csv(csv)
+    except Exception as err:
+        raise UsageError(f"--data: cannot read {csv} as CSV: {err}") from None
+    non_numeric = [c for c in frame.columns if not pd.api.types.is_numeric_dtype(frame[c])]
+    if non_numeric:
+        raise UsageError(f"--data: non-numeric column(s) {', '.join(map(str, non_numeric))}")
+    if frame.empty:
+        raise UsageError(f"--data: {csv} has no rows")
+    return frame.astype(np.float64)
+
+
+def _run_fit(entry, data, options, method, draws, tune, chains, cores, seed, progress, out):
+    import pandas as pd
+
+    from inference.convergence import check_convergence
+    from inference.fit import fit
+    from inference.report import write_results
+    from inference.summary import summary
+
+    if method not in entry.methods and method != "auto":
+        raise UsageError(f"--method {method!r} is not available for {entry.name}; "
+                         f"choose from {', '.join(entry.methods)}")
+    logging.getLogger("pymc").setLevel(logging.WARNING)
+    warnings.filterwarnings("ignore", category=RuntimeWarning)
+    warnings.filterwarnings("ignore", category=FutureWarning)
+    model = entry.build(data, **options)
+    start = time.perf_counter()
+    dt = fit(model, method=method, draws=draws, tune=tune, chains=chains, cores=cores,
+             random_seed=seed, progressbar=progress)
+    elapsed = time.perf_counter() - start
+    table = summary(dt)
+    print(f"\n{entry.name}: {dt.attrs['pp_models_method']} "
+          f"({dt.attrs['pp_models_steps']}), {chains} chains x {draws} draws, {elapsed:.1f} s")
+    with pd.option_context("display.width", 140, "display.max_columns", 20):
+        print(table.drop(columns=["label_invariant"]).round(3).to_string())
+    if chains >= 2:
+        report = check_convergence(dt)
+        print("\n" + str(report).splitlines()[0])
+    paths = write_results(dt, table, out)
+    print("\nwrote " + ", ".join(str(p) for p in paths.values()))
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,353 @@
+"""``fit``: one door from a PyMC model to NUTS, Gibbs steps or ADVI.
+
+Every method returns an ``xarray.DataTree`` (ArviZ 1.x) with the same layout: a
+``posterior`` group with dims ``(chain, draw, ...)``, ``sample_stats`` for MCMC (or the
+ADVI loss history in ``fit_history``), ``observed_data``; label-invariant statistics a
+zoo factory declares are added to ``posterior``; the root attributes record the method,
+the step each variable got, the seed and the package versions.
+"""
+
+from __future__ import annotations
+
+import json
+import numbers
+from collections.abc import Sequence
+from importlib.metadata import PackageNotFoundError, version
+
+import numpy as np
+import pymc as pm
+import xarray as xr
+from pymc.sampling.mcmc import assign_step_methods, instantiate_steppers
+from pymc.step_methods.compound import BlockedStep, CompoundStep, flatten_steps
+from pymc.vartypes import discrete_types
+
+from inference.gibbs.registry import PYMC_STEPS, get_step, step_for
+from pp_models.model_info import ZooModelInfo, get_info
+
+__all__ = ["METHODS", "fit"]
+
+#: The methods ``fit`` understands.
+METHODS = ("auto", "nuts", "gibbs", "advi")
+
+_VERSIONED_PACKAGES = ("pp-models", "pymc", "pytensor", "arviz", "numpy", "numba", "nutpie")
+
+
+def fit(
+    model: pm.Model,
+    *,
+    method: str = "auto",
+    draws: int = 1000,
+    tune: int = 1000,
+    chains: int = 4,
+    cores: int | None = None,
+    random_seed=None,
+    progressbar: bool = True,
+    step=None,
+    **method_kwargs,
+) -> xr.DataTree:
+    """Sample (or approximate) the posterior of ``model``.
+
+    Parameters
+    ----------
+    model : pymc.Model
+        Any PyMC model; zoo factories attach hints (preferred method, Gibbs steps,
+        label-invariant statistics) that ``fit`` uses.
+    method : {"auto", "nuts", "gibbs", "advi"}
+        - ``"nuts"``: NUTS for an all-continuous model (nutpie when installed and no
+          ``step`` is given, PyMC's own NUTS otherwise).
+        - ``"gibbs"``: every free variable gets a step: the user's ``step``, then the
+          factory's step hints, then registered zoo steps by distribution, then PyMC's
+          assignment (NUTS for continuous variables, its discrete Gibbs/Metropolis for
+          discrete ones).
+        - ``"advi"``: mean-field ADVI (``fullrank=True`` for full-rank) optimised with
+          Adam, then ``chains * draws`` draws from the approximation.
+        - ``"auto"``: the factory's preferred method; otherwise ``"nuts"`` for an
+          all-continuous model and ``"gibbs"`` for one with discrete variables.
+    draws, tune, chains : int
+        Kept draws per chain (>= 1), tuning iterations (>= 0), chains (>= 1).
+    cores : int, optional
+        Parallel chains (processes); default PyMC's choice.
+    random_seed : int, sequence of int or numpy Generator, optional
+    progressbar : bool
+    step : step method or list of step methods, optional
+        Steps for some variables; the rest are assigned as for ``"gibbs"``.
+    **method_kwargs
+        Passed on: to ``pm.sample`` for ``"nuts"``/``"gibbs"`` (e.g. ``target_accept``,
+        ``nuts_sampler``, ``initvals``, ``var_names``); for ``"advi"``: ``n``
+        (iterations, default 30000), ``learning_rate`` (default 0.01), ``fullrank``,
+        ``obj_optimizer``, ``callbacks`` and any other ``pm.fit`` option.
+
+    Returns
+    -------
+    xarray.DataTree
+
+    Raises
+    ------
+    ValueError, TypeError
+        For an unknown method, bad sizes, a model with discrete free variables sent to
+        NUTS or ADVI; all raised before anything is compiled.
+    """
+    if not isinstance(model, pm.Model):
+        raise TypeError(f"model must be a pymc.Model, got {type(model).__name__}")
+    if not isinstance(method, str) or method not in METHODS:
+        raise ValueError(f"method must be one of {', '.join(map(repr, METHODS))}; got {method!r}")
+    draws = _check_count(draws, "draws", minimum=1)
+    tune = _check_count(tune, "tune", minimum=0)
+    chains = _check_count(chains, "chains", minimum=1)
+    if cores is not None:
+        cores = _check_count(cores, "cores", minimum=1)
+    user_steps = _as_step_list(step)
+
+    info = get_info(model)
+    discrete = [rv.name for rv in model.free_RVs if rv.dtype in discrete_types]
+    chosen = _resolve_method(method, info, discrete, user_steps)
+    if chosen in ("nuts", "advi") and discrete:
+        raise ValueError(
+            f"method={chosen!r} needs an all-continuous model, but these free variables "
+            f"are discrete: {', '.join(discrete)}. Use method='gibbs' (or 'auto')."
+        )
+    if chosen == "advi" and user_steps:
+        raise ValueError("step is not used by method='advi'; drop it or use method='gibbs'")
+
+    if chosen == "advi":
+        dt, assignment, sampler = _fit_advi(
+            model, draws, chains, random_seed, progressbar, method_kwargs
+        )
+    else:
+        dt, assignment, sampler = _fit_mcmc(
+            model,
+            chosen,
+            info,
+            user_steps,
+            dict(draws=draws, tune=tune, chains=chains, cores=cores),
+            random_seed,
+            progressbar,
+            method_kwargs,
+        )
+
+    derived = _add_derived(dt, info)
+    dt.attrs.update(
+        {
+            "pp_models_method": chosen,
+            "pp_models_requested_method": method,
+            "pp_models_sampler": sampler,
+            "pp_models_steps": json.dumps(assignment),
+            "pp_models_random_seed": json.dumps(_seed_repr(random_seed)),
+            "pp_models_versions": json.dumps(_versions()),
+            "pp_models_family": info.family if info else "",
+            "pp_models_label_invariant": json.dumps(derived),
+            "pp_models_label_variables": json.dumps(list(info.label_variables) if info else []),
+        }
+    )
+    return dt
+
+
+def _check_count(value, name: str, *, minimum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must be an integer, got {value!r}")
+    if value < minimum:
+        raise ValueError(f"{name} must be >= {minimum}, got {value}")
+    return int(value)
+
+
+def _as_step_list(step) -> list:
+    if step is None:
+        return []
+    steps = list(step) if isinstance(step, Sequence) else [step]
+    for s in steps:
+        if not isinstance(s, BlockedStep | CompoundStep):
+            raise TypeError(
+                f"step must be an instantiated PyMC step method (or a list of them), got {s!r}"
+            )
+    return steps
+
+
+def _resolve_method(
+    method: str, info: ZooModelInfo | None, discrete: list[str], user_steps: list
+) -> str:
+    if method != "auto":
+        return method
+    if info is not None and info.preferred_method in METHODS[1:]:
+        return info.preferred_method
+    return "gibbs" if (discrete or user_steps) else "nuts"
+
+
+def _nutpie_available() -> bool:
+    try:
+        import nutpie  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def _fit_mcmc(model, chosen, info, user_steps, sizes, random_seed, progressbar, kwargs):
+    kwargs = dict(kwargs)
+    if info is not None and info.label_variables:
+        # PyMC's own checks look at raw labels, which label switching makes meaningless;
+        # check_convergence / summary look at the label-invariant statistics instead.
+        kwargs.setdefault("compute_convergence_checks", False)
+    if chosen == "nuts" and not user_steps:
+        sampler = kwargs.pop("nuts_sampler", "nutpie" if _nutpie_available() else "pymc")
+        dt = pm.sample(
+            model=model,
+            random_seed=random_seed,
+            progressbar=progressbar,
+            nuts_sampler=sampler,
+            **sizes,
+            **kwargs,
+        )
+        names = [_untransformed(v.name) for v in model.value_vars]
+        return dt, {"NUTS" if sampler == "pymc" else f"NUTS ({sampler})": names}, sampler
+
+    if kwargs.pop("nuts_sampler", "pymc") != "pymc":
+        raise ValueError("nuts_sampler must be 'pymc' when Gibbs steps are combined with NUTS")
+    step_kwargs = kwargs.pop("step_kwargs", None)
+    steps = _build_steps(model, info, user_steps, step_kwargs)
+    dt = pm.sample(
+        model=model,
+        step=steps,
+        random_seed=random_seed,
+        progressbar=progressbar,
+        nuts_sampler="pymc",
+        **sizes,
+        **kwargs,
+    )
+    return dt, _describe(steps), "pymc"
+
+
+def _build_steps(model, info, user_steps, step_kwargs) -> list:
+    """User steps, then factory hints, then registered zoo steps, then PyMC's choice."""
+    steps = list(user_steps)
+    claimed = {v for s in steps for v in s.vars}
+
+    for hint in info.step_hints if info else ():
+        values = [model.rvs_to_values[model[name]] for name in hint.var_names]
+        if claimed.intersection(values):
+            continue
+        if hint.step in PYMC_STEPS:
+            step = PYMC_STEPS[hint.step](vars=values, model=model, **hint.options)
+        else:
+            step = get_step(hint.step).from_model(model, hint.var_names, **hint.options)
+        steps.append(step)
+        claimed.update(values)
+
+    for rv in model.free_RVs:
+        value = model.rvs_to_values[rv]
+        if value in claimed:
+            continue
+        zoo_step = step_for(rv)
+        if zoo_step is not None:
+            steps.append(zoo_step.from_model(model, [rv.name]))
+            claimed.add(value)
+
+    provided, selected = assign_step_methods(model, steps or None)
+    built = instantiate_steppers(model, provided, selected, step_kwargs=step_kwargs)
+    return built if isinstance(built, list) else [built]
+
+
+def _describe(steps) -> dict[str, list[str]]:
+    out: dict[str, list[str]] = {}
+    for s in steps:
+        for leaf in flatten_steps(s):
+            key = getattr(leaf, "name", type(leaf).__name__)
+            key = type(leaf).__name__ if key in PYMC_STEPS else key
+            out.setdefault(key, []).extend(_untransformed(v.name) for v in leaf.vars)
+    return out
+
+
+def _untransformed(name: str) -> str:
+    from pymc.util import get_untransformed_name, is_transformed_name
+
+    return get_untransformed_name(name) if is_transformed_name(name) else name
+
+
+def _fit_advi(model, draws, chains, random_seed, progressbar, kwargs):
+    kwargs = dict(kwargs)
+    n = _check_count(kwargs.pop("n", 30_000), "n", minimum=1)
+    learning_rate = kwargs.pop("learning_rate", 0.01)
+    if not isinstance(learning_rate, numbers.Real) or not learning_rate > 0:
+        raise ValueError(f"learning_rate must be a number > 0, got {learning_rate!r}")
+    fullrank = bool(kwargs.pop("fullrank", False))
+    user_optimizer = kwargs.pop("obj_optimizer", None)
+    rng = np.random.default_rng(random_seed)
+    fit_seed, sample_seed = (int(s) for s in rng.integers(2**31, size=2))
+    with model:
+        inference = pm.FullRankADVI(random_seed=fit_seed) if fullrank else pm.ADVI(
+            random_seed=fit_seed
+        )
+        if user_optimizer is not None:
+            approx = inference.fit(n, obj_optimizer=user_optimizer, progressbar=progressbar,
+                                   **kwargs)
+        else:
+            # Adam's last iterate jitters around the optimum by about the step size; a
+            # second, shorter phase at a tenth of the rate settles it (a two-step
+            # learning-rate schedule), so the returned approximation is the optimum's.
+            inference.fit(n, obj_optimizer=pm.adam(learning_rate=learning_rate),
+                          progressbar=progressbar, **kwargs)
+            approx = inference.fit(max(n // 5, 1),
+                                   obj_optimizer=pm.adam(learning_rate=learning_rate / 10),
+                                   progressbar=progressbar, **kwargs)
+        sampled = approx.sample(draws * chains, random_seed=sample_seed)
+
+    posterior = sampled["posterior"].to_dataset()
+    reshaped = {}
+    for name, arr in posterior.data_vars.items():
+        values = arr.values.reshape(chains, draws, *arr.shape[2:])
+        reshaped[name] = (("chain", "draw", *arr.dims[2:]), values)
+    coords = {k: v for k, v in posterior.coords.items() if k not in ("chain", "draw")}
+    coords.update(chain=np.arange(chains), draw=np.arange(draws))
+    new_posterior = xr.Dataset(reshaped, coords=coords, attrs=posterior.attrs)
+
+    dt = xr.DataTree()
+    dt["posterior"] = xr.DataTree(new_posterior)
+    for group in sampled.children:
+        if group != "posterior":
+            dt[group] = sampled[group].copy()
+    hist = np.asarray(approx.hist, dtype=np.float64)
+    dt["fit_history"] = xr.DataTree(
+        xr.Dataset(
+            {"loss": (("iteration",), hist)},
+            coords={"iteration": np.arange(hist.size)},
+            attrs={"description": "negative ELBO per iteration (Monte Carlo estimate)"},
+        )
+    )
+    kind = "FullRankADVI" if fullrank else "ADVI"
+    names = [_untransformed(v.name) for v in model.value_vars]
+    return dt, {kind: names}, kind.lower()
+
+
+def _add_derived(dt: xr.DataTree, info: ZooModelInfo | None) -> list[str]:
+    if info is None or not info.derived:
+        return []
+    posterior = dt["posterior"].to_dataset()
+    added = {}
+    for stat in info.derived:
+        try:
+            value = stat.function(posterior)
+        except KeyError:
+            # A variable the statistic needs was left out of the trace (var_names).
+            continue
+        value = value.assign_coords(chain=posterior["chain"], draw=posterior["draw"])
+        if stat.description:
+            value.attrs["description"] = stat.description
+        added[stat.name] = value
+    dt["posterior"] = xr.DataTree(posterior.assign(added))
+    return list(added)
+
+
+def _seed_repr(seed):
+    if seed is None or isinstance(seed, numbers.Integral):
+        return None if seed is None else int(seed)
+    if isinstance(seed, Sequence):
+        return [int(s) for s in seed]
+    return repr(seed)
+
+
+def _versions() -> dict[str, str]:
+    out = {}
+    for pkg in _VERSIONED_PACKAGES:
+        try:
+            out[pkg] = version(pkg)
+        except PackageNotFoundError:
+            continue
+    return out

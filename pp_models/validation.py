@@ -1,0 +1,64 @@
+"""Argument checks shared by the zoo's factories.
+
+Each raises ``TypeError`` for a value of the wrong kind and ``ValueError`` for a value
+out of range, naming the argument, so that a bad call fails before any compilation or
+sampling.
+"""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+__all__ = ["as_data_matrix", "check_int", "check_positive"]
+
+
+def as_data_matrix(X, name: str = "X", *, min_rows: int = 2) -> np.ndarray:
+    """``X`` as a finite float64 ``(n, d)`` array with at least ``min_rows`` rows.
+
+    Accepts anything ``numpy.asarray`` does (lists, pandas DataFrames).
+    """
+    if hasattr(X, "to_numpy"):
+        X = X.to_numpy()
+    try:
+        arr = np.asarray(X, dtype=np.float64)
+    except (TypeError, ValueError) as err:
+        raise TypeError(f"{name} must be a numeric 2-D array: {err}") from None
+    if arr.ndim != 2:
+        raise ValueError(
+            f"{name} must be 2-D (n_observations, n_features), got {arr.ndim}-D shape "
+            f"{arr.shape}; reshape a single feature with X.reshape(-1, 1)"
+        )
+    if arr.shape[0] < min_rows:
+        raise ValueError(f"{name} needs at least {min_rows} rows, got {arr.shape[0]}")
+    if arr.shape[1] < 1:
+        raise ValueError(f"{name} has no columns")
+    bad = ~np.isfinite(arr)
+    if bad.any():
+        i, j = np.argwhere(bad)[0]
+        raise ValueError(
+            f"{name} has {int(bad.sum())} non-finite value(s) (NaN or inf), first at "
+            f"row {i}, column {j}"
+        )
+    return arr
+
+
+def check_int(value, name: str, *, minimum: int | None = None) -> int:
+    """``value`` as a Python int, at least ``minimum``."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must be an integer, got {value!r}")
+    value = int(value)
+    if minimum is not None and value < minimum:
+        raise ValueError(f"{name} must be >= {minimum}, got {value}")
+    return value
+
+
+def check_positive(value, name: str) -> float:
+    """``value`` as a finite float > 0."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a positive number, got {value!r}")
+    value = float(value)
+    if not np.isfinite(value) or value <= 0:
+        raise ValueError(f"{name} must be a finite number > 0, got {value}")
+    return value

@@ -1,0 +1,85 @@
+"""The ppzoo command line."""
+
+import subprocess
+import sys
+
+import numpy as np
+import pandas as pd
+import pytest
+import xarray as xr
+
+from inference.cli import main
+
+
+def test_list(capsys):
+    assert main(["list"]) == 0
+    out = capsys.readouterr().out
+    assert "finite_mixture" in out and "iris" in out
+
+
+def test_demo_writes_results(tmp_path, capsys):
+    out = tmp_path / "demo"
+    assert main(["demo", "--out", str(out), "--no-progress"]) in (0,)
+    printed = capsys.readouterr().out
+    assert "weights_sorted[0]" in printed and "Convergence:" in printed
+    for name in ("posterior.nc", "summary.csv", "trace.png"):
+        assert (out / name).stat().st_size > 0
+    # No temporary files are left behind.
+    assert sorted(p.name for p in out.iterdir()) == ["posterior.nc", "summary.csv", "trace.png"]
+    dt = xr.open_datatree(out / "posterior.nc", engine="h5netcdf")
+    assert dt["posterior"]["z"].shape == (4, 1000, 150)
+    table = pd.read_csv(out / "summary.csv", index_col=0)
+    assert "log_likelihood" in table.index
+    # `check` reads what `fit` wrote.
+    assert main(["check", str(out)]) == 0
+    assert "PASSED" in capsys.readouterr().out
+
+
+def test_fit_from_csv(tmp_path, capsys):
+    rng = np.random.default_rng(0)
+    X = np.vstack([rng.normal(-4, 1, (30, 2)), rng.normal(4, 1, (30, 2))])
+    csv = tmp_path / "two.csv"
+    pd.DataFrame(X, columns=["a", "b"]).to_csv(csv, index=False)
+    code = main(["fit", "finite_mixture", "--data", str(csv), "--param", "n_components=2",
+                 "--draws", "200", "--tune", "200", "--chains", "2", "--seed", "1",
+                 "--no-progress", "--out", str(tmp_path / "out")])
+    assert code == 0
+    dt = xr.open_datatree(tmp_path / "out" / "posterior.nc", engine="h5netcdf")
+    assert list(dt["posterior"]["feature"].values) == ["a", "b"]
+    w = dt["posterior"]["weights_sorted"].mean(("chain", "draw")).values
+    np.testing.assert_allclose(w, [0.5, 0.5], atol=0.1)
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["fit", "nope"], "unknown model 'nope'"),
+        (["fit", "finite_mixture", "--dataset", "nope"], "unknown data set 'nope'"),
+        (["fit", "finite_mixture", "--data", "/no/such.csv"], "no such file"),
+        (["fit", "finite_mixture", "--param", "n_components=0"], "n_components must be >= 1"),
+        (["fit", "finite_mixture", "--param", "oops"], "KEY=VALUE"),
+        (["fit", "finite_mixture", "--draws", "0"], "draws must be >= 1"),
+        (["fit", "finite_mixture", "--method", "advi"], "not available for finite_mixture"),
+        (["check", "/no/such/posterior.nc"], "no such file"),
+    ],
+)
+def test_bad_arguments_exit_2_with_one_line(argv, message, capsys, tmp_path):
+    assert main([*argv, *(["--out", str(tmp_path)] if argv[0] == "fit" else [])]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("ppzoo: error:") and message in err
+    assert len(err.splitlines()) == 1
+    assert not any(tmp_path.iterdir())
+
+
+def test_non_numeric_csv(tmp_path, capsys):
+    csv = tmp_path / "bad.csv"
+    csv.write_text("a,b\n1,x\n2,y\n")
+    assert main(["fit", "finite_mixture", "--data", str(csv)]) == 2
+    assert "non-numeric column(s) b" in capsys.readouterr().err
+
+
+def test_console_script_usage_error_has_no_traceback():
+    proc = subprocess.run([sys.executable, "-m", "inference.cli", "frobnicate"],
+                          capture_output=True, text=True)
+    assert proc.returncode == 2
+    assert "Traceback" not in proc.stderr and "invalid choice" in proc.stderr

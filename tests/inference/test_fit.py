@@ -1,0 +1,162 @@
+"""inference.fit: dispatch to NUTS, Gibbs and ADVI, results layout, errors."""
+
+import json
+
+import numpy as np
+import pymc as pm
+import pytest
+import xarray as xr
+
+from inference import fit
+from inference.convergence import check_convergence
+from pp_models import datasets, finite_mixture
+
+
+@pytest.fixture(scope="module")
+def normal_model():
+    """y_i ~ N(mu, 2), mu ~ N(0, 10): posterior N(m, s) in closed form."""
+    rng = np.random.default_rng(0)
+    y = rng.normal(1.0, 2.0, size=50)
+    with pm.Model() as model:
+        mu = pm.Normal("mu", 0.0, 10.0)
+        pm.Normal("y", mu, 2.0, observed=y)
+    precision = 1 / 10.0**2 + y.size / 2.0**2
+    return model, (y.sum() / 2.0**2) / precision, precision**-0.5
+
+
+@pytest.fixture(scope="module")
+def iris_fit():
+    model = finite_mixture.model(datasets.load("iris").data, n_components=3)
+    return fit(model, method="gibbs", draws=1000, tune=1000, chains=4, cores=2,
+               random_seed=11, progressbar=False)
+
+
+def test_nuts_recovers_conjugate_posterior_mean(normal_model):
+    model, mean, sd = normal_model
+    dt = fit(model, method="nuts", draws=1000, chains=4, random_seed=3, progressbar=False)
+    draws = dt["posterior"]["mu"].values
+    assert draws.shape == (4, 1000)
+    from arviz import mcse
+
+    mcse_mean = float(mcse(dt["posterior"]["mu"]))
+    assert abs(draws.mean() - mean) < 4 * mcse_mean
+    assert abs(draws.std() - sd) < 0.1 * sd
+    assert dt.attrs["pp_models_method"] == "nuts"
+
+
+def test_advi_recovers_conjugate_posterior_mean(normal_model):
+    model, mean, sd = normal_model
+    dt = fit(model, method="advi", draws=500, chains=2, random_seed=3, progressbar=False,
+             n=15_000)
+    draws = dt["posterior"]["mu"]
+    assert draws.dims == ("chain", "draw") and draws.shape == (2, 500)
+    assert abs(float(draws.mean()) - mean) < 0.1 * sd
+    assert abs(float(draws.std()) / sd - 1) < 0.25
+    history = dt["fit_history"]["loss"].values
+    assert history.size == 18_000 and np.isfinite(history).all()
+    assert history[-1000:].mean() < history[:100].mean()
+    assert json.loads(dt.attrs["pp_models_steps"]) == {"ADVI": ["mu"]}
+
+
+def test_auto_picks_nuts_for_continuous_model(normal_model):
+    model, _mean, _ = normal_model
+    dt = fit(model, draws=200, tune=200, chains=2, random_seed=1, progressbar=False)
+    assert dt.attrs["pp_models_method"] == "nuts"
+    assert dt.attrs["pp_models_requested_method"] == "auto"
+
+
+def test_gibbs_on_iris_mixture(iris_fit):
+    dt = iris_fit
+    assert {"posterior", "sample_stats", "observed_data"} <= set(dt.children)
+    posterior = dt["posterior"]
+    for name in ("n_occupied", "weights_sorted", "log_likelihood", "z", "mu"):
+        assert name in posterior.data_vars
+    assert posterior["z"].shape == (4, 1000, 150)
+    # The Gibbs step's own statistic reaches sample_stats.
+    assert "n_changed" in dt["sample_stats"].data_vars
+    assert int(dt["sample_stats"]["n_changed"].sum()) > 0
+    steps = json.loads(dt.attrs["pp_models_steps"])
+    assert steps["categorical_gibbs"] == ["z"]
+    assert sorted(steps["NUTS"]) == ["mu", "sigma", "w"]
+    report = check_convergence(dt)
+    assert report.table["r_hat"].max() <= 1.01, str(report)
+    versions = json.loads(dt.attrs["pp_models_versions"])
+    assert versions["pymc"].startswith("6.")
+    assert json.loads(dt.attrs["pp_models_random_seed"]) == 11
+
+
+def test_gibbs_mixture_separates_setosa(iris_fit):
+    # Setosa (rows 0-49) is linearly separable from the rest: every posterior draw
+    # should put nearly all of it in one component, apart from the others.
+    z = iris_fit["posterior"]["z"].values.reshape(-1, 150)
+    setosa_label = np.array([np.bincount(row[:50]).argmax() for row in z])
+    purity = np.mean(z[:, :50] == setosa_label[:, None])
+    leakage = np.mean(z[:, 50:] == setosa_label[:, None])
+    assert purity > 0.98 and leakage < 0.02
+
+
+def test_gibbs_with_one_core_and_auto():
+    model = finite_mixture.model(datasets.load("iris").data[::3], n_components=2)
+    dt = fit(model, draws=100, tune=100, chains=2, cores=1, random_seed=5, progressbar=False)
+    assert dt.attrs["pp_models_method"] == "gibbs"  # the factory's preference
+    assert dt["posterior"]["z"].shape == (2, 100, 50)
+
+
+def test_discrete_variable_without_zoo_step_gets_pymc_gibbs():
+    rng = np.random.default_rng(1)
+    y = rng.normal(size=30)
+    with pm.Model() as model:
+        flag = pm.Bernoulli("flag", 0.5)
+        mu = pm.Normal("mu", 0, 1)
+        pm.Normal("y", mu, 1.0 + 2.0 * flag, observed=y)
+    dt = fit(model, method="gibbs", draws=300, tune=200, chains=2, cores=1, random_seed=2,
+             progressbar=False)
+    steps = json.loads(dt.attrs["pp_models_steps"])
+    assert steps == {"BinaryGibbsMetropolis": ["flag"], "NUTS": ["mu"]}
+    # The data have sd 1, so flag = 1 (sd 3) is essentially impossible.
+    assert dt["posterior"]["flag"].mean() < 0.05
+
+
+def test_user_step_is_respected(normal_model):
+    model, mean, sd = normal_model
+    with model:
+        step = pm.Slice([model["mu"]])
+    dt = fit(model, method="gibbs", step=step, draws=500, tune=200, chains=2, cores=1,
+             random_seed=4, progressbar=False)
+    assert json.loads(dt.attrs["pp_models_steps"]) == {"Slice": ["mu"]}
+    assert abs(float(dt["posterior"]["mu"].mean()) - mean) < 0.5 * sd
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "match"),
+    [
+        ({"method": "hmc"}, ValueError, "method must be one of"),
+        ({"draws": 0}, ValueError, "draws must be >= 1"),
+        ({"chains": 0}, ValueError, "chains must be >= 1"),
+        ({"tune": -1}, ValueError, "tune must be >= 0"),
+        ({"draws": 10.5}, TypeError, "draws must be an integer"),
+        ({"cores": 0}, ValueError, "cores must be >= 1"),
+        ({"step": "nuts"}, TypeError, "instantiated PyMC step"),
+    ],
+)
+def test_bad_arguments_raise_before_compiling(normal_model, kwargs, error, match):
+    model, _, _ = normal_model
+    with pytest.raises(error, match=match):
+        fit(model, **kwargs)
+
+
+def test_model_must_be_pymc_model():
+    with pytest.raises(TypeError, match=r"model must be a pymc\.Model"):
+        fit("not a model")
+
+
+@pytest.mark.parametrize("method", ["nuts", "advi"])
+def test_discrete_model_rejected_by_continuous_methods(method):
+    model = finite_mixture.model(datasets.load("iris").data[:20], n_components=2)
+    with pytest.raises(ValueError, match=r"discrete: z\. Use method='gibbs'"):
+        fit(model, method=method)
+
+
+def test_results_are_a_datatree(iris_fit):
+    assert isinstance(iris_fit, xr.DataTree)
+    assert iris_fit.attrs["pp_models_family"] == "finite_mixture"
