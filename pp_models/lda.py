@@ -469,8 +469,12 @@ def _explicit_model(corpus, n_topics, alpha_v, eta_v, coords, batch_size):
                 dims=("doc", "word"),
             )
         else:
+            # int32: PyMC casts integer observed data to int32, and a cast node on top of
+            # the Minibatch would no longer count as observed data
             idx, counts_mb = pm.Minibatch(
-                np.arange(n_docs, dtype=np.int64), counts, batch_size=int(batch_size)
+                np.arange(n_docs, dtype=np.int64),
+                counts.astype(np.int32),
+                batch_size=int(batch_size),
             )
             pm.Multinomial(
                 "counts",
