@@ -96,6 +96,15 @@ class CollapsedLDAGibbs(ZooGibbsStep):
         if self.doc_ptr.ndim != 1 or self.doc_ptr[0] != 0 or np.any(np.diff(self.doc_ptr) < 0):
             raise ValueError("doc_ptr must be non-decreasing offsets starting at 0")
         self.n_tokens = int(self.doc_ptr[-1])
+        for name, value, size, what in (
+            ("alpha", alpha, self.n_topics, "n_topics"),
+            ("eta", eta, self.n_words, "n_words"),
+        ):
+            if np.ndim(value) not in (0, 1) or np.size(value) not in (1, size):
+                raise ValueError(
+                    f"{name} must be a scalar or have {what} = {size} entries, "
+                    f"got shape {np.shape(value)}"
+                )
         self.alpha = np.ascontiguousarray(np.broadcast_to(alpha, (self.n_topics,)), np.float64)
         self.eta = np.ascontiguousarray(np.broadcast_to(eta, (self.n_words,)), np.float64)
         if np.any(self.alpha <= 0) or np.any(self.eta <= 0):
