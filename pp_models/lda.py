@@ -280,6 +280,7 @@ def model(
     vocabulary: Sequence[str] | None = None,
     batch_size: int | None = None,
     deterministics: bool = True,
+    thin: int = 1,
 ) -> pm.Model:
     """Build an LDA model of a corpus (no sampling).
 
@@ -312,6 +313,9 @@ def model(
         ``(n_dk + alpha_k)/(L_d + sum alpha)`` and ``(n_kv + eta_v)/(n_k + sum eta)``).
         They are recorded every draw; leave them (and ``z``) out with ``var_names``
         when the corpus is large.
+    thin : int
+        ``collapsed=True`` only: Gibbs sweeps per recorded draw (the step's ``sweeps``),
+        i.e. record every ``thin``-th state; cuts trace size for big ``theta``/``phi``.
 
     Returns
     -------
@@ -324,6 +328,10 @@ def model(
     n_topics = _check_n_topics(n_topics)
     if not isinstance(collapsed, bool):
         raise TypeError(f"collapsed must be True or False, got {collapsed!r}")
+    if isinstance(thin, bool) or not isinstance(thin, Integral) or thin < 1:
+        raise ValueError(f"thin must be a positive integer, got {thin!r}")
+    if thin != 1 and not collapsed:
+        raise ValueError("thin is for the collapsed model's Gibbs step (collapsed=True) only")
     corpus = prepare_corpus(docs, n_words=n_words)
     alpha_v = _check_concentration(alpha, n_topics, "alpha", "one per topic")
     eta_v = _check_concentration(eta, corpus.n_words, "eta", "one per vocabulary word")
@@ -348,13 +356,13 @@ def model(
         "word": vocabulary if vocabulary is not None else np.arange(corpus.n_words),
     }
     if collapsed:
-        m = _collapsed_model(corpus, n_topics, alpha_v, eta_v, coords, deterministics)
+        m = _collapsed_model(corpus, n_topics, alpha_v, eta_v, coords, deterministics, int(thin))
     else:
         m = _explicit_model(corpus, n_topics, alpha_v, eta_v, coords, batch_size)
     return m
 
 
-def _collapsed_model(corpus, n_topics, alpha_v, eta_v, coords, deterministics):
+def _collapsed_model(corpus, n_topics, alpha_v, eta_v, coords, deterministics, thin):
     n_docs, n_tokens, n_vocab = corpus.n_docs, corpus.n_tokens, corpus.n_words
     doc_ids = corpus.doc_ids.astype(np.int64)
     words = corpus.words.astype(np.int64)
@@ -439,6 +447,7 @@ def _collapsed_model(corpus, n_topics, alpha_v, eta_v, coords, deterministics):
                     "n_topics": n_topics,
                     "alpha": alpha_v,
                     "eta": eta_v,
+                    "sweeps": thin,
                 },
             ),
         ),

@@ -82,6 +82,8 @@ def test_bad_corpus(docs, kwargs, error, match):
         ({"n_topics": 2, "batch_size": 2}, "batch_size is for the explicit model"),
         ({"n_topics": 2, "collapsed": False, "batch_size": 0}, "batch_size must be between"),
         ({"n_topics": 2, "collapsed": False, "batch_size": 9}, "batch_size must be between"),
+        ({"n_topics": 2, "thin": 0}, "thin must be a positive integer"),
+        ({"n_topics": 2, "collapsed": False, "thin": 2}, "thin is for the collapsed model"),
     ],
 )
 def test_bad_model_arguments(kwargs, match):
@@ -118,6 +120,11 @@ def test_collapsed_model_logp_is_the_collapsed_joint():
     assert info.preferred_method == "gibbs"
     (hint,) = info.step_hints
     assert hint.step == lda.STEP_NAME and hint.var_names == ("z",)
+    assert hint.options["sweeps"] == 1
+    assert (
+        get_info(lda.model(docs, n_topics=3, n_words=5, thin=4)).step_hints[0].options["sweeps"]
+        == 4
+    )
     assert {"z", "theta", "phi"} <= set(info.label_variables)
 
 

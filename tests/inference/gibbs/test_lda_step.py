@@ -275,3 +275,17 @@ def test_reuters_joint_log_likelihood_matches_the_lda_package():
     ours = dt.sample_stats["log_joint"].values[0]
     assert abs(ours[-1] - ref_ll) < 0.01 * abs(ref_ll), (ours[-1], ref_ll)
     assert ours[-1] > ours[0] + 1e5  # it did climb from the balanced start
+
+
+def test_thin_does_that_many_sweeps_per_draw():
+    docs = _random_corpus(6)
+    thinned = _step_for(lda.model(docs, n_topics=3, n_words=7, thin=3))
+    single = _step_for(lda.model(docs, n_topics=3, n_words=7))
+    thinned.setup_chain(np.random.default_rng(9), 0, 10)
+    single.setup_chain(np.random.default_rng(9), 0, 10)
+    start = lda.model(docs, n_topics=3, n_words=7).initial_point()
+    a, _ = thinned.step(start)
+    b = start
+    for _ in range(3):
+        b, _ = single.step(b)
+    np.testing.assert_array_equal(a["z"], b["z"])
