@@ -40,27 +40,9 @@ def test_fit_from_csv(tmp_path, capsys):
     X = np.vstack([rng.normal(-4, 1, (30, 2)), rng.normal(4, 1, (30, 2))])
     csv = tmp_path / "two.csv"
     pd.DataFrame(X, columns=["a", "b"]).to_csv(csv, index=False)
-    code = main(
-        [
-            "fit",
-            "finite_mixture",
-            "--data",
-            str(csv),
-            "--param",
-            "n_components=2",
-            "--draws",
-            "200",
-            "--tune",
-            "200",
-            "--chains",
-            "2",
-            "--seed",
-            "1",
-            "--no-progress",
-            "--out",
-            str(tmp_path / "out"),
-        ]
-    )
+    code = main(["fit", "finite_mixture", "--data", str(csv), "--param", "n_components=2",
+                 "--draws", "200", "--tune", "200", "--chains", "2", "--seed", "1",
+                 "--no-progress", "--out", str(tmp_path / "out")])
     assert code == 0
     dt = xr.open_datatree(tmp_path / "out" / "posterior.nc", engine="h5netcdf")
     assert list(dt["posterior"]["feature"].values) == ["a", "b"]
@@ -97,8 +79,7 @@ def test_non_numeric_csv(tmp_path, capsys):
 
 
 def test_console_script_usage_error_has_no_traceback():
-    proc = subprocess.run(
-        [sys.executable, "-m", "inference.cli", "frobnicate"], capture_output=True, text=True
-    )
+    proc = subprocess.run([sys.executable, "-m", "inference.cli", "frobnicate"],
+                          capture_output=True, text=True)
     assert proc.returncode == 2
     assert "Traceback" not in proc.stderr and "invalid choice" in proc.stderr

@@ -12,10 +12,8 @@ from inference.convergence import check_convergence
 
 def _tree(variables, labels=(), invariant=()):
     posterior = xr.Dataset(
-        {
-            k: (("chain", "draw", *[f"{k}_dim{i}" for i in range(v.ndim - 2)]), v)
-            for k, v in variables.items()
-        }
+        {k: (("chain", "draw", *[f"{k}_dim{i}" for i in range(v.ndim - 2)]), v)
+         for k, v in variables.items()}
     )
     dt = xr.DataTree()
     dt["posterior"] = xr.DataTree(posterior)
@@ -55,7 +53,8 @@ def test_sticky_chain_fails_ess():
 def test_constant_statistic_passes_and_stuck_chains_fail():
     const = np.full((4, 100), 3)
     stuck = np.repeat(np.array([[2], [3], [3], [3]]), 100, axis=1)
-    report = check_convergence(_tree({"k": const, "j": stuck}), ess_bulk_min=0, ess_tail_min=0)
+    report = check_convergence(_tree({"k": const, "j": stuck}), ess_bulk_min=0,
+                               ess_tail_min=0)
     assert report.table.loc["k", "ok"]
     assert not report.table.loc["j", "ok"]
 
@@ -63,7 +62,8 @@ def test_constant_statistic_passes_and_stuck_chains_fail():
 def test_label_variables_skipped_by_default():
     labelled = RNG.normal(size=(4, 500))
     labelled[0] += 5  # would fail: chains in different label permutations
-    dt = _tree({"mu": labelled, "ll": RNG.normal(size=(4, 500))}, labels=["mu"], invariant=["ll"])
+    dt = _tree({"mu": labelled, "ll": RNG.normal(size=(4, 500))}, labels=["mu"],
+               invariant=["ll"])
     assert check_convergence(dt, ess_bulk_min=100, ess_tail_min=100).passed
     table = summary(dt)
     assert list(table.index) == ["ll"] and table.loc["ll", "label_invariant"]

@@ -27,16 +27,8 @@ def normal_model():
 @pytest.fixture(scope="module")
 def iris_fit():
     model = finite_mixture.model(datasets.load("iris").data, n_components=3)
-    return fit(
-        model,
-        method="gibbs",
-        draws=1000,
-        tune=1000,
-        chains=4,
-        cores=2,
-        random_seed=11,
-        progressbar=False,
-    )
+    return fit(model, method="gibbs", draws=1000, tune=1000, chains=4, cores=2,
+               random_seed=11, progressbar=False)
 
 
 def test_nuts_recovers_conjugate_posterior_mean(normal_model):
@@ -54,7 +46,8 @@ def test_nuts_recovers_conjugate_posterior_mean(normal_model):
 
 def test_advi_recovers_conjugate_posterior_mean(normal_model):
     model, mean, sd = normal_model
-    dt = fit(model, method="advi", draws=500, chains=2, random_seed=3, progressbar=False, n=15_000)
+    dt = fit(model, method="advi", draws=500, chains=2, random_seed=3, progressbar=False,
+             n=15_000)
     draws = dt["posterior"]["mu"]
     assert draws.dims == ("chain", "draw") and draws.shape == (2, 500)
     assert abs(float(draws.mean()) - mean) < 0.1 * sd
@@ -116,16 +109,8 @@ def test_discrete_variable_without_zoo_step_gets_pymc_gibbs():
         flag = pm.Bernoulli("flag", 0.5)
         mu = pm.Normal("mu", 0, 1)
         pm.Normal("y", mu, 1.0 + 2.0 * flag, observed=y)
-    dt = fit(
-        model,
-        method="gibbs",
-        draws=300,
-        tune=200,
-        chains=2,
-        cores=1,
-        random_seed=2,
-        progressbar=False,
-    )
+    dt = fit(model, method="gibbs", draws=300, tune=200, chains=2, cores=1, random_seed=2,
+             progressbar=False)
     steps = json.loads(dt.attrs["pp_models_steps"])
     assert steps == {"BinaryGibbsMetropolis": ["flag"], "NUTS": ["mu"]}
     # The data have sd 1, so flag = 1 (sd 3) is essentially impossible.
@@ -136,17 +121,8 @@ def test_user_step_is_respected(normal_model):
     model, mean, sd = normal_model
     with model:
         step = pm.Slice([model["mu"]])
-    dt = fit(
-        model,
-        method="gibbs",
-        step=step,
-        draws=500,
-        tune=200,
-        chains=2,
-        cores=1,
-        random_seed=4,
-        progressbar=False,
-    )
+    dt = fit(model, method="gibbs", step=step, draws=500, tune=200, chains=2, cores=1,
+             random_seed=4, progressbar=False)
     assert json.loads(dt.attrs["pp_models_steps"]) == {"Slice": ["mu"]}
     assert abs(float(dt["posterior"]["mu"].mean()) - mean) < 0.5 * sd
 
