@@ -23,6 +23,7 @@ from pymc.vartypes import discrete_types
 
 from inference.gibbs.registry import PYMC_STEPS, get_step, step_for
 from pp_models.model_info import ZooModelInfo, get_info
+from pp_models.validation import check_int
 
 __all__ = ["METHODS", "fit"]
 
@@ -91,11 +92,11 @@ def fit(
         raise TypeError(f"model must be a pymc.Model, got {type(model).__name__}")
     if not isinstance(method, str) or method not in METHODS:
         raise ValueError(f"method must be one of {', '.join(map(repr, METHODS))}; got {method!r}")
-    draws = _check_count(draws, "draws", minimum=1)
-    tune = _check_count(tune, "tune", minimum=0)
-    chains = _check_count(chains, "chains", minimum=1)
+    draws = check_int(draws, "draws", minimum=1)
+    tune = check_int(tune, "tune", minimum=0)
+    chains = check_int(chains, "chains", minimum=1)
     if cores is not None:
-        cores = _check_count(cores, "cores", minimum=1)
+        cores = check_int(cores, "cores", minimum=1)
     user_steps = _as_step_list(step)
 
     info = get_info(model)
@@ -140,14 +141,6 @@ def fit(
         }
     )
     return dt
-
-
-def _check_count(value, name: str, *, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{name} must be an integer, got {value!r}")
-    if value < minimum:
-        raise ValueError(f"{name} must be >= {minimum}, got {value}")
-    return int(value)
 
 
 def _as_step_list(step) -> list:
@@ -215,23 +208,29 @@ def _fit_mcmc(model, chosen, info, user_steps, sizes, random_seed, progressbar, 
     return dt, _describe(steps), "pymc"
 
 
-def _build_steps(model, info, user_steps, step_kwargs) -> list:
-    """User steps, then factory hints, then registered zoo steps, then PyMC's choice."""
+def _build_steps(model, info, user_steps, step_kwargs, *, only=None) -> list:
+    """User steps, then factory hints, then registered zoo steps, then PyMC's choice.
+
+    ``only``: names of the random variables to assign (default: every free variable).
+    """
+    targets = [rv for rv in model.free_RVs if only is None or rv.name in only]
+    target_values = {model.rvs_to_values[rv] for rv in targets}
     steps = list(user_steps)
     claimed = {v for s in steps for v in s.vars}
 
     for hint in info.step_hints if info else ():
         values = [model.rvs_to_values[model[name]] for name in hint.var_names]
-        if claimed.intersection(values):
+        if claimed.intersection(values) or not target_values.issuperset(values):
             continue
+        options = hint.options(model) if callable(hint.options) else dict(hint.options)
         if hint.step in PYMC_STEPS:
-            step = PYMC_STEPS[hint.step](vars=values, model=model, **hint.options)
+            step = PYMC_STEPS[hint.step](vars=values, model=model, **options)
         else:
-            step = get_step(hint.step).from_model(model, hint.var_names, **hint.options)
+            step = get_step(hint.step).from_model(model, hint.var_names, **options)
         steps.append(step)
         claimed.update(values)
 
-    for rv in model.free_RVs:
+    for rv in targets:
         value = model.rvs_to_values[rv]
         if value in claimed:
             continue
@@ -240,9 +239,37 @@ def _build_steps(model, info, user_steps, step_kwargs) -> list:
             steps.append(zoo_step.from_model(model, [rv.name]))
             claimed.add(value)
 
-    provided, selected = assign_step_methods(model, steps or None)
+    if not target_values - claimed:
+        provided, selected = steps, {}
+    elif only is None:
+        provided, selected = assign_step_methods(model, steps or None)
+    else:
+        # PyMC's assignment covers every free variable; assign only the targets.
+        provided, selected = steps, _select_pymc_steps(model, target_values - claimed)
     built = instantiate_steppers(model, provided, selected, step_kwargs=step_kwargs)
     return built if isinstance(built, list) else [built]
+
+
+def _select_pymc_steps(model, values) -> dict:
+    """PyMC's competence-based choice of step class for each of ``values``."""
+    import pytensor.gradient as tg
+    from pymc.step_methods import STEP_METHODS
+
+    selected: dict = {}
+    logp = model.logp()
+    for value in model.value_vars:
+        if value not in values:
+            continue
+        has_grad = value.dtype not in discrete_types
+        if has_grad:
+            try:
+                tg.grad(logp, value)
+            except (NotImplementedError, tg.NullTypeGradError):
+                has_grad = False
+        rv = model.values_to_rvs[value]
+        best = max(STEP_METHODS, key=lambda m, rv=rv, g=has_grad: m._competence(rv, g))
+        selected.setdefault(best, []).append(value)
+    return selected
 
 
 def _describe(steps) -> dict[str, list[str]]:
@@ -263,7 +290,7 @@ def _untransformed(name: str) -> str:
 
 def _fit_advi(model, draws, chains, random_seed, progressbar, kwargs):
     kwargs = dict(kwargs)
-    n = _check_count(kwargs.pop("n", 30_000), "n", minimum=1)
+    n = check_int(kwargs.pop("n", 30_000), "n", minimum=1)
     learning_rate = kwargs.pop("learning_rate", 0.01)
     if not isinstance(learning_rate, numbers.Real) or not learning_rate > 0:
         raise ValueError(f"learning_rate must be a number > 0, got {learning_rate!r}")

@@ -82,14 +82,10 @@ def model(
         z = pm.Categorical("z", p=w, dims="obs")
         pm.Normal("X", mu=mu[z], sigma=sigma[z], observed=X, dims=("obs", "feature"))
 
-        # Full conditional of z_i: log w_k + sum_j log N(X_ij | mu_kj, sigma_kj).
-        component_logp = pm.logp(pm.Normal.dist(mu[None], sigma[None]), X[:, None, :])
-        logits = pt.log(w)[None, :] + component_logp.sum(axis=-1)
-
     info = ZooModelInfo(
         family="finite_mixture",
         preferred_method="gibbs",
-        step_hints=(StepHint("categorical_gibbs", ("z",), {"logits": logits}),),
+        step_hints=(StepHint("categorical_gibbs", ("z",), _assignment_conditional),),
         derived=(
             DerivedStatistic(
                 "n_occupied", partial(_n_occupied, K=K), "number of non-empty components"
@@ -107,6 +103,18 @@ def model(
         notes="z: exact blocked Gibbs; w, mu, sigma: NUTS. Labels are not identified.",
     )
     return attach_info(mixture, info)
+
+
+def _assignment_conditional(model: pm.Model) -> dict:
+    """Options of the Gibbs step for ``z``: its full conditional's logits.
+
+    ``logits[i, k] = log w_k + sum_j log N(X_ij | mu_kj, sigma_kj)`` (Murphy 2012
+    Eq. 11.27's responsibilities, unnormalised). Written in terms of ``model["X"]`` so that
+    it follows the data when they are free (getting-it-right) as well as observed.
+    """
+    w, mu, sigma, X = model["w"], model["mu"], model["sigma"], model["X"]
+    component_logp = pm.logp(pm.Normal.dist(mu[None], sigma[None]), X[:, None, :])
+    return {"logits": pt.log(w)[None, :] + component_logp.sum(axis=-1)}
 
 
 def _n_occupied(posterior: xr.Dataset, K: int) -> xr.DataArray:

@@ -33,14 +33,19 @@ class StepHint:
         ``"metropolis"``.
     var_names : tuple of str
         Names of the model's random variables the step updates (as one block).
-    options : mapping
-        Keyword options for the step's ``from_model`` constructor; may hold symbolic
-        PyTensor expressions written in terms of the model's random variables.
+    options : mapping, or callable ``model -> mapping``
+        Keyword options for the step's ``from_model`` constructor. Options holding
+        symbolic PyTensor expressions should be given as a callable that builds them
+        from the model it is handed (``model["w"]``, ``model["X"]``, ...): ``fit`` and the
+        testing tools may hand it a copy of the model (e.g. with the data variables
+        free), and expressions must refer to that copy's variables.
     """
 
     step: str
     var_names: tuple[str, ...]
-    options: Mapping[str, Any] = field(default_factory=dict)
+    options: Mapping[str, Any] | Callable[[pm.Model], Mapping[str, Any]] = field(
+        default_factory=dict
+    )
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,86 @@
+"""Test statistics of a joint state, and the default set for getting-it-right / SBC."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+
+import numpy as np
+
+__all__ = ["Statistic", "default_statistics", "evaluate_statistics"]
+
+#: A statistic maps the joint state (variable name -> value) to a scalar.
+Statistic = Callable[[Mapping[str, np.ndarray]], float]
+
+_MAX_ELEMENTWISE = 4
+
+
+def default_statistics(
+    param_shapes: Mapping[str, tuple[int, ...]], data_names: Sequence[str]
+) -> dict[str, Statistic]:
+    """Every scalar parameter and its square; means (and mean squares) of larger ones.
+
+    Parameters of up to four elements contribute each element and its square; larger
+    ones their mean and mean square; each data variable its mean and mean square (Geweke
+    2004 §3 uses first and second moments in the same way).
+    """
+    stats: dict[str, Statistic] = {}
+    for name, shape in param_shapes.items():
+        size = int(np.prod(shape)) if shape else 1
+        if size <= _MAX_ELEMENTWISE:
+            for flat in range(size):
+                label = name if not shape else f"{name}[{_unravel(flat, shape)}]"
+                stats[label] = _element(name, flat)
+                stats[f"{label}^2"] = _element_square(name, flat)
+        else:
+            stats[f"mean({name})"] = _mean(name)
+            stats[f"mean({name}^2)"] = _mean_square(name)
+    for name in data_names:
+        stats[f"mean({name})"] = _mean(name)
+        stats[f"mean({name}^2)"] = _mean_square(name)
+    return stats
+
+
+def evaluate_statistics(
+    statistics: Mapping[str, Statistic], state: Mapping[str, np.ndarray]
+) -> np.ndarray:
+    """Values of every statistic at ``state``; a non-scalar result is an error."""
+    out = np.empty(len(statistics))
+    for i, (name, fn) in enumerate(statistics.items()):
+        value = np.asarray(fn(state))
+        if value.size != 1:
+            raise ValueError(
+                f"statistics: {name!r} must return a scalar, got shape {value.shape}"
+            )
+        out[i] = float(value.reshape(()))
+    return out
+
+
+def _unravel(flat: int, shape: tuple[int, ...]) -> str:
+    return ",".join(str(i) for i in np.unravel_index(flat, shape))
+
+
+# Module-level factories (not lambdas) so the statistics pickle for process executors.
+class _element:
+    def __init__(self, name, flat):
+        self.name, self.flat = name, flat
+
+    def __call__(self, state):
+        return np.asarray(state[self.name], dtype=float).reshape(-1)[self.flat]
+
+
+class _element_square(_element):
+    def __call__(self, state):
+        return super().__call__(state) ** 2
+
+
+class _mean:
+    def __init__(self, name):
+        self.name = name
+
+    def __call__(self, state):
+        return np.asarray(state[self.name], dtype=float).mean()
+
+
+class _mean_square(_mean):
+    def __call__(self, state):
+        return np.mean(np.asarray(state[self.name], dtype=float) ** 2)

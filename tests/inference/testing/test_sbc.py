@@ -1,0 +1,95 @@
+"""sbc: uniform ranks for correct inference, detected miscalibration, executors."""
+
+import multiprocessing
+from concurrent.futures import ProcessPoolExecutor
+
+import numpy as np
+import pytest
+
+from inference.testing import sbc
+from tests.inference.testing import conjugate_normal as cn
+
+FIT = dict(method="gibbs", draws=200, tune=50, chains=2)
+
+
+def _sbc(bug=None, n_simulations=60, seed=5, executor=None, **kwargs):
+    return sbc(
+        cn.generative_model(),
+        data_vars=["y"],
+        n_simulations=n_simulations,
+        fit_kwargs={**FIT, "step": _Step(bug)},
+        executor=executor,
+        random_seed=seed,
+        **kwargs,
+    )
+
+
+class _Step:
+    """Picklable step factory (process executors pickle the fit options)."""
+
+    def __init__(self, bug):
+        self.bug = bug
+
+    def __call__(self, model):
+        return cn.NormalGibbs(model=model, bug=self.bug)
+
+
+def test_correct_inference_has_uniform_ranks():
+    result = _sbc()
+    assert result.ranks.shape == (60, 4)
+    assert result.ranks.to_numpy().min() >= 0 and result.ranks.to_numpy().max() <= 99
+    result.assert_passed(0.01)
+
+
+def test_miscalibrated_inference_is_caught():
+    # Posterior sd of mu replaced by its variance (< 1 here): too narrow, ranks pile up
+    # at the ends.
+    result = _sbc("variance")
+    assert not result.passed(0.01), str(result)
+    table = result.uniformity()
+    assert table.loc["mu", "p_chi2_holm"] < 0.01 or table.loc["mu", "p_ks_holm"] < 0.01
+
+
+def test_process_pool_gives_the_same_ranks_as_serial():
+    serial = _sbc(n_simulations=6, seed=9)
+    spawn = multiprocessing.get_context("spawn")  # fork after threads can deadlock
+    with ProcessPoolExecutor(max_workers=2, mp_context=spawn) as pool:
+        parallel = _sbc(n_simulations=6, seed=9, executor=pool)
+    np.testing.assert_array_equal(serial.ranks.to_numpy(), parallel.ranks.to_numpy())
+
+
+@pytest.mark.dask
+def test_dask_executor_gives_the_same_ranks_as_serial():
+    distributed = pytest.importorskip("distributed")
+    serial = _sbc(n_simulations=8, seed=11)
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  dashboard_address=None) as cluster, \
+            distributed.Client(cluster) as client:
+        parallel = _sbc(n_simulations=8, seed=11, executor=client.get_executor())
+    np.testing.assert_array_equal(serial.ranks.to_numpy(), parallel.ranks.to_numpy())
+
+
+def test_plot():
+    fig = _sbc(n_simulations=10).plot()
+    assert len(fig.axes) >= 4
+
+
+def test_errors():
+    model = cn.generative_model()
+    with pytest.raises(ValueError, match="data_vars: 'x' not a random variable"):
+        sbc(model, data_vars=["x"])
+    with pytest.raises(ValueError, match="n_simulations must be >= 2"):
+        sbc(model, data_vars=["y"], n_simulations=1)
+    with pytest.raises(ValueError, match="random_seed"):
+        sbc(model, data_vars=["y"], fit_kwargs={"random_seed": 1})
+    with pytest.raises(ValueError, match="exceeds the 100 posterior draws"):
+        sbc(model, data_vars=["y"], fit_kwargs={"draws": 50, "chains": 2}, n_rank_draws=200)
+    with pytest.raises(TypeError, match="Executor"):
+        sbc(model, data_vars=["y"], executor="dask")
+
+
+@pytest.mark.slow
+def test_full_size_sbc():
+    result = _sbc(n_simulations=200, seed=1)
+    result.assert_passed(0.01)
+    assert not _sbc("prior", n_simulations=200, seed=1).passed(0.01)
