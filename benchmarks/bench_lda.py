@@ -78,7 +78,7 @@ def bench_ours_step(counts, n_topics, sweeps, seed):
 
     m = zoo_lda.model(counts, n_topics=n_topics, alpha=ALPHA, eta=ETA)
     hint = get_info(m).step_hints[0]
-    step = get_step(hint.step).from_model(m, hint.var_names, **hint.options)
+    step = get_step(hint.step).from_model(m, hint.var_names, **hint.options(m))
     t0 = time.perf_counter()
     with m:
         dt = pm.sample(

@@ -37,6 +37,7 @@ from pp_models.model_info import StepHint, ZooModelInfo, attach_info
 
 __all__ = [
     "STEP_NAME",
+    "CollapsedStepOptions",
     "TokenCorpus",
     "model",
     "perplexity",
@@ -362,6 +363,34 @@ def model(
     return m
 
 
+@dataclass(frozen=True, eq=False)
+class CollapsedStepOptions:
+    """The collapsed Gibbs step's options for a model (a StepHint ``options`` callable).
+
+    Called with the model the step is built on, which may be a copy of the factory's
+    (``fit``, getting-it-right with the words free): the words are taken from that
+    model's ``w``.
+    """
+
+    doc_ptr: np.ndarray
+    n_words: int
+    n_topics: int
+    alpha: np.ndarray
+    eta: np.ndarray
+    sweeps: int = 1
+
+    def __call__(self, model: pm.Model) -> dict:
+        return {
+            "words": model["w"],
+            "doc_ptr": self.doc_ptr,
+            "n_words": self.n_words,
+            "n_topics": self.n_topics,
+            "alpha": self.alpha,
+            "eta": self.eta,
+            "sweeps": self.sweeps,
+        }
+
+
 def _collapsed_model(corpus, n_topics, alpha_v, eta_v, coords, deterministics, thin):
     n_docs, n_tokens, n_vocab = corpus.n_docs, corpus.n_tokens, corpus.n_words
     doc_ids = corpus.doc_ids.astype(np.int64)
@@ -376,6 +405,9 @@ def _collapsed_model(corpus, n_topics, alpha_v, eta_v, coords, deterministics, t
         u = pm.Uniform.dist(0.0, 1.0, shape=(n_tokens,))
         flat = pt.searchsorted(cum.ravel(), doc_ids + u, side="right")
         return pt.clip(flat - doc_ids * n_topics, 0, n_topics - 1)
+
+    def _balanced_topics(rv, size, alpha):
+        return pt.arange(n_tokens, dtype="int64") % n_topics
 
     def z_logp(value, alpha):
         # log p(z | alpha), Murphy Eq. 27.34 (theta integrated out per document)
@@ -414,8 +446,8 @@ def _collapsed_model(corpus, n_topics, alpha_v, eta_v, coords, deterministics, t
             logp=z_logp,
             dtype="int64",
             dims="token",
-            # a balanced deterministic start, as the `lda` package uses
-            initval=np.arange(n_tokens, dtype=np.int64) % n_topics,
+            # the initial point: a balanced deterministic start, as the `lda` package uses
+            support_point=_balanced_topics,
         )
         w = pm.CustomDist(
             "w", z, eta_t, dist=w_dist, logp=w_logp, dtype="int64", observed=words, dims="token"
@@ -440,15 +472,14 @@ def _collapsed_model(corpus, n_topics, alpha_v, eta_v, coords, deterministics, t
             StepHint(
                 STEP_NAME,
                 ("z",),
-                {
-                    "words": w,
-                    "doc_ptr": corpus.doc_ptr,
-                    "n_words": n_vocab,
-                    "n_topics": n_topics,
-                    "alpha": alpha_v,
-                    "eta": eta_v,
-                    "sweeps": thin,
-                },
+                CollapsedStepOptions(
+                    doc_ptr=corpus.doc_ptr,
+                    n_words=n_vocab,
+                    n_topics=n_topics,
+                    alpha=alpha_v,
+                    eta=eta_v,
+                    sweeps=thin,
+                ),
             ),
         ),
         derived=(),

@@ -120,10 +120,10 @@ def test_collapsed_model_logp_is_the_collapsed_joint():
     assert info.preferred_method == "gibbs"
     (hint,) = info.step_hints
     assert hint.step == lda.STEP_NAME and hint.var_names == ("z",)
-    assert hint.options["sweeps"] == 1
+    options = hint.options(m)
+    assert options["sweeps"] == 1 and options["words"] is m["w"]
     assert (
-        get_info(lda.model(docs, n_topics=3, n_words=5, thin=4)).step_hints[0].options["sweeps"]
-        == 4
+        get_info(lda.model(docs, n_topics=3, n_words=5, thin=4)).step_hints[0].options.sweeps == 4
     )
     assert {"z", "theta", "phi"} <= set(info.label_variables)
 

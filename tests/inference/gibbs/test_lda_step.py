@@ -17,7 +17,9 @@ from pp_models.model_info import get_info
 
 def _step_for(model, **overrides):
     hint = get_info(model).step_hints[0]
-    return get_step(hint.step).from_model(model, hint.var_names, **{**hint.options, **overrides})
+    return get_step(hint.step).from_model(
+        model, hint.var_names, **{**hint.options(model), **overrides}
+    )
 
 
 def _random_corpus(seed, n_docs=8, n_words=7, length=(4, 12)):
