@@ -33,7 +33,7 @@ import scipy.sparse as sp
 import xarray as xr
 
 from custom_ops.lda_kernels import sample_theta_fixed_phi
-from pp_models.model_info import StepHint, ZooModelInfo, attach_info
+from pp_models.model_info import DerivedStatistic, StepHint, ZooModelInfo, attach_info
 
 __all__ = [
     "STEP_NAME",
@@ -363,6 +363,33 @@ def model(
     return m
 
 
+def _phi_concentration(posterior: xr.Dataset) -> xr.DataArray:
+    # sum_v phi_kv^2 is the inverse effective vocabulary size of topic k; averaging over
+    # topics makes it invariant to relabelling them
+    phi = posterior["phi"]
+    return (phi**2).sum(phi.dims[-1]).mean(phi.dims[-2])
+
+
+def _theta_concentration(posterior: xr.Dataset) -> xr.DataArray:
+    theta = posterior["theta"]
+    return (theta**2).sum(theta.dims[-1]).mean(theta.dims[-2])
+
+
+#: Label-invariant summaries of the topics and proportions, for R-hat / ESS.
+DERIVED = (
+    DerivedStatistic(
+        "phi_concentration",
+        _phi_concentration,
+        "mean over topics of sum_v phi_kv^2 (inverse effective vocabulary size)",
+    ),
+    DerivedStatistic(
+        "theta_concentration",
+        _theta_concentration,
+        "mean over documents of sum_k theta_dk^2 (inverse effective number of topics)",
+    ),
+)
+
+
 @dataclass(frozen=True, eq=False)
 class CollapsedStepOptions:
     """The collapsed Gibbs step's options for a model (a StepHint ``options`` callable).
@@ -482,7 +509,7 @@ def _collapsed_model(corpus, n_topics, alpha_v, eta_v, coords, deterministics, t
                 ),
             ),
         ),
-        derived=(),
+        derived=DERIVED,
         label_variables=("z", "theta", "phi"),
         notes=(
             "collapsed LDA: z sampled by collapsed Gibbs (SparseLDA); theta/phi are "
@@ -526,7 +553,7 @@ def _explicit_model(corpus, n_topics, alpha_v, eta_v, coords, batch_size):
     info = ZooModelInfo(
         family="lda",
         preferred_method="advi" if batch_size is not None else "nuts",
-        derived=(),
+        derived=DERIVED,
         label_variables=("theta", "phi"),
         notes="explicit LDA: token topics summed out; theta and phi are labelled up to a "
         "permutation of topics",

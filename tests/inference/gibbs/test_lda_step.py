@@ -71,6 +71,10 @@ def test_z_can_be_left_out_of_the_trace():
         var_names=["phi"],
     )
     assert "z" not in dt.posterior and "phi" in dt.posterior
+    # the label-invariant summary of phi is added; theta's is skipped (theta not traced)
+    phi = dt.posterior["phi"].values
+    np.testing.assert_allclose(dt.posterior["phi_concentration"].values, (phi**2).sum(-1).mean(-1))
+    assert "theta_concentration" not in dt.posterior
     assert dt.sample_stats["log_joint"].shape == (1, 10)
     assert dt.attrs["pp_models_method"] == "gibbs"
 
