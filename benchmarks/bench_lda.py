@@ -10,7 +10,9 @@ excluded) and the final joint log likelihood log p(w, z).
   kernel the ``lda_collapsed_gibbs`` step uses by default;
 - ours/dense: the O(K) Griffiths-Steyvers kernel (``gibbs_sweep_dense``);
 - ours/step: the sparse kernel driven through ``pm.sample`` with the registered step
-  (``--step``), i.e. with PyMC's per-draw overhead (point copy, trace, log_joint stat);
+  (``--step``), i.e. with PyMC's per-draw overhead (point copy, log_joint stat, and the
+  trace, which must hold at least one variable: ``theta``, D x K floats per draw, whose
+  computation and storage dominate the overhead at K = 500);
 - lda: ``lda.LDA`` internals (the per-iteration shuffle of its 1 MiB of cached
   uniforms and ``_sample_topics``; its periodic log-likelihood evaluation is excluded);
 - tomotopy: ``LDAModel.train(n, workers=1)`` with hyperparameter optimisation off.
