@@ -61,7 +61,7 @@ def get_model(name: str) -> ModelEntry:
 def _load_builtin_models() -> None:
     if _MODELS:
         return
-    from pp_models import finite_mixture
+    from pp_models import bhc, finite_mixture
 
     register_model(
         ModelEntry(
@@ -71,5 +71,16 @@ def _load_builtin_models() -> None:
             build=finite_mixture.model,
             default_dataset="iris",
             defaults={"n_components": 3},
+        )
+    )
+    register_model(
+        ModelEntry(
+            name="bhc",
+            description="Bayesian hierarchical clustering: DP concentration and prior "
+            "hyperparameters for the greedy BHC tree (potential = DPM evidence lower bound)",
+            methods=("nuts", "advi", "auto"),
+            build=bhc.model,
+            default_dataset="iris",
+            defaults={"likelihood": "gaussian"},
         )
     )
