@@ -5,10 +5,12 @@ Importing this package registers every built-in step.
 
 from inference.gibbs.base import ZooGibbsStep, value_vars_of
 from inference.gibbs.categorical import CategoricalGibbs
+from inference.gibbs.lda import CollapsedLDAGibbs
 from inference.gibbs.registry import get_step, register_step, registered_steps, step_for
 
 __all__ = [
     "CategoricalGibbs",
+    "CollapsedLDAGibbs",
     "ZooGibbsStep",
     "get_step",
     "register_step",
