@@ -511,6 +511,8 @@ def _collapsed_model(corpus, n_topics, alpha_v, eta_v, coords, deterministics, t
         ),
         derived=DERIVED,
         label_variables=("z", "theta", "phi"),
+        # One topic per token per draw is too much to keep; theta and phi summarise it.
+        trace_var_names=("theta", "phi") if deterministics else None,
         notes=(
             "collapsed LDA: z sampled by collapsed Gibbs (SparseLDA); theta/phi are "
             "conditional posterior means given z; the joint log p(w, z) is the step's "

@@ -160,3 +160,22 @@ def test_discrete_model_rejected_by_continuous_methods(method):
 def test_results_are_a_datatree(iris_fit):
     assert isinstance(iris_fit, xr.DataTree)
     assert iris_fit.attrs["pp_models_family"] == "finite_mixture"
+
+
+def test_factory_can_limit_what_is_traced():
+    from dataclasses import replace
+
+    from pp_models.model_info import attach_info, get_info
+
+    model = finite_mixture.model(datasets.load("iris").data[::5], n_components=2)
+    info = get_info(model)
+    # Keep only the parameters the derived statistics need; drop the labels z.
+    attach_info(model, replace(info, trace_var_names=("w", "mu", "sigma")))
+    dt = fit(model, draws=50, tune=50, chains=2, cores=1, random_seed=1, progressbar=False)
+    assert "z" not in dt["posterior"].data_vars
+    assert "weights_sorted" in dt["posterior"].data_vars  # needs only w
+    assert "n_occupied" not in dt["posterior"].data_vars  # needs z: skipped, not an error
+    # The user's own var_names win.
+    dt = fit(model, draws=20, tune=20, chains=2, cores=1, random_seed=1, progressbar=False,
+             var_names=["z", "w"])
+    assert set(dt["posterior"].data_vars) >= {"z", "w"} and "mu" not in dt["posterior"]
