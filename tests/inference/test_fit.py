@@ -179,3 +179,17 @@ def test_factory_can_limit_what_is_traced():
     dt = fit(model, draws=20, tune=20, chains=2, cores=1, random_seed=1, progressbar=False,
              var_names=["z", "w"])
     assert set(dt["posterior"].data_vars) >= {"z", "w"} and "mu" not in dt["posterior"]
+
+
+def test_factory_hint_can_ask_for_slice():
+    from pp_models.model_info import StepHint, ZooModelInfo, attach_info
+
+    y = np.random.default_rng(4).normal(2.0, 1.0, size=40)
+    with pm.Model() as model:
+        mu = pm.Normal("mu", 0.0, 10.0)
+        pm.Normal("y", mu, 1.0, observed=y)
+    attach_info(model, ZooModelInfo(family="test", preferred_method="gibbs",
+                                    step_hints=(StepHint("slice", ("mu",)),)))
+    dt = fit(model, draws=400, tune=100, chains=2, cores=1, random_seed=8, progressbar=False)
+    assert json.loads(dt.attrs["pp_models_steps"]) == {"Slice": ["mu"]}
+    assert abs(float(dt["posterior"]["mu"].mean()) - y.mean()) < 0.1
