@@ -29,6 +29,9 @@ DEMO = dict(model="finite_mixture", dataset="iris", method="gibbs", draws=1000, 
             chains=4, seed=20261126)
 
 
+_FIT_DEFAULTS = {"draws": 1000, "tune": 1000, "chains": 4}
+
+
 class UsageError(Exception):
     """A problem with the user's arguments (exit status 2, no traceback)."""
 
@@ -82,9 +85,9 @@ def _parser() -> argparse.ArgumentParser:
 
 def _add_sampling_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--method", default="auto", help="auto | nuts | gibbs | advi (default auto)")
-    p.add_argument("--draws", type=int, default=1000)
-    p.add_argument("--tune", type=int, default=1000)
-    p.add_argument("--chains", type=int, default=4)
+    p.add_argument("--draws", type=int, default=None, help="default 1000 (or the model's)")
+    p.add_argument("--tune", type=int, default=None, help="default 1000 (or the model's)")
+    p.add_argument("--chains", type=int, default=None, help="default 4 (or the model's)")
     p.add_argument("--cores", type=int, default=None)
     p.add_argument("--seed", type=int, default=None)
     p.add_argument("--out", type=Path, default=None,
@@ -113,8 +116,10 @@ def _cmd_fit(args) -> int:
     options.update(_parse_params(args.param))
     data = _load_data(args.data, args.dataset or entry.default_dataset)
     out = args.out or Path("ppzoo-out") / entry.name
-    return _run_fit(entry, data, options, args.method, args.draws, args.tune, args.chains,
-                    args.cores, args.seed, not args.no_progress, out)
+    sizes = {**_FIT_DEFAULTS, **entry.fit_defaults}
+    sizes.update({k: getattr(args, k) for k in sizes if getattr(args, k) is not None})
+    return _run_fit(entry, data, options, args.method, sizes["draws"], sizes["tune"],
+                    sizes["chains"], args.cores, args.seed, not args.no_progress, out)
 
 
 def _cmd_demo(args) -> int:

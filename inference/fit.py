@@ -175,6 +175,8 @@ def _nutpie_available() -> bool:
 
 def _fit_mcmc(model, chosen, info, user_steps, sizes, random_seed, progressbar, kwargs):
     kwargs = dict(kwargs)
+    if info is not None and info.trace_var_names is not None:
+        kwargs.setdefault("var_names", list(info.trace_var_names))
     if info is not None and info.label_variables:
         # PyMC's own checks look at raw labels, which label switching makes meaningless;
         # check_convergence / summary look at the label-invariant statistics instead.

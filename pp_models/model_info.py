@@ -79,6 +79,10 @@ class ZooModelInfo:
     label_variables : tuple of str
         Variables whose raw values are not identified (component labels, feature
         order); summaries leave them out of R-hat / ESS.
+    trace_var_names : tuple of str, optional
+        Variables ``fit`` records by default (PyMC's ``var_names``), for models whose
+        full state is too big to keep per draw (LDA's token topics); ``None`` records
+        everything. A user's own ``var_names`` wins.
     notes : str
         One line a user sees in the fitted data's attributes.
     """
@@ -88,6 +92,7 @@ class ZooModelInfo:
     step_hints: tuple[StepHint, ...] = ()
     derived: tuple[DerivedStatistic, ...] = ()
     label_variables: tuple[str, ...] = ()
+    trace_var_names: tuple[str, ...] | None = None
     notes: str = ""
 
 

@@ -22,7 +22,8 @@ class ModelEntry:
     """A model family as the CLI sees it.
 
     ``build(data, **options)`` returns a ``pymc.Model`` for a data set's ``data``;
-    ``defaults`` are the options the CLI uses unless told otherwise.
+    ``defaults`` are the options the CLI uses unless told otherwise, ``fit_defaults``
+    the sampling sizes (``draws``, ``tune``, ``chains``) it uses for this family.
     """
 
     name: str
@@ -31,6 +32,7 @@ class ModelEntry:
     build: Callable[..., pm.Model]
     default_dataset: str
     defaults: dict[str, Any] = field(default_factory=dict)
+    fit_defaults: dict[str, int] = field(default_factory=dict)
 
 
 _MODELS: dict[str, ModelEntry] = {}
@@ -61,7 +63,7 @@ def get_model(name: str) -> ModelEntry:
 def _load_builtin_models() -> None:
     if _MODELS:
         return
-    from pp_models import dpm, finite_mixture
+    from pp_models import bhc, dpm, finite_mixture, lda
 
     register_model(
         ModelEntry(
@@ -82,5 +84,28 @@ def _load_builtin_models() -> None:
             build=dpm.model,
             default_dataset="iris",
             defaults={"alpha": (1.0, 1.0)},
+        )
+    )
+    register_model(
+        ModelEntry(
+            name="bhc",
+            description="Bayesian hierarchical clustering: DP concentration and prior "
+            "hyperparameters for the greedy BHC tree (potential = DPM evidence lower bound)",
+            methods=("nuts", "advi", "auto"),
+            build=bhc.model,
+            default_dataset="iris",
+            defaults={"likelihood": "gaussian"},
+        )
+    )
+    register_model(
+        ModelEntry(
+            name="lda",
+            description="latent Dirichlet allocation, collapsed Gibbs (SparseLDA) on token "
+            "topics; theta and phi recorded per draw",
+            methods=("gibbs", "auto"),
+            build=lda.model,
+            default_dataset="reuters",
+            defaults={"n_topics": 20},
+            fit_defaults={"draws": 200, "tune": 200, "chains": 2},
         )
     )

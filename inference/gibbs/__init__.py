@@ -8,12 +8,14 @@ from inference.gibbs.categorical import CategoricalGibbs
 from inference.gibbs.crp_auxiliary import CRPAuxiliaryGibbs
 from inference.gibbs.crp_collapsed import CRPCollapsedGibbs
 from inference.gibbs.escobar_west import EscobarWestAlpha
+from inference.gibbs.lda import CollapsedLDAGibbs
 from inference.gibbs.registry import get_step, register_step, registered_steps, step_for
 
 __all__ = [
     "CRPAuxiliaryGibbs",
     "CRPCollapsedGibbs",
     "CategoricalGibbs",
+    "CollapsedLDAGibbs",
     "EscobarWestAlpha",
     "ZooGibbsStep",
     "get_step",

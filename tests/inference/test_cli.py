@@ -83,3 +83,14 @@ def test_console_script_usage_error_has_no_traceback():
                           capture_output=True, text=True)
     assert proc.returncode == 2
     assert "Traceback" not in proc.stderr and "invalid choice" in proc.stderr
+
+
+def test_fit_lda_on_reuters_uses_model_defaults(tmp_path, capsys):
+    code = main(["fit", "lda", "--param", "n_topics=4", "--draws", "10", "--tune", "10",
+                 "--seed", "2", "--no-progress", "--out", str(tmp_path)])
+    assert code == 0
+    printed = capsys.readouterr().out
+    assert "2 chains x 10 draws" in printed  # chains from the LDA entry's defaults
+    dt = xr.open_datatree(tmp_path / "posterior.nc", engine="h5netcdf")
+    assert "z" not in dt["posterior"].data_vars  # token topics are not traced by default
+    assert dt["posterior"]["phi"].shape[-2:] == (4, 4258)

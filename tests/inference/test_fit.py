@@ -160,3 +160,36 @@ def test_discrete_model_rejected_by_continuous_methods(method):
 def test_results_are_a_datatree(iris_fit):
     assert isinstance(iris_fit, xr.DataTree)
     assert iris_fit.attrs["pp_models_family"] == "finite_mixture"
+
+
+def test_factory_can_limit_what_is_traced():
+    from dataclasses import replace
+
+    from pp_models.model_info import attach_info, get_info
+
+    model = finite_mixture.model(datasets.load("iris").data[::5], n_components=2)
+    info = get_info(model)
+    # Keep only the parameters the derived statistics need; drop the labels z.
+    attach_info(model, replace(info, trace_var_names=("w", "mu", "sigma")))
+    dt = fit(model, draws=50, tune=50, chains=2, cores=1, random_seed=1, progressbar=False)
+    assert "z" not in dt["posterior"].data_vars
+    assert "weights_sorted" in dt["posterior"].data_vars  # needs only w
+    assert "n_occupied" not in dt["posterior"].data_vars  # needs z: skipped, not an error
+    # The user's own var_names win.
+    dt = fit(model, draws=20, tune=20, chains=2, cores=1, random_seed=1, progressbar=False,
+             var_names=["z", "w"])
+    assert set(dt["posterior"].data_vars) >= {"z", "w"} and "mu" not in dt["posterior"]
+
+
+def test_factory_hint_can_ask_for_slice():
+    from pp_models.model_info import StepHint, ZooModelInfo, attach_info
+
+    y = np.random.default_rng(4).normal(2.0, 1.0, size=40)
+    with pm.Model() as model:
+        mu = pm.Normal("mu", 0.0, 10.0)
+        pm.Normal("y", mu, 1.0, observed=y)
+    attach_info(model, ZooModelInfo(family="test", preferred_method="gibbs",
+                                    step_hints=(StepHint("slice", ("mu",)),)))
+    dt = fit(model, draws=400, tune=100, chains=2, cores=1, random_seed=8, progressbar=False)
+    assert json.loads(dt.attrs["pp_models_steps"]) == {"Slice": ["mu"]}
+    assert abs(float(dt["posterior"]["mu"].mean()) - y.mean()) < 0.1

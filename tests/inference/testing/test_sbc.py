@@ -90,6 +90,13 @@ def test_errors():
 
 @pytest.mark.slow
 def test_full_size_sbc():
+    """200 simulations: correct inference passes, the gross bug is caught.
+
+    Measured here (seed 1): SBC at this size does not catch the subtler twins that
+    getting_it_right catches every time: "count" reaches Holm p = 0.013 on sigma2 and
+    "prior" (the prior is only ~5 % of mu's posterior precision) stays at p > 0.4. Use
+    getting-it-right for a transition, SBC for the inference as a whole.
+    """
     result = _sbc(n_simulations=200, seed=1)
     result.assert_passed(0.01)
-    assert not _sbc("prior", n_simulations=200, seed=1).passed(0.01)
+    assert not _sbc("variance", n_simulations=200, seed=1).passed(0.01)

@@ -1,0 +1,200 @@
+"""Collapsed Gibbs sampling of LDA's token topics (Griffiths & Steyvers 2004)."""
+
+from __future__ import annotations
+
+import numpy as np
+from pytensor.graph.basic import Variable
+from pytensor.graph.traversal import explicit_graph_inputs
+
+from custom_ops.lda_kernels import (
+    SparseLDAState,
+    gibbs_sweep_dense,
+    log_joint,
+)
+from inference.gibbs.base import ZooGibbsStep
+from inference.gibbs.registry import register_step
+
+__all__ = ["CollapsedLDAGibbs"]
+
+
+@register_step
+class CollapsedLDAGibbs(ZooGibbsStep):
+    """Collapsed Gibbs sweeps over the topic ``z`` of every token of an LDA corpus.
+
+    Each call of :meth:`step` does ``sweeps`` full sweeps: every token in turn is
+    removed from the counts and its topic redrawn from Murphy (2012) Eq. 27.37,
+    ``p(z_i = k | z_-i, w) ∝ (n_wk + eta_w) / (n_k + sum eta) * (n_dk + alpha_k)``, with
+    theta and phi integrated out. ``sampler="sparse"`` (default) draws from it by
+    SparseLDA's buckets (Yao, Mimno & McCallum 2009), ``"dense"`` by the O(K) scan; both
+    simulate the same Markov chain.
+
+    The count matrices live in the step between calls and are updated in place; they
+    are rebuilt from the point only when ``z`` or the words differ from what the step
+    last returned (e.g. another step changed them).
+
+    Parameters
+    ----------
+    vars : list
+        The one variable ``z`` (int, shape (N,), tokens document by document).
+    words : TensorVariable or int array (N,)
+        Word id of every token: usually the model's observed ``w`` (a symbolic
+        expression is evaluated on the point, so it may also be a free variable, as in
+        getting-it-right tests).
+    doc_ptr : int array (D + 1,)
+        Token offsets of the documents.
+    n_words, n_topics : int
+        Vocabulary size V and number of topics K.
+    alpha : float or array (K,), eta : float or array (V,)
+        Dirichlet parameters.
+    sampler : {"sparse", "dense"}
+    sweeps : int
+        Sweeps per draw.
+    model, rng :
+        See :class:`~inference.gibbs.base.ZooGibbsStep`.
+
+    Notes
+    -----
+    Stats per draw: ``log_joint`` = log p(w, z | alpha, eta) (Murphy Eqs. 27.34 + 27.36;
+    the collapsed model's log density, the usual trace for convergence) and
+    ``n_changed`` (tokens whose topic changed). ``z`` is a vector over all tokens: keep
+    it out of the trace on large corpora with ``var_names`` (the step still updates it).
+    """
+
+    name = "lda_collapsed_gibbs"
+    stats_dtypes_shapes = {"log_joint": (np.float64, []), "n_changed": (np.int64, [])}
+
+    def __init__(
+        self,
+        vars,
+        *,
+        words,
+        doc_ptr,
+        n_words: int,
+        n_topics: int,
+        alpha=0.1,
+        eta=0.01,
+        sampler: str = "sparse",
+        sweeps: int = 1,
+        model=None,
+        rng=None,
+        blocked: bool = True,
+    ):
+        super().__init__(vars, model=model, rng=rng, blocked=blocked)
+        if len(self.vars) != 1:
+            raise ValueError(
+                f"vars: CollapsedLDAGibbs updates one variable z, got {self.var_names}"
+            )
+        if sampler not in ("sparse", "dense"):
+            raise ValueError(f"sampler must be 'sparse' or 'dense', got {sampler!r}")
+        if isinstance(sweeps, bool) or not isinstance(sweeps, int | np.integer) or sweeps < 1:
+            raise ValueError(f"sweeps must be a positive integer, got {sweeps!r}")
+        self.n_words = int(n_words)
+        self.n_topics = int(n_topics)
+        if self.n_topics < 1 or self.n_words < 1:
+            raise ValueError("n_topics and n_words must be >= 1")
+        self.doc_ptr = np.ascontiguousarray(doc_ptr, dtype=np.int64)
+        if self.doc_ptr.ndim != 1 or self.doc_ptr[0] != 0 or np.any(np.diff(self.doc_ptr) < 0):
+            raise ValueError("doc_ptr must be non-decreasing offsets starting at 0")
+        self.n_tokens = int(self.doc_ptr[-1])
+        for name, value, size, what in (
+            ("alpha", alpha, self.n_topics, "n_topics"),
+            ("eta", eta, self.n_words, "n_words"),
+        ):
+            if np.ndim(value) not in (0, 1) or np.size(value) not in (1, size):
+                raise ValueError(
+                    f"{name} must be a scalar or have {what} = {size} entries, "
+                    f"got shape {np.shape(value)}"
+                )
+        self.alpha = np.ascontiguousarray(np.broadcast_to(alpha, (self.n_topics,)), np.float64)
+        self.eta = np.ascontiguousarray(np.broadcast_to(eta, (self.n_words,)), np.float64)
+        if np.any(self.alpha <= 0) or np.any(self.eta <= 0):
+            raise ValueError("alpha and eta must be > 0")
+        # symmetric priors take log_joint's table-lookup path
+        self._alpha_ll = self.alpha[0] if np.all(self.alpha == self.alpha[0]) else self.alpha
+        self._eta_ll = self.eta[0] if np.all(self.eta == self.eta[0]) else self.eta
+        self.sampler = sampler
+        self.sweeps = int(sweeps)
+        self._z_name = self.var_names[0]
+        if isinstance(words, Variable):
+            value_inputs = set(self.model.value_vars)
+            replaced = self.model.replace_rvs_by_values([words])[0]
+            if any(v in value_inputs for v in explicit_graph_inputs([replaced])):
+                self._words_fn = self.compile_point_fn(words)
+                self._words_const = None
+            else:  # observed data: evaluate once
+                self._words_fn = None
+                self._words_const = self._check_words(replaced.eval())
+        else:
+            self._words_fn = None
+            self._words_const = self._check_words(np.asarray(words))
+        self._state = None
+        self._state_words = None
+        self._last_z = None
+
+    # ------------------------------------------------------------------ helpers
+    def _check_words(self, words) -> np.ndarray:
+        words = np.asarray(words)
+        if words.shape != (self.n_tokens,):
+            raise ValueError(
+                f"words has shape {words.shape}; doc_ptr describes {self.n_tokens} tokens"
+            )
+        if words.size and (words.min() < 0 or words.max() >= self.n_words):
+            raise ValueError(f"words must be word ids in [0, {self.n_words})")
+        return np.ascontiguousarray(words, dtype=np.int32)
+
+    def _current_words(self, point) -> np.ndarray:
+        if self._words_fn is None:
+            return self._words_const
+        return self._check_words(self._words_fn(point))
+
+    def _rebuild(self, z, words) -> None:
+        z = np.asarray(z)
+        if z.shape != (self.n_tokens,):
+            raise ValueError(f"{self._z_name} has shape {z.shape}, expected ({self.n_tokens},)")
+        if z.size and (z.min() < 0 or z.max() >= self.n_topics):
+            raise ValueError(f"{self._z_name} must hold topics in [0, {self.n_topics})")
+        self._state = SparseLDAState(words, self.doc_ptr, z, self.n_words, self.n_topics)
+        self._state_words = words
+
+    def _sweep(self) -> None:
+        """One sweep over all tokens, in place on ``self._state``.
+
+        The dense kernel leaves the state's sparse topic lists stale; they are only
+        read by the sparse kernel, and ``sampler`` is fixed per step.
+        """
+        s = self._state
+        if self.sampler == "sparse":
+            s.sweep(self.alpha, self.eta, self.rng)
+        else:
+            gibbs_sweep_dense(
+                s.words, s.doc_ptr, s.z, s.n_wk, s.n_dk, s.n_k, self.alpha, self.eta, self.rng
+            )
+
+    # -------------------------------------------------------------------- step
+    def step(self, point):
+        z_in = point[self._z_name]
+        words = self._current_words(point)
+        fresh = (
+            self._state is None
+            or not (words is self._state_words or np.array_equal(words, self._state_words))
+            or not (z_in is self._last_z or np.array_equal(z_in, self._state.z))
+        )
+        if fresh:
+            self._rebuild(z_in, words)
+        state = self._state
+        for _ in range(self.sweeps):
+            self._sweep()
+        z_out = state.z.astype(np.asarray(z_in).dtype)
+        n_changed = int(np.count_nonzero(z_out != z_in))
+        self._last_z = z_out
+        ll = log_joint(state.n_wk, state.n_dk, state.n_k, self._alpha_ll, self._eta_ll)
+        return self.updated(point, **{self._z_name: z_out}), [
+            {"log_joint": ll, "n_changed": n_changed}
+        ]
+
+    def counts(self):
+        """The current ``(n_wk, n_dk, n_k)`` (copies), or ``None`` before the first step."""
+        if self._state is None:
+            return None
+        s = self._state
+        return s.n_wk.copy(), s.n_dk.copy(), s.n_k.copy()
