@@ -414,7 +414,13 @@ def _khat(x: np.ndarray) -> float:
         return 0.0  # (nearly) discrete: bounded in practice, no tail to fit
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        k = float(BaseArray().pareto_khat(x[None, :], chain_axis=0, draw_axis=1, tail="both"))
+        try:
+            k = float(BaseArray().pareto_khat(x[None, :], chain_axis=0, draw_axis=1,
+                                              tail="both"))
+        except ValueError:
+            # "All tail values are the same": a tail made of ties is bounded (a discrete
+            # statistic such as a mean of labels), not heavy
+            return 0.0
     return k if np.isfinite(k) else np.inf
 
 
