@@ -44,6 +44,7 @@ def fit(
     random_seed=None,
     progressbar: bool = True,
     step=None,
+    postprocess: bool = True,
     **method_kwargs,
 ) -> xr.DataTree:
     """Sample (or approximate) the posterior of ``model``.
@@ -72,6 +73,9 @@ def fit(
     progressbar : bool
     step : step method or list of step methods, optional
         Steps for some variables; the rest are assigned as for ``"gibbs"``.
+    postprocess : bool
+        Let a zoo model add its post-fit outputs (e.g. the DP mixture's co-clustering
+        matrix and point-estimate partition, see ``ZooModelInfo.postprocess``).
     **method_kwargs
         Passed on: to ``pm.sample`` for ``"nuts"``/``"gibbs"`` (e.g. ``target_accept``,
         ``nuts_sampler``, ``initvals``, ``var_names``); for ``"advi"``: ``n``
@@ -127,6 +131,8 @@ def fit(
         )
 
     derived = _add_derived(dt, info)
+    if postprocess and info is not None and info.postprocess is not None:
+        dt = info.postprocess(dt)
     dt.attrs.update(
         {
             "pp_models_method": chosen,

@@ -406,9 +406,22 @@ def _crp_model(spec, coords, split_merge_every, auxiliary):
                              "size of the largest cluster"),
         ),
         label_variables=tuple(labels),
+        postprocess=_Summarize(m),
         notes=notes,
     )
     return attach_info(m, info)
+
+
+class _Summarize:
+    """``fit``'s post-fit hook: :func:`summarize` with its defaults."""
+
+    def __init__(self, m: pm.Model):
+        self.model = m
+
+    def __call__(self, dt: xr.DataTree) -> xr.DataTree:
+        if "z" not in dt["posterior"].data_vars:
+            return dt  # labels not traced: nothing to summarise
+        return summarize(dt, self.model)
 
 
 def _n_clusters(posterior: xr.Dataset) -> xr.DataArray:
@@ -478,6 +491,7 @@ def _stick_breaking_model(spec, coords):
                              "stick-breaking weights in decreasing order"),
         ),
         label_variables=("w", "mu_raw", "tau", *param_names),
+        postprocess=_Summarize(m),
         notes=(f"truncated stick-breaking (T={T}); assignments summed out; NUTS or ADVI. "
                "Component labels are not identified."),
     )

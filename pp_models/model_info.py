@@ -83,6 +83,10 @@ class ZooModelInfo:
         Variables ``fit`` records by default (PyMC's ``var_names``), for models whose
         full state is too big to keep per draw (LDA's token topics); ``None`` records
         everything. A user's own ``var_names`` wins.
+    postprocess : callable ``DataTree -> DataTree``, optional
+        Outputs without a (chain, draw) shape that ``fit`` adds after sampling (a
+        co-clustering matrix, a point-estimate partition, a predictive density on a
+        grid); ``fit(..., postprocess=False)`` skips it.
     notes : str
         One line a user sees in the fitted data's attributes.
     """
@@ -93,6 +97,7 @@ class ZooModelInfo:
     derived: tuple[DerivedStatistic, ...] = ()
     label_variables: tuple[str, ...] = ()
     trace_var_names: tuple[str, ...] | None = None
+    postprocess: Callable[[xr.DataTree], xr.DataTree] | None = None
     notes: str = ""
 
 

@@ -259,7 +259,7 @@ def _simulate(payload: bytes, seed: np.random.SeedSequence):
     pymc_log.setLevel(logging.WARNING)
     try:
         dt = fit(conditioned, step=step, random_seed=int(rng.integers(2**31)),
-                 progressbar=False, **kwargs)
+                 progressbar=False, postprocess=False, **kwargs)
     finally:
         pymc_log.setLevel(level)
 

@@ -136,6 +136,14 @@ def test_collapsed_gibbs_auto_with_alpha_prior_and_summaries():
     print("\nK posterior (collapsed):", np.bincount(k.ravel()) / k.size)
     # the blobs are far apart: no draw merges two of them
     assert k.min() >= 3
+    # fit already added the default outputs (ZooModelInfo.postprocess)...
+    assert {"clustering", "predictive"} <= set(dt.children)
+    np.testing.assert_array_equal(dt["clustering"]["point_estimate"].values,
+                                  dpm.summarize(dt, m)["clustering"]["point_estimate"].values)
+    # ...and postprocess=False skips them.
+    bare = fit(m, draws=5, tune=5, chains=1, cores=1, random_seed=1, progressbar=False,
+               postprocess=False)
+    assert "clustering" not in bare.children
     out = dpm.summarize(dt, m, cluster_params=True)
     P = out["clustering"]["coclustering"].values
     assert P.shape == (60, 60) and np.allclose(np.diag(P), 1.0) and np.allclose(P, P.T)
