@@ -116,6 +116,12 @@ class CollapsedRV(RandomVariable):
     def _prep(params):
         return [np.ascontiguousarray(p, dtype=np.float64) for p in params]
 
+    @staticmethod
+    def _out_shape(z, params):
+        # One row per item; the width is the length of the first hyperparameter
+        # (m0, a, or the Dirichlet concentration), i.e. the data's dimension.
+        return (z.shape[0], np.shape(params[0])[-1])
+
 
 class CollapsedGaussianRV(CollapsedRV):
     name = "collapsed_gaussian"
@@ -123,10 +129,6 @@ class CollapsedGaussianRV(CollapsedRV):
     dtype = "float64"
     family = "gaussian"
     _print_name = ("CollapsedGaussian", "\\operatorname{CollapsedGaussian}")
-
-    @staticmethod
-    def _out_shape(z, params):
-        return (z.shape[0], np.shape(params[0])[-1])
 
     @staticmethod
     def _draw_kernel():
@@ -147,10 +149,6 @@ class CollapsedDiagGaussianRV(CollapsedRV):
     _print_name = ("CollapsedDiagGaussian", "\\operatorname{CollapsedDiagGaussian}")
 
     @staticmethod
-    def _out_shape(z, params):
-        return (z.shape[0], np.shape(params[0])[-1])
-
-    @staticmethod
     def _draw_kernel():
         return draw_diag_gaussian
 
@@ -163,10 +161,6 @@ class CollapsedBernoulliRV(CollapsedRV):
     _print_name = ("CollapsedBernoulli", "\\operatorname{CollapsedBernoulli}")
 
     @staticmethod
-    def _out_shape(z, params):
-        return (z.shape[0], np.shape(params[0])[-1])
-
-    @staticmethod
     def _draw_kernel():
         return draw_bernoulli
 
@@ -177,10 +171,6 @@ class CollapsedMultinomialRV(CollapsedRV):
     dtype = "float64"
     family = "multinomial"
     _print_name = ("CollapsedMultinomial", "\\operatorname{CollapsedMultinomial}")
-
-    @staticmethod
-    def _out_shape(z, params):
-        return (z.shape[0], np.shape(params[0])[-1])
 
     @staticmethod
     def _draw_kernel():
