@@ -25,7 +25,7 @@ from inference.gibbs.registry import PYMC_STEPS, get_step, step_for
 from pp_models.model_info import ZooModelInfo, get_info
 from pp_models.validation import check_int
 
-__all__ = ["METHODS", "fit"]
+__all__ = ["METHODS", "assign_steps", "describe_steps", "fit"]
 
 #: The methods ``fit`` understands.
 METHODS = ("auto", "nuts", "gibbs", "advi")
@@ -203,7 +203,7 @@ def _fit_mcmc(model, chosen, info, user_steps, sizes, random_seed, progressbar, 
     if kwargs.pop("nuts_sampler", "pymc") != "pymc":
         raise ValueError("nuts_sampler must be 'pymc' when Gibbs steps are combined with NUTS")
     step_kwargs = kwargs.pop("step_kwargs", None)
-    steps = _build_steps(model, info, user_steps, step_kwargs)
+    steps = assign_steps(model, info, user_steps, step_kwargs)
     dt = pm.sample(
         model=model,
         step=steps,
@@ -213,10 +213,10 @@ def _fit_mcmc(model, chosen, info, user_steps, sizes, random_seed, progressbar, 
         **sizes,
         **kwargs,
     )
-    return dt, _describe(steps), "pymc"
+    return dt, describe_steps(steps), "pymc"
 
 
-def _build_steps(model, info, user_steps, step_kwargs, *, only=None) -> list:
+def assign_steps(model, info, user_steps, step_kwargs, *, only=None) -> list:
     """User steps, then factory hints, then registered zoo steps, then PyMC's choice.
 
     ``only``: names of the random variables to assign (default: every free variable).
@@ -280,7 +280,8 @@ def _select_pymc_steps(model, values) -> dict:
     return selected
 
 
-def _describe(steps) -> dict[str, list[str]]:
+def describe_steps(steps) -> dict[str, list[str]]:
+    """Step name -> the (untransformed) names of the variables it updates."""
     out: dict[str, list[str]] = {}
     for s in steps:
         for leaf in flatten_steps(s):

@@ -26,6 +26,7 @@ import xarray as xr
 from pymc.step_methods.compound import BlockedStep, CompoundStep, flatten_steps
 from scipy import stats as sps
 
+from inference.fit import assign_steps, describe_steps
 from inference.testing.generative import GenerativeModel
 from inference.testing.statistics import Statistic, default_statistics, evaluate_statistics
 from pp_models.model_info import get_info
@@ -205,9 +206,7 @@ def getting_it_right(
     marginal_df = pd.DataFrame(marginal, columns=names)
     successive_df = pd.DataFrame(successive, columns=names)
     table = _compare(marginal_df, successive_df)
-    from inference.fit import _describe
-
-    return GIRResult(marginal_df, successive_df, table, seconds, _describe([transition]))
+    return GIRResult(marginal_df, successive_df, table, seconds, describe_steps([transition]))
 
 
 def _check_data_vars(model: pm.Model, data_vars) -> list[str]:
@@ -229,10 +228,8 @@ def _check_data_vars(model: pm.Model, data_vars) -> list[str]:
 def _resolve_step(gen: GenerativeModel, original: pm.Model, step):
     model = gen.model
     if step is None:
-        from inference.fit import _build_steps
-
         with model:
-            steps = _build_steps(model, get_info(model), [], None, only=set(gen.param_names))
+            steps = assign_steps(model, get_info(model), [], None, only=set(gen.param_names))
     elif callable(step) and not isinstance(step, BlockedStep | CompoundStep):
         with model:
             built = step(model)
