@@ -171,19 +171,22 @@ def _load_data(csv: Path | None, dataset: str):
     if csv is None:
         from pp_models.datasets import load
 
-        return load(dataset).data
+        return load(dataset)
     if not csv.exists():
         raise UsageError(f"--data: no such file: {csv}")
     try:
         frame = pd.read_csv(csv)
     except Exception as err:
         raise UsageError(f"--data: cannot read {csv} as CSV: {err}") from None
+    if frame.empty:
+        raise UsageError(f"--data: {csv} has no rows")
     non_numeric = [c for c in frame.columns if not pd.api.types.is_numeric_dtype(frame[c])]
     if non_numeric:
         raise UsageError(f"--data: non-numeric column(s) {', '.join(map(str, non_numeric))}")
-    if frame.empty:
-        raise UsageError(f"--data: {csv} has no rows")
-    return frame.astype(np.float64)
+    from pp_models.datasets import Dataset
+
+    return Dataset(name=csv.stem, data=frame.astype(np.float64),
+                   feature_names=tuple(map(str, frame.columns)), provenance=str(csv))
 
 
 def _run_fit(entry, data, options, method, draws, tune, chains, cores, seed, progress, out):

@@ -34,6 +34,7 @@ from scipy import optimize
 from custom_ops import bhc as ops
 from custom_ops import conjugate as cj
 from pp_models.model_info import ZooModelInfo, attach_info
+from pp_models.registry import ModelEntry
 
 __all__ = ["BHCResult", "default_hyper", "fit", "learn", "model"]
 
@@ -1244,3 +1245,14 @@ def _theta_of(names, cur_alpha, cur_hyper, alpha0, hyper0, d):
             nz = np.flatnonzero(base)
             theta[pos] = math.log(cur[nz[0]] / base[nz[0]]) if nz.size else 0.0
     return theta
+
+
+CLI_ENTRY = ModelEntry(
+    name="bhc",
+    description="Bayesian hierarchical clustering: DP concentration and prior "
+    "hyperparameters for the greedy BHC tree (potential = DPM evidence lower bound)",
+    methods=("nuts", "advi", "auto"),
+    build=lambda dataset, **options: model(dataset.data, **options),
+    default_dataset="iris",
+    defaults={"likelihood": "gaussian"},
+)

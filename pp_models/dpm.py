@@ -72,6 +72,7 @@ from pp_models.distributions import (
     CollapsedMultinomial,
 )
 from pp_models.model_info import DerivedStatistic, StepHint, ZooModelInfo, attach_info
+from pp_models.registry import ModelEntry
 from pp_models.validation import as_data_matrix, check_int, check_positive
 
 __all__ = [
@@ -823,3 +824,14 @@ def summarize(dt: xr.DataTree, m: pm.Model | None = None, *, loss: str = "binder
         out["predictive"] = xr.DataTree(
             predictive_density(dt, m, dims=use, grid_size=grid_size, max_draws=max_draws))
     return out
+
+
+CLI_ENTRY = ModelEntry(
+    name="dpm",
+    description="Dirichlet-process mixture (collapsed CRP: Algorithm 3 + split-merge; "
+    "truncation=T: stick-breaking for NUTS/ADVI)",
+    methods=("gibbs", "nuts", "advi", "auto"),
+    build=lambda dataset, **options: model(dataset.data, **options),
+    default_dataset="iris",
+    defaults={"alpha": (1.0, 1.0)},
+)

@@ -30,6 +30,7 @@ from scipy.special import logsumexp
 from scipy.stats import norm
 
 from pp_models.model_info import DerivedStatistic, StepHint, ZooModelInfo, attach_info
+from pp_models.registry import ModelEntry
 from pp_models.validation import as_data_matrix, check_int, check_positive
 
 __all__ = ["model"]
@@ -139,3 +140,13 @@ def _log_likelihood(posterior: xr.Dataset, X: np.ndarray) -> xr.DataArray:
         comp = norm.logpdf(X[None, :, None, :], mu[c][:, None], sigma[c][:, None]).sum(-1)
         out[c] = logsumexp(comp + np.log(w[c])[:, None, :], axis=-1).sum(-1)
     return xr.DataArray(out, dims=("chain", "draw"))
+
+
+CLI_ENTRY = ModelEntry(
+    name="finite_mixture",
+    description="finite Gaussian mixture (diagonal), Gibbs on assignments + NUTS",
+    methods=("gibbs", "auto"),
+    build=lambda dataset, **options: model(dataset.data, **options),
+    default_dataset="iris",
+    defaults={"n_components": 3},
+)

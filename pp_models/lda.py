@@ -34,6 +34,7 @@ import xarray as xr
 
 from custom_ops.lda_kernels import sample_theta_fixed_phi
 from pp_models.model_info import DerivedStatistic, StepHint, ZooModelInfo, attach_info
+from pp_models.registry import ModelEntry
 
 __all__ = [
     "STEP_NAME",
@@ -713,3 +714,19 @@ def posterior_topics(posterior, *, chain: int = 0, var_name: str = "phi") -> xr.
     if var_name not in ds:
         raise ValueError(f"posterior has no variable {var_name!r}")
     return ds[var_name].isel(chain=chain).mean("draw")
+
+
+CLI_ENTRY = ModelEntry(
+    name="lda",
+    description="latent Dirichlet allocation, collapsed Gibbs (SparseLDA) on token "
+    "topics; theta and phi recorded per draw",
+    methods=("gibbs", "auto"),
+    # A CSV from the command line arrives as a DataFrame of counts.
+    build=lambda dataset, **options: model(
+        dataset.data.to_numpy() if hasattr(dataset.data, "to_numpy") else dataset.data,
+        **options,
+    ),
+    default_dataset="reuters",
+    defaults={"n_topics": 20},
+    fit_defaults={"draws": 200, "tune": 200, "chains": 2},
+)

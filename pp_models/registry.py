@@ -1,27 +1,32 @@
 """The model families the ``ppzoo`` command line knows.
 
-Each entry says how to build the family's PyMC model from a data matrix and options,
-which ``fit`` methods it supports, and which shipped data set it demonstrates on.
-A new family registers itself here with :func:`register_model` (one call at the bottom
-of its module's registration block below).
+Each entry says how to build the family's PyMC model from a loaded
+:class:`~pp_models.datasets.Dataset` and options, which ``fit`` methods it supports, and
+which shipped data set it demonstrates on. A family declares its entry as
+``CLI_ENTRY = ModelEntry(...)`` beside its factory; :func:`list_models` discovers every
+module under ``pp_models`` (a test fails when a module with a ``model`` factory has no
+entry).
 """
 
 from __future__ import annotations
 
+import importlib
+import pkgutil
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import pymc as pm
 
-__all__ = ["ModelEntry", "get_model", "list_models", "register_model"]
+__all__ = ["ModelEntry", "family_modules", "get_model", "list_models", "register_model"]
 
 
 @dataclass(frozen=True)
 class ModelEntry:
     """A model family as the CLI sees it.
 
-    ``build(data, **options)`` returns a ``pymc.Model`` for a data set's ``data``;
+    ``build(dataset, **options)`` returns a ``pymc.Model`` for a loaded
+    :class:`~pp_models.datasets.Dataset` (its ``data``, ``feature_names``, ``extras``);
     ``defaults`` are the options the CLI uses unless told otherwise, ``fit_defaults``
     the sampling sizes (``draws``, ``tune``, ``chains``) it uses for this family.
     """
@@ -36,6 +41,7 @@ class ModelEntry:
 
 
 _MODELS: dict[str, ModelEntry] = {}
+_DISCOVERED: list[bool] = []
 
 
 def register_model(entry: ModelEntry) -> ModelEntry:
@@ -61,51 +67,26 @@ def get_model(name: str) -> ModelEntry:
 
 
 def _load_builtin_models() -> None:
-    if _MODELS:
+    if _DISCOVERED:
         return
-    from pp_models import bhc, dpm, finite_mixture, lda
+    _DISCOVERED.append(True)
+    for module in family_modules():
+        entry = getattr(module, "CLI_ENTRY", None)
+        if entry is not None and entry.name not in _MODELS:
+            register_model(entry)
 
-    register_model(
-        ModelEntry(
-            name="finite_mixture",
-            description="finite Gaussian mixture (diagonal), Gibbs on assignments + NUTS",
-            methods=("gibbs", "auto"),
-            build=finite_mixture.model,
-            default_dataset="iris",
-            defaults={"n_components": 3},
-        )
-    )
-    register_model(
-        ModelEntry(
-            name="dpm",
-            description="Dirichlet-process mixture (collapsed CRP: Algorithm 3 + split-merge; "
-            "truncation=T: stick-breaking for NUTS/ADVI)",
-            methods=("gibbs", "nuts", "advi", "auto"),
-            build=dpm.model,
-            default_dataset="iris",
-            defaults={"alpha": (1.0, 1.0)},
-        )
-    )
-    register_model(
-        ModelEntry(
-            name="bhc",
-            description="Bayesian hierarchical clustering: DP concentration and prior "
-            "hyperparameters for the greedy BHC tree (potential = DPM evidence lower bound)",
-            methods=("nuts", "advi", "auto"),
-            build=bhc.model,
-            default_dataset="iris",
-            defaults={"likelihood": "gaussian"},
-        )
-    )
-    register_model(
-        ModelEntry(
-            name="lda",
-            description="latent Dirichlet allocation, collapsed Gibbs (SparseLDA) on token "
-            "topics; theta and phi recorded per draw",
-            methods=("gibbs", "auto"),
-            build=lda.model,
-            default_dataset="reuters",
-            defaults={"n_topics": 20},
-            fit_defaults={"draws": 200, "tune": 200, "chains": 2},
-        )
-    )
+
+def family_modules() -> list:
+    """Import and return every module and package directly under ``pp_models``.
+
+    A family declares ``CLI_ENTRY = ModelEntry(...)`` next to its factory (in its module,
+    or in its package's ``__init__``); discovery finds it here, so a family cannot be
+    forgotten by a hand-kept list.
+    """
+    import pp_models
+
+    return [
+        importlib.import_module(f"pp_models.{info.name}")
+        for info in pkgutil.iter_modules(pp_models.__path__)
+        if not info.name.startswith("_")
+    ]

@@ -1,7 +1,12 @@
 """The zoo's Gibbs steps, written the PyMC way, and the registry that finds them.
 
-Importing this package registers every built-in step.
+Importing this package imports every module in it, which registers every built-in step
+(``@register_step``); a test fails when a ``ZooGibbsStep`` subclass defined here is not
+registered.
 """
+
+import importlib as _importlib
+import pkgutil as _pkgutil
 
 from inference.gibbs.base import ZooGibbsStep, value_vars_of
 from inference.gibbs.categorical import CategoricalGibbs
@@ -24,3 +29,7 @@ __all__ = [
     "step_for",
     "value_vars_of",
 ]
+
+for _info in _pkgutil.iter_modules(__path__):
+    if not _info.name.startswith("_"):
+        _importlib.import_module(f"{__name__}.{_info.name}")

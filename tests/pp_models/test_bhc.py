@@ -540,6 +540,6 @@ def test_registered_for_the_cli():
     from pp_models.registry import get_model
 
     entry = get_model("bhc")
-    m = entry.build(datasets.load(entry.default_dataset).data, **entry.defaults)
+    m = entry.build(datasets.load(entry.default_dataset), **entry.defaults)
     assert {v.name for v in m.free_RVs} == {"alpha", "kappa0"}
     assert np.isfinite(m.compile_logp()(m.initial_point()))

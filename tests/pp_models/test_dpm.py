@@ -242,7 +242,7 @@ def test_iris_point_estimate_and_posterior_of_k():
 
 def test_registered_for_the_cli():
     entry = get_model("dpm")
-    m = entry.build(datasets.load("iris").data, **entry.defaults)
+    m = entry.build(datasets.load("iris"), **entry.defaults)
     assert get_info(m).family == "dpm"
 
 
