@@ -1,0 +1,3 @@
+"""Numba kernels for the tree representations of :mod:`pp_models.trees`."""
+
+from __future__ import annotations
