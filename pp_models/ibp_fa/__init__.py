@@ -1,0 +1,73 @@
+"""Non-parametric sparse factor analysis with an Indian buffet prior (NSFA).
+
+Knowles (2012) ch. 3 / Knowles & Ghahramani (2011): ``Y (D x N) = G X + E`` with the
+sparsity pattern of the loadings ``G`` drawn from the Indian buffet process over the D
+observed dimensions, so the number of factors is inferred. See :mod:`.model` for the
+model and :mod:`.outputs` for what to read off a fit.
+
+>>> from pp_models import ibp_fa
+>>> from inference import fit
+>>> dt = fit(ibp_fa.model(Y))                       # the NSFA sampler  # doctest: +SKIP
+>>> ibp_fa.reconstruction(dt)                      # posterior mean of G X  # doctest: +SKIP
+"""
+
+from pp_models.ibp_fa.model import (
+    BIRTH_PROPOSALS,
+    STEP_NAME,
+    NSFASpec,
+    as_factor_data,
+    finite_responsibilities,
+    get_spec,
+    model,
+)
+from pp_models.ibp_fa.outputs import (
+    active_features,
+    loading_error,
+    reconstruction,
+    reconstruction_error,
+    row_feature_counts,
+    summarize,
+    synthetic,
+)
+from pp_models.registry import ModelEntry
+
+__all__ = [
+    "BIRTH_PROPOSALS",
+    "CLI_ENTRY",
+    "STEP_NAME",
+    "NSFASpec",
+    "active_features",
+    "as_factor_data",
+    "finite_responsibilities",
+    "get_spec",
+    "loading_error",
+    "model",
+    "reconstruction",
+    "reconstruction_error",
+    "row_feature_counts",
+    "summarize",
+    "synthetic",
+]
+
+
+def _build(dataset, **options):
+    import numpy as np
+
+    data = np.asarray(dataset.data, dtype=np.float64)
+    # a table arrives as samples x measurements: the measurements are the observed
+    # dimensions (rows of Y), standardised so that the default priors fit
+    Y = data.T
+    Y = (Y - np.nanmean(Y, axis=1, keepdims=True)) / np.nanstd(Y, axis=1, keepdims=True)
+    return model(Y, **options)
+
+
+CLI_ENTRY = ModelEntry(
+    name="ibp_fa",
+    description="non-parametric sparse factor analysis (IBP loadings; Knowles' NSFA "
+    "sampler; k_max=K: finite approximation for NUTS/ADVI)",
+    methods=("gibbs", "auto", "advi", "nuts"),
+    build=_build,
+    default_dataset="iris",
+    defaults={},
+    fit_defaults={"draws": 500, "tune": 500, "chains": 2},
+)
