@@ -90,7 +90,9 @@ class NSFAGibbs(ZooGibbsStep):
         self.noise_mode = (FIXED if self._fixed["noise_precision"] is not None
                            else ISOTROPIC_OR_SHARED if isotropic_noise else PER_ELEMENT)
         self._y_fn = self.compile_point_fn(m["Y"])
-        # natural -> value space of the positive hyperparameters (their log transforms)
+        # natural <-> value space of the positive hyperparameters: their log transforms
+        # by NumPy (a compiled function call per variable costs more than a sweep at
+        # small sizes), any other transform by compiled functions
         self._forward = {}
         self._natural = {}
         for name in ("alpha", "lambda", "noise_precision"):
@@ -98,6 +100,10 @@ class NSFAGibbs(ZooGibbsStep):
                 continue
             rv = m[name]
             transform = m.rvs_to_transforms.get(rv)
+            if type(transform).__name__ == "LogTransform":
+                self._forward[name] = np.log
+                self._natural[name] = lambda point, key=names[name]: np.exp(point[key])
+                continue
             x = pt.tensor(dtype="float64", shape=(None,) * rv.ndim)
             out = x if transform is None else transform.forward(x, *rv.owner.inputs)
             self._forward[name] = pytensor.function([x], out)
