@@ -236,12 +236,9 @@ def model(
             tau = pm.Gamma("noise_precision", noise_spec[1], noise_spec[2], dims="dim")
         if finite:
             pi = pm.Beta("pi", alpha_var / slots, 1.0, dims="feature")
-            weights = pt.stack([pt.ones((D, slots)) * pi, pt.ones((D, slots)) * (1 - pi)],
-                               axis=-1)
-            sigmas = pt.stack([pt.ones((D, slots)) / pt.sqrt(lam),
-                               pt.full((D, slots), spike_scale)], axis=-1)
-            G = pm.NormalMixture("G", w=weights, mu=pt.zeros((D, slots, 2)), sigma=sigmas,
-                                 dims=("dim", "feature"))
+            slab_sd = pt.ones((D, slots)) / pt.sqrt(lam)
+            G = pm.CustomDist("G", pi, slab_sd, spike_scale, logp=_spike_slab_logp,
+                              dist=_spike_slab_dist, dims=("dim", "feature"))
         else:
             Z = IndianBuffet("Z", alpha=alpha_var, n_rows=D, k_max=slots,
                              dims=("dim", "feature"))
@@ -309,6 +306,19 @@ def model(
         )
     object.__setattr__(m, "_pp_models_ibp_fa_spec", spec)
     return attach_info(m, info)
+
+
+def _spike_slab_logp(value, pi, slab_sd, spike_sd):
+    """``log[pi N(g; 0, slab_sd^2) + (1 - pi) N(g; 0, spike_sd^2)]`` elementwise."""
+    slab = pt.log(pi) + pm.logp(pm.Normal.dist(0.0, slab_sd), value)
+    spike = pt.log1p(-pi) + pm.logp(pm.Normal.dist(0.0, spike_sd), value)
+    return pt.logaddexp(slab, spike)
+
+
+def _spike_slab_dist(pi, slab_sd, spike_sd, size):
+    on = pm.Bernoulli.dist(p=pi, size=size)
+    return pt.switch(on, pm.Normal.dist(0.0, slab_sd, size=size),
+                     pm.Normal.dist(0.0, spike_sd, size=size))
 
 
 def get_spec(m: pm.Model) -> NSFASpec | None:

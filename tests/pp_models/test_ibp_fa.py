@@ -5,6 +5,7 @@ and the outputs."""
 import warnings
 
 import numpy as np
+import pymc as pm
 import pytest
 
 from inference import fit
@@ -139,8 +140,9 @@ def test_missing_data_sampler_gets_it_right():
 def test_finite_approximation_with_advi():
     prob = _small_problem(seed=3)
     m = ibp_fa.model(prob.Y, k_max=8)
+    # one optimiser phase: fit's default second phase compiles the ADVI graph again
     dt = fit(m, method="advi", draws=100, chains=1, random_seed=0, progressbar=False,
-             n=4000, learning_rate=0.02)
+             n=1500, obj_optimizer=pm.adam(learning_rate=0.02))
     assert dt.attrs["pp_models_method"] == "advi"
     rec = ibp_fa.reconstruction(dt)["mean"].values
     err = ibp_fa.reconstruction_error(prob.GX, rec)
