@@ -112,6 +112,7 @@ class NSFAGibbs(ZooGibbsStep):
         self._observed = spec_obs
         self._W = (np.ones((spec.D, spec.N)) if spec_obs is None
                    else spec_obs.astype(np.float64))
+        self._work = np.empty((spec.D, spec.N))
 
     def _data(self, point):
         y = np.asarray(self._y_fn(point), dtype=np.float64)
@@ -143,7 +144,7 @@ class NSFAGibbs(ZooGibbsStep):
                 self.rng, Y, self._W, self._observed is None, Z, V, X, lam, tau, alpha,
                 self.hyper, self.lam_mode, self.noise_mode, "alpha" in n,
                 self.birth_factor, self.birth_one_prob, self._odds_offset,
-                self._delete_singletons,
+                self._delete_singletons, self._work,
             )
             births += a
             proposals += p
