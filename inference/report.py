@@ -56,7 +56,7 @@ def plot_trace(dt: xr.DataTree, path: str | os.PathLike, *, max_variables: int =
     names = [
         v
         for v in posterior.data_vars
-        if v not in labels and np.ptp(np.asarray(posterior[v].values, dtype=float)) > 0
+        if v not in labels and _every_element_varies(posterior[v].values)
     ][:max_variables]
     if not names:
         fig, ax = plt.subplots(figsize=(4, 1))
@@ -70,6 +70,15 @@ def plot_trace(dt: xr.DataTree, path: str | os.PathLike, *, max_variables: int =
         collection = az.plot_trace_dist(dt, var_names=names)
     collection.savefig(path, format="png")
     plt.close("all")
+
+
+def _every_element_varies(values) -> bool:
+    """Whether each element of a (chain, draw, ...) variable varies within every chain:
+    ArviZ's density plot fails on an element that is constant in all of its chains'
+    draws (e.g. a number of features each chain holds fixed)."""
+    values = np.asarray(values, dtype=float)
+    flat = values.reshape(values.shape[0], values.shape[1], -1)
+    return flat.shape[2] > 0 and bool(np.all(np.ptp(flat, axis=1) > 0))
 
 
 def _atomic_write(path: Path, write: Callable[[str], None]) -> None:

@@ -266,7 +266,7 @@ def model(
                          _reconstruction_norm_finite if finite else _reconstruction_norm,
                          "Frobenius norm of the reconstruction G X"),
         DerivedStatistic("feature_sizes", feature_sizes,
-                         "feature sizes m_k sorted from largest"),
+                         f"the {FEATURE_SIZE_RANKS} largest feature sizes m_k, sorted"),
     )
     if finite:
         info = ZooModelInfo(
@@ -334,9 +334,14 @@ def _n_features(posterior: xr.Dataset) -> xr.DataArray:
     return xr.DataArray((Z != 0).any(axis=2).sum(axis=-1), dims=("chain", "draw"))
 
 
+#: Feature sizes reported per draw (the largest ones; the rest of the slots are mostly 0).
+FEATURE_SIZE_RANKS = 10
+
+
 def _feature_sizes(posterior: xr.Dataset) -> xr.DataArray:
     m = (np.asarray(posterior["Z"].values) != 0).sum(axis=2)
-    return xr.DataArray(-np.sort(-m, axis=-1), dims=("chain", "draw", "rank"))
+    top = -np.sort(-m, axis=-1)[..., :FEATURE_SIZE_RANKS]
+    return xr.DataArray(top, dims=("chain", "draw", "rank"))
 
 
 def _reconstruction_norm(posterior: xr.Dataset) -> xr.DataArray:
@@ -370,7 +375,8 @@ def _n_features_finite(posterior: xr.Dataset, **kwargs) -> xr.DataArray:
 
 def _feature_sizes_finite(posterior: xr.Dataset, **kwargs) -> xr.DataArray:
     m = (finite_responsibilities(posterior, **kwargs) > 0.5).sum(axis=2)
-    return xr.DataArray(-np.sort(-m, axis=-1), dims=("chain", "draw", "rank"))
+    top = -np.sort(-m, axis=-1)[..., :FEATURE_SIZE_RANKS]
+    return xr.DataArray(top, dims=("chain", "draw", "rank"))
 
 
 def _reconstruction_norm_finite(posterior: xr.Dataset) -> xr.DataArray:

@@ -194,3 +194,15 @@ def test_thesis_synthetic_recovery():
         assert abs(mean_k - 16) < 1.5
         assert nsfa < 0.5 * min(fa_err, pca_err)
         assert rec < 0.05
+
+
+@pytest.mark.slow  # ~12 s: summary, trace plot and netCDF writing
+def test_cli_fit_on_iris(tmp_path, capsys):
+    from inference.cli import main
+
+    code = main(["fit", "ibp_fa", "--draws", "20", "--tune", "20", "--chains", "2",
+                 "--seed", "1", "--no-progress", "--out", str(tmp_path)])
+    assert code == 0
+    printed = capsys.readouterr().out
+    assert "nsfa_gibbs" in printed and "n_features" in printed
+    assert (tmp_path / "posterior.nc").exists()
