@@ -344,11 +344,24 @@ def _feature_sizes(posterior: xr.Dataset) -> xr.DataArray:
     return xr.DataArray(top, dims=("chain", "draw", "rank"))
 
 
+def _frobenius_of_product(G: np.ndarray, X: np.ndarray) -> np.ndarray:
+    """``|G X|_F`` per draw from ``(c, s, D, K)`` and ``(c, s, K, N)`` without forming
+    ``G X``: ``|G X|^2 = sum((G^T G) o (X X^T))``, O((D + N) K^2) instead of O(D N K),
+    over the active columns of each draw only."""
+    out = np.empty(G.shape[:2])
+    for c in range(G.shape[0]):
+        for s in range(G.shape[1]):
+            active = np.flatnonzero(np.any(G[c, s] != 0, axis=0))
+            g = G[c, s][:, active]
+            x = X[c, s][active]
+            out[c, s] = np.sqrt(max(float(np.sum((g.T @ g) * (x @ x.T))), 0.0))
+    return out
+
+
 def _reconstruction_norm(posterior: xr.Dataset) -> xr.DataArray:
-    G = np.asarray(posterior["Z"].values) * np.asarray(posterior["V"].values)
-    X = np.asarray(posterior["X"].values)
-    GX = np.matmul(G, X)
-    return xr.DataArray(np.sqrt((GX**2).sum(axis=(-2, -1))), dims=("chain", "draw"))
+    G = (np.asarray(posterior["Z"].values) != 0) * np.asarray(posterior["V"].values)
+    return xr.DataArray(_frobenius_of_product(G, np.asarray(posterior["X"].values)),
+                        dims=("chain", "draw"))
 
 
 def finite_responsibilities(posterior: xr.Dataset, *, spike_scale: float,
@@ -380,5 +393,6 @@ def _feature_sizes_finite(posterior: xr.Dataset, **kwargs) -> xr.DataArray:
 
 
 def _reconstruction_norm_finite(posterior: xr.Dataset) -> xr.DataArray:
-    GX = np.matmul(np.asarray(posterior["G"].values), np.asarray(posterior["X"].values))
-    return xr.DataArray(np.sqrt((GX**2).sum(axis=(-2, -1))), dims=("chain", "draw"))
+    return xr.DataArray(_frobenius_of_product(np.asarray(posterior["G"].values),
+                                              np.asarray(posterior["X"].values)),
+                        dims=("chain", "draw"))
