@@ -140,7 +140,7 @@ print(dt.attrs["pp_models_steps"])
 
 # %%
 table = summary(dt, var_names=["n_features", "reconstruction_norm"])
-print(table)
+print(table.to_string())
 az.plot_trace_dist(dt, var_names=["n_features", "reconstruction_norm"])
 plt.savefig("ibp_trace.png", dpi=80)
 plt.show()
