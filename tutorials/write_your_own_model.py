@@ -54,7 +54,7 @@ parser = argparse.ArgumentParser()
 parser.add_argument("--fast", action="store_true", help="small sizes (the test run)")
 args, _ = parser.parse_known_args()  # Jupyter passes its own arguments: ignore them
 FAST = args.fast
-DRAWS, TUNE = (300, 200) if FAST else (1500, 500)
+DRAWS, TUNE, CHAINS = (300, 200, 2) if FAST else (2500, 500, 4)
 GIR_SAMPLES = 1000 if FAST else 4000
 
 # %% [markdown]
@@ -152,7 +152,7 @@ model
 # updated what.
 
 # %%
-dt = fit(model, method="gibbs", draws=DRAWS, tune=TUNE, chains=2, random_seed=7,
+dt = fit(model, method="gibbs", draws=DRAWS, tune=TUNE, chains=CHAINS, random_seed=7,
          progressbar=False)
 print("steps:", dt.attrs["pp_models_steps"])
 
@@ -185,6 +185,7 @@ plt.show()
 # i.e. $\sqrt{0.1}$).
 
 # %%
+# sphinx_gallery_thumbnail_number = 2
 z_draws = dt["posterior"]["z"].values.reshape(-1, X.shape[0])
 coclustering = partitions.coclustering(z_draws)
 z_hat, _expected_loss = partitions.point_estimate(z_draws, P=coclustering)
@@ -204,6 +205,23 @@ ax2.legend()
 fig.tight_layout()
 fig.savefig("learned_width.png", dpi=80)
 plt.show()
+
+# %% [markdown]
+# The data disagree with the canned guess in both directions: the petal features vary
+# much less within a cluster than $\sqrt{0.1} \approx 0.32$ standardised units, the
+# sepal features more. With clusters that narrow in the petal directions, setosa stays
+# one cluster but versicolor and virginica are each covered by several small clusters,
+# so the point estimate has more clusters than there are species and only partly
+# matches them (the adjusted Rand index printed above). That is a finding about the
+# *model*, not a sampler failure: within a species the four measurements are
+# correlated (larger flowers are larger in every direction), and a diagonal Gaussian
+# covers an elongated, tilted cloud only with several clusters along it. The
+# co-clustering matrix shows exactly that: crisp setosa, blurred blocks inside the other
+# two species. The diagnostics above show the price: the label-invariant statistics
+# (number of clusters, size of the largest cluster) move slowly between such coverings,
+# so theirs are the R-hat and effective sample sizes to watch, and the convergence
+# report flags whichever has not settled (run more or longer chains before trusting
+# them; the hyperparameters mix well).
 
 # %% [markdown]
 # ### Prove the sampler right
