@@ -23,7 +23,7 @@ pp_docs.write_gallery_sources(ROOT / "tutorials", DOCS / "_gallery_src")
 
 project = "pp-models"
 author = "pp-models developers"
-copyright = "2026, pp-models developers"  # noqa: A001
+copyright = "2026, pp-models developers"
 
 extensions = [
     "sphinx.ext.autodoc",

@@ -44,11 +44,16 @@ def _cells(source: str) -> list[tuple[str, list[str]]]:
     for i, mark in enumerate(marks):
         end = marks[i + 1].start() if i + 1 < len(marks) else len(source)
         body = source[mark.end() + 1 : end].splitlines()
-        kind = "markdown" if "[markdown]" in mark.group(1) else "code"
-        if kind == "markdown":
-            body = [re.sub(r"^# ?", "", line) if line.startswith("#") else line
-                    for line in body]
-        cells.append((kind, body))
+        if "[markdown]" not in mark.group(1):
+            cells.append(("code", body))
+            continue
+        # A Markdown cell is its comment lines; code after them (no "# %%" in between)
+        # still runs when the script runs, so it stays code.
+        code_at = next((j for j, line in enumerate(body)
+                        if line.strip() and not line.startswith("#")), len(body))
+        cells.append(("markdown", [re.sub(r"^# ?", "", line) for line in body[:code_at]]))
+        if code_at < len(body):
+            cells.append(("code", body[code_at:]))
     return cells
 
 
