@@ -43,8 +43,17 @@ def test_markdown_cells_become_md_directives():
     assert 'r"""\nTitle\n=====\n\n.. md::\n\n   Some *text*.\n"""' in script
     # the code cell's leading comment stays code (a blank line after "# %%")
     assert "# %%\n\n# a comment\nx = 1\n" in script
-    assert "# %%\n# .. md::\n#\n#    ## Part\n#\n#    $a^2$\n" in script
+    assert "# %%\n# Part\n# ----\n#\n# .. md::\n#\n#    $a^2$\n" in script
     assert pp_docs._unwrap_md(".. md::\n\n   ## Part\n\n   $a^2$\n") == "## Part\n\n$a^2$"
+
+
+def test_headings_nest_and_fenced_code_is_not_a_heading():
+    source = ("# %% [markdown]\n# # Title\n#\n# ## A `x` and $y$\n# text\n# ### B\n"
+              "# ```python\n# # not a heading\n# ```\n")
+    script = pp_docs.to_gallery_script(source, "t.py")
+    assert "A ``x`` and :math:`y`\n---------------------\n" in script
+    assert "B\n^\n" in script
+    assert "   # not a heading" in script
 
 
 def test_a_tutorial_without_a_title_is_refused():

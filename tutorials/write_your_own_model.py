@@ -346,7 +346,7 @@ def counts_model(y):
 
 
 y_obs = np.array([4, 2, 6, 3])
-counts_dt = fit(counts_model(y_obs), draws=DRAWS, tune=50, chains=2, random_seed=1,
+counts_dt = fit(counts_model(y_obs), draws=DRAWS, tune=50, chains=CHAINS, random_seed=1,
                 progressbar=False)
 print("steps:", counts_dt.attrs["pp_models_steps"])
 print(az.summary(counts_dt, var_names=["rate"]))

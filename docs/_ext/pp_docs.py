@@ -3,8 +3,9 @@
 The tutorials are jupytext percent-format scripts whose text cells are Markdown;
 sphinx-gallery reads reStructuredText. :func:`write_gallery_sources` rewrites every
 ``tutorials/*.py`` into a sphinx-gallery script (same code cells, first Markdown cell as
-the docstring with an rST title) whose Markdown cells are wrapped in the ``md``
-directive defined here, which parses its content with MyST. Nothing is hand-listed: a
+the docstring with an rST title) whose Markdown headings become rST section titles and
+whose other Markdown is wrapped in the ``md`` directive defined here, which parses its
+content with MyST. Nothing is hand-listed: a
 new tutorial appears in the gallery on the next build.
 
 The notebooks sphinx-gallery offers for download get the Markdown back (the ``md``
@@ -65,6 +66,50 @@ def _trim(lines: list[str]) -> list[str]:
     return lines
 
 
+_ADORNMENT = {1: "=", 2: "-", 3: "^", 4: '"', 5: "'", 6: "~"}
+_ATX = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
+
+
+def _inline_rst(text: str) -> str:
+    """Markdown inline code and math of a heading, as rST."""
+    text = re.sub(r"^(\d+)\.", r"\1\\.", text)  # "1. Title" is not a list item
+    text = re.sub(r"`([^`]+)`", r"``\1``", text)
+    return re.sub(r"\$([^$]+)\$", r":math:`\1`", text)
+
+
+def _rst_lines(lines: list[str]) -> list[str]:
+    """Markdown lines as rST: headings become rST section titles (one adornment per
+    level, so the page's sections nest as in the Markdown), the text between them an
+    ``md`` directive."""
+    out: list[str] = []
+    text: list[str] = []
+    fence = None
+
+    def flush():
+        block = _trim(text)
+        if block:
+            out.extend([".. md::", ""])
+            out.extend(f"   {line}" if line.strip() else "" for line in block)
+            out.append("")
+        text.clear()
+
+    for line in lines:
+        stripped = line.lstrip()
+        if fence is None and stripped.startswith(("```", "~~~")):
+            fence = stripped[:3]
+        elif fence is not None and stripped.startswith(fence):
+            fence = None
+        heading = _ATX.match(line) if fence is None else None
+        if heading:
+            flush()
+            title = _inline_rst(heading.group(2))
+            out.extend([title, _ADORNMENT[len(heading.group(1))] * len(title), ""])
+        else:
+            text.append(line)
+    flush()
+    return _trim(out)
+
+
 def to_gallery_script(source: str, name: str) -> str:
     """A sphinx-gallery script equivalent to the percent-format ``source``."""
     cells = _cells(source)
@@ -75,9 +120,7 @@ def to_gallery_script(source: str, name: str) -> str:
         raise ValueError(f"tutorials/{name}: the first Markdown cell must start with '# Title'")
     title = first[0][2:].strip()
     body = _trim(first[1:])
-    doc = [title, "=" * len(title), ""]
-    if body:
-        doc += [".. md::", ""] + [f"   {line}" if line.strip() else "" for line in body]
+    doc = [title, "=" * len(title), "", *_rst_lines(body)]
     if any('"""' in line for line in doc):
         raise ValueError(f'tutorials/{name}: the first Markdown cell may not contain """')
     out = ['r"""', *doc, '"""', ""]
@@ -86,8 +129,8 @@ def to_gallery_script(source: str, name: str) -> str:
         if not lines:
             continue
         if kind == "markdown":
-            out += ["# %%", "# .. md::", "#"]
-            out += [f"#    {line}" if line.strip() else "#" for line in lines]
+            out.append("# %%")
+            out += [f"# {line}" if line.strip() else "#" for line in _rst_lines(lines)]
             out.append("")
         else:
             # The blank line keeps a code cell's leading comment in the code: sphinx-gallery
