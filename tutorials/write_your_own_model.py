@@ -140,7 +140,7 @@ iris = datasets.load("iris")
 X = (iris.data - iris.data.mean(axis=0)) / iris.data.std(axis=0)
 species = iris.target
 model = learned_width_dpm(X)
-model
+print(model.str_repr())
 
 # %% [markdown]
 # ### Inference
@@ -163,7 +163,7 @@ print("steps:", dt.attrs["pp_models_steps"])
 # hyperparameters and the declared label-invariant statistics, not the raw labels.
 
 # %%
-print(summary(dt))
+print(summary(dt).to_string())
 print(check_convergence(dt, ess_bulk_min=100, ess_tail_min=100))
 
 # %% [markdown]
