@@ -220,8 +220,9 @@ plt.show()
 # two species. The diagnostics above show the price: the label-invariant statistics
 # (number of clusters, size of the largest cluster) move slowly between such coverings,
 # so theirs are the R-hat and effective sample sizes to watch, and the convergence
-# report flags whichever has not settled (run more or longer chains before trusting
-# them; the hyperparameters mix well).
+# report flags whichever has not settled: run more or longer chains before trusting
+# them. The hyperparameters mix well in the full run (the short `--fast` chains may
+# still flag one).
 
 # %% [markdown]
 # ### Prove the sampler right
