@@ -14,7 +14,7 @@ Families and their hyperparameter inputs (in this order, after ``z`` and ``X``):
 ``"multinomial"``   ``concentration`` (K,): Dirichlet over the K count columns
 ``"gaussian"``      ``m0`` (d,), ``kappa0`` (), ``nu0`` (), ``S0`` (d, d): Normal-
                     Inverse-Wishart, full covariance
-``"diag_gaussian"`` ``m0``, ``kappa0``, ``a0``, ``b0``, each (d,): Normal-Gamma per column
+``diag_gaussian``   ``m0``, ``kappa0``, ``a0``, ``b0``, each (d,): Normal-Gamma per column
 ==================  ==================================================================
 
 Labels may be any non-negative integers (blocks are the sets of equal labels); a

@@ -68,6 +68,7 @@ Gaussian (NIW) incremental posterior, for O(d^2) collapsed Gibbs updates:
     Multivariate Student-t log density, O(d^2) (one triangular solve).
 ``gaussian_state_log_marginal(state, hyper) -> float``
     log p(D) from a state, O(d) plus one O(d^3) factorisation of S0.
+
 ``gaussian_state_size(d)``.
 
 For generic code, ``FAMILIES[name]`` is a :class:`ConjugateFamily` record of these
@@ -144,7 +145,7 @@ _jit = numba.njit(cache=True)
 # --------------------------------------------------------------------------------------
 @_jit
 def digamma(x):
-    """ψ(x) for x > 0: recurrence up to x >= 10, then the asymptotic series (|err| < 1e-13)."""
+    """ψ(x) for x > 0: recurrence up to x >= 10, then the asymptotic series (``|err| < 1e-13``)."""
     r = 0.0
     while x < 10.0:
         r -= 1.0 / x
@@ -472,7 +473,7 @@ def _logdet_chol(L):
 
 @_jit
 def gaussian_log_marginal(stats, hyper):
-    """π^{-nd/2} (κ0/κn)^{d/2} |S0|^{ν0/2} |Sn|^{-νn/2} Γ_d(νn/2) / Γ_d(ν0/2)."""
+    """``π^{-nd/2} (κ0/κn)^{d/2} |S0|^{ν0/2} |Sn|^{-νn/2} Γ_d(νn/2) / Γ_d(ν0/2)``."""
     m0, kappa0, nu0, S0 = hyper
     d = m0.shape[0]
     n = stats[0]

@@ -19,10 +19,11 @@ Kernels (``@numba.njit``)
 ``canonicalize(z) -> (labels, K)``
     Relabel any non-negative label vector in order of first appearance.
 ``is_canonical(z) -> bool``
+    Whether ``z`` is in canonical form.
 ``block_sizes(z) -> counts``
     Block sizes of a canonical ``z`` (length ``K``).
-``log_eppf(counts, alpha, discount) -> float`` and ``log_eppf_grad -> (value, d/dalpha,
-d/ddiscount)``.
+``log_eppf(counts, alpha, discount) -> float``
+    The log EPPF; ``log_eppf_grad`` returns ``(value, d/dalpha, d/ddiscount)``.
 ``crp_logp(z, alpha, discount) -> float``
     ``log p(z)``; ``-inf`` for a non-canonical or negative ``z`` or invalid parameters.
 ``crp_draw(rng, alpha, discount, n, out)``

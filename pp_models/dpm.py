@@ -30,12 +30,12 @@ Likelihoods and their priors ``H`` (keys of ``prior``; defaults scale with the d
                     (collapsed CRP only)                      ``kappa0`` (0.05), ``nu0``
                                                               (d + 2), ``S0`` (0.1 x
                                                               diag of column variances)
-``"diag_gaussian"`` N(mu_j, 1/tau_j) per column,              ``m0``, ``kappa0`` (0.05),
-                    tau_j ~ Gamma(a0, b0), mu_j | tau_j ~      ``a0`` (2), ``b0`` (0.1 x
+``diag_gaussian``   N(mu_j, 1/tau_j) per column,              ``m0``, ``kappa0`` (0.05),
+                    tau_j ~ Gamma(a0, b0), mu_j | tau_j ~     ``a0`` (2), ``b0`` (0.1 x
                     N(m0_j, 1/(kappa0 tau_j))                 column variances)
 ``"bernoulli"``     Bernoulli(p_j), p_j ~ Beta(a, b)          ``a`` (1), ``b`` (1)
 ``"multinomial"``   Multinomial(N_i, p), p ~ Dirichlet        ``concentration`` (1)
-``"normal"``        N(mu_j, sigma_j), mu_j ~ N(m_j, s_j),      ``mu_loc``, ``mu_scale``
+``"normal"``        N(mu_j, sigma_j), mu_j ~ N(m_j, s_j),     ``mu_loc``, ``mu_scale``
                     sigma_j ~ LogNormal(l_j, r) (non-conj.)   (means, 2 x sds),
                                                               ``sigma_loc`` (log 0.3 sd),
                                                               ``sigma_scale`` (1)
@@ -775,7 +775,7 @@ def summarize(dt: xr.DataTree, m: pm.Model | None = None, *, loss: str = "binder
 
     Groups added:
 
-    - ``clustering``: ``coclustering`` (obs, obs_) posterior similarity matrix (when
+    - ``clustering``: ``coclustering`` (``obs``, ``obs_``) posterior similarity matrix (when
       n <= ``max_coclustering``), ``point_estimate`` (obs) minimising the expected
       ``loss`` ("binder" or "vi"), its ``expected_loss``, and ``n_clusters_pmf``, the
       posterior of the number of clusters;

@@ -125,7 +125,8 @@ tree.plot(ax=axes[0], labels=[str(v) for v in y3], leaf_font_size=6, no_labels=F
 dendrogram(linkage(X3, "average"), ax=axes[1], labels=[str(v) for v in y3], leaf_font_size=6)
 axes[1].set_title("average linkage")
 fig.tight_layout()
-plt.close(fig)
+fig.savefig("dendrograms.png", dpi=80)
+plt.show()
 
 # %% [markdown]
 # Cutting where $r_k<0.5$ (top-down: a node whose merge the model accepts is one

@@ -17,7 +17,7 @@ distribution                component F, prior H               hyperparameters
                             Normal-Gamma per column             each (d,)
 ``CollapsedBernoulli``      Bernoulli(p_j) per binary column;  ``a, b`` (d,)
                             Beta(a_j, b_j)
-``CollapsedMultinomial``    Multinomial(N_i, p) per count row; ``concentration`` (K,),
+``CollapsedMultinomial``    Multinomial(N_i, p) per row;       ``concentration`` (K,),
                             Dirichlet (one-hot rows:            ``n_trials`` (n,) row
                             categorical)                        totals (default 1)
 ==========================  =================================  ==========================
