@@ -38,7 +38,7 @@ from pp_models.registry import ModelEntry
 
 __all__ = ["BHCResult", "default_hyper", "fit", "learn", "model"]
 
-LIKELIHOODS = tuple(ops.FAMILY_CODES)
+LIKELIHOODS = tuple(cj.FAMILY_CODES)
 METHODS = ("greedy", "randomized", "embhc")
 # greedy keeps every candidate pair in a heap: ~ n^2 entries of 16 bytes
 _MAX_GREEDY_N = 12_000
@@ -128,7 +128,7 @@ def _pair_lml(fam, si, sj, H, tmp, use_table, LA, LB, LAB):
         return out
     for s in range(tmp.shape[0]):
         tmp[s] = si[s] + sj[s]
-    return ops.log_ml(fam, tmp, H)
+    return cj.log_marginal(fam, tmp, H)
 
 
 @_jit
@@ -282,8 +282,7 @@ def _assign_kernel(fam, X, cstats, log_w, group, n_groups, H):
     base = np.zeros(C)
     states = np.zeros((C, 3 + d * (d + 1) if fam == 2 else 1))
     if fam == 0:
-        a = H[0]
-        b = H[1]
+        a, b = cj.bernoulli_view(H)
         for c in range(C):
             N = cstats[c, 0]
             for j in range(d):
@@ -293,7 +292,7 @@ def _assign_kernel(fam, X, cstats, log_w, group, n_groups, H):
                 W1[c, j] = l1 - l0
                 base[c] += l0
     elif fam == 2:
-        hyper = (H[0], H[1][0], H[1][1], H[4])
+        hyper = cj.gaussian_view(H)
         for c in range(C):
             states[c] = cj.gaussian_state(cstats[c], hyper)
     for i in range(n):
@@ -307,7 +306,7 @@ def _assign_kernel(fam, X, cstats, log_w, group, n_groups, H):
             elif fam == 2:
                 v = cj.gaussian_state_log_predictive(X[i], states[c])
             else:
-                v = ops.log_predictive(fam, X[i], cstats[c], H)
+                v = cj.log_predictive(fam, X[i], cstats[c], H)
             g = group[c]
             acc[g] = ops._logaddexp(acc[g], log_w[c] + v)
         best = -np.inf
@@ -458,7 +457,7 @@ class BHCResult:
 
     def _H(self):
         names = cj.FAMILIES[self.likelihood].hyper_names
-        return ops.pack_hyper(self.likelihood, [self.hyper[k] for k in names])
+        return cj.pack_hyper(self.likelihood, [self.hyper[k] for k in names])
 
     def cut(self, threshold=0.5):
         """Flat partition: top-down, a node is a cluster when r_k >= ``threshold``
@@ -510,7 +509,7 @@ class BHCResult:
         if x.shape[1] != self.X.shape[1]:
             raise ValueError(f"x_new: expected {self.X.shape[1]} columns, got {x.shape[1]}")
         cj.check_data(self.likelihood, x, "x_new")
-        fam = ops.FAMILY_CODES[self.likelihood]
+        fam = cj.FAMILY_CODES[self.likelihood]
         H = self._H()
         stats = _node_stats(fam, self.X, self.merges)
         log_w = np.log(self.node_weights())
@@ -556,15 +555,15 @@ def _predictive_kernel(fam, x, stats, log_w, H, log_old, log_new):
     for i in range(m):
         acc = -np.inf
         for k in range(stats.shape[0]):
-            acc = ops._logaddexp(acc, log_w[k] + ops.log_predictive(fam, x[i], stats[k], H))
-        out[i] = ops._logaddexp(log_old + acc, log_new + ops.log_predictive(fam, x[i], empty, H))
+            acc = ops._logaddexp(acc, log_w[k] + cj.log_predictive(fam, x[i], stats[k], H))
+        out[i] = ops._logaddexp(log_old + acc, log_new + cj.log_predictive(fam, x[i], empty, H))
     return out
 
 
 @_jit
 def _node_stats(fam, X, merges):
     n = X.shape[0]
-    p = ops.point_stats(fam, X)
+    p = cj.point_stats(fam, X)
     out = np.empty((2 * n - 1, p.shape[1]))
     out[:n] = p
     for t in range(n - 1):
@@ -591,11 +590,11 @@ def _leaves(merges, n, k):
 
 
 def _evaluate(X, likelihood, alpha, hyper_tuple, hyper_dict, merges, method, n_scored):
-    fam = ops.FAMILY_CODES[likelihood]
-    H = ops.pack_hyper(likelihood, hyper_tuple)
+    fam = cj.FAMILY_CODES[likelihood]
+    H = cj.pack_hyper(likelihood, hyper_tuple)
     n = X.shape[0]
     log_p, log_r, _q, log_d, _ml, _s = ops.tree_forward(
-        fam, ops.point_stats(fam, X), merges, alpha, H
+        fam, cj.point_stats(fam, X), merges, alpha, H
     )
     height = np.zeros(2 * n - 1)
     sizes = _node_sizes(merges, n)
@@ -627,15 +626,15 @@ class _Builder:
 
     def __init__(self, X, likelihood, alpha, hyper_tuple):
         self.X = X
-        self.fam = ops.FAMILY_CODES[likelihood]
+        self.fam = cj.FAMILY_CODES[likelihood]
         self.likelihood = likelihood
         self.alpha = alpha
-        self.H = ops.pack_hyper(likelihood, hyper_tuple)
-        self.pstats = ops.point_stats(self.fam, X)
+        self.H = cj.pack_hyper(likelihood, hyper_tuple)
+        self.pstats = cj.point_stats(self.fam, X)
         n = X.shape[0]
         self.use_table = likelihood == "bernoulli"
         if self.use_table:
-            self.tables = _bernoulli_tables(self.H[0], self.H[1], n)
+            self.tables = _bernoulli_tables(*cj.bernoulli_view(self.H), n)
         else:
             self.tables = (np.zeros((0, 1)), np.zeros((0, 1)), np.zeros(1))
         self.n_scored = 0
@@ -653,14 +652,14 @@ class _Builder:
         k = len(idx)
         la = math.log(self.alpha)
         stats = self.pstats[idx]
-        lp = np.array([ops.log_ml(self.fam, stats[i], self.H) for i in range(k)])
+        lp = np.array([cj.log_marginal(self.fam, stats[i], self.H) for i in range(k)])
         return self.greedy_nodes(stats, np.full(k, la), lp)
 
     def subtree_values(self, idx, local_merges):
         """(stats, log d, log p) at the root of a local tree over rows ``idx``."""
         if len(idx) == 1:
             s = self.pstats[idx[0]]
-            return s, math.log(self.alpha), ops.log_ml(self.fam, s, self.H)
+            return s, math.log(self.alpha), cj.log_marginal(self.fam, s, self.H)
         log_p, _r, _q, log_d, _ml, stats = ops.tree_forward(
             self.fam, self.pstats[idx], local_merges, self.alpha, self.H
         )

@@ -20,12 +20,11 @@ import math
 import numpy as np
 import pymc as pm
 
-from custom_ops.collapsed import collapsed_loglik_value, hyper_tuple
+from custom_ops.collapsed import collapsed_loglik_value
+from custom_ops.conjugate import FAMILY_CODES, pack_hyper
 from custom_ops.crp import canonicalize, crp_logp
 from custom_ops.crp_gibbs import (
-    FAMILY_CODES,
     collapsed_sweeps,
-    pack_hyper,
     sequential_map_partition,
     split_merge_proposal,
 )
@@ -209,7 +208,7 @@ class CRPCollapsedGibbs(ZooGibbsStep):
             # terms are all 1)
             return "bernoulli", None, (np.ones(0), np.ones(0))
         X = np.ascontiguousarray(values[2], dtype=np.float64)
-        return self.family, X, hyper_tuple(self.family, values[3:])
+        return self.family, X, tuple(np.asarray(v, dtype=np.float64) for v in values[3:])
 
     @staticmethod
     def split_merge_log_acceptance(log_prior_ratio, log_lik_ratio, log_q_forward,

@@ -139,9 +139,9 @@ def make_case(family, n, d, rng):
 
 
 def forward(family, X, merges, alpha, hyper):
-    fam = bhc.FAMILY_CODES[family]
-    H = bhc.pack_hyper(family, hyper)
-    return bhc.tree_forward(fam, bhc.point_stats(fam, X), merges, alpha, H)
+    fam = cj.FAMILY_CODES[family]
+    H = cj.pack_hyper(family, hyper)
+    return bhc.tree_forward(fam, cj.point_stats(fam, X), merges, alpha, H)
 
 
 def op_eval(family, X, merges, alpha, hyper):
@@ -166,7 +166,7 @@ def test_enumerator_counts_match_proposition_3_1():
 
 @pytest.mark.parametrize("family", FAMS)
 def test_theorem_3_1_brute_force(family):
-    rng = np.random.default_rng(31 + bhc.FAMILY_CODES[family])
+    rng = np.random.default_rng(31 + cj.FAMILY_CODES[family])
     for n in (3, 5, 8):
         X, hyper = make_case(family, n, 2, rng)
         lml = block_log_ml(family, X, hyper)
@@ -280,7 +280,7 @@ def _sym_input(family, hyper, rng):
 
 @pytest.mark.parametrize("family", FAMS)
 def test_verify_grad_alpha_and_every_hyperparameter(family):
-    rng = np.random.default_rng(100 + bhc.FAMILY_CODES[family])
+    rng = np.random.default_rng(100 + cj.FAMILY_CODES[family])
     n, d = 7, 2
     X, hyper = make_case(family, n, d, rng)
     merges = random_merges(n, rng)
