@@ -56,7 +56,7 @@ _NUMBA_CACHE_VERSION = 5
 
 
 @_jit
-def _logaddexp(a, b):
+def logaddexp(a, b):
     if a == -np.inf:
         return b
     if b == -np.inf:
@@ -172,13 +172,13 @@ def tree_forward(fam, pstats, merges, alpha, hp):
             stats[k, s] = stats[i, s] + stats[j, s]
         size[k] = size[i] + size[j]
         prior_one = la + math.lgamma(size[k])
-        log_d[k] = _logaddexp(prior_one, log_d[i] + log_d[j])
+        log_d[k] = logaddexp(prior_one, log_d[i] + log_d[j])
         log_pi = prior_one - log_d[k]
         log_1mpi = log_d[i] + log_d[j] - log_d[k]
         lml[k] = cj.log_marginal(fam, stats[k], hp)
         A = log_pi + lml[k]
         B = log_1mpi + log_p[i] + log_p[j]
-        log_p[k] = _logaddexp(A, B)
+        log_p[k] = logaddexp(A, B)
         log_r[k] = A - log_p[k]
         log_q[k] = B - log_p[k]
     return log_p, log_r, log_q, log_d, lml, stats
