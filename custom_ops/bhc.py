@@ -37,6 +37,7 @@ from pytensor.graph.op import Op
 from pytensor.link.numba.dispatch import basic as nb
 
 from custom_ops import conjugate as cj
+from custom_ops.trees import merges_error, validate_merges
 
 __all__ = [
     "BHCEvidence",
@@ -46,7 +47,6 @@ __all__ = [
     "check_hyper_values",
     "tree_forward",
     "tree_grad",
-    "validate_merges",
 ]
 
 _jit = numba.njit(cache=True)
@@ -69,56 +69,6 @@ def logaddexp(a, b):
 # --------------------------------------------------------------------------------------
 # validation kernels (return an error code so jitted callers can raise static messages)
 # --------------------------------------------------------------------------------------
-_MERGE_ERRORS = {
-    1: "merges: must have shape (n - 1, 2) (or a scipy linkage (n - 1, 4))",
-    2: "merges: ids must lie in 0 .. n + t - 1 at row t (a cluster must exist before it merges)",
-    3: "merges: a cluster is merged twice (not a binary tree)",
-    4: "merges: a row merges a cluster with itself",
-}
-
-
-@_jit
-def _merges_error(merges, n):
-    if merges.ndim != 2 or merges.shape[0] != n - 1 or merges.shape[1] != 2:
-        return 1
-    used = np.zeros(2 * n - 1, dtype=np.bool_)
-    for t in range(n - 1):
-        i = merges[t, 0]
-        j = merges[t, 1]
-        if i < 0 or j < 0 or i >= n + t or j >= n + t:
-            return 2
-        if i == j:
-            return 4
-        if used[i] or used[j]:
-            return 3
-        used[i] = True
-        used[j] = True
-    return 0
-
-
-def validate_merges(merges, n):
-    """Return ``merges`` as int64 (n - 1, 2) or raise ``ValueError`` saying what is wrong.
-
-    Accepts a scipy linkage matrix (its first two columns are used)."""
-    if isinstance(n, bool) or not isinstance(n, int | np.integer) or n < 2:
-        raise ValueError(f"data: BHC needs at least 2 points, got n = {n}")
-    arr = np.asarray(merges)
-    if arr.ndim == 2 and arr.shape[1] == 4:
-        arr = arr[:, :2]
-    if arr.ndim != 2 or arr.shape != (n - 1, 2):
-        raise ValueError(f"{_MERGE_ERRORS[1]}; got shape {arr.shape} for n = {n}")
-    if not (np.issubdtype(arr.dtype, np.integer) or np.issubdtype(arr.dtype, np.floating)):
-        raise ValueError(f"merges: must be numeric, got dtype {arr.dtype}")
-    if np.issubdtype(arr.dtype, np.floating):
-        if not np.all(np.isfinite(arr)) or not np.all(arr == np.round(arr)):
-            raise ValueError("merges: cluster ids must be integers")
-    arr = np.ascontiguousarray(arr, dtype=np.int64)
-    code = _merges_error(arr, n)
-    if code:
-        raise ValueError(_MERGE_ERRORS[code])
-    return arr
-
-
 @_jit
 def _hyper_error(fam, alpha, hp, d):
     """0, or 1 for a bad alpha, or a :data:`custom_ops.conjugate.HYPER_ERRORS` code."""
@@ -243,7 +193,7 @@ def _check_op_inputs(fam, data, merges, alpha, hp):
     n = data.shape[0]
     if n < 2:
         raise ValueError("data: BHC needs at least 2 points")
-    if _merges_error(merges, n) != 0:
+    if merges_error(merges, n) != 0:
         raise ValueError("merges: not a valid binary tree over the n data points")
     if cj.data_error(fam, data) != 0:
         raise ValueError("data: invalid values for this likelihood (NaN, non-binary, bad counts)")

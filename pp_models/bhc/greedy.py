@@ -16,7 +16,7 @@ from custom_ops import conjugate as cj
 from pp_models.bhc.defaults import check_alpha, check_data, resolve_hyper
 from pp_models.bhc.result import BHCResult, evaluate
 
-__all__ = ["MAX_GREEDY_N", "TreeBuilder", "greedy"]
+__all__ = ["MAX_GREEDY_N", "TreeBuilder", "build_tree", "greedy"]
 
 # greedy keeps every candidate pair in a heap: ~ n^2 entries of 16 bytes
 MAX_GREEDY_N = 12_000
@@ -103,17 +103,27 @@ def greedy(X, *, likelihood="bernoulli", alpha=1.0, hyper=None) -> BHCResult:
     -------
     BHCResult
     """
+    def merges_of(builder):
+        n = builder.X.shape[0]
+        if n > MAX_GREEDY_N:
+            raise ValueError(
+                f"X: greedy BHC keeps all O(n^2) candidate pairs; n = {n} > {MAX_GREEDY_N} "
+                "would need too much memory: use bhc.randomized or bhc.embhc"
+            )
+        return builder.greedy_points(np.arange(n))
+
+    return build_tree(X, likelihood, alpha, hyper, "greedy", merges_of)
+
+
+def build_tree(X, likelihood, alpha, hyper, method, merges_of) -> BHCResult:
+    """What every BHC estimator does around its algorithm: validate the shared inputs,
+    make a :class:`TreeBuilder`, call ``merges_of(builder)`` (which validates the
+    algorithm's own options first) and evaluate the tree into a :class:`BHCResult`."""
     X = check_data(X, likelihood)
     alpha = check_alpha(alpha)
     hyper_tuple, hyper_dict = resolve_hyper(X, likelihood, hyper)
-    n = X.shape[0]
-    if n > MAX_GREEDY_N:
-        raise ValueError(
-            f"X: greedy BHC keeps all O(n^2) candidate pairs; n = {n} > {MAX_GREEDY_N} "
-            "would need too much memory: use bhc.randomized or bhc.embhc"
-        )
     builder = TreeBuilder(X, likelihood, alpha, hyper_tuple)
-    merges = builder.greedy_points(np.arange(n))
+    merges = merges_of(builder)
     return evaluate(
-        X, likelihood, alpha, hyper_tuple, hyper_dict, merges, "greedy", builder.n_scored
+        X, likelihood, alpha, hyper_tuple, hyper_dict, merges, method, builder.n_scored
     )

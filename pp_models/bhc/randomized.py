@@ -12,9 +12,9 @@ import numpy as np
 
 from custom_ops import bhc as ops
 from custom_ops import bhc_kernels as kernels
-from pp_models.bhc.defaults import check_alpha, check_data, resolve_hyper
-from pp_models.bhc.greedy import TreeBuilder
-from pp_models.bhc.result import BHCResult, _leaves, evaluate
+from pp_models import trees
+from pp_models.bhc.greedy import build_tree
+from pp_models.bhc.result import BHCResult
 
 __all__ = ["embhc", "randomized"]
 
@@ -141,7 +141,7 @@ def _rbhc(builder, rng, subsample, leaf_size, filter_prior, split, filter_predic
         k = len(sub)
         local = builder.greedy_points(sub)
         front = _frontier(local, k, split)
-        groups = [np.array(_leaves(local, k, f)) for f in front]
+        groups = [np.array(trees.leaves_under(local, f)) for f in front]
         rest_mask = np.ones(len(idx), dtype=bool)
         rest_mask[sub_pos] = False
         rest = idx[rest_mask]
@@ -267,19 +267,15 @@ def randomized(
     -------
     BHCResult
     """
-    X = check_data(X, likelihood)
-    alpha = check_alpha(alpha)
-    hyper_tuple, hyper_dict = resolve_hyper(X, likelihood, hyper)
-    m, ls = _randomized_options(
-        X.shape[0], "randomized", subsample, leaf_size, 3, filter_prior, split,
-        filter_predictive,
-    )
-    builder = TreeBuilder(X, likelihood, alpha, hyper_tuple)
-    rng = np.random.default_rng(random_seed)
-    merges = _rbhc(builder, rng, m, ls, filter_prior, split, filter_predictive)
-    return evaluate(
-        X, likelihood, alpha, hyper_tuple, hyper_dict, merges, "randomized", builder.n_scored
-    )
+    def merges_of(builder):
+        m, ls = _randomized_options(
+            builder.X.shape[0], "randomized", subsample, leaf_size, 3, filter_prior, split,
+            filter_predictive,
+        )
+        rng = np.random.default_rng(random_seed)
+        return _rbhc(builder, rng, m, ls, filter_prior, split, filter_predictive)
+
+    return build_tree(X, likelihood, alpha, hyper, "randomized", merges_of)
 
 
 def embhc(
@@ -311,18 +307,15 @@ def embhc(
     -------
     BHCResult
     """
-    X = check_data(X, likelihood)
-    alpha = check_alpha(alpha)
-    hyper_tuple, hyper_dict = resolve_hyper(X, likelihood, hyper)
-    m, _ls = _randomized_options(
-        X.shape[0], "embhc", subsample, None, em_iterations, "size", "balanced", "tree"
-    )
-    builder = TreeBuilder(X, likelihood, alpha, hyper_tuple)
-    rng = np.random.default_rng(random_seed)
-    merges = _embhc(builder, rng, m, int(em_iterations))
-    return evaluate(
-        X, likelihood, alpha, hyper_tuple, hyper_dict, merges, "embhc", builder.n_scored
-    )
+    def merges_of(builder):
+        m, _ls = _randomized_options(
+            builder.X.shape[0], "embhc", subsample, None, em_iterations, "size", "balanced",
+            "tree",
+        )
+        rng = np.random.default_rng(random_seed)
+        return _embhc(builder, rng, m, int(em_iterations))
+
+    return build_tree(X, likelihood, alpha, hyper, "embhc", merges_of)
 
 
 def _randomized_options(

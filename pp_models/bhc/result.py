@@ -12,6 +12,7 @@ import numpy as np
 from custom_ops import bhc as ops
 from custom_ops import bhc_kernels as kernels
 from custom_ops import conjugate as cj
+from pp_models import trees
 
 __all__ = ["BHCResult", "evaluate"]
 
@@ -82,7 +83,7 @@ class BHCResult:
         while stack:
             k = stack.pop()
             if k < n or r[k] >= threshold:
-                for leaf in _leaves(self.merges, n, k):
+                for leaf in trees.leaves_under(self.merges, k):
                     labels[leaf] = cluster
                 cluster += 1
             else:
@@ -95,7 +96,7 @@ class BHCResult:
     def node_weights(self):
         """ω_k (Heller 2007 Eq. 3.11) of every node (2n - 1,), leaves first; sums to 1."""
         n = self.n
-        sizes = _node_sizes(self.merges, n)
+        sizes = trees.node_sizes(self.merges)
         log_r = np.zeros(2 * n - 1)
         log_r[n:] = self.log_rk
         log_1mr = np.full(2 * n - 1, -np.inf)
@@ -155,24 +156,6 @@ class BHCResult:
         return ax
 
 
-def _node_sizes(merges, n):
-    sizes = np.ones(2 * n - 1)
-    for t, (i, j) in enumerate(merges):
-        sizes[n + t] = sizes[i] + sizes[j]
-    return sizes
-
-
-def _leaves(merges, n, k):
-    out, stack = [], [k]
-    while stack:
-        c = stack.pop()
-        if c < n:
-            out.append(c)
-        else:
-            stack.extend(merges[c - n])
-    return out
-
-
 def evaluate(X, likelihood, alpha, hyper_tuple, hyper_dict, merges, method, n_scored):
     fam = cj.FAMILY_CODES[likelihood]
     H = cj.pack_hyper(likelihood, hyper_tuple)
@@ -181,7 +164,7 @@ def evaluate(X, likelihood, alpha, hyper_tuple, hyper_dict, merges, method, n_sc
         fam, cj.point_stats(fam, X), merges, alpha, H
     )
     height = np.zeros(2 * n - 1)
-    sizes = _node_sizes(merges, n)
+    sizes = trees.node_sizes(merges)
     Z = np.empty((n - 1, 4))
     for t, (i, j) in enumerate(merges):
         k = n + t

@@ -15,6 +15,7 @@ from scipy.cluster.hierarchy import linkage
 
 from custom_ops import bhc
 from custom_ops import conjugate as cj
+from custom_ops.trees import validate_merges
 
 FAMS = ["bernoulli", "multinomial", "gaussian", "diag_gaussian"]
 
@@ -425,7 +426,7 @@ def test_bad_input_at_runtime_with_symbolic_inputs():
 def test_validate_merges_accepts_scipy_linkage():
     X = np.random.default_rng(0).normal(size=(6, 2))
     Z = linkage(X, "single")
-    m = bhc.validate_merges(Z, 6)
+    m = validate_merges(Z, 6)
     assert m.dtype == np.int64 and m.shape == (5, 2)
     np.testing.assert_array_equal(m, Z[:, :2].astype(int))
 
