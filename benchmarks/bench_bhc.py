@@ -54,12 +54,13 @@ def main(argv=None):
 
     # warm-up: compile / load every Numba kernel used below
     Xw, _ = make_data(300, seed=99)
-    for method in ("greedy", "randomized", "embhc"):
-        bhc.fit(Xw, method=method, random_seed=0, subsample=50)
+    bhc.greedy(Xw)
+    for estimator in (bhc.randomized, bhc.embhc):
+        estimator(Xw, random_seed=0, subsample=50)
 
     print(f"== greedy BHC vs scipy average linkage, n = {n_g}, d = 64 binary ==")
     X, z = make_data(n_g, seed=args.seed)
-    res, t_bhc = timed(bhc.fit, X)
+    res, t_bhc = timed(bhc.greedy, X)
     Z_avg, t_avg = timed(linkage, X, "average")
     dp_bhc = dendrogram_purity(res.linkage, z)
     dp_avg = dendrogram_purity(Z_avg, z)
@@ -70,7 +71,7 @@ def main(argv=None):
     print(f"\n== purity cost of randomization, same n = {n_g} ==")
     rows = [("greedy", res, t_bhc)]
     for method in ("randomized", "embhc"):
-        r, t = timed(bhc.fit, X, method=method, random_seed=args.seed)
+        r, t = timed(getattr(bhc, method), X, random_seed=args.seed)
         rows.append((method, r, t))
     for name, r, t in rows:
         dp = dendrogram_purity(r.linkage, z)
@@ -83,7 +84,7 @@ def main(argv=None):
     X, z = make_data(n_r, seed=args.seed + 1)
     times = {}
     for method in ("randomized", "embhc"):
-        r, t = timed(bhc.fit, X, method=method, random_seed=args.seed)
+        r, t = timed(getattr(bhc, method), X, random_seed=args.seed)
         times[method] = t
         print(
             f"{method:12s} {t:8.2f} s   purity {dendrogram_purity(r.linkage, z):.4f}   "

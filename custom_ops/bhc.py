@@ -18,9 +18,10 @@ hyperparameter of the conjugate prior are exact reverse-mode derivatives of the 
 (the §3.4.1 recursion generalised to both outputs); ``data`` has no gradient
 (``grad_not_implemented``) and ``merges`` is discrete (``grad_undefined``).
 
-The Numba kernels (:func:`tree_forward`, :func:`tree_grad`, :func:`log_ml`, ...) take a
-family code and a uniform hyperparameter pack (:func:`pack_hyper`), so one cached
-compilation serves every family; :mod:`pp_models.bhc` builds trees with them.
+The Numba kernels (:func:`tree_forward`, :func:`tree_grad`) take a family code and the
+flat hyperparameter vector of :mod:`custom_ops.conjugate` (``FAMILY_CODES``,
+``pack_hyper``), whose dispatchers evaluate the marginals, so one cached compilation
+serves every family; :mod:`pp_models.bhc` builds trees with them.
 """
 
 from __future__ import annotations
@@ -36,157 +37,26 @@ from pytensor.graph.op import Op
 from pytensor.link.numba.dispatch import basic as nb
 
 from custom_ops import conjugate as cj
+from custom_ops.trees import merges_error, validate_merges
 
 __all__ = [
-    "FAMILY_CODES",
     "BHCEvidence",
     "BHCEvidenceGrad",
     "bhc_dpm_lower_bound",
     "bhc_log_evidence",
     "check_hyper_values",
-    "log_ml",
-    "log_ml_grad",
-    "log_predictive",
-    "pack_hyper",
-    "point_stats",
     "tree_forward",
     "tree_grad",
-    "unpack_grad",
-    "validate_merges",
 ]
 
-FAMILY_CODES = {"bernoulli": 0, "multinomial": 1, "gaussian": 2, "diag_gaussian": 3}
-# ndim of each hyperparameter input of the Op, per family
-_HYPER_NDIMS = {
-    "bernoulli": (1, 1),
-    "multinomial": (1,),
-    "gaussian": (1, 0, 0, 2),
-    "diag_gaussian": (1, 1, 1, 1),
-}
 _jit = numba.njit(cache=True)
 # PyTensor caches the registered Numba closures by Op type and props only: bump this
 # whenever the closures' signatures or outputs change, or stale compiled code is reused.
-_NUMBA_CACHE_VERSION = 4
-
-
-# --------------------------------------------------------------------------------------
-# uniform hyperparameter pack: (v0, v1, v2, v3, M), 1-D x4 + 2-D, float64
-# --------------------------------------------------------------------------------------
-def pack_hyper(family, hyper):
-    """Pack a family's hyper tuple (see :mod:`custom_ops.conjugate`) for the kernels."""
-    e1 = np.zeros(0)
-    e2 = np.zeros((0, 0))
-    # np.ascontiguousarray would turn 0-d scalars into shape (1,)
-    f = [np.require(np.asarray(h, dtype=np.float64), requirements="C") for h in hyper]
-    if family == "bernoulli":
-        return (f[0], f[1], e1, e1, e2)
-    if family == "multinomial":
-        return (f[0], e1, e1, e1, e2)
-    if family == "gaussian":
-        return (f[0], np.array([float(f[1]), float(f[2])]), e1, e1, f[3])
-    if family == "diag_gaussian":
-        return (f[0], f[1], f[2], f[3], e2)
-    raise ValueError(f"likelihood: unknown {family!r}; choose one of {sorted(FAMILY_CODES)}")
-
-
-def unpack_grad(family, flat, d):
-    """Split a flat gradient vector from :func:`log_ml_grad` / :func:`tree_grad` into
-    arrays shaped like the family's hyper tuple."""
-    if family == "bernoulli":
-        return (flat[:d].copy(), flat[d : 2 * d].copy())
-    if family == "multinomial":
-        return (flat[:d].copy(),)
-    if family == "gaussian":
-        return (
-            flat[:d].copy(),
-            np.asarray(flat[d]),
-            np.asarray(flat[d + 1]),
-            flat[d + 2 :].reshape(d, d).copy(),
-        )
-    return tuple(flat[i * d : (i + 1) * d].copy() for i in range(4))
+_NUMBA_CACHE_VERSION = 5
 
 
 @_jit
-def _grad_size(fam, d):
-    if fam == 0:
-        return 2 * d
-    if fam == 1:
-        return d
-    if fam == 2:
-        return d + 2 + d * d
-    return 4 * d
-
-
-@_jit
-def point_stats(fam, X):
-    if fam == 0:
-        return cj.bernoulli_point_stats(X)
-    if fam == 1:
-        return cj.multinomial_point_stats(X)
-    if fam == 2:
-        return cj.gaussian_point_stats(X)
-    return cj.diag_gaussian_point_stats(X)
-
-
-@_jit
-def log_ml(fam, stats, H):
-    """log p(D | H1) (Heller 2007 Eq. 3.1) of the set with statistics ``stats``."""
-    if fam == 0:
-        return cj.bernoulli_log_marginal(stats, (H[0], H[1]))
-    if fam == 1:
-        return cj.multinomial_log_marginal(stats, (H[0],))
-    if fam == 2:
-        return cj.gaussian_log_marginal(stats, (H[0], H[1][0], H[1][1], H[4]))
-    return cj.diag_gaussian_log_marginal(stats, (H[0], H[1], H[2], H[3]))
-
-
-@_jit
-def log_ml_grad(fam, stats, H, out, weight):
-    """out += weight * ∂ log p(D | H1) / ∂ hyper (flat layout); returns log p(D | H1)."""
-    d = H[0].shape[0]
-    if fam == 0:
-        v, (ga, gb) = cj.bernoulli_log_marginal_grad(stats, (H[0], H[1]))
-        for j in range(d):
-            out[j] += weight * ga[j]
-            out[d + j] += weight * gb[j]
-        return v
-    if fam == 1:
-        v, (g,) = cj.multinomial_log_marginal_grad(stats, (H[0],))
-        for j in range(d):
-            out[j] += weight * g[j]
-        return v
-    if fam == 2:
-        v, (gm, gk, gn, gS) = cj.gaussian_log_marginal_grad(stats, (H[0], H[1][0], H[1][1], H[4]))
-        for j in range(d):
-            out[j] += weight * gm[j]
-        out[d] += weight * gk
-        out[d + 1] += weight * gn
-        for j in range(d):
-            for k in range(d):
-                out[d + 2 + j * d + k] += weight * gS[j, k]
-        return v
-    v, (g0, g1, g2, g3) = cj.diag_gaussian_log_marginal_grad(stats, (H[0], H[1], H[2], H[3]))
-    for j in range(d):
-        out[j] += weight * g0[j]
-        out[d + j] += weight * g1[j]
-        out[2 * d + j] += weight * g2[j]
-        out[3 * d + j] += weight * g3[j]
-    return v
-
-
-@_jit
-def log_predictive(fam, x, stats, H):
-    if fam == 0:
-        return cj.bernoulli_log_predictive(x, stats, (H[0], H[1]))
-    if fam == 1:
-        return cj.multinomial_log_predictive(x, stats, (H[0],))
-    if fam == 2:
-        return cj.gaussian_log_predictive(x, stats, (H[0], H[1][0], H[1][1], H[4]))
-    return cj.diag_gaussian_log_predictive(x, stats, (H[0], H[1], H[2], H[3]))
-
-
-@_jit
-def _logaddexp(a, b):
+def logaddexp(a, b):
     if a == -np.inf:
         return b
     if b == -np.inf:
@@ -199,167 +69,28 @@ def _logaddexp(a, b):
 # --------------------------------------------------------------------------------------
 # validation kernels (return an error code so jitted callers can raise static messages)
 # --------------------------------------------------------------------------------------
-_MERGE_ERRORS = {
-    1: "merges: must have shape (n - 1, 2) (or a scipy linkage (n - 1, 4))",
-    2: "merges: ids must lie in 0 .. n + t - 1 at row t (a cluster must exist before it merges)",
-    3: "merges: a cluster is merged twice (not a binary tree)",
-    4: "merges: a row merges a cluster with itself",
-}
-
-
 @_jit
-def _merges_error(merges, n):
-    if merges.ndim != 2 or merges.shape[0] != n - 1 or merges.shape[1] != 2:
-        return 1
-    used = np.zeros(2 * n - 1, dtype=np.bool_)
-    for t in range(n - 1):
-        i = merges[t, 0]
-        j = merges[t, 1]
-        if i < 0 or j < 0 or i >= n + t or j >= n + t:
-            return 2
-        if i == j:
-            return 4
-        if used[i] or used[j]:
-            return 3
-        used[i] = True
-        used[j] = True
-    return 0
-
-
-def validate_merges(merges, n):
-    """Return ``merges`` as int64 (n - 1, 2) or raise ``ValueError`` saying what is wrong.
-
-    Accepts a scipy linkage matrix (its first two columns are used)."""
-    if isinstance(n, bool) or not isinstance(n, int | np.integer) or n < 2:
-        raise ValueError(f"data: BHC needs at least 2 points, got n = {n}")
-    arr = np.asarray(merges)
-    if arr.ndim == 2 and arr.shape[1] == 4:
-        arr = arr[:, :2]
-    if arr.ndim != 2 or arr.shape != (n - 1, 2):
-        raise ValueError(f"{_MERGE_ERRORS[1]}; got shape {arr.shape} for n = {n}")
-    if not (np.issubdtype(arr.dtype, np.integer) or np.issubdtype(arr.dtype, np.floating)):
-        raise ValueError(f"merges: must be numeric, got dtype {arr.dtype}")
-    if np.issubdtype(arr.dtype, np.floating):
-        if not np.all(np.isfinite(arr)) or not np.all(arr == np.round(arr)):
-            raise ValueError("merges: cluster ids must be integers")
-    arr = np.ascontiguousarray(arr, dtype=np.int64)
-    code = _merges_error(arr, n)
-    if code:
-        raise ValueError(_MERGE_ERRORS[code])
-    return arr
-
-
-_DATA_ERRORS = {
-    1: "data: contains NaN or infinite values",
-    2: "data: the bernoulli likelihood needs binary (0/1) data",
-    3: "data: the multinomial likelihood needs non-negative integer counts",
-}
-_HYPER_ERRORS = {
-    1: "alpha: the DP concentration must be finite and > 0",
-    2: "hyper: a Beta / Dirichlet / Gamma / kappa0 hyperparameter is not finite and > 0",
-    3: "hyper: nu0 must be > d - 1",
-    4: "hyper: S0 must be symmetric positive definite",
-    5: "hyper: a hyperparameter has the wrong shape for the data",
-    6: "hyper: m0 must be finite",
-}
-
-
-@_jit
-def _data_error(fam, X):
-    n, d = X.shape
-    for i in range(n):
-        for j in range(d):
-            v = X[i, j]
-            if not np.isfinite(v):
-                return 1
-            if fam == 0 and v != 0.0 and v != 1.0:
-                return 2
-            if fam == 1 and (v < 0.0 or v != math.floor(v)):
-                return 3
-    return 0
-
-
-@_jit
-def _all_pos(v):
-    for x in v.ravel():
-        if not (np.isfinite(x) and x > 0.0):
-            return False
-    return True
-
-
-@_jit
-def _all_finite(v):
-    for x in v.ravel():
-        if not np.isfinite(x):
-            return False
-    return True
-
-
-@_jit
-def _hyper_error(fam, alpha, H, d):
+def _hyper_error(fam, alpha, hp, d):
+    """0, or 1 for a bad alpha, or a :data:`custom_ops.conjugate.HYPER_ERRORS` code."""
     if not (np.isfinite(alpha) and alpha > 0.0):
         return 1
-    if H[0].shape[0] != d:
-        return 5
-    if fam == 0:
-        if H[1].shape[0] != d:
-            return 5
-        if not (_all_pos(H[0]) and _all_pos(H[1])):
-            return 2
-    elif fam == 1:
-        if not _all_pos(H[0]):
-            return 2
-    elif fam == 2:
-        if H[4].shape[0] != d or H[4].shape[1] != d:
-            return 5
-        if not _all_finite(H[0]):
-            return 6
-        if not (np.isfinite(H[1][0]) and H[1][0] > 0.0):
-            return 2
-        if not (np.isfinite(H[1][1]) and H[1][1] > d - 1):
-            return 3
-        if not _all_finite(H[4]):
-            return 4
-        S = H[4]
-        for j in range(d):
-            for k in range(j):
-                if abs(S[j, k] - S[k, j]) > 1e-8 * (abs(S[j, k]) + abs(S[k, j]) + 1e-300):
-                    return 4
-        # positive definiteness by an explicit Cholesky (np.linalg raises a generic error)
-        L = np.zeros((d, d))
-        for j in range(d):
-            s = S[j, j]
-            for k in range(j):
-                s -= L[j, k] * L[j, k]
-            if not s > 0.0:
-                return 4
-            L[j, j] = math.sqrt(s)
-            for i in range(j + 1, d):
-                t = S[i, j]
-                for k in range(j):
-                    t -= L[i, k] * L[j, k]
-                L[i, j] = t / L[j, j]
-    else:
-        if H[1].shape[0] != d or H[2].shape[0] != d or H[3].shape[0] != d:
-            return 5
-        if not _all_finite(H[0]):
-            return 6
-        if not (_all_pos(H[1]) and _all_pos(H[2]) and _all_pos(H[3])):
-            return 2
-    return 0
+    return cj.hyper_error(fam, hp, d, True)
 
 
-def check_hyper_values(family, alpha, H, d):
-    code = _hyper_error(FAMILY_CODES[family], float(alpha), H, d)
+def check_hyper_values(family, alpha, hp, d):
+    """Raise ``ValueError`` unless ``alpha`` > 0 and the packed ``hp`` suit ``d`` columns."""
+    code = _hyper_error(cj.family_code(family, "likelihood"), float(alpha), hp, d)
+    if code == 1:
+        raise ValueError("alpha: the DP concentration must be finite and > 0")
     if code:
-        raise ValueError(_HYPER_ERRORS[code])
+        raise ValueError(cj.HYPER_ERRORS[code])
 
 
 # --------------------------------------------------------------------------------------
 # the recursion
 # --------------------------------------------------------------------------------------
 @_jit
-def tree_forward(fam, pstats, merges, alpha, H):
+def tree_forward(fam, pstats, merges, alpha, hp):
     """Evaluate Heller (2007) Alg. 3.3 and Eqs. 3.2-3.3 bottom-up over a merge list.
 
     Returns per node (0..2n-2; leaves first, then merge t at n + t):
@@ -381,7 +112,7 @@ def tree_forward(fam, pstats, merges, alpha, H):
         stats[i] = pstats[i]
         size[i] = 1.0
         log_d[i] = la
-        lml[i] = log_ml(fam, stats[i], H)
+        lml[i] = cj.log_marginal(fam, stats[i], hp)
         log_p[i] = lml[i]
     for t in range(n - 1):
         k = n + t
@@ -391,32 +122,32 @@ def tree_forward(fam, pstats, merges, alpha, H):
             stats[k, s] = stats[i, s] + stats[j, s]
         size[k] = size[i] + size[j]
         prior_one = la + math.lgamma(size[k])
-        log_d[k] = _logaddexp(prior_one, log_d[i] + log_d[j])
+        log_d[k] = logaddexp(prior_one, log_d[i] + log_d[j])
         log_pi = prior_one - log_d[k]
         log_1mpi = log_d[i] + log_d[j] - log_d[k]
-        lml[k] = log_ml(fam, stats[k], H)
+        lml[k] = cj.log_marginal(fam, stats[k], hp)
         A = log_pi + lml[k]
         B = log_1mpi + log_p[i] + log_p[j]
-        log_p[k] = _logaddexp(A, B)
+        log_p[k] = logaddexp(A, B)
         log_r[k] = A - log_p[k]
         log_q[k] = B - log_p[k]
     return log_p, log_r, log_q, log_d, lml, stats
 
 
 @_jit
-def tree_grad(fam, pstats, merges, alpha, H, g_logp, g_logr, g_logd):
+def tree_grad(fam, pstats, merges, alpha, hp, g_logp, g_logr, g_logd):
     """Reverse-mode gradient of ``g_logp log p(D|T) + Σ_t g_logr[t] log r_{n+t}
     + g_logd log d_root``.
 
-    Returns ``(d/d alpha, flat d/d hyper)`` (flat layout: :func:`unpack_grad`). With
+    Returns ``(d/d alpha, d/d hp)``, the latter in the flat layout of ``hp``
+    (:func:`custom_ops.conjugate.pack_hyper`). With
     A_k = log π_k + log p(D_k|H1), B_k = log(1-π_k) + log p_i + log p_j and
     log p_k = logaddexp(A_k, B_k): ∂ log p_k / ∂A_k = r_k, ∂ log p_k / ∂B_k = 1 - r_k,
     and log r_k = A_k - log p_k (Heller 2007 §3.4.1, in log space).
     """
     n = pstats.shape[0]
     m = 2 * n - 1
-    d = H[0].shape[0]
-    _log_p, log_r, log_q, log_d, _lml, stats = tree_forward(fam, pstats, merges, alpha, H)
+    _log_p, log_r, log_q, log_d, _lml, stats = tree_forward(fam, pstats, merges, alpha, hp)
     # forward-mode ∂ log d_k / ∂α (scalar, cheap): π_k/α + (1 - π_k)(∂ log d_i + ∂ log d_j)
     dld = np.empty(m)
     for i in range(n):
@@ -432,7 +163,7 @@ def tree_grad(fam, pstats, merges, alpha, H, g_logp, g_logr, g_logd):
     pbar = np.zeros(m)
     pbar[m - 1] = g_logp
     g_alpha = 0.0
-    g_h = np.zeros(_grad_size(fam, d))
+    g_h = np.zeros(hp.shape[0])
     for t in range(n - 2, -1, -1):
         k = n + t
         i = merges[t, 0]
@@ -444,12 +175,12 @@ def tree_grad(fam, pstats, merges, alpha, H, g_logp, g_logr, g_logd):
         dlog1mpi = dld[i] + dld[j] - dld[k]
         g_alpha += a_bar * dlogpi + b_bar * dlog1mpi
         if a_bar != 0.0:
-            log_ml_grad(fam, stats[k], H, g_h, a_bar)
+            cj.log_marginal_grad(fam, stats[k], hp, g_h, a_bar)
         pbar[i] += b_bar
         pbar[j] += b_bar
     for i in range(n):
         if pbar[i] != 0.0:
-            log_ml_grad(fam, stats[i], H, g_h, pbar[i])
+            cj.log_marginal_grad(fam, stats[i], hp, g_h, pbar[i])
     g_alpha += g_logd * dld[m - 1]
     return g_alpha, g_h
 
@@ -458,28 +189,32 @@ def tree_grad(fam, pstats, merges, alpha, H, g_logp, g_logr, g_logd):
 # kernels the Op (perform and Numba) calls: validate, then evaluate
 # --------------------------------------------------------------------------------------
 @_jit
-def _op_forward(fam, data, merges, alpha, H):
+def _check_op_inputs(fam, data, merges, alpha, hp):
     n = data.shape[0]
     if n < 2:
         raise ValueError("data: BHC needs at least 2 points")
-    if _merges_error(merges, n) != 0:
+    if merges_error(merges, n) != 0:
         raise ValueError("merges: not a valid binary tree over the n data points")
-    if _data_error(fam, data) != 0:
+    if cj.data_error(fam, data) != 0:
         raise ValueError("data: invalid values for this likelihood (NaN, non-binary, bad counts)")
-    if _hyper_error(fam, alpha, H, data.shape[1]) != 0:
+    if _hyper_error(fam, alpha, hp, data.shape[1]) != 0:
         raise ValueError("alpha or hyper: invalid value (must be > 0 / SPD / nu0 > d - 1)")
-    log_p, log_r, _q, log_d, _ml, _s = tree_forward(fam, point_stats(fam, data), merges, alpha, H)
+
+
+@_jit
+def _op_forward(fam, data, merges, alpha, hp):
+    _check_op_inputs(fam, data, merges, alpha, hp)
+    n = data.shape[0]
+    log_p, log_r, _q, log_d, _ml, _s = tree_forward(
+        fam, cj.point_stats(fam, data), merges, alpha, hp
+    )
     return log_p[2 * n - 2], log_r[n:].copy(), log_d[2 * n - 2]
 
 
 @_jit
-def _op_grad(fam, data, merges, alpha, H, g_logp, g_logr, g_logd):
-    n = data.shape[0]
-    if n < 2 or _merges_error(merges, n) != 0:
-        raise ValueError("merges: not a valid binary tree over the n data points")
-    if _hyper_error(fam, alpha, H, data.shape[1]) != 0:
-        raise ValueError("alpha or hyper: invalid value (must be > 0 / SPD / nu0 > d - 1)")
-    return tree_grad(fam, point_stats(fam, data), merges, alpha, H, g_logp, g_logr, g_logd)
+def _op_grad(fam, data, merges, alpha, hp, g_logp, g_logr, g_logd):
+    _check_op_inputs(fam, data, merges, alpha, hp)
+    return tree_grad(fam, cj.point_stats(fam, data), merges, alpha, hp, g_logp, g_logr, g_logd)
 
 
 # --------------------------------------------------------------------------------------
@@ -505,15 +240,12 @@ class BHCEvidence(Op):
     __props__ = ("likelihood",)
 
     def __init__(self, likelihood):
-        if likelihood not in FAMILY_CODES:
-            raise ValueError(
-                f"likelihood: unknown {likelihood!r}; choose one of {sorted(FAMILY_CODES)}"
-            )
+        cj.family_code(likelihood, "likelihood")
         self.likelihood = likelihood
         super().__init__()
 
     def _inputs(self, data, merges, alpha, hyper):
-        ndims = _HYPER_NDIMS[self.likelihood]
+        ndims = cj.HYPER_NDIMS[self.likelihood]
         if len(hyper) != len(ndims):
             raise ValueError(
                 f"hyper: the {self.likelihood} likelihood takes {len(ndims)} hyperparameters "
@@ -545,23 +277,21 @@ class BHCEvidence(Op):
                 f"alpha: the DP concentration must be finite and > 0, got {alpha.data}"
             )
         if isinstance(data, Constant) and all(isinstance(h, Constant) for h in hyper):
-            H = pack_hyper(self.likelihood, [h.data for h in hyper])
+            hp = cj.pack_hyper(self.likelihood, [h.data for h in hyper])
             a = float(alpha.data) if isinstance(alpha, Constant) else 1.0
-            check_hyper_values(self.likelihood, a, H, data.data.shape[1])
+            check_hyper_values(self.likelihood, a, hp, data.data.shape[1])
         return Apply(
             self, [data, merges, alpha, *hyper], [pt.dscalar(), pt.dvector(), pt.dscalar()]
         )
 
     def perform(self, node, inputs, output_storage):
         data, merges, alpha, *hyper = inputs
-        fam = FAMILY_CODES[self.likelihood]
-        H = pack_hyper(self.likelihood, hyper)
         lp, lr, ld = _op_forward(
-            fam,
+            cj.FAMILY_CODES[self.likelihood],
             np.ascontiguousarray(data, dtype=np.float64),
             np.ascontiguousarray(merges, dtype=np.int64),
             float(alpha),
-            H,
+            cj.pack_hyper(self.likelihood, hyper),
         )
         output_storage[0][0] = np.asarray(lp, dtype=np.float64)
         output_storage[1][0] = np.asarray(lr, dtype=np.float64)
@@ -580,22 +310,22 @@ class BHCEvidence(Op):
             g_logr = pt.zeros_like(outputs[1])
         if isinstance(g_logd.type, DisconnectedType):
             g_logd = pt.constant(0.0, dtype="float64")
-        grads = BHCEvidenceGrad(self.likelihood)(
-            data, merges, alpha, *hyper, g_logp, g_logr, g_logd
+        g_alpha, g_flat = BHCEvidenceGrad(self.likelihood)(
+            data, merges, alpha, g_logp, g_logr, g_logd, *hyper
         )
         return [
             grad_not_implemented(self, 0, data, "BHC evidence is not differentiated in the data"),
             grad_undefined(self, 1, merges, "merges (the tree) are discrete"),
-            *grads,
+            g_alpha,
+            *cj.split_like(g_flat, hyper),
         ]
-
-    if not hasattr(Op, "pullback"):  # pytensor < 3
-        L_op = pullback
 
 
 class BHCEvidenceGrad(Op):
-    """Gradient of :class:`BHCEvidence` w.r.t. alpha and the hyperparameters, given the
-    cotangents of both outputs."""
+    """``(data, merges, alpha, g_logp, g_logr, g_logd, *hyper)``: the gradient of
+    :class:`BHCEvidence` given the cotangents of its three outputs:
+    ``(d/d alpha, d/d hyper)``, the latter flat in :func:`custom_ops.conjugate.pack_hyper`
+    layout (:meth:`BHCEvidence.pullback` splits it)."""
 
     __props__ = ("likelihood",)
 
@@ -603,221 +333,79 @@ class BHCEvidenceGrad(Op):
         self.likelihood = likelihood
         super().__init__()
 
-    def make_node(self, data, merges, alpha, *rest):
-        *hyper, g_logp, g_logr, g_logd = rest
+    def make_node(self, data, merges, alpha, g_logp, g_logr, g_logd, *hyper):
         inputs = [
             data,
             merges,
             alpha,
-            *hyper,
             _as_float(g_logp, 0, "g_logp"),
             _as_float(g_logr, 1, "g_logr"),
             _as_float(g_logd, 0, "g_logd"),
+            *hyper,
         ]
-        outputs = [alpha.type()] + [h.type() for h in hyper]
-        return Apply(self, inputs, outputs)
+        return Apply(self, inputs, [alpha.type(), pt.dvector()])
 
     def perform(self, node, inputs, output_storage):
-        data, merges, alpha, *rest = inputs
-        *hyper, g_logp, g_logr, g_logd = rest
-        fam = FAMILY_CODES[self.likelihood]
-        d = data.shape[1]
-        H = pack_hyper(self.likelihood, hyper)
+        data, merges, alpha, g_logp, g_logr, g_logd, *hyper = inputs
         g_alpha, flat = _op_grad(
-            fam,
+            cj.FAMILY_CODES[self.likelihood],
             np.ascontiguousarray(data, dtype=np.float64),
             np.ascontiguousarray(merges, dtype=np.int64),
             float(alpha),
-            H,
+            cj.pack_hyper(self.likelihood, hyper),
             float(g_logp),
             np.ascontiguousarray(g_logr, dtype=np.float64),
             float(g_logd),
         )
         output_storage[0][0] = np.asarray(g_alpha, dtype=np.float64)
-        for k, g in enumerate(unpack_grad(self.likelihood, flat, d)):
-            output_storage[1 + k][0] = np.asarray(g, dtype=np.float64).reshape(np.shape(hyper[k]))
+        output_storage[1][0] = flat
 
     def infer_shape(self, node, input_shapes):
-        return [input_shapes[2], *input_shapes[3:-3]]
+        size = 0
+        for shape in input_shapes[6:]:
+            size = size + math.prod(shape) if shape else size + 1
+        return [input_shapes[2], (size,)]
 
 
 # --------------------------------------------------------------------------------------
-# Numba registration (one small closure per family; the heavy kernels are disk-cached)
+# Numba registration: one per Op, whatever the family (the heavy kernels are disk-cached;
+# ``flatten_hyper`` packs any number of hyperparameter inputs)
 # --------------------------------------------------------------------------------------
-@_jit
-def _e1():
-    return np.zeros(0)
-
-
-@_jit
-def _e2():
-    return np.zeros((0, 0))
-
-
-@_jit
-def _c1(x):
-    return np.ascontiguousarray(x).astype(np.float64)
-
-
-def _numba_pack(likelihood):
-    if likelihood == "bernoulli":
-
-        @numba.njit
-        def pack(h0, h1, h2, h3):
-            return (_c1(h0), _c1(h1), _e1(), _e1(), _e2())
-
-    elif likelihood == "multinomial":
-
-        @numba.njit
-        def pack(h0, h1, h2, h3):
-            return (_c1(h0), _e1(), _e1(), _e1(), _e2())
-
-    elif likelihood == "gaussian":
-
-        @numba.njit
-        def pack(h0, h1, h2, h3):
-            kv = np.empty(2)
-            kv[0] = h1.item()
-            kv[1] = h2.item()
-            return (_c1(h0), kv, _e1(), _e1(), np.ascontiguousarray(h3).astype(np.float64))
-
-    else:
-
-        @numba.njit
-        def pack(h0, h1, h2, h3):
-            return (_c1(h0), _c1(h1), _c1(h2), _c1(h3), _e2())
-
-    return pack
-
-
 @nb.register_funcify_default_op_cache_key(BHCEvidence)
 def _numba_bhc_evidence(op, node, **kwargs):
-    fam = FAMILY_CODES[op.likelihood]
-    pack = _numba_pack(op.likelihood)
-    nh = len(_HYPER_NDIMS[op.likelihood])
+    fam = cj.FAMILY_CODES[op.likelihood]
 
-    if nh == 1:
-
-        @numba.njit
-        def f(data, merges, alpha, h0):
-            H = pack(h0, h0, h0, h0)
-            lp, lr, ld = _op_forward(
-                fam, np.ascontiguousarray(data), np.ascontiguousarray(merges), alpha.item(), H
-            )
-            return np.asarray(lp), lr, np.asarray(ld)
-
-    elif nh == 2:
-
-        @numba.njit
-        def f(data, merges, alpha, h0, h1):
-            H = pack(h0, h1, h0, h0)
-            lp, lr, ld = _op_forward(
-                fam, np.ascontiguousarray(data), np.ascontiguousarray(merges), alpha.item(), H
-            )
-            return np.asarray(lp), lr, np.asarray(ld)
-
-    else:
-
-        @numba.njit
-        def f(data, merges, alpha, h0, h1, h2, h3):
-            H = pack(h0, h1, h2, h3)
-            lp, lr, ld = _op_forward(
-                fam, np.ascontiguousarray(data), np.ascontiguousarray(merges), alpha.item(), H
-            )
-            return np.asarray(lp), lr, np.asarray(ld)
+    @numba.njit
+    def f(data, merges, alpha, *hyper):
+        lp, lr, ld = _op_forward(
+            fam,
+            np.ascontiguousarray(data),
+            np.ascontiguousarray(merges),
+            alpha.item(),
+            cj.flatten_hyper(hyper),
+        )
+        return np.asarray(lp), lr, np.asarray(ld)
 
     return f, _NUMBA_CACHE_VERSION
 
 
 @nb.register_funcify_default_op_cache_key(BHCEvidenceGrad)
 def _numba_bhc_evidence_grad(op, node, **kwargs):
-    fam = FAMILY_CODES[op.likelihood]
-    pack = _numba_pack(op.likelihood)
-    nh = len(_HYPER_NDIMS[op.likelihood])
+    fam = cj.FAMILY_CODES[op.likelihood]
 
-    if op.likelihood == "bernoulli":
-
-        @numba.njit
-        def f(data, merges, alpha, h0, h1, g_logp, g_logr, g_logd):
-            H = pack(h0, h1, h0, h0)
-            d = data.shape[1]
-            ga, flat = _op_grad(
-                fam,
-                np.ascontiguousarray(data),
-                np.ascontiguousarray(merges),
-                alpha.item(),
-                H,
-                g_logp.item(),
-                np.ascontiguousarray(g_logr),
-                g_logd.item(),
-            )
-            return np.asarray(ga), flat[:d].copy(), flat[d : 2 * d].copy()
-
-    elif op.likelihood == "multinomial":
-
-        @numba.njit
-        def f(data, merges, alpha, h0, g_logp, g_logr, g_logd):
-            H = pack(h0, h0, h0, h0)
-            ga, flat = _op_grad(
-                fam,
-                np.ascontiguousarray(data),
-                np.ascontiguousarray(merges),
-                alpha.item(),
-                H,
-                g_logp.item(),
-                np.ascontiguousarray(g_logr),
-                g_logd.item(),
-            )
-            return np.asarray(ga), flat
-
-    elif op.likelihood == "gaussian":
-
-        @numba.njit
-        def f(data, merges, alpha, h0, h1, h2, h3, g_logp, g_logr, g_logd):
-            H = pack(h0, h1, h2, h3)
-            d = data.shape[1]
-            ga, flat = _op_grad(
-                fam,
-                np.ascontiguousarray(data),
-                np.ascontiguousarray(merges),
-                alpha.item(),
-                H,
-                g_logp.item(),
-                np.ascontiguousarray(g_logr),
-                g_logd.item(),
-            )
-            return (
-                np.asarray(ga),
-                flat[:d].copy(),
-                np.asarray(flat[d]),
-                np.asarray(flat[d + 1]),
-                flat[d + 2 :].copy().reshape((d, d)),
-            )
-
-    else:
-        assert nh == 4
-
-        @numba.njit
-        def f(data, merges, alpha, h0, h1, h2, h3, g_logp, g_logr, g_logd):
-            H = pack(h0, h1, h2, h3)
-            d = data.shape[1]
-            ga, flat = _op_grad(
-                fam,
-                np.ascontiguousarray(data),
-                np.ascontiguousarray(merges),
-                alpha.item(),
-                H,
-                g_logp.item(),
-                np.ascontiguousarray(g_logr),
-                g_logd.item(),
-            )
-            return (
-                np.asarray(ga),
-                flat[:d].copy(),
-                flat[d : 2 * d].copy(),
-                flat[2 * d : 3 * d].copy(),
-                flat[3 * d :].copy(),
-            )
+    @numba.njit
+    def f(data, merges, alpha, g_logp, g_logr, g_logd, *hyper):
+        g_alpha, flat = _op_grad(
+            fam,
+            np.ascontiguousarray(data),
+            np.ascontiguousarray(merges),
+            alpha.item(),
+            cj.flatten_hyper(hyper),
+            g_logp.item(),
+            np.ascontiguousarray(g_logr),
+            g_logd.item(),
+        )
+        return np.asarray(g_alpha), flat
 
     return f, _NUMBA_CACHE_VERSION
 
@@ -878,10 +466,7 @@ def _bhc_apply(data, merges, alpha, likelihood, hyper):
         ``nu0`` defaults to d + 2). Missing ones take flat defaults.
 
     """
-    if likelihood not in FAMILY_CODES:
-        raise ValueError(
-            f"likelihood: unknown {likelihood!r}; choose one of {sorted(FAMILY_CODES)}"
-        )
+    cj.family_code(likelihood, "likelihood")
     names = cj.FAMILIES[likelihood].hyper_names
     unknown = set(hyper) - set(names)
     if unknown:
@@ -915,7 +500,7 @@ def _bhc_apply(data, merges, alpha, likelihood, hyper):
     if likelihood == "gaussian" and vals["nu0"] is None:
         vals["nu0"] = pt.cast(d, "float64") + 2.0
     args = []
-    for name, nd in zip(names, _HYPER_NDIMS[likelihood], strict=True):
+    for name, nd in zip(names, cj.HYPER_NDIMS[likelihood], strict=True):
         v = pt.as_tensor_variable(vals[name])
         v = pt.cast(v, "float64") if v.dtype != "float64" else v
         if nd == 1 and v.ndim == 0:

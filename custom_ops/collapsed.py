@@ -39,7 +39,6 @@ from custom_ops import conjugate as cj
 from custom_ops.crp import canonicalize
 
 __all__ = [
-    "HYPER_NDIMS",
     "CollapsedLogLik",
     "CollapsedLogLikGrad",
     "collapsed_loglik",
@@ -48,112 +47,17 @@ __all__ = [
     "draw_diag_gaussian",
     "draw_gaussian",
     "draw_multinomial",
-    "hyper_tuple",
-    "valid_hyper",
 ]
 
-#: ndim of each hyperparameter input, per family.
-HYPER_NDIMS: dict[str, tuple[int, ...]] = {
-    "bernoulli": (1, 1),
-    "multinomial": (1,),
-    "gaussian": (1, 0, 0, 2),
-    "diag_gaussian": (1, 1, 1, 1),
-}
-
 _jit = numba.njit(cache=True)
+# PyTensor caches the registered Numba functions by Op type and props only: bump this
+# whenever their signatures or outputs change, or stale compiled code is reused.
+_NUMBA_CACHE_VERSION = 2
 
 
 # --------------------------------------------------------------------------------------
-# hyperparameter validity (kernels trust their inputs; the Op must not)
-# --------------------------------------------------------------------------------------
-@_jit
-def _all_positive(v):
-    for j in range(v.shape[0]):
-        if not (v[j] > 0.0 and math.isfinite(v[j])):
-            return False
-    return True
-
-
-@_jit
-def _all_finite(v):
-    for j in range(v.shape[0]):
-        if not math.isfinite(v[j]):
-            return False
-    return True
-
-
-@_jit
-def _is_spd(S):
-    """Whether the symmetric part of S is positive definite (the kernels use it)."""
-    d = S.shape[0]
-    L = np.zeros((d, d))
-    for j in range(d):
-        for k in range(d):
-            if not math.isfinite(S[j, k]):
-                return False
-    for j in range(d):
-        acc = S[j, j]
-        for k in range(j):
-            acc -= L[j, k] * L[j, k]
-        if acc <= 0.0:
-            return False
-        L[j, j] = math.sqrt(acc)
-        for i in range(j + 1, d):
-            acc = 0.5 * (S[i, j] + S[j, i])
-            for k in range(j):
-                acc -= L[i, k] * L[j, k]
-            L[i, j] = acc / L[j, j]
-    return True
-
-
-@_jit
-def _valid_bernoulli(hyper):
-    a, b = hyper
-    return _all_positive(a) and _all_positive(b)
-
-
-@_jit
-def _valid_multinomial(hyper):
-    (alpha,) = hyper
-    return _all_positive(alpha)
-
-
-@_jit
-def _valid_gaussian(hyper):
-    m0, kappa0, nu0, S0 = hyper
-    d = m0.shape[0]
-    return (
-        _all_finite(m0)
-        and kappa0 > 0.0
-        and math.isfinite(kappa0)
-        and nu0 > d - 1.0
-        and math.isfinite(nu0)
-        and _is_spd(S0)
-    )
-
-
-@_jit
-def _valid_diag_gaussian(hyper):
-    m0, k0, a0, b0 = hyper
-    return _all_finite(m0) and _all_positive(k0) and _all_positive(a0) and _all_positive(b0)
-
-
-def valid_hyper(family, hyper) -> bool:
-    """Whether ``hyper`` is a valid hyperparameter tuple for ``family``."""
-    return bool(_VALID[family](hyper))
-
-
-_VALID = {
-    "bernoulli": _valid_bernoulli,
-    "multinomial": _valid_multinomial,
-    "gaussian": _valid_gaussian,
-    "diag_gaussian": _valid_diag_gaussian,
-}
-
-
-# --------------------------------------------------------------------------------------
-# grouped sums. One function per family, written out: passing jitted kernels as values
-# inside jitted code would make Numba refuse to cache them ("dynamic globals").
+# grouped sums over the blocks, for every family through the custom_ops.conjugate
+# dispatchers (a family code and one flat hyperparameter vector)
 # --------------------------------------------------------------------------------------
 @_jit
 def _nonnegative(z):
@@ -164,208 +68,52 @@ def _nonnegative(z):
 
 
 @_jit
-def _stats_bernoulli(z, X):
+def _block_stats(fam, z, X):
     labels, K = canonicalize(z)
-    S = np.zeros((K, 1 + X.shape[1]))
+    S = np.zeros((K, cj.stats_size(fam, X.shape[1])))
     for i in range(X.shape[0]):
-        cj.bernoulli_add(S[labels[i]], X[i])
+        cj.add(fam, S[labels[i]], X[i])
     return S
 
 
 @_jit
-def _stats_multinomial(z, X):
-    labels, K = canonicalize(z)
-    S = np.zeros((K, 2 + X.shape[1]))
-    for i in range(X.shape[0]):
-        cj.multinomial_add(S[labels[i]], X[i])
-    return S
-
-
-@_jit
-def _stats_gaussian(z, X):
-    d = X.shape[1]
-    labels, K = canonicalize(z)
-    S = np.zeros((K, 1 + d + d * d))
-    for i in range(X.shape[0]):
-        cj.gaussian_add(S[labels[i]], X[i])
-    return S
-
-
-@_jit
-def _stats_diag_gaussian(z, X):
-    labels, K = canonicalize(z)
-    S = np.zeros((K, 1 + 2 * X.shape[1]))
-    for i in range(X.shape[0]):
-        cj.diag_gaussian_add(S[labels[i]], X[i])
-    return S
-
-
-@_jit
-def _value_bernoulli(z, X, a, b):
-    hyper = (a, b)
-    if not _valid_bernoulli(hyper) or not _nonnegative(z):
+def _value(fam, z, X, hp):
+    """Σ_k log p(X[z == k] | hp); ``-inf`` for a negative label or invalid ``hp``."""
+    if cj.hyper_error(fam, hp, X.shape[1], False) != 0 or not _nonnegative(z):
         return -np.inf
-    S = _stats_bernoulli(z, X)
+    S = _block_stats(fam, z, X)
     out = 0.0
     for k in range(S.shape[0]):
-        out += cj.bernoulli_log_marginal(S[k], hyper)
+        out += cj.log_marginal(fam, S[k], hp)
     return out
 
 
 @_jit
-def _value_multinomial(z, X, alpha):
-    hyper = (alpha,)
-    if not _valid_multinomial(hyper) or not _nonnegative(z):
-        return -np.inf
-    S = _stats_multinomial(z, X)
-    out = 0.0
+def _grad(fam, z, X, hp):
+    """∂ :func:`_value` / ∂ hp (flat layout; zero where the value is ``-inf``)."""
+    g = np.zeros(hp.shape[0])
+    if cj.hyper_error(fam, hp, X.shape[1], False) != 0 or not _nonnegative(z):
+        return g
+    S = _block_stats(fam, z, X)
     for k in range(S.shape[0]):
-        out += cj.multinomial_log_marginal(S[k], hyper)
-    return out
-
-
-@_jit
-def _value_gaussian(z, X, m0, kappa0, nu0, S0):
-    hyper = (m0, kappa0, nu0, S0)
-    if not _valid_gaussian(hyper) or not _nonnegative(z):
-        return -np.inf
-    S = _stats_gaussian(z, X)
-    out = 0.0
-    for k in range(S.shape[0]):
-        out += cj.gaussian_log_marginal(S[k], hyper)
-    return out
-
-
-@_jit
-def _value_diag_gaussian(z, X, m0, k0, a0, b0):
-    hyper = (m0, k0, a0, b0)
-    if not _valid_diag_gaussian(hyper) or not _nonnegative(z):
-        return -np.inf
-    S = _stats_diag_gaussian(z, X)
-    out = 0.0
-    for k in range(S.shape[0]):
-        out += cj.diag_gaussian_log_marginal(S[k], hyper)
-    return out
-
-
-_VALUE = {
-    "bernoulli": _value_bernoulli,
-    "multinomial": _value_multinomial,
-    "gaussian": _value_gaussian,
-    "diag_gaussian": _value_diag_gaussian,
-}
+        cj.log_marginal_grad(fam, S[k], hp, g, 1.0)
+    return g
 
 
 def collapsed_loglik_value(family, z, X, hyper) -> float:
     """``log p(X | z, hyper)`` in plain NumPy/Numba (no PyTensor)."""
-    if family not in _VALUE:
-        raise ValueError(f"family: unknown {family!r}; choose one of {sorted(_VALUE)}")
+    fam = cj.family_code(family)
     z = np.ascontiguousarray(z, dtype=np.int64)
     X = np.ascontiguousarray(X, dtype=np.float64)
-    return float(_VALUE[family](z, X, *hyper_tuple(family, hyper)))
-
-
-# Gradients: per family, because the gradient tuples mix scalars and arrays.
-@_jit
-def _grad_bernoulli(z, X, hyper):
-    a, _b = hyper
-    ga = np.zeros_like(a)
-    gb = np.zeros_like(a)
-    if not _valid_bernoulli(hyper):
-        return ga, gb
-    if not _nonnegative(z):
-        return ga, gb
-    S = _stats_bernoulli(z, X)
-    for k in range(S.shape[0]):
-        _v, (g1, g2) = cj.bernoulli_log_marginal_grad(S[k], hyper)
-        ga += g1
-        gb += g2
-    return ga, gb
-
-
-@_jit
-def _grad_multinomial(z, X, hyper):
-    (alpha,) = hyper
-    g = np.zeros_like(alpha)
-    if not _valid_multinomial(hyper):
-        return (g,)
-    if not _nonnegative(z):
-        return (g,)
-    S = _stats_multinomial(z, X)
-    for k in range(S.shape[0]):
-        _v, (gk,) = cj.multinomial_log_marginal_grad(S[k], hyper)
-        g += gk
-    return (g,)
-
-
-@_jit
-def _grad_gaussian(z, X, hyper):
-    m0 = hyper[0]
-    d = m0.shape[0]
-    gm = np.zeros(d)
-    gk = 0.0
-    gn = 0.0
-    gS = np.zeros((d, d))
-    if not _valid_gaussian(hyper):
-        return gm, gk, gn, gS
-    if not _nonnegative(z):
-        return gm, gk, gn, gS
-    S = _stats_gaussian(z, X)
-    for k in range(S.shape[0]):
-        _v, (g1, g2, g3, g4) = cj.gaussian_log_marginal_grad(S[k], hyper)
-        gm += g1
-        gk += g2
-        gn += g3
-        gS += g4
-    return gm, gk, gn, gS
-
-
-@_jit
-def _grad_diag_gaussian(z, X, hyper):
-    m0 = hyper[0]
-    d = m0.shape[0]
-    g1 = np.zeros(d)
-    g2 = np.zeros(d)
-    g3 = np.zeros(d)
-    g4 = np.zeros(d)
-    if not _valid_diag_gaussian(hyper):
-        return g1, g2, g3, g4
-    if not _nonnegative(z):
-        return g1, g2, g3, g4
-    S = _stats_diag_gaussian(z, X)
-    for k in range(S.shape[0]):
-        _v, (a1, a2, a3, a4) = cj.diag_gaussian_log_marginal_grad(S[k], hyper)
-        g1 += a1
-        g2 += a2
-        g3 += a3
-        g4 += a4
-    return g1, g2, g3, g4
-
-
-_GRAD = {
-    "bernoulli": _grad_bernoulli,
-    "multinomial": _grad_multinomial,
-    "gaussian": _grad_gaussian,
-    "diag_gaussian": _grad_diag_gaussian,
-}
-
-
-def hyper_tuple(family, values):
-    """Input arrays -> the tuple the conjugate kernels expect (0-d -> float)."""
-    if family == "gaussian":
-        m0, k0, nu0, S0 = values
-        return (np.ascontiguousarray(m0, dtype=np.float64), float(k0), float(nu0),
-                np.ascontiguousarray(S0, dtype=np.float64))
-    return tuple(np.ascontiguousarray(v, dtype=np.float64) for v in values)
+    return float(_value(fam, z, X, cj.pack_hyper(family, hyper)))
 
 
 # --------------------------------------------------------------------------------------
 # Ops
 # --------------------------------------------------------------------------------------
 def _make_inputs(family, z, X, hyper):
-    if family not in HYPER_NDIMS:
-        raise ValueError(f"family: unknown {family!r}; choose one of {sorted(HYPER_NDIMS)}")
-    ndims = HYPER_NDIMS[family]
+    cj.family_code(family)
+    ndims = cj.HYPER_NDIMS[family]
     if len(hyper) != len(ndims):
         raise TypeError(f"{family}: expected {len(ndims)} hyperparameters, got {len(hyper)}")
     z = pt.as_tensor_variable(z)
@@ -390,8 +138,7 @@ class CollapsedLogLik(Op):
     __props__ = ("family",)
 
     def __init__(self, family: str):
-        if family not in HYPER_NDIMS:
-            raise ValueError(f"family: unknown {family!r}; choose one of {sorted(HYPER_NDIMS)}")
+        cj.family_code(family)
         self.family = family
 
     def make_node(self, z, X, *hyper):
@@ -400,7 +147,7 @@ class CollapsedLogLik(Op):
 
     def perform(self, node, inputs, output_storage):
         z, X, *hyper = inputs
-        value = _VALUE[self.family](z, X, *hyper_tuple(self.family, hyper))
+        value = _value(cj.FAMILY_CODES[self.family], z, X, cj.pack_hyper(self.family, hyper))
         output_storage[0][0] = np.asarray(value, dtype=np.float64)
 
     def infer_shape(self, node, input_shapes):
@@ -409,37 +156,39 @@ class CollapsedLogLik(Op):
     def pullback(self, inputs, outputs, cotangents):
         z, X, *hyper = inputs
         (g,) = cotangents
-        grads = CollapsedLogLikGrad(self.family)(z, X, *hyper)
-        grads = grads if isinstance(grads, list | tuple) else [grads]
+        flat = CollapsedLogLikGrad(self.family)(z, X, *hyper)
         return [
             grad_undefined(self, 0, z, "z is a discrete partition"),
             grad_not_implemented(self, 1, X, "gradient with respect to the data"),
-            *(g * gh for gh in grads),
+            *(g * gh for gh in cj.split_like(flat, hyper)),
         ]
 
 
 class CollapsedLogLikGrad(Op):
-    """Gradients of :class:`CollapsedLogLik` with respect to each hyperparameter."""
+    """Gradient of :class:`CollapsedLogLik` with respect to the hyperparameters, flat in
+    :func:`custom_ops.conjugate.pack_hyper` layout (the ``pullback`` splits it)."""
 
     __props__ = ("family",)
 
     def __init__(self, family: str):
-        if family not in HYPER_NDIMS:
-            raise ValueError(f"family: unknown {family!r}; choose one of {sorted(HYPER_NDIMS)}")
+        cj.family_code(family)
         self.family = family
 
     def make_node(self, z, X, *hyper):
         inputs = _make_inputs(self.family, z, X, hyper)
-        return Apply(self, inputs, [h.type() for h in inputs[2:]])
+        return Apply(self, inputs, [pt.dvector()])
 
     def perform(self, node, inputs, output_storage):
         z, X, *hyper = inputs
-        grads = _GRAD[self.family](z, X, hyper_tuple(self.family, hyper))
-        for store, gval in zip(output_storage, grads, strict=True):
-            store[0] = np.asarray(gval, dtype=np.float64)
+        output_storage[0][0] = _grad(
+            cj.FAMILY_CODES[self.family], z, X, cj.pack_hyper(self.family, hyper)
+        )
 
     def infer_shape(self, node, input_shapes):
-        return list(input_shapes[2:])
+        size = 0
+        for shape in input_shapes[2:]:
+            size = size + math.prod(shape) if shape else size + 1
+        return [(size,)]
 
 
 def collapsed_loglik(family: str, z, X, *hyper):
@@ -448,67 +197,28 @@ def collapsed_loglik(family: str, z, X, *hyper):
 
 
 # --------------------------------------------------------------------------------------
-# Numba registrations (one kernel per family: the hyperparameter tuples differ)
+# Numba registrations: one per Op, whatever the family
 # --------------------------------------------------------------------------------------
 @nb.register_funcify_default_op_cache_key(CollapsedLogLik)
 def _numba_collapsed_loglik(op, node, **kwargs):
-    family = op.family
-    if family == "bernoulli":
+    fam = cj.FAMILY_CODES[op.family]
 
-        @nb.numba_njit
-        def f(z, X, a, b):
-            return np.asarray(_value_bernoulli(z, X, a, b))
+    @nb.numba_njit
+    def f(z, X, *hyper):
+        return np.asarray(_value(fam, z, X, cj.flatten_hyper(hyper)))
 
-    elif family == "multinomial":
-
-        @nb.numba_njit
-        def f(z, X, alpha):
-            return np.asarray(_value_multinomial(z, X, alpha))
-
-    elif family == "gaussian":
-
-        @nb.numba_njit
-        def f(z, X, m0, kappa0, nu0, S0):
-            return np.asarray(_value_gaussian(z, X, m0, kappa0.item(), nu0.item(), S0))
-
-    else:
-
-        @nb.numba_njit
-        def f(z, X, m0, k0, a0, b0):
-            return np.asarray(_value_diag_gaussian(z, X, m0, k0, a0, b0))
-
-    return f
+    return f, _NUMBA_CACHE_VERSION
 
 
 @nb.register_funcify_default_op_cache_key(CollapsedLogLikGrad)
 def _numba_collapsed_loglik_grad(op, node, **kwargs):
-    family = op.family
-    if family == "bernoulli":
+    fam = cj.FAMILY_CODES[op.family]
 
-        @nb.numba_njit
-        def g(z, X, a, b):
-            return _grad_bernoulli(z, X, (a, b))
+    @nb.numba_njit
+    def g(z, X, *hyper):
+        return _grad(fam, z, X, cj.flatten_hyper(hyper))
 
-    elif family == "multinomial":
-
-        @nb.numba_njit
-        def g(z, X, alpha):
-            return _grad_multinomial(z, X, (alpha,))[0]
-
-    elif family == "gaussian":
-
-        @nb.numba_njit
-        def g(z, X, m0, kappa0, nu0, S0):
-            gm, gk, gn, gS = _grad_gaussian(z, X, (m0, kappa0.item(), nu0.item(), S0))
-            return gm, np.asarray(gk), np.asarray(gn), gS
-
-    else:
-
-        @nb.numba_njit
-        def g(z, X, m0, k0, a0, b0):
-            return _grad_diag_gaussian(z, X, (m0, k0, a0, b0))
-
-    return g
+    return g, _NUMBA_CACHE_VERSION
 
 
 # --------------------------------------------------------------------------------------

@@ -13,11 +13,12 @@
 All work for the two-parameter (Pitman-Yor) restaurant: an item joins an existing block
 ``k`` with weight ``n_{k,-i} - d`` and a new block with weight ``alpha + K_{-i} d``.
 
-Families are selected by an integer code (:data:`FAMILY_CODES`) with the hyperparameters
-packed in one float64 vector (:func:`pack_hyper`); every kernel is compiled once and
-cached on disk (Numba cannot cache kernels that take jitted functions as arguments).
-Each block keeps a *state*: the sufficient statistics of ``custom_ops.conjugate`` or, for
-the Normal-Inverse-Wishart family, its Cholesky-factored posterior plus three cached
+Families are selected by the integer code of :mod:`custom_ops.conjugate` (``FAMILY_CODES``)
+with the hyperparameters packed in one float64 vector (``pack_hyper``); every kernel is
+compiled once and cached on disk (Numba cannot cache kernels that take jitted functions
+as arguments). Each block keeps a *state* of ``custom_ops.conjugate`` (``state_init``,
+``state_add``, ``state_log_predictive``, ...): the sufficient statistics or, for the
+Normal-Inverse-Wishart family, its Cholesky-factored posterior plus three cached
 constants of the Student-t predictive, so an update and a predictive are both O(d^2).
 """
 
@@ -33,221 +34,13 @@ from custom_ops.crp import canonicalize
 
 __all__ = [
     "COMPONENT_CODES",
-    "FAMILY_CODES",
     "auxiliary_sweeps",
     "collapsed_sweeps",
-    "pack_hyper",
     "sequential_map_partition",
     "split_merge_proposal",
-    "state_size",
 ]
 
 _jit = numba.njit(cache=True)
-
-BERNOULLI, MULTINOMIAL, GAUSSIAN, DIAG_GAUSSIAN = 0, 1, 2, 3
-#: Integer codes of the conjugate families.
-FAMILY_CODES = {
-    "bernoulli": BERNOULLI,
-    "multinomial": MULTINOMIAL,
-    "gaussian": GAUSSIAN,
-    "diag_gaussian": DIAG_GAUSSIAN,
-}
-
-
-def pack_hyper(family: str, hyper) -> np.ndarray:
-    """The hyperparameter tuple of ``custom_ops.conjugate`` as one float64 vector."""
-    parts = [np.atleast_1d(np.asarray(h, dtype=np.float64)).reshape(-1) for h in hyper]
-    if family not in FAMILY_CODES:
-        raise ValueError(f"family: unknown {family!r}")
-    return np.ascontiguousarray(np.concatenate(parts) if parts else np.zeros(0))
-
-
-def state_size(family: str, d: int) -> int:
-    """Length of one block state."""
-    return int(_state_size(FAMILY_CODES[family], d))
-
-
-# --------------------------------------------------------------------------------------
-# block states, dispatched on the family code
-# --------------------------------------------------------------------------------------
-@_jit
-def _state_size(fam, d):
-    if fam == BERNOULLI:
-        return 1 + d
-    if fam == MULTINOMIAL:
-        return 2 + d
-    if fam == GAUSSIAN:
-        # posterior (n, kappa_n, nu_n, m_n, L), 3 predictive constants, d scratch
-        return 3 + d + d * d + 3 + d
-    return 1 + 2 * d
-
-
-@_jit
-def _gaussian_hyper(hp, d):
-    return (hp[:d], hp[d], hp[d + 1], hp[d + 2 : d + 2 + d * d].reshape((d, d)))
-
-
-@_jit
-def _diag_hyper(hp, d):
-    return (hp[:d], hp[d : 2 * d], hp[2 * d : 3 * d], hp[3 * d : 4 * d])
-
-
-# Normal-Inverse-Wishart predictive constants, refreshed after every add/remove:
-#     log t(x) = c - e * log1p(w * |L^{-1}(x - m_n)|^2),
-#     c = lgamma((dof + d)/2) - lgamma(dof/2) - d/2 log(dof pi) - 1/2 log|s L Lᵀ|,
-#     w = 1 / (s dof), e = (dof + d)/2, dof = nu_n - d + 1, s = (kappa_n + 1)/(kappa_n dof)
-# (the multivariate Student-t of Murphy 2012 Eq. 4.215 / the Heller digest §1.2).
-# Everything but log|L Lᵀ| depends only on the block size, so a kernel tabulates it once
-# (``_niw_table``) and a refresh costs d logarithms.
-@_jit
-def _niw_table(fam, hp, d, nmax):
-    """Rows [c + log|L|, w, e] for block sizes 0..nmax (one dummy row for other families)."""
-    if fam != GAUSSIAN:
-        return np.zeros((1, 3))
-    kappa0 = hp[d]
-    nu0 = hp[d + 1]
-    tab = np.empty((nmax + 1, 3))
-    for nk in range(nmax + 1):
-        kn = kappa0 + nk
-        dof = nu0 + nk - d + 1.0
-        sf = (kn + 1.0) / (kn * dof)
-        tab[nk, 0] = (
-            math.lgamma(0.5 * (dof + d))
-            - math.lgamma(0.5 * dof)
-            - 0.5 * d * math.log(dof * math.pi)
-            - 0.5 * d * math.log(sf)
-        )
-        tab[nk, 1] = 1.0 / (sf * dof)
-        tab[nk, 2] = 0.5 * (dof + d)
-    return tab
-
-
-@_jit
-def _niw_refresh(state, d, tab):
-    base = 3 + d + d * d
-    row = int(state[0])
-    logdet = 0.0
-    for j in range(d):
-        logdet += math.log(state[3 + d + j * d + j])
-    state[base] = tab[row, 0] - logdet
-    state[base + 1] = tab[row, 1]
-    state[base + 2] = tab[row, 2]
-
-
-@_jit
-def _niw_update(state, x, sign, tab):
-    """Add (sign = +1) or remove (sign = -1) one item from a NIW block state in place:
-    ``custom_ops.conjugate.gaussian_state_add`` / ``_remove`` without their scratch
-    allocation. Adding x: S_n += k/(k+1) (x - m_n)(x - m_n)ᵀ, m_n <- (k m_n + x)/(k+1);
-    removing inverts it (rank-1 Cholesky update / downdate, O(d^2))."""
-    d = x.shape[0]
-    kn = state[1]
-    base_l = 3 + d
-    if sign > 0:
-        f = math.sqrt(kn / (kn + 1.0))
-        for j in range(d):
-            state[base_l + d * d + 3 + j] = f * (x[j] - state[3 + j])  # scratch: v
-            state[3 + j] = (kn * state[3 + j] + x[j]) / (kn + 1.0)
-        new_kn = kn + 1.0
-    else:
-        ko = kn - 1.0
-        f = math.sqrt(ko / kn)
-        for j in range(d):
-            mo = (kn * state[3 + j] - x[j]) / ko
-            state[base_l + d * d + 3 + j] = f * (x[j] - mo)
-            state[3 + j] = mo
-        new_kn = ko
-    # rank-1 update of the lower Cholesky factor L (row-major at base_l), v in scratch
-    v0 = base_l + d * d + 3
-    for k in range(d):
-        lkk = state[base_l + k * d + k]
-        vk = state[v0 + k]
-        r2 = lkk * lkk + sign * vk * vk
-        if r2 <= 0.0:
-            raise ValueError("Cholesky downdate lost positive definiteness")
-        r = math.sqrt(r2)
-        c = r / lkk
-        s_ = vk / lkk
-        state[base_l + k * d + k] = r
-        for i in range(k + 1, d):
-            lik = (state[base_l + i * d + k] + sign * s_ * state[v0 + i]) / c
-            state[base_l + i * d + k] = lik
-            state[v0 + i] = c * state[v0 + i] - s_ * lik
-    state[0] += sign
-    state[1] = new_kn
-    state[2] += sign
-    _niw_refresh(state, d, tab)
-
-
-@_jit
-def _st_init(fam, state, hp, d, tab):
-    if fam == GAUSSIAN:
-        base = 3 + d + d * d
-        state[:base] = cj.gaussian_state(np.zeros(1 + d + d * d), _gaussian_hyper(hp, d))
-        _niw_refresh(state, d, tab)
-    else:
-        state[:] = 0.0
-
-
-@_jit
-def _st_add(fam, state, x, tab):
-    if fam == BERNOULLI:
-        cj.bernoulli_add(state, x)
-    elif fam == MULTINOMIAL:
-        cj.multinomial_add(state, x)
-    elif fam == GAUSSIAN:
-        _niw_update(state, x, 1.0, tab)
-    else:
-        cj.diag_gaussian_add(state, x)
-
-
-@_jit
-def _st_remove(fam, state, x, tab):
-    if fam == BERNOULLI:
-        cj.bernoulli_remove(state, x)
-    elif fam == MULTINOMIAL:
-        cj.multinomial_remove(state, x)
-    elif fam == GAUSSIAN:
-        _niw_update(state, x, -1.0, tab)
-    else:
-        cj.diag_gaussian_remove(state, x)
-
-
-@_jit
-def _st_log_pred(fam, x, state, hp, work):
-    """log p(x | the block's items): the posterior predictive (``work``: scratch (d,))."""
-    d = x.shape[0]
-    if fam == BERNOULLI:
-        return cj.bernoulli_log_predictive(x, state, (hp[:d], hp[d : 2 * d]))
-    if fam == MULTINOMIAL:
-        return cj.multinomial_log_predictive(x, state, (hp[:d],))
-    if fam == GAUSSIAN:
-        base = 3 + d + d * d
-        # forward substitution L u = x - m_n, accumulating |u|^2
-        u = work
-        maha = 0.0
-        for j in range(d):
-            acc = x[j] - state[3 + j]
-            row = 3 + d + j * d
-            for k in range(j):
-                acc -= state[row + k] * u[k]
-            u[j] = acc / state[row + j]
-            maha += u[j] * u[j]
-        return state[base] - state[base + 2] * math.log1p(state[base + 1] * maha)
-    return cj.diag_gaussian_log_predictive(x, state, _diag_hyper(hp, d))
-
-
-@_jit
-def _st_log_marg(fam, state, hp, d):
-    """log p(the block's items), component parameters integrated out."""
-    if fam == BERNOULLI:
-        return cj.bernoulli_log_marginal(state, (hp[:d], hp[d : 2 * d]))
-    if fam == MULTINOMIAL:
-        return cj.multinomial_log_marginal(state, (hp[:d],))
-    if fam == GAUSSIAN:
-        return cj.gaussian_state_log_marginal(state[: 3 + d + d * d], _gaussian_hyper(hp, d))
-    return cj.diag_gaussian_log_marginal(state, _diag_hyper(hp, d))
-
 
 # --------------------------------------------------------------------------------------
 # small helpers
@@ -327,8 +120,8 @@ def collapsed_sweeps(X, z, alpha, discount, fam, hp, rng, n_sweeps):
     X : (n, d) float64
     z : (n,) int64, any non-negative labels (the block states are rebuilt from them)
     alpha, discount : float
-    fam : int, a :data:`FAMILY_CODES` value
-    hp : float64 vector, :func:`pack_hyper`
+    fam : int, a :data:`custom_ops.conjugate.FAMILY_CODES` value
+    hp : float64 vector, :func:`custom_ops.conjugate.pack_hyper`
     rng : numpy.random.Generator
     n_sweeps : int
 
@@ -337,8 +130,8 @@ def collapsed_sweeps(X, z, alpha, discount, fam, hp, rng, n_sweeps):
     (n,) int64 canonical labels
     """
     n, d = X.shape
-    S = _state_size(fam, d)
-    tab = _niw_table(fam, hp, d, n)
+    S = cj.state_size(fam, d)
+    tab = cj.state_table(fam, hp, d, n)
     work = np.empty(d)
     # log(n_k - discount) for every block size
     log_size = np.empty(n + 1)
@@ -361,18 +154,18 @@ def collapsed_sweeps(X, z, alpha, discount, fam, hp, rng, n_sweeps):
         n_free += 1
     # the empty-block (prior) state, copied into every new block
     empty = np.empty(S)
-    _st_init(fam, empty, hp, d, tab)
+    cj.state_init(fam, empty, hp, d, tab)
     for k in range(K):
         states[k] = empty
         active[k] = k
         pos[k] = k
     for i in range(n):
-        _st_add(fam, states[labels[i]], X[i], tab)
+        cj.state_add(fam, states[labels[i]], X[i], tab)
         counts[labels[i]] += 1
     # The new-block term is the prior predictive, constant over the call.
     prior_pred = np.empty(n)
     for i in range(n):
-        prior_pred[i] = _st_log_pred(fam, X[i], empty, hp, work)
+        prior_pred[i] = cj.state_log_predictive(fam, X[i], empty, hp, work)
 
     lw = np.empty(n + 1)
     order = np.arange(n)
@@ -394,12 +187,12 @@ def collapsed_sweeps(X, z, alpha, discount, fam, hp, rng, n_sweeps):
                 free[n_free] = s_old
                 n_free += 1
             else:
-                _st_remove(fam, states[s_old], x, tab)
+                cj.state_remove(fam, states[s_old], x, tab)
                 counts[s_old] -= 1
             # Eq. 25.33 (corrected): CRP prior weight x posterior predictive
             for a in range(K):
                 s = active[a]
-                lw[a] = log_size[counts[s]] + _st_log_pred(fam, x, states[s], hp, work)
+                lw[a] = log_size[counts[s]] + cj.state_log_predictive(fam, x, states[s], hp, work)
             lw[K] = math.log(alpha + K * discount) + prior_pred[i]
             c = _sample_log_weights(lw, K + 1, rng)
             if c == K:
@@ -415,7 +208,7 @@ def collapsed_sweeps(X, z, alpha, discount, fam, hp, rng, n_sweeps):
                 K += 1
             else:
                 s = active[c]
-            _st_add(fam, states[s], x, tab)
+            cj.state_add(fam, states[s], x, tab)
             counts[s] += 1
             labels[i] = s
     out, _K = canonicalize(labels)
@@ -436,13 +229,13 @@ def _restricted_scan(X, members, side, n_s, A, B, n_a, n_b, discount, fam, hp, t
     for r in range(n_s):
         x = X[members[r]]
         if side[r] == 0:
-            _st_remove(fam, A, x, tab)
+            cj.state_remove(fam, A, x, tab)
             n_a -= 1
         else:
-            _st_remove(fam, B, x, tab)
+            cj.state_remove(fam, B, x, tab)
             n_b -= 1
-        la = math.log(n_a - discount) + _st_log_pred(fam, x, A, hp, work)
-        lb = math.log(n_b - discount) + _st_log_pred(fam, x, B, hp, work)
+        la = math.log(n_a - discount) + cj.state_log_predictive(fam, x, A, hp, work)
+        lb = math.log(n_b - discount) + cj.state_log_predictive(fam, x, B, hp, work)
         top = max(la, lb)
         log_norm = top + math.log(math.exp(la - top) + math.exp(lb - top))
         if forced:
@@ -451,11 +244,11 @@ def _restricted_scan(X, members, side, n_s, A, B, n_a, n_b, discount, fam, hp, t
             choice = 0 if rng.random() < math.exp(la - log_norm) else 1
         if choice == 0:
             log_q += la - log_norm
-            _st_add(fam, A, x, tab)
+            cj.state_add(fam, A, x, tab)
             n_a += 1
         else:
             log_q += lb - log_norm
-            _st_add(fam, B, x, tab)
+            cj.state_add(fam, B, x, tab)
             n_b += 1
         side[r] = choice
     return n_a, n_b, log_q
@@ -482,7 +275,7 @@ def split_merge_proposal(X, z, alpha, discount, fam, hp, rng, n_launch):
     is_split : bool
     """
     n, d = X.shape
-    S = _state_size(fam, d)
+    S = cj.state_size(fam, d)
     i = rng.integers(0, n)
     j = rng.integers(0, n - 1)
     if j >= i:
@@ -502,41 +295,41 @@ def split_merge_proposal(X, z, alpha, discount, fam, hp, rng, n_launch):
             members[n_s] = r
             target[n_s] = 0 if z[r] == ci else 1
             n_s += 1
-    tab = _niw_table(fam, hp, d, n_s + 2)
+    tab = cj.state_table(fam, hp, d, n_s + 2)
     A = np.empty(S)
-    _st_init(fam, A, hp, d, tab)
+    cj.state_init(fam, A, hp, d, tab)
     B = A.copy()
-    _st_add(fam, A, X[i], tab)
-    _st_add(fam, B, X[j], tab)
+    cj.state_add(fam, A, X[i], tab)
+    cj.state_add(fam, B, X[j], tab)
     n_a = 1
     n_b = 1
     for r in range(n_s):
         x = X[members[r]]
         if rng.random() < 0.5:
             side[r] = 0
-            _st_add(fam, A, x, tab)
+            cj.state_add(fam, A, x, tab)
             n_a += 1
         else:
             side[r] = 1
-            _st_add(fam, B, x, tab)
+            cj.state_add(fam, B, x, tab)
             n_b += 1
     for _t in range(n_launch):
         n_a, n_b, _lq = _restricted_scan(X, members, side, n_s, A, B, n_a, n_b, discount,
                                          fam, hp, tab, rng, False, target)
     # the union of the two blocks, in the merged partition or as the block being split
     M = np.empty(S)
-    _st_init(fam, M, hp, d, tab)
-    _st_add(fam, M, X[i], tab)
-    _st_add(fam, M, X[j], tab)
+    cj.state_init(fam, M, hp, d, tab)
+    cj.state_add(fam, M, X[i], tab)
+    cj.state_add(fam, M, X[j], tab)
     for r in range(n_s):
-        _st_add(fam, M, X[members[r]], tab)
+        cj.state_add(fam, M, X[members[r]], tab)
     proposed = z.copy()
     if ci == cj_:
         n_a, n_b, log_q = _restricted_scan(X, members, side, n_s, A, B, n_a, n_b, discount,
                                            fam, hp, tab, rng, False, target)
         log_prior = log_split_prior_ratio(n_a, n_b, K, alpha, discount)
-        log_lik = (_st_log_marg(fam, A, hp, d) + _st_log_marg(fam, B, hp, d)
-                   - _st_log_marg(fam, M, hp, d))
+        log_lik = (cj.state_log_marginal(fam, A, hp, d) + cj.state_log_marginal(fam, B, hp, d)
+                   - cj.state_log_marginal(fam, M, hp, d))
         proposed[j] = K
         for r in range(n_s):
             if side[r] == 1:
@@ -546,8 +339,8 @@ def split_merge_proposal(X, z, alpha, discount, fam, hp, rng, n_launch):
     n_a, n_b, log_q_rev = _restricted_scan(X, members, side, n_s, A, B, n_a, n_b, discount,
                                            fam, hp, tab, rng, True, target)
     log_prior = -log_split_prior_ratio(n_a, n_b, K - 1, alpha, discount)
-    log_lik = (_st_log_marg(fam, M, hp, d) - _st_log_marg(fam, A, hp, d)
-               - _st_log_marg(fam, B, hp, d))
+    log_lik = (cj.state_log_marginal(fam, M, hp, d) - cj.state_log_marginal(fam, A, hp, d)
+               - cj.state_log_marginal(fam, B, hp, d))
     for r in range(n):
         if proposed[r] == cj_:
             proposed[r] = ci
@@ -693,22 +486,24 @@ def sequential_map_partition(X, alpha, discount, fam, hp):
     that maximises Eq. 25.33's weight given the items seated so far (a one-pass greedy
     version of the sequential posterior seating). O(n K) predictive evaluations."""
     n, d = X.shape
-    S = _state_size(fam, d)
-    tab = _niw_table(fam, hp, d, n)
+    S = cj.state_size(fam, d)
+    tab = cj.state_table(fam, hp, d, n)
     work = np.empty(d)
     cap = 16
     states = np.empty((cap, S))
     counts = np.zeros(cap, dtype=np.int64)
     empty = np.empty(S)
-    _st_init(fam, empty, hp, d, tab)
+    cj.state_init(fam, empty, hp, d, tab)
     labels = np.empty(n, dtype=np.int64)
     K = 0
     for i in range(n):
         x = X[i]
         best = K
-        best_val = math.log(alpha + K * discount) + _st_log_pred(fam, x, empty, hp, work)
+        best_val = math.log(alpha + K * discount) + cj.state_log_predictive(fam, x, empty, hp, work)
         for k in range(K):
-            v = math.log(counts[k] - discount) + _st_log_pred(fam, x, states[k], hp, work)
+            v = math.log(counts[k] - discount) + cj.state_log_predictive(
+                fam, x, states[k], hp, work
+            )
             if v > best_val:
                 best_val = v
                 best = k
@@ -721,7 +516,7 @@ def sequential_map_partition(X, alpha, discount, fam, hp):
                 states, counts, cap = s2, c2, 2 * cap
             states[K] = empty
             K += 1
-        _st_add(fam, states[best], x, tab)
+        cj.state_add(fam, states[best], x, tab)
         counts[best] += 1
         labels[i] = best
     return labels

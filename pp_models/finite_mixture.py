@@ -29,7 +29,13 @@ import xarray as xr
 from scipy.special import logsumexp
 from scipy.stats import norm
 
-from pp_models.model_info import DerivedStatistic, StepHint, ZooModelInfo, attach_info
+from pp_models.model_info import (
+    DerivedStatistic,
+    StepHint,
+    ZooModelInfo,
+    attach_info,
+    weights_sorted,
+)
 from pp_models.registry import ModelEntry
 from pp_models.validation import as_data_matrix, check_int, check_positive
 
@@ -92,7 +98,7 @@ def model(
                 "n_occupied", partial(_n_occupied, K=K), "number of non-empty components"
             ),
             DerivedStatistic(
-                "weights_sorted", _weights_sorted, "mixture weights in decreasing order"
+                "weights_sorted", weights_sorted, "mixture weights in decreasing order"
             ),
             DerivedStatistic(
                 "log_likelihood",
@@ -123,11 +129,6 @@ def _n_occupied(posterior: xr.Dataset, K: int) -> xr.DataArray:
     flat = z.reshape(-1, z.shape[-1])
     counts = np.array([np.bincount(row, minlength=K).astype(bool).sum() for row in flat])
     return xr.DataArray(counts.reshape(z.shape[:2]), dims=("chain", "draw"))
-
-
-def _weights_sorted(posterior: xr.Dataset) -> xr.DataArray:
-    w = posterior["w"].values
-    return xr.DataArray(-np.sort(-w, axis=-1), dims=("chain", "draw", "rank"))
 
 
 def _log_likelihood(posterior: xr.Dataset, X: np.ndarray) -> xr.DataArray:

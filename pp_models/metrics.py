@@ -1,5 +1,6 @@
 """Clustering evaluation: dendrogram purity for trees, and purity, Rand, adjusted Rand
-and normalised mutual information for flat partitions.
+(the one of :mod:`pp_models.partitions`, re-exported) and normalised mutual information
+for flat partitions.
 
 Definitions: Heller (2007) §3.5 footnote 3 (dendrogram purity); Murphy (2012) §25.1.2
 Eqs. 25.5-25.12 (flat metrics; NMI with the arithmetic mean of the entropies, which is
@@ -9,6 +10,9 @@ scikit-learn's default).
 from __future__ import annotations
 
 import numpy as np
+
+from pp_models.partitions import adjusted_rand_index
+from pp_models.trees import validate_merges
 
 __all__ = [
     "adjusted_rand_index",
@@ -65,20 +69,6 @@ def rand_index(labels_true, labels_pred):
     return float((tp + tn) / total) if total > 0 else 1.0
 
 
-def adjusted_rand_index(labels_true, labels_pred):
-    """Hubert & Arabie (1985) adjusted Rand index (Murphy 2012 Eq. 25.10)."""
-    N = contingency(labels_true, labels_pred)
-    n = N.sum()
-    index = _pairs(N).sum()
-    a = _pairs(N.sum(axis=1)).sum()
-    b = _pairs(N.sum(axis=0)).sum()
-    expected = a * b / _pairs(n) if n > 1 else 0.0
-    max_index = 0.5 * (a + b)
-    if max_index == expected:
-        return 1.0
-    return float((index - expected) / (max_index - expected))
-
-
 def normalized_mutual_info(labels_true, labels_pred):
     """I(U, V) / ((H(U) + H(V)) / 2) in nats (Murphy 2012 Eqs. 25.11-25.12)."""
     N = contingency(labels_true, labels_pred).astype(float)
@@ -93,26 +83,6 @@ def normalized_mutual_info(labels_true, labels_pred):
     if hu + hv == 0.0:
         return 1.0
     return mi / (0.5 * (hu + hv))
-
-
-def _merges_of(linkage, n=None):
-    Z = np.asarray(linkage)
-    if Z.ndim != 2 or Z.shape[1] not in (2, 4) or Z.shape[0] < 1:
-        raise ValueError(
-            f"linkage: expected a scipy linkage (n - 1, 4) or merges (n - 1, 2), got {Z.shape}"
-        )
-    if not np.all(np.isfinite(Z[:, :2])) or not np.all(Z[:, :2] == np.round(Z[:, :2])):
-        raise ValueError("linkage: cluster ids must be integers")
-    m = Z[:, :2].astype(np.int64)
-    n_leaves = m.shape[0] + 1
-    if n is not None and n != n_leaves:
-        raise ValueError(f"labels: linkage has {n_leaves} leaves but {n} labels were given")
-    used = np.zeros(2 * n_leaves - 1, dtype=bool)
-    for t, (i, j) in enumerate(m):
-        if not (0 <= i < n_leaves + t and 0 <= j < n_leaves + t) or i == j or used[i] or used[j]:
-            raise ValueError(f"linkage: row {t} is not a valid merge of existing clusters")
-        used[i] = used[j] = True
-    return m
 
 
 def dendrogram_purity(linkage, labels, *, weighting="pair"):
@@ -142,8 +112,11 @@ def dendrogram_purity(linkage, labels, *, weighting="pair"):
     if weighting not in ("pair", "leaf"):
         raise ValueError(f"weighting: must be 'pair' or 'leaf', got {weighting!r}")
     y = _labels(labels, "labels")
-    m = _merges_of(linkage, y.shape[0])
     n = y.shape[0]
+    Z = np.asarray(linkage)
+    if Z.ndim == 2 and Z.shape[0] + 1 != n:
+        raise ValueError(f"labels: linkage has {Z.shape[0] + 1} leaves but {n} labels were given")
+    m = validate_merges(Z, n, name="linkage")
     C = int(y.max()) + 1
     class_n = np.bincount(y, minlength=C).astype(float)
     if not np.any(class_n >= 2):

@@ -13,10 +13,18 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import pymc as pm
 import xarray as xr
 
-__all__ = ["DerivedStatistic", "StepHint", "ZooModelInfo", "attach_info", "get_info"]
+__all__ = [
+    "DerivedStatistic",
+    "StepHint",
+    "ZooModelInfo",
+    "attach_info",
+    "get_info",
+    "weights_sorted",
+]
 
 _ATTRIBUTE = "_pp_models_info"
 
@@ -114,3 +122,10 @@ def attach_info(model: pm.Model, info: ZooModelInfo) -> pm.Model:
 def get_info(model: pm.Model) -> ZooModelInfo | None:
     """The :class:`ZooModelInfo` a zoo factory attached, or ``None`` for a user model."""
     return getattr(model, _ATTRIBUTE, None)
+
+
+def weights_sorted(posterior: xr.Dataset, name: str = "w") -> xr.DataArray:
+    """Mixture weights ``posterior[name]`` (chain, draw, K) in decreasing order: a
+    label-invariant :class:`DerivedStatistic` function shared by the mixture families."""
+    w = posterior[name].values
+    return xr.DataArray(-np.sort(-w, axis=-1), dims=("chain", "draw", "rank"))

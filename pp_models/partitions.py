@@ -247,12 +247,21 @@ def point_estimate(Z, *, loss: str = "binder", max_candidates: int = 500,
 
 
 def adjusted_rand_index(a, b) -> float:
-    """Adjusted Rand index of two labelings of the same items (Hubert & Arabie 1985)."""
-    a = canonical_labels(a)
-    b = canonical_labels(b)
-    if a.shape != b.shape:
-        raise ValueError("a and b must label the same items")
+    """Adjusted Rand index of two labelings of the same items (Hubert & Arabie 1985;
+    Murphy 2012 Eq. 25.10). Labels may be any values ``numpy.unique`` can sort (the
+    clustering metrics of :mod:`pp_models.metrics` use this function too)."""
+    a, b = np.asarray(a), np.asarray(b)
+    if a.ndim != 1 or a.shape != b.shape or a.size == 0:
+        raise ValueError(f"a and b must label the same items (1-D, equal length, non-empty), "
+                         f"got shapes {a.shape} and {b.shape}")
+    for name, labels in (("a", a), ("b", b)):
+        if labels.dtype.kind == "f" and not np.all(np.isfinite(labels)):
+            raise ValueError(f"{name}: contains NaN or infinite values")
+    a = np.unique(a, return_inverse=True)[1].reshape(-1)
+    b = np.unique(b, return_inverse=True)[1].reshape(-1)
     n = a.size
+    if n < 2:
+        return 1.0
     table = np.zeros((a.max() + 1, b.max() + 1))
     np.add.at(table, (a, b), 1.0)
 

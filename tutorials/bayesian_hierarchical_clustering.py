@@ -94,7 +94,7 @@ for name, classes, per in (("3 digits (0, 2, 4)", (0, 2, 4), 20), ("10 digits", 
         X, y = subsample(tuple(classes), per, seed)
         for m in ("single", "complete", "average"):
             scores[m].append(dendrogram_purity(linkage(X, m), y))
-        scores["BHC"].append(dendrogram_purity(bhc.fit(X).linkage, y))
+        scores["BHC"].append(dendrogram_purity(bhc.greedy(X).linkage, y))
     rows.append((name, {m: (np.mean(v), np.std(v)) for m, v in scores.items()}))
 
 print(f"{'data set':20s}" + "".join(f"{m:>16s}" for m in ("single", "complete", "average", "BHC")))
@@ -108,14 +108,14 @@ for name, sc in rows:
 #
 # ## 2. The tree and where to cut it
 #
-# `fit` returns a `BHCResult`. Its `linkage` is in scipy's format (height of a merge =
+# `greedy` returns a frozen `BHCResult`. Its `linkage` is in scipy's format (height of a merge =
 # height of its taller child $-\log r_k$, so confident merges are short), and `plot()`
 # draws the dendrogram with the merges the model rejects ($r_k<0.5$) in red.
 
 # %%
 X3, y3 = subsample((0, 2, 4), 40, seed=0)
 t0 = time.perf_counter()
-tree = bhc.fit(X3, alpha=1.0)
+tree = bhc.greedy(X3, alpha=1.0)
 print(f"greedy BHC on {len(X3)} images: {time.perf_counter() - t0:.2f} s")
 print(f"log p(D | T) = {tree.log_evidence:.2f}")
 print("r_k of the last five merges:", np.round(np.exp(tree.log_rk[-5:]), 4))
@@ -232,7 +232,7 @@ def partitions(items):
 
 
 Xs, ys = subsample((0, 1), 4, seed=3)  # 8 images, two digits
-small = bhc.fit(Xs, alpha=1.0)
+small = bhc.greedy(Xs, alpha=1.0)
 h = (small.hyper["a"], small.hyper["b"])
 
 
@@ -258,7 +258,7 @@ assert small.dpm_lower_bound() <= exact
 
 # %%
 cols = np.argsort(-X3.var(0))[:10]
-sub_tree = bhc.fit(X3[:, cols])
+sub_tree = bhc.greedy(X3[:, cols])
 grid = np.array(list(itertools.product([0.0, 1.0], repeat=10)))
 print("Σ_x p(x | D) =", np.exp(sub_tree.predictive_logpdf(grid)).sum().round(10))
 
@@ -267,14 +267,15 @@ print("Σ_x p(x | D) =", np.exp(sub_tree.predictive_logpdf(grid)).sum().round(10
 #
 # Greedy BHC scores $O(n^2)$ candidate pairs. Randomized BHC (Heller §3.6) builds the top
 # of the tree from a random subsample and filters the other points down it;
-# `method="randomized"` (Alg. 3.4) and `method="embhc"` (Alg. 3.6) trade a little purity
+# `bhc.randomized` (Alg. 3.4) and `bhc.embhc` (Alg. 3.6) trade a little purity
 # for near-linear cost.
 
 # %%
 X_big, y_big = X_all, y_all  # all 1797 digits
 for method in ("greedy", "randomized", "embhc"):
     t0 = time.perf_counter()
-    r = bhc.fit(X_big, method=method, random_seed=0)
+    seed = {} if method == "greedy" else {"random_seed": 0}
+    r = getattr(bhc, method)(X_big, **seed)
     dt = time.perf_counter() - t0
     print(
         f"{method:10s} {dt:6.2f} s  purity {dendrogram_purity(r.linkage, y_big):.3f}  "

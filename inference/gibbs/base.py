@@ -11,7 +11,11 @@ What it adds to ``BlockedStep``:
   into a function of PyMC's point dict (keyed by value-variable names);
 - :meth:`from_model`, the constructor ``inference.fit`` calls with a factory's
   :class:`~pp_models.model_info.StepHint` options;
-- :meth:`competence` claims the variables whose distribution is in ``distributions``.
+- :meth:`competence` claims the variables whose distribution is in ``distributions``;
+- :func:`terms_depending_on` finds the terms of the joint log-density a variable enters
+  (its Markov blanket's factors), which a step checks before it claims the variable:
+  ``rvs, potentials = terms_depending_on(model, rv)`` and then refuse anything the
+  step's conditional does not account for.
 """
 
 from __future__ import annotations
@@ -114,3 +118,22 @@ def depends_directly(model: pm.Model, graphs, var) -> bool:
     graphs = [graphs] if isinstance(graphs, Variable) else list(graphs)
     blockers = [rv for rv in model.basic_RVs if rv is not var]
     return any(a is var for a in ancestors(graphs, blockers=blockers))
+
+
+def terms_depending_on(model: pm.Model, var) -> tuple[list[Variable], list[Variable]]:
+    """The terms of ``model``'s joint log-density that depend directly on ``var``.
+
+    Returns ``(rvs, potentials)``: the random variables other than ``var`` whose
+    distribution parameters involve ``var`` (:func:`depends_directly`: not merely
+    through another random variable), and the potentials that involve it. A Gibbs step
+    whose conditional accounts only for some factors (e.g. a CRP prior and one collapsed
+    likelihood) checks here that ``var`` enters nothing else, before any sampling.
+    """
+    rvs = []
+    for rv in model.basic_RVs:
+        if rv is var:
+            continue
+        if depends_directly(model, rv.owner.op.dist_params(rv.owner), var):
+            rvs.append(rv)
+    potentials = [pot for pot in model.potentials if depends_directly(model, pot, var)]
+    return rvs, potentials

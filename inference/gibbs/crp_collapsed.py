@@ -20,16 +20,15 @@ import math
 import numpy as np
 import pymc as pm
 
-from custom_ops.collapsed import collapsed_loglik_value, hyper_tuple
+from custom_ops.collapsed import collapsed_loglik_value
+from custom_ops.conjugate import FAMILY_CODES, pack_hyper
 from custom_ops.crp import canonicalize, crp_logp
 from custom_ops.crp_gibbs import (
-    FAMILY_CODES,
     collapsed_sweeps,
-    pack_hyper,
     sequential_map_partition,
     split_merge_proposal,
 )
-from inference.gibbs.base import ZooGibbsStep, depends_directly
+from inference.gibbs.base import ZooGibbsStep, depends_directly, terms_depending_on
 from inference.gibbs.registry import register_step
 from pp_models.distributions.collapsed import CollapsedRV
 from pp_models.distributions.crp import CRPRV
@@ -44,22 +43,16 @@ def find_crp_likelihood(model: pm.Model, z_rv, *, allow_other: bool = False):
     (another random variable or a potential) and ``allow_other`` is false, or enters
     more than one collapsed likelihood.
     """
-    collapsed, others = [], []
-    for rv in model.basic_RVs:
-        if rv is z_rv:
-            continue
+    rvs, potentials = terms_depending_on(model, z_rv)
+    collapsed, others = [], [pot.name for pot in potentials]
+    for rv in rvs:
         params = rv.owner.op.dist_params(rv.owner)
-        if not depends_directly(model, params, z_rv):
-            continue
         if isinstance(rv.owner.op, CollapsedRV) and _is_labels(params[0], z_rv) and not any(
             depends_directly(model, p, z_rv) for p in params[1:]
         ):
             collapsed.append(rv)
         else:
             others.append(rv.name)
-    for pot in model.potentials:
-        if depends_directly(model, pot, z_rv):
-            others.append(pot.name)
     if len(collapsed) > 1:
         raise ValueError(
             f"{z_rv.name} labels {len(collapsed)} collapsed likelihoods "
@@ -209,7 +202,7 @@ class CRPCollapsedGibbs(ZooGibbsStep):
             # terms are all 1)
             return "bernoulli", None, (np.ones(0), np.ones(0))
         X = np.ascontiguousarray(values[2], dtype=np.float64)
-        return self.family, X, hyper_tuple(self.family, values[3:])
+        return self.family, X, tuple(np.asarray(v, dtype=np.float64) for v in values[3:])
 
     @staticmethod
     def split_merge_log_acceptance(log_prior_ratio, log_lik_ratio, log_q_forward,

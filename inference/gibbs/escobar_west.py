@@ -23,7 +23,7 @@ import pytensor
 import pytensor.tensor as pt
 from pytensor.tensor.random.basic import GammaRV
 
-from inference.gibbs.base import ZooGibbsStep, depends_directly
+from inference.gibbs.base import ZooGibbsStep, terms_depending_on
 from inference.gibbs.registry import register_step
 from pp_models.distributions.crp import CRPRV
 
@@ -70,18 +70,13 @@ class EscobarWestAlpha(ZooGibbsStep):
         if not isinstance(alpha_rv.owner.op, GammaRV) or alpha_rv.ndim != 0:
             raise ValueError(f"vars: {alpha_rv.name} must be a scalar pm.Gamma random variable")
         shape, scale = alpha_rv.owner.op.dist_params(alpha_rv.owner)
-        crps, others = [], []
-        for rv in model.basic_RVs:
-            if rv is alpha_rv:
-                continue
-            params = rv.owner.op.dist_params(rv.owner)
-            if not depends_directly(model, params, alpha_rv):
-                continue
-            if isinstance(rv.owner.op, CRPRV) and params[0] is alpha_rv:
+        rvs, potentials = terms_depending_on(model, alpha_rv)
+        crps, others = [], [p.name for p in potentials]
+        for rv in rvs:
+            if isinstance(rv.owner.op, CRPRV) and rv.owner.op.dist_params(rv.owner)[0] is alpha_rv:
                 crps.append(rv)
             else:
                 others.append(rv.name)
-        others += [p.name for p in model.potentials if depends_directly(model, p, alpha_rv)]
         if len(crps) != 1 or others:
             raise ValueError(
                 f"vars: {alpha_rv.name} must be the concentration of exactly one CRP and enter "

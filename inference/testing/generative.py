@@ -28,7 +28,7 @@ from pytensor.tensor.random.type import RandomGeneratorType
 
 from pp_models.model_info import attach_info, get_info
 
-__all__ = ["GenerativeModel", "free_data_model"]
+__all__ = ["GenerativeModel", "check_data_vars", "free_data_model"]
 
 
 def free_data_model(model: pm.Model, data_vars: Sequence[str]) -> pm.Model:
@@ -172,3 +172,21 @@ class GenerativeModel:
     def data_value_names(self) -> list[str]:
         """Point-dict keys of the data variables (no transform: their RV names)."""
         return [self.model.rvs_to_values[rv].name for rv in self._data]
+
+
+def check_data_vars(model: pm.Model, data_vars) -> list[str]:
+    """``data_vars`` as a list of names of random variables of ``model``; ``ValueError``
+    naming what is missing (getting-it-right and SBC validate their argument here)."""
+    if isinstance(data_vars, str):
+        data_vars = [data_vars]
+    data_vars = list(data_vars)
+    if not data_vars:
+        raise ValueError("data_vars must name at least one data variable")
+    rv_names = {rv.name for rv in model.free_RVs + model.observed_RVs}
+    missing = [v for v in data_vars if v not in rv_names]
+    if missing:
+        raise ValueError(
+            f"data_vars: {', '.join(map(repr, missing))} not a random variable of the model "
+            f"(its random variables: {', '.join(sorted(rv_names))})"
+        )
+    return data_vars

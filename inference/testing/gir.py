@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -27,8 +27,14 @@ from pymc.step_methods.compound import BlockedStep, CompoundStep, flatten_steps
 from scipy import stats as sps
 
 from inference.fit import assign_steps, describe_steps
-from inference.testing.generative import GenerativeModel
-from inference.testing.statistics import Statistic, default_statistics, evaluate_statistics
+from inference.testing.generative import GenerativeModel, check_data_vars
+from inference.testing.statistics import (
+    Statistic,
+    default_statistics,
+    derived_statistics,
+    evaluate_statistics,
+    holm,
+)
 from pp_models.model_info import get_info
 from pp_models.validation import check_int
 
@@ -148,9 +154,12 @@ def getting_it_right(
         mean of a large parameter) and its square, the mean and mean square of each data
         variable, and the label-invariant statistics a zoo factory declares.
     method : {"gibbs", "auto", "nuts"}, optional
-        Let ``inference.fit``'s assignment choose the steps for the parameters (zoo steps
-        from the factory's hints and the registry, PyMC's choice for the rest). Ignored
-        when ``step`` is given.
+        Without ``step``: ``"gibbs"`` lets ``inference.fit``'s assignment choose the steps
+        for the parameters (zoo steps from the factory's hints and the registry, PyMC's
+        choice for the rest); ``"nuts"`` updates every parameter with ``pm.NUTS`` (all
+        must be continuous); ``"auto"`` is ``"nuts"`` when the factory prefers NUTS
+        (``ZooModelInfo.preferred_method``), else ``"gibbs"``. Ignored when ``step`` is
+        given.
     step : step method, list of them, or callable ``model -> step(s)``
         The transition under test. An instance must be built on ``model`` with the data
         variables free; a callable is handed the model (with the data variables free)
@@ -175,7 +184,7 @@ def getting_it_right(
     """
     if not isinstance(model, pm.Model):
         raise TypeError(f"model must be a pymc.Model, got {type(model).__name__}")
-    data_vars = _check_data_vars(model, data_vars)
+    data_vars = check_data_vars(model, data_vars)
     n_samples = check_int(n_samples, "n_samples", minimum=2)
     thin = check_int(thin, "thin", minimum=1)
     if tune is not None:
@@ -184,7 +193,7 @@ def getting_it_right(
         raise ValueError(f"method must be 'gibbs', 'auto' or 'nuts' (or pass step), got {method!r}")
 
     gen = GenerativeModel(model, data_vars)
-    transition = _resolve_step(gen, model, step)
+    transition = _resolve_step(gen, model, step, method)
     rng = np.random.default_rng(random_seed)
     gen.seed(rng)
     first = gen.draw_prior()
@@ -209,27 +218,25 @@ def getting_it_right(
     return GIRResult(marginal_df, successive_df, table, seconds, describe_steps([transition]))
 
 
-def _check_data_vars(model: pm.Model, data_vars) -> list[str]:
-    if isinstance(data_vars, str):
-        data_vars = [data_vars]
-    data_vars = list(data_vars)
-    if not data_vars:
-        raise ValueError("data_vars must name at least one data variable")
-    rv_names = {rv.name for rv in model.free_RVs + model.observed_RVs}
-    missing = [v for v in data_vars if v not in rv_names]
-    if missing:
-        raise ValueError(
-            f"data_vars: {', '.join(map(repr, missing))} not a random variable of the model "
-            f"(its random variables: {', '.join(sorted(rv_names))})"
-        )
-    return data_vars
-
-
-def _resolve_step(gen: GenerativeModel, original: pm.Model, step):
+def _resolve_step(gen: GenerativeModel, original: pm.Model, step, method="gibbs"):
     model = gen.model
     if step is None:
-        with model:
-            steps = assign_steps(model, get_info(model), [], None, only=set(gen.param_names))
+        info = get_info(model)
+        if method == "auto":
+            method = "nuts" if info is not None and info.preferred_method == "nuts" else "gibbs"
+        if method == "nuts":
+            params = [model[name] for name in gen.param_names]
+            discrete = [rv.name for rv in params if rv.type.dtype.startswith(("int", "uint"))]
+            if discrete:
+                raise ValueError(
+                    f"method='nuts' needs continuous parameters; {', '.join(discrete)} "
+                    "are discrete (use method='gibbs' or pass step)"
+                )
+            with model:
+                steps = [pm.NUTS(vars=params)]
+        else:
+            with model:
+                steps = assign_steps(model, info, [], None, only=set(gen.param_names))
     elif callable(step) and not isinstance(step, BlockedStep | CompoundStep):
         with model:
             built = step(model)
@@ -265,7 +272,7 @@ def _resolve_statistics(statistics, gen: GenerativeModel, state) -> dict[str, St
     if statistics is None:
         shapes = {name: np.shape(state[name]) for name in gen.param_names}
         stats = default_statistics(shapes, gen.data_names)
-        stats.update(_derived_statistics(gen, state))
+        stats.update(derived_statistics(gen.model, state))
     else:
         if not isinstance(statistics, Mapping) or not statistics:
             raise TypeError("statistics must be a non-empty dict of name -> function(state)")
@@ -275,38 +282,6 @@ def _resolve_statistics(statistics, gen: GenerativeModel, state) -> dict[str, St
         stats = dict(statistics)
     evaluate_statistics(stats, state)  # a non-scalar statistic fails here, before any work
     return stats
-
-
-def _derived_statistics(gen: GenerativeModel, state) -> dict[str, Statistic]:
-    info = get_info(gen.model)
-    out: dict[str, Statistic] = {}
-    for derived in info.derived if info else ():
-        try:
-            value = np.asarray(_DerivedAt(derived.function, None)(state))
-        except Exception:
-            continue
-        for flat in range(value.size):
-            label = derived.name if value.size == 1 else f"{derived.name}[{flat}]"
-            out[label] = _DerivedAt(derived.function, None if value.size == 1 else flat)
-    return out
-
-
-class _DerivedAt:
-    """A posterior-level DerivedStatistic evaluated at one joint state."""
-
-    def __init__(self, function: Callable, flat: int | None):
-        self.function, self.flat = function, flat
-
-    def __call__(self, state):
-        dataset = xr.Dataset(
-            {
-                k: (("chain", "draw", *[f"{k}_{i}" for i in range(np.ndim(v))]),
-                    np.asarray(v)[None, None])
-                for k, v in state.items()
-            }
-        )
-        value = np.asarray(self.function(dataset)).reshape(-1)
-        return value if self.flat is None else value[self.flat]
 
 
 def _successive_chain(gen, transition, stats, first, n_samples, thin, tune):
@@ -347,7 +322,7 @@ def _compare(marginal: pd.DataFrame, successive: pd.DataFrame) -> pd.DataFrame:
         for name in marginal.columns
     ]
     table = pd.DataFrame(rows).set_index("statistic")
-    adjusted = _holm(np.concatenate([table[col].to_numpy() for col in _TESTS]))
+    adjusted = holm(np.concatenate([table[col].to_numpy() for col in _TESTS]))
     for i, col in enumerate(_TESTS):
         table[f"{col}_holm"] = adjusted[i * len(table):(i + 1) * len(table)]
     return table
@@ -436,15 +411,3 @@ def _ess(x: np.ndarray) -> tuple[float, float]:
     ess_mean = ess_mean if np.isfinite(ess_mean) else 1.0
     ess_bulk = ess_bulk if np.isfinite(ess_bulk) else 1.0
     return ess_mean, ess_bulk
-
-
-def _holm(pvalues: np.ndarray) -> np.ndarray:
-    """Holm (1979) step-down adjusted p-values."""
-    n = pvalues.size
-    order = np.argsort(pvalues)
-    adjusted = np.empty(n)
-    running = 0.0
-    for rank, idx in enumerate(order):
-        running = max(running, min(1.0, (n - rank) * pvalues[idx]))
-        adjusted[idx] = running
-    return adjusted

@@ -25,9 +25,14 @@ import pymc as pm
 import xarray as xr
 from scipy import stats as sps
 
-from inference.testing.generative import GenerativeModel
-from inference.testing.gir import _check_data_vars, _derived_statistics, _holm
-from inference.testing.statistics import Statistic, default_statistics, evaluate_statistics
+from inference.testing.generative import GenerativeModel, check_data_vars
+from inference.testing.statistics import (
+    Statistic,
+    default_statistics,
+    derived_statistics,
+    evaluate_statistics,
+    holm,
+)
 from pp_models.model_info import attach_info, get_info
 from pp_models.validation import check_int
 
@@ -80,7 +85,7 @@ class SBCResult:
                              ks=ks.statistic, p_ks=ks.pvalue,
                              min_ess=float(self.ess[name].min())))
         table = pd.DataFrame(rows).set_index("statistic")
-        adjusted = _holm(np.concatenate([table["p_chi2"], table["p_ks"]]))
+        adjusted = holm(np.concatenate([table["p_chi2"], table["p_ks"]]))
         table["p_chi2_holm"] = adjusted[: len(table)]
         table["p_ks_holm"] = adjusted[len(table):]
         return table
@@ -171,7 +176,7 @@ def sbc(
     """
     if not isinstance(model, pm.Model):
         raise TypeError(f"model must be a pymc.Model, got {type(model).__name__}")
-    data_vars = _check_data_vars(model, data_vars)
+    data_vars = check_data_vars(model, data_vars)
     n_simulations = check_int(n_simulations, "n_simulations", minimum=2)
     n_rank_draws = check_int(n_rank_draws, "n_rank_draws", minimum=1)
     fit_kwargs = dict(fit_kwargs or {})
@@ -218,7 +223,7 @@ def _statistics(statistics, gen, probe) -> dict[str, Statistic]:
     if statistics is None:
         shapes = {name: np.shape(probe[name]) for name in gen.param_names}
         stats = default_statistics(shapes, [])
-        stats.update(_derived_statistics(gen, probe))
+        stats.update(derived_statistics(gen.model, probe))
     else:
         if not isinstance(statistics, Mapping) or not statistics:
             raise TypeError("statistics must be a non-empty dict of name -> function(state)")

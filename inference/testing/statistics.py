@@ -5,8 +5,17 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
+import xarray as xr
 
-__all__ = ["Statistic", "default_statistics", "evaluate_statistics"]
+from pp_models.model_info import get_info
+
+__all__ = [
+    "Statistic",
+    "default_statistics",
+    "derived_statistics",
+    "evaluate_statistics",
+    "holm",
+]
 
 #: A statistic maps the joint state (variable name -> value) to a scalar.
 Statistic = Callable[[Mapping[str, np.ndarray]], float]
@@ -84,3 +93,50 @@ class _mean:
 class _mean_square(_mean):
     def __call__(self, state):
         return np.mean(np.asarray(state[self.name], dtype=float) ** 2)
+
+
+def derived_statistics(model, state) -> dict[str, Statistic]:
+    """The label-invariant statistics a zoo factory declares (``ZooModelInfo.derived``),
+    as statistics of one joint state (one per element of a vector-valued one); those that
+    cannot be evaluated on ``state`` are left out."""
+    info = get_info(model)
+    out: dict[str, Statistic] = {}
+    for derived in info.derived if info else ():
+        try:
+            value = np.asarray(_DerivedAt(derived.function, None)(state))
+        except Exception:
+            continue
+        for flat in range(value.size):
+            label = derived.name if value.size == 1 else f"{derived.name}[{flat}]"
+            out[label] = _DerivedAt(derived.function, None if value.size == 1 else flat)
+    return out
+
+
+class _DerivedAt:
+    """A posterior-level DerivedStatistic evaluated at one joint state."""
+
+    def __init__(self, function: Callable, flat: int | None):
+        self.function, self.flat = function, flat
+
+    def __call__(self, state):
+        dataset = xr.Dataset(
+            {
+                k: (("chain", "draw", *[f"{k}_{i}" for i in range(np.ndim(v))]),
+                    np.asarray(v)[None, None])
+                for k, v in state.items()
+            }
+        )
+        value = np.asarray(self.function(dataset)).reshape(-1)
+        return value if self.flat is None else value[self.flat]
+
+
+def holm(pvalues: np.ndarray) -> np.ndarray:
+    """Holm (1979) step-down adjusted p-values."""
+    n = pvalues.size
+    order = np.argsort(pvalues)
+    adjusted = np.empty(n)
+    running = 0.0
+    for rank, idx in enumerate(order):
+        running = max(running, min(1.0, (n - rank) * pvalues[idx]))
+        adjusted[idx] = running
+    return adjusted

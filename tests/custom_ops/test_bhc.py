@@ -15,6 +15,7 @@ from scipy.cluster.hierarchy import linkage
 
 from custom_ops import bhc
 from custom_ops import conjugate as cj
+from custom_ops.trees import validate_merges
 
 FAMS = ["bernoulli", "multinomial", "gaussian", "diag_gaussian"]
 
@@ -139,9 +140,9 @@ def make_case(family, n, d, rng):
 
 
 def forward(family, X, merges, alpha, hyper):
-    fam = bhc.FAMILY_CODES[family]
-    H = bhc.pack_hyper(family, hyper)
-    return bhc.tree_forward(fam, bhc.point_stats(fam, X), merges, alpha, H)
+    fam = cj.FAMILY_CODES[family]
+    H = cj.pack_hyper(family, hyper)
+    return bhc.tree_forward(fam, cj.point_stats(fam, X), merges, alpha, H)
 
 
 def op_eval(family, X, merges, alpha, hyper):
@@ -166,7 +167,7 @@ def test_enumerator_counts_match_proposition_3_1():
 
 @pytest.mark.parametrize("family", FAMS)
 def test_theorem_3_1_brute_force(family):
-    rng = np.random.default_rng(31 + bhc.FAMILY_CODES[family])
+    rng = np.random.default_rng(31 + cj.FAMILY_CODES[family])
     for n in (3, 5, 8):
         X, hyper = make_case(family, n, 2, rng)
         lml = block_log_ml(family, X, hyper)
@@ -280,7 +281,7 @@ def _sym_input(family, hyper, rng):
 
 @pytest.mark.parametrize("family", FAMS)
 def test_verify_grad_alpha_and_every_hyperparameter(family):
-    rng = np.random.default_rng(100 + bhc.FAMILY_CODES[family])
+    rng = np.random.default_rng(100 + cj.FAMILY_CODES[family])
     n, d = 7, 2
     X, hyper = make_case(family, n, d, rng)
     merges = random_merges(n, rng)
@@ -425,7 +426,7 @@ def test_bad_input_at_runtime_with_symbolic_inputs():
 def test_validate_merges_accepts_scipy_linkage():
     X = np.random.default_rng(0).normal(size=(6, 2))
     Z = linkage(X, "single")
-    m = bhc.validate_merges(Z, 6)
+    m = validate_merges(Z, 6)
     assert m.dtype == np.int64 and m.shape == (5, 2)
     np.testing.assert_array_equal(m, Z[:, :2].astype(int))
 

@@ -1,6 +1,7 @@
 """BHC tree building, result methods, hyperparameter model and learning (Heller 2007 ch. 3;
 oracles from specs/heller-bhc.md §7.2)."""
 
+import dataclasses
 import itertools
 import math
 
@@ -62,13 +63,13 @@ def exact_dpm_log_evidence(family, X, hyper, alpha):
 def replay_is_greedy(result):
     """Replay the merges: each chosen pair must have the largest r_k among current pairs."""
     X, n = result.X, result.n
-    fam = ops.FAMILY_CODES[result.likelihood]
+    fam = cj.FAMILY_CODES[result.likelihood]
     names = cj.FAMILIES[result.likelihood].hyper_names
-    H = ops.pack_hyper(result.likelihood, [result.hyper[k] for k in names])
+    H = cj.pack_hyper(result.likelihood, [result.hyper[k] for k in names])
     la = math.log(result.alpha)
     node = {
         i: (
-            ops.point_stats(fam, X[i : i + 1])[0],
+            cj.point_stats(fam, X[i : i + 1])[0],
             la,
             log_ml(result.likelihood, X[i], tuple(result.hyper[k] for k in names)),
         )
@@ -81,7 +82,7 @@ def replay_is_greedy(result):
         s = si + sj
         one = la + math.lgamma(s[0])
         ldk = np.logaddexp(one, ldi + ldj)
-        A = one - ldk + ops.log_ml(fam, s, H)
+        A = one - ldk + cj.log_marginal(fam, s, H)
         B = ldi + ldj - ldk + lpi + lpj
         lpk = np.logaddexp(A, B)
         return A - lpk, (s, ldk, lpk)
@@ -100,7 +101,7 @@ def replay_is_greedy(result):
 def test_greedy_is_greedy_and_matches_op_evidence():
     rng = np.random.default_rng(0)
     X, _ = binary_mixture(14, 6, 3, 0.1, rng)
-    res = bhc.fit(X, alpha=0.7)
+    res = bhc.greedy(X, alpha=0.7)
     assert replay_is_greedy(res)
     lp, lr = ops.bhc_log_evidence(X, res.merges, 0.7, likelihood="bernoulli", **res.hyper)
     assert float(lp.eval()) == pytest.approx(res.log_evidence, rel=1e-12)
@@ -119,7 +120,7 @@ def test_greedy_other_likelihoods(likelihood):
         ).astype(float)
     else:
         X = np.concatenate([rng.normal(0, 1, (6, 2)), rng.normal(8, 1, (6, 2))])
-    res = bhc.fit(X, likelihood=likelihood)
+    res = bhc.greedy(X, likelihood=likelihood)
     assert replay_is_greedy(res)
     assert adjusted_rand_index(np.repeat([0, 1], 6), res.cut()) == 1.0
 
@@ -129,7 +130,7 @@ def test_first_merge_is_max_bayesian_sets_score():
     rng = np.random.default_rng(13)
     X, _ = binary_mixture(12, 8, 3, 0.2, rng)
     h = cj.bernoulli_hyper(8, 0.6, 1.4)
-    res = bhc.fit(X, alpha=2.0, hyper={"a": h[0], "b": h[1]})
+    res = bhc.greedy(X, alpha=2.0, hyper={"a": h[0], "b": h[1]})
     logs = {
         (i, j): log_ml("bernoulli", X[[i, j]], h)
         - log_ml("bernoulli", X[i], h)
@@ -151,7 +152,7 @@ def test_identical_points_merge_first_with_symmetric_prior():
         X[j] = X[i]
         if len({tuple(r) for r in X}) != 6:
             continue  # a second duplicate pair would tie
-        res = bhc.fit(X, hyper={"a": 1.3, "b": 1.3})
+        res = bhc.greedy(X, hyper={"a": 1.3, "b": 1.3})
         assert tuple(sorted(res.merges[0])) == tuple(sorted((i, j)))
 
 
@@ -159,11 +160,11 @@ def test_identical_points_false_oracle_counterexamples():
     # oracle 14: with a sparse Beta prior, two non-identical points sharing rare 1s merge
     # before the two identical all-zero rows
     X = np.array([[0] * 10, [0] * 10, [1] * 5 + [0] * 5, [1] * 4 + [0] * 6], dtype=float)
-    res = bhc.fit(X, hyper={"a": 0.1, "b": 10.0})
+    res = bhc.greedy(X, hyper={"a": 0.1, "b": 10.0})
     assert tuple(sorted(res.merges[0])) == (2, 3)
     # ... and for NIW: 1-D, m0 = 0, S0 = 1, kappa0 = 0.01, nu0 = 3, points {0, 0, 30, 30.5}
     X = np.array([[0.0], [0.0], [30.0], [30.5]])
-    res = bhc.fit(
+    res = bhc.greedy(
         X, likelihood="gaussian", hyper={"m0": 0.0, "S0": 1.0, "kappa0": 0.01, "nu0": 3.0}
     )
     assert tuple(sorted(res.merges[0])) == (2, 3)
@@ -171,9 +172,9 @@ def test_identical_points_false_oracle_counterexamples():
 
 def test_all_identical_points_tie_deterministically():
     X = np.ones((6, 3))
-    res = bhc.fit(X)
+    res = bhc.greedy(X)
     assert tuple(res.merges[0]) == (0, 1)
-    r0 = bhc.fit(X)
+    r0 = bhc.greedy(X)
     np.testing.assert_array_equal(r0.merges, res.merges)
 
 
@@ -181,7 +182,7 @@ def test_all_identical_points_tie_deterministically():
 def test_linkage_is_valid_scipy_and_plots():
     rng = np.random.default_rng(3)
     X, _ = binary_mixture(30, 8, 3, 0.1, rng)
-    res = bhc.fit(X)
+    res = bhc.greedy(X)
     assert is_valid_linkage(res.linkage)
     assert res.linkage.shape == (29, 4) and res.linkage[-1, 3] == 30
     # heights never decrease from child to parent (rows need not be sorted by height)
@@ -199,7 +200,7 @@ def test_linkage_is_valid_scipy_and_plots():
 def test_cut_oracle_16_and_separated_blobs():
     rng = np.random.default_rng(16)
     X = np.concatenate([rng.normal(c, 0.3, (10, 2)) for c in (0.0, 10.0, 20.0)])
-    res = bhc.fit(X, likelihood="gaussian")
+    res = bhc.greedy(X, likelihood="gaussian")
     labels = res.cut()
     assert adjusted_rand_index(np.repeat([0, 1, 2], 10), labels) == 1.0
     assert math.exp(res.log_rk[-1]) < 1e-3
@@ -229,7 +230,7 @@ def test_predictive_sums_to_one_and_weights():
     rng = np.random.default_rng(18)
     D = 4
     X, _ = binary_mixture(9, D, 2, 0.1, rng)
-    res = bhc.fit(X, alpha=1.5)
+    res = bhc.greedy(X, alpha=1.5)
     assert res.node_weights().sum() == pytest.approx(1.0, rel=1e-12)
     grid = np.array(list(itertools.product([0.0, 1.0], repeat=D)))
     assert np.exp(res.predictive_logpdf(grid)).sum() == pytest.approx(1.0, rel=1e-10)
@@ -239,7 +240,7 @@ def test_predictive_sums_to_one_and_weights():
 def test_predictive_n2_equals_exact_dpm_and_gaussian_integrates():
     rng = np.random.default_rng(181)
     X, _ = binary_mixture(2, 3, 1, 0.3, rng)
-    res = bhc.fit(X, alpha=0.8)
+    res = bhc.greedy(X, alpha=0.8)
     h = (res.hyper["a"], res.hyper["b"])
     for x in itertools.product([0.0, 1.0], repeat=3):
         x = np.array(x)
@@ -248,7 +249,7 @@ def test_predictive_n2_equals_exact_dpm_and_gaussian_integrates():
         )
         assert res.predictive_logpdf(x) == pytest.approx(ref, rel=1e-10)
     Xg = rng.normal(size=(7, 1))
-    rg = bhc.fit(Xg, likelihood="gaussian")
+    rg = bhc.greedy(Xg, likelihood="gaussian")
     total, _err = integrate.quad(lambda v: math.exp(rg.predictive_logpdf([v])), -60, 60, limit=200)
     assert total == pytest.approx(1.0, abs=1e-6)
 
@@ -257,7 +258,7 @@ def test_dpm_lower_bound_against_exact_enumeration():
     rng = np.random.default_rng(7)
     X, _ = binary_mixture(7, 5, 2, 0.15, rng)
     for alpha in (0.3, 1.0, 4.0):
-        res = bhc.fit(X, alpha=alpha)
+        res = bhc.greedy(X, alpha=alpha)
         h = (res.hyper["a"], res.hyper["b"])
         exact = exact_dpm_log_evidence("bernoulli", X, h, alpha)
         lb = res.dpm_lower_bound()
@@ -272,7 +273,7 @@ def test_dpm_lower_bound_against_exact_enumeration():
 def test_randomized_methods_build_valid_trees(method):
     rng = np.random.default_rng(21)
     X, z = binary_mixture(600, 16, 4, 0.05, rng)
-    res = bhc.fit(X, method=method, random_seed=1, subsample=30)
+    res = getattr(bhc, method)(X, random_seed=1, subsample=30)
     assert is_valid_linkage(res.linkage) and res.merges.shape == (599, 2)
     assert sorted(np.unique(res.merges)) == list(range(2 * 600 - 2))
     lp, _ = ops.bhc_log_evidence(X, res.merges, 1.0, likelihood="bernoulli", **res.hyper)
@@ -280,7 +281,7 @@ def test_randomized_methods_build_valid_trees(method):
     # far fewer candidate pairs than greedy's ~n^2, and still a good tree
     assert res.n_scored < 0.5 * 600**2
     assert dendrogram_purity(res.linkage, z) > 0.85
-    again = bhc.fit(X, method=method, random_seed=1, subsample=30)
+    again = getattr(bhc, method)(X, random_seed=1, subsample=30)
     np.testing.assert_array_equal(again.merges, res.merges)
 
 
@@ -290,9 +291,8 @@ def test_randomized_variants_and_small_n_equals_greedy():
     for split, fp, fpred in itertools.product(
         ("top", "balanced"), ("size", "pi"), ("tree", "cluster")
     ):
-        res = bhc.fit(
+        res = bhc.randomized(
             X,
-            method="randomized",
             random_seed=0,
             subsample=20,
             leaf_size=40,
@@ -302,8 +302,8 @@ def test_randomized_variants_and_small_n_equals_greedy():
         )
         assert is_valid_linkage(res.linkage)
         assert dendrogram_purity(res.linkage, z) > 0.8, (split, fp, fpred)
-    small = bhc.fit(X[:50], method="randomized", random_seed=0)  # n <= leaf_size: exact
-    np.testing.assert_array_equal(small.merges, bhc.fit(X[:50]).merges)
+    small = bhc.randomized(X[:50], random_seed=0)  # n <= leaf_size: exact
+    np.testing.assert_array_equal(small.merges, bhc.greedy(X[:50]).merges)
 
 
 # -------------------------------------------------------------------------- digits
@@ -325,7 +325,7 @@ def _purity_table(classes, per_class, seeds):
         Xs, ys = X[idx], y[idx]
         for m in ("single", "complete", "average"):
             out[m].append(dendrogram_purity(linkage(Xs, m), ys))
-        out["bhc"].append(dendrogram_purity(bhc.fit(Xs).linkage, ys))
+        out["bhc"].append(dendrogram_purity(bhc.greedy(Xs).linkage, ys))
     return {k: np.array(v) for k, v in out.items()}
 
 
@@ -356,7 +356,7 @@ def _small_binary():
 
 def test_model_structure_and_logp_matches_op():
     X = _small_binary()
-    res = bhc.fit(X)
+    res = bhc.greedy(X)
     m = bhc.model(X, res)
     assert {v.name for v in m.free_RVs} == {"alpha", "a", "b"}
     point = {"alpha_log__": math.log(1.7), "a_log__": math.log(0.8), "b_log__": math.log(1.2)}
@@ -381,15 +381,15 @@ def test_model_structure_and_logp_matches_op():
 def test_model_find_map_matches_grid_optimum(objective):
     # flat prior on alpha: find_MAP = the maximiser of the objective, found on a grid
     X = _small_binary()
-    res = bhc.fit(X)
+    res = bhc.greedy(X)
     m = bhc.model(X, res, priors={"alpha": pm.HalfFlat.dist()}, objective=objective)
     with m:
         mp = pm.find_MAP(
             progressbar=False, initvals={"alpha": 1.0}, jitter=False, return_inferencedata=False
         )
     theta = np.linspace(-6, 6, 2001)
-    H = ops.pack_hyper("bernoulli", (res.hyper["a"], res.hyper["b"]))
-    ps = ops.point_stats(0, X)
+    H = cj.pack_hyper("bernoulli", (res.hyper["a"], res.hyper["b"]))
+    ps = cj.point_stats(0, X)
     ev = [_objective_np(ps, res.merges, math.exp(u), H, objective) for u in theta]
     assert math.log(float(mp["alpha"])) == pytest.approx(theta[int(np.argmax(ev))], abs=0.02)
 
@@ -404,15 +404,15 @@ def _objective_np(ps, merges, alpha, H, objective):
 
 def test_nuts_alpha_posterior_matches_quadrature():
     X = _small_binary()
-    res = bhc.fit(X)
+    res = bhc.greedy(X)
     prior = stats.lognorm(1.5)
     m = bhc.model(X, res, priors={"alpha": pm.LogNormal.dist(0.0, 1.5)})
     dt = zoo_fit(m, method="nuts", draws=500, tune=500, chains=4, random_seed=3, progressbar=False)
     summ = az.summary(dt, var_names=["alpha"], kind="diagnostics")
     assert float(summ["r_hat"].max()) <= 1.01
     # exact 1-D posterior of log alpha by quadrature on a fine grid
-    H = ops.pack_hyper("bernoulli", (res.hyper["a"], res.hyper["b"]))
-    ps = ops.point_stats(0, X)
+    H = cj.pack_hyper("bernoulli", (res.hyper["a"], res.hyper["b"]))
+    ps = cj.point_stats(0, X)
     u = np.linspace(-8, 8, 4001)
     lp = np.array([_objective_np(ps, res.merges, math.exp(v), H, "lower_bound") for v in u])
     lp += prior.logpdf(np.exp(u)) + u
@@ -430,7 +430,7 @@ def test_nuts_alpha_posterior_matches_quadrature():
 @pytest.mark.slow
 def test_nuts_joint_hyperparameters_converge():
     X = _small_binary()
-    res = bhc.fit(X)
+    res = bhc.greedy(X)
     m = bhc.model(X, res)
     dt = zoo_fit(
         m, method="nuts", draws=2000, tune=2000, chains=4, random_seed=5, progressbar=False
@@ -444,12 +444,12 @@ def test_nuts_joint_hyperparameters_converge():
 def test_learn_improves_objective_and_reaches_stationary_point(objective):
     rng = np.random.default_rng(4)
     X, z = binary_mixture(60, 16, 3, 0.1, rng)
-    start = bhc.fit(X, alpha=1.0, hyper={"a": 1.0, "b": 1.0})
+    start = bhc.greedy(X, alpha=1.0, hyper={"a": 1.0, "b": 1.0})
     res = bhc.learn(X, alpha=1.0, hyper={"a": 1.0, "b": 1.0}, max_iter=5, objective=objective)
-    ps = ops.point_stats(0, X)
+    ps = cj.point_stats(0, X)
 
     def obj(r):
-        H = ops.pack_hyper("bernoulli", (r.hyper["a"], r.hyper["b"]))
+        H = cj.pack_hyper("bernoulli", (r.hyper["a"], r.hyper["b"]))
         return _objective_np(ps, r.merges, r.alpha, H, objective)
 
     assert obj(res) > obj(start)
@@ -459,7 +459,7 @@ def test_learn_improves_objective_and_reaches_stationary_point(objective):
     # stationary in (log alpha, log a, log b) for the returned tree
 
     def ev(la, lA, lB):
-        H = ops.pack_hyper("bernoulli", cj.bernoulli_hyper(16, math.exp(lA), math.exp(lB)))
+        H = cj.pack_hyper("bernoulli", cj.bernoulli_hyper(16, math.exp(lA), math.exp(lB)))
         return _objective_np(ps, res.merges, math.exp(la), H, objective)
 
     base = np.array([math.log(res.alpha), math.log(res.hyper["a"][0]), math.log(res.hyper["b"][0])])
@@ -474,9 +474,9 @@ def test_learn_improves_objective_and_reaches_stationary_point(objective):
 def test_learn_gaussian_subset():
     rng = np.random.default_rng(41)
     X = np.concatenate([rng.normal(c, 0.5, (15, 2)) for c in (0.0, 5.0)])
-    res = bhc.learn(X, likelihood="gaussian", learn=("alpha", "kappa0"), max_iter=3)
+    res = bhc.learn(X, likelihood="gaussian", params=("alpha", "kappa0"), max_iter=3)
     assert np.isfinite(res.log_evidence) and res.history
-    assert res.dpm_lower_bound() >= bhc.fit(X, likelihood="gaussian").dpm_lower_bound() - 1e-9
+    assert res.dpm_lower_bound() >= bhc.greedy(X, likelihood="gaussian").dpm_lower_bound() - 1e-9
 
 
 # -------------------------------------------------------------------------- bad input
@@ -491,7 +491,6 @@ def test_learn_gaussian_subset():
         ({"X": [0, 1, 1]}, "2-D"),
         ({"alpha": 0.0}, "alpha"),
         ({"alpha": -2.0}, "alpha"),
-        ({"method": "exact"}, "method"),
         ({"likelihood": "poisson"}, "likelihood"),
         ({"hyper": {"c": 1.0}}, "hyper"),
         ({"hyper": {"a": 0.0}}, "a:"),
@@ -503,12 +502,38 @@ def test_learn_gaussian_subset():
         ({"leaf_size": 1, "method": "randomized", "subsample": 2}, "leaf_size"),
     ],
 )
-def test_fit_bad_input(kwargs, match):
+def test_estimators_bad_input(kwargs, match):
     args = {"X": [[0, 1], [1, 1], [0, 0]]}
     args.update(kwargs)
     X = args.pop("X")
+    estimator = getattr(bhc, args.pop("method", "greedy"))
     with pytest.raises(ValueError, match=match):
-        bhc.fit(X, **args)
+        estimator(X, **args)
+
+
+def test_fit_is_a_deprecated_alias_of_the_estimators():
+    X = np.array([[0, 1], [1, 1], [0, 0], [1, 0]], dtype=float)
+    for method in ("greedy", "randomized", "embhc"):
+        with pytest.warns(DeprecationWarning, match=f"bhc.{method}"):
+            old = bhc.fit(X, method=method, random_seed=3, subsample=2)
+        kwargs = {} if method == "greedy" else {"random_seed": 3, "subsample": 2}
+        new = getattr(bhc, method)(X, **kwargs)
+        np.testing.assert_array_equal(old.merges, new.merges)
+        assert old.log_evidence == new.log_evidence and old.method == method
+    with pytest.warns(DeprecationWarning), pytest.raises(ValueError, match="method"):
+        bhc.fit(X, method="exact")
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        new.alpha = 2.0
+
+
+def test_learn_keyword_learn_is_deprecated():
+    X = np.array([[0, 1], [1, 1], [0, 0], [1, 0]], dtype=float)
+    with pytest.warns(DeprecationWarning, match="params"):
+        old = bhc.learn(X, learn=("alpha",), max_iter=2)
+    new = bhc.learn(X, params=("alpha",), max_iter=2)
+    assert old.alpha == new.alpha
+    with pytest.warns(DeprecationWarning), pytest.raises(TypeError, match="params"):
+        bhc.learn(X, learn=("alpha",), params=("alpha",))
 
 
 def test_model_and_learn_bad_input():
@@ -516,23 +541,23 @@ def test_model_and_learn_bad_input():
     with pytest.raises(ValueError, match="merges"):
         bhc.model(X, np.array([[0, 1], [0, 2]]))
     with pytest.raises(ValueError, match="tree"):
-        bhc.model(X, bhc.fit(X[:2]))
+        bhc.model(X, bhc.greedy(X[:2]))
     with pytest.raises(ValueError, match="priors"):
-        bhc.model(X, bhc.fit(X), priors={"gamma": pm.HalfNormal.dist()})
+        bhc.model(X, bhc.greedy(X), priors={"gamma": pm.HalfNormal.dist()})
     with pytest.raises(TypeError, match="priors"):
-        bhc.model(X, bhc.fit(X), priors={"alpha": 1.0})
-    with pytest.raises(ValueError, match="learn"):
-        bhc.learn(X, learn=("m0",))
+        bhc.model(X, bhc.greedy(X), priors={"alpha": 1.0})
+    with pytest.raises(ValueError, match="params"):
+        bhc.learn(X, params=("m0",))
     with pytest.raises(ValueError, match="objective"):
         bhc.learn(X, objective="posterior")
     with pytest.raises(ValueError, match="objective"):
-        bhc.model(X, bhc.fit(X), objective="posterior")
+        bhc.model(X, bhc.greedy(X), objective="posterior")
     with pytest.raises(ValueError, match="max_iter"):
         bhc.learn(X, max_iter=0)
     with pytest.raises(ValueError, match="threshold"):
-        bhc.fit(X).cut(threshold=2.0)
+        bhc.greedy(X).cut(threshold=2.0)
     with pytest.raises(ValueError, match="x_new"):
-        bhc.fit(X).predictive_logpdf([0.0, 1.0, 1.0])
+        bhc.greedy(X).predictive_logpdf([0.0, 1.0, 1.0])
 
 
 def test_registered_for_the_cli():

@@ -405,7 +405,7 @@ def test_greedy_start_only_while_tuning_and_only_if_better():
     assert not step._start_pending
     # an incoming partition better than the greedy one is kept
     hyper = (np.zeros(2), 0.5, 4.0, np.eye(2))
-    from custom_ops.crp_gibbs import pack_hyper
+    from custom_ops.conjugate import pack_hyper
 
     kept = step._better_start(X, truth, 1.0, 0.0, "gaussian", hyper, 2,
                               pack_hyper("gaussian", hyper))

@@ -100,6 +100,16 @@ def test_plot_returns_figure():
     assert len(fig.axes) >= 6
 
 
+def test_method_chooses_the_steps():
+    # "nuts": every parameter by NUTS; discrete parameters are refused before any work
+    result = getting_it_right(cn.generative_model(), data_vars=["y"], method="nuts",
+                              n_samples=20, tune=5, random_seed=0)
+    assert {k: sorted(v) for k, v in result.step_description.items()} == {
+        "NUTS": ["mu", "sigma2"]}
+    with pytest.raises(ValueError, match="z are discrete"):
+        getting_it_right(_mixture(), data_vars=["X"], method="nuts", n_samples=20)
+
+
 def test_errors():
     model = cn.generative_model()
     with pytest.raises(ValueError, match=r"data_vars: 'nope' not a random variable"):

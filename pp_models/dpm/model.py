@@ -47,6 +47,10 @@ After sampling, :func:`summarize` adds the label-invariant outputs to the DataTr
 co-clustering matrix, a point-estimate partition (Binder or VI loss), the posterior of
 the number of clusters, optionally the cluster parameters from the conjugate posterior,
 and the posterior predictive density on a 1-D/2-D grid.
+
+This module is over 700 lines because it still holds those outputs: they move to
+``pp_models/dpm/outputs.py`` once the linear-in-n point estimate (issue #10) has landed,
+so the two changes do not collide.
 """
 
 from __future__ import annotations
@@ -62,7 +66,8 @@ import xarray as xr
 from scipy import special, stats
 
 from custom_ops import conjugate as cj
-from custom_ops.crp_gibbs import FAMILY_CODES, pack_hyper, sequential_map_partition
+from custom_ops.conjugate import FAMILY_CODES, pack_hyper
+from custom_ops.crp_gibbs import sequential_map_partition
 from pp_models import partitions
 from pp_models.distributions import (
     CRP,
@@ -71,7 +76,13 @@ from pp_models.distributions import (
     CollapsedGaussian,
     CollapsedMultinomial,
 )
-from pp_models.model_info import DerivedStatistic, StepHint, ZooModelInfo, attach_info
+from pp_models.model_info import (
+    DerivedStatistic,
+    StepHint,
+    ZooModelInfo,
+    attach_info,
+    weights_sorted,
+)
 from pp_models.registry import ModelEntry
 from pp_models.validation import as_data_matrix, check_int, check_positive
 
@@ -488,7 +499,7 @@ def _stick_breaking_model(spec, coords):
             DerivedStatistic("n_clusters", partial(_sb_n_clusters, spec=spec,
                                                    params=param_names),
                              "occupied components among the drawn assignments"),
-            DerivedStatistic("weights_sorted", _weights_sorted,
+            DerivedStatistic("weights_sorted", weights_sorted,
                              "stick-breaking weights in decreasing order"),
         ),
         label_variables=("w", "mu_raw", "tau", *param_names),
@@ -543,11 +554,6 @@ def _sb_n_clusters(posterior: xr.Dataset, spec: DPMSpec, params) -> xr.DataArray
                         dims=("chain", "draw"))
 
 
-def _weights_sorted(posterior: xr.Dataset) -> xr.DataArray:
-    w = posterior["w"].values
-    return xr.DataArray(-np.sort(-w, axis=-1), dims=("chain", "draw", "rank"))
-
-
 # --------------------------------------------------------------------------------------
 # outputs
 # --------------------------------------------------------------------------------------
@@ -598,18 +604,19 @@ def cluster_parameters(m_or_spec, z) -> xr.Dataset:
     sizes = np.bincount(z, minlength=K)
     feats = list(spec.feature_names)
     coords = {"cluster": np.arange(K), "feature": feats}
+    hyper = tuple(h[name] for name in cj.FAMILIES[spec.likelihood].hyper_names)
+
+    def posterior(k):
+        return cj.posterior_parameters(spec.likelihood, cj.FAMILIES[spec.likelihood].stats(
+            np.ascontiguousarray(X[z == k], dtype=np.float64)), hyper)
+
     if spec.likelihood == "gaussian":
         mean = np.empty((K, d))
         cov = np.empty((K, d, d))
         for k in range(K):
-            st = cj.gaussian_stats(X[z == k])
-            kn = h["kappa0"] + st[0]
-            nn = h["nu0"] + st[0]
-            mn = (h["kappa0"] * h["m0"] + st[1 : 1 + d]) / kn
-            Sn = (h["S0"] + st[1 + d :].reshape(d, d) + h["kappa0"] * np.outer(h["m0"], h["m0"])
-                  - kn * np.outer(mn, mn))
-            mean[k] = mn
-            cov[k] = Sn / (nn - d - 1) if nn > d + 1 else np.nan
+            post = posterior(k)
+            mean[k] = post["m"]
+            cov[k] = post["S"] / (post["nu"] - d - 1) if post["nu"] > d + 1 else np.nan
         return xr.Dataset(
             {"size": ("cluster", sizes), "mean": (("cluster", "feature"), mean),
              "covariance": (("cluster", "feature", "feature_"), cov)},
@@ -619,24 +626,18 @@ def cluster_parameters(m_or_spec, z) -> xr.Dataset:
         mean = np.empty((K, d))
         var = np.empty((K, d))
         for k in range(K):
-            Xk = X[z == k]
-            nk = Xk.shape[0]
-            kn = h["kappa0"] + nk
-            mn = (h["kappa0"] * h["m0"] + Xk.sum(0)) / kn
-            an = h["a0"] + 0.5 * nk
-            bn = h["b0"] + 0.5 * ((Xk**2).sum(0) + h["kappa0"] * h["m0"] ** 2 - kn * mn**2)
-            mean[k] = mn
-            var[k] = np.where(an > 1, bn / (an - 1), np.nan)
+            post = posterior(k)
+            mean[k] = post["m"]
+            var[k] = np.where(post["a"] > 1, post["b"] / (post["a"] - 1), np.nan)
         return xr.Dataset(
             {"size": ("cluster", sizes), "mean": (("cluster", "feature"), mean),
              "variance": (("cluster", "feature"), var)},
             coords=coords,
         )
     if spec.likelihood == "bernoulli":
-        p = np.array([(h["a"] + X[z == k].sum(0)) / (h["a"] + h["b"] + sizes[k])
-                      for k in range(K)])
+        p = np.array([post["a"] / (post["a"] + post["b"]) for post in map(posterior, range(K))])
     else:
-        counts = np.array([h["concentration"] + X[z == k].sum(0) for k in range(K)])
+        counts = np.array([posterior(k)["concentration"] for k in range(K)])
         p = counts / counts.sum(1, keepdims=True)
     return xr.Dataset({"size": ("cluster", sizes), "p": (("cluster", "feature"), p)},
                       coords=coords)
@@ -743,28 +744,17 @@ def predictive_density(dt: xr.DataTree, m: pm.Model, *, dims=(0, 1), grid=None,
 def _conjugate_log_pred(spec, pts, sel, Xk):
     """log predictive density of points ``pts`` (G, |sel|) marginal on columns ``sel``
     given the rows ``Xk`` of one cluster (None: the prior predictive)."""
-    h = spec.prior
     d = spec.X.shape[1]
-    Xk = np.zeros((0, d)) if Xk is None else Xk
+    Xk = np.zeros((0, d)) if Xk is None else np.ascontiguousarray(Xk, dtype=np.float64)
+    family = cj.FAMILIES[spec.likelihood]
+    hyper = tuple(spec.prior[name] for name in family.hyper_names)
+    st = family.stats(Xk) if Xk.shape[0] else np.zeros(family.stats_size(d))
+    df, loc, scale = cj.student_t_predictive(spec.likelihood, st, hyper)
     if spec.likelihood == "gaussian":
-        st = cj.gaussian_stats(Xk) if Xk.shape[0] else np.zeros(cj.gaussian_stats_size(d))
-        kn = h["kappa0"] + st[0]
-        nn = h["nu0"] + st[0]
-        mn = (h["kappa0"] * h["m0"] + st[1 : 1 + d]) / kn
-        Sn = (h["S0"] + st[1 + d :].reshape(d, d) + h["kappa0"] * np.outer(h["m0"], h["m0"])
-              - kn * np.outer(mn, mn))
-        dof = nn - d + 1
-        shape = Sn * (kn + 1) / (kn * dof)
         # marginal of a multivariate t: same dof, sub-vector / sub-matrix
-        return stats.multivariate_t.logpdf(pts, loc=mn[sel], shape=shape[np.ix_(sel, sel)],
-                                           df=dof).reshape(-1)
-    nk = Xk.shape[0]
-    kn = h["kappa0"] + nk
-    mn = (h["kappa0"] * h["m0"] + Xk.sum(0)) / kn
-    an = h["a0"] + 0.5 * nk
-    bn = h["b0"] + 0.5 * ((Xk**2).sum(0) + h["kappa0"] * h["m0"] ** 2 - kn * mn**2)
-    scale = np.sqrt(bn * (kn + 1) / (an * kn))
-    return stats.t.logpdf(pts, df=2 * an[sel], loc=mn[sel], scale=scale[sel]).sum(-1)
+        return stats.multivariate_t.logpdf(pts, loc=loc[sel], shape=scale[np.ix_(sel, sel)],
+                                           df=df).reshape(-1)
+    return stats.t.logpdf(pts, df=df[sel], loc=loc[sel], scale=scale[sel]).sum(-1)
 
 
 def summarize(dt: xr.DataTree, m: pm.Model | None = None, *, loss: str = "binder",

@@ -1,0 +1,57 @@
+"""Bayesian hierarchical clustering (Heller 2007, ch. 3; Heller & Ghahramani 2005).
+
+Estimators (named by algorithm, each returning a frozen :class:`BHCResult`: scipy
+linkage, evidence, r_k, tree cut, predictive, DPM lower bound, dendrogram plot):
+
+* :func:`greedy` (``greedy.py``): merge the pair with the largest merge posterior r_k
+  (Alg. 3.2, with a heap: O(n^2) pair evaluations, O(n^2 log n) time, O(n^2) memory);
+* :func:`randomized` (``randomized.py``): RBHC for large n (§3.6, Alg. 3.4-3.5);
+* :func:`embhc` (``randomized.py``): EMBHC (Alg. 3.6);
+* :func:`learn` (``learning.py``): alternates tree building and type-II
+  maximum-likelihood optimisation of the hyperparameters (§3.4.1's EM-like scheme).
+
+:func:`model` (``model.py``) is the PyMC model of the DP concentration and the conjugate
+prior's hyperparameters for a fixed tree: its potential is the tree-consistent evidence
+log p(D | T) (:class:`custom_ops.bhc.BHCEvidence`), so NUTS or ``find_MAP`` apply.
+``fit`` is the deprecated name of the tree builders (``bhc.fit(X, method=...)``).
+
+Likelihoods (conjugate families of :mod:`custom_ops.conjugate`): ``"bernoulli"`` (binary
+data, Beta prior per dimension), ``"multinomial"`` (count vectors, Dirichlet),
+``"gaussian"`` (Normal-Inverse-Wishart, full covariance), ``"diag_gaussian"``
+(independent Normal-Gamma per dimension). The hot loops are in
+:mod:`custom_ops.bhc_kernels` and :mod:`custom_ops.bhc`; the tree representation in
+:mod:`pp_models.trees`.
+"""
+
+from pp_models.bhc.defaults import LIKELIHOODS, default_hyper
+from pp_models.bhc.deprecated import fit
+from pp_models.bhc.greedy import greedy
+from pp_models.bhc.learning import learn
+from pp_models.bhc.model import OBJECTIVES, model
+from pp_models.bhc.randomized import embhc, randomized
+from pp_models.bhc.result import BHCResult
+from pp_models.registry import ModelEntry
+
+__all__ = [
+    "LIKELIHOODS",
+    "OBJECTIVES",
+    "BHCResult",
+    "default_hyper",
+    "embhc",
+    "fit",
+    "greedy",
+    "learn",
+    "model",
+    "randomized",
+]
+
+CLI_ENTRY = ModelEntry(
+    name="bhc",
+    description="Bayesian hierarchical clustering: DP concentration and prior "
+    "hyperparameters for the greedy BHC tree (potential = DPM evidence lower bound)",
+    methods=("nuts", "advi", "auto"),
+    build=lambda dataset, **options: model(dataset.data, **options),
+    default_dataset="iris",
+    defaults={"likelihood": "gaussian"},
+)
+

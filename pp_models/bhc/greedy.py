@@ -1,0 +1,129 @@
+"""Greedy Bayesian hierarchical clustering (Heller 2007 Alg. 3.2): :func:`greedy`.
+
+Also the :class:`TreeBuilder` the randomized builders share (greedy BHC on subsets of the
+rows, the filters' assignment); the hot loops are in :mod:`custom_ops.bhc_kernels`.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from custom_ops import bhc as ops
+from custom_ops import bhc_kernels as kernels
+from custom_ops import conjugate as cj
+from pp_models.bhc.defaults import check_alpha, check_data, resolve_hyper
+from pp_models.bhc.result import BHCResult, evaluate
+
+__all__ = ["MAX_GREEDY_N", "TreeBuilder", "build_tree", "greedy"]
+
+# greedy keeps every candidate pair in a heap: ~ n^2 entries of 16 bytes
+MAX_GREEDY_N = 12_000
+
+
+class TreeBuilder:
+    """Shared state for greedy / randomized tree construction over subsets of rows."""
+
+    def __init__(self, X, likelihood, alpha, hyper_tuple):
+        self.X = X
+        self.fam = cj.FAMILY_CODES[likelihood]
+        self.likelihood = likelihood
+        self.alpha = alpha
+        self.H = cj.pack_hyper(likelihood, hyper_tuple)
+        self.pstats = cj.point_stats(self.fam, X)
+        n = X.shape[0]
+        self.use_table = likelihood == "bernoulli"
+        if self.use_table:
+            self.tables = kernels.bernoulli_tables(*cj.bernoulli_view(self.H), n)
+        else:
+            self.tables = (np.zeros((0, 1)), np.zeros((0, 1)), np.zeros(1))
+        self.n_scored = 0
+
+    def greedy_nodes(self, stats, log_d, log_p):
+        LA, LB, LAB = self.tables
+        merges, scored = kernels.greedy_kernel(
+            self.fam, stats, log_d, log_p, self.alpha, self.H, self.use_table, LA, LB, LAB
+        )
+        self.n_scored += int(scored)
+        return merges
+
+    def greedy_points(self, idx):
+        """Greedy BHC on rows ``idx``: local merge list (ids 0..len(idx)-1 = idx order)."""
+        k = len(idx)
+        la = math.log(self.alpha)
+        stats = self.pstats[idx]
+        lp = np.array([cj.log_marginal(self.fam, stats[i], self.H) for i in range(k)])
+        return self.greedy_nodes(stats, np.full(k, la), lp)
+
+    def subtree_values(self, idx, local_merges):
+        """(stats, log d, log p) at the root of a local tree over rows ``idx``."""
+        if len(idx) == 1:
+            s = self.pstats[idx[0]]
+            return s, math.log(self.alpha), cj.log_marginal(self.fam, s, self.H)
+        log_p, _r, _q, log_d, _ml, stats = ops.tree_forward(
+            self.fam, self.pstats[idx], local_merges, self.alpha, self.H
+        )
+        return stats[-1], log_d[-1], log_p[-1]
+
+    def assign(self, X, cstats, log_w, group=None, n_groups=None):
+        """Filter rows ``X`` into nodes (:func:`custom_ops.bhc_kernels.assign_kernel`)."""
+        if group is None:
+            group = np.arange(cstats.shape[0])
+            n_groups = cstats.shape[0]
+        return kernels.assign_kernel(
+            self.fam,
+            X,
+            np.ascontiguousarray(cstats),
+            np.asarray(log_w, float),
+            np.asarray(group, dtype=np.int64),
+            int(n_groups),
+            self.H,
+        )
+
+
+def greedy(X, *, likelihood="bernoulli", alpha=1.0, hyper=None) -> BHCResult:
+    """Greedy BHC (Heller 2007 Alg. 3.2): merge the pair with the largest r_k until one
+    tree remains (a heap of candidate merges: O(n^2) pair evaluations, O(n^2 log n)
+    time, O(n^2) memory, so n <= 12000; use :func:`~pp_models.bhc.randomized` or
+    :func:`~pp_models.bhc.embhc` beyond).
+
+    Parameters
+    ----------
+    X : (n, d) array-like
+        Binary (bernoulli), non-negative integer counts (multinomial) or real rows.
+    likelihood : {"bernoulli", "multinomial", "gaussian", "diag_gaussian"}
+    alpha : float
+        DP concentration (> 0).
+    hyper : dict, optional
+        Conjugate hyperparameters by name (see :mod:`custom_ops.conjugate`); missing
+        ones take :func:`~pp_models.bhc.default_hyper`'s empirical values.
+
+    Returns
+    -------
+    BHCResult
+    """
+    def merges_of(builder):
+        n = builder.X.shape[0]
+        if n > MAX_GREEDY_N:
+            raise ValueError(
+                f"X: greedy BHC keeps all O(n^2) candidate pairs; n = {n} > {MAX_GREEDY_N} "
+                "would need too much memory: use bhc.randomized or bhc.embhc"
+            )
+        return builder.greedy_points(np.arange(n))
+
+    return build_tree(X, likelihood, alpha, hyper, "greedy", merges_of)
+
+
+def build_tree(X, likelihood, alpha, hyper, method, merges_of) -> BHCResult:
+    """What every BHC estimator does around its algorithm: validate the shared inputs,
+    make a :class:`TreeBuilder`, call ``merges_of(builder)`` (which validates the
+    algorithm's own options first) and evaluate the tree into a :class:`BHCResult`."""
+    X = check_data(X, likelihood)
+    alpha = check_alpha(alpha)
+    hyper_tuple, hyper_dict = resolve_hyper(X, likelihood, hyper)
+    builder = TreeBuilder(X, likelihood, alpha, hyper_tuple)
+    merges = merges_of(builder)
+    return evaluate(
+        X, likelihood, alpha, hyper_tuple, hyper_dict, merges, method, builder.n_scored
+    )

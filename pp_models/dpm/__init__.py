@@ -1,0 +1,37 @@
+"""Dirichlet-process mixture models (Murphy 2012 §25.2; Neal 2000).
+
+The factory :func:`model` and the outputs (:func:`summarize`, :func:`cluster_parameters`,
+:func:`predictive_density`, :func:`initial_partition`) are in ``model.py``; see its
+docstring for the three representations and the likelihoods. The Gibbs steps are in
+``inference/gibbs/crp_collapsed.py``, ``crp_auxiliary.py`` and ``escobar_west.py``, the
+hot loops in :mod:`custom_ops.crp_gibbs`, the conjugate families in
+:mod:`custom_ops.conjugate`.
+"""
+
+from pp_models.dpm.model import (
+    CLI_ENTRY,
+    CONJUGATE,
+    LIKELIHOODS,
+    NONCONJUGATE,
+    DPMSpec,
+    cluster_parameters,
+    get_spec,
+    initial_partition,
+    model,
+    predictive_density,
+    summarize,
+)
+
+__all__ = [
+    "CLI_ENTRY",
+    "CONJUGATE",
+    "LIKELIHOODS",
+    "NONCONJUGATE",
+    "DPMSpec",
+    "cluster_parameters",
+    "get_spec",
+    "initial_partition",
+    "model",
+    "predictive_density",
+    "summarize",
+]
