@@ -116,10 +116,13 @@ def _cmd_fit(args) -> int:
     options.update(_parse_params(args.param))
     data = _load_data(args.data, args.dataset or entry.default_dataset)
     out = args.out or Path("ppzoo-out") / entry.name
-    sizes = {**_FIT_DEFAULTS, **entry.fit_defaults}
+    sizes = {**_FIT_DEFAULTS, **{k: v for k, v in entry.fit_defaults.items()
+                                  if k in _FIT_DEFAULTS}}
     sizes.update({k: getattr(args, k) for k in sizes if getattr(args, k) is not None})
+    extra = {k: v for k, v in entry.fit_defaults.items() if k not in _FIT_DEFAULTS}
     return _run_fit(entry, data, options, args.method, sizes["draws"], sizes["tune"],
-                    sizes["chains"], args.cores, args.seed, not args.no_progress, out)
+                    sizes["chains"], args.cores, args.seed, not args.no_progress, out,
+                    fit_kwargs=extra)
 
 
 def _cmd_demo(args) -> int:
@@ -189,7 +192,8 @@ def _load_data(csv: Path | None, dataset: str):
                    feature_names=tuple(map(str, frame.columns)), provenance=str(csv))
 
 
-def _run_fit(entry, data, options, method, draws, tune, chains, cores, seed, progress, out):
+def _run_fit(entry, data, options, method, draws, tune, chains, cores, seed, progress, out,
+             fit_kwargs=None):
     import pandas as pd
 
     from inference.convergence import check_convergence
@@ -206,7 +210,7 @@ def _run_fit(entry, data, options, method, draws, tune, chains, cores, seed, pro
     model = entry.build(data, **options)
     start = time.perf_counter()
     dt = fit(model, method=method, draws=draws, tune=tune, chains=chains, cores=cores,
-             random_seed=seed, progressbar=progress)
+             random_seed=seed, progressbar=progress, **(fit_kwargs or {}))
     elapsed = time.perf_counter() - start
     table = summary(dt)
     print(f"\n{entry.name}: {dt.attrs['pp_models_method']} "

@@ -21,7 +21,9 @@ from pymc.sampling.mcmc import assign_step_methods, instantiate_steppers
 from pymc.step_methods.compound import BlockedStep, CompoundStep, flatten_steps
 from pymc.vartypes import discrete_types
 
+from inference.chains import all_zoo_gibbs, model_cache, sample_gibbs
 from inference.gibbs.registry import PYMC_STEPS, get_step, step_for
+from inference.progress import compiling
 from pp_models.model_info import ZooModelInfo, get_info
 from pp_models.validation import check_int
 
@@ -203,7 +205,21 @@ def _fit_mcmc(model, chosen, info, user_steps, sizes, random_seed, progressbar, 
     if kwargs.pop("nuts_sampler", "pymc") != "pymc":
         raise ValueError("nuts_sampler must be 'pymc' when Gibbs steps are combined with NUTS")
     step_kwargs = kwargs.pop("step_kwargs", None)
-    steps = assign_steps(model, info, user_steps, step_kwargs)
+    steps = _steps_for(model, info, user_steps, step_kwargs, progressbar)
+    if all_zoo_gibbs(steps) and set(kwargs) <= _ZOO_DRIVER_KWARGS:
+        dt, _interrupted = sample_gibbs(
+            model,
+            steps,
+            random_seed=random_seed,
+            progressbar=progressbar,
+            var_names=kwargs.get("var_names"),
+            initvals=kwargs.get("initvals"),
+            **sizes,
+        )
+        return dt, describe_steps(steps), "zoo"
+    if kwargs.get("var_names") is not None and not list(kwargs["var_names"]):
+        raise ValueError("var_names=[] (no variable traced per draw) needs a model whose "
+                         "every variable has a zoo Gibbs step; name at least one variable")
     dt = pm.sample(
         model=model,
         step=steps,
@@ -214,6 +230,30 @@ def _fit_mcmc(model, chosen, info, user_steps, sizes, random_seed, progressbar, 
         **kwargs,
     )
     return dt, describe_steps(steps), "pymc"
+
+
+#: pm.sample options the zoo's own chain loop (inference.chains) honours; any other one
+#: sends the run through pm.sample.
+_ZOO_DRIVER_KWARGS = frozenset({"var_names", "initvals", "compute_convergence_checks"})
+
+
+def _steps_for(model, info, user_steps, step_kwargs, progressbar) -> list:
+    """:func:`assign_steps`, built once per model when nothing user-specific is asked.
+
+    Steps compile point functions and kernels; a second ``fit`` on the same model reuses
+    them (each chain re-seeds and resets them through ``setup_chain``).
+    """
+    cacheable = not user_steps and step_kwargs is None
+    cache = model_cache(model) if cacheable else {}
+    if "zoo_steps" in cache:
+        return cache["zoo_steps"]
+    family = f" ({info.family})" if info is not None and info.family else ""
+    with compiling(f"the samplers of the model{family}", enabled=progressbar):
+        steps = assign_steps(model, info, user_steps, step_kwargs)
+    if cacheable and all_zoo_gibbs(steps):
+        # PyMC's own steps (NUTS) adapt in place, so only zoo steps are reused
+        cache["zoo_steps"] = steps
+    return steps
 
 
 def assign_steps(model, info, user_steps, step_kwargs, *, only=None) -> list:
@@ -356,10 +396,18 @@ def _add_derived(dt: xr.DataTree, info: ZooModelInfo | None) -> list[str]:
     if info is None or not info.derived:
         return []
     posterior = dt["posterior"].to_dataset()
+    # a statistic may come from the step's per-draw stats (e.g. computed from counts the
+    # step holds) instead of traced variables: offer both, the posterior's names first
+    source = posterior
+    if "sample_stats" in dt.children:
+        stats = dt["sample_stats"].to_dataset()
+        extra = {k: v for k, v in stats.data_vars.items() if k not in posterior}
+        if extra:
+            source = posterior.assign(extra)
     added = {}
     for stat in info.derived:
         try:
-            value = stat.function(posterior)
+            value = stat.function(source)
         except KeyError:
             # A variable the statistic needs was left out of the trace (var_names).
             continue
