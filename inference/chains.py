@@ -23,12 +23,10 @@ The returned DataTree has PyMC's layout (``posterior``, ``sample_stats``,
 
 from __future__ import annotations
 
-import contextlib
 import datetime
 import multiprocessing
 import os
 import signal
-import threading
 import time
 import traceback
 import warnings
@@ -44,7 +42,8 @@ from pymc.step_methods.compound import CompoundStep, flatten_steps
 from pymc.util import get_random_generator
 
 from inference.gibbs.base import ZooGibbsStep
-from inference.progress import ChainProgress
+from inference.interrupt import stop_requested
+from inference.progress import ChainProgress, compiling
 
 __all__ = ["SamplingInterrupted", "all_zoo_gibbs", "sample_gibbs"]
 
@@ -126,45 +125,6 @@ def _trace_spec(model, var_names) -> _TraceSpec:
 
 
 # ---------------------------------------------------------------------------------------
-# SIGINT: a flag, checked between draws
-# ---------------------------------------------------------------------------------------
-class _StopFlag:
-    """Set by the first SIGINT (and by the parent for worker processes)."""
-
-    def __init__(self, event=None):
-        self.local = False
-        self.event = event
-
-    def is_set(self) -> bool:
-        return self.local or (self.event is not None and self.event.is_set())
-
-    def set(self) -> None:
-        self.local = True
-        if self.event is not None:
-            self.event.set()
-
-
-@contextlib.contextmanager
-def _catch_sigint(flag: _StopFlag):
-    """First Ctrl-C sets ``flag``; a second one raises KeyboardInterrupt at once."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def handler(signum, frame):
-        if flag.is_set():
-            signal.signal(signal.SIGINT, signal.default_int_handler)
-            raise KeyboardInterrupt
-        flag.set()
-
-    previous = signal.signal(signal.SIGINT, handler)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, previous)
-
-
-# ---------------------------------------------------------------------------------------
 # one chain
 # ---------------------------------------------------------------------------------------
 @dataclass
@@ -178,7 +138,8 @@ class _ChainOutput:
     extra: dict = field(default_factory=dict)
 
 
-def _run_chain(step, spec, start, rng, tune, draws, flag, progress, chain) -> _ChainOutput:
+def _run_chain(step, spec, start, rng, tune, draws, flag, progress, chain,
+               announce=False) -> _ChainOutput:
     step.setup_chain(rng, tune, draws)
     step.tune = bool(tune)
     if hasattr(step, "reset_tuning"):
@@ -193,7 +154,14 @@ def _run_chain(step, spec, start, rng, tune, draws, flag, progress, chain) -> _C
             break
         if i == tune:
             step.stop_tuning()
-        point, step_stats = step.step(point)
+        if i == 0:
+            # Numba compiles a kernel at its first call: tens of silent seconds on a cold
+            # cache (the line shows only if the first draw takes over two seconds)
+            with compiling("the first draw (Numba kernels on a cold cache)",
+                           enabled=announce, delay=2.0):
+                point, step_stats = step.step(point)
+        else:
+            point, step_stats = step.step(point)
         if i < tune:
             tuned += 1
         else:
@@ -207,27 +175,44 @@ def _record(values, stats, spec, point, step_stats, k, draws):
     row = {n: point[n] for n in spec.direct}
     if spec.fn is not None:
         row.update(zip(spec.computed, spec.fn(point), strict=True))
-    for name, value in row.items():
-        if name not in values:
-            value = np.asarray(value)
-            values[name] = np.empty((draws, *value.shape), dtype=value.dtype)
-        values[name][k] = value
+    _store(values, row, k, draws)
     merged: dict = {}
     for s in step_stats:
         merged.update(s)
-    for name, value in merged.items():
-        if name not in stats:
+    _store(stats, merged, k, draws)
+
+
+def _store(arrays, row, k, draws):
+    """``arrays[name][k] = value``, growing each array by doubling (up to ``draws``) so a
+    long run interrupted early never reserved memory for draws it did not make."""
+    for name, value in row.items():
+        arr = arrays.get(name)
+        if arr is None or k >= arr.shape[0]:
             value = np.asarray(value)
-            stats[name] = np.empty((draws, *value.shape), dtype=value.dtype)
-        stats[name][k] = value
+            size = min(draws, max(64, 2 * k))
+            grown = np.empty((size, *value.shape), dtype=value.dtype)
+            if arr is not None:
+                grown[:k] = arr[:k]
+            arrays[name] = arr = grown
+        arr[k] = value
 
 
-def _chain_worker(conn, step, spec, start, rng, tune, draws, stop_event, progress, chain):
-    flag = _StopFlag(stop_event)
+class _WorkerFlag:
+    def __init__(self, event):
+        self.event = event
+
+    def is_set(self) -> bool:
+        return self.event.is_set()
+
+
+def _chain_worker(conn, step, spec, start, rng, tune, draws, stop_event, progress, chain,
+                  announce):
+    flag = _WorkerFlag(stop_event)
     # a terminal's Ctrl-C reaches every process of the group: the worker only notes it
-    signal.signal(signal.SIGINT, lambda signum, frame: flag.set())
+    signal.signal(signal.SIGINT, lambda signum, frame: stop_event.set())
     try:
-        out = _run_chain(step, spec, start, rng, tune, draws, flag, progress, chain)
+        out = _run_chain(step, spec, start, rng, tune, draws, flag, progress, chain,
+                         announce)
     except BaseException as err:  # reported to the parent, which raises it
         out = _ChainOutput({}, {}, 0, 0, 0.0, error="".join(
             traceback.format_exception(type(err), err, err.__traceback__)))
@@ -244,8 +229,19 @@ def _fork_context():
         return None
 
 
-def _run_parallel(step, spec, starts, rngs, tune, draws, flag, bar, cores):
+def _run_parallel(step, spec, starts, rngs, tune, draws, flag, bar, cores, announce):
     ctx = _fork_context()
+    event = ctx.Event()
+    flag.link(event)
+    try:
+        return _run_workers(ctx, event, step, spec, starts, rngs, tune, draws, flag, bar,
+                            cores, announce)
+    finally:
+        flag.unlink(event)
+
+
+def _run_workers(ctx, event, step, spec, starts, rngs, tune, draws, flag, bar, cores,
+                 announce):
     chains = len(starts)
     progress = ctx.Array("q", chains, lock=False)
     outputs: list[_ChainOutput | None] = [None] * chains
@@ -261,8 +257,8 @@ def _run_parallel(step, spec, starts, rngs, tune, draws, flag, bar, cores):
                 warnings.simplefilter("ignore", DeprecationWarning)
                 proc = ctx.Process(
                     target=_chain_worker,
-                    args=(child, step, spec, starts[c], rngs[c], tune, draws, flag.event,
-                          progress, c),
+                    args=(child, step, spec, starts[c], rngs[c], tune, draws, event,
+                          progress, c, announce and c == 0),
                     daemon=True,
                 )
                 proc.start()
@@ -329,12 +325,12 @@ def sample_gibbs(
         cores = min(chains, os.cpu_count() or 1, 4)
     cores = max(1, min(cores, chains))
     parallel = cores > 1 and _fork_context() is not None
-    stop_event = _fork_context().Event() if parallel else None
-    flag = _StopFlag(stop_event)
     t0 = time.perf_counter()
-    with ChainProgress(chains, tune + draws, enabled=progressbar) as bar, _catch_sigint(flag):
+    with ChainProgress(chains, tune + draws, enabled=progressbar) as bar, \
+            stop_requested() as flag:
         if parallel:
-            outputs = _run_parallel(step, spec, starts, rngs, tune, draws, flag, bar, cores)
+            outputs = _run_parallel(step, spec, starts, rngs, tune, draws, flag, bar, cores,
+                                    progressbar)
         else:
             progress = [0] * chains
             outputs = []
@@ -344,7 +340,7 @@ def sample_gibbs(
                     continue
                 bar.attach(progress)
                 outputs.append(_run_chain(step, spec, starts[c], rngs[c], tune, draws,
-                                          flag, progress, c))
+                                          flag, progress, c, announce=progressbar and c == 0))
             bar.update(progress)
     errors = [o.error for o in outputs if o.error]
     if errors:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import numbers
+import warnings
 from collections.abc import Sequence
 from importlib.metadata import PackageNotFoundError, version
 
@@ -23,7 +24,8 @@ from pymc.vartypes import discrete_types
 
 from inference.chains import all_zoo_gibbs, model_cache, sample_gibbs
 from inference.gibbs.registry import PYMC_STEPS, get_step, step_for
-from inference.progress import compiling
+from inference.interrupt import stop_requested
+from inference.progress import compiling, in_ci
 from pp_models.model_info import ZooModelInfo, get_info
 from pp_models.validation import check_int
 
@@ -73,6 +75,9 @@ def fit(
         Parallel chains (processes); default PyMC's choice.
     random_seed : int, sequence of int or numpy Generator, optional
     progressbar : bool
+        Progress of sampling (PyMC's bar, or the zoo's chain line) and of ADVI (with its
+        running loss), and a "compiling ..." line while a first call compiles; off when
+        the ``CI`` environment variable is set.
     step : step method or list of step methods, optional
         Steps for some variables; the rest are assigned as for ``"gibbs"``.
     postprocess : bool
@@ -87,6 +92,10 @@ def fit(
     Returns
     -------
     xarray.DataTree
+        After a Ctrl-C during sampling by the zoo's chain loop (every variable updated by
+        a zoo Gibbs step): the draws every chain had completed, root attributes
+        ``pp_models_interrupted = 1`` and ``pp_models_draws_completed`` (per chain),
+        post-processing skipped, and a ``UserWarning`` saying so.
 
     Raises
     ------
@@ -104,6 +113,8 @@ def fit(
     if cores is not None:
         cores = check_int(cores, "cores", minimum=1)
     user_steps = _as_step_list(step)
+    # PyMC's bars (NUTS, ADVI with its running loss) and ours are off in CI logs
+    progressbar = bool(progressbar) and not in_ci()
 
     info = get_info(model)
     discrete = [rv.name for rv in model.free_RVs if rv.dtype in discrete_types]
@@ -132,9 +143,25 @@ def fit(
             method_kwargs,
         )
 
-    derived = _add_derived(dt, info)
-    if postprocess and info is not None and info.postprocess is not None:
-        dt = info.postprocess(dt)
+    with stop_requested() as stop:
+        interrupted = bool(dt.attrs.get("pp_models_interrupted", 0)) or stop.is_set()
+        derived = _add_derived(dt, info)
+        if postprocess and info is not None and info.postprocess is not None:
+            if interrupted:
+                # the user asked to stop: keep the draws, skip the optional outputs
+                dt.attrs["pp_models_postprocess_skipped"] = 1
+            else:
+                dt = info.postprocess(dt)
+        interrupted = interrupted or stop.is_set()
+    if interrupted:
+        dt.attrs["pp_models_interrupted"] = 1
+        warnings.warn(
+            "sampling was interrupted (Ctrl-C): the result holds the draws completed "
+            f"before it ({dt['posterior'].sizes.get('draw', 0)} per chain); "
+            "dt.attrs['pp_models_interrupted'] == 1",
+            UserWarning,
+            stacklevel=2,
+        )
     dt.attrs.update(
         {
             "pp_models_method": chosen,
