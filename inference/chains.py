@@ -324,7 +324,9 @@ def sample_gibbs(
     if cores is None:
         cores = min(chains, os.cpu_count() or 1, 4)
     cores = max(1, min(cores, chains))
-    parallel = cores > 1 and _fork_context() is not None
+    # daemonic processes (e.g. Dask or ProcessPool workers) may not start children
+    parallel = (cores > 1 and _fork_context() is not None
+                and not multiprocessing.current_process().daemon)
     t0 = time.perf_counter()
     with ChainProgress(chains, tune + draws, enabled=progressbar) as bar, \
             stop_requested() as flag:

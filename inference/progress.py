@@ -17,17 +17,21 @@ import sys
 import threading
 import time
 
-__all__ = ["ChainProgress", "compiling", "progress_enabled"]
+__all__ = ["ChainProgress", "compiling", "in_ci", "progress_enabled"]
+
+
+def in_ci() -> bool:
+    """Whether the ``CI`` environment variable is set (non-empty, not 0/false/no)."""
+    ci = os.environ.get("CI", "")
+    return bool(ci) and ci.lower() not in ("0", "false", "no")
 
 
 def progress_enabled(progressbar: bool) -> bool:
-    """``progressbar`` unless running in CI or without a terminal on stderr."""
-    if not progressbar:
+    """``progressbar`` unless running in CI or where a redrawn line cannot show (stderr
+    neither a terminal nor a Jupyter kernel's stream)."""
+    if not progressbar or in_ci():
         return False
-    ci = os.environ.get("CI", "")
-    if ci and ci.lower() not in ("0", "false", "no"):
-        return False
-    return bool(getattr(sys.stderr, "isatty", lambda: False)())
+    return bool(getattr(sys.stderr, "isatty", lambda: False)()) or "ipykernel" in sys.modules
 
 
 class ChainProgress:
