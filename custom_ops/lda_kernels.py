@@ -216,35 +216,34 @@ def _draw_summary(n_wk, n_dk, n_k, alpha, eta, table_eta, table_alpha):
     n_docs = n_dk.shape[0]
     v_eta = n_words * eta
     k_alpha = n_topics * alpha
+    # sum_v (c + eta)^2 = sum_v c^2 + 2 eta n_k + V eta^2: only the nonzero cells count
     ll = n_topics * math.lgamma(v_eta)
-    sq = np.zeros(n_topics)
+    sq = np.zeros(n_topics, dtype=np.int64)
     for v in range(n_words):
         for k in range(n_topics):
             c = n_wk[v, k]
             if c > 0:
                 ll += table_eta[c]
-            x = c + eta
-            sq[k] += x * x
+                sq[k] += c * c
     phi_c = 0.0
     for k in range(n_topics):
         ll -= math.lgamma(v_eta + n_k[k])
         denom = n_k[k] + v_eta
-        phi_c += sq[k] / (denom * denom)
+        phi_c += (sq[k] + 2.0 * eta * n_k[k] + n_words * eta * eta) / (denom * denom)
     ll += n_docs * math.lgamma(k_alpha)
     theta_c = 0.0
     for d in range(n_docs):
         length = 0
-        acc = 0.0
+        acc = 0
         for k in range(n_topics):
             c = n_dk[d, k]
             if c > 0:
                 ll += table_alpha[c]
                 length += c
-            x = c + alpha
-            acc += x * x
+                acc += c * c
         ll -= math.lgamma(k_alpha + length)
         denom = length + k_alpha
-        theta_c += acc / (denom * denom)
+        theta_c += (acc + 2.0 * alpha * length + n_topics * alpha * alpha) / (denom * denom)
     return ll, phi_c / n_topics, theta_c / max(n_docs, 1)
 
 

@@ -9,6 +9,7 @@ the step each variable got, the seed and the package versions.
 
 from __future__ import annotations
 
+import functools
 import json
 import numbers
 import warnings
@@ -169,7 +170,7 @@ def fit(
             "pp_models_sampler": sampler,
             "pp_models_steps": json.dumps(assignment),
             "pp_models_random_seed": json.dumps(_seed_repr(random_seed)),
-            "pp_models_versions": json.dumps(_versions()),
+            "pp_models_versions": json.dumps(dict(_versions())),
             "pp_models_family": info.family if info else "",
             "pp_models_label_invariant": json.dumps(derived),
             "pp_models_label_variables": json.dumps(list(info.label_variables) if info else []),
@@ -454,6 +455,7 @@ def _seed_repr(seed):
     return repr(seed)
 
 
+@functools.cache
 def _versions() -> dict[str, str]:
     out = {}
     for pkg in _VERSIONED_PACKAGES:
