@@ -25,7 +25,7 @@ from pymc.vartypes import discrete_types
 
 from inference.chains import all_zoo_gibbs, model_cache, sample_gibbs
 from inference.gibbs.registry import PYMC_STEPS, get_step, step_for
-from inference.interrupt import stop_requested
+from inference.interrupt import raising_sigint, stop_requested
 from inference.progress import compiling, in_ci
 from pp_models.model_info import ZooModelInfo, get_info
 from pp_models.validation import check_int
@@ -128,21 +128,29 @@ def fit(
     if chosen == "advi" and user_steps:
         raise ValueError("step is not used by method='advi'; drop it or use method='gibbs'")
 
-    if chosen == "advi":
-        dt, assignment, sampler = _fit_advi(
-            model, draws, chains, random_seed, progressbar, method_kwargs
-        )
-    else:
-        dt, assignment, sampler = _fit_mcmc(
-            model,
-            chosen,
-            info,
-            user_steps,
-            dict(draws=draws, tune=tune, chains=chains, cores=cores),
-            random_seed,
-            progressbar,
-            method_kwargs,
-        )
+    with stop_requested() as stop:
+        if chosen == "advi":
+            with raising_sigint(stop):
+                dt, assignment, sampler = _fit_advi(
+                    model, draws, chains, random_seed, progressbar, method_kwargs
+                )
+        else:
+            dt, assignment, sampler = _fit_mcmc(
+                model,
+                chosen,
+                info,
+                user_steps,
+                dict(draws=draws, tune=tune, chains=chains, cores=cores),
+                random_seed,
+                progressbar,
+                method_kwargs,
+                stop,
+            )
+        if stop.is_set() and sampler != "zoo":
+            # PyMC / nutpie / ADVI stopped on the KeyboardInterrupt and returned what
+            # they had: drop draws never made (nutpie leaves them NaN), mark the result
+            dt = _trim_unfinished(dt)
+            dt.attrs["pp_models_interrupted"] = 1
 
     with stop_requested() as stop:
         interrupted = bool(dt.attrs.get("pp_models_interrupted", 0)) or stop.is_set()
@@ -209,7 +217,7 @@ def _nutpie_available() -> bool:
     return True
 
 
-def _fit_mcmc(model, chosen, info, user_steps, sizes, random_seed, progressbar, kwargs):
+def _fit_mcmc(model, chosen, info, user_steps, sizes, random_seed, progressbar, kwargs, stop):
     kwargs = dict(kwargs)
     if info is not None and info.trace_var_names is not None:
         kwargs.setdefault("var_names", list(info.trace_var_names))
@@ -219,14 +227,15 @@ def _fit_mcmc(model, chosen, info, user_steps, sizes, random_seed, progressbar, 
         kwargs.setdefault("compute_convergence_checks", False)
     if chosen == "nuts" and not user_steps:
         sampler = kwargs.pop("nuts_sampler", "nutpie" if _nutpie_available() else "pymc")
-        dt = pm.sample(
-            model=model,
-            random_seed=random_seed,
-            progressbar=progressbar,
-            nuts_sampler=sampler,
-            **sizes,
-            **kwargs,
-        )
+        with raising_sigint(stop):
+            dt = pm.sample(
+                model=model,
+                random_seed=random_seed,
+                progressbar=progressbar,
+                nuts_sampler=sampler,
+                **sizes,
+                **kwargs,
+            )
         names = [_untransformed(v.name) for v in model.value_vars]
         return dt, {"NUTS" if sampler == "pymc" else f"NUTS ({sampler})": names}, sampler
 
@@ -248,15 +257,16 @@ def _fit_mcmc(model, chosen, info, user_steps, sizes, random_seed, progressbar, 
     if kwargs.get("var_names") is not None and not list(kwargs["var_names"]):
         raise ValueError("var_names=[] (no variable traced per draw) needs a model whose "
                          "every variable has a zoo Gibbs step; name at least one variable")
-    dt = pm.sample(
-        model=model,
-        step=steps,
-        random_seed=random_seed,
-        progressbar=progressbar,
-        nuts_sampler="pymc",
-        **sizes,
-        **kwargs,
-    )
+    with raising_sigint(stop):
+        dt = pm.sample(
+            model=model,
+            step=steps,
+            random_seed=random_seed,
+            progressbar=progressbar,
+            nuts_sampler="pymc",
+            **sizes,
+            **kwargs,
+        )
     return dt, describe_steps(steps), "pymc"
 
 
@@ -445,6 +455,40 @@ def _add_derived(dt: xr.DataTree, info: ZooModelInfo | None) -> list[str]:
         added[stat.name] = value
     dt["posterior"] = xr.DataTree(posterior.assign(added))
     return list(added)
+
+
+def _trim_unfinished(dt: xr.DataTree) -> xr.DataTree:
+    """Keep, in every chain that made any, the draws all those chains completed.
+
+    A draw counts as not made when every floating-point posterior variable is NaN in it
+    (no real draw is NaN throughout); chains without a single draw are dropped. Records
+    ``pp_models_draws_completed`` per chain.
+    """
+    posterior = dt["posterior"].to_dataset()
+    floats = [v for v in posterior.data_vars.values()
+              if np.issubdtype(v.dtype, np.floating) and {"chain", "draw"} <= set(v.dims)]
+    if not floats:
+        return dt
+    made = None
+    for v in floats:
+        other = [d for d in v.dims if d not in ("chain", "draw")]
+        ok = ~np.isnan(v).all(other) if other else ~np.isnan(v)
+        made = ok if made is None else (made | ok)
+    made = made.transpose("chain", "draw").values
+    # completed draws: those before the first draw not made
+    completed = np.where(made.all(1), made.shape[1], np.argmin(made, axis=1))
+    dt.attrs["pp_models_draws_completed"] = [int(c) for c in completed]
+    keep = np.flatnonzero(completed > 0)
+    if keep.size == made.shape[0] and completed.min() == made.shape[1]:
+        return dt
+    length = int(completed[keep].min()) if keep.size else 0
+    out = dt.copy()
+    for name, node in dt.children.items():
+        ds = node.to_dataset()
+        if "chain" in ds.dims and "draw" in ds.dims:
+            ds = ds.isel(chain=keep, draw=slice(0, length))
+            out[name] = xr.DataTree(ds.assign_coords(chain=np.arange(keep.size)))
+    return out
 
 
 def _seed_repr(seed):

@@ -18,7 +18,7 @@ import contextlib
 import signal
 import threading
 
-__all__ = ["StopFlag", "stop_requested"]
+__all__ = ["StopFlag", "raising_sigint", "stop_requested"]
 
 
 class StopFlag:
@@ -80,4 +80,24 @@ def stop_requested():
         yield flag
     finally:
         _CURRENT.pop()
+        signal.signal(signal.SIGINT, previous)
+
+
+@contextlib.contextmanager
+def raising_sigint(flag: StopFlag):
+    """Inside :func:`stop_requested`, hand Ctrl-C back to code that handles
+    ``KeyboardInterrupt`` itself (PyMC's sampler, nutpie, ADVI): each SIGINT sets ``flag``
+    (so the caller knows the result is partial) and raises as Python's default does."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum, frame):
+        flag.set()
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGINT, handler)
+    try:
+        yield
+    finally:
         signal.signal(signal.SIGINT, previous)

@@ -184,3 +184,25 @@ def test_fit_returns_the_completed_draws_after_a_sigint():
     assert 0 < kept < 10_000_000 and dt.attrs["pp_models_interrupted"] == 1
     assert dt.attrs["pp_models_draws_completed"] == [kept]
     assert np.all(dt["posterior"]["phi"].values > 0)  # rows all filled
+
+
+def test_draws_never_made_are_trimmed_after_an_interrupted_pymc_or_nutpie_run():
+    """nutpie leaves the draws it did not make as NaN: they go, the chains keep a common
+    length, a chain without any draw is dropped."""
+    from inference.fit import _trim_unfinished
+
+    rng = np.random.default_rng(0)
+    mu = rng.normal(size=(3, 10, 2))
+    mu[1, 6:] = np.nan  # chain 1 stopped after 6 draws
+    mu[2] = np.nan  # chain 2 never started
+    mu[0, 3, 0] = np.nan  # a NaN inside a real draw does not end it
+    ds = xr.Dataset({"mu": (("chain", "draw", "k"), mu)},
+                    coords={"chain": np.arange(3), "draw": np.arange(10)})
+    stats = xr.Dataset({"diverging": (("chain", "draw"), np.zeros((3, 10), bool))},
+                       coords={"chain": np.arange(3), "draw": np.arange(10)})
+    dt = xr.DataTree.from_dict({"posterior": ds, "sample_stats": stats})
+    out = _trim_unfinished(dt)
+    assert out["posterior"].sizes == {"chain": 2, "draw": 6, "k": 2}
+    assert out["sample_stats"].sizes == {"chain": 2, "draw": 6}
+    assert dt.attrs["pp_models_draws_completed"] == [10, 6, 0]
+    np.testing.assert_array_equal(out["posterior"]["mu"].values, mu[:2, :6])
