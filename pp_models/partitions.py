@@ -470,7 +470,7 @@ def expected_loss(z, Z, *, loss: str = "binder") -> float:
 
 
 def greedy_point_estimate(Z, *, loss: str = "binder", max_candidates: int = 500,
-                          max_draws: int = 500, work_budget: float = 2e8,
+                          max_draws: int = 500, work_budget: float = 5e7,
                           local_search: bool = True, max_passes: int = 50):
     """A point estimate of the partition with time and memory linear in n.
 
