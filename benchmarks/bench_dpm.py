@@ -9,7 +9,13 @@ tuning chain, as ``fit`` runs it, so the step's first call also tries its greedy
 sequential seating (``greedy_start``; also measured without it); sklearn from its
 default k-means initialisation. ARI evaluations are not timed.
 
-Run: ``python benchmarks/bench_dpm.py [--seeds 5] [--quick]``. Prints steps/s, the time
+The user's path: ``fit(dpm.model(X), draws=100, tune=50, chains=1)`` after a warm-up
+``fit`` on 200 points, with its default outputs and with ``postprocess=False``, each in
+a fresh process so its peak RSS (``ru_maxrss``) is its own (``--fit-only``, with
+``--n`` for other sizes).
+
+Run: ``python benchmarks/bench_dpm.py [--seeds 5] [--quick]`` or
+``python benchmarks/bench_dpm.py --fit-only [--n 100000 --draws 200]``. Prints steps/s, the time
 to ARI >= 0.94 (median over chains), sklearn's time to the same ARI (checked every
 ``--sk-every`` EM iterations with ``warm_start``; median of 3 runs) and the ratios. The
 machine is shared with other jobs: timings vary (sklearn's BLAS threads especially).
@@ -73,18 +79,69 @@ def run_ours(X, truth, seed, max_sweeps=300, greedy_start=True):
     return (reached[0] if reached else None), (reached[1] if reached else None), rate
 
 
-def run_fit_end_to_end(X, truth, draws=100):
-    """inference.fit with PyMC's machinery around the step; ARI of the Binder estimate."""
+def run_fit_end_to_end(X, truth, draws=100, tune=50, postprocess=True):
+    """``inference.fit`` as a user calls it, after a warm-up ``fit`` on 200 points (Numba
+    kernels compiled or loaded from the cache, apart). Returns (warm-up seconds, fit
+    seconds, ARI of the point estimate or None)."""
     from inference import fit
     from pp_models import dpm, partitions
 
+    start = time.perf_counter()
+    fit(dpm.model(X[:200]), draws=2, tune=2, chains=1, random_seed=0, progressbar=False)
+    warm = time.perf_counter() - start
     model = dpm.model(X)
     start = time.perf_counter()
-    dt = fit(model, draws=draws, tune=50, chains=1, random_seed=0, progressbar=False)
+    dt = fit(model, draws=draws, tune=tune, chains=1, random_seed=0, progressbar=False,
+             postprocess=postprocess)
     seconds = time.perf_counter() - start
-    Z = dt["posterior"]["z"].values.reshape(-1, X.shape[0])
-    z_hat, _ = partitions.point_estimate(Z[-50:], local_search=False, P=None)
-    return seconds, partitions.adjusted_rand_index(z_hat, truth)
+    ari = None
+    if "clustering" in dt.children:
+        z_hat = dt["clustering"]["point_estimate"].values
+        ari = partitions.adjusted_rand_index(z_hat, truth)
+    return warm, seconds, ari
+
+
+def _fit_child(args):
+    """One ``fit`` in this (fresh) process; prints a JSON line with its peak RSS."""
+    import json
+    import resource
+
+    X, truth = make_data(n=args.n)
+    warm, seconds, ari = run_fit_end_to_end(X, truth, args.draws, args.tune,
+                                            postprocess=args.child == "default")
+    peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e3
+    print(json.dumps({"warm": warm, "seconds": seconds, "ari": ari, "peak_mb": peak_mb}))
+
+
+def compare_fit_outputs(n, draws, tune):
+    """``fit`` with its default outputs vs ``postprocess=False``, each in a fresh process
+    (peak RSS is a per-process figure)."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "PYTHONPATH": os.path.dirname(os.path.dirname(
+        os.path.abspath(__file__)))}
+    out = {}
+    for kind in ("default", "no-postprocess"):
+        proc = subprocess.run(
+            [sys.executable, os.path.abspath(__file__), "--child", kind, "--n", str(n),
+             "--draws", str(draws), "--tune", str(tune)],
+            capture_output=True, text=True, env=env)
+        lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")]
+        if proc.returncode or not lines:
+            print(f"fit ({kind}) failed:\n{proc.stderr[-3000:]}")
+            return None
+        out[kind] = json.loads(lines[-1])
+        r = out[kind]
+        ari = "" if r["ari"] is None else f", ARI of the point estimate {r['ari']:.3f}"
+        print(f"fit n={n} ({kind}): {r['seconds']:.1f} s after a {r['warm']:.1f} s warm-up, "
+              f"peak RSS {r['peak_mb']:,.0f} MB{ari}")
+    d, b = out["default"], out["no-postprocess"]
+    print(f"fit n={n}: default outputs / postprocess=False: wall "
+          f"{d['seconds'] / b['seconds']:.2f}x, peak RSS {d['peak_mb'] / b['peak_mb']:.2f}x")
+    return out
 
 
 def run_sklearn(X, truth, every=5, max_iter=500):
@@ -121,7 +178,20 @@ def main(argv=None):
     parser.add_argument("--sk-every", type=int, default=5)
     parser.add_argument("--sk-max-iter", type=int, default=500)
     parser.add_argument("--quick", action="store_true", help="skip the end-to-end fit()")
+    parser.add_argument("--fit-only", action="store_true",
+                        help="only the end-to-end fit() comparison (default outputs vs "
+                        "postprocess=False)")
+    parser.add_argument("--n", type=int, default=10_000, help="points for --fit-only")
+    parser.add_argument("--draws", type=int, default=100)
+    parser.add_argument("--tune", type=int, default=50)
+    parser.add_argument("--child", choices=["default", "no-postprocess"], help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.child:
+        _fit_child(args)
+        return
+    if args.fit_only:
+        compare_fit_outputs(args.n, args.draws, args.tune)
+        return
 
     X, truth = make_data()
     print(f"data: {X.shape[0]} points, 2-D, 5 clusters; target ARI >= {TARGET_ARI}")
@@ -151,9 +221,7 @@ def main(argv=None):
               f"proposal)")
     ours = results["greedy start"]
     if not args.quick:
-        seconds, ari = run_fit_end_to_end(X, truth)
-        print(f"ours via inference.fit (100 draws + 50 tune, PyMC overhead included): "
-              f"{seconds:.1f} s, ARI of the Binder point estimate {ari:.3f}")
+        compare_fit_outputs(X.shape[0], args.draws, args.tune)
 
     runs = [run_sklearn(X, truth, args.sk_every, args.sk_max_iter) for _ in range(3)]
     for r in runs:

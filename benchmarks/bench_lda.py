@@ -9,6 +9,9 @@ excluded) and the final joint log likelihood log p(w, z).
 - ours/sparse: SparseLDA buckets (``custom_ops.lda_kernels.gibbs_sweep_sparse``), the
   kernel the ``lda_collapsed_gibbs`` step uses by default;
 - ours/dense: the O(K) Griffiths-Steyvers kernel (``gibbs_sweep_dense``);
+- ours/fit: the user's path, ``inference.fit(model, method="gibbs", draws=sweeps,
+  tune=0, chains=1)`` on a model built once, after one warm-up ``fit`` on it (the
+  warm-up's time, mostly compilation, is printed apart); default outputs;
 - ours/step: the sparse kernel driven through ``pm.sample`` with the registered step
   (``--step``), i.e. with PyMC's per-draw overhead (point copy, log_joint stat, and the
   trace, which must hold at least one variable: ``theta``, D x K floats per draw, whose
@@ -16,6 +19,8 @@ excluded) and the final joint log likelihood log p(w, z).
 - lda: ``lda.LDA`` internals (the per-iteration shuffle of its 1 MiB of cached
   uniforms and ``_sample_topics``; its periodic log-likelihood evaluation is excluded);
 - tomotopy: ``LDAModel.train(n, workers=1)`` with hyperparameter optimisation off.
+
+Peak RSS: the highest resident set seen while each run was timed (sampled every 2 ms).
 
 Run: ``python benchmarks/bench_lda.py [--topics 20 100 500] [--sweeps 200] [--repeat 3]``.
 The machine has 2 cores shared with other jobs: check ``uptime`` and repeat when quiet.
@@ -33,6 +38,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
+from benchmarks._memory import PeakRSS
 from custom_ops.lda_kernels import (
     SparseLDAState,
     build_counts,
@@ -98,6 +104,29 @@ def bench_ours_step(counts, n_topics, sweeps, seed):
     return elapsed, float(dt.sample_stats["log_joint"].values[0, -1])
 
 
+_FIT_MODELS: dict = {}
+
+
+def bench_ours_fit(counts, n_topics, sweeps, seed):
+    """``fit`` on a model built once per K; the first call per K is a warm-up."""
+    from inference import fit
+    from pp_models import lda as zoo_lda
+
+    if n_topics not in _FIT_MODELS:
+        m = zoo_lda.model(counts, n_topics=n_topics, alpha=ALPHA, eta=ETA)
+        t0 = time.perf_counter()
+        fit(m, method="gibbs", draws=2, tune=0, chains=1, random_seed=seed, progressbar=False)
+        print(f"K={n_topics:4d} ours/fit warm-up call (compilation): "
+              f"{time.perf_counter() - t0:.2f} s", flush=True)
+        _FIT_MODELS[n_topics] = m
+    m = _FIT_MODELS[n_topics]
+    t0 = time.perf_counter()
+    dt = fit(m, method="gibbs", draws=sweeps, tune=0, chains=1, random_seed=seed,
+             progressbar=False)
+    elapsed = time.perf_counter() - t0
+    return elapsed, float(dt["sample_stats"]["log_joint"].values[0, -1])
+
+
 def bench_lda(counts, n_topics, sweeps, seed):
     import lda
     import lda.utils
@@ -142,7 +171,8 @@ def main(argv=None):
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--step", action="store_true", help="also time ours through pm.sample")
     parser.add_argument(
-        "--skip", nargs="*", default=[], choices=["lda", "tomotopy", "dense"], help="skip these"
+        "--skip", nargs="*", default=[], choices=["lda", "tomotopy", "dense", "fit"],
+        help="skip these",
     )
     args = parser.parse_args(argv)
 
@@ -160,6 +190,8 @@ def main(argv=None):
     runners = {"ours/sparse": lambda k, s: bench_ours_sparse(corpus, k, args.sweeps, s)}
     if "dense" not in args.skip:
         runners["ours/dense"] = lambda k, s: bench_ours_dense(corpus, k, args.sweeps, s)
+    if "fit" not in args.skip:
+        runners["ours/fit"] = lambda k, s: bench_ours_fit(counts, k, args.sweeps, s)
     if args.step:
         runners["ours/step"] = lambda k, s: bench_ours_step(counts, k, args.sweeps, s)
     if "lda" not in args.skip:
@@ -174,11 +206,14 @@ def main(argv=None):
         # round-robin over the samplers, best of `repeat`: load from other jobs on the
         # shared cores then hits every sampler alike instead of one block of runs
         best = dict.fromkeys(runners, np.inf)
+        peak = dict.fromkeys(runners, 0.0)
         lls = {name: [] for name in runners}
         for r in range(args.repeat):
             for name, run in runners.items():
-                elapsed, ll = run(n_topics, args.seed + r)
+                with PeakRSS() as mem:
+                    elapsed, ll = run(n_topics, args.seed + r)
                 best[name] = min(best[name], elapsed)
+                peak[name] = max(peak[name], mem.peak_mb)
                 lls[name].append(ll)
         results = {}
         for name in runners:
@@ -188,13 +223,19 @@ def main(argv=None):
             rows.append((n_topics, name, rate, best[name], mean_ll))
             print(
                 f"K={n_topics:4d} {name:14s} {rate / 1e6:7.2f} M token-updates/s "
-                f"(best {best[name]:6.2f} s of {args.repeat})  log p(w,z) = {mean_ll:,.0f}",
+                f"(best {best[name]:6.2f} s of {args.repeat})  log p(w,z) = {mean_ll:,.0f}  "
+                f"peak RSS {peak[name]:,.0f} MB",
                 flush=True,
             )
         ours = results["ours/sparse"]
         for other in ("lda 3.0.2", "tomotopy 0.14"):
             if other in results:
                 print(f"K={n_topics:4d} ratio ours/sparse : {other} = {ours / results[other]:.2f}x")
+        if "ours/fit" in results:
+            for other in ("lda 3.0.2", "tomotopy 0.14"):
+                if other in results:
+                    print(f"K={n_topics:4d} ratio ours/fit    : {other} = "
+                          f"{results['ours/fit'] / results[other]:.2f}x")
         if "ours/step" in results and "lda 3.0.2" in results:
             print(
                 f"K={n_topics:4d} ratio ours/step   : lda 3.0.2 = "

@@ -3,3 +3,9 @@
 This package sits at the bottom of the layering: it may use numpy, scipy, numba and
 pytensor, never pymc model code (``pp_models``) or samplers (``inference``).
 """
+
+from custom_ops._numba_cache import use_user_cache_dir
+
+# before any kernel module imports numba: compiled kernels are cached in the user's
+# cache folder, not written into the installed package
+use_user_cache_dir()

@@ -29,6 +29,8 @@ Kernels
   topics ``phi`` held fixed (document completion, Wallach et al. 2009 §4).
 - :func:`minka_alpha_update`: Minka's (2000) fixed point for the document-topic
   Dirichlet parameter.
+- :func:`concentrations`: label-invariant summaries of the conditional posterior means
+  of phi and theta, from the counts.
 """
 
 from __future__ import annotations
@@ -42,8 +44,11 @@ from scipy.special import digamma
 __all__ = [
     "SparseLDAState",
     "build_counts",
+    "concentrations",
+    "draw_summary",
     "gibbs_sweep_dense",
     "gibbs_sweep_sparse",
+    "lgamma_tables",
     "log_joint",
     "minka_alpha_update",
     "sample_theta_fixed_phi",
@@ -163,6 +168,111 @@ def _log_joint_general(n_wk, n_dk, n_k, alpha, eta):
                 length += c
         ll -= math.lgamma(alpha_sum + length)
     return ll
+
+
+@numba.njit(cache=True)
+def _concentrations(n_wk, n_dk, n_k, alpha, eta):
+    n_words, n_topics = n_wk.shape
+    n_docs = n_dk.shape[0]
+    eta_sum = eta.sum()
+    alpha_sum = alpha.sum()
+    sq = np.zeros(n_topics)
+    for v in range(n_words):
+        for k in range(n_topics):
+            x = n_wk[v, k] + eta[v]
+            sq[k] += x * x
+    phi_c = 0.0
+    for k in range(n_topics):
+        denom = n_k[k] + eta_sum
+        phi_c += sq[k] / (denom * denom)
+    theta_c = 0.0
+    for d in range(n_docs):
+        acc = 0.0
+        length = 0
+        for k in range(n_topics):
+            x = n_dk[d, k] + alpha[k]
+            acc += x * x
+            length += n_dk[d, k]
+        denom = length + alpha_sum
+        theta_c += acc / (denom * denom)
+    return phi_c / n_topics, theta_c / max(n_docs, 1)
+
+
+def lgamma_tables(alpha: float, eta: float, max_word_count: int, max_doc_count: int):
+    """``lgamma(n + eta) - lgamma(eta)`` for n <= ``max_word_count`` and the same for
+    ``alpha`` up to ``max_doc_count``: the lookups of :func:`draw_summary` (symmetric
+    priors). A word's count in a topic is at most its corpus frequency and a document's
+    count at most its length, so tables sized by those serve every state."""
+    n_eta = np.arange(max_word_count + 1, dtype=np.float64)
+    n_alpha = np.arange(max_doc_count + 1, dtype=np.float64)
+    from scipy.special import gammaln
+
+    return (gammaln(n_eta + eta) - gammaln(eta), gammaln(n_alpha + alpha) - gammaln(alpha))
+
+
+@numba.njit(cache=True)
+def _draw_summary(n_wk, n_dk, n_k, alpha, eta, table_eta, table_alpha):
+    n_words, n_topics = n_wk.shape
+    n_docs = n_dk.shape[0]
+    v_eta = n_words * eta
+    k_alpha = n_topics * alpha
+    # sum_v (c + eta)^2 = sum_v c^2 + 2 eta n_k + V eta^2: only the nonzero cells count
+    ll = n_topics * math.lgamma(v_eta)
+    sq = np.zeros(n_topics, dtype=np.int64)
+    for v in range(n_words):
+        for k in range(n_topics):
+            c = n_wk[v, k]
+            if c > 0:
+                ll += table_eta[c]
+                sq[k] += c * c
+    phi_c = 0.0
+    for k in range(n_topics):
+        ll -= math.lgamma(v_eta + n_k[k])
+        denom = n_k[k] + v_eta
+        phi_c += (sq[k] + 2.0 * eta * n_k[k] + n_words * eta * eta) / (denom * denom)
+    ll += n_docs * math.lgamma(k_alpha)
+    theta_c = 0.0
+    for d in range(n_docs):
+        length = 0
+        acc = 0
+        for k in range(n_topics):
+            c = n_dk[d, k]
+            if c > 0:
+                ll += table_alpha[c]
+                length += c
+                acc += c * c
+        ll -= math.lgamma(k_alpha + length)
+        denom = length + k_alpha
+        theta_c += (acc + 2.0 * alpha * length + n_topics * alpha * alpha) / (denom * denom)
+    return ll, phi_c / n_topics, theta_c / max(n_docs, 1)
+
+
+def draw_summary(n_wk, n_dk, n_k, alpha: float, eta: float, tables) -> tuple[float, float, float]:
+    """``(log_joint, phi concentration, theta concentration)`` in one pass over the
+    counts, for symmetric priors, with the tables of :func:`lgamma_tables`: what the
+    collapsed step reports every draw (same values as :func:`log_joint` and
+    :func:`concentrations`)."""
+    ll, phi_c, theta_c = _draw_summary(n_wk, n_dk, n_k, float(alpha), float(eta), *tables)
+    return float(ll), float(phi_c), float(theta_c)
+
+
+def concentrations(n_wk, n_dk, n_k, alpha, eta) -> tuple[float, float]:
+    """``(mean_k sum_v phi_kv^2, mean_d sum_k theta_dk^2)`` of the conditional means.
+
+    ``phi_kv = (n_vk + eta_v) / (n_k + sum eta)`` and ``theta_dk = (n_dk + alpha_k) /
+    (L_d + sum alpha)`` are E[phi | z, w] and E[theta | z] (Murphy 2012 Eqs. 27.35 and
+    27.33's Dirichlet posteriors); the sums of squares are inverse effective vocabulary
+    sizes / numbers of topics, invariant to relabelling topics.
+
+    Parameters
+    ----------
+    n_wk, n_dk, n_k : int arrays
+        Counts as returned by :func:`build_counts`.
+    alpha : float array (K,), eta : float array (V,)
+    """
+    phi_c, theta_c = _concentrations(n_wk, n_dk, n_k, np.asarray(alpha, dtype=np.float64),
+                                     np.asarray(eta, dtype=np.float64))
+    return float(phi_c), float(theta_c)
 
 
 def log_joint(n_wk, n_dk, n_k, alpha, eta) -> float:

@@ -49,8 +49,15 @@ def main(argv: list[str] | None = None) -> int:
         print(f"ppzoo: error: {err}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        print("ppzoo: interrupted; no partial result files were left", file=sys.stderr)
+        print("ppzoo: interrupted; nothing was written (a previous result in the output "
+              "folder is untouched)", file=sys.stderr)
         return 130
+    except SystemError as err:
+        # a Ctrl-C that landed while a compiled kernel was returning surfaces as this
+        if isinstance(err.__cause__ or err.__context__, KeyboardInterrupt):
+            print("ppzoo: interrupted; nothing was written", file=sys.stderr)
+            return 130
+        raise
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -116,10 +123,13 @@ def _cmd_fit(args) -> int:
     options.update(_parse_params(args.param))
     data = _load_data(args.data, args.dataset or entry.default_dataset)
     out = args.out or Path("ppzoo-out") / entry.name
-    sizes = {**_FIT_DEFAULTS, **entry.fit_defaults}
+    sizes = {**_FIT_DEFAULTS, **{k: v for k, v in entry.fit_defaults.items()
+                                  if k in _FIT_DEFAULTS}}
     sizes.update({k: getattr(args, k) for k in sizes if getattr(args, k) is not None})
+    extra = {k: v for k, v in entry.fit_defaults.items() if k not in _FIT_DEFAULTS}
     return _run_fit(entry, data, options, args.method, sizes["draws"], sizes["tune"],
-                    sizes["chains"], args.cores, args.seed, not args.no_progress, out)
+                    sizes["chains"], args.cores, args.seed, not args.no_progress, out,
+                    fit_kwargs=extra)
 
 
 def _cmd_demo(args) -> int:
@@ -189,7 +199,27 @@ def _load_data(csv: Path | None, dataset: str):
                    feature_names=tuple(map(str, frame.columns)), provenance=str(csv))
 
 
-def _run_fit(entry, data, options, method, draws, tune, chains, cores, seed, progress, out):
+def _run_fit(entry, data, options, method, draws, tune, chains, cores, seed, progress, out,
+             fit_kwargs=None):
+    """Fit, print the summary, write the results; 130 after a Ctrl-C (what was sampled
+    before it is still written, marked interrupted; a second Ctrl-C abandons it)."""
+    from inference.interrupt import stop_requested
+    from inference.report import check_output_dir
+
+    if method not in entry.methods and method != "auto":
+        raise UsageError(f"--method {method!r} is not available for {entry.name}; "
+                         f"choose from {', '.join(entry.methods)}")
+    try:
+        out = check_output_dir(out)  # before any sampling: nothing is overwritten or mixed
+    except ValueError as err:
+        raise UsageError(str(err)) from None
+    with stop_requested() as stop:
+        return _fit_and_write(entry, data, options, method, draws, tune, chains, cores, seed,
+                              progress, out, fit_kwargs, stop)
+
+
+def _fit_and_write(entry, data, options, method, draws, tune, chains, cores, seed, progress,
+                   out, fit_kwargs, stop):
     import pandas as pd
 
     from inference.convergence import check_convergence
@@ -197,27 +227,37 @@ def _run_fit(entry, data, options, method, draws, tune, chains, cores, seed, pro
     from inference.report import write_results
     from inference.summary import summary
 
-    if method not in entry.methods and method != "auto":
-        raise UsageError(f"--method {method!r} is not available for {entry.name}; "
-                         f"choose from {', '.join(entry.methods)}")
     logging.getLogger("pymc").setLevel(logging.WARNING)
     warnings.filterwarnings("ignore", category=RuntimeWarning)
     warnings.filterwarnings("ignore", category=FutureWarning)
+    warnings.filterwarnings("ignore", message="sampling was interrupted", category=UserWarning)
     model = entry.build(data, **options)
+    print(f"{entry.name}: sampling {chains} chains x {draws} draws (+{tune} tuning); "
+          "Ctrl-C stops and keeps the draws made", flush=True)
     start = time.perf_counter()
     dt = fit(model, method=method, draws=draws, tune=tune, chains=chains, cores=cores,
-             random_seed=seed, progressbar=progress)
+             random_seed=seed, progressbar=progress, **(fit_kwargs or {}))
     elapsed = time.perf_counter() - start
+    interrupted = bool(dt.attrs.get("pp_models_interrupted", 0)) or stop.is_set()
+    kept_chains = dt["posterior"].sizes.get("chain", 0)
+    kept_draws = dt["posterior"].sizes.get("draw", 0)
     table = summary(dt)
+    note = " (interrupted)" if interrupted else ""
     print(f"\n{entry.name}: {dt.attrs['pp_models_method']} "
-          f"({dt.attrs['pp_models_steps']}), {chains} chains x {draws} draws, {elapsed:.1f} s")
+          f"({dt.attrs['pp_models_steps']}), {kept_chains} chains x {kept_draws} draws"
+          f"{note}, {elapsed:.1f} s")
     with pd.option_context("display.width", 140, "display.max_columns", 20):
         print(table.drop(columns=["label_invariant"]).round(3).to_string())
-    if chains >= 2:
+    if kept_chains >= 2 and not interrupted:
         report = check_convergence(dt)
         print("\n" + str(report).splitlines()[0])
     paths = write_results(dt, table, out)
-    print("\nwrote " + ", ".join(str(p) for p in paths.values()))
+    print("\nwrote " + ", ".join(str(p) for p in paths.values()), flush=True)
+    if interrupted or stop.is_set():
+        print(f"ppzoo: interrupted; kept {kept_draws} of {draws} draws in {kept_chains} of "
+              f"{chains} chains (posterior.nc attribute pp_models_interrupted = 1)",
+              file=sys.stderr)
+        return 130
     return 0
 
 

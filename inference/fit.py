@@ -9,8 +9,10 @@ the step each variable got, the seed and the package versions.
 
 from __future__ import annotations
 
+import functools
 import json
 import numbers
+import warnings
 from collections.abc import Sequence
 from importlib.metadata import PackageNotFoundError, version
 
@@ -21,7 +23,10 @@ from pymc.sampling.mcmc import assign_step_methods, instantiate_steppers
 from pymc.step_methods.compound import BlockedStep, CompoundStep, flatten_steps
 from pymc.vartypes import discrete_types
 
+from inference.chains import all_zoo_gibbs, model_cache, sample_gibbs
 from inference.gibbs.registry import PYMC_STEPS, get_step, step_for
+from inference.interrupt import raising_sigint, stop_requested
+from inference.progress import compiling, in_ci
 from pp_models.model_info import ZooModelInfo, get_info
 from pp_models.validation import check_int
 
@@ -71,6 +76,9 @@ def fit(
         Parallel chains (processes); default PyMC's choice.
     random_seed : int, sequence of int or numpy Generator, optional
     progressbar : bool
+        Progress of sampling (PyMC's bar, or the zoo's chain line) and of ADVI (with its
+        running loss), and a "compiling ..." line while a first call compiles; off when
+        the ``CI`` environment variable is set.
     step : step method or list of step methods, optional
         Steps for some variables; the rest are assigned as for ``"gibbs"``.
     postprocess : bool
@@ -85,6 +93,10 @@ def fit(
     Returns
     -------
     xarray.DataTree
+        After a Ctrl-C during sampling by the zoo's chain loop (every variable updated by
+        a zoo Gibbs step): the draws every chain had completed, root attributes
+        ``pp_models_interrupted = 1`` and ``pp_models_draws_completed`` (per chain),
+        post-processing skipped, and a ``UserWarning`` saying so.
 
     Raises
     ------
@@ -102,6 +114,8 @@ def fit(
     if cores is not None:
         cores = check_int(cores, "cores", minimum=1)
     user_steps = _as_step_list(step)
+    # PyMC's bars (NUTS, ADVI with its running loss) and ours are off in CI logs
+    progressbar = bool(progressbar) and not in_ci()
 
     info = get_info(model)
     discrete = [rv.name for rv in model.free_RVs if rv.dtype in discrete_types]
@@ -114,25 +128,49 @@ def fit(
     if chosen == "advi" and user_steps:
         raise ValueError("step is not used by method='advi'; drop it or use method='gibbs'")
 
-    if chosen == "advi":
-        dt, assignment, sampler = _fit_advi(
-            model, draws, chains, random_seed, progressbar, method_kwargs
-        )
-    else:
-        dt, assignment, sampler = _fit_mcmc(
-            model,
-            chosen,
-            info,
-            user_steps,
-            dict(draws=draws, tune=tune, chains=chains, cores=cores),
-            random_seed,
-            progressbar,
-            method_kwargs,
-        )
+    with stop_requested() as stop:
+        if chosen == "advi":
+            with raising_sigint(stop):
+                dt, assignment, sampler = _fit_advi(
+                    model, draws, chains, random_seed, progressbar, method_kwargs
+                )
+        else:
+            dt, assignment, sampler = _fit_mcmc(
+                model,
+                chosen,
+                info,
+                user_steps,
+                dict(draws=draws, tune=tune, chains=chains, cores=cores),
+                random_seed,
+                progressbar,
+                method_kwargs,
+                stop,
+            )
+        if stop.is_set() and sampler != "zoo":
+            # PyMC / nutpie / ADVI stopped on the KeyboardInterrupt and returned what
+            # they had: drop draws never made (nutpie leaves them NaN), mark the result
+            dt = _trim_unfinished(dt)
+            dt.attrs["pp_models_interrupted"] = 1
 
-    derived = _add_derived(dt, info)
-    if postprocess and info is not None and info.postprocess is not None:
-        dt = info.postprocess(dt)
+    with stop_requested() as stop:
+        interrupted = bool(dt.attrs.get("pp_models_interrupted", 0)) or stop.is_set()
+        derived = _add_derived(dt, info)
+        if postprocess and info is not None and info.postprocess is not None:
+            if interrupted:
+                # the user asked to stop: keep the draws, skip the optional outputs
+                dt.attrs["pp_models_postprocess_skipped"] = 1
+            else:
+                dt = info.postprocess(dt)
+        interrupted = interrupted or stop.is_set()
+    if interrupted:
+        dt.attrs["pp_models_interrupted"] = 1
+        warnings.warn(
+            "sampling was interrupted (Ctrl-C): the result holds the draws completed "
+            f"before it ({dt['posterior'].sizes.get('draw', 0)} per chain); "
+            "dt.attrs['pp_models_interrupted'] == 1",
+            UserWarning,
+            stacklevel=2,
+        )
     dt.attrs.update(
         {
             "pp_models_method": chosen,
@@ -140,7 +178,7 @@ def fit(
             "pp_models_sampler": sampler,
             "pp_models_steps": json.dumps(assignment),
             "pp_models_random_seed": json.dumps(_seed_repr(random_seed)),
-            "pp_models_versions": json.dumps(_versions()),
+            "pp_models_versions": json.dumps(dict(_versions())),
             "pp_models_family": info.family if info else "",
             "pp_models_label_invariant": json.dumps(derived),
             "pp_models_label_variables": json.dumps(list(info.label_variables) if info else []),
@@ -179,7 +217,7 @@ def _nutpie_available() -> bool:
     return True
 
 
-def _fit_mcmc(model, chosen, info, user_steps, sizes, random_seed, progressbar, kwargs):
+def _fit_mcmc(model, chosen, info, user_steps, sizes, random_seed, progressbar, kwargs, stop):
     kwargs = dict(kwargs)
     if info is not None and info.trace_var_names is not None:
         kwargs.setdefault("var_names", list(info.trace_var_names))
@@ -189,31 +227,71 @@ def _fit_mcmc(model, chosen, info, user_steps, sizes, random_seed, progressbar, 
         kwargs.setdefault("compute_convergence_checks", False)
     if chosen == "nuts" and not user_steps:
         sampler = kwargs.pop("nuts_sampler", "nutpie" if _nutpie_available() else "pymc")
-        dt = pm.sample(
-            model=model,
-            random_seed=random_seed,
-            progressbar=progressbar,
-            nuts_sampler=sampler,
-            **sizes,
-            **kwargs,
-        )
+        with raising_sigint(stop):
+            dt = pm.sample(
+                model=model,
+                random_seed=random_seed,
+                progressbar=progressbar,
+                nuts_sampler=sampler,
+                **sizes,
+                **kwargs,
+            )
         names = [_untransformed(v.name) for v in model.value_vars]
         return dt, {"NUTS" if sampler == "pymc" else f"NUTS ({sampler})": names}, sampler
 
     if kwargs.pop("nuts_sampler", "pymc") != "pymc":
         raise ValueError("nuts_sampler must be 'pymc' when Gibbs steps are combined with NUTS")
     step_kwargs = kwargs.pop("step_kwargs", None)
-    steps = assign_steps(model, info, user_steps, step_kwargs)
-    dt = pm.sample(
-        model=model,
-        step=steps,
-        random_seed=random_seed,
-        progressbar=progressbar,
-        nuts_sampler="pymc",
-        **sizes,
-        **kwargs,
-    )
+    steps = _steps_for(model, info, user_steps, step_kwargs, progressbar)
+    if all_zoo_gibbs(steps) and set(kwargs) <= _ZOO_DRIVER_KWARGS:
+        dt, _interrupted = sample_gibbs(
+            model,
+            steps,
+            random_seed=random_seed,
+            progressbar=progressbar,
+            var_names=kwargs.get("var_names"),
+            initvals=kwargs.get("initvals"),
+            **sizes,
+        )
+        return dt, describe_steps(steps), "zoo"
+    if kwargs.get("var_names") is not None and not list(kwargs["var_names"]):
+        raise ValueError("var_names=[] (no variable traced per draw) needs a model whose "
+                         "every variable has a zoo Gibbs step; name at least one variable")
+    with raising_sigint(stop):
+        dt = pm.sample(
+            model=model,
+            step=steps,
+            random_seed=random_seed,
+            progressbar=progressbar,
+            nuts_sampler="pymc",
+            **sizes,
+            **kwargs,
+        )
     return dt, describe_steps(steps), "pymc"
+
+
+#: pm.sample options the zoo's own chain loop (inference.chains) honours; any other one
+#: sends the run through pm.sample.
+_ZOO_DRIVER_KWARGS = frozenset({"var_names", "initvals", "compute_convergence_checks"})
+
+
+def _steps_for(model, info, user_steps, step_kwargs, progressbar) -> list:
+    """:func:`assign_steps`, built once per model when nothing user-specific is asked.
+
+    Steps compile point functions and kernels; a second ``fit`` on the same model reuses
+    them (each chain re-seeds and resets them through ``setup_chain``).
+    """
+    cacheable = not user_steps and step_kwargs is None
+    cache = model_cache(model) if cacheable else {}
+    if "zoo_steps" in cache:
+        return cache["zoo_steps"]
+    family = f" ({info.family})" if info is not None and info.family else ""
+    with compiling(f"the samplers of the model{family}", enabled=progressbar):
+        steps = assign_steps(model, info, user_steps, step_kwargs)
+    if cacheable and all_zoo_gibbs(steps):
+        # PyMC's own steps (NUTS) adapt in place, so only zoo steps are reused
+        cache["zoo_steps"] = steps
+    return steps
 
 
 def assign_steps(model, info, user_steps, step_kwargs, *, only=None) -> list:
@@ -356,10 +434,18 @@ def _add_derived(dt: xr.DataTree, info: ZooModelInfo | None) -> list[str]:
     if info is None or not info.derived:
         return []
     posterior = dt["posterior"].to_dataset()
+    # a statistic may come from the step's per-draw stats (e.g. computed from counts the
+    # step holds) instead of traced variables: offer both, the posterior's names first
+    source = posterior
+    if "sample_stats" in dt.children:
+        stats = dt["sample_stats"].to_dataset()
+        extra = {k: v for k, v in stats.data_vars.items() if k not in posterior}
+        if extra:
+            source = posterior.assign(extra)
     added = {}
     for stat in info.derived:
         try:
-            value = stat.function(posterior)
+            value = stat.function(source)
         except KeyError:
             # A variable the statistic needs was left out of the trace (var_names).
             continue
@@ -371,6 +457,40 @@ def _add_derived(dt: xr.DataTree, info: ZooModelInfo | None) -> list[str]:
     return list(added)
 
 
+def _trim_unfinished(dt: xr.DataTree) -> xr.DataTree:
+    """Keep, in every chain that made any, the draws all those chains completed.
+
+    A draw counts as not made when every floating-point posterior variable is NaN in it
+    (no real draw is NaN throughout); chains without a single draw are dropped. Records
+    ``pp_models_draws_completed`` per chain.
+    """
+    posterior = dt["posterior"].to_dataset()
+    floats = [v for v in posterior.data_vars.values()
+              if np.issubdtype(v.dtype, np.floating) and {"chain", "draw"} <= set(v.dims)]
+    if not floats:
+        return dt
+    made = None
+    for v in floats:
+        other = [d for d in v.dims if d not in ("chain", "draw")]
+        ok = ~np.isnan(v).all(other) if other else ~np.isnan(v)
+        made = ok if made is None else (made | ok)
+    made = made.transpose("chain", "draw").values
+    # completed draws: those before the first draw not made
+    completed = np.where(made.all(1), made.shape[1], np.argmin(made, axis=1))
+    dt.attrs["pp_models_draws_completed"] = [int(c) for c in completed]
+    keep = np.flatnonzero(completed > 0)
+    if keep.size == made.shape[0] and completed.min() == made.shape[1]:
+        return dt
+    length = int(completed[keep].min()) if keep.size else 0
+    out = dt.copy()
+    for name, node in dt.children.items():
+        ds = node.to_dataset()
+        if "chain" in ds.dims and "draw" in ds.dims:
+            ds = ds.isel(chain=keep, draw=slice(0, length))
+            out[name] = xr.DataTree(ds.assign_coords(chain=np.arange(keep.size)))
+    return out
+
+
 def _seed_repr(seed):
     if seed is None or isinstance(seed, numbers.Integral):
         return None if seed is None else int(seed)
@@ -379,6 +499,7 @@ def _seed_repr(seed):
     return repr(seed)
 
 
+@functools.cache
 def _versions() -> dict[str, str]:
     out = {}
     for pkg in _VERSIONED_PACKAGES:

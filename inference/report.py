@@ -1,12 +1,14 @@
 """Writing a fit's results to disk: posterior, summary table, trace plot.
 
-Every file is written to a temporary name in the destination directory and renamed
-into place, so an interrupted run never leaves a truncated file under the final name.
+The files are written into a hidden staging folder that then replaces the output folder
+by renames, so an interrupted run never leaves a truncated file under the final name nor
+one run's files beside another's.
 """
 
 from __future__ import annotations
 
 import os
+import shutil
 import tempfile
 import warnings
 from collections.abc import Callable
@@ -18,25 +20,83 @@ import xarray as xr
 
 from inference.summary import label_variable_names
 
-__all__ = ["plot_trace", "write_results"]
+__all__ = ["RESULT_FILES", "check_output_dir", "plot_trace", "write_results"]
+
+
+#: The files :func:`write_results` writes; a folder holding only these (or nothing) is a
+#: previous result that a new one may replace.
+RESULT_FILES = ("posterior.nc", "summary.csv", "trace.png")
+
+
+def check_output_dir(out_dir: str | os.PathLike) -> Path:
+    """``out_dir`` as a Path if :func:`write_results` may write there, else ValueError.
+
+    Call it before sampling: a file of that name, or a folder holding anything but a
+    previous result, is refused (nothing is overwritten or mixed).
+    """
+    out = Path(out_dir)
+    if out.exists() and not out.is_dir():
+        raise ValueError(f"--out: {out} exists and is not a folder")
+    if out.is_dir():
+        other = sorted(p.name for p in out.iterdir() if p.name not in RESULT_FILES)
+        if other:
+            raise ValueError(f"--out: {out} holds files that are not a previous result "
+                             f"({', '.join(other[:3])}{', ...' if len(other) > 3 else ''}); "
+                             "choose a new or empty folder")
+    parent = out.parent if str(out.parent) else Path(".")
+    probe = parent
+    while not probe.exists():
+        probe = probe.parent
+    if not os.access(probe, os.W_OK):
+        raise ValueError(f"--out: cannot write into {probe}")
+    return out
 
 
 def write_results(dt: xr.DataTree, table: pd.DataFrame, out_dir: str | os.PathLike) -> dict:
     """Write ``posterior.nc``, ``summary.csv`` and ``trace.png`` into ``out_dir``.
 
+    The files are written into a new hidden folder beside ``out_dir`` which then takes
+    its place by renames: ``out_dir`` holds either the previous run's files or this
+    run's, never a mix, whenever the process is stopped. A previous result in
+    ``out_dir`` is replaced; a folder with other files is refused
+    (:func:`check_output_dir`).
+
     Returns the paths written, by kind.
     """
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    paths = {
-        "posterior": out / "posterior.nc",
-        "summary": out / "summary.csv",
-        "trace": out / "trace.png",
-    }
-    _atomic_write(paths["posterior"], lambda tmp: dt.to_netcdf(tmp, engine="h5netcdf"))
-    _atomic_write(paths["summary"], lambda tmp: table.to_csv(tmp))
-    _atomic_write(paths["trace"], lambda tmp: plot_trace(dt, tmp))
-    return paths
+    out = check_output_dir(out_dir)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}.", suffix=".new"))
+    try:
+        _atomic_write(staging / "posterior.nc",
+                      lambda tmp: dt.to_netcdf(tmp, engine="h5netcdf"))
+        _atomic_write(staging / "summary.csv", lambda tmp: table.to_csv(tmp))
+        _atomic_write(staging / "trace.png", lambda tmp: plot_trace(dt, tmp))
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(staging, 0o777 & ~umask)
+        _swap_in(staging, out)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return {kind: out / name for kind, name in zip(("posterior", "summary", "trace"),
+                                                   RESULT_FILES, strict=True)}
+
+
+def _swap_in(staging: Path, out: Path) -> None:
+    """Put the folder ``staging`` at ``out``; a previous ``out`` is moved aside first
+    and deleted after (each rename is atomic)."""
+    if not out.exists():
+        os.rename(staging, out)
+        return
+    retired = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}.", suffix=".old"))
+    os.rmdir(retired)
+    os.rename(out, retired)
+    try:
+        os.rename(staging, out)
+    except BaseException:
+        os.rename(retired, out)
+        raise
+    shutil.rmtree(retired, ignore_errors=True)
 
 
 def plot_trace(dt: xr.DataTree, path: str | os.PathLike, *, max_variables: int = 8) -> None:

@@ -28,7 +28,8 @@ class ModelEntry:
     ``build(dataset, **options)`` returns a ``pymc.Model`` for a loaded
     :class:`~pp_models.datasets.Dataset` (its ``data``, ``feature_names``, ``extras``);
     ``defaults`` are the options the CLI uses unless told otherwise, ``fit_defaults``
-    the sampling sizes (``draws``, ``tune``, ``chains``) it uses for this family.
+    the sampling sizes (``draws``, ``tune``, ``chains``) it uses for this family and any
+    other ``fit`` keyword it passes (e.g. ``var_names``).
     """
 
     name: str
@@ -37,7 +38,7 @@ class ModelEntry:
     build: Callable[..., pm.Model]
     default_dataset: str
     defaults: dict[str, Any] = field(default_factory=dict)
-    fit_defaults: dict[str, int] = field(default_factory=dict)
+    fit_defaults: dict[str, Any] = field(default_factory=dict)
 
 
 _MODELS: dict[str, ModelEntry] = {}

@@ -8,7 +8,10 @@ from pytensor.graph.traversal import explicit_graph_inputs
 
 from custom_ops.lda_kernels import (
     SparseLDAState,
+    concentrations,
+    draw_summary,
     gibbs_sweep_dense,
+    lgamma_tables,
     log_joint,
 )
 from inference.gibbs.base import ZooGibbsStep
@@ -56,12 +59,21 @@ class CollapsedLDAGibbs(ZooGibbsStep):
     -----
     Stats per draw: ``log_joint`` = log p(w, z | alpha, eta) (Murphy Eqs. 27.34 + 27.36;
     the collapsed model's log density, the usual trace for convergence) and
-    ``n_changed`` (tokens whose topic changed). ``z`` is a vector over all tokens: keep
+    ``n_changed`` (tokens whose topic changed), and the label-invariant summaries of the
+    conditional posterior means ``phi = E[phi | z, w]`` and ``theta = E[theta | z]``
+    computed from the counts: ``phi_concentration`` = mean_k sum_v phi_kv^2 and
+    ``theta_concentration`` = mean_d sum_k theta_dk^2 (the model's derived statistics,
+    so they need no per-draw phi or theta). ``z`` is a vector over all tokens: keep
     it out of the trace on large corpora with ``var_names`` (the step still updates it).
     """
 
     name = "lda_collapsed_gibbs"
-    stats_dtypes_shapes = {"log_joint": (np.float64, []), "n_changed": (np.int64, [])}
+    stats_dtypes_shapes = {
+        "log_joint": (np.float64, []),
+        "n_changed": (np.int64, []),
+        "phi_concentration": (np.float64, []),
+        "theta_concentration": (np.float64, []),
+    }
 
     def __init__(
         self,
@@ -129,6 +141,7 @@ class CollapsedLDAGibbs(ZooGibbsStep):
             self._words_const = self._check_words(np.asarray(words))
         self._state = None
         self._state_words = None
+        self._tables = None
         self._last_z = None
 
     # ------------------------------------------------------------------ helpers
@@ -155,6 +168,12 @@ class CollapsedLDAGibbs(ZooGibbsStep):
             raise ValueError(f"{self._z_name} must hold topics in [0, {self.n_topics})")
         self._state = SparseLDAState(words, self.doc_ptr, z, self.n_words, self.n_topics)
         self._state_words = words
+        self._tables = None
+        if np.ndim(self._alpha_ll) == 0 and np.ndim(self._eta_ll) == 0 and self.n_tokens:
+            # lookups sized by the largest word frequency and document length
+            max_word = int(np.bincount(words, minlength=1).max())
+            max_doc = int(np.diff(self.doc_ptr).max())
+            self._tables = lgamma_tables(self._alpha_ll, self._eta_ll, max_word, max_doc)
 
     def _sweep(self) -> None:
         """One sweep over all tokens, in place on ``self._state``.
@@ -187,10 +206,19 @@ class CollapsedLDAGibbs(ZooGibbsStep):
         z_out = state.z.astype(np.asarray(z_in).dtype)
         n_changed = int(np.count_nonzero(z_out != z_in))
         self._last_z = z_out
-        ll = log_joint(state.n_wk, state.n_dk, state.n_k, self._alpha_ll, self._eta_ll)
+        if self._tables is not None:
+            ll, phi_c, theta_c = draw_summary(state.n_wk, state.n_dk, state.n_k,
+                                              self._alpha_ll, self._eta_ll, self._tables)
+        else:
+            ll = log_joint(state.n_wk, state.n_dk, state.n_k, self._alpha_ll, self._eta_ll)
+            phi_c, theta_c = self._concentrations(state)
         return self.updated(point, **{self._z_name: z_out}), [
-            {"log_joint": ll, "n_changed": n_changed}
+            {"log_joint": ll, "n_changed": n_changed, "phi_concentration": phi_c,
+             "theta_concentration": theta_c}
         ]
+
+    def _concentrations(self, state) -> tuple[float, float]:
+        return concentrations(state.n_wk, state.n_dk, state.n_k, self.alpha, self.eta)
 
     def counts(self):
         """The current ``(n_wk, n_dk, n_k)`` (copies), or ``None`` before the first step."""

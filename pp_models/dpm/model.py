@@ -760,13 +760,14 @@ def _conjugate_log_pred(spec, pts, sel, Xk):
 def summarize(dt: xr.DataTree, m: pm.Model | None = None, *, loss: str = "binder",
               max_coclustering: int = 2000, cluster_params: bool = False,
               predictive: bool | None = None, dims=(0, 1), grid_size: int = 80,
-              max_draws: int = 200) -> xr.DataTree:
+              max_draws: int = 200, coclustering_items=None) -> xr.DataTree:
     """Add the label-invariant outputs of a DP mixture fit to ``dt`` (a new DataTree).
 
     Groups added:
 
     - ``clustering``: ``coclustering`` (``obs``, ``obs_``) posterior similarity matrix (when
-      n <= ``max_coclustering``), ``point_estimate`` (obs) minimising the expected
+      n <= ``max_coclustering``; else ``coclustering_subset`` (``item``, ``item_``) for the
+      indices ``coclustering_items`` if given), ``point_estimate`` (obs) minimising the expected
       ``loss`` ("binder" or "vi"), its ``expected_loss``, and ``n_clusters_pmf``, the
       posterior of the number of clusters;
     - ``cluster_parameters`` (``cluster_params=True``, conjugate likelihoods): posterior
@@ -790,11 +791,18 @@ def summarize(dt: xr.DataTree, m: pm.Model | None = None, *, loss: str = "binder
     if n <= max_coclustering:
         P = partitions.coclustering(Z)
         ds["coclustering"] = (("obs", "obs_"), P)
-    z_hat, expected = partitions.point_estimate(Z, loss=loss, P=P)
+    elif coclustering_items is not None:  # n x n too big: the items asked for
+        ds["coclustering_subset"] = (("item", "item_"),
+                                     partitions.coclustering(Z, coclustering_items))
+    # linear in n (contingency tables between draws, never the n x n matrix)
+    z_hat, expected = partitions.greedy_point_estimate(Z, loss=loss)
     ds["point_estimate"] = (("obs",), z_hat)
     ks = partitions.n_blocks(Z)
     values, counts = np.unique(ks, return_counts=True)
     clustering = xr.Dataset(ds, coords={"obs": np.arange(n), "obs_": np.arange(n)})
+    if "coclustering_subset" in ds:
+        items = np.asarray(coclustering_items)
+        clustering = clustering.assign_coords(item=items, item_=items)
     clustering["n_clusters_pmf"] = xr.DataArray(counts / counts.sum(), dims=("n_clusters",),
                                                 coords={"n_clusters": values})
     clustering.attrs.update(loss=loss, expected_loss=expected, draws=int(Z.shape[0]))

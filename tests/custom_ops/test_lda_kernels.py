@@ -230,3 +230,30 @@ def test_minka_fixed_point_maximises_the_dirichlet_multinomial_likelihood():
     # one step from a poor start already increases the likelihood (monotone ascent)
     one = lk.minka_alpha_update(n_dk, np.ones(3), n_iter=1)
     assert neg_loglik(np.log(one)) < neg_loglik(np.zeros(3))
+
+
+def test_draw_summary_matches_polya_urns_and_the_float_formulas():
+    """The step's per-draw stats: log_joint against the sequential Pólya urns, the
+    concentrations against the conditional means built in floating point."""
+    rng = np.random.default_rng(5)
+    n_words, n_topics, alpha, eta = 6, 3, 0.4, 0.15
+    doc_ptr = np.array([0, 9, 15, 30], dtype=np.int64)
+    words = rng.integers(0, n_words, doc_ptr[-1]).astype(np.int32)
+    z = rng.integers(0, n_topics, doc_ptr[-1]).astype(np.int32)
+    n_wk, n_dk, n_k = lk.build_counts(words, doc_ptr, z, n_words, n_topics)
+    tables = lk.lgamma_tables(alpha, eta, int(np.bincount(words).max()),
+                              int(np.diff(doc_ptr).max()))
+    ll, phi_c, theta_c = lk.draw_summary(n_wk, n_dk, n_k, alpha, eta, tables)
+    assert ll == pytest.approx(polya_log_joint(words, doc_ptr, z, np.full(n_topics, alpha),
+                                               np.full(n_words, eta)), rel=1e-12)
+    phi = (n_wk.T + eta) / (n_k[:, None] + n_words * eta)
+    theta = (n_dk + alpha) / (n_dk.sum(1, keepdims=True) + n_topics * alpha)
+    assert phi_c == pytest.approx((phi**2).sum(1).mean(), rel=1e-12)
+    assert theta_c == pytest.approx((theta**2).sum(1).mean(), rel=1e-12)
+    # the general (asymmetric) path agrees with the same floats
+    a_vec, e_vec = rng.uniform(0.1, 1.0, n_topics), rng.uniform(0.1, 1.0, n_words)
+    phi = (n_wk.T + e_vec) / (n_k[:, None] + e_vec.sum())
+    theta = (n_dk + a_vec) / (n_dk.sum(1, keepdims=True) + a_vec.sum())
+    got = lk.concentrations(n_wk, n_dk, n_k, a_vec, e_vec)
+    np.testing.assert_allclose(got, [(phi**2).sum(1).mean(), (theta**2).sum(1).mean()],
+                               rtol=1e-12)

@@ -1,0 +1,51 @@
+"""Where Numba caches the compiled kernels (``cache=True``).
+
+Numba's default is a ``__pycache__`` folder beside each source file, i.e. inside the
+installed package, which may be read-only or shared between users and environments.
+:func:`use_user_cache_dir` points it at the user's cache folder instead, the location
+``platformdirs.user_cache_dir("pp-models")`` names (``$XDG_CACHE_HOME/pp-models`` or
+``~/.cache/pp-models`` on Linux, ``~/Library/Caches/pp-models`` on macOS,
+``%LOCALAPPDATA%\\pp-models\\Cache`` on Windows), subfolder ``numba``. A user's own
+``NUMBA_CACHE_DIR`` is left alone. Numba keys the cache by the source file's full path,
+so several checkouts share the folder without clashing.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+__all__ = ["use_user_cache_dir", "user_cache_dir"]
+
+
+def user_cache_dir() -> Path:
+    """The pp-models cache folder of this user (platformdirs' convention)."""
+    if sys.platform == "darwin":
+        base = Path.home() / "Library" / "Caches"
+        return base / "pp-models"
+    if os.name == "nt":
+        base = Path(os.environ.get("LOCALAPPDATA") or Path.home() / "AppData" / "Local")
+        return base / "pp-models" / "Cache"
+    base = os.environ.get("XDG_CACHE_HOME") or ""
+    return (Path(base) if base.strip() else Path.home() / ".cache") / "pp-models"
+
+
+def use_user_cache_dir() -> str | None:
+    """Set Numba's cache folder to ``user_cache_dir() / "numba"`` unless the user set
+    ``NUMBA_CACHE_DIR``; returns the folder used (None if left to the user or Numba)."""
+    if os.environ.get("NUMBA_CACHE_DIR"):
+        return None
+    folder = user_cache_dir() / "numba"
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        return None  # no writable home: Numba's own default
+    os.environ["NUMBA_CACHE_DIR"] = str(folder)
+    if "numba" in sys.modules:
+        # numba read its configuration when first imported; its cache locators read
+        # this attribute each time a function is compiled with cache=True
+        from numba.core import config
+
+        config.CACHE_DIR = str(folder)
+    return str(folder)

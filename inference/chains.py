@@ -1,0 +1,410 @@
+"""The zoo's own chain loop for models whose every variable has a zoo Gibbs step.
+
+``pm.sample`` costs more than the sweeps of a fast Gibbs kernel: it rebuilds the model's
+log density to assign steps, compiles the initial point and the trace function on every
+call, records every deterministic per draw and copies the whole trace into ArviZ at the
+end. When every free variable is updated by a :class:`~inference.gibbs.ZooGibbsStep`,
+``fit`` drives the steps with :func:`sample_gibbs` instead:
+
+- the compiled functions (initial point, traced variables) are cached per model, so a
+  second ``fit`` on the same model compiles nothing;
+- only the traced variables (``var_names``) are computed and stored, into arrays
+  allocated once;
+- chains run in worker processes (``fork``: the workers inherit the built steps and
+  their compiled kernels, nothing is pickled on the way in) or one after the other;
+- Ctrl-C (SIGINT) is caught between draws, never inside a Numba kernel: every chain
+  stops after the draw it is making, the draws completed so far are kept and the result
+  is marked interrupted (:class:`SamplingInterrupted` carries it when the caller wants an
+  exception instead). A second Ctrl-C aborts at once.
+
+The returned DataTree has PyMC's layout (``posterior``, ``sample_stats``,
+``observed_data``, ``constant_data``) so everything downstream reads it unchanged.
+"""
+
+from __future__ import annotations
+
+import datetime
+import multiprocessing
+import os
+import signal
+import time
+import traceback
+import warnings
+import weakref
+from dataclasses import dataclass, field
+
+import numpy as np
+import pymc as pm
+import xarray as xr
+from pymc.backends.arviz import find_constants, find_observations
+from pymc.initial_point import make_initial_point_fn
+from pymc.step_methods.compound import CompoundStep, flatten_steps
+from pymc.util import get_random_generator
+
+from inference.gibbs.base import ZooGibbsStep
+from inference.interrupt import stop_requested
+from inference.progress import ChainProgress, compiling
+
+__all__ = ["SamplingInterrupted", "all_zoo_gibbs", "sample_gibbs"]
+
+
+class SamplingInterrupted(KeyboardInterrupt):
+    """Ctrl-C during sampling; ``result`` holds the draws completed before it (or None)."""
+
+    def __init__(self, result: xr.DataTree | None = None):
+        super().__init__("sampling interrupted")
+        self.result = result
+
+
+def all_zoo_gibbs(steps) -> bool:
+    """Whether every leaf step is a zoo Gibbs step (which :func:`sample_gibbs` can drive)."""
+    leaves = [leaf for s in steps for leaf in flatten_steps(s)]
+    return bool(leaves) and all(isinstance(leaf, ZooGibbsStep) for leaf in leaves)
+
+
+# ---------------------------------------------------------------------------------------
+# per-model caches of compiled functions
+# ---------------------------------------------------------------------------------------
+_CACHE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def model_cache(model: pm.Model) -> dict:
+    """A dict that lives as long as ``model`` (compiled functions, built steps)."""
+    try:
+        return _CACHE.setdefault(model, {})
+    except TypeError:  # pragma: no cover - a model that cannot be weakly referenced
+        return {}
+
+
+def _initial_point_fn(model):
+    cache = model_cache(model)
+    if "initial_point" not in cache:
+        cache["initial_point"] = make_initial_point_fn(
+            model=model, jitter_rvs=set(), return_transformed=True
+        )
+    return cache["initial_point"]
+
+
+@dataclass
+class _TraceSpec:
+    names: list[str]
+    dims: dict[str, tuple[str, ...]]
+    # names read straight from the point (untransformed free variables)
+    direct: list[str]
+    computed: list[str]
+    fn: object = None
+
+
+def _trace_spec(model, var_names) -> _TraceSpec:
+    if var_names is None:
+        rvs = [v for v in model.unobserved_RVs]
+        names = [v.name for v in rvs]
+    else:
+        names = list(var_names)
+        missing = [n for n in names if n not in model.named_vars or n in
+                   {rv.name for rv in model.observed_RVs}]
+        if missing:
+            raise ValueError(f"var_names: not free variables or deterministics of the "
+                             f"model: {', '.join(missing)}")
+    key = ("trace", tuple(names))
+    cache = model_cache(model)
+    if key in cache:
+        return cache[key]
+    value_names = {v.name for v in model.value_vars}
+    direct = [n for n in names if n in value_names]
+    computed = [n for n in names if n not in value_names]
+    fn = None
+    if computed:
+        outs = model.replace_rvs_by_values([model[n] for n in computed])
+        fn = model.compile_fn(outs, inputs=model.value_vars, on_unused_input="ignore",
+                              point_fn=True)
+    dims = {n: tuple(model.named_vars_to_dims.get(n, ())) for n in names}
+    spec = _TraceSpec(names, dims, direct, computed, fn)
+    cache[key] = spec
+    return spec
+
+
+# ---------------------------------------------------------------------------------------
+# one chain
+# ---------------------------------------------------------------------------------------
+@dataclass
+class _ChainOutput:
+    values: dict[str, np.ndarray]
+    stats: dict[str, np.ndarray]
+    completed: int  # kept draws completed
+    tuned: int  # tuning iterations completed
+    seconds: float
+    error: str | None = None
+    extra: dict = field(default_factory=dict)
+
+
+def _run_chain(step, spec, start, rng, tune, draws, flag, progress, chain,
+               announce=False) -> _ChainOutput:
+    step.setup_chain(rng, tune, draws)
+    step.tune = bool(tune)
+    if hasattr(step, "reset_tuning"):
+        step.reset_tuning()
+    values: dict[str, np.ndarray] = {}
+    stats: dict[str, np.ndarray] = {}
+    point = start
+    completed = tuned = 0
+    t0 = time.perf_counter()
+    for i in range(tune + draws):
+        if flag.is_set():
+            break
+        if i == tune:
+            step.stop_tuning()
+        if i == 0:
+            # Numba compiles a kernel at its first call: tens of silent seconds on a cold
+            # cache (the line shows only if the first draw takes over two seconds)
+            with compiling("the first draw (Numba kernels on a cold cache)",
+                           enabled=announce, delay=2.0):
+                point, step_stats = step.step(point)
+        else:
+            point, step_stats = step.step(point)
+        if i < tune:
+            tuned += 1
+        else:
+            _record(values, stats, spec, point, step_stats, completed, draws)
+            completed += 1
+        progress[chain] = i + 1
+    return _ChainOutput(values, stats, completed, tuned, time.perf_counter() - t0)
+
+
+def _record(values, stats, spec, point, step_stats, k, draws):
+    row = {n: point[n] for n in spec.direct}
+    if spec.fn is not None:
+        row.update(zip(spec.computed, spec.fn(point), strict=True))
+    _store(values, row, k, draws)
+    merged: dict = {}
+    for s in step_stats:
+        merged.update(s)
+    _store(stats, merged, k, draws)
+
+
+def _store(arrays, row, k, draws):
+    """``arrays[name][k] = value``, growing each array by doubling (up to ``draws``) so a
+    long run interrupted early never reserved memory for draws it did not make."""
+    for name, value in row.items():
+        arr = arrays.get(name)
+        if arr is None or k >= arr.shape[0]:
+            value = np.asarray(value)
+            size = min(draws, max(64, 2 * k))
+            grown = np.empty((size, *value.shape), dtype=value.dtype)
+            if arr is not None:
+                grown[:k] = arr[:k]
+            arrays[name] = arr = grown
+        arr[k] = value
+
+
+class _WorkerFlag:
+    def __init__(self, event):
+        self.event = event
+
+    def is_set(self) -> bool:
+        return self.event.is_set()
+
+
+def _chain_worker(conn, step, spec, start, rng, tune, draws, stop_event, progress, chain,
+                  announce):
+    flag = _WorkerFlag(stop_event)
+    # a terminal's Ctrl-C reaches every process of the group: the worker only notes it
+    signal.signal(signal.SIGINT, lambda signum, frame: stop_event.set())
+    try:
+        out = _run_chain(step, spec, start, rng, tune, draws, flag, progress, chain,
+                         announce)
+    except BaseException as err:  # reported to the parent, which raises it
+        out = _ChainOutput({}, {}, 0, 0, 0.0, error="".join(
+            traceback.format_exception(type(err), err, err.__traceback__)))
+    try:
+        conn.send(out)
+    finally:
+        conn.close()
+
+
+def _fork_context():
+    try:
+        return multiprocessing.get_context("fork")
+    except ValueError:  # pragma: no cover - platforms without fork
+        return None
+
+
+def _run_parallel(step, spec, starts, rngs, tune, draws, flag, bar, cores, announce):
+    ctx = _fork_context()
+    event = ctx.Event()
+    flag.link(event)
+    try:
+        return _run_workers(ctx, event, step, spec, starts, rngs, tune, draws, flag, bar,
+                            cores, announce)
+    finally:
+        flag.unlink(event)
+
+
+def _run_workers(ctx, event, step, spec, starts, rngs, tune, draws, flag, bar, cores,
+                 announce):
+    chains = len(starts)
+    progress = ctx.Array("q", chains, lock=False)
+    outputs: list[_ChainOutput | None] = [None] * chains
+    pending = list(range(chains))
+    running: dict[int, tuple] = {}
+    while pending or running:
+        while pending and len(running) < cores and not flag.is_set():
+            c = pending.pop(0)
+            parent, child = ctx.Pipe(duplex=False)
+            with warnings.catch_warnings():
+                # Python warns that fork() in a threaded process may deadlock; the
+                # worker only runs our steps (no locks held across the fork by us).
+                warnings.simplefilter("ignore", DeprecationWarning)
+                proc = ctx.Process(
+                    target=_chain_worker,
+                    args=(child, step, spec, starts[c], rngs[c], tune, draws, event,
+                          progress, c, announce and c == 0),
+                    daemon=True,
+                )
+                proc.start()
+            child.close()
+            running[c] = (proc, parent)
+        if flag.is_set() and pending:
+            for c in pending:
+                outputs[c] = _ChainOutput({}, {}, 0, 0, 0.0)
+            pending = []
+        for c, (proc, conn) in list(running.items()):
+            try:
+                ready = conn.poll(0.05)
+            except (EOFError, OSError):
+                ready = True
+            if ready:
+                try:
+                    outputs[c] = conn.recv()
+                except (EOFError, OSError):
+                    proc.join()
+                    outputs[c] = _ChainOutput({}, {}, 0, 0, 0.0, error=(
+                        f"chain {c}: worker process died (exit code {proc.exitcode})"))
+                proc.join()
+                conn.close()
+                del running[c]
+        bar.update(list(progress))
+    return outputs
+
+
+# ---------------------------------------------------------------------------------------
+# public entry
+# ---------------------------------------------------------------------------------------
+def sample_gibbs(
+    model: pm.Model,
+    steps: list,
+    *,
+    draws: int,
+    tune: int,
+    chains: int,
+    cores: int | None,
+    random_seed,
+    progressbar: bool,
+    var_names=None,
+    initvals=None,
+) -> tuple[xr.DataTree, bool]:
+    """Run ``chains`` chains of ``steps`` (all zoo Gibbs steps) on ``model``.
+
+    Returns the DataTree and whether sampling was interrupted (Ctrl-C). When it was,
+    every chain holds the same number of draws: the ones all chains had completed
+    (chains with no kept draw are dropped); the root attributes
+    ``pp_models_interrupted`` and ``pp_models_draws_completed`` (per chain) say so.
+    Raises :class:`SamplingInterrupted` (with ``result=None``) when no draw was kept.
+    """
+    spec = _trace_spec(model, var_names)
+    step = CompoundStep(list(steps)) if len(steps) > 1 else steps[0]
+    rngs = get_random_generator(random_seed).spawn(chains)
+    seeds = [int(r.integers(2**30)) for r in rngs]
+    if initvals is None:
+        ipfn = _initial_point_fn(model)
+        starts = [ipfn(s) for s in seeds]
+    else:
+        starts = [make_initial_point_fn(model=model, overrides=initvals, jitter_rvs=set(),
+                                        return_transformed=True)(s) for s in seeds]
+    if cores is None:
+        cores = min(chains, os.cpu_count() or 1, 4)
+    cores = max(1, min(cores, chains))
+    # daemonic processes (e.g. Dask or ProcessPool workers) may not start children
+    parallel = (cores > 1 and _fork_context() is not None
+                and not multiprocessing.current_process().daemon)
+    t0 = time.perf_counter()
+    with ChainProgress(chains, tune + draws, enabled=progressbar) as bar, \
+            stop_requested() as flag:
+        if parallel:
+            outputs = _run_parallel(step, spec, starts, rngs, tune, draws, flag, bar, cores,
+                                    progressbar)
+        else:
+            progress = [0] * chains
+            outputs = []
+            for c in range(chains):
+                if flag.is_set():
+                    outputs.append(_ChainOutput({}, {}, 0, 0, 0.0))
+                    continue
+                bar.attach(progress)
+                outputs.append(_run_chain(step, spec, starts[c], rngs[c], tune, draws,
+                                          flag, progress, c, announce=progressbar and c == 0))
+            bar.update(progress)
+    errors = [o.error for o in outputs if o.error]
+    if errors:
+        raise RuntimeError("a chain failed:\n" + errors[0])
+    interrupted = flag.is_set()
+    dt = _to_datatree(model, spec, outputs, draws, tune, time.perf_counter() - t0)
+    if dt is None:
+        raise SamplingInterrupted(None)
+    if interrupted:
+        dt.attrs["pp_models_interrupted"] = 1
+    dt.attrs["pp_models_draws_completed"] = [int(o.completed) for o in outputs]
+    return dt, interrupted
+
+
+def _to_datatree(model, spec, outputs, draws, tune, seconds) -> xr.DataTree | None:
+    kept = [o for o in outputs if o.completed > 0]
+    if not kept:
+        return None
+    length = min(o.completed for o in kept)
+    coords = {"chain": np.arange(len(kept)), "draw": np.arange(length)}
+    posterior = {}
+    for name in spec.names:
+        arr = np.stack([o.values[name][:length] for o in kept])
+        dims = spec.dims.get(name) or tuple(f"{name}_dim_{i}" for i in range(arr.ndim - 2))
+        posterior[name] = (("chain", "draw", *dims), arr)
+        for d, size in zip(dims, arr.shape[2:], strict=True):
+            if d not in coords:
+                coords[d] = _coord(model, d, size)
+    stats = {name: (("chain", "draw", *(f"{name}_dim_{i}" for i in range(v.ndim - 1))),
+                    np.stack([o.stats[name][:length] for o in kept]))
+             for name, v in kept[0].stats.items()}
+    attrs = {
+        "created_at": datetime.datetime.now(datetime.UTC).isoformat(),
+        "inference_library": "pp_models",
+        "sampler": "zoo Gibbs steps (inference.chains)",
+        "sample_dims": ["chain", "draw"],
+        "sampling_time": float(seconds),
+        "tuning_steps": int(tune),
+    }
+    dt = xr.DataTree()
+    dt["posterior"] = xr.DataTree(xr.Dataset(posterior, coords=coords, attrs=attrs))
+    stat_coords = {"chain": coords["chain"], "draw": coords["draw"]}
+    dt["sample_stats"] = xr.DataTree(xr.Dataset(stats, coords=stat_coords, attrs=attrs))
+    for group, found in (("observed_data", find_observations(model)),
+                         ("constant_data", find_constants(model))):
+        if not found:
+            continue
+        data, group_coords = {}, {}
+        for name, value in found.items():
+            value = np.asarray(value)
+            dims = tuple(model.named_vars_to_dims.get(name, ())) or tuple(
+                f"{name}_dim_{i}" for i in range(value.ndim))
+            data[name] = (dims, value)
+            for d, size in zip(dims, value.shape, strict=True):
+                group_coords.setdefault(d, _coord(model, d, size))
+        dt[group] = xr.DataTree(xr.Dataset(data, coords=group_coords,
+                                           attrs={**attrs, "sample_dims": []}))
+    return dt
+
+
+def _coord(model, dim, size):
+    values = model.coords.get(dim)
+    if values is None or len(values) != size:
+        return np.arange(size)
+    return np.asarray(values)

@@ -1,0 +1,49 @@
+"""Numba's cache goes to the user's cache folder, not into the package (unless the user
+chose a folder)."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+KERNEL = """
+import numba
+
+@numba.njit(cache=True)
+def twice(x):
+    return 2 * x
+"""
+
+# custom_ops first (as every kernel module's import does), then a cached kernel
+SCRIPT = """
+import os
+import custom_ops
+import kernel
+assert kernel.twice(21) == 42
+print(os.environ["NUMBA_CACHE_DIR"])
+"""
+
+
+def _run(env_extra, tmp_path):
+    env = {k: v for k, v in os.environ.items() if k != "NUMBA_CACHE_DIR"}
+    (tmp_path / "kernel.py").write_text(KERNEL)
+    env.update(PYTHONPATH=os.pathsep.join([str(ROOT), str(tmp_path)]), **env_extra)
+    proc = subprocess.run([sys.executable, "-c", SCRIPT], env=env, cwd=tmp_path,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    return Path(proc.stdout.strip().splitlines()[-1])
+
+
+def test_kernels_are_cached_in_the_user_cache_folder(tmp_path):
+    folder = _run({"XDG_CACHE_HOME": str(tmp_path / "cache")}, tmp_path)
+    assert folder == tmp_path / "cache" / "pp-models" / "numba"
+    assert list(folder.rglob("*.nbi")), "no Numba index written there"
+
+
+def test_a_users_numba_cache_dir_is_kept(tmp_path):
+    mine = tmp_path / "mine"
+    assert _run({"NUMBA_CACHE_DIR": str(mine), "XDG_CACHE_HOME": str(tmp_path / "c")},
+                tmp_path) == mine
+    assert list(mine.rglob("*.nbi")) and not (tmp_path / "c").exists()

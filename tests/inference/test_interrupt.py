@@ -1,0 +1,208 @@
+"""Ctrl-C: real SIGINTs to `ppzoo fit` at several moments, and to fit() in-process.
+
+Each subprocess runs the CLI through a small wrapper that only observes (a marker file
+once a draw is recorded) or sends the process its own SIGINT at a chosen moment (post-
+processing, writing): the signal itself is real and goes through the real handlers.
+"""
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+import xarray as xr
+
+from inference import fit
+from inference.cli import main
+from inference.report import RESULT_FILES
+from pp_models import lda
+
+ROOT = Path(__file__).resolve().parents[2]
+
+WRAPPER = """
+import os, signal, sys
+from pathlib import Path
+marker, moment = sys.argv[1], sys.argv[2]
+import inference.chains as chains
+import inference.report as report
+import pp_models.dpm as dpm
+
+if moment == "sampling":
+    record = chains._record
+    def _record(*args):
+        record(*args)
+        Path(marker).touch()  # the parent waits for a kept draw before its SIGINT
+    chains._record = _record
+elif moment == "postprocess":
+    summarize = dpm.summarize
+    def _summarize(*args, **kwargs):
+        os.kill(os.getpid(), signal.SIGINT)
+        return summarize(*args, **kwargs)
+    dpm.summarize = _summarize
+elif moment.startswith("writing"):
+    atomic = report._atomic_write
+    sent = []
+    def _atomic_write(path, write):
+        if not sent:  # as the first file is written
+            sent.append(1)
+            os.kill(os.getpid(), signal.SIGINT)
+            if moment == "writing-twice":
+                os.kill(os.getpid(), signal.SIGINT)
+        return atomic(path, write)
+    report._atomic_write = _atomic_write
+from inference.cli import main
+sys.exit(main(sys.argv[3:]))
+"""
+
+
+def _ppzoo(tmp_path, moment, args):
+    marker = tmp_path / "first-draw"
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.Popen(
+        [sys.executable, "-c", WRAPPER, str(marker), moment, *args],
+        cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    ), marker
+
+
+def _fit_args(out, draws, chains, cores):
+    return ["fit", "dpm", "--draws", str(draws), "--tune", "0", "--chains", str(chains),
+            "--cores", str(cores), "--seed", "1", "--no-progress", "--out", str(out)]
+
+
+def _assert_clean_exit(proc, timeout=60):
+    stdout, stderr = proc.communicate(timeout=timeout)
+    assert proc.returncode == 130, stderr
+    assert "Traceback" not in stderr and "Error" not in stderr, stderr
+    assert "interrupted" in stderr
+    return stdout, stderr
+
+
+def _only_results(tmp_path, out):
+    # no staging or retired folders left beside the output
+    assert sorted(p.name for p in out.iterdir()) == sorted(RESULT_FILES)
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]
+
+
+@pytest.mark.parametrize("chains,cores", [(2, 2), pytest.param(2, 1, marks=pytest.mark.slow)])
+def test_sigint_while_sampling_keeps_the_completed_draws(tmp_path, chains, cores):
+    out = tmp_path / "out"
+    draws = 1_000_000
+    proc, marker = _ppzoo(tmp_path, "sampling", _fit_args(out, draws, chains, cores))
+    deadline = time.monotonic() + 60
+    while not marker.exists():
+        assert proc.poll() is None, proc.communicate()
+        assert time.monotonic() < deadline, "no draw recorded within 60 s"
+        time.sleep(0.05)
+    time.sleep(0.3)
+    proc.send_signal(signal.SIGINT)
+    start = time.monotonic()
+    _stdout, stderr = _assert_clean_exit(proc)
+    dt = xr.open_datatree(out / "posterior.nc", engine="h5netcdf")
+    assert dt.attrs["pp_models_interrupted"] == 1
+    completed = np.atleast_1d(dt.attrs["pp_models_draws_completed"])
+    kept = dt["posterior"].sizes["draw"]
+    n_kept = dt["posterior"].sizes["chain"]
+    # chains with no draw (not started yet) are dropped; the others keep a common length
+    assert 0 < kept < draws and completed.size == chains
+    assert (np.sort(completed)[-n_kept:] >= kept).all() and (completed > 0).sum() == n_kept
+    z = dt["posterior"]["z"].values
+    assert (z >= 0).all()  # every kept draw is a real one (no unfilled rows)
+    if cores == 2:  # both chains ran together and both stopped
+        assert dt["posterior"].sizes["chain"] == 2 and completed.size == 2
+    assert f"of {draws} draws" in stderr
+    _only_results(tmp_path, out)
+    assert time.monotonic() - start < 30
+
+
+def test_sigint_during_post_processing_keeps_every_draw(tmp_path):
+    out = tmp_path / "out"
+    proc, _ = _ppzoo(tmp_path, "postprocess", _fit_args(out, 30, 1, 1))
+    _assert_clean_exit(proc)
+    dt = xr.open_datatree(out / "posterior.nc", engine="h5netcdf")
+    assert dt.attrs["pp_models_interrupted"] == 1
+    assert dt["posterior"].sizes["draw"] == 30
+    _only_results(tmp_path, out)
+
+
+def test_sigint_while_writing_never_mixes_two_runs(tmp_path):
+    out = tmp_path / "out"
+    out.mkdir()
+    for name in RESULT_FILES:  # a previous run's result
+        (out / name).write_text("previous run")
+    proc, _ = _ppzoo(tmp_path, "writing", _fit_args(out, 20, 1, 1))
+    _assert_clean_exit(proc)
+    # the first Ctrl-C lets the writing finish: all three files are this run's
+    assert all((out / name).read_bytes() != b"previous run" for name in RESULT_FILES)
+    assert xr.open_datatree(out / "posterior.nc", engine="h5netcdf")["posterior"].sizes[
+        "draw"] == 20
+    _only_results(tmp_path, out)
+
+
+@pytest.mark.slow
+def test_a_second_sigint_while_writing_leaves_the_previous_result_whole(tmp_path):
+    out = tmp_path / "out"
+    out.mkdir()
+    for name in RESULT_FILES:
+        (out / name).write_text("previous run")
+    proc, _ = _ppzoo(tmp_path, "writing-twice", _fit_args(out, 20, 1, 1))
+    _assert_clean_exit(proc)
+    assert all((out / name).read_text() == "previous run" for name in RESULT_FILES)
+    _only_results(tmp_path, out)
+
+
+def test_out_naming_a_file_or_a_foreign_folder_fails_before_sampling(tmp_path, capsys):
+    target = tmp_path / "results.txt"
+    target.write_text("keep me")
+    assert main(_fit_args(target, 10, 1, 1)) == 2
+    assert "not a folder" in capsys.readouterr().err and target.read_text() == "keep me"
+    folder = tmp_path / "mine"
+    folder.mkdir()
+    (folder / "notes.md").write_text("keep me")
+    assert main(_fit_args(folder, 10, 1, 1)) == 2
+    assert "not a previous result" in capsys.readouterr().err
+    assert sorted(p.name for p in folder.iterdir()) == ["notes.md"]
+
+
+def test_fit_returns_the_completed_draws_after_a_sigint():
+    rng = np.random.default_rng(0)
+    m = lda.model([rng.integers(0, 30, 200) for _ in range(40)], n_topics=5, n_words=30)
+    fit(m, draws=2, tune=0, chains=1, progressbar=False)  # compile outside the timing
+    timer = threading.Timer(1.0, os.kill, (os.getpid(), signal.SIGINT))
+    timer.start()
+    try:
+        with pytest.warns(UserWarning, match="interrupted"):
+            dt = fit(m, draws=10_000_000, tune=0, chains=1, random_seed=1, progressbar=False,
+                     var_names=["phi"])
+    finally:
+        timer.cancel()
+    kept = dt["posterior"].sizes["draw"]
+    assert 0 < kept < 10_000_000 and dt.attrs["pp_models_interrupted"] == 1
+    assert dt.attrs["pp_models_draws_completed"] == [kept]
+    assert np.all(dt["posterior"]["phi"].values > 0)  # rows all filled
+
+
+def test_draws_never_made_are_trimmed_after_an_interrupted_pymc_or_nutpie_run():
+    """nutpie leaves the draws it did not make as NaN: they go, the chains keep a common
+    length, a chain without any draw is dropped."""
+    from inference.fit import _trim_unfinished
+
+    rng = np.random.default_rng(0)
+    mu = rng.normal(size=(3, 10, 2))
+    mu[1, 6:] = np.nan  # chain 1 stopped after 6 draws
+    mu[2] = np.nan  # chain 2 never started
+    mu[0, 3, 0] = np.nan  # a NaN inside a real draw does not end it
+    ds = xr.Dataset({"mu": (("chain", "draw", "k"), mu)},
+                    coords={"chain": np.arange(3), "draw": np.arange(10)})
+    stats = xr.Dataset({"diverging": (("chain", "draw"), np.zeros((3, 10), bool))},
+                       coords={"chain": np.arange(3), "draw": np.arange(10)})
+    dt = xr.DataTree.from_dict({"posterior": ds, "sample_stats": stats})
+    out = _trim_unfinished(dt)
+    assert out["posterior"].sizes == {"chain": 2, "draw": 6, "k": 2}
+    assert out["sample_stats"].sizes == {"chain": 2, "draw": 6}
+    assert dt.attrs["pp_models_draws_completed"] == [10, 6, 0]
+    np.testing.assert_array_equal(out["posterior"]["mu"].values, mu[:2, :6])
