@@ -36,7 +36,27 @@ def write_results(dt: xr.DataTree, table: pd.DataFrame, out_dir: str | os.PathLi
     _atomic_write(paths["posterior"], lambda tmp: dt.to_netcdf(tmp, engine="h5netcdf"))
     _atomic_write(paths["summary"], lambda tmp: table.to_csv(tmp))
     _atomic_write(paths["trace"], lambda tmp: plot_trace(dt, tmp))
+    family_plot = _family_plot(dt)
+    if family_plot is not None:
+        name, plot = family_plot
+        paths[name] = out / f"{name}.png"
+        _atomic_write(paths[name], lambda tmp: plot(dt, tmp))
     return paths
+
+
+#: Families that draw a picture of their results: family -> (file stem, module path).
+FAMILY_PLOTS = {"ggm": ("graph", "pp_models.ggm.outputs")}
+
+
+def _family_plot(dt: xr.DataTree):
+    """``(file stem, plot_results(dt, path))`` of the fitted family, if it has one."""
+    import importlib
+
+    entry = FAMILY_PLOTS.get(dt.attrs.get("pp_models_family", ""))
+    if entry is None:
+        return None
+    stem, module = entry
+    return stem, importlib.import_module(module).plot_results
 
 
 def plot_trace(dt: xr.DataTree, path: str | os.PathLike, *, max_variables: int = 8) -> None:

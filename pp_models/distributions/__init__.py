@@ -5,6 +5,8 @@
   :class:`CollapsedGaussian` (Normal-Inverse-Wishart), :class:`CollapsedDiagGaussian`
   (Normal-Gamma per column), :class:`CollapsedBernoulli` (Beta),
   :class:`CollapsedMultinomial` (Dirichlet).
+- Shrinkage priors on a precision matrix: :class:`BayesianGLassoPrecision` (Wang 2012),
+  :class:`SpikeSlabPrecision` (Wang 2015).
 """
 
 from pp_models.distributions.collapsed import (
@@ -15,13 +17,16 @@ from pp_models.distributions.collapsed import (
     CollapsedRV,
 )
 from pp_models.distributions.crp import CRP, CRPRV
+from pp_models.distributions.precision_priors import BayesianGLassoPrecision, SpikeSlabPrecision
 
 __all__ = [
     "CRP",
     "CRPRV",
+    "BayesianGLassoPrecision",
     "CollapsedBernoulli",
     "CollapsedDiagGaussian",
     "CollapsedGaussian",
     "CollapsedMultinomial",
     "CollapsedRV",
+    "SpikeSlabPrecision",
 ]
