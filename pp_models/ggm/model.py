@@ -11,6 +11,10 @@ the precision ``Omega``:
   summed out of the model; posterior edge-inclusion probabilities are computed by
   Rao-Blackwellisation, ``P(z_ij = 1 | data) = E[P(z_ij = 1 | omega_ij) | data]``.
 
+After sampling, ``fit`` adds a ``graph`` group to the DataTree
+(:func:`~pp_models.ggm.outputs.graph_summary`): ``precision_mean``,
+``partial_correlation_mean`` and, for the spike-and-slab prior, ``edge_inclusion``.
+
 ``Omega`` is a :class:`~pp_models.distributions.BayesianGLassoPrecision` /
 :class:`~pp_models.distributions.SpikeSlabPrecision` with PyMC's Cholesky transform, so
 ``fit(model, method="nuts")`` samples it; ``fit(model)`` (Gibbs, the preferred method)
@@ -28,7 +32,7 @@ import xarray as xr
 
 from pp_models.distributions.precision_priors import BayesianGLassoPrecision, SpikeSlabPrecision
 from pp_models.ggm.nonparanormal import nonparanormal_transform
-from pp_models.ggm.outputs import inclusion_probability_array, partial_correlation_array
+from pp_models.ggm.outputs import graph_summary, partial_correlation_array
 from pp_models.model_info import DerivedStatistic, StepHint, ZooModelInfo, attach_info
 from pp_models.validation import as_data_matrix
 
@@ -151,18 +155,9 @@ def model(
         DerivedStatistic(
             "partial_correlation",
             _partial_correlation,
-            "partial correlations -omega_ij / sqrt(omega_ii omega_jj)",
+            "partial correlations -omega_ij / sqrt(omega_ii omega_jj), one per pair i < j",
         )
     ]
-    if prior == "spike_slab":
-        derived.append(
-            DerivedStatistic(
-                "edge_inclusion",
-                _InclusionProbability(v0, v1, pi),
-                "P(z_ij = 1 | omega_ij), whose posterior mean is the edge-inclusion "
-                "probability (Rao-Blackwellised)",
-            )
-        )
     return attach_info(
         m,
         ZooModelInfo(
@@ -170,24 +165,31 @@ def model(
             preferred_method="gibbs",
             step_hints=(StepHint(step=step, var_names=var_names),),
             derived=tuple(derived),
+            postprocess=_GraphSummary(v0, v1, pi) if prior == "spike_slab" else _GraphSummary(),
             notes=f"Gaussian graphical model, {prior} prior on the precision (Wang 2012/2015)",
         ),
     )
 
 
 def _partial_correlation(posterior: xr.Dataset) -> xr.DataArray:
+    """Partial correlations of the ``p(p-1)/2`` pairs, dims ``(chain, draw, edge)``."""
     omega = posterior["Omega"]
-    return xr.DataArray(partial_correlation_array(omega.values), dims=omega.dims,
-                        coords=omega.coords)
+    names = [str(v) for v in omega.coords[omega.dims[-1]].values]
+    rows, cols = np.triu_indices(len(names), 1)
+    rho = partial_correlation_array(omega.values)[..., rows, cols]
+    labels = [f"{names[i]}-{names[j]}" for i, j in zip(rows, cols)]
+    return xr.DataArray(rho, dims=(*omega.dims[:2], "edge"), coords={"edge": labels})
 
 
-class _InclusionProbability:
-    """Derived statistic ``P(z_ij = 1 | omega_ij)`` (picklable, unlike a closure)."""
+class _GraphSummary:
+    """``fit``'s post-fit hook: a ``graph`` group with the posterior mean precision, the
+    posterior mean partial correlations and, for the spike-and-slab prior, the
+    Rao-Blackwellised edge-inclusion probabilities (picklable, unlike a closure)."""
 
-    def __init__(self, v0, v1, pi):
+    def __init__(self, v0=None, v1=None, pi=None):
         self.v0, self.v1, self.pi = v0, v1, pi
 
-    def __call__(self, posterior: xr.Dataset) -> xr.DataArray:
-        omega = posterior["Omega"]
-        values = inclusion_probability_array(omega.values, self.v0, self.v1, self.pi)
-        return xr.DataArray(values, dims=omega.dims, coords=omega.coords)
+    def __call__(self, dt: xr.DataTree) -> xr.DataTree:
+        if "Omega" not in dt["posterior"].data_vars:
+            return dt
+        return graph_summary(dt, self.v0, self.v1, self.pi)

@@ -12,6 +12,7 @@ import xarray as xr
 
 __all__ = [
     "edge_inclusion",
+    "graph_summary",
     "inclusion_probability_array",
     "partial_correlation_array",
     "plot_graph",
@@ -57,24 +58,49 @@ def posterior_mean_precision(dt) -> xr.DataArray:
 
 def posterior_partial_correlation(dt) -> xr.DataArray:
     """Posterior mean of the partial correlations (node x node)."""
-    post = _posterior(dt)
-    if "partial_correlation" in post:
-        return post["partial_correlation"].mean(("chain", "draw"))
-    omega = post["Omega"]
+    omega = _posterior(dt)["Omega"]
     rho = xr.DataArray(partial_correlation_array(omega.values), dims=omega.dims,
                        coords=omega.coords)
     return rho.mean(("chain", "draw"))
 
 
 def edge_inclusion(dt) -> xr.DataArray:
-    """Posterior edge-inclusion probabilities of a spike-and-slab fit (node x node)."""
-    post = _posterior(dt)
-    if "edge_inclusion" not in post:
-        raise ValueError(
-            "no edge_inclusion in the posterior: fit a prior='spike_slab' model (for the "
-            "graphical lasso prior use |partial correlation| or credible intervals)"
-        )
-    return post["edge_inclusion"].mean(("chain", "draw"))
+    """Posterior edge-inclusion probabilities of a spike-and-slab fit (node x node).
+
+    Read from the ``graph`` group that ``fit`` adds (:func:`graph_summary`).
+    """
+    if isinstance(dt, xr.DataTree) and "graph" in dt.children:
+        graph = dt["graph"].to_dataset()
+        if "edge_inclusion" in graph:
+            return graph["edge_inclusion"]
+    raise ValueError(
+        "no edge_inclusion in the DataTree: fit a prior='spike_slab' model with "
+        "postprocess=True (for the graphical lasso prior use |partial correlation| or "
+        "credible intervals)"
+    )
+
+
+def graph_summary(dt: xr.DataTree, v0=None, v1=None, pi=None) -> xr.DataTree:
+    """A copy of ``dt`` with a ``graph`` group: ``precision_mean``,
+    ``partial_correlation_mean`` and, given the spike-and-slab ``v0, v1, pi``,
+    ``edge_inclusion`` = the posterior mean of ``P(z_ij = 1 | omega_ij)`` (Wang 2015
+    Eq. 7; Rao-Blackwellised edge-inclusion probabilities)."""
+    omega = _posterior(dt)["Omega"]
+    values = omega.values
+    dims = omega.dims[2:]
+    coords = {d: omega.coords[d] for d in dims if d in omega.coords}
+    flat = values.reshape(-1, *values.shape[2:])
+    data = {
+        "precision_mean": (dims, flat.mean(axis=0)),
+        "partial_correlation_mean": (dims, partial_correlation_array(flat).mean(axis=0)),
+    }
+    if v0 is not None:
+        data["edge_inclusion"] = (dims, inclusion_probability_array(flat, v0, v1, pi).mean(0))
+    out = dt.copy()
+    graph = xr.Dataset(data, coords=coords)
+    graph.attrs["draws"] = int(flat.shape[0])
+    out["graph"] = xr.DataTree(graph)
+    return out
 
 
 def plot_graph(weights, names=None, *, ax=None, threshold: float = 0.0, max_width: float = 6.0,
@@ -143,7 +169,8 @@ def plot_results(dt, path) -> None:
 
     post = _posterior(dt)
     names = [str(v) for v in post["Omega"].coords[post["Omega"].dims[-2]].values]
-    if "edge_inclusion" in post:
+    has_graph = isinstance(dt, xr.DataTree) and "graph" in dt.children
+    if has_graph and "edge_inclusion" in dt["graph"].to_dataset():
         weights, title = edge_inclusion(dt).values, "posterior edge-inclusion probability"
         threshold = 0.5
     else:

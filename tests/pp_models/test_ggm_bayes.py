@@ -4,6 +4,7 @@ import arviz as az
 import numpy as np
 import pymc as pm
 import pytest
+import xarray as xr
 from scipy.stats import norm
 
 from inference.fit import fit
@@ -231,3 +232,26 @@ def test_plot_graph_draws_edges_above_threshold():
     plt.close("all")
     with pytest.raises(ValueError, match="square"):
         ggm.plot_graph(np.zeros((2, 3)))
+
+
+def test_fit_adds_the_graph_group_and_write_results_saves_the_graph(tmp_path):
+    import pandas as pd
+
+    from inference.report import write_results
+
+    X = _chain_graph_data(p=4, n=40)
+    dt = fit(ggm.model(X, prior="spike_slab", spike_sd=0.05), draws=100, tune=20, chains=1,
+             random_seed=0, progressbar=False)
+    graph = dt["graph"].to_dataset()
+    assert set(graph.data_vars) == {"precision_mean", "partial_correlation_mean",
+                                    "edge_inclusion"}
+    q = ggm.edge_inclusion(dt).values
+    assert np.all((q >= 0) & (q <= 1)) and np.allclose(q, q.T) and np.all(np.diag(q) == 0)
+    np.testing.assert_allclose(graph["precision_mean"].values,
+                               dt.posterior["Omega"].mean(("chain", "draw")).values)
+    paths = write_results(dt, pd.DataFrame({"a": [1.0]}), tmp_path)
+    assert paths["graph"].exists() and paths["graph"].stat().st_size > 1000
+    assert dt.posterior["partial_correlation"].sizes["edge"] == 6
+    without = xr.DataTree.from_dict({"posterior": dt.posterior.to_dataset()})
+    with pytest.raises(ValueError, match="spike_slab"):
+        ggm.edge_inclusion(without)

@@ -18,7 +18,7 @@ from tests.inference.gibbs.ggm_twins import (
     WrongInverseGaussianShape,
 )
 
-N_SAMPLES = 3000
+N_SAMPLES = 2000
 P = 3
 
 
