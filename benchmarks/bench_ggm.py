@@ -14,10 +14,22 @@ installed; for every answer the KKT gap (evaluated the same way for every solver
 whether the precision is positive definite, and the edge F1 against the truth. Peak RSS
 at the end.
 
+Last, the block Gibbs sampler of the Bayesian graphical lasso through ``fit``: 1,000
+sweeps at p = 50 and p = 100 (n = 500).
+
+BLAS runs single-threaded (``OPENBLAS_NUM_THREADS=1`` unless set): on a small shared
+machine a multi-threaded BLAS spends its time contending (measured here: a 100 x 100
+``numpy.linalg.inv`` took 277 ms), which hurt every solver, scikit-learn most.
+
 Run: ``python benchmarks/bench_ggm.py`` (``--quick``: p = 60, n = 200).
 """
 
 from __future__ import annotations
+
+import os
+
+for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
 
 import argparse
 import contextlib
@@ -71,12 +83,43 @@ def describe(name, seconds, precisions, S, lams, truth):
     return gaps
 
 
+def gibbs_sweeps(ps, n, seed, sweeps=1000):
+    """Block Gibbs sweeps per second through ``fit`` (Bayesian graphical lasso, lam = 1)."""
+    from inference import fit
+    from pp_models import ggm
+
+    fit(ggm.model(np.random.default_rng(0).normal(size=(50, 4))), draws=5, tune=0,
+        chains=1, random_seed=0, progressbar=False)  # warm-up: compile
+    from inference.gibbs.ggm import BGLassoBlockGibbs
+
+    for p in ps:
+        X, _ = make_problem(p, n, 2 * p, seed)
+        X = (X - X.mean(0)) / X.std(0)
+        model = ggm.model(X, lam=1.0)
+        t = time.perf_counter()
+        fit(model, draws=sweeps, tune=0, chains=1, random_seed=1, progressbar=False)
+        total = time.perf_counter() - t
+        step = BGLassoBlockGibbs([model["Omega"]], model=model, rng=1)
+        point = model.initial_point()
+        t = time.perf_counter()
+        for _ in range(100):
+            point, _ = step.step(point)
+        per_step = (time.perf_counter() - t) / 100
+        print(f"block Gibbs p = {p:3d}, n = {n}: {sweeps} sweeps through fit {total:6.1f} s "
+              f"({sweeps / total:6.1f} sweeps/s); step alone {1 / per_step:6.1f} sweeps/s")
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="p = 60, n = 200")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--no-gglasso", action="store_true")
+    parser.add_argument("--no-gibbs", action="store_true", help="skip the block Gibbs timing")
+    parser.add_argument("--gibbs-only", action="store_true")
     args = parser.parse_args(argv)
+    if args.gibbs_only:
+        gibbs_sweeps((20, 50) if args.quick else (50, 100), 500, args.seed)
+        return
     p, n, n_edges = (60, 200, 60) if args.quick else (200, 500, 398)
     X, omega = make_problem(p, n, n_edges, args.seed)
     S = np.corrcoef(X, rowvar=False)
@@ -168,6 +211,9 @@ def main(argv=None):
 
     print(f"speed-up vs scikit-learn per lambda: {sk_time / ours:.1f}x; "
           f"vs its warm path: {sk_path_time / ours:.1f}x")
+
+    if not args.no_gibbs:
+        gibbs_sweeps((20, 50) if args.quick else (50, 100), 500, args.seed)
     print(f"peak RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB")
 
 

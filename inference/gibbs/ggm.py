@@ -22,9 +22,18 @@ from __future__ import annotations
 import numpy as np
 import pytensor
 import pytensor.tensor as pt
+from pymc.distributions.transforms import CholeskyCovTransform
 from pytensor.tensor.random.basic import GammaRV
 
-from custom_ops.ggm_gibbs import bglasso_latent_variances, column_sweep, sssl_latent_variances
+from custom_ops.ggm_gibbs import (
+    bglasso_latent_variances,
+    column_sweep,
+    gram,
+    packed_cholesky_backward,
+    packed_cholesky_forward,
+    spd_inverse,
+    sssl_latent_variances,
+)
 from inference.gibbs.base import ZooGibbsStep
 from inference.gibbs.registry import register_step
 from pp_models.distributions.precision_priors import (
@@ -63,6 +72,9 @@ class _PrecisionBlockGibbs(ZooGibbsStep):
         self._omega_fn = self.compile_point_fn(omega)
         self._params_fn = self.compile_point_fn(list(omega.owner.op.dist_params(omega.owner)))
         transform = model.rvs_to_transforms.get(omega)
+        # PyMC's Cholesky transform has a Numba fast path (no BLAS threads, no PyTensor
+        # call overhead); any other transform goes through PyTensor
+        self._packed = isinstance(transform, CholeskyCovTransform)
         natural = pt.dmatrix("omega_natural")
         self._omega_forward = (
             None if transform is None else pytensor.function([natural], transform.forward(natural))
@@ -72,20 +84,29 @@ class _PrecisionBlockGibbs(ZooGibbsStep):
     def _read(self, point):
         X = np.asarray(self._x_fn(point), dtype=np.float64)
         X = X.reshape(-1, self.p)
-        omega = np.array(self._omega_fn(point), dtype=np.float64)
+        if self._packed:
+            omega = packed_cholesky_backward(
+                np.asarray(point[self._omega_value], dtype=np.float64), self.p
+            )
+        else:
+            omega = np.array(self._omega_fn(point), dtype=np.float64)
         params = [float(v) for v in self._params_fn(point)[:-1]]
         return X, omega, params
 
     def _write(self, point, omega, **others):
-        value = omega if self._omega_forward is None else self._omega_forward(omega)
+        if self._packed:
+            value = packed_cholesky_forward(omega)
+        elif self._omega_forward is None:
+            value = omega
+        else:
+            value = self._omega_forward(omega)
         old = point[self._omega_value]
         return self.updated(point, **{self._omega_value: np.asarray(value, dtype=old.dtype)},
                             **others)
 
     def _sweep(self, omega, X, lam, tau):
-        sigma = np.linalg.inv(omega)
-        sigma = 0.5 * (sigma + sigma.T)
-        S = X.T @ X
+        sigma = spd_inverse(omega)
+        S = gram(np.ascontiguousarray(X))
         column_sweep(self.rng, omega, sigma, S, float(X.shape[0]), lam, tau,
                      self.gamma_shape_offset)
         return 0.5 * (omega + omega.T)
