@@ -24,6 +24,7 @@ machine a multi-threaded BLAS spends its time contending (measured here: a 100 x
 Run: ``python benchmarks/bench_ggm.py`` (``--quick``: p = 60, n = 200).
 """
 
+# ruff: noqa: E402  (the BLAS thread settings must precede importing numpy)
 from __future__ import annotations
 
 import os
