@@ -141,10 +141,10 @@ def _mean_and_mcse(dt, var):
 def test_nuts_and_block_gibbs_agree_on_the_bayesian_graphical_lasso():
     """p = 5, n = 50, lam ~ Gamma(2, 1): posterior means within 4 combined MCSEs."""
     model = ggm.model(_chain_graph_data(), lam=(2.0, 1.0))
-    gibbs = fit(model, draws=2000, tune=100, chains=2, cores=1, random_seed=1,
+    gibbs = fit(model, draws=1500, tune=100, chains=2, cores=1, random_seed=1,
                 progressbar=False)
     assert gibbs.attrs["pp_models_steps"] == '{"bglasso_block_gibbs": ["Omega", "lam"]}'
-    nuts = fit(model, method="nuts", step=pm.NUTS(model=model), draws=1000, tune=500,
+    nuts = fit(model, method="nuts", step=pm.NUTS(model=model), draws=600, tune=300,
                chains=2, cores=1, random_seed=2, progressbar=False)
     for var in ("Omega", "lam"):
         mean_g, mcse_g = _mean_and_mcse(gibbs, var)
@@ -162,12 +162,15 @@ def test_nuts_and_block_gibbs_agree_on_the_bayesian_graphical_lasso():
 
 
 def _sparse_problem(p=20, n=200, seed=0):
+    """A random sparse graph: 30 edges of weight +-U(0.15, 0.35) on a unit diagonal
+    (shifted if needed to a smallest eigenvalue of 0.2)."""
     rng = np.random.default_rng(seed)
-    omega = np.eye(p)
-    edges = [(i, i + 1) for i in range(p - 1)] + [(i, i + 5) for i in range(0, p - 5, 4)]
-    for i, j in edges:
-        omega[i, j] = omega[j, i] = 0.4
-    omega += (0.3 - min(0.0, np.linalg.eigvalsh(omega)[0])) * np.eye(p)
+    iu = np.triu_indices(p, 1)
+    pick = rng.choice(iu[0].size, size=30, replace=False)
+    omega = np.zeros((p, p))
+    omega[iu[0][pick], iu[1][pick]] = rng.uniform(0.15, 0.35, 30) * rng.choice([-1, 1], 30)
+    omega = omega + omega.T + np.eye(p)
+    omega += max(0.0, 0.2 - np.linalg.eigvalsh(omega)[0]) * np.eye(p)
     X = rng.multivariate_normal(np.zeros(p), np.linalg.inv(omega), size=n)
     X = (X - X.mean(0)) / X.std(0)
     return X, omega != 0
@@ -197,7 +200,7 @@ def test_spike_slab_edge_auc_beats_the_glasso_path():
     auc_glasso = _auc(entry, truth)
     print(f"edge AUC: spike-and-slab {auc_sssl:.3f}, glasso path {auc_glasso:.3f}")
     assert auc_sssl > auc_glasso
-    assert auc_sssl > 0.9
+    assert auc_sssl > 0.8
 
 
 # ------------------------------------------------------------------------ outputs
