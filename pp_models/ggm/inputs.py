@@ -2,7 +2,8 @@
 
 Every estimator of the family accepts either a data matrix ``X`` (n x p) or an
 empirical covariance ``S`` (p x p). ``kind="auto"`` treats a square symmetric matrix as
-a covariance and anything else as data; ``kind="data"`` forces the data reading.
+a covariance, rejects a square non-symmetric one (a broken covariance, or n = p data:
+say ``kind="data"``) and reads anything else as data.
 """
 
 from __future__ import annotations
@@ -44,6 +45,11 @@ def as_covariance(S_or_X, name: str = "S_or_X", *, kind: str = "auto") -> Covari
     arr = as_data_matrix(S_or_X, name, min_rows=1)
     square = arr.shape[0] == arr.shape[1]
     symmetric = square and np.allclose(arr, arr.T, rtol=1e-10, atol=1e-12 * np.abs(arr).max())
+    if kind == "auto" and square and not symmetric:
+        raise ValueError(
+            f"{name}: a square matrix that is not symmetric is neither a covariance nor "
+            "(unambiguously) data; pass kind='data' for n = p observations"
+        )
     if kind == "covariance" or (kind == "auto" and symmetric):
         if not square:
             raise ValueError(f"{name}: a covariance matrix must be square, got {arr.shape}")

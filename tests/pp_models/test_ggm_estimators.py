@@ -183,6 +183,8 @@ def test_glasso_data_input_uses_mle_covariance():
         ((np.ones((1, 3)), 0.1), {}, ValueError, "at least 2"),
         ((np.array([[2.0, 1.0], [0.5, 2.0]]), 0.1), {"kind": "covariance"}, ValueError,
          "not symmetric"),
+        ((np.array([[2.0, 1.0], [0.5, 2.0]]), 0.1), {}, ValueError, "not symmetric"),
+        ((HTF_S, 0.1), {"kind": "rows"}, ValueError, "kind"),
         ((np.array([[1.0, 2.0], [2.0, 1.0]]), 0.1), {}, ValueError, "positive semidefinite"),
         ((HTF_S, -1.0), {}, ValueError, ">= 0"),
         ((HTF_S, "a"), {}, TypeError, "lam"),
