@@ -12,7 +12,7 @@ Priors on a precision matrix ``Omega`` (p x p, positive definite):
 
 Both are sampled by the column-wise block Gibbs sampler of Wang (2012, §2.4): for
 column ``j``, with ``beta = omega_{-j,j}``, ``gamma = omega_jj - beta' Omega11^{-1}
-beta``, ``S = X'X`` and ``D = diag(tau_{-j,j})`` (the slab/spike variances for SSSL),
+beta``, ``S = X'X`` and ``D = diag(tau_{-j,j})`` (the slab/spike variances for SSSL)::
 
     gamma | rest ~ Gamma(n/2 + 1, rate (s_jj + lam) / 2)
     beta  | rest ~ N(-C s_12, C),   C = ((s_jj + lam) Omega11^{-1} + D^{-1})^{-1}.

@@ -1,13 +1,13 @@
 """Numba kernels of the graphical lasso (Friedman, Hastie & Tibshirani 2008; ESL Alg. 17.2).
 
-The graphical lasso minimises (Murphy 2012 Eq. 26.70)
+The graphical lasso minimises (Murphy 2012 Eq. 26.70)::
 
     J(Omega) = -log det Omega + tr(S Omega) + lam * sum_{j,k} |omega_jk|
 
 over positive-definite ``Omega`` (the diagonal term is dropped in the "off-diagonal"
 convention of scikit-learn). Block coordinate descent works on ``W = Omega^{-1}``: for
 each column ``j`` in turn, with ``V = W11`` (``W`` without row and column ``j``) and
-``s12 = S[-j, j]``, it solves the lasso
+``s12 = S[-j, j]``, it solves the lasso::
 
     min_beta 1/2 beta' V beta - beta' s12 + lam ||beta||_1
 

@@ -1,7 +1,7 @@
 """Maximum-likelihood precision matrix with a known graph (covariance selection).
 
 Dempster (1972); Murphy (2012) §26.7.1; the "modified regression" algorithm of Hastie,
-Tibshirani & Friedman (2009) Alg. 17.1. The MLE maximises (Murphy Eq. 26.66)
+Tibshirani & Friedman (2009) Alg. 17.1. The MLE maximises (Murphy Eq. 26.66)::
 
     l(Omega) = log det Omega - tr(S Omega)
 

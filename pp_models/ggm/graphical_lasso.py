@@ -1,6 +1,6 @@
 """The graphical lasso by block coordinate descent (Friedman, Hastie & Tibshirani 2008).
 
-Minimises (Murphy 2012 Eq. 26.70; ESL Alg. 17.2)
+Minimises (Murphy 2012 Eq. 26.70; ESL Alg. 17.2)::
 
     J(Omega) = -log det Omega + tr(S Omega) + lam * sum_{j,k} |omega_jk|
 

@@ -161,7 +161,7 @@ def plot_graph(weights, names=None, *, ax=None, threshold: float = 0.0, max_widt
 
 def plot_results(dt, path) -> None:
     """Save the posterior graph of a fit to ``path`` (PNG): edge inclusion for a
-    spike-and-slab fit, |posterior mean partial correlation| otherwise.
+    spike-and-slab fit, ``|posterior mean partial correlation|`` otherwise.
 
     ``inference.report.write_results`` calls it (as ``graph.png``) for a ``ggm`` fit.
     """
