@@ -258,3 +258,17 @@ def test_fit_adds_the_graph_group_and_write_results_saves_the_graph(tmp_path):
     without = xr.DataTree.from_dict({"posterior": dt.posterior.to_dataset()})
     with pytest.raises(ValueError, match="spike_slab"):
         ggm.edge_inclusion(without)
+
+
+def test_block_gibbs_recovers_a_known_precision():
+    """n = 2000 from a known 4 x 4 precision: posterior means within 4 posterior sds
+    (plus the prior's O(lam / n) shrinkage) of the truth."""
+    rng = np.random.default_rng(7)
+    omega = np.array([[2.0, -0.6, 0.0, 0.0], [-0.6, 1.5, 0.4, 0.0],
+                      [0.0, 0.4, 1.0, -0.3], [0.0, 0.0, -0.3, 1.2]])
+    X = rng.multivariate_normal(np.zeros(4), np.linalg.inv(omega), size=2000)
+    dt = fit(ggm.model(X, lam=1.0), draws=500, tune=50, chains=1, random_seed=4,
+             progressbar=False)
+    draws = dt.posterior["Omega"].values.reshape(-1, 4, 4)
+    err = np.abs(draws.mean(0) - omega)
+    assert np.all(err < 4 * draws.std(0) + 0.01), err
