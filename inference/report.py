@@ -28,6 +28,15 @@ __all__ = ["RESULT_FILES", "check_output_dir", "plot_trace", "write_results"]
 RESULT_FILES = ("posterior.nc", "summary.csv", "trace.png")
 
 
+#: Families that draw a picture of their results: family -> (file stem, module path); the
+#: module provides ``plot_results(dt, path)``.
+FAMILY_PLOTS = {"ggm": ("graph", "pp_models.ggm.outputs")}
+
+
+def _result_names() -> set[str]:
+    return set(RESULT_FILES) | {f"{stem}.png" for stem, _ in FAMILY_PLOTS.values()}
+
+
 def check_output_dir(out_dir: str | os.PathLike) -> Path:
     """``out_dir`` as a Path if :func:`write_results` may write there, else ValueError.
 
@@ -38,7 +47,7 @@ def check_output_dir(out_dir: str | os.PathLike) -> Path:
     if out.exists() and not out.is_dir():
         raise ValueError(f"--out: {out} exists and is not a folder")
     if out.is_dir():
-        other = sorted(p.name for p in out.iterdir() if p.name not in RESULT_FILES)
+        other = sorted(p.name for p in out.iterdir() if p.name not in _result_names())
         if other:
             raise ValueError(f"--out: {out} holds files that are not a previous result "
                              f"({', '.join(other[:3])}{', ...' if len(other) > 3 else ''}); "
@@ -71,6 +80,10 @@ def write_results(dt: xr.DataTree, table: pd.DataFrame, out_dir: str | os.PathLi
                       lambda tmp: dt.to_netcdf(tmp, engine="h5netcdf"))
         _atomic_write(staging / "summary.csv", lambda tmp: table.to_csv(tmp))
         _atomic_write(staging / "trace.png", lambda tmp: plot_trace(dt, tmp))
+        family_plot = _family_plot(dt)
+        if family_plot is not None:
+            name, plot = family_plot
+            _atomic_write(staging / f"{name}.png", lambda tmp: plot(dt, tmp))
         umask = os.umask(0)
         os.umask(umask)
         os.chmod(staging, 0o777 & ~umask)
@@ -78,8 +91,11 @@ def write_results(dt: xr.DataTree, table: pd.DataFrame, out_dir: str | os.PathLi
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
-    return {kind: out / name for kind, name in zip(("posterior", "summary", "trace"),
-                                                   RESULT_FILES, strict=True)}
+    paths = {kind: out / name for kind, name in zip(("posterior", "summary", "trace"),
+                                                    RESULT_FILES, strict=True)}
+    if family_plot is not None:
+        paths[family_plot[0]] = out / f"{family_plot[0]}.png"
+    return paths
 
 
 def _swap_in(staging: Path, out: Path) -> None:
@@ -97,6 +113,17 @@ def _swap_in(staging: Path, out: Path) -> None:
         os.rename(retired, out)
         raise
     shutil.rmtree(retired, ignore_errors=True)
+
+
+def _family_plot(dt: xr.DataTree):
+    """``(file stem, plot_results(dt, path))`` of the fitted family, if it has one."""
+    import importlib
+
+    entry = FAMILY_PLOTS.get(dt.attrs.get("pp_models_family", ""))
+    if entry is None:
+        return None
+    stem, module = entry
+    return stem, importlib.import_module(module).plot_results
 
 
 def plot_trace(dt: xr.DataTree, path: str | os.PathLike, *, max_variables: int = 8) -> None:

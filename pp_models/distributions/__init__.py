@@ -5,6 +5,8 @@
   :class:`CollapsedGaussian` (Normal-Inverse-Wishart), :class:`CollapsedDiagGaussian`
   (Normal-Gamma per column), :class:`CollapsedBernoulli` (Beta),
   :class:`CollapsedMultinomial` (Dirichlet).
+- Shrinkage priors on a precision matrix: :class:`BayesianGLassoPrecision` (Wang 2012),
+  :class:`SpikeSlabPrecision` (Wang 2015).
 """
 
 from pp_models.distributions.collapsed import (
@@ -16,10 +18,12 @@ from pp_models.distributions.collapsed import (
 )
 from pp_models.distributions.crp import CRP, CRPRV
 from pp_models.distributions.indian_buffet import IndianBuffet, IndianBuffetRV
+from pp_models.distributions.precision_priors import BayesianGLassoPrecision, SpikeSlabPrecision
 
 __all__ = [
     "CRP",
     "CRPRV",
+    "BayesianGLassoPrecision",
     "CollapsedBernoulli",
     "CollapsedDiagGaussian",
     "CollapsedGaussian",
@@ -27,4 +31,5 @@ __all__ = [
     "CollapsedRV",
     "IndianBuffet",
     "IndianBuffetRV",
+    "SpikeSlabPrecision",
 ]
