@@ -1,0 +1,12 @@
+"""Mixtures of trees (Murphy 2012 §26.3; Meilă & Jordan 2000; Meilă & Jaakkola 2006).
+
+- :func:`chow_liu`: the maximum-likelihood tree, discrete or Gaussian, weighted data;
+- :func:`map_forest`: the MAP forest under BDeu or BIC scores;
+- :func:`em`: Meilă-Jordan EM for a finite mixture of trees;
+- :func:`model`: the Bayesian mixture of trees (Dirichlet weights, spanning-tree priors,
+  CPTs integrated out) for ``inference.fit``'s Gibbs steps.
+"""
+
+from pp_models.mixture_of_trees.chow_liu import TreeModel, chow_liu
+
+__all__ = ["TreeModel", "chow_liu"]
