@@ -17,6 +17,8 @@ import math as _math
 import numba as _numba
 import numpy as _np
 
+from custom_ops.conjugate import dirichlet_categorical_log_marginal
+
 _tree_jit = _numba.njit(cache=True)
 
 
@@ -302,6 +304,29 @@ def parents_from_edge_arrays(eu, ev, V):
 
 
 @_tree_jit
+def _fill_pair_table(joint_counts, marginal_counts, offsets, u, v, Ku, Kv, table):
+    """The (Ku, Kv) weighted contingency table of variables u and v: rows a < Ku-1 and
+    columns b < Kv-1 straight from the count matrix, the last row and column from the
+    margins."""
+    for a in range(Ku - 1):
+        row = 0.0
+        for b in range(Kv - 1):
+            c = joint_counts[offsets[u] + a, offsets[v] + b]
+            table[a, b] = c
+            row += c
+        table[a, Kv - 1] = marginal_counts[u, a] - row
+    for b in range(Kv):
+        col = 0.0
+        for a in range(Ku - 1):
+            col += table[a, b]
+        table[Ku - 1, b] = marginal_counts[v, b] - col
+    for a in range(Ku):
+        for b in range(Kv):
+            if table[a, b] < 0.0:  # float round-off of the subtractions
+                table[a, b] = 0.0
+
+
+@_tree_jit
 def pairwise_mutual_information(joint_counts, marginal_counts, offsets, n_categories,
                                 total, prior):
     """Mutual information (nats) of every pair of discrete variables from count matrices.
@@ -326,27 +351,12 @@ def pairwise_mutual_information(joint_counts, marginal_counts, offsets, n_catego
         for v in range(u + 1, V):
             Kv = n_categories[v]
             cell = prior / (Ku * Kv)
-            # rows a < Ku-1 and columns b < Kv-1 straight from the count matrix
-            for a in range(Ku - 1):
-                row = 0.0
-                for b in range(Kv - 1):
-                    c = joint_counts[offsets[u] + a, offsets[v] + b]
-                    table[a, b] = c
-                    row += c
-                table[a, Kv - 1] = marginal_counts[u, a] - row
-            for b in range(Kv):
-                col = 0.0
-                for a in range(Ku - 1):
-                    col += table[a, b]
-                table[Ku - 1, b] = marginal_counts[v, b] - col
+            _fill_pair_table(joint_counts, marginal_counts, offsets, u, v, Ku, Kv, table)
             mi = 0.0
             for a in range(Ku):
                 pa = (marginal_counts[u, a] + prior / Ku) / denom
                 for b in range(Kv):
-                    n_ab = table[a, b]
-                    if n_ab < 0.0:  # float round-off of the subtractions above
-                        n_ab = 0.0
-                    pab = (n_ab + cell) / denom
+                    pab = (table[a, b] + cell) / denom
                     if pab > 0.0:
                         pb = (marginal_counts[v, b] + prior / Kv) / denom
                         mi += pab * _math.log(pab / (pa * pb))
@@ -354,4 +364,35 @@ def pairwise_mutual_information(joint_counts, marginal_counts, offsets, n_catego
                 mi = 0.0
             out[u, v] = mi
             out[v, u] = mi
+    return out
+
+
+@_tree_jit
+def pairwise_bdeu_gain(joint_counts, marginal_counts, offsets, n_categories, ess):
+    """BDeu edge weights ``w_st = score(t | s) - score(t | none)`` for every pair
+    (Murphy 2012 Eqs. 26.13-26.15, 26.28-26.30): the log Bayes factor of the edge. BDeu
+    is likelihood-equivalent, so the matrix is symmetric."""
+    V = offsets.shape[0]
+    out = _np.zeros((V, V))
+    k_max = 0
+    for v in range(V):
+        if n_categories[v] > k_max:
+            k_max = n_categories[v]
+    table = _np.zeros((k_max, k_max))
+    alone = _np.empty(V)
+    for v in range(V):
+        Kv = n_categories[v]
+        alone[v] = dirichlet_categorical_log_marginal(marginal_counts[v, :Kv], ess / Kv)
+    for s in range(V):
+        Ks = n_categories[s]
+        for t in range(s + 1, V):
+            Kt = n_categories[t]
+            _fill_pair_table(joint_counts, marginal_counts, offsets, s, t, Ks, Kt, table)
+            cell = ess / (Ks * Kt)
+            score = 0.0
+            for a in range(Ks):
+                score += dirichlet_categorical_log_marginal(table[a, :Kt], cell)
+            gain = score - alone[t]
+            out[s, t] = gain
+            out[t, s] = gain
     return out

@@ -8,5 +8,6 @@
 """
 
 from pp_models.mixture_of_trees.chow_liu import TreeModel, chow_liu
+from pp_models.mixture_of_trees.map_forest import forest_log_marginal, map_forest
 
-__all__ = ["TreeModel", "chow_liu"]
+__all__ = ["TreeModel", "chow_liu", "forest_log_marginal", "map_forest"]

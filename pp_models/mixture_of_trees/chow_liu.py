@@ -61,6 +61,9 @@ class TreeModel:
         Weighted log likelihood of the data it was fitted to.
     n_observations : float
         Total weight of that data.
+    log_score : float
+        The structure score a MAP forest maximised (``log p(D | G)`` for BDeu, the BIC
+        for BIC); NaN for Chow-Liu.
     """
 
     kind: str
@@ -75,6 +78,7 @@ class TreeModel:
     precision: np.ndarray | None = None
     log_likelihood: float = float("nan")
     n_observations: float = 0.0
+    log_score: float = float("nan")
     feature_names: tuple[str, ...] | None = field(default=None)
 
     @property
