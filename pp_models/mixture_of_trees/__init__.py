@@ -8,6 +8,7 @@
 """
 
 from pp_models.mixture_of_trees.chow_liu import TreeModel, chow_liu
+from pp_models.mixture_of_trees.em import MixtureOfTrees, em
 from pp_models.mixture_of_trees.map_forest import forest_log_marginal, map_forest
 
-__all__ = ["TreeModel", "chow_liu", "forest_log_marginal", "map_forest"]
+__all__ = ["MixtureOfTrees", "TreeModel", "chow_liu", "em", "forest_log_marginal", "map_forest"]

@@ -202,26 +202,35 @@ def _check_weights(weights, n):
     return w
 
 
-def discrete_statistics(codes, n_categories, weights=None):
+def one_hot_reduced(codes, n_categories):
+    """Indicators of every variable's categories but the last, float64 (n, sum(K - 1)),
+    and each variable's first column."""
+    V = codes.shape[1]
+    K = n_categories
+    offsets = np.zeros(V, dtype=np.int64)
+    np.cumsum(K[:-1] - 1, out=offsets[1:])
+    col_var = np.repeat(np.arange(V), K - 1)
+    col_cat = np.arange(col_var.size) - offsets[col_var]
+    return (codes[:, col_var] == col_cat).astype(np.float64), offsets
+
+
+def discrete_statistics(codes, n_categories, weights=None, one_hot=None):
     """Weighted sufficient statistics of discrete data for every pair at once.
 
     Returns ``(joint, marginal, offsets, total)``: ``joint = Z^T diag(w) Z`` for the
     one-hot matrix ``Z`` of every variable's categories but the last (binary data: just
     ``X^T X`` up to recoding), ``marginal[v, k]`` the weighted category counts.
+    ``one_hot`` may pass a precomputed :func:`one_hot_reduced` (EM reuses it).
     """
-    n, V = codes.shape
+    V = codes.shape[1]
     K = n_categories
     k_max = int(K.max())
-    offsets = np.zeros(V, dtype=np.int64)
-    np.cumsum(K[:-1] - 1, out=offsets[1:])
-    col_var = np.repeat(np.arange(V), K - 1)
-    col_cat = np.arange(col_var.size) - offsets[col_var]
-    Z = (codes[:, col_var] == col_cat).astype(np.float64)
+    Z, offsets = one_hot_reduced(codes, K) if one_hot is None else one_hot
     joint = Z.T @ Z if weights is None else (Z * weights[:, None]).T @ Z
     flat = (codes + np.arange(V) * k_max).ravel()
     w_flat = None if weights is None else np.repeat(weights, V)
     marginal = np.bincount(flat, weights=w_flat, minlength=V * k_max).reshape(V, k_max)
-    total = float(n if weights is None else weights.sum())
+    total = float(codes.shape[0] if weights is None else weights.sum())
     return joint, marginal.astype(np.float64), offsets, total
 
 
@@ -294,14 +303,24 @@ def chow_liu(X, *, kind: str = "discrete", weights=None, prior=None, n_categorie
     if names is not None and len(names) != V:
         raise ValueError(f"feature_names has {len(names)} entries for {V} columns")
     if kind == "discrete":
-        stats = discrete_statistics(codes, K, w)
-        mi = pairwise_mutual_information(stats[0], stats[1], stats[2], K, stats[3], prior)
-        parents = _reroot(maximum_spanning_tree(mi), root)
-        return _discrete_tree(codes, K, w, prior, parents, root, mi, names)
-    mean, cov = _weighted_moments(data, w, prior)
+        return fit_discrete_tree(codes, K, w, prior, root=root, names=names)
+    return fit_gaussian_tree(data, w, prior, root=root, names=names)
+
+
+def fit_discrete_tree(codes, K, weights, prior, *, root=0, names=None, one_hot=None):
+    """Chow-Liu on validated codes (the work of :func:`chow_liu`, reused by EM)."""
+    stats = discrete_statistics(codes, K, weights, one_hot)
+    mi = pairwise_mutual_information(stats[0], stats[1], stats[2], K, stats[3], prior)
+    parents = _reroot(maximum_spanning_tree(mi), root)
+    return _discrete_tree(codes, K, weights, prior, parents, root, mi, names)
+
+
+def fit_gaussian_tree(data, weights, ridge, *, root=0, names=None):
+    """Chow-Liu on validated real data (reused by EM)."""
+    mean, cov = _weighted_moments(data, weights, ridge)
     mi = gaussian_mutual_information(cov)
     parents = _reroot(maximum_spanning_tree(mi), root)
-    return _gaussian_tree(data, w, mean, cov, parents, root, mi, names)
+    return _gaussian_tree(data, weights, mean, cov, parents, root, mi, names)
 
 
 def _reroot(parents, root):
