@@ -396,3 +396,35 @@ def pairwise_bdeu_gain(joint_counts, marginal_counts, offsets, n_categories, ess
             out[s, t] = gain
             out[t, s] = gain
     return out
+
+
+@_tree_jit
+def tree_edge_tables(joint_counts, marginal_counts, offsets, n_categories, parents):
+    """Weighted (parent value, child value) counts of every node of a forest, from the
+    same count matrices: ``tables[v, j, k]``; a root's marginal counts are row 0."""
+    V = parents.shape[0]
+    k_max = 0
+    for v in range(V):
+        if n_categories[v] > k_max:
+            k_max = n_categories[v]
+    tables = _np.zeros((V, k_max, k_max))
+    scratch = _np.zeros((k_max, k_max))
+    for v in range(V):
+        p = parents[v]
+        Kv = n_categories[v]
+        if p < 0:
+            for k in range(Kv):
+                tables[v, 0, k] = marginal_counts[v, k]
+            continue
+        Kp = n_categories[p]
+        if p < v:
+            _fill_pair_table(joint_counts, marginal_counts, offsets, p, v, Kp, Kv, scratch)
+            for j in range(Kp):
+                for k in range(Kv):
+                    tables[v, j, k] = scratch[j, k]
+        else:
+            _fill_pair_table(joint_counts, marginal_counts, offsets, v, p, Kv, Kp, scratch)
+            for j in range(Kp):
+                for k in range(Kv):
+                    tables[v, j, k] = scratch[k, j]
+    return tables

@@ -15,6 +15,7 @@ from pp_models.distributions.collapsed import (
     CollapsedRV,
 )
 from pp_models.distributions.crp import CRP, CRPRV
+from pp_models.distributions.spanning_tree import SpanningTree, SpanningTreeRV
 
 __all__ = [
     "CRP",
@@ -24,4 +25,6 @@ __all__ = [
     "CollapsedGaussian",
     "CollapsedMultinomial",
     "CollapsedRV",
+    "SpanningTree",
+    "SpanningTreeRV",
 ]

@@ -20,7 +20,7 @@ from numbers import Integral, Real
 
 import numpy as np
 
-from custom_ops.trees import pairwise_mutual_information
+from custom_ops.trees import pairwise_mutual_information, tree_edge_tables
 from pp_models.trees import (
     maximum_spanning_tree,
     plot_spanning_tree,
@@ -226,7 +226,12 @@ def discrete_statistics(codes, n_categories, weights=None, one_hot=None):
     K = n_categories
     k_max = int(K.max())
     Z, offsets = one_hot_reduced(codes, K) if one_hot is None else one_hot
-    joint = Z.T @ Z if weights is None else (Z * weights[:, None]).T @ Z
+    if weights is None and codes.shape[0] < 2**24:
+        # whole counts below 2^24 are exact in float32: half the memory traffic
+        Z32 = Z.astype(np.float32)
+        joint = (Z32.T @ Z32).astype(np.float64)
+    else:
+        joint = Z.T @ Z if weights is None else (Z * weights[:, None]).T @ Z
     flat = (codes + np.arange(V) * k_max).ravel()
     w_flat = None if weights is None else np.repeat(weights, V)
     marginal = np.bincount(flat, weights=w_flat, minlength=V * k_max).reshape(V, k_max)
@@ -309,10 +314,40 @@ def chow_liu(X, *, kind: str = "discrete", weights=None, prior=None, n_categorie
 
 def fit_discrete_tree(codes, K, weights, prior, *, root=0, names=None, one_hot=None):
     """Chow-Liu on validated codes (the work of :func:`chow_liu`, reused by EM)."""
-    stats = discrete_statistics(codes, K, weights, one_hot)
-    mi = pairwise_mutual_information(stats[0], stats[1], stats[2], K, stats[3], prior)
+    joint, marginal, offsets, total = discrete_statistics(codes, K, weights, one_hot)
+    mi = pairwise_mutual_information(joint, marginal, offsets, K, total, prior)
     parents = _reroot(maximum_spanning_tree(mi), root)
-    return _discrete_tree(codes, K, weights, prior, parents, root, mi, names)
+    tables = tree_edge_tables(joint, marginal, offsets, K, parents)
+    return discrete_tree_from_tables(tables, K, prior, parents, root, mi, total, names)
+
+
+def log_cpt_from_tables(tables, K, prior, parents):
+    """``log p(x_v = k | x_parent = j)`` from (weighted) edge tables smoothed by ``prior``
+    spread over the cells (a parent value never seen gets a uniform row)."""
+    V = parents.size
+    k_max = tables.shape[1]
+    log_cpt = np.full((V, k_max, k_max), -np.inf)
+    for v in range(V):
+        Kv = int(K[v])
+        Kp = 1 if parents[v] < 0 else int(K[parents[v]])
+        counts = tables[v, :Kp, :Kv] + prior / (Kp * Kv)
+        totals = counts.sum(axis=1, keepdims=True)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            rows = np.where(totals > 0, np.log(counts) - np.log(totals), -np.log(Kv))
+        log_cpt[v, :Kp, :Kv] = rows
+    return log_cpt
+
+
+def discrete_tree_from_tables(tables, K, prior, parents, root, weights_matrix, total, names,
+                              log_score=float("nan")):
+    log_cpt = log_cpt_from_tables(tables, K, prior, parents)
+    with np.errstate(invalid="ignore"):
+        ll = float(np.sum(np.where(tables > 0, tables * log_cpt, 0.0)))
+    return TreeModel(
+        kind="discrete", parents=parents, root=int(root), edges=spanning_tree_edges(parents),
+        edge_weights=weights_matrix, order=topological_order(parents), n_categories=K,
+        log_cpt=log_cpt, log_likelihood=ll, n_observations=total, log_score=log_score,
+        feature_names=names)
 
 
 def fit_gaussian_tree(data, weights, ridge, *, root=0, names=None):
@@ -344,48 +379,11 @@ def topological_order(parents) -> np.ndarray:
     return np.asarray(order, dtype=np.int64)
 
 
-def discrete_log_cpt(codes, K, weights, prior, parents):
-    """``log p(x_v = k | x_parent = j)`` from (weighted, smoothed) counts: the empirical
-    pairwise conditionals (Murphy §26.3.2 step 3)."""
-    V = codes.shape[1]
-    k_max = int(K.max())
-    log_cpt = np.full((V, k_max, k_max), -np.inf)
-    for v in range(V):
-        p = parents[v]
-        Kv = int(K[v])
-        if p < 0:
-            counts = np.bincount(codes[:, v], weights=weights, minlength=Kv)[None, :Kv]
-            counts = counts + prior / Kv
-        else:
-            Kp = int(K[p])
-            counts = np.bincount(codes[:, p] * Kv + codes[:, v], weights=weights,
-                                 minlength=Kp * Kv)[: Kp * Kv].reshape(Kp, Kv)
-            counts = counts + prior / (Kp * Kv)
-        totals = counts.sum(axis=1, keepdims=True)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            rows = np.where(totals > 0, np.log(counts) - np.log(totals), -np.log(Kv))
-        log_cpt[v, : rows.shape[0], :Kv] = rows
-    return log_cpt
-
-
 def tree_log_density(codes, parents, log_cpt):
     """log p(x_i) = sum_v log p(x_iv | x_i,parent(v)) for every row (Murphy Eq. 26.1)."""
     V = parents.size
     rows = np.where(parents >= 0, codes[:, np.maximum(parents, 0)], 0)
     return log_cpt[np.arange(V), rows, codes].sum(axis=1)
-
-
-def _discrete_tree(codes, K, w, prior, parents, root, mi, names):
-    log_cpt = discrete_log_cpt(codes, K, w, prior, parents)
-    ll = tree_log_density(codes, parents, log_cpt)
-    with np.errstate(invalid="ignore"):
-        total_ll = float(ll.sum() if w is None else np.sum(np.where(w > 0, w * ll, 0.0)))
-    return TreeModel(
-        kind="discrete", parents=parents, root=int(root), edges=spanning_tree_edges(parents),
-        edge_weights=mi, order=topological_order(parents), n_categories=K, log_cpt=log_cpt,
-        log_likelihood=total_ll, n_observations=float(codes.shape[0] if w is None
-                                                      else w.sum()),
-        feature_names=names)
 
 
 def _weighted_moments(data, w, ridge):

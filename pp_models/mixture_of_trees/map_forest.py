@@ -15,17 +15,20 @@ from numbers import Real
 import numpy as np
 
 from custom_ops.conjugate import dirichlet_categorical_log_marginal
-from custom_ops.trees import pairwise_bdeu_gain, pairwise_mutual_information
+from custom_ops.trees import (
+    pairwise_bdeu_gain,
+    pairwise_mutual_information,
+    tree_edge_tables,
+)
 from pp_models.mixture_of_trees.chow_liu import (
     TreeModel,
     _as_float_data,
     _weighted_moments,
     as_discrete_data,
-    discrete_log_cpt,
     discrete_statistics,
+    discrete_tree_from_tables,
     gaussian_mutual_information,
     topological_order,
-    tree_log_density,
     tree_precision,
 )
 from pp_models.trees import maximum_spanning_tree, spanning_tree_edges
@@ -90,12 +93,9 @@ def map_forest(X, *, score: str = "bdeu", ess: float = 1.0, kind: str = "discret
     parents = maximum_spanning_tree(gains, drop_nonpositive=True)
     edges = spanning_tree_edges(parents)
     log_score = float(alone + sum(gains[u, v] for u, v in edges))
-    log_cpt = discrete_log_cpt(codes, K, None, prior, parents)
-    return TreeModel(
-        kind="discrete", parents=parents, root=0, edges=edges, edge_weights=gains,
-        order=topological_order(parents), n_categories=K, log_cpt=log_cpt,
-        log_likelihood=float(tree_log_density(codes, parents, log_cpt).sum()),
-        n_observations=float(n), log_score=log_score, feature_names=names)
+    tables = tree_edge_tables(joint, marginal, offsets, K, parents)
+    return discrete_tree_from_tables(tables, K, prior, parents, 0, gains, float(n), names,
+                                     log_score=log_score)
 
 
 def _gaussian_bic_forest(data, names):
