@@ -428,3 +428,122 @@ def tree_edge_tables(joint_counts, marginal_counts, offsets, n_categories, paren
                 for k in range(Kv):
                     tables[v, j, k] = scratch[k, j]
     return tables
+
+
+@_tree_jit
+def tree_log_density_rows(codes, parents, log_cpt):
+    """``log p(x_i) = sum_v log_cpt[v, x_i,parent(v), x_iv]`` for every row (a root reads
+    row 0 of its table)."""
+    n, V = codes.shape
+    out = _np.zeros(n)
+    for i in range(n):
+        s = 0.0
+        for v in range(V):
+            p = parents[v]
+            j = codes[i, p] if p >= 0 else 0
+            s += log_cpt[v, j, codes[i, v]]
+        out[i] = s
+    return out
+
+
+@_tree_jit
+def _find(comp, u):
+    while comp[u] != u:
+        comp[u] = comp[comp[u]]
+        u = comp[u]
+    return u
+
+
+_FLOOR = _math.exp(-30.0)
+
+
+@_tree_jit
+def sequential_spanning_tree(rng, log_weights):
+    """One exact draw of P(T) ∝ prod_{uv in T} exp(log_weights[u, v]), robust to weights
+    spanning hundreds of nats (posteriors), where Wilson's walks would take ~e^gap steps.
+
+    Edges are decided one at a time in decreasing weight: edge e joins the tree with
+    probability P(e in T | decisions so far) = w_e R_eff(e) (Kirchhoff; effective
+    resistance in the graph with accepted edges contracted and rejected ones deleted),
+    so the product of the decision probabilities is P(T) (chain rule). Weights are
+    rescaled by the current edge's, so every Laplacian entry is <= 1; relative weights
+    below e^-30 are raised to e^-30 in that one decision (a node reached only through
+    such edges would otherwise make the Laplacian numerically singular), which moves
+    the decision probability by O(e^-30) ~ 1e-13.
+    """
+    V = log_weights.shape[0]
+    E = V * (V - 1) // 2
+    eu = _np.empty(E, dtype=_np.int64)
+    ev = _np.empty(E, dtype=_np.int64)
+    lw = _np.empty(E)
+    m = 0
+    for u in range(V):
+        for v in range(u + 1, V):
+            eu[m] = u
+            ev[m] = v
+            lw[m] = 0.5 * (log_weights[u, v] + log_weights[v, u])
+            m += 1
+    order = _np.argsort(-lw)
+    alive = _np.ones(E, dtype=_np.bool_)
+    comp = _np.arange(V)
+    tu = _np.empty(V - 1, dtype=_np.int64)
+    tv = _np.empty(V - 1, dtype=_np.int64)
+    n_in = 0
+    label = _np.empty(V, dtype=_np.int64)
+    for r in range(E):
+        if n_in == V - 1:
+            break
+        e = order[r]
+        cu = _find(comp, eu[e])
+        cv = _find(comp, ev[e])
+        alive[e] = False  # decided now either way
+        if cu == cv:
+            continue
+        # super-nodes of the contracted graph; ground = cu
+        n_super = 0
+        for x in range(V):
+            if _find(comp, x) == x:
+                label[x] = n_super
+                n_super += 1
+        for x in range(V):
+            label[x] = label[_find(comp, x)]
+        W = _np.zeros((n_super, n_super))
+        ref = lw[e]
+        W[label[cu], label[cv]] += 1.0
+        W[label[cv], label[cu]] += 1.0
+        for f in range(E):
+            if not alive[f]:
+                continue
+            a = label[eu[f]]
+            b = label[ev[f]]
+            if a == b:
+                continue
+            rel = lw[f] - ref
+            w = _math.exp(rel) if rel > -30.0 else _FLOOR
+            W[a, b] += w
+            W[b, a] += w
+        g = label[cu]
+        size = n_super - 1
+        L = _np.zeros((size, size))
+        rhs = _np.zeros(size)
+        for a in range(n_super):
+            if a == g:
+                continue
+            ia = a - (a > g)
+            s = 0.0
+            for b in range(n_super):
+                if b != a:
+                    s += W[a, b]
+                    if b != g:
+                        L[ia, b - (b > g)] = -W[a, b]
+            L[ia, ia] = s
+        target = label[cv] - (label[cv] > g)
+        rhs[target] = 1.0
+        x = _np.linalg.solve(L, rhs)
+        p = x[target]  # w_e = 1 after rescaling
+        if rng.random() < p:
+            tu[n_in] = eu[e]
+            tv[n_in] = ev[e]
+            n_in += 1
+            comp[cv] = cu
+    return parents_from_edge_arrays(tu, tv, V)

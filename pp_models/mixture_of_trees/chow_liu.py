@@ -20,7 +20,11 @@ from numbers import Integral, Real
 
 import numpy as np
 
-from custom_ops.trees import pairwise_mutual_information, tree_edge_tables
+from custom_ops.trees import (
+    pairwise_mutual_information,
+    tree_edge_tables,
+    tree_log_density_rows,
+)
 from pp_models.trees import (
     maximum_spanning_tree,
     plot_spanning_tree,
@@ -232,11 +236,14 @@ def discrete_statistics(codes, n_categories, weights=None, one_hot=None):
         joint = (Z32.T @ Z32).astype(np.float64)
     else:
         joint = Z.T @ Z if weights is None else (Z * weights[:, None]).T @ Z
-    flat = (codes + np.arange(V) * k_max).ravel()
-    w_flat = None if weights is None else np.repeat(weights, V)
-    marginal = np.bincount(flat, weights=w_flat, minlength=V * k_max).reshape(V, k_max)
     total = float(codes.shape[0] if weights is None else weights.sum())
-    return joint, marginal.astype(np.float64), offsets, total
+    # one-hot columns square to themselves: the diagonal holds the category counts
+    diag = np.diag(joint)
+    marginal = np.zeros((V, k_max))
+    col_var = np.repeat(np.arange(V), K - 1)
+    marginal[col_var, np.arange(col_var.size) - offsets[col_var]] = diag
+    marginal[np.arange(V), K - 1] = total - np.bincount(col_var, weights=diag, minlength=V)
+    return joint, marginal, offsets, total
 
 
 def _check_prior(prior, kind):
@@ -381,9 +388,7 @@ def topological_order(parents) -> np.ndarray:
 
 def tree_log_density(codes, parents, log_cpt):
     """log p(x_i) = sum_v log p(x_iv | x_i,parent(v)) for every row (Murphy Eq. 26.1)."""
-    V = parents.size
-    rows = np.where(parents >= 0, codes[:, np.maximum(parents, 0)], 0)
-    return log_cpt[np.arange(V), rows, codes].sum(axis=1)
+    return tree_log_density_rows(codes, np.asarray(parents, dtype=np.int64), log_cpt)
 
 
 def _weighted_moments(data, w, ridge):

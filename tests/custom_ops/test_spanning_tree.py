@@ -122,3 +122,30 @@ def test_op_value_shape_and_gradient():
         [W3 + 0.1], rng=rng)
     with pytest.raises(TypeError, match="integer"):
         spanning_tree_logp_op(pt.matrix(), weights)
+
+
+@pytest.mark.parametrize(("V", "n_draws", "scale"), [(4, 8000, 1.0), (5, 20_000, 1.0),
+                                                     (5, 20_000, 60.0)])
+def test_sequential_sampler_chi_square(V, n_draws, scale):
+    """Exact even when log weights span ~hundreds of nats (scale 60), where Wilson's
+    random walks would not finish."""
+    rng = np.random.default_rng(V)
+    logW = scale * rng.normal(size=(V, V))
+    logW = logW + logW.T
+    trees = all_spanning_trees(V)
+    logw = np.array([sum(logW[u, v] for u, v in spanning_tree_edges(t)) for t in trees])
+    p = np.exp(logw - np.logaddexp.reduce(logw))
+    index = {tuple(t): i for i, t in enumerate(trees)}
+    counts = np.zeros(len(trees))
+    for _ in range(n_draws):
+        counts[index[tuple(kernels.sequential_spanning_tree(rng, logW))]] += 1
+    keep = n_draws * p > 5  # chi-square cells with enough expected counts; pool the rest
+    observed = np.r_[counts[keep], counts[~keep].sum()]
+    expected = np.r_[n_draws * p[keep], n_draws * p[~keep].sum()]
+    if expected[-1] == 0:
+        assert observed[-1] == 0
+        observed, expected = observed[:-1], expected[:-1]
+    if len(expected) > 1:
+        assert stats.chisquare(observed, expected).pvalue > 1e-3
+    else:
+        assert observed[0] == n_draws
