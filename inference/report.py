@@ -36,7 +36,25 @@ def write_results(dt: xr.DataTree, table: pd.DataFrame, out_dir: str | os.PathLi
     _atomic_write(paths["posterior"], lambda tmp: dt.to_netcdf(tmp, engine="h5netcdf"))
     _atomic_write(paths["summary"], lambda tmp: table.to_csv(tmp))
     _atomic_write(paths["trace"], lambda tmp: plot_trace(dt, tmp))
+    family_figure = _family_figure(dt.attrs.get("pp_models_family"))
+    if family_figure is not None:
+        paths["structure"] = out / "structure.png"
+        _atomic_write(paths["structure"], lambda tmp: family_figure(dt, tmp))
     return paths
+
+
+def _family_figure(family):
+    """A family's own picture of a fit, ``pp_models.<family>.outputs.plot_structure(dt,
+    path)`` (PNG), when it has one (e.g. the trees of a mixture of trees)."""
+    if not family:
+        return None
+    import importlib
+
+    try:
+        outputs = importlib.import_module(f"pp_models.{family}.outputs")
+    except ImportError:
+        return None
+    return getattr(outputs, "plot_structure", None)
 
 
 def plot_trace(dt: xr.DataTree, path: str | os.PathLike, *, max_variables: int = 8) -> None:

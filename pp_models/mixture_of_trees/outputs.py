@@ -67,3 +67,40 @@ def add_edge_probabilities(dt: xr.DataTree) -> xr.DataTree:
     result = dt.copy()
     result["tree_structure"] = xr.DataTree(xr.Dataset({"edge_probability": da}))
     return result
+
+
+def plot_structure(dt: xr.DataTree, path=None, *, chain: int = 0, threshold: float = 0.5):
+    """Draw each component's posterior tree: the maximum spanning tree of the posterior
+    edge probabilities of ``chain``, line widths by probability; edges below
+    ``threshold`` dashed. Saves a PNG to ``path`` when given; returns the figure."""
+    import matplotlib.pyplot as plt
+
+    from pp_models.trees import (
+        maximum_spanning_tree,
+        plot_spanning_tree,
+        spanning_tree_edges,
+    )
+
+    if "tree_structure" not in dt.children:
+        dt = add_edge_probabilities(dt)
+    probs = dt["tree_structure"]["edge_probability"]
+    labels = [str(s) for s in probs.coords["node"].values]
+    P = probs.values[chain]
+    K = P.shape[0]
+    w = dt["posterior"]["w"].values[chain].mean(axis=0)
+    fig, axes = plt.subplots(1, K, figsize=(max(4.0, 0.45 * len(labels)) * K, 5.0),
+                             squeeze=False)
+    for k in range(K):
+        parents = maximum_spanning_tree(P[k])
+        ax = axes[0, k]
+        plot_spanning_tree(parents, labels=labels, edge_values=P[k], ax=ax,
+                           title=f"component {k} (weight {w[k]:.2f})", fontsize=7)
+        # lines are drawn in the order of the sorted edge list
+        for line, (u, v) in zip(ax.lines, spanning_tree_edges(parents), strict=True):
+            if P[k][u, v] < threshold:
+                line.set_linestyle("--")
+    fig.tight_layout()
+    if path is not None:
+        fig.savefig(path, format="png", dpi=110)
+        plt.close(fig)
+    return fig
