@@ -131,6 +131,8 @@ def draw_on_grid(ax, edges, weights, image):
     ax.imshow(image.reshape(8, 8), cmap="Greys", alpha=0.4)
     top = max(weights[u, v] for u, v in edges) or 1.0
     for u, v in edges:
+        if weights[u, v] < 0.02 * top:  # near-constant pixels join anywhere: not drawn
+            continue
         ax.plot([u % 8, v % 8], [u // 8, v // 8], color="C3",
                 lw=0.5 + 3 * weights[u, v] / top)
     ax.set_axis_off()
