@@ -19,6 +19,7 @@ Numba kernels (compile time printed apart); on a shared machine expect +-20 % no
 from __future__ import annotations
 
 import argparse
+import os
 import resource
 import time
 
@@ -154,7 +155,8 @@ def main(argv=None):
         rate = bayes_sweeps_per_second()
         print(f"== Bayesian mixture of trees, V = 50, n = 1000, K = 3 ==\n"
               f"fit(method='gibbs')      {rate:8.1f} sweeps/s")
-    print(f"peak RSS {peak_rss_mb():.0f} MB")
+    print(f"peak RSS {peak_rss_mb():.0f} MB; load average {os.getloadavg()[0]:.1f} on "
+          f"{os.cpu_count()} cores (times scale with it on a shared machine)")
 
 
 if __name__ == "__main__":
