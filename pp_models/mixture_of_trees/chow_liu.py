@@ -218,19 +218,22 @@ def one_hot_reduced(codes, n_categories):
     return (codes[:, col_var] == col_cat).astype(np.float64), offsets
 
 
-def discrete_statistics(codes, n_categories, weights=None, one_hot=None):
+def discrete_statistics(codes, n_categories, weights=None, one_hot=None, joint=None):
     """Weighted sufficient statistics of discrete data for every pair at once.
 
     Returns ``(joint, marginal, offsets, total)``: ``joint = Z^T diag(w) Z`` for the
     one-hot matrix ``Z`` of every variable's categories but the last (binary data: just
     ``X^T X`` up to recoding), ``marginal[v, k]`` the weighted category counts.
-    ``one_hot`` may pass a precomputed :func:`one_hot_reduced` (EM reuses it).
+    ``one_hot`` may pass a precomputed :func:`one_hot_reduced` (EM reuses it), ``joint``
+    a precomputed ``Z^T diag(w) Z`` (EM computes all components' in one product).
     """
     V = codes.shape[1]
     K = n_categories
     k_max = int(K.max())
     Z, offsets = one_hot_reduced(codes, K) if one_hot is None else one_hot
-    if weights is None and codes.shape[0] < 2**24:
+    if joint is not None:
+        pass
+    elif weights is None and codes.shape[0] < 2**24:
         # whole counts below 2^24 are exact in float32: half the memory traffic
         Z32 = Z.astype(np.float32)
         joint = (Z32.T @ Z32).astype(np.float64)
@@ -319,9 +322,10 @@ def chow_liu(X, *, kind: str = "discrete", weights=None, prior=None, n_categorie
     return fit_gaussian_tree(data, w, prior, root=root, names=names)
 
 
-def fit_discrete_tree(codes, K, weights, prior, *, root=0, names=None, one_hot=None):
+def fit_discrete_tree(codes, K, weights, prior, *, root=0, names=None, one_hot=None,
+                      joint=None):
     """Chow-Liu on validated codes (the work of :func:`chow_liu`, reused by EM)."""
-    joint, marginal, offsets, total = discrete_statistics(codes, K, weights, one_hot)
+    joint, marginal, offsets, total = discrete_statistics(codes, K, weights, one_hot, joint)
     mi = pairwise_mutual_information(joint, marginal, offsets, K, total, prior)
     parents = _reroot(maximum_spanning_tree(mi), root)
     tables = tree_edge_tables(joint, marginal, offsets, K, parents)
