@@ -148,9 +148,11 @@ def test_planted_bug_is_caught():
 
 @pytest.mark.slow
 def test_false_alarm_and_power():
-    """10 seeds each at 4000 draws. WrongEss and RemovesNothing (x_i left in its own
-    component's counts: a little stickiness of z) are weak bugs at this size; their
-    rates are measured, not asserted."""
+    """10 seeds each at 4000 draws. Measured: correct 0/10 rejected; IgnoresEdgePrior
+    10/10, WrongEss 10/10 (at 2000 draws it slips through); RemovesNothing (x_i left in
+    its own component's counts: a little stickiness of z) 0/10, too weak a bug for these
+    statistics at this size (the exact-enumeration sweep test in
+    tests/custom_ops/test_tree_mixture.py is the check for that kind of error)."""
     seeds = range(100, 110)
     correct = sum(not _gir(None, seed=s, n_samples=4000).passed(0.01) for s in seeds)
     twins = {t.__name__: sum(not _gir(steps(t), seed=s, n_samples=4000).passed(0.01)
@@ -158,4 +160,4 @@ def test_false_alarm_and_power():
              for t in (IgnoresEdgePrior, WrongEss, RemovesNothing)}
     print("rejections out of 10: correct", correct, "twins", twins)
     assert correct <= 1, correct
-    assert twins["IgnoresEdgePrior"] >= 9, twins
+    assert twins["IgnoresEdgePrior"] >= 9 and twins["WrongEss"] >= 9, twins
