@@ -86,3 +86,32 @@ def test_data_draws_follow_the_collapsed_model():
     # the prior predictive of a single row under BDeu is uniform over the cells
     expected = np.full(12, 6000 / 12)
     assert stats.chisquare(counts.ravel(), expected).pvalue > 1e-3
+
+
+def test_the_same_check_catches_a_sweep_that_keeps_x_i_in_its_counts():
+    """Planted bug: x_i's own counts stay in its component when it is reassigned."""
+    X, _ = _data(n=6, seed=3)
+    log_w = np.log([0.3, 0.7])
+    configs = np.array(list(itertools.product([0, 1], repeat=6)))
+    logp = np.array([tree_mixture_logp(X, c, TREES, K_CATS, 1.0) + log_w[c].sum()
+                     for c in configs])
+    p = np.exp(logp - np.logaddexp.reduce(logp))
+    rng = np.random.default_rng(1)
+    z = np.zeros(6, dtype=np.int64)
+    counts = np.zeros(64)
+    powers = 2 ** np.arange(5, -1, -1)
+    for _ in range(4000):
+        for i in range(6):
+            tables = tree_tables(X, z, TREES, K_CATS)
+            lp = log_w.copy()
+            for k in range(2):
+                for v in range(3):
+                    pa = TREES[k, v]
+                    j = X[i, pa] if pa >= 0 else 0
+                    a = 1.0 / ((1 if pa < 0 else K_CATS[pa]) * K_CATS[v])
+                    row = tables[k, v, j, : K_CATS[v]]
+                    lp[k] += np.log(row[X[i, v]] + a) - np.log(row.sum() + K_CATS[v] * a)
+            q = np.exp(lp - lp.max())
+            z[i] = rng.choice(2, p=q / q.sum())
+        counts[z @ powers] += 1
+    assert 0.5 * np.abs(counts / 4000 - p).sum() > 0.06
