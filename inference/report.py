@@ -28,9 +28,12 @@ __all__ = ["RESULT_FILES", "check_output_dir", "plot_trace", "write_results"]
 RESULT_FILES = ("posterior.nc", "summary.csv", "trace.png")
 
 
-#: Families that draw a picture of their results: family -> (file stem, module path); the
-#: module provides ``plot_results(dt, path)``.
-FAMILY_PLOTS = {"ggm": ("graph", "pp_models.ggm.outputs")}
+#: Families that draw a picture of their results: family -> (file stem, "module:function"),
+#: the function taking ``(dt, path)`` and writing a PNG.
+FAMILY_PLOTS = {
+    "ggm": ("graph", "pp_models.ggm.outputs:plot_results"),
+    "mixture_of_trees": ("structure", "pp_models.mixture_of_trees.outputs:plot_structure"),
+}
 
 
 def _result_names() -> set[str]:
@@ -116,14 +119,15 @@ def _swap_in(staging: Path, out: Path) -> None:
 
 
 def _family_plot(dt: xr.DataTree):
-    """``(file stem, plot_results(dt, path))`` of the fitted family, if it has one."""
+    """``(file stem, plot(dt, path))`` of the fitted family, if it has one."""
     import importlib
 
     entry = FAMILY_PLOTS.get(dt.attrs.get("pp_models_family", ""))
     if entry is None:
         return None
-    stem, module = entry
-    return stem, importlib.import_module(module).plot_results
+    stem, target = entry
+    module, function = target.split(":")
+    return stem, getattr(importlib.import_module(module), function)
 
 
 def plot_trace(dt: xr.DataTree, path: str | os.PathLike, *, max_variables: int = 8) -> None:

@@ -1,0 +1,118 @@
+"""Gibbs sampling of the Bayesian mixture of trees (``pp_models.mixture_of_trees.model``).
+
+One step updates the weights ``w``, the assignments ``z`` and the component trees:
+
+1. ``z``: a collapsed sweep, ``p(z_i = k | ...) ∝ w_k p(x_i | rows of k but i, T_k)``,
+   the tree's posterior predictive with the BDeu CPTs integrated out;
+2. each ``T_k`` exactly from ``P(T | z, X) ∝ prod_{uv in T} beta_uv BF_uv`` (BF_uv the
+   edge's BDeu Bayes factor on the rows of component k; Meilă & Jaakkola 2006), by
+   sequential matrix-tree sampling (:func:`custom_ops.trees.sequential_spanning_tree`);
+3. ``w ~ Dirichlet(alpha + counts(z))``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytensor
+
+from custom_ops.tree_mixture import assignment_sweep, tree_mixture_logp, tree_tables
+from custom_ops.trees import sequential_spanning_tree
+from inference.gibbs.base import ZooGibbsStep
+from inference.gibbs.registry import register_step
+from pp_models.mixture_of_trees.outputs import edge_log_weights
+
+__all__ = ["MixtureOfTreesGibbs"]
+
+
+@register_step
+class MixtureOfTreesGibbs(ZooGibbsStep):
+    """Collapsed Gibbs for (w, z, trees) of a mixture of trees.
+
+    Parameters
+    ----------
+    vars : list
+        ``w`` (Dirichlet weights), ``z`` (assignments) and ``trees`` (K, V), by these
+        names or as given by ``weights``, ``assignments``, ``trees``.
+    n_categories : int array (V,)
+    ess : float
+        BDeu equivalent sample size of the integrated-out CPTs.
+    alpha : float
+        Dirichlet concentration of ``w``.
+    edge_prior : array (V, V)
+        Decomposable structure prior ``beta``.
+    data : str
+        Name of the data variable (observed or free).
+
+    Notes
+    -----
+    Stats per draw: ``n_changed`` (assignments that moved) and ``log_marginal``
+    (log p(X | z, trees), CPTs integrated out).
+    """
+
+    name = "mixture_of_trees_gibbs"
+    stats_dtypes_shapes = {"n_changed": (np.int64, []), "log_marginal": (np.float64, [])}
+
+    def __init__(self, vars, *, n_categories, ess, alpha, edge_prior, data="X",
+                 weights="w", assignments="z", trees="trees", model=None, rng=None,
+                 blocked=True):
+        super().__init__(vars, model=model, rng=rng, blocked=blocked)
+        m = self.model
+        wanted = {m.rvs_to_values[m[name]].name for name in (weights, assignments, trees)}
+        if set(self.var_names) != wanted:
+            raise ValueError(f"vars: MixtureOfTreesGibbs updates {sorted(wanted)} together, "
+                             f"got {self.var_names}")
+        self.n_categories = np.ascontiguousarray(n_categories, dtype=np.int64)
+        self.ess = float(ess)
+        self.alpha = float(alpha)
+        self.log_edge_prior = np.log(np.asarray(edge_prior, dtype=np.float64))
+        w_rv = m[weights]
+        self._w_value = m.rvs_to_values[w_rv].name
+        self._z_name = m.rvs_to_values[m[assignments]].name
+        self._trees_name = m.rvs_to_values[m[trees]].name
+        self._w_fn = self.compile_point_fn(w_rv)
+        self._data_fn = self.compile_point_fn(m[data])
+        transform = m.rvs_to_transforms.get(w_rv)
+        if transform is None:
+            self._w_forward = None
+        else:
+            x = pytensor.tensor.dvector("w")
+            self._w_forward = pytensor.function([x], transform.forward(x))
+
+    # the three updates, separate so that tests can plant bugs in one of them
+    def update_assignments(self, codes, z, trees, log_w):
+        tables = tree_tables(codes, z, trees, self.n_categories)
+        counts = np.bincount(z, minlength=trees.shape[0]).astype(np.int64)
+        return assignment_sweep(self.rng, codes, z, trees, tables, log_w, self.n_categories,
+                                self.ess, counts)
+
+    def tree_log_weights(self, rows):
+        return self.log_edge_prior + edge_log_weights(rows, self.n_categories, self.ess, 1.0)
+
+    def update_trees(self, codes, z, trees):
+        for k in range(trees.shape[0]):
+            trees[k] = sequential_spanning_tree(self.rng, self.tree_log_weights(codes[z == k]))
+
+    def update_weights(self, z, n_components):
+        counts = np.bincount(z, minlength=n_components)
+        return self.rng.dirichlet(self.alpha + counts)
+
+    def step(self, point):
+        codes = np.ascontiguousarray(self._data_fn(point), dtype=np.int64)
+        z = np.array(point[self._z_name], dtype=np.int64)
+        trees = np.array(point[self._trees_name], dtype=np.int64)
+        w = np.asarray(self._w_fn(point), dtype=np.float64)
+        with np.errstate(divide="ignore"):
+            log_w = np.log(w)
+        n_changed = self.update_assignments(codes, z, trees, log_w)
+        self.update_trees(codes, z, trees)
+        w = self.update_weights(z, trees.shape[0])
+        w = np.maximum(w, 1e-300)
+        w = w / w.sum()
+        w_value = w if self._w_forward is None else self._w_forward(w)
+        lm = tree_mixture_logp(codes, z, trees, self.n_categories, self.ess)
+        new = self.updated(point, **{
+            self._z_name: z.astype(point[self._z_name].dtype),
+            self._trees_name: trees.astype(point[self._trees_name].dtype),
+            self._w_value: np.asarray(w_value, dtype=point[self._w_value].dtype),
+        })
+        return new, [{"n_changed": int(n_changed), "log_marginal": float(lm)}]

@@ -1,0 +1,73 @@
+"""The data of a mixture of trees given assignments and trees, CPTs integrated out.
+
+``X ~ TreeMixtureData(z, trees, n_categories, ess)``: rows with ``z_i = k`` follow tree
+``trees[k]`` whose CPTs have BDeu Dirichlet priors (equivalent sample size ``ess``)
+integrated out; ``logp`` is ``sum_k log p(D_k | T_k)`` (:mod:`custom_ops.tree_mixture`).
+Draws sample every component's CPTs from their priors, then the rows (Numba).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytensor.tensor as pt
+from pymc.distributions.distribution import Discrete
+from pytensor.link.numba.dispatch import basic as numba_basic
+from pytensor.link.numba.dispatch.random import numba_core_rv_funcify
+from pytensor.tensor.random.op import RandomVariable
+
+from custom_ops.tree_mixture import TreeMixtureLogp, sample_tree_mixture_data
+
+__all__ = ["TreeMixtureData", "TreeMixtureDataRV"]
+
+
+class TreeMixtureDataRV(RandomVariable):
+    """Params ``(z (n,), trees (K, V), n_categories (V,), ess ())``; value codes (n, V)."""
+
+    name = "tree_mixture_data"
+    signature = "(n),(k,v),(v),()->(n,v)"
+    dtype = "int64"
+    _print_name = ("TreeMixtureData", "\\operatorname{TreeMixtureData}")
+
+    @classmethod
+    def rng_fn(cls, rng, z, trees, n_categories, ess, size):
+        if size is not None and tuple(size) != ():
+            raise NotImplementedError("TreeMixtureData draws one data set at a time")
+        z = np.asarray(z, dtype=np.int64)
+        trees = np.asarray(trees, dtype=np.int64)
+        out = np.zeros((z.shape[0], trees.shape[1]), dtype=np.int64)
+        return sample_tree_mixture_data(rng, z, trees, np.asarray(n_categories, np.int64),
+                                        float(ess), out)
+
+
+tree_mixture_data = TreeMixtureDataRV()
+
+
+@numba_core_rv_funcify.register(TreeMixtureDataRV)
+def _numba_core_tree_mixture_data(op, node):
+    @numba_basic.numba_njit
+    def random_fn(rng, z, trees, n_categories, ess):
+        out = np.zeros((z.shape[0], trees.shape[1]), dtype=np.int64)
+        return sample_tree_mixture_data(rng, np.ascontiguousarray(z).astype(np.int64),
+                                        np.ascontiguousarray(trees).astype(np.int64),
+                                        np.ascontiguousarray(n_categories).astype(np.int64),
+                                        float(ess), out)
+
+    return random_fn, 1
+
+
+class TreeMixtureData(Discrete):
+    """Data of a mixture of trees given ``z`` and the trees, BDeu CPTs integrated out."""
+
+    rv_op = tree_mixture_data
+
+    @classmethod
+    def dist(cls, z, trees, n_categories, ess, **kwargs):
+        return super().dist([pt.as_tensor_variable(z), pt.as_tensor_variable(trees),
+                             pt.as_tensor_variable(np.asarray(n_categories, dtype=np.int64)),
+                             pt.as_tensor_variable(float(ess))], **kwargs)
+
+    def support_point(rv, size, z, trees, n_categories, ess):
+        return pt.zeros((z.shape[0], trees.shape[-1]), dtype="int64")
+
+    def logp(value, z, trees, n_categories, ess):
+        return TreeMixtureLogp()(value, z, trees, n_categories, ess)

@@ -1,0 +1,151 @@
+"""Spanning-tree kernels and Op against enumeration of every labelled tree (Cayley)."""
+
+import numpy as np
+import pytensor
+import pytensor.tensor as pt
+import pytest
+from scipy import stats
+from scipy.sparse.csgraph import minimum_spanning_tree
+
+from custom_ops import trees as kernels
+from custom_ops.spanning_tree import spanning_tree_logp_op
+from pp_models.trees import (
+    all_spanning_trees,
+    check_spanning_tree,
+    parents_from_edges,
+    spanning_tree_edge_marginals,
+    spanning_tree_edges,
+    spanning_tree_log_partition,
+)
+
+
+def _weights(V, seed):
+    rng = np.random.default_rng(seed)
+    W = rng.gamma(1.0, size=(V, V))
+    W = W + W.T
+    np.fill_diagonal(W, 0.0)
+    return W
+
+
+def _enumerated(W):
+    trees = all_spanning_trees(W.shape[0])
+    logw = np.array([sum(np.log(W[u, v]) for u, v in spanning_tree_edges(t)) for t in trees])
+    return trees, logw
+
+
+@pytest.mark.parametrize("V", [2, 3, 4, 5, 6])
+def test_cayley_count_and_matrix_tree_theorem(V):
+    trees = all_spanning_trees(V)
+    assert len(trees) == V ** max(V - 2, 0)
+    assert len({tuple(t) for t in trees}) == len(trees)
+    assert all(kernels.is_spanning_tree(t) for t in trees)
+    W = _weights(V, V)
+    _, logw = _enumerated(W)
+    np.testing.assert_allclose(spanning_tree_log_partition(W), np.logaddexp.reduce(logw),
+                               rtol=1e-12)
+
+
+@pytest.mark.parametrize("V", [4, 5, 6])
+def test_edge_marginals_equal_enumeration(V):
+    W = _weights(V, 10 + V)
+    trees, logw = _enumerated(W)
+    p = np.exp(logw - np.logaddexp.reduce(logw))
+    expected = np.zeros((V, V))
+    for t, pt_ in zip(trees, p, strict=True):
+        for u, v in spanning_tree_edges(t):
+            expected[u, v] += pt_
+            expected[v, u] += pt_
+    np.testing.assert_allclose(spanning_tree_edge_marginals(W), expected, atol=1e-12)
+
+
+@pytest.mark.parametrize(("V", "n_draws"), [(4, 16_000), (5, 40_000)])
+def test_wilson_sampler_chi_square(V, n_draws):
+    W = _weights(V, 20 + V)
+    trees, logw = _enumerated(W)
+    p = np.exp(logw - np.logaddexp.reduce(logw))
+    index = {tuple(t): i for i, t in enumerate(trees)}
+    rng = np.random.default_rng(7)
+    counts = np.zeros(len(trees))
+    for _ in range(n_draws):
+        counts[index[tuple(kernels.wilson_spanning_tree(rng, W))]] += 1
+    chi2, pval = stats.chisquare(counts, n_draws * p)
+    assert pval > 1e-3, (chi2, pval)
+
+
+def test_maximum_spanning_tree_matches_scipy_and_forest():
+    W = _weights(30, 1)
+    parents = kernels.maximum_spanning_forest(W, False)
+    assert kernels.is_spanning_tree(parents)
+    ours = sum(W[u, v] for u, v in spanning_tree_edges(parents))
+    ref = -minimum_spanning_tree(-W).sum()
+    np.testing.assert_allclose(ours, ref, rtol=1e-12)
+    signed = W - 1.5  # some edges negative: a forest of the positive ones
+    forest = kernels.maximum_spanning_forest(signed, True)
+    assert all(signed[u, v] > 0 for u, v in spanning_tree_edges(forest))
+
+
+def test_representation_round_trip_and_validation():
+    parents = np.array([-1, 0, 1, 1, 0])
+    edges = spanning_tree_edges(parents)
+    np.testing.assert_array_equal(parents_from_edges(edges, 5), parents)
+    np.testing.assert_array_equal(kernels.reroot(kernels.reroot(parents, 3), 0), parents)
+    with pytest.raises(ValueError, match="spanning tree"):
+        parents_from_edges([[0, 1], [1, 2], [0, 2], [3, 4]], 5)
+    with pytest.raises(ValueError, match="not a spanning tree"):
+        check_spanning_tree([-1, 2, 1, 0])
+
+
+def test_op_value_shape_and_gradient():
+    V = 5
+    W = _weights(V, 3)
+    trees, logw = _enumerated(W)
+    rows = trees[[0, 17, 99]]
+    parents = pt.lmatrix("parents")
+    weights = pt.tensor3("weights")
+    out = spanning_tree_logp_op(parents, weights)
+    f = pytensor.function([parents, weights], out)
+    W3 = np.broadcast_to(W, (3, V, V)).copy()
+    expected = logw[[0, 17, 99]] - np.logaddexp.reduce(logw)
+    np.testing.assert_allclose(f(rows, W3), expected, rtol=1e-12)
+    assert out.type.ndim == 1
+    shape_fn = pytensor.function([parents, weights], out.shape)
+    np.testing.assert_array_equal(shape_fn(rows, W3), [3])
+    # not a tree: -inf; sums to one over all trees
+    np.testing.assert_array_equal(f(np.array([[-1, 2, 1, 0, 0]]), W3[:1]), [-np.inf])
+    all_lp = f(trees, np.broadcast_to(W, (len(trees), V, V)).copy())
+    np.testing.assert_allclose(np.exp(all_lp).sum(), 1.0, rtol=1e-12)
+    rng = np.random.default_rng(0)
+    pytensor.gradient.verify_grad(lambda w: spanning_tree_logp_op(rows, w).sum() * 1.0,
+                                  [W3 + 0.5], rng=rng)
+    pytensor.gradient.verify_grad(
+        lambda w: (spanning_tree_logp_op(rows, w) * np.array([0.3, -1.0, 2.0])).sum(),
+        [W3 + 0.1], rng=rng)
+    with pytest.raises(TypeError, match="integer"):
+        spanning_tree_logp_op(pt.matrix(), weights)
+
+
+@pytest.mark.parametrize(("V", "n_draws", "scale"), [(4, 8000, 1.0), (5, 20_000, 1.0),
+                                                     (5, 20_000, 60.0)])
+def test_sequential_sampler_chi_square(V, n_draws, scale):
+    """Exact even when log weights span ~hundreds of nats (scale 60), where Wilson's
+    random walks would not finish."""
+    rng = np.random.default_rng(V)
+    logW = scale * rng.normal(size=(V, V))
+    logW = logW + logW.T
+    trees = all_spanning_trees(V)
+    logw = np.array([sum(logW[u, v] for u, v in spanning_tree_edges(t)) for t in trees])
+    p = np.exp(logw - np.logaddexp.reduce(logw))
+    index = {tuple(t): i for i, t in enumerate(trees)}
+    counts = np.zeros(len(trees))
+    for _ in range(n_draws):
+        counts[index[tuple(kernels.sequential_spanning_tree(rng, logW))]] += 1
+    keep = n_draws * p > 5  # chi-square cells with enough expected counts; pool the rest
+    observed = np.r_[counts[keep], counts[~keep].sum()]
+    expected = np.r_[n_draws * p[keep], n_draws * p[~keep].sum()]
+    if expected[-1] == 0:
+        assert observed[-1] == 0
+        observed, expected = observed[:-1], expected[:-1]
+    if len(expected) > 1:
+        assert stats.chisquare(observed, expected).pvalue > 1e-3
+    else:
+        assert observed[0] == n_draws

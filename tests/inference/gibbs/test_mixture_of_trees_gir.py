@@ -1,0 +1,163 @@
+"""Getting-it-right (Geweke 2004) for the mixture-of-trees Gibbs step, with planted bugs.
+
+Model: 16 rows of 4 binary variables, K = 2 components, alpha = 3, ess = 0.5 (sharp CPTs,
+so the data inform z and the trees), a non-uniform
+edge prior. Statistics: the defaults (w and its square, mean labels, mean parent entries,
+data moments) plus the label-invariant ones of the factory and three joint statistics of
+trees and data: the largest degree of each tree (star vs path), and the agreement of the
+data along each component's tree edges on that component's rows.
+"""
+
+import numpy as np
+import pytest
+
+from inference.gibbs.mixture_of_trees import MixtureOfTreesGibbs
+from inference.testing import getting_it_right
+from pp_models import mixture_of_trees
+from pp_models.trees import spanning_tree_edges
+
+N_SAMPLES = 2000
+
+
+def make_model():
+    X = np.random.default_rng(0).integers(0, 2, size=(16, 4))
+    beta = np.ones((4, 4))
+    beta[0, 1] = beta[1, 0] = 4.0
+    return mixture_of_trees.model(X, 2, alpha=3.0, ess=0.5, edge_prior=beta)
+
+
+def _max_degree(k):
+    def stat(state):
+        return float(np.bincount(spanning_tree_edges(state["trees"][k]).ravel(),
+                                 minlength=4).max())
+    return stat
+
+
+def _edge_agreement(state):
+    X, z, trees = state["X"], state["z"], state["trees"]
+    total = 0.0
+    for k in range(trees.shape[0]):
+        rows = X[z == k]
+        for u, v in spanning_tree_edges(trees[k]):
+            total += np.sum(rows[:, u] == rows[:, v])
+    return total
+
+
+def _homogeneity(state):
+    """Rows agreeing with their component's majority value, summed over variables."""
+    X, z = state["X"], state["z"]
+    total = 0.0
+    for k in range(state["trees"].shape[0]):
+        rows = X[z == k]
+        if len(rows):
+            ones = rows.sum(axis=0)
+            total += np.maximum(ones, len(rows) - ones).sum()
+    return total
+
+
+def _log_marginal(state):
+    """log p(X | z, trees) with the model's CPT prior integrated out."""
+    from custom_ops.tree_mixture import tree_mixture_logp
+
+    return tree_mixture_logp(state["X"].astype(np.int64), state["z"].astype(np.int64),
+                             state["trees"].astype(np.int64), np.array([2, 2, 2, 2]), 0.5)
+
+
+def _edge01(state):
+    return float(sum(((t[1] == 0) or (t[0] == 1)) for t in state["trees"]))
+
+
+def statistics(model):
+    from inference.testing.statistics import default_statistics
+
+    stats = default_statistics({"w": (2,), "z": (16,), "trees": (2, 4)}, ["X"])
+    stats.update({"max_degree[0]": _max_degree(0), "max_degree[1]": _max_degree(1),
+                  "edge_agreement": _edge_agreement, "edge01": _edge01,
+                  "homogeneity": _homogeneity, "log_marginal": _log_marginal})
+    return stats
+
+
+class RemovesNothing(MixtureOfTreesGibbs):
+    """Bug: x_i's own counts stay in its component's tables when it is reassigned."""
+
+    def update_assignments(self, codes, z, trees, log_w):
+        from custom_ops.tree_mixture import tree_tables
+
+        n_changed = 0
+        for i in range(codes.shape[0]):
+            tables = tree_tables(codes, z, trees, self.n_categories)  # x_i not removed
+            logp = log_w.copy()
+            for k in range(trees.shape[0]):
+                for v in range(codes.shape[1]):
+                    p = trees[k, v]
+                    j = codes[i, p] if p >= 0 else 0
+                    Kp = 1 if p < 0 else self.n_categories[p]
+                    a = self.ess / (Kp * self.n_categories[v])
+                    row = tables[k, v, j, : self.n_categories[v]]
+                    logp[k] += np.log(row[codes[i, v]] + a) - np.log(row.sum() + 2 * a)
+            p = np.exp(logp - logp.max())
+            new = self.rng.choice(len(p), p=p / p.sum())
+            n_changed += int(new != z[i])
+            z[i] = new
+        return n_changed
+
+
+class WrongEss(MixtureOfTreesGibbs):
+    """Bug: the sampler's CPT prior (ess x 40) disagrees with the model's."""
+
+    def __init__(self, vars, **options):
+        super().__init__(vars, **options)
+        self.ess *= 40
+
+
+class IgnoresEdgePrior(MixtureOfTreesGibbs):
+    """Bug: trees drawn from the data's Bayes factors alone, without beta."""
+
+    def tree_log_weights(self, rows):
+        return super().tree_log_weights(rows) - self.log_edge_prior
+
+
+def steps(cls):
+    def build(model):
+        from pp_models.model_info import get_info
+
+        options = dict(get_info(model).step_hints[0].options)
+        return [cls(["w", "z", "trees"], model=model, **options)]
+
+    return build
+
+
+def _gir(step, seed, n_samples=N_SAMPLES):
+    model = make_model()
+    return getting_it_right(model, data_vars=["X"], step=step, n_samples=n_samples,
+                            statistics=statistics(model), random_seed=seed)
+
+
+def test_correct_step_passes():
+    result = _gir(None, seed=11)
+    print(result)
+    assert result.step_description == {"mixture_of_trees_gibbs": ["w", "z", "trees"]}
+    result.assert_passed(0.01)
+
+
+def test_planted_bug_is_caught():
+    result = _gir(steps(IgnoresEdgePrior), seed=11)
+    print(result.failures(0.01))
+    assert not result.passed(0.01), str(result)
+
+
+@pytest.mark.slow
+def test_false_alarm_and_power():
+    """10 seeds each at 4000 draws. Measured: correct 0/10 rejected; IgnoresEdgePrior
+    10/10, WrongEss 10/10 (at 2000 draws it slips through); RemovesNothing (x_i left in
+    its own component's counts: a little stickiness of z) 0/10, too weak a bug for these
+    statistics at this size (the exact-enumeration sweep test in
+    tests/custom_ops/test_tree_mixture.py is the check for that kind of error)."""
+    seeds = range(100, 110)
+    correct = sum(not _gir(None, seed=s, n_samples=4000).passed(0.01) for s in seeds)
+    twins = {t.__name__: sum(not _gir(steps(t), seed=s, n_samples=4000).passed(0.01)
+                             for s in seeds)
+             for t in (IgnoresEdgePrior, WrongEss, RemovesNothing)}
+    print("rejections out of 10: correct", correct, "twins", twins)
+    assert correct <= 1, correct
+    assert twins["IgnoresEdgePrior"] >= 9 and twins["WrongEss"] >= 9, twins

@@ -1,0 +1,57 @@
+"""Bayesian mixture of trees: the posterior over trees equals enumeration; recovery; input."""
+
+import numpy as np
+import pytest
+
+from inference import fit
+from pp_models import mixture_of_trees
+from pp_models.mixture_of_trees import forest_log_marginal
+from pp_models.mixture_of_trees.outputs import conditional_edge_marginals, edge_log_weights
+from pp_models.trees import all_spanning_trees, spanning_tree_edges
+
+
+def test_one_component_tree_posterior_equals_enumeration():
+    """K = 1: z and w are trivial and the tree draws are exact and independent, so the
+    frequencies of the 16 trees on 4 nodes must match P(T | X) ∝ beta(T) p(X | T) (BDeu
+    marginal likelihood by direct counting) within multinomial error."""
+    rng = np.random.default_rng(0)
+    X = rng.integers(0, 2, size=(30, 4))
+    X[:, 1] = np.where(rng.random(30) < 0.8, X[:, 0], X[:, 1])
+    X[:, 3] = np.where(rng.random(30) < 0.7, X[:, 1], X[:, 3])
+    beta = np.ones((4, 4))
+    beta[2, 3] = beta[3, 2] = 3.0
+    trees = all_spanning_trees(4)
+    log_post = np.array([forest_log_marginal(X, t, ess=2.0)
+                         + sum(np.log(beta[u, v]) for u, v in spanning_tree_edges(t))
+                         for t in trees])
+    post = np.exp(log_post - np.logaddexp.reduce(log_post))
+    m = mixture_of_trees.model(X, 1, ess=2.0, edge_prior=beta)
+    dt = fit(m, method="gibbs", draws=3000, tune=0, chains=1, random_seed=1,
+             progressbar=False)
+    draws = dt["posterior"]["trees"].values[0, :, 0, :]
+    index = {tuple(t): i for i, t in enumerate(trees)}
+    freq = np.bincount([index[tuple(d)] for d in draws], minlength=16) / len(draws)
+    se = np.sqrt(post * (1 - post) / len(draws))
+    assert np.all(np.abs(freq - post) < 4.5 * se + 1e-3), np.c_[freq, post]
+    # the reported edge probabilities match the exact conditional marginals
+    exact = conditional_edge_marginals(np.log(beta) + edge_log_weights(X, np.array([2] * 4),
+                                                                         2.0, 1.0))
+    reported = dt["tree_structure"]["edge_probability"].values[0, 0]
+    np.testing.assert_allclose(reported, exact, atol=4.5 * np.sqrt(0.25 / 3000))
+
+
+@pytest.mark.parametrize(("kwargs", "match"), [
+    ({"n_components": 0}, "n_components"), ({"n_components": 2, "alpha": 0.0}, "alpha"),
+    ({"n_components": 2, "ess": -1.0}, "ess"), ({"n_components": 2, "kind": "gaussian"},
+                                                "discrete"),
+    ({"n_components": 2, "edge_prior": np.ones((3, 3))}, "edge_prior"),
+    ({"n_components": 2, "edge_prior": -np.ones((4, 4))}, "edge_prior|weights"),
+])
+def test_bad_input(kwargs, match):
+    X = np.zeros((5, 4), dtype=int)
+    with pytest.raises(ValueError, match=match):
+        mixture_of_trees.model(X, **kwargs)
+    with pytest.raises(ValueError, match="2 variables"):
+        mixture_of_trees.model(np.zeros((5, 1), int), 2)
+    with pytest.raises(ValueError, match="NaN"):
+        mixture_of_trees.model(np.array([[0, np.nan], [1, 0]]), 2)
