@@ -297,7 +297,10 @@ def test_verify_grad_alpha_and_every_hyperparameter(family):
         return lp + pt.sum(weights * lr)
 
     point = [np.asarray(1.3), *_sym_input(family, hyper, rng)]
-    pytensor.gradient.verify_grad(fn, point, rng=rng, abs_tol=1e-6, rel_tol=1e-5)
+    # Python backend (short compiles); test_numba_backend_... compares Numba with it
+    pytensor.gradient.verify_grad(
+        fn, point, rng=rng, abs_tol=1e-6, rel_tol=1e-5, mode="FAST_COMPILE"
+    )
 
 
 def test_grad_wrt_log_alpha_matches_finite_difference_recursion():
@@ -445,7 +448,9 @@ def test_dpm_lower_bound_value_and_gradient(family):
         )
 
     point = [np.asarray(alpha), *_sym_input(family, hyper, rng)]
-    pytensor.gradient.verify_grad(fn, point, rng=rng, abs_tol=1e-6, rel_tol=1e-5)
+    pytensor.gradient.verify_grad(
+        fn, point, rng=rng, abs_tol=1e-6, rel_tol=1e-5, mode="FAST_COMPILE"
+    )
     # the Numba and Python backends agree on the bound's gradient in alpha
     a = pt.dscalar("a")
     g = pytensor.grad(fn(a, *[pt.as_tensor_variable(v) for v in point[1:]]), a)
