@@ -38,13 +38,11 @@
 # and the exact link to DP mixtures.
 
 # %%
+import argparse
 import itertools
 import math
 import time
 
-import matplotlib
-
-matplotlib.use("Agg")
 import arviz as az
 import matplotlib.pyplot as plt
 import numpy as np
@@ -60,6 +58,18 @@ from pp_models.metrics import (
     normalized_mutual_info,
     purity,
 )
+
+# `--fast` (the test suite's run) shrinks data, repeats and runs; without it: the full
+# tutorial. parse_known_args lets Jupyter's own command-line arguments pass.
+parser = argparse.ArgumentParser()
+parser.add_argument("--fast", action="store_true", help="small sizes for a quick test run")
+FAST = parser.parse_known_args()[0].fast
+N_REPEATS = 2 if FAST else 5  # random subsamples per data set in section 1
+PER_CLASS = 10 if FAST else 20  # images per digit in section 1
+PER_CLASS_TREE = 20 if FAST else 40  # images per digit in sections 2-3
+LEARN_ROUNDS = 2 if FAST else 4
+NUTS_DRAWS = 200 if FAST else 500
+N_LARGE = 400 if FAST else None  # section 5: None = all 1797 digits
 
 digits = load_digits()
 X_all = (digits.data > 8).astype(float)  # binarise the 0..16 grey levels
@@ -88,9 +98,11 @@ def subsample(classes, per_class, seed):
 
 # %%
 rows = []
-for name, classes, per in (("3 digits (0, 2, 4)", (0, 2, 4), 20), ("10 digits", range(10), 20)):
+for name, classes, per in (
+    ("3 digits (0, 2, 4)", (0, 2, 4), PER_CLASS), ("10 digits", range(10), PER_CLASS)
+):
     scores = {m: [] for m in ("single", "complete", "average", "BHC")}
-    for seed in range(5):
+    for seed in range(N_REPEATS):
         X, y = subsample(tuple(classes), per, seed)
         for m in ("single", "complete", "average"):
             scores[m].append(dendrogram_purity(linkage(X, m), y))
@@ -113,7 +125,7 @@ for name, sc in rows:
 # draws the dendrogram with the merges the model rejects ($r_k<0.5$) in red.
 
 # %%
-X3, y3 = subsample((0, 2, 4), 40, seed=0)
+X3, y3 = subsample((0, 2, 4), PER_CLASS_TREE, seed=0)
 t0 = time.perf_counter()
 tree = bhc.greedy(X3, alpha=1.0)
 print(f"greedy BHC on {len(X3)} images: {time.perf_counter() - t0:.2f} s")
@@ -164,7 +176,7 @@ for c in range(labels.max() + 1):
 # %%
 for objective in ("evidence", "lower_bound"):
     t0 = time.perf_counter()
-    learned = bhc.learn(X3, alpha=1.0, max_iter=4, objective=objective)
+    learned = bhc.learn(X3, alpha=1.0, max_iter=LEARN_ROUNDS, objective=objective)
     print(f"objective={objective}: {time.perf_counter() - t0:.1f} s")
     for h in learned.history:
         a_scale = h["a"][0] / tree.hyper["a"][0]
@@ -201,7 +213,8 @@ hyper_model = bhc.model(
     priors={"alpha": pm.LogNormal.dist(0.0, 2.0)},
 )
 post = zoo_fit(
-    hyper_model, method="nuts", draws=500, tune=500, chains=2, random_seed=1, progressbar=False
+    hyper_model, method="nuts", draws=NUTS_DRAWS, tune=NUTS_DRAWS, chains=2, random_seed=1,
+    progressbar=False,
 )
 print(az.summary(post, var_names=["alpha"]))
 
@@ -271,7 +284,7 @@ print("Σ_x p(x | D) =", np.exp(sub_tree.predictive_logpdf(grid)).sum().round(10
 # for near-linear cost.
 
 # %%
-X_big, y_big = X_all, y_all  # all 1797 digits
+X_big, y_big = X_all[:N_LARGE], y_all[:N_LARGE]  # all 1797 digits (a slice with --fast)
 for method in ("greedy", "randomized", "embhc"):
     t0 = time.perf_counter()
     seed = {} if method == "greedy" else {"random_seed": 0}

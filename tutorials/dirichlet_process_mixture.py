@@ -28,9 +28,8 @@
 # together** (the co-clustering matrix) and **how many clusters** there are.
 
 # %%
-import matplotlib
+import argparse
 
-matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import numpy as np
 import pymc as pm
@@ -39,6 +38,16 @@ from inference import fit
 from inference.testing import check_convergence
 from pp_models import dpm, partitions
 from pp_models.distributions import CRP
+
+# `--fast` (the test suite's run) shrinks data and runs; without it: the full tutorial.
+# parse_known_args lets Jupyter's own command-line arguments pass.
+parser = argparse.ArgumentParser()
+parser.add_argument("--fast", action="store_true", help="small sizes for a quick test run")
+FAST = parser.parse_known_args()[0].fast
+SCALE = 0.25 if FAST else 1.0  # fraction of the data set's size
+GIBBS_DRAWS = 300 if FAST else 2000
+NUTS_DRAWS, NUTS_TUNE = (100, 150) if FAST else (300, 400)
+ADVI_ITERATIONS = 1500 if FAST else 6000
 
 rng = np.random.default_rng(2026)
 
@@ -72,7 +81,7 @@ fig.savefig("crp_prior_K.png", dpi=80)
 # 200 points from four 2-D Gaussian clusters of unequal sizes.
 
 # %%
-sizes = [80, 60, 40, 20]
+sizes = [round(SCALE * n) for n in (80, 60, 40, 20)]
 centers = np.array([[-3.0, 0.0], [2.5, 2.5], [2.5, -2.0], [0.0, 4.5]])
 truth = np.repeat(np.arange(4), sizes)
 X = centers[truth] + rng.normal(0, 0.8, (truth.size, 2))
@@ -88,7 +97,7 @@ X = centers[truth] + rng.normal(0, 0.8, (truth.size, 2))
 
 # %%
 crp_model = dpm.model(X, likelihood="diag_gaussian", alpha=(1.0, 1.0))
-gibbs = fit(crp_model, method="auto", draws=2000, tune=200, chains=2, random_seed=1,
+gibbs = fit(crp_model, method="auto", draws=GIBBS_DRAWS, tune=200, chains=2, random_seed=1,
             progressbar=False)
 print("steps:", gibbs.attrs["pp_models_steps"])
 print(check_convergence(gibbs, var_names=["n_clusters", "largest_cluster", "alpha"],
@@ -113,10 +122,10 @@ print(check_convergence(gibbs, var_names=["n_clusters", "largest_cluster", "alph
 sb_model = dpm.model(X, likelihood="diag_gaussian", alpha=(1.0, 1.0), truncation=10)
 # many tiny stick-breaking weights make the geometry hard: a higher target acceptance
 # avoids divergent transitions
-nuts = fit(sb_model, method="auto", draws=300, tune=400, chains=2, random_seed=1,
+nuts = fit(sb_model, method="auto", draws=NUTS_DRAWS, tune=NUTS_TUNE, chains=2, random_seed=1,
            progressbar=False, target_accept=0.95)
 advi = fit(sb_model, method="advi", draws=300, chains=2, random_seed=1, progressbar=False,
-           n=6000)
+           n=ADVI_ITERATIONS)
 print("NUTS divergences:", int(nuts["sample_stats"]["diverging"].sum()))
 
 # %% [markdown]

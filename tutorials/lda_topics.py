@@ -37,11 +37,9 @@
 #   a continuous model for NUTS or (minibatch) ADVI.
 
 # %%
+import argparse
 import time
 
-import matplotlib
-
-matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import numpy as np
 import pymc as pm
@@ -49,6 +47,16 @@ from scipy.optimize import linear_sum_assignment
 
 from inference import fit
 from pp_models import datasets, lda
+
+# `--fast` (the test suite's run) shrinks corpora and runs; without it: the full tutorial.
+# parse_known_args lets Jupyter's own command-line arguments pass.
+parser = argparse.ArgumentParser()
+parser.add_argument("--fast", action="store_true", help="small sizes for a quick test run")
+FAST = parser.parse_known_args()[0].fast
+N_BARS_DOCS = 300 if FAST else 1000
+BARS_DRAWS, BARS_TUNE = (50, 100) if FAST else (200, 300)
+ADVI_ITERATIONS = 1500 if FAST else 6000
+REUTERS_DRAWS, REUTERS_TUNE = (10, 40) if FAST else (50, 250)
 
 rng = np.random.default_rng(2004)
 
@@ -104,7 +112,7 @@ def show(images, title, vmax=None):
 
 
 true_topics = bars_topics()
-theta_true = rng.dirichlet(np.ones(10), size=1000)
+theta_true = rng.dirichlet(np.ones(10), size=N_BARS_DOCS)
 bars_docs = np.array([rng.multinomial(100, t @ true_topics) for t in theta_true])
 show(true_topics, "the 10 true topics", vmax=0.25)
 show(bars_docs[:10], "10 documents (pixel counts)")
@@ -117,11 +125,13 @@ show(bars_docs[:10], "10 documents (pixel counts)")
 # $E[\phi_k \mid z, w] = (n_{kv} + \eta)/(n_k + V\eta)$.
 
 # %%
-train_bars, test_bars = bars_docs[:900], bars_docs[900:]
+n_train = round(0.9 * N_BARS_DOCS)
+train_bars, test_bars = bars_docs[:n_train], bars_docs[n_train:]
 bars_model = lda.model(train_bars, n_topics=10, alpha=1.0, eta=0.01)
 t0 = time.perf_counter()
 bars_gibbs = fit(
-    bars_model, draws=200, tune=300, chains=1, random_seed=1, progressbar=False, var_names=["phi"]
+    bars_model, draws=BARS_DRAWS, tune=BARS_TUNE, chains=1, random_seed=1, progressbar=False,
+    var_names=["phi"],
 )
 gibbs_seconds = time.perf_counter() - t0
 print(f"collapsed Gibbs: {gibbs_seconds:.1f} s, method {bars_gibbs.attrs['pp_models_method']}")
@@ -146,7 +156,7 @@ print("L1 error per topic:", np.round(l1_gibbs, 3))
 # %%
 fig, ax = plt.subplots(figsize=(5, 2.5))
 ax.plot(bars_gibbs.sample_stats["log_joint"].values[0])
-ax.set_xlabel("draw (after 300 tuning sweeps)")
+ax.set_xlabel(f"draw (after {BARS_TUNE} tuning sweeps)")
 ax.set_ylabel("log p(w, z)")
 
 # %% [markdown]
@@ -166,7 +176,7 @@ bars_advi = fit(
     chains=1,
     random_seed=1,
     progressbar=False,
-    n=6000,
+    n=ADVI_ITERATIONS,
     learning_rate=0.02,
 )
 advi_seconds = time.perf_counter() - t0
@@ -216,10 +226,11 @@ reuters_model = lda.model(
 )
 t0 = time.perf_counter()
 reuters_fit = fit(
-    reuters_model, draws=50, tune=250, chains=1, random_seed=3, progressbar=False, var_names=["phi"]
+    reuters_model, draws=REUTERS_DRAWS, tune=REUTERS_TUNE, chains=1, random_seed=3,
+    progressbar=False, var_names=["phi"],
 )
 print(
-    f"300 sweeps over {int(counts[train_rows].sum()):,} tokens: "
+    f"{REUTERS_DRAWS + REUTERS_TUNE} sweeps over {int(counts[train_rows].sum()):,} tokens: "
     f"{time.perf_counter() - t0:.1f} s (compilation included)"
 )
 reuters_topics = lda.posterior_topics(reuters_fit.posterior).values

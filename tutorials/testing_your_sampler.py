@@ -25,15 +25,23 @@
 # kind of bug people really make, find it, fix it and confirm the fix.
 
 # %%
-import matplotlib
+import argparse
 
-matplotlib.use("Agg")
 import numpy as np
 import pymc as pm
 
 from inference import fit
 from inference.gibbs import ZooGibbsStep
 from inference.testing import check_convergence, getting_it_right, sbc
+
+# `--fast` (the test suite's run) shrinks the runs; without it: the full tutorial.
+# parse_known_args lets Jupyter's own command-line arguments pass.
+parser = argparse.ArgumentParser()
+parser.add_argument("--fast", action="store_true", help="small sizes for a quick test run")
+FAST = parser.parse_known_args()[0].fast
+DRAWS = 200 if FAST else 1000
+GIR_SAMPLES = 1000 if FAST else 4000
+N_SIMULATIONS = 20 if FAST else 60
 
 # %% [markdown]
 # ## The model
@@ -100,7 +108,7 @@ y_obs = rng.normal(0.5, 1.0, size=N)
 model = normal_model(observed=y_obs)
 with model:
     buggy = NormalGibbs()
-dt = fit(model, method="gibbs", step=buggy, draws=1000, tune=200, chains=4, cores=1,
+dt = fit(model, method="gibbs", step=buggy, draws=DRAWS, tune=200, chains=4, cores=1,
          random_seed=2, progressbar=False)
 print(check_convergence(dt))
 
@@ -114,7 +122,7 @@ print(check_convergence(dt))
 
 # %%
 gir = getting_it_right(normal_model(), data_vars=["y"],
-                       step=lambda m: NormalGibbs(model=m), n_samples=4000, random_seed=3)
+                       step=lambda m: NormalGibbs(model=m), n_samples=GIR_SAMPLES, random_seed=3)
 print("passed:", gir.passed(alpha=0.01))
 print(gir)
 gir.plot().savefig("gir_buggy.png")
@@ -126,7 +134,7 @@ gir.plot().savefig("gir_buggy.png")
 # %%
 gir_fixed = getting_it_right(normal_model(), data_vars=["y"],
                              step=lambda m: NormalGibbs(model=m, shape_offset=1),
-                             n_samples=4000, random_seed=3)
+                             n_samples=GIR_SAMPLES, random_seed=3)
 print("passed:", gir_fixed.passed(alpha=0.01))
 print(gir_fixed)
 
@@ -144,7 +152,7 @@ class FixedStep:
         return NormalGibbs(model=m, shape_offset=1)
 
 
-calibration = sbc(normal_model(), data_vars=["y"], n_simulations=60,
+calibration = sbc(normal_model(), data_vars=["y"], n_simulations=N_SIMULATIONS,
                   fit_kwargs=dict(method="gibbs", step=FixedStep(), draws=200, tune=50,
                                   chains=2),
                   random_seed=4)

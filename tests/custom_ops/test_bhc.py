@@ -2,13 +2,11 @@
 shapes, Numba registration and bad input (Heller 2007 §3.2-3.4; digest §7.2)."""
 
 import math
-import warnings
 
 import numpy as np
 import pytensor
 import pytensor.tensor as pt
 import pytest
-from pytensor.compile.mode import Mode
 from pytensor.gradient import NullTypeGradError
 from scipy import special
 from scipy.cluster.hierarchy import linkage
@@ -16,6 +14,7 @@ from scipy.cluster.hierarchy import linkage
 from custom_ops import bhc
 from custom_ops import conjugate as cj
 from custom_ops.trees import validate_merges
+from tests.helpers.backends import assert_numba_matches_python
 
 FAMS = ["bernoulli", "multinomial", "gaussian", "diag_gaussian"]
 
@@ -299,7 +298,10 @@ def test_verify_grad_alpha_and_every_hyperparameter(family):
         return lp + pt.sum(weights * lr)
 
     point = [np.asarray(1.3), *_sym_input(family, hyper, rng)]
-    pytensor.gradient.verify_grad(fn, point, rng=rng, abs_tol=1e-6, rel_tol=1e-5)
+    # Python backend (short compiles); test_numba_backend_... compares Numba with it
+    pytensor.gradient.verify_grad(
+        fn, point, rng=rng, abs_tol=1e-6, rel_tol=1e-5, mode="FAST_COMPILE"
+    )
 
 
 def test_grad_wrt_log_alpha_matches_finite_difference_recursion():
@@ -353,15 +355,7 @@ def test_numba_backend_no_object_mode_and_matches_python(family):
     )
     grads = pytensor.grad(lp + lr.sum(), [alpha, *hv])
     args = [1.7, *[np.asarray(h, dtype=float) for h in hyper]]
-    with warnings.catch_warnings():
-        warnings.filterwarnings("error", message=".*object mode.*")
-        f_nb = pytensor.function([alpha, *hv], [lp, lr, *grads], mode="NUMBA")
-        out_nb = f_nb(*args)
-    f_py = pytensor.function([alpha, *hv], [lp, lr, *grads], mode=Mode(linker="py"))
-    out_py = f_py(*args)
-    for a, b in zip(out_nb, out_py, strict=True):
-        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)
-        assert np.shape(a) == np.shape(b)
+    assert_numba_matches_python([alpha, *hv], [lp, lr, *grads], args, op=bhc.BHCEvidence)
 
 
 # ------------------------------------------------------------------ bad input
@@ -455,10 +449,10 @@ def test_dpm_lower_bound_value_and_gradient(family):
         )
 
     point = [np.asarray(alpha), *_sym_input(family, hyper, rng)]
-    pytensor.gradient.verify_grad(fn, point, rng=rng, abs_tol=1e-6, rel_tol=1e-5)
+    pytensor.gradient.verify_grad(
+        fn, point, rng=rng, abs_tol=1e-6, rel_tol=1e-5, mode="FAST_COMPILE"
+    )
     # the Numba and Python backends agree on the bound's gradient in alpha
     a = pt.dscalar("a")
     g = pytensor.grad(fn(a, *[pt.as_tensor_variable(v) for v in point[1:]]), a)
-    f_nb = pytensor.function([a], g, mode="NUMBA")
-    f_py = pytensor.function([a], g, mode=Mode(linker="py"))
-    assert float(f_nb(alpha)) == pytest.approx(float(f_py(alpha)), rel=1e-12)
+    assert_numba_matches_python([a], g, [alpha])

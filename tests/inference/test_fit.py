@@ -109,8 +109,9 @@ def test_discrete_variable_without_zoo_step_gets_pymc_gibbs():
         flag = pm.Bernoulli("flag", 0.5)
         mu = pm.Normal("mu", 0, 1)
         pm.Normal("y", mu, 1.0 + 2.0 * flag, observed=y)
+    # flag stays 0 in every draw: PyMC's R-hat of a constant chain divides 0 by 0
     dt = fit(model, method="gibbs", draws=300, tune=200, chains=2, cores=1, random_seed=2,
-             progressbar=False)
+             progressbar=False, compute_convergence_checks=False)
     steps = json.loads(dt.attrs["pp_models_steps"])
     assert steps == {"BinaryGibbsMetropolis": ["flag"], "NUTS": ["mu"]}
     # The data have sd 1, so flag = 1 (sd 3) is essentially impossible.
