@@ -15,6 +15,7 @@ from pp_models.distributions.collapsed import (
     CollapsedRV,
 )
 from pp_models.distributions.crp import CRP, CRPRV
+from pp_models.distributions.pydt import DiffusionTreeGaussian, PYDiffusionTree  # noqa: F401
 
 __all__ = [
     "CRP",
