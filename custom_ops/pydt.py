@@ -81,6 +81,7 @@ _jit = numba.njit(cache=True)
 # PyTensor caches registered Numba closures by Op type and props: bump on signature change.
 _NUMBA_CACHE_VERSION = 1
 _LOG_2PI = math.log(2.0 * math.pi)
+_MIN_VARIANCE = 1e-300
 
 PARAMETER_ERRORS = {
     1: "c: the divergence-function scale must be finite and > 0",
@@ -292,7 +293,8 @@ def _likelihood(parent, log1m_t, X, order, child_ptr, child_idx, sigma2, want_gr
         for a in range(child_ptr[v], child_ptr[v + 1]):
             w = child_idx[a]
             delta[w] = _edge_length(log1m_t, n, v, w)
-            r[w] = s[w] + sigma2 * delta[w]
+            # a leaf diverging within e^-690 of t = 1 would give a zero variance: floor it
+            r[w] = max(s[w] + sigma2 * delta[w], _MIN_VARIANCE)
             iw = 1.0 / r[w]
             prec += iw
             sum_log_r += math.log(r[w])

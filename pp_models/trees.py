@@ -248,3 +248,59 @@ class DiffusionTree:
         else:
             ax.set_xticks([])
         return ax
+
+    # ---------------------------------------------------------------- edits (in place)
+    # A detached subtree keeps its internal structure; its root gets parent DETACHED until
+    # it is attached again. In between, the rest may be a single leaf with parent -1.
+    def free_slot(self) -> int:
+        """An unused internal slot (the lowest)."""
+        n = self.n_leaves
+        free = _np.flatnonzero(self.parent[n:] == UNUSED_SLOT)
+        if free.size == 0:
+            raise ValueError("tree: no unused internal slot (the tree is binary and full)")
+        return int(n + free[0])
+
+    def detach(self, v: int) -> tuple[str, int, float]:
+        """Cut the subtree under ``v`` (not the root) off the tree.
+
+        Returns where it was, for :meth:`attach`: ``("edge", s, log1m_t)`` when its
+        parent had two children (the parent is removed and ``v`` hung on the edge above
+        its sibling ``s`` at the parent's time) or ``("node", p, nan)`` when the parent
+        ``p`` keeps two or more children.
+        """
+        n = self.n_leaves
+        p = int(self.parent[v])
+        if p < 0:
+            raise ValueError(f"tree: node {v} is the root or detached")
+        siblings = _np.flatnonzero(self.parent == p)
+        siblings = siblings[siblings != v]
+        self.parent[v] = DETACHED
+        if siblings.size >= 2:
+            return "node", p, _math.nan
+        s = int(siblings[0])
+        self.parent[s] = self.parent[p]
+        l_p = float(self.log1m_t[p - n])
+        self.parent[p] = UNUSED_SLOT
+        self.log1m_t[p - n] = 0.0
+        return "edge", s, l_p
+
+    def attach(self, v: int, mode: str, anchor: int, log1m_t: float = _math.nan) -> None:
+        """Hang the detached subtree ``v`` at ``anchor``: as a new child of the node
+        (``mode="node"``), or under a new node at ``log1m_t`` on the edge above it
+        (``mode="edge"``)."""
+        if self.parent[v] != DETACHED:
+            raise ValueError(f"tree: node {v} is not detached")
+        if mode == "node":
+            self.parent[v] = anchor
+            return
+        if mode != "edge":
+            raise ValueError(f"mode: 'node' or 'edge', got {mode!r}")
+        w = self.free_slot()
+        self.parent[w] = self.parent[anchor]
+        self.parent[anchor] = w
+        self.parent[v] = w
+        self.log1m_t[w - self.n_leaves] = log1m_t
+
+
+DETACHED = -3
+"""``parent`` code of the root of a detached subtree (:meth:`DiffusionTree.detach`)."""
