@@ -177,7 +177,7 @@ def detach_reattach(rng, tree, v, X, c, theta, alpha, sigma2, current=None,
     else:
         # the "prior as proposal" shortcut: exact only for a single leaf, and only when
         # the number of subtrees to choose from does not change
-        lp_new, ll_new = pydt_forward(tree.parent, tree.log1m_t, X, c, theta, alpha, sigma2)
+        ll_new = pydt_forward(tree.parent, tree.log1m_t, X, c, theta, alpha, sigma2)[1]
         tree_old = DiffusionTree(saved_parent, saved_l, validate=False)
         ll_old = pydt_forward(tree_old.parent, tree_old.log1m_t, X, c, theta, alpha,
                               sigma2)[1]
