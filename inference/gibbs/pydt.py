@@ -39,6 +39,7 @@ from custom_ops.pydt import pydt_forward
 from inference.gibbs.base import ZooGibbsStep
 from inference.gibbs.registry import register_step
 from pp_models.distributions.pydt import DiffusionTreeGaussianRV, PYDiffusionTreeRV
+from pp_models.pydt.greedy import greedy
 from pp_models.trees import DETACHED, UNUSED_SLOT, DiffusionTree
 
 __all__ = [
@@ -264,6 +265,12 @@ class PYDTTreeStep(ZooGibbsStep):
         Detach-reattach proposals per call; default one per non-root node (a sweep).
     slice_times : bool
         Slice-sample every divergence time after the moves (default True).
+    greedy_start : bool
+        When the chain tunes (``tune > 0``), the first call also builds a tree by the
+        greedy sequential procedure (:func:`pp_models.pydt.greedy.greedy`, rows in a
+        random order from the chain's generator) and keeps it if its log posterior is
+        higher than the incoming tree's. Tuning draws are discarded, so the chain's
+        invariance is untouched.
     """
 
     name = "pydt_tree"
@@ -277,8 +284,10 @@ class PYDTTreeStep(ZooGibbsStep):
     exact_ratio = True
 
     def __init__(self, vars, *, model=None, rng=None, blocked=True, moves=None,
-                 slice_times=True):
+                 slice_times=True, greedy_start=True):
         super().__init__(vars, model=model, rng=rng, blocked=blocked)
+        self.greedy_start = bool(greedy_start)
+        self._start_pending = False
         if len(self.vars) != 1:
             raise ValueError(f"vars: PYDTTreeStep updates one tree, got {self.var_names}")
         model = self.model
@@ -305,6 +314,10 @@ class PYDTTreeStep(ZooGibbsStep):
         self.moves = moves
         self.slice_times = bool(slice_times)
 
+    def setup_chain(self, rng, tune, draws):
+        super().setup_chain(rng, tune, draws)
+        self._start_pending = self.greedy_start and tune > 0
+
     def _values(self, point):
         vals = self._inputs_fn(point)
         c, theta, alpha = (float(v) for v in vals[:3])
@@ -322,6 +335,13 @@ class PYDTTreeStep(ZooGibbsStep):
         X, c, theta, alpha, sigma2 = self._values(point)
         rng = self.rng
         current = _log_post(tree, X, c, theta, alpha, sigma2)
+        if self._start_pending:
+            self._start_pending = False
+            if X.shape[1] > 0:
+                order = rng.permutation(tree.n_leaves)
+                built = greedy(X, c=c, theta=theta, alpha=alpha, sigma2=sigma2, order=order)
+                if built.log_joint > current:
+                    tree, current = built.tree, built.log_joint
         n_moves = self.moves if self.moves is not None else _n_nonroot(tree)
         accepted = 0
         for _ in range(n_moves):
