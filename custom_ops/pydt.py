@@ -79,7 +79,7 @@ __all__ = [
 
 _jit = numba.njit(cache=True)
 # PyTensor caches registered Numba closures by Op type and props: bump on signature change.
-_NUMBA_CACHE_VERSION = 1
+_NUMBA_CACHE_VERSION = 2
 _LOG_2PI = math.log(2.0 * math.pi)
 _MIN_VARIANCE = 1e-300
 
@@ -317,7 +317,7 @@ def _likelihood(parent, log1m_t, X, order, child_ptr, child_idx, sigma2, want_gr
         ) - 0.5 * quad
     root = order[0]
     t_root = -math.expm1(log1m_t[root - n])
-    r_root = s[root] + sigma2 * t_root
+    r_root = max(s[root] + sigma2 * t_root, _MIN_VARIANCE)
     q_root = 0.0
     for j in range(d):
         q_root += mu[root, j] * mu[root, j]
@@ -328,7 +328,7 @@ def _likelihood(parent, log1m_t, X, order, child_ptr, child_idx, sigma2, want_gr
     g_s2 = 0.0
     sbar = np.zeros(nn)
     mubar = np.zeros((nn, d))
-    rbar = -0.5 * d / r_root + 0.5 * q_root / (r_root * r_root)
+    rbar = -0.5 * d / r_root + 0.5 * (q_root / r_root) / r_root
     for j in range(d):
         mubar[root, j] = -mu[root, j] / r_root
     sbar[root] = rbar
