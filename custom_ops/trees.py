@@ -2,17 +2,18 @@
 
 from __future__ import annotations
 
-import math as _math
+import math
 
 import numba
-import numba as _numba
-import numpy as _np
 import numpy as np
 
 from custom_ops.conjugate import dirichlet_categorical_log_marginal
 
 __all__ = [
     "MERGE_ERRORS",
+    "diffusion_tree_mrca_times",
+    "diffusion_tree_structure",
+    "diffusion_tree_topology",
     "is_spanning_tree",
     "maximum_spanning_forest",
     "merges_error",
@@ -134,7 +135,7 @@ def node_depths(merges):
 
 
 
-_tree_jit = _numba.njit(cache=True)
+_tree_jit = numba.njit(cache=True)
 
 
 @_tree_jit
@@ -147,14 +148,14 @@ def maximum_spanning_forest(weights, drop_nonpositive):
     a maximum-weight spanning tree rooted at node 0 (ties go to the smaller node index).
     """
     V = weights.shape[0]
-    parents = _np.full(V, -1, dtype=_np.int64)
-    in_tree = _np.zeros(V, dtype=_np.bool_)
-    best = _np.full(V, -_np.inf)
-    best_from = _np.full(V, -1, dtype=_np.int64)
+    parents = np.full(V, -1, dtype=np.int64)
+    in_tree = np.zeros(V, dtype=np.bool_)
+    best = np.full(V, -np.inf)
+    best_from = np.full(V, -1, dtype=np.int64)
     for _ in range(V):
         # next node: the best attachment, or a new root when none is allowed
         u = -1
-        bu = -_np.inf
+        bu = -np.inf
         for v in range(V):
             if not in_tree[v] and best_from[v] >= 0 and best[v] > bu:
                 bu = best[v]
@@ -185,7 +186,7 @@ def is_spanning_tree(parents):
     V = parents.shape[0]
     if V == 0 or parents[0] != -1:
         return False
-    state = _np.zeros(V, dtype=_np.int64)  # 0 unknown, 1 on the current path, 2 reaches 0
+    state = np.zeros(V, dtype=np.int64)  # 0 unknown, 1 on the current path, 2 reaches 0
     state[0] = 2
     for start in range(1, V):
         v = start
@@ -227,11 +228,11 @@ def wilson_spanning_tree(rng, weights):
     and non-negative with a connected support.
     """
     V = weights.shape[0]
-    parents = _np.full(V, -1, dtype=_np.int64)
-    in_tree = _np.zeros(V, dtype=_np.bool_)
+    parents = np.full(V, -1, dtype=np.int64)
+    in_tree = np.zeros(V, dtype=np.bool_)
     in_tree[0] = True
-    nxt = _np.full(V, -1, dtype=_np.int64)
-    row_sum = _np.zeros(V)
+    nxt = np.full(V, -1, dtype=np.int64)
+    row_sum = np.zeros(V)
     for u in range(V):
         s = 0.0
         for v in range(V):
@@ -267,7 +268,7 @@ def wilson_spanning_tree(rng, weights):
 def reduced_laplacian(weights):
     """Laplacian of the weighted complete graph without row and column 0 ((V-1, V-1))."""
     V = weights.shape[0]
-    L = _np.zeros((V - 1, V - 1))
+    L = np.zeros((V - 1, V - 1))
     for u in range(1, V):
         s = 0.0
         for v in range(V):
@@ -285,9 +286,9 @@ def spanning_tree_log_partition(weights):
     """log sum_T prod_{uv in T} beta_uv = log det of the reduced Laplacian (Kirchhoff)."""
     if weights.shape[0] == 1:
         return 0.0
-    sign, logdet = _np.linalg.slogdet(reduced_laplacian(weights))
+    sign, logdet = np.linalg.slogdet(reduced_laplacian(weights))
     if sign <= 0:
-        return -_np.inf
+        return -np.inf
     return logdet
 
 
@@ -296,11 +297,11 @@ def spanning_tree_edge_marginals(weights):
     """P(uv in T) under P(T) ∝ prod beta: beta_uv (M_uu + M_vv - 2 M_uv), M = L0^{-1}
     zero-padded at node 0 (the edge's effective resistance times its weight)."""
     V = weights.shape[0]
-    out = _np.zeros((V, V))
+    out = np.zeros((V, V))
     if V == 1:
         return out
-    Minv = _np.linalg.inv(reduced_laplacian(weights))
-    M = _np.zeros((V, V))
+    Minv = np.linalg.inv(reduced_laplacian(weights))
+    M = np.zeros((V, V))
     M[1:, 1:] = Minv
     for u in range(V):
         for v in range(u + 1, V):
@@ -318,7 +319,7 @@ def spanning_tree_log_weight(parents, weights):
     for v in range(parents.shape[0]):
         p = parents[v]
         if p >= 0:
-            out += _math.log(0.5 * (weights[v, p] + weights[p, v]))
+            out += math.log(0.5 * (weights[v, p] + weights[p, v]))
     return out
 
 
@@ -326,7 +327,7 @@ def spanning_tree_log_weight(parents, weights):
 def spanning_tree_logp(parents, weights):
     """log P(T) = sum_{uv in T} log beta_uv - log det L0 (-inf when not a tree)."""
     if parents.shape[0] != weights.shape[0] or not is_spanning_tree(parents):
-        return -_np.inf
+        return -np.inf
     return spanning_tree_log_weight(parents, weights) - spanning_tree_log_partition(weights)
 
 
@@ -335,7 +336,7 @@ def spanning_tree_logp_grad(parents, weights):
     """d logp / d weights for the symmetrised weights: (1[uv in T] - P(uv)) / (2 beta_uv)
     on both (u, v) and (v, u); zero on the diagonal."""
     V = weights.shape[0]
-    grad = _np.zeros((V, V))
+    grad = np.zeros((V, V))
     if parents.shape[0] != V or not is_spanning_tree(parents):
         return grad
     marg = spanning_tree_edge_marginals(weights)
@@ -357,11 +358,11 @@ def spanning_tree_logp_grad(parents, weights):
 def prufer_to_parents(sequence, V):
     """Decode a Prüfer sequence (length V-2, entries in [0, V)) into a parent vector
     rooted at node 0 (Prüfer 1918)."""
-    degree = _np.ones(V, dtype=_np.int64)
+    degree = np.ones(V, dtype=np.int64)
     for s in sequence:
         degree[s] += 1
-    eu = _np.empty(V - 1, dtype=_np.int64)
-    ev = _np.empty(V - 1, dtype=_np.int64)
+    eu = np.empty(V - 1, dtype=np.int64)
+    ev = np.empty(V - 1, dtype=np.int64)
     n_edges = 0
     for s in sequence:
         for leaf in range(V):
@@ -389,9 +390,9 @@ def prufer_to_parents(sequence, V):
 def parents_from_edge_arrays(eu, ev, V):
     """Parent vector rooted at node 0 of the tree with edges (eu[i], ev[i]); entries stay
     -2 for nodes the edges do not reach from node 0."""
-    head = _np.full(V, -1, dtype=_np.int64)
-    nxt = _np.empty(2 * eu.shape[0], dtype=_np.int64)
-    to = _np.empty(2 * eu.shape[0], dtype=_np.int64)
+    head = np.full(V, -1, dtype=np.int64)
+    nxt = np.empty(2 * eu.shape[0], dtype=np.int64)
+    to = np.empty(2 * eu.shape[0], dtype=np.int64)
     for i in range(eu.shape[0]):
         to[2 * i] = ev[i]
         nxt[2 * i] = head[eu[i]]
@@ -399,9 +400,9 @@ def parents_from_edge_arrays(eu, ev, V):
         to[2 * i + 1] = eu[i]
         nxt[2 * i + 1] = head[ev[i]]
         head[ev[i]] = 2 * i + 1
-    parents = _np.full(V, -2, dtype=_np.int64)
+    parents = np.full(V, -2, dtype=np.int64)
     parents[0] = -1
-    stack = _np.empty(V, dtype=_np.int64)
+    stack = np.empty(V, dtype=np.int64)
     stack[0] = 0
     top = 1
     while top > 0:
@@ -454,12 +455,12 @@ def pairwise_mutual_information(joint_counts, marginal_counts, offsets, n_catego
     pairwise tables and marginals stay consistent. Murphy 2012 Eq. 26.12.
     """
     V = offsets.shape[0]
-    out = _np.zeros((V, V))
+    out = np.zeros((V, V))
     k_max = 0
     for v in range(V):
         if n_categories[v] > k_max:
             k_max = n_categories[v]
-    table = _np.zeros((k_max, k_max))
+    table = np.zeros((k_max, k_max))
     denom = total + prior
     for u in range(V):
         Ku = n_categories[u]
@@ -474,7 +475,7 @@ def pairwise_mutual_information(joint_counts, marginal_counts, offsets, n_catego
                     pab = (table[a, b] + cell) / denom
                     if pab > 0.0:
                         pb = (marginal_counts[v, b] + prior / Kv) / denom
-                        mi += pab * _math.log(pab / (pa * pb))
+                        mi += pab * math.log(pab / (pa * pb))
             if mi < 0.0:
                 mi = 0.0
             out[u, v] = mi
@@ -488,13 +489,13 @@ def pairwise_bdeu_gain(joint_counts, marginal_counts, offsets, n_categories, ess
     (Murphy 2012 Eqs. 26.13-26.15, 26.28-26.30): the log Bayes factor of the edge. BDeu
     is likelihood-equivalent, so the matrix is symmetric."""
     V = offsets.shape[0]
-    out = _np.zeros((V, V))
+    out = np.zeros((V, V))
     k_max = 0
     for v in range(V):
         if n_categories[v] > k_max:
             k_max = n_categories[v]
-    table = _np.zeros((k_max, k_max))
-    alone = _np.empty(V)
+    table = np.zeros((k_max, k_max))
+    alone = np.empty(V)
     for v in range(V):
         Kv = n_categories[v]
         alone[v] = dirichlet_categorical_log_marginal(marginal_counts[v, :Kv], ess / Kv)
@@ -522,8 +523,8 @@ def tree_edge_tables(joint_counts, marginal_counts, offsets, n_categories, paren
     for v in range(V):
         if n_categories[v] > k_max:
             k_max = n_categories[v]
-    tables = _np.zeros((V, k_max, k_max))
-    scratch = _np.zeros((k_max, k_max))
+    tables = np.zeros((V, k_max, k_max))
+    scratch = np.zeros((k_max, k_max))
     for v in range(V):
         p = parents[v]
         Kv = n_categories[v]
@@ -550,7 +551,7 @@ def tree_log_density_rows(codes, parents, log_cpt):
     """``log p(x_i) = sum_v log_cpt[v, x_i,parent(v), x_iv]`` for every row (a root reads
     row 0 of its table)."""
     n, V = codes.shape
-    out = _np.zeros(n)
+    out = np.zeros(n)
     for i in range(n):
         s = 0.0
         for v in range(V):
@@ -569,7 +570,7 @@ def _find(comp, u):
     return u
 
 
-_FLOOR = _math.exp(-30.0)
+_FLOOR = math.exp(-30.0)
 
 
 @_tree_jit
@@ -588,9 +589,9 @@ def sequential_spanning_tree(rng, log_weights):
     """
     V = log_weights.shape[0]
     E = V * (V - 1) // 2
-    eu = _np.empty(E, dtype=_np.int64)
-    ev = _np.empty(E, dtype=_np.int64)
-    lw = _np.empty(E)
+    eu = np.empty(E, dtype=np.int64)
+    ev = np.empty(E, dtype=np.int64)
+    lw = np.empty(E)
     m = 0
     for u in range(V):
         for v in range(u + 1, V):
@@ -598,13 +599,13 @@ def sequential_spanning_tree(rng, log_weights):
             ev[m] = v
             lw[m] = 0.5 * (log_weights[u, v] + log_weights[v, u])
             m += 1
-    order = _np.argsort(-lw)
-    alive = _np.ones(E, dtype=_np.bool_)
-    comp = _np.arange(V)
-    tu = _np.empty(V - 1, dtype=_np.int64)
-    tv = _np.empty(V - 1, dtype=_np.int64)
+    order = np.argsort(-lw)
+    alive = np.ones(E, dtype=np.bool_)
+    comp = np.arange(V)
+    tu = np.empty(V - 1, dtype=np.int64)
+    tv = np.empty(V - 1, dtype=np.int64)
     n_in = 0
-    label = _np.empty(V, dtype=_np.int64)
+    label = np.empty(V, dtype=np.int64)
     for r in range(E):
         if n_in == V - 1:
             break
@@ -622,7 +623,7 @@ def sequential_spanning_tree(rng, log_weights):
                 n_super += 1
         for x in range(V):
             label[x] = label[_find(comp, x)]
-        W = _np.zeros((n_super, n_super))
+        W = np.zeros((n_super, n_super))
         ref = lw[e]
         W[label[cu], label[cv]] += 1.0
         W[label[cv], label[cu]] += 1.0
@@ -634,13 +635,13 @@ def sequential_spanning_tree(rng, log_weights):
             if a == b:
                 continue
             rel = lw[f] - ref
-            w = _math.exp(rel) if rel > -30.0 else _FLOOR
+            w = math.exp(rel) if rel > -30.0 else _FLOOR
             W[a, b] += w
             W[b, a] += w
         g = label[cu]
         size = n_super - 1
-        L = _np.zeros((size, size))
-        rhs = _np.zeros(size)
+        L = np.zeros((size, size))
+        rhs = np.zeros(size)
         for a in range(n_super):
             if a == g:
                 continue
@@ -654,7 +655,7 @@ def sequential_spanning_tree(rng, log_weights):
             L[ia, ia] = s
         target = label[cv] - (label[cv] > g)
         rhs[target] = 1.0
-        x = _np.linalg.solve(L, rhs)
+        x = np.linalg.solve(L, rhs)
         p = x[target]  # w_e = 1 after rescaling
         if rng.random() < p:
             tu[n_in] = eu[e]
@@ -662,3 +663,180 @@ def sequential_spanning_tree(rng, log_weights):
             n_in += 1
             comp[cv] = cu
     return parents_from_edge_arrays(tu, tv, V)
+
+
+# ======================================================================================
+# rooted trees with divergence times (Pitman-Yor / Dirichlet diffusion trees)
+# ======================================================================================
+# Layout (see pp_models.trees.DiffusionTree): ``n`` leaves are nodes 0..n-1; internal
+# slots are nodes n..2n-2. ``parent[v]`` is the parent node, -1 for the root (the first
+# branch point, which hangs from the origin at t = 0) and -2 for an unused internal slot
+# (a multifurcating tree has fewer than n - 1 internal nodes). ``log1m_t[k]`` is
+# log(1 - t) of internal slot n + k: plain t rounds to 1.0 for small c (Knowles 2012
+# §4.3.1), log(1 - t) = -A(t) / c keeps full precision. Leaves sit at t = 1.
+
+
+_tjit = numba.njit(cache=True)
+
+DIFFUSION_TREE_ERRORS = {
+    1: "tree: parent must have length 2 n - 1 and log1m_t length n - 1 for n >= 2 leaves",
+    2: "tree: a parent index is out of range (leaves need an internal parent; internal "
+    "nodes an internal parent, -1 for the root or -2 for an unused slot)",
+    3: "tree: there must be exactly one root (one internal node with parent -1)",
+    4: "tree: a node hangs from an unused internal slot",
+    5: "tree: every internal node needs at least 2 children",
+    6: "tree: not every node is reachable from the root (a cycle)",
+    7: "tree: divergence times must satisfy 0 < t < 1 (log1m_t finite and < 0)",
+    8: "tree: divergence times must increase away from the root (log1m_t of a child "
+    "below its parent's)",
+}
+
+
+@_tjit
+def diffusion_tree_topology(parent, n_leaves):
+    """Validate the structure (``parent`` only) and return its traversal arrays.
+
+    Returns ``(code, order, child_ptr, child_idx, n_below)``: ``code`` is 0 for a valid
+    tree (else a key of :data:`DIFFUSION_TREE_ERRORS`, and the arrays are empty);
+    ``order`` lists the active nodes top-down (root first, each node after its parent);
+    the children of ``v`` are ``child_idx[child_ptr[v]:child_ptr[v + 1]]``;
+    ``n_below[v]`` counts the leaves under ``v``. O(n).
+    """
+    n = n_leaves
+    nn = parent.shape[0]
+    e = np.zeros(0, dtype=np.int64)
+    if n < 2 or nn != 2 * n - 1:
+        return 1, e, e, e, e
+    n_child = np.zeros(nn, dtype=np.int64)
+    root = -1
+    n_active = n
+    for v in range(nn):
+        p = parent[v]
+        if v >= n:
+            if p == -2:
+                continue
+            n_active += 1
+            if p == -1:
+                if root >= 0:
+                    return 3, e, e, e, e
+                root = v
+                continue
+        if p < n or p >= nn or p == v:
+            return 2, e, e, e, e
+        if parent[p] == -2:
+            return 4, e, e, e, e
+        n_child[p] += 1
+    if root < 0:
+        return 3, e, e, e, e
+    for v in range(n, nn):
+        if parent[v] != -2 and n_child[v] < 2:
+            return 5, e, e, e, e
+    child_ptr = np.zeros(nn + 1, dtype=np.int64)
+    for v in range(nn):
+        child_ptr[v + 1] = child_ptr[v] + n_child[v]
+    fill = child_ptr[:-1].copy()
+    child_idx = np.empty(child_ptr[nn], dtype=np.int64)
+    for v in range(nn):
+        p = parent[v]
+        if p >= 0:
+            child_idx[fill[p]] = v
+            fill[p] += 1
+    order = np.empty(n_active, dtype=np.int64)
+    order[0] = root
+    head = 0
+    tail = 1
+    while head < tail:
+        v = order[head]
+        head += 1
+        for j in range(child_ptr[v], child_ptr[v + 1]):
+            if tail >= n_active:
+                return 6, e, e, e, e
+            order[tail] = child_idx[j]
+            tail += 1
+    if tail != n_active:
+        return 6, e, e, e, e
+    n_below = np.zeros(nn, dtype=np.int64)
+    for v in range(n):
+        n_below[v] = 1
+    for r in range(n_active - 1, 0, -1):
+        v = order[r]
+        n_below[parent[v]] += n_below[v]
+    return 0, order, child_ptr, child_idx, n_below
+
+
+@_tjit
+def diffusion_tree_structure(parent, log1m_t, n_leaves):
+    """:func:`diffusion_tree_topology` plus the checks on the divergence times
+    (0 < t < 1, increasing away from the root)."""
+    n = n_leaves
+    e = np.zeros(0, dtype=np.int64)
+    if log1m_t.shape[0] != n - 1:
+        return 1, e, e, e, e
+    code, order, child_ptr, child_idx, n_below = diffusion_tree_topology(parent, n)
+    if code != 0:
+        return code, order, child_ptr, child_idx, n_below
+    for v in range(n, parent.shape[0]):
+        if parent[v] == -2:
+            continue
+        lv = log1m_t[v - n]
+        if not (math.isfinite(lv) and lv < 0.0):
+            return 7, e, e, e, e
+        p = parent[v]
+        if p >= 0 and not lv < log1m_t[p - n]:
+            return 8, e, e, e, e
+    return 0, order, child_ptr, child_idx, n_below
+
+
+@_tjit
+def diffusion_tree_mrca_times(parent, log1m_t, n_leaves):
+    """(n, n) matrix of the divergence time of each pair's most recent common ancestor,
+    with 1 on the diagonal: the covariance of Brownian motion on the tree per unit
+    variance (Knowles 2012 §4.2; digest §3.9). O(n^2) memory: for tests and small trees.
+    """
+    code, order, child_ptr, child_idx, n_below = diffusion_tree_structure(
+        parent, log1m_t, n_leaves
+    )
+    n = n_leaves
+    C = np.eye(n)
+    if code != 0:
+        C[:] = np.nan
+        return C
+    # leaves under each node, collected bottom-up by concatenation through a leaf order
+    nn = parent.shape[0]
+    start = np.zeros(nn, dtype=np.int64)
+    leaf_order = np.empty(n, dtype=np.int64)
+    # depth-first numbering: a node's leaves are a contiguous run
+    stack = np.empty(nn, dtype=np.int64)
+    top = 0
+    stack[0] = order[0]
+    pos = 0
+    start[order[0]] = 0
+    while top >= 0:
+        v = stack[top]
+        top -= 1
+        if v < n:
+            leaf_order[pos] = v
+            pos += 1
+            continue
+        s = start[v]
+        for j in range(child_ptr[v], child_ptr[v + 1]):
+            w = child_idx[j]
+            start[w] = s
+            s += n_below[w]
+        for j in range(child_ptr[v + 1] - 1, child_ptr[v] - 1, -1):
+            top += 1
+            stack[top] = child_idx[j]
+    for v in range(n, nn):
+        if parent[v] == -2:
+            continue
+        tv = -math.expm1(log1m_t[v - n])
+        for a in range(child_ptr[v], child_ptr[v + 1]):
+            wa = child_idx[a]
+            for b in range(child_ptr[v], child_ptr[v + 1]):
+                wb = child_idx[b]
+                if wa == wb:
+                    continue
+                for i in range(start[wa], start[wa] + n_below[wa]):
+                    for j in range(start[wb], start[wb] + n_below[wb]):
+                        C[leaf_order[i], leaf_order[j]] = tv
+    return C

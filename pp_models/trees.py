@@ -13,15 +13,24 @@ Numba kernels behind them live in :mod:`custom_ops.trees`.
 
 from __future__ import annotations
 
-import itertools as _itertools
+import itertools
+import math
+from dataclasses import dataclass as _dataclass
 
-import numpy as _np
 import numpy as np
 
 from custom_ops import trees as _tree_kernels
-from custom_ops.trees import node_depths, node_sizes, validate_merges
+from custom_ops.trees import (
+    DIFFUSION_TREE_ERRORS,
+    diffusion_tree_mrca_times,
+    diffusion_tree_structure,
+    node_depths,
+    node_sizes,
+    validate_merges,
+)
 
 __all__ = [
+    "DiffusionTree",
     "all_spanning_trees",
     "check_spanning_tree",
     "check_tree_weights",
@@ -263,20 +272,20 @@ def tree_height(merges):
 
 
 
-def spanning_tree_edges(parents) -> _np.ndarray:
+def spanning_tree_edges(parents) -> np.ndarray:
     """Edges ``(u, v)`` with ``u < v``, sorted, of the tree or forest ``parents``."""
-    parents = _np.asarray(parents, dtype=_np.int64)
-    child = _np.flatnonzero(parents >= 0)
-    edges = _np.sort(_np.stack([child, parents[child]], axis=1), axis=1)
-    return edges[_np.lexsort((edges[:, 1], edges[:, 0]))] if edges.size else edges.reshape(0, 2)
+    parents = np.asarray(parents, dtype=np.int64)
+    child = np.flatnonzero(parents >= 0)
+    edges = np.sort(np.stack([child, parents[child]], axis=1), axis=1)
+    return edges[np.lexsort((edges[:, 1], edges[:, 0]))] if edges.size else edges.reshape(0, 2)
 
 
-def parents_from_edges(edges, n_nodes: int) -> _np.ndarray:
+def parents_from_edges(edges, n_nodes: int) -> np.ndarray:
     """Parent vector rooted at node 0 of the spanning tree with these ``n_nodes - 1`` edges.
 
     Raises ``ValueError`` when the edges do not form a spanning tree on ``n_nodes``.
     """
-    edges = _np.asarray(edges, dtype=_np.int64).reshape(-1, 2)
+    edges = np.asarray(edges, dtype=np.int64).reshape(-1, 2)
     if edges.shape[0] != n_nodes - 1:
         raise ValueError(f"edges: a spanning tree on {n_nodes} nodes has {n_nodes - 1} edges, "
                          f"got {edges.shape[0]}")
@@ -292,11 +301,11 @@ def parents_from_edges(edges, n_nodes: int) -> _np.ndarray:
 
 def check_spanning_tree(parents, n_nodes: int | None = None, name: str = "parents"):
     """``parents`` as int64, or ``ValueError`` if it is not a tree rooted at node 0."""
-    arr = _np.asarray(parents)
-    if arr.ndim != 1 or not _np.issubdtype(arr.dtype, _np.integer):
+    arr = np.asarray(parents)
+    if arr.ndim != 1 or not np.issubdtype(arr.dtype, np.integer):
         raise ValueError(f"{name}: expected a 1-D integer parent vector, got {arr.dtype} "
                          f"shape {arr.shape}")
-    arr = arr.astype(_np.int64)
+    arr = arr.astype(np.int64)
     if n_nodes is not None and arr.size != n_nodes:
         raise ValueError(f"{name}: expected {n_nodes} nodes, got {arr.size}")
     if not _tree_kernels.is_spanning_tree(arr):
@@ -305,33 +314,33 @@ def check_spanning_tree(parents, n_nodes: int | None = None, name: str = "parent
     return arr
 
 
-def all_spanning_trees(n_nodes: int) -> _np.ndarray:
+def all_spanning_trees(n_nodes: int) -> np.ndarray:
     """Every labelled tree on ``n_nodes`` nodes (Cayley: ``V^(V-2)``) as parent vectors,
     by decoding every Prüfer sequence; intended for brute-force checks (V <= 8)."""
     if n_nodes < 1 or n_nodes > 8:
         raise ValueError(f"n_nodes must be in [1, 8] for enumeration, got {n_nodes}")
     if n_nodes <= 2:
-        return _np.array([[-1, 0][:n_nodes]], dtype=_np.int64)
-    out = _np.empty((n_nodes ** (n_nodes - 2), n_nodes), dtype=_np.int64)
-    for i, seq in enumerate(_itertools.product(range(n_nodes), repeat=n_nodes - 2)):
-        out[i] = _tree_kernels.prufer_to_parents(_np.array(seq, dtype=_np.int64), n_nodes)
+        return np.array([[-1, 0][:n_nodes]], dtype=np.int64)
+    out = np.empty((n_nodes ** (n_nodes - 2), n_nodes), dtype=np.int64)
+    for i, seq in enumerate(itertools.product(range(n_nodes), repeat=n_nodes - 2)):
+        out[i] = _tree_kernels.prufer_to_parents(np.array(seq, dtype=np.int64), n_nodes)
     return out
 
 
-def check_tree_weights(weights, name: str = "weights") -> _np.ndarray:
+def check_tree_weights(weights, name: str = "weights") -> np.ndarray:
     """A symmetric, finite, non-negative (V, V) float64 matrix with positive off-diagonal
     row sums (the support must connect every node to the others)."""
-    W = _np.asarray(weights, dtype=_np.float64)
+    W = np.asarray(weights, dtype=np.float64)
     if W.ndim != 2 or W.shape[0] != W.shape[1] or W.shape[0] < 1:
         raise ValueError(f"{name}: expected a square (V, V) matrix, got shape {W.shape}")
-    if not _np.all(_np.isfinite(W)) or _np.any(W < 0):
+    if not np.all(np.isfinite(W)) or np.any(W < 0):
         raise ValueError(f"{name}: edge weights must be finite and >= 0")
-    if not _np.allclose(W, W.T, rtol=1e-12, atol=0.0):
+    if not np.allclose(W, W.T, rtol=1e-12, atol=0.0):
         raise ValueError(f"{name}: the matrix must be symmetric")
-    off = W.sum(axis=1) - _np.diag(W)
-    if W.shape[0] > 1 and _np.any(off <= 0):
-        raise ValueError(f"{name}: node {int(_np.argmin(off))} has no edge of positive weight")
-    return _np.ascontiguousarray(W)
+    off = W.sum(axis=1) - np.diag(W)
+    if W.shape[0] > 1 and np.any(off <= 0):
+        raise ValueError(f"{name}: node {int(np.argmin(off))} has no edge of positive weight")
+    return np.ascontiguousarray(W)
 
 
 def spanning_tree_log_partition(weights) -> float:
@@ -339,35 +348,35 @@ def spanning_tree_log_partition(weights) -> float:
     return float(_tree_kernels.spanning_tree_log_partition(check_tree_weights(weights)))
 
 
-def spanning_tree_edge_marginals(weights) -> _np.ndarray:
+def spanning_tree_edge_marginals(weights) -> np.ndarray:
     """Exact P(uv in T) under P(T) ∝ prod_{uv in T} weights[u, v], in O(V^3)
     (Meilă & Jaakkola 2006; Lyons & Peres, effective resistances)."""
     return _tree_kernels.spanning_tree_edge_marginals(check_tree_weights(weights))
 
 
-def sample_spanning_tree(weights, random_seed=None) -> _np.ndarray:
+def sample_spanning_tree(weights, random_seed=None) -> np.ndarray:
     """One exact draw of P(T) ∝ prod_{uv in T} weights[u, v] (Wilson's algorithm)."""
-    rng = _np.random.default_rng(random_seed)
+    rng = np.random.default_rng(random_seed)
     return _tree_kernels.wilson_spanning_tree(rng, check_tree_weights(weights))
 
 
-def maximum_spanning_tree(weights, *, drop_nonpositive: bool = False) -> _np.ndarray:
+def maximum_spanning_tree(weights, *, drop_nonpositive: bool = False) -> np.ndarray:
     """Parent vector of a maximum-weight spanning tree (rooted at 0) or, with
     ``drop_nonpositive``, of the maximum-weight spanning forest of the positive edges."""
-    W = _np.ascontiguousarray(weights, dtype=_np.float64)
+    W = np.ascontiguousarray(weights, dtype=np.float64)
     return _tree_kernels.maximum_spanning_forest(W, bool(drop_nonpositive))
 
 
-def tree_layout(parents) -> _np.ndarray:
+def tree_layout(parents) -> np.ndarray:
     """(V, 2) positions for drawing a tree or forest: depth downwards, leaves spread
     evenly left to right, each parent centred over its children."""
-    parents = _np.asarray(parents, dtype=_np.int64)
+    parents = np.asarray(parents, dtype=np.int64)
     V = parents.size
     children = [[] for _ in range(V)]
     for v, p in enumerate(parents):
         if p >= 0:
             children[p].append(v)
-    pos = _np.zeros((V, 2))
+    pos = np.zeros((V, 2))
     next_x = [0.0]
 
     def place(v, depth):  # iterative would be longer; depth <= V stays small in practice
@@ -385,7 +394,7 @@ def tree_layout(parents) -> _np.ndarray:
     limit = sys.getrecursionlimit()
     sys.setrecursionlimit(max(limit, 4 * V + 100))
     try:
-        for root in _np.flatnonzero(parents < 0):
+        for root in np.flatnonzero(parents < 0):
             place(int(root), 0)
     finally:
         sys.setrecursionlimit(limit)
@@ -398,17 +407,17 @@ def plot_spanning_tree(parents, *, labels=None, edge_values=None, ax=None, title
     line width (e.g. mutual information or posterior edge probability)."""
     import matplotlib.pyplot as plt
 
-    parents = _np.asarray(parents, dtype=_np.int64)
+    parents = np.asarray(parents, dtype=np.int64)
     pos = tree_layout(parents)
     if ax is None:
         _, ax = plt.subplots(figsize=(max(4.0, 0.5 * parents.size), 4.0))
     edges = spanning_tree_edges(parents)
     if edge_values is not None:
-        vals = _np.array([edge_values[u, v] for u, v in edges]) if edges.size else _np.zeros(0)
+        vals = np.array([edge_values[u, v] for u, v in edges]) if edges.size else np.zeros(0)
         top = vals.max() if vals.size and vals.max() > 0 else 1.0
         widths = 0.5 + 3.5 * vals / top
     else:
-        widths = _np.full(len(edges), 1.5)
+        widths = np.full(len(edges), 1.5)
     for (u, v), lw in zip(edges, widths, strict=True):
         ax.plot(pos[[u, v], 0], pos[[u, v], 1], color="0.4", lw=lw, zorder=1)
     ax.scatter(pos[:, 0], pos[:, 1], s=node_size, color="white", edgecolor="k", zorder=2)
@@ -420,3 +429,286 @@ def plot_spanning_tree(parents, *, labels=None, edge_values=None, ax=None, title
     if title:
         ax.set_title(title)
     return ax
+
+
+# ======================================================================================
+# rooted trees with divergence times (Pitman-Yor / Dirichlet diffusion trees)
+# ======================================================================================
+
+UNUSED_SLOT = -2
+"""``parent`` code of an internal slot a multifurcating tree does not use."""
+
+
+@_dataclass(eq=False)
+class DiffusionTree:
+    """A rooted, multifurcating tree over ``n`` labelled leaves with divergence times.
+
+    Arrays, cheap to copy and edit in place (Knowles 2012 §4.3; digest §3.2):
+
+    - ``parent`` (2 n - 1,) int64: leaves are nodes ``0..n-1``, internal slots
+      ``n..2n-2``; ``parent[v]`` is ``-1`` for the root (the first branch point, which
+      hangs from the origin at ``t = 0``) and ``-2`` for an unused internal slot (a tree
+      with multifurcations has fewer than ``n - 1`` internal nodes);
+    - ``log1m_t`` (n - 1,) float64: ``log(1 - t)`` of internal slot ``n + k`` (``t`` rounds
+      to 1.0 for small ``c``; ``-c log(1 - t)`` is the cumulative divergence
+      function ``A(t)``). Leaves sit at ``t = 1``; unused slots hold 0.
+
+    ``validate=False`` skips the O(n) check (for kernels that keep trees valid).
+    """
+
+    parent: np.ndarray
+    log1m_t: np.ndarray
+    validate: bool = True
+
+    def __post_init__(self):
+        self.parent = np.ascontiguousarray(self.parent, dtype=np.int64)
+        self.log1m_t = np.ascontiguousarray(self.log1m_t, dtype=np.float64)
+        if self.validate:
+            self.check()
+
+    # ---------------------------------------------------------------- basic facts
+    @property
+    def n_leaves(self) -> int:
+        return (self.parent.shape[0] + 1) // 2
+
+    @property
+    def internal_nodes(self) -> np.ndarray:
+        """Node ids of the internal nodes in use."""
+        n = self.n_leaves
+        return n + np.flatnonzero(self.parent[n:] != UNUSED_SLOT)
+
+    @property
+    def n_internal(self) -> int:
+        return int(self.internal_nodes.size)
+
+    @property
+    def root(self) -> int:
+        return int(np.flatnonzero(self.parent == -1)[0])
+
+    @property
+    def root_time(self) -> float:
+        """Divergence time of the first branch point (the tree's height is ``1 - t``)."""
+        return float(-math.expm1(self.log1m_t[self.root - self.n_leaves]))
+
+    def time(self, v: int) -> float:
+        """Divergence time ``t`` of node ``v`` (1 for a leaf)."""
+        n = self.n_leaves
+        return 1.0 if v < n else float(-math.expm1(self.log1m_t[v - n]))
+
+    @property
+    def times(self) -> np.ndarray:
+        """``t`` of every internal slot (NaN for unused slots)."""
+        t = -np.expm1(self.log1m_t)
+        t[self.parent[self.n_leaves:] == UNUSED_SLOT] = np.nan
+        return t
+
+    def check(self) -> DiffusionTree:
+        """Raise ``ValueError`` saying what is wrong with an invalid tree."""
+        if self.parent.ndim != 1 or self.log1m_t.ndim != 1:
+            raise ValueError("tree: parent and log1m_t must be 1-D arrays")
+        code = diffusion_tree_structure(self.parent, self.log1m_t, self.n_leaves)[0]
+        if code:
+            raise ValueError(DIFFUSION_TREE_ERRORS[code])
+        return self
+
+    def copy(self) -> DiffusionTree:
+        return DiffusionTree(self.parent.copy(), self.log1m_t.copy(), validate=False)
+
+    def _structure(self):
+        return diffusion_tree_structure(self.parent, self.log1m_t, self.n_leaves)
+
+    def children(self, v: int) -> np.ndarray:
+        return np.flatnonzero(self.parent == v)
+
+    def n_children(self) -> np.ndarray:
+        """Number of children of every node slot (0 for leaves and unused slots)."""
+        counts = np.zeros(self.parent.shape[0], dtype=np.int64)
+        p = self.parent[self.parent >= 0]
+        np.add.at(counts, p, 1)
+        return counts
+
+    def leaf_counts(self) -> np.ndarray:
+        """Number of leaves under every node slot (1 at leaves, 0 at unused slots)."""
+        return self._structure()[4]
+
+    @property
+    def n_multifurcations(self) -> int:
+        """Internal nodes with more than two children."""
+        return int(np.count_nonzero(self.n_children() > 2))
+
+    @property
+    def is_binary(self) -> bool:
+        return self.n_internal == self.n_leaves - 1
+
+    def mrca_times(self) -> np.ndarray:
+        """(n, n) divergence times of each pair's most recent common ancestor (1 on the
+        diagonal): ``sigma2`` times it is the covariance of the leaves (digest §3.9)."""
+        return diffusion_tree_mrca_times(self.parent, self.log1m_t, self.n_leaves)
+
+    # ---------------------------------------------------------------- conversions
+    def to_packed(self) -> np.ndarray:
+        """(2 n - 1, 2) float array ``[parent, log1m_t]`` per node (0 at leaves): the value
+        of :class:`pp_models.distributions.PYDiffusionTree`."""
+        n = self.n_leaves
+        out = np.zeros((2 * n - 1, 2))
+        out[:, 0] = self.parent
+        out[n:, 1] = self.log1m_t
+        out[n:, 1][self.parent[n:] == UNUSED_SLOT] = 0.0
+        return out
+
+    @classmethod
+    def from_packed(cls, packed, validate: bool = True) -> DiffusionTree:
+        packed = np.asarray(packed, dtype=np.float64)
+        if packed.ndim != 2 or packed.shape[1] != 2 or packed.shape[0] % 2 != 1:
+            raise ValueError(f"tree: a packed tree has shape (2 n - 1, 2), got {packed.shape}")
+        n = (packed.shape[0] + 1) // 2
+        return cls(np.rint(packed[:, 0]).astype(np.int64), packed[n:, 1].copy(), validate)
+
+    def to_newick(self, labels=None) -> str:
+        """Newick string with branch lengths ``t_child - t_parent`` (the root's from 0)."""
+        n = self.n_leaves
+        labels = [str(i) for i in range(n)] if labels is None else [str(x) for x in labels]
+        if len(labels) != n:
+            raise ValueError(f"labels: need {n} labels, got {len(labels)}")
+        kids = [[] for _ in range(self.parent.shape[0])]
+        for v, p in enumerate(self.parent):
+            if p >= 0:
+                kids[p].append(v)
+
+        def rec(v, t_parent):
+            length = self.time(v) - t_parent
+            if v < n:
+                return f"{labels[v]}:{length:.6g}"
+            inner = ",".join(rec(w, self.time(v)) for w in kids[v])
+            return f"({inner}):{length:.6g}"
+
+        return rec(self.root, 0.0) + ";"
+
+    def to_linkage(self) -> np.ndarray:
+        """scipy linkage matrix (n - 1, 4) of a binary tree, heights ``1 - t``."""
+        if not self.is_binary:
+            raise ValueError(
+                f"tree: scipy linkage needs a binary tree; this one has "
+                f"{self.n_multifurcations} multifurcations"
+            )
+        n = self.n_leaves
+        internal = self.internal_nodes
+        # later divergences merge first (scipy needs non-decreasing heights)
+        order = internal[np.argsort(self.log1m_t[internal - n], kind="stable")]
+        cluster = np.arange(self.parent.shape[0])
+        counts = self.leaf_counts()
+        Z = np.empty((n - 1, 4))
+        for row, v in enumerate(order):
+            a, b = self.children(v)
+            ca, cb = sorted((cluster[a], cluster[b]))
+            Z[row] = (ca, cb, 1.0 - self.time(v), counts[v])
+            cluster[v] = n + row
+        return Z
+
+    # ---------------------------------------------------------------- picture
+    def plot(self, ax=None, labels=None, leaf_colors=None, linewidth=1.0):
+        """Dendrogram with divergence time on the vertical axis (0 at the top, the
+        leaves at t = 1); multifurcations are drawn as one bar. Returns the axes."""
+        import matplotlib.pyplot as plt
+
+        if ax is None:
+            _fig, ax = plt.subplots(figsize=(max(4.0, 0.15 * self.n_leaves), 4.0))
+        n = self.n_leaves
+        kids = [[] for _ in range(self.parent.shape[0])]
+        for v, p in enumerate(self.parent):
+            if p >= 0:
+                kids[p].append(v)
+        x = np.zeros(self.parent.shape[0])
+        leaf_order = []
+
+        def place(v):
+            if v < n:
+                x[v] = len(leaf_order)
+                leaf_order.append(v)
+                return
+            for w in kids[v]:
+                place(w)
+            x[v] = np.mean([x[w] for w in kids[v]])
+
+        place(self.root)
+        segs_v, segs_h = [], []
+        for v in range(self.parent.shape[0]):
+            p = self.parent[v]
+            if p == UNUSED_SLOT:
+                continue
+            t_top = 0.0 if p == -1 else self.time(p)
+            segs_v.append(((x[v], t_top), (x[v], self.time(v))))
+            if v >= n:
+                xs = [x[w] for w in kids[v]]
+                segs_h.append(((min(xs), self.time(v)), (max(xs), self.time(v))))
+        from matplotlib.collections import LineCollection
+
+        ax.add_collection(LineCollection(segs_v + segs_h, colors="k", linewidths=linewidth))
+        if leaf_colors is not None:
+            ax.scatter(x[:n], np.ones(n), c=np.asarray(leaf_colors), s=12, zorder=3)
+        ax.set_xlim(-1, n)
+        ax.set_ylim(1.02, -0.02)
+        ax.set_ylabel("divergence time t")
+        if labels is not None or n <= 40:
+            names = [str(i) for i in range(n)] if labels is None else [str(s) for s in labels]
+            ax.set_xticks(range(n))
+            ax.set_xticklabels([names[v] for v in leaf_order], rotation=90, fontsize=7)
+        else:
+            ax.set_xticks([])
+        return ax
+
+    # ---------------------------------------------------------------- edits (in place)
+    # A detached subtree keeps its internal structure; its root gets parent DETACHED until
+    # it is attached again. In between, the rest may be a single leaf with parent -1.
+    def free_slot(self) -> int:
+        """An unused internal slot (the lowest)."""
+        n = self.n_leaves
+        free = np.flatnonzero(self.parent[n:] == UNUSED_SLOT)
+        if free.size == 0:
+            raise ValueError("tree: no unused internal slot (the tree is binary and full)")
+        return int(n + free[0])
+
+    def detach(self, v: int) -> tuple[str, int, float]:
+        """Cut the subtree under ``v`` (not the root) off the tree.
+
+        Returns where it was, for :meth:`attach`: ``("edge", s, log1m_t)`` when its
+        parent had two children (the parent is removed and ``v`` hung on the edge above
+        its sibling ``s`` at the parent's time) or ``("node", p, nan)`` when the parent
+        ``p`` keeps two or more children.
+        """
+        n = self.n_leaves
+        p = int(self.parent[v])
+        if p < 0:
+            raise ValueError(f"tree: node {v} is the root or detached")
+        siblings = np.flatnonzero(self.parent == p)
+        siblings = siblings[siblings != v]
+        self.parent[v] = DETACHED
+        if siblings.size >= 2:
+            return "node", p, math.nan
+        s = int(siblings[0])
+        self.parent[s] = self.parent[p]
+        l_p = float(self.log1m_t[p - n])
+        self.parent[p] = UNUSED_SLOT
+        self.log1m_t[p - n] = 0.0
+        return "edge", s, l_p
+
+    def attach(self, v: int, mode: str, anchor: int, log1m_t: float = math.nan) -> None:
+        """Hang the detached subtree ``v`` at ``anchor``: as a new child of the node
+        (``mode="node"``), or under a new node at ``log1m_t`` on the edge above it
+        (``mode="edge"``)."""
+        if self.parent[v] != DETACHED:
+            raise ValueError(f"tree: node {v} is not detached")
+        if mode == "node":
+            self.parent[v] = anchor
+            return
+        if mode != "edge":
+            raise ValueError(f"mode: 'node' or 'edge', got {mode!r}")
+        w = self.free_slot()
+        self.parent[w] = self.parent[anchor]
+        self.parent[anchor] = w
+        self.parent[v] = w
+        self.log1m_t[w - self.n_leaves] = log1m_t
+
+
+DETACHED = -3
+"""``parent`` code of the root of a detached subtree (:meth:`DiffusionTree.detach`)."""

@@ -24,6 +24,7 @@ FAST_ARGS = {
     "gaussian_graphical_models": ["--fast"],
     "ibp_factor_analysis": ["--fast"],
     "mixtures_of_trees": ["--fast"],
+    "pitman_yor_diffusion_tree": ["--fast"],
     "testing_your_sampler": ["--fast"],
     "write_your_own_model": ["--fast"],
 }

@@ -1,0 +1,764 @@
+"""Pitman-Yor diffusion tree: joint log density of a tree, its divergence times and
+Gaussian data at its leaves, as a PyTensor Op with exact reverse-mode gradients.
+
+Knowles (2012) ch. 4 (digest ``knowles-nsfa-pydt.md`` §3). A tree over ``n`` leaves is
+stored as in :mod:`custom_ops.trees`: ``parent`` (2n - 1 node slots, -1 root, -2 unused)
+and ``log1m_t`` = log(1 - t) of each internal slot, with the divergence function
+``a(t) = c / (1 - t)``, ``A(t) = -c log(1 - t)``.
+
+Prior (structure and times), the product over internal nodes ``v`` with ``K_v``
+children holding ``n_1..n_K`` leaves (``m(v) = sum n_k``):
+
+* Eq. 4.23  ``a(t_v) prod_{k=3}^{K_v} [theta + (k-1) alpha] prod_l Gamma(n_l - alpha)
+  / (Gamma(m(v) + theta) Gamma(1 - alpha)^(K_v - 1))``;
+* Eq. 4.25  ``exp[(A(t_u) - A(t_v)) H_{m(v)-1}]`` over every edge ``[uv]`` into an
+  internal node (the root's from the origin, ``A(0) = 0``), with
+  ``H_n = sum_{i=1}^n Gamma(i - alpha) / Gamma(i + 1 + theta)`` (Eq. 4.24);
+
+together Eq. 4.28 per node. The structure alone (times integrated out) is Markov
+branching: :func:`log_structure_prob` is the product over nodes of Eq. 4.23 without
+``a(t_v)`` divided by ``H_{m(v)-1}`` (the time-change ``u = A(t)`` makes each subtree an
+independent diffusion tree; digest §7 item 20), the split distribution of the
+multifurcating Gibbs fragmentation tree (§4.4.4).
+
+Likelihood: Brownian motion ``x(t) ~ N(0, sigma2 t I)`` along the tree observed at the
+leaves at ``t = 1`` (Eq. 4.26) with the internal locations integrated out by the upward
+Gaussian message recursion of digest §3.9 in O(n D): child ``k`` sends
+``N(x_u; mu_k, r_k)`` with ``r_k = s_k + sigma2 (t_k - t_u)``; the node combines
+``1/s_u = sum 1/r_k``, ``mu_u = s_u sum mu_k / r_k`` and collects
+``-(K-1)/2 log 2 pi - 1/2 sum log r_k + 1/2 log s_u - 1/2 sum (mu_k - mu_u)^2 / r_k``
+per dimension; the root adds ``log N(0; mu_root, s_root + sigma2 t_root)``. This equals
+the dense ``sum_d log N(X[:, d]; 0, sigma2 C)`` with ``C_ij`` the divergence time of the
+pair's most recent common ancestor and ``C_ii = 1``
+(:func:`custom_ops.trees.diffusion_tree_mrca_times`).
+
+Valid parameters (§4.4.2): ``c > 0``, ``sigma2 > 0``, ``alpha < 1`` and either
+``alpha >= 0, theta >= -2 alpha`` (``theta = -2 alpha`` is the binary family, the DDT at
+``theta = alpha = 0``), or ``alpha < 0, theta = -kappa alpha`` for an integer
+``kappa >= 2`` (at most ``kappa`` children per node; ``kappa = 2`` is binary).
+Outside them, or for an invalid tree, the Op returns ``-inf`` (and NaN gradients);
+:func:`pydt_logp` raises ``ValueError`` for numeric bad input before building anything.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numba
+import numpy as np
+import pytensor.tensor as pt
+from pytensor.gradient import DisconnectedType, grad_undefined
+from pytensor.graph.basic import Apply, Constant
+from pytensor.graph.op import Op
+from pytensor.link.numba.dispatch import basic as nb
+
+from custom_ops.conjugate import digamma
+from custom_ops.trees import (
+    DIFFUSION_TREE_ERRORS,
+    diffusion_tree_structure,
+    diffusion_tree_topology,
+)
+
+__all__ = [
+    "PARAMETER_ERRORS",
+    "PYDTLogProb",
+    "PYDTLogProbGrad",
+    "check_parameters",
+    "check_tree",
+    "h_table",
+    "log_split_prob",
+    "log_structure_prob",
+    "parameter_code",
+    "pydt_draw_data",
+    "pydt_draw_tree",
+    "pydt_forward",
+    "pydt_logp",
+    "pydt_logp_terms",
+    "pydt_value_and_grad",
+]
+
+_jit = numba.njit(cache=True)
+# PyTensor caches registered Numba closures by Op type and props: bump on signature change.
+_NUMBA_CACHE_VERSION = 2
+_LOG_2PI = math.log(2.0 * math.pi)
+_MIN_VARIANCE = 1e-300
+
+PARAMETER_ERRORS = {
+    1: "c: the divergence-function scale must be finite and > 0",
+    2: "alpha: the discount must be finite and < 1",
+    3: "theta: must be finite and >= -2 alpha when 0 <= alpha < 1 (theta = -2 alpha is "
+    "the binary family)",
+    4: "theta: with alpha < 0 it must equal -kappa alpha for an integer kappa >= 2 "
+    "(at most kappa children per node)",
+    5: "sigma2: the Brownian-motion variance must be finite and > 0",
+}
+
+
+@_jit
+def parameter_code(c, theta, alpha, sigma2):
+    """0 if the parameters are in range (module docstring), else a PARAMETER_ERRORS key."""
+    if not (math.isfinite(c) and c > 0.0):
+        return 1
+    if not (math.isfinite(alpha) and alpha < 1.0):
+        return 2
+    if not math.isfinite(theta):
+        return 3
+    if alpha >= 0.0:
+        if theta < -2.0 * alpha:
+            return 3
+    else:
+        kappa = -theta / alpha
+        k = round(kappa)
+        if k < 2 or abs(kappa - k) > 1e-9 * max(1.0, kappa):
+            return 4
+    if not (math.isfinite(sigma2) and sigma2 > 0.0):
+        return 5
+    return 0
+
+
+def check_parameters(c, theta, alpha, sigma2=1.0):
+    """Raise ``ValueError`` naming the argument if the PYDT parameters are out of range."""
+    vals = {}
+    for name, v in (("c", c), ("theta", theta), ("alpha", alpha), ("sigma2", sigma2)):
+        a = np.asarray(v)
+        if a.ndim != 0 or not np.issubdtype(a.dtype, np.number) or np.iscomplexobj(a):
+            raise ValueError(f"{name}: must be a real scalar, got {v!r}")
+        vals[name] = float(a)
+    code = parameter_code(vals["c"], vals["theta"], vals["alpha"], vals["sigma2"])
+    if code:
+        raise ValueError(f"{PARAMETER_ERRORS[code]}; got c={vals['c']}, "
+                         f"theta={vals['theta']}, alpha={vals['alpha']}, "
+                         f"sigma2={vals['sigma2']}")
+
+
+def check_tree(parent, log1m_t, n_leaves=None):
+    """Validate a tree given as arrays; return (parent int64, log1m_t float64)."""
+    parent = np.asarray(parent)
+    if parent.ndim != 1 or not (
+        np.issubdtype(parent.dtype, np.integer)
+        or (np.issubdtype(parent.dtype, np.floating) and np.all(parent == np.round(parent)))
+    ):
+        raise ValueError("tree: parent must be a 1-D array of integer node indices")
+    if n_leaves is None:
+        n_leaves = (parent.shape[0] + 1) // 2
+    parent = np.ascontiguousarray(parent, dtype=np.int64)
+    log1m_t = np.ascontiguousarray(np.asarray(log1m_t, dtype=np.float64))
+    if log1m_t.ndim != 1:
+        raise ValueError("tree: log1m_t must be a 1-D array (one entry per internal slot)")
+    code = diffusion_tree_structure(parent, log1m_t, int(n_leaves))[0]
+    if code:
+        raise ValueError(DIFFUSION_TREE_ERRORS[code])
+    return parent, log1m_t
+
+
+# --------------------------------------------------------------------------------------
+# kernels
+# --------------------------------------------------------------------------------------
+@_jit
+def h_table(n_max, theta, alpha):
+    """``H_j`` (Eq. 4.24) for j = 0..n_max and its derivatives in theta and alpha.
+
+    Terms ``Gamma(i - alpha) / Gamma(i + 1 + theta)`` by the recurrence
+    ``term_{i+1} = term_i (i - alpha) / (i + 1 + theta)`` (no overflow at large i).
+    """
+    H = np.zeros(n_max + 1)
+    Ht = np.zeros(n_max + 1)
+    Ha = np.zeros(n_max + 1)
+    if n_max < 1:
+        return H, Ht, Ha
+    term = math.exp(math.lgamma(1.0 - alpha) - math.lgamma(2.0 + theta))
+    psi_a = digamma(1.0 - alpha)  # psi(i - alpha) at i = 1
+    psi_t = digamma(2.0 + theta)  # psi(i + 1 + theta) at i = 1
+    for i in range(1, n_max + 1):
+        H[i] = H[i - 1] + term
+        Ht[i] = Ht[i - 1] - term * psi_t
+        Ha[i] = Ha[i - 1] - term * psi_a
+        term *= (i - alpha) / (i + 1.0 + theta)
+        psi_a += 1.0 / (i - alpha)
+        psi_t += 1.0 / (i + 1.0 + theta)
+    return H, Ht, Ha
+
+
+@_jit
+def _gamma_tables(n, theta, alpha):
+    """lgamma(j - alpha), psi(j - alpha), lgamma(j + theta), psi(j + theta), j = 0..n
+    (entries that are not needed, e.g. j = 0, are left at 0)."""
+    lga = np.zeros(n + 1)
+    pga = np.zeros(n + 1)
+    lgt = np.zeros(n + 1)
+    pgt = np.zeros(n + 1)
+    lga[1] = math.lgamma(1.0 - alpha)
+    pga[1] = digamma(1.0 - alpha)
+    for j in range(1, n):
+        lga[j + 1] = lga[j] + math.log(j - alpha)
+        pga[j + 1] = pga[j] + 1.0 / (j - alpha)
+    if n >= 2:
+        lgt[2] = math.lgamma(2.0 + theta)
+        pgt[2] = digamma(2.0 + theta)
+        for j in range(2, n):
+            lgt[j + 1] = lgt[j] + math.log(j + theta)
+            pgt[j + 1] = pgt[j] + 1.0 / (j + theta)
+    return lga, pga, lgt, pgt
+
+
+@_jit
+def _prior(parent, log1m_t, n, order, child_ptr, child_idx, n_below, c, theta, alpha,
+           g_l, want_grad):
+    """log p(structure, times | c, theta, alpha) (Eqs. 4.23, 4.25); adds d/d log1m_t into
+    ``g_l`` when ``want_grad`` and returns (value, d/dc, d/dtheta, d/dalpha)."""
+    H, Ht, Ha = h_table(n, theta, alpha)
+    lga, pga, lgt, pgt = _gamma_tables(n, theta, alpha)
+    lp = 0.0
+    gc = 0.0
+    gth = 0.0
+    gal = 0.0
+    log_c = math.log(c)
+    n_int = 0
+    for r in range(order.shape[0]):
+        v = order[r]
+        if v < n:
+            continue
+        n_int += 1
+        k_v = child_ptr[v + 1] - child_ptr[v]
+        m = n_below[v]
+        lv = log1m_t[v - n]
+        # a(t_v) = c / (1 - t_v)
+        lp += log_c - lv
+        if want_grad:
+            g_l[v - n] -= 1.0
+        for k in range(3, k_v + 1):
+            f = theta + (k - 1) * alpha
+            if not f > 0.0:
+                return -np.inf, np.nan, np.nan, np.nan
+            lp += math.log(f)
+            gth += 1.0 / f
+            gal += (k - 1) / f
+        for j in range(child_ptr[v], child_ptr[v + 1]):
+            nb_ = n_below[child_idx[j]]
+            lp += lga[nb_]
+            gal -= pga[nb_]
+        lp -= lgt[m] + (k_v - 1) * lga[1]
+        gth -= pgt[m]
+        gal += (k_v - 1) * pga[1]
+        # edge into v: (A(t_u) - A(t_v)) H_{m-1} = c (lv - l_u) H_{m-1}
+        p = parent[v]
+        lu = 0.0 if p < 0 else log1m_t[p - n]
+        e = lv - lu
+        lp += c * e * H[m - 1]
+        gc += e * H[m - 1]
+        gth += c * e * Ht[m - 1]
+        gal += c * e * Ha[m - 1]
+        if want_grad:
+            g_l[v - n] += c * H[m - 1]
+            if p >= 0:
+                g_l[p - n] -= c * H[m - 1]
+    gc += n_int / c
+    return lp, gc, gth, gal
+
+
+@_jit
+def _edge_length(log1m_t, n, u, w):
+    """t_w - t_u without cancellation (t = 1 at leaves)."""
+    eu = math.exp(log1m_t[u - n])
+    if w < n:
+        return eu
+    return -eu * math.expm1(log1m_t[w - n] - log1m_t[u - n])
+
+
+@_jit
+def _likelihood(parent, log1m_t, X, order, child_ptr, child_idx, sigma2, want_grad,
+                g_l, g_x):
+    """log p(X | tree, sigma2) by upward Gaussian messages (digest §3.9), and its reverse
+    sweep: adds d/d log1m_t into ``g_l``, writes d/dX into ``g_x``; returns
+    (value, d/dsigma2)."""
+    n, d = X.shape
+    nn = parent.shape[0]
+    mu = np.empty((nn, d))
+    s = np.zeros(nn)
+    r = np.zeros(nn)
+    delta = np.zeros(nn)
+    for i in range(n):
+        for j in range(d):
+            mu[i, j] = X[i, j]
+    ll = 0.0
+    n_act = order.shape[0]
+    for q in range(n_act - 1, -1, -1):
+        v = order[q]
+        if v < n:
+            continue
+        prec = 0.0
+        for j in range(d):
+            mu[v, j] = 0.0
+        sum_log_r = 0.0
+        for a in range(child_ptr[v], child_ptr[v + 1]):
+            w = child_idx[a]
+            delta[w] = _edge_length(log1m_t, n, v, w)
+            # a leaf diverging within e^-690 of t = 1 would give a zero variance: floor it
+            r[w] = max(s[w] + sigma2 * delta[w], _MIN_VARIANCE)
+            iw = 1.0 / r[w]
+            prec += iw
+            sum_log_r += math.log(r[w])
+            for j in range(d):
+                mu[v, j] += iw * mu[w, j]
+        s[v] = 1.0 / prec
+        for j in range(d):
+            mu[v, j] *= s[v]
+        quad = 0.0
+        for a in range(child_ptr[v], child_ptr[v + 1]):
+            w = child_idx[a]
+            qw = 0.0
+            for j in range(d):
+                diff = mu[w, j] - mu[v, j]
+                qw += diff * diff
+            quad += qw / r[w]
+        k_v = child_ptr[v + 1] - child_ptr[v]
+        ll += -0.5 * d * (k_v - 1) * _LOG_2PI - 0.5 * d * sum_log_r + 0.5 * d * math.log(
+            s[v]
+        ) - 0.5 * quad
+    root = order[0]
+    t_root = -math.expm1(log1m_t[root - n])
+    r_root = max(s[root] + sigma2 * t_root, _MIN_VARIANCE)
+    q_root = 0.0
+    for j in range(d):
+        q_root += mu[root, j] * mu[root, j]
+    ll += -0.5 * d * (_LOG_2PI + math.log(r_root)) - 0.5 * q_root / r_root
+    if not want_grad:
+        return ll, 0.0
+    # reverse sweep (top-down): adjoints of s_v (sbar) and mu_v (mubar)
+    g_s2 = 0.0
+    sbar = np.zeros(nn)
+    mubar = np.zeros((nn, d))
+    rbar = -0.5 * d / r_root + 0.5 * (q_root / r_root) / r_root
+    for j in range(d):
+        mubar[root, j] = -mu[root, j] / r_root
+    sbar[root] = rbar
+    g_s2 += rbar * t_root
+    # d t_root / d log1m_t = -(1 - t_root)
+    g_l[root - n] -= rbar * sigma2 * math.exp(log1m_t[root - n])
+    for q in range(n_act):
+        v = order[q]
+        if v < n:
+            continue
+        sv = s[v]
+        for a in range(child_ptr[v], child_ptr[v + 1]):
+            w = child_idx[a]
+            iw = 1.0 / r[w]
+            qw = 0.0
+            proj = 0.0
+            for j in range(d):
+                diff = mu[w, j] - mu[v, j]
+                qw += diff * diff
+                proj += mubar[v, j] * diff
+                mubar[w, j] = iw * (sv * mubar[v, j] - diff)
+            rb = -0.5 * d * iw + iw * iw * (0.5 * d * sv + 0.5 * qw + sbar[v] * sv * sv
+                                            - sv * proj)
+            sbar[w] = rb
+            g_s2 += rb * delta[w]
+            db = rb * sigma2
+            # delta = exp(l_v) - exp(l_w)  (exp(l_w) = 0 at leaves)
+            g_l[v - n] += db * math.exp(log1m_t[v - n])
+            if w >= n:
+                g_l[w - n] -= db * math.exp(log1m_t[w - n])
+    for i in range(n):
+        for j in range(d):
+            g_x[i, j] = mubar[i, j]
+    return ll, g_s2
+
+
+@_jit
+def pydt_forward(parent, log1m_t, X, c, theta, alpha, sigma2):
+    """(log prior, log likelihood); ``-inf`` for an invalid tree or parameters."""
+    n = X.shape[0]
+    code, order, child_ptr, child_idx, n_below = diffusion_tree_structure(parent, log1m_t, n)
+    if code != 0 or parameter_code(c, theta, alpha, sigma2) != 0:
+        return -np.inf, -np.inf
+    g_l = np.zeros(0)
+    g_x = np.zeros((0, 0))
+    lp = _prior(parent, log1m_t, n, order, child_ptr, child_idx, n_below, c, theta, alpha,
+                g_l, False)[0]
+    ll = _likelihood(parent, log1m_t, X, order, child_ptr, child_idx, sigma2, False, g_l,
+                     g_x)[0]
+    return lp, ll
+
+
+@_jit
+def pydt_value_and_grad(parent, log1m_t, X, c, theta, alpha, sigma2, w_prior, w_lik):
+    """Value and gradient of ``w_prior * log prior + w_lik * log likelihood``.
+
+    Returns ``(lp, ll, g_log1m_t, g_X, g_c, g_theta, g_alpha, g_sigma2)``; gradients are
+    NaN where the density is zero (invalid tree or parameters).
+    """
+    n, d = X.shape
+    g_l = np.zeros(log1m_t.shape[0])
+    g_lp = np.zeros(log1m_t.shape[0])
+    g_x = np.zeros((n, d))
+    code, order, child_ptr, child_idx, n_below = diffusion_tree_structure(parent, log1m_t, n)
+    if code != 0 or parameter_code(c, theta, alpha, sigma2) != 0:
+        g_l[:] = np.nan
+        g_x[:] = np.nan
+        return -np.inf, -np.inf, g_l, g_x, np.nan, np.nan, np.nan, np.nan
+    lp, gc, gth, gal = _prior(parent, log1m_t, n, order, child_ptr, child_idx, n_below, c,
+                              theta, alpha, g_lp, True)
+    ll, gs2 = _likelihood(parent, log1m_t, X, order, child_ptr, child_idx, sigma2, True,
+                          g_l, g_x)
+    for k in range(g_l.shape[0]):
+        g_l[k] = w_prior * g_lp[k] + w_lik * g_l[k]
+    for i in range(n):
+        for j in range(d):
+            g_x[i, j] *= w_lik
+    return (lp, ll, g_l, g_x, w_prior * gc, w_prior * gth, w_prior * gal, w_lik * gs2)
+
+
+@_jit
+def log_split_prob(counts, theta, alpha, H_m1):
+    """log q(n_1..n_K | m): probability that a node over ``m = sum n_k`` labelled leaves
+    splits into the given (labelled) blocks, times integrated out; ``H_m1`` is
+    ``H_{m-1}`` (Eq. 4.24). Eq. 4.23 without a(t_v), divided by ``H_{m-1}``."""
+    k_v = counts.shape[0]
+    m = 0
+    out = 0.0
+    for k in range(3, k_v + 1):
+        f = theta + (k - 1) * alpha
+        if not f > 0.0:
+            return -np.inf
+        out += math.log(f)
+    for j in range(k_v):
+        m += counts[j]
+        out += math.lgamma(counts[j] - alpha)
+    out -= math.lgamma(m + theta) + (k_v - 1) * math.lgamma(1.0 - alpha)
+    return out - math.log(H_m1)
+
+
+@_jit
+def _log_structure(parent, n, theta, alpha):
+    code, order, child_ptr, child_idx, n_below = diffusion_tree_topology(parent, n)
+    if code != 0:
+        return -np.inf
+    H = h_table(n, theta, alpha)[0]
+    out = 0.0
+    for r in range(order.shape[0]):
+        v = order[r]
+        if v < n:
+            continue
+        k_v = child_ptr[v + 1] - child_ptr[v]
+        counts = np.empty(k_v, dtype=np.int64)
+        for j in range(k_v):
+            counts[j] = n_below[child_idx[child_ptr[v] + j]]
+        out += log_split_prob(counts, theta, alpha, H[n_below[v] - 1])
+    return out
+
+
+def log_structure_prob(parent, theta, alpha):
+    """log P(structure | theta, alpha) of a tree over labelled leaves, divergence times
+    integrated out: the product over nodes of :func:`log_split_prob`. It does not depend
+    on ``c`` (or on the divergence function, when ``A(1) = infinity``)."""
+    parent = np.ascontiguousarray(parent, dtype=np.int64)
+    n = (parent.shape[0] + 1) // 2
+    check_parameters(1.0, theta, alpha, 1.0)
+    return float(_log_structure(parent, n, float(theta), float(alpha)))
+
+
+# --------------------------------------------------------------------------------------
+# prior draws (the sequential generative process, §4.3.1)
+# --------------------------------------------------------------------------------------
+@_jit
+def pydt_draw_tree(rng, n, c, theta, alpha, parent, log1m_t):
+    """Draw a tree over ``n`` leaves by the sequential generative process (Knowles 2012
+    §4.3, §4.3.1) into ``parent`` (2n - 1) and ``log1m_t`` (n - 1).
+
+    Point ``i`` follows the path of the earlier points. On a segment traversed by ``m``
+    points it diverges at rate ``a(t) Gamma(m - alpha) / Gamma(m + 1 + theta)`` (Eq.
+    4.9); in ``u = -log(1 - t) = A(t) / c`` the waiting time is exponential, which is the
+    inversion sampling of Eqs. 4.13 / 4.15 done in A-space (plain t rounds to 1 for small
+    c). Passing a branch point with ``K`` branches it follows branch ``k`` w.p.
+    ``(b_k - alpha) / (m + theta)`` or starts a new one w.p. ``(theta + alpha K) /
+    (m + theta)`` (Eqs. 4.10-4.11).
+    """
+    nn = 2 * n - 1
+    u = np.full(nn, np.inf)
+    first = np.full(nn, -1, dtype=np.int64)
+    nxt = np.full(nn, -1, dtype=np.int64)
+    n_below = np.zeros(nn, dtype=np.int64)
+    n_child = np.zeros(nn, dtype=np.int64)
+    for v in range(nn):
+        parent[v] = -2
+    parent[0] = -1
+    n_below[0] = 1
+    root = 0
+    n_int = 0
+    for i in range(1, n):
+        v = root
+        u_top = 0.0
+        n_below[i] = 1
+        while True:
+            m = n_below[v]
+            rate = c * math.exp(math.lgamma(m - alpha) - math.lgamma(m + 1.0 + theta))
+            u_d = u_top + rng.exponential() / rate
+            if u_d < u[v]:
+                w = n + n_int
+                n_int += 1
+                u[w] = u_d
+                p = parent[v]
+                parent[w] = p
+                if p >= 0:
+                    # replace v by w among p's children
+                    if first[p] == v:
+                        first[p] = w
+                    else:
+                        q = first[p]
+                        while nxt[q] != v:
+                            q = nxt[q]
+                        nxt[q] = w
+                    nxt[w] = nxt[v]
+                else:
+                    root = w
+                parent[v] = w
+                parent[i] = w
+                first[w] = v
+                nxt[v] = i
+                nxt[i] = -1
+                n_child[w] = 2
+                n_below[w] = m
+                break
+            k_v = n_child[v]
+            x = rng.random() * (m + theta)
+            acc = theta + alpha * k_v
+            if x < acc:
+                parent[i] = v
+                nxt[i] = first[v]
+                first[v] = i
+                n_child[v] += 1
+                break
+            chosen = first[v]
+            q = first[v]
+            while q >= 0:
+                acc += n_below[q] - alpha
+                chosen = q
+                if x < acc:
+                    break
+                q = nxt[q]
+            u_top = u[v]
+            v = chosen
+        q = parent[i]
+        while q >= 0:
+            n_below[q] += 1
+            q = parent[q]
+    for k in range(n - 1):
+        log1m_t[k] = -u[n + k] if k < n_int else 0.0
+
+
+@_jit
+def pydt_draw_data(rng, parent, log1m_t, sigma2, d, out):
+    """Brownian motion with variance ``sigma2`` per unit time down the tree (Eq. 4.7 /
+    4.26), observed at the leaves: ``out`` (n, d)."""
+    n = out.shape[0]
+    order = diffusion_tree_structure(parent, log1m_t, n)[1]
+    x = np.zeros((parent.shape[0], d))
+    for r in range(order.shape[0]):
+        v = order[r]
+        p = parent[v]
+        if p < 0:
+            var = -sigma2 * math.expm1(log1m_t[v - n])
+            base = -1
+        else:
+            var = sigma2 * _edge_length(log1m_t, n, p, v)
+            base = p
+        sd = math.sqrt(var)
+        for j in range(d):
+            x[v, j] = (0.0 if base < 0 else x[base, j]) + sd * rng.standard_normal()
+    for i in range(n):
+        for j in range(d):
+            out[i, j] = x[i, j]
+
+
+# --------------------------------------------------------------------------------------
+# Ops
+# --------------------------------------------------------------------------------------
+def _float_scalar(x, name):
+    x = pt.as_tensor_variable(x)
+    if x.ndim != 0:
+        raise ValueError(f"{name}: must be a scalar, got ndim {x.ndim}")
+    return pt.cast(x, "float64") if x.dtype != "float64" else x
+
+
+class PYDTLogProb(Op):
+    """``(parent, log1m_t, X, c, theta, alpha, sigma2) -> (log prior, log likelihood)``.
+
+    ``log prior`` = log p(structure, times | c, theta, alpha) (Eqs. 4.23 x 4.25);
+    ``log likelihood`` = log p(X | tree, sigma2) (Eq. 4.26, internal locations integrated
+    out). ``X`` with zero columns gives the prior alone. Differentiable in ``log1m_t``,
+    ``X``, ``c``, ``theta``, ``alpha``, ``sigma2``; ``parent`` is discrete.
+    """
+
+    __props__ = ()
+
+    def make_node(self, parent, log1m_t, X, c, theta, alpha, sigma2):
+        parent = pt.as_tensor_variable(parent)
+        if parent.ndim != 1 or not parent.dtype.startswith(("int", "uint")):
+            raise TypeError(f"parent: must be a 1-D integer tensor, got {parent.type}")
+        parent = pt.cast(parent, "int64") if parent.dtype != "int64" else parent
+        log1m_t = pt.as_tensor_variable(log1m_t)
+        if log1m_t.ndim != 1:
+            raise ValueError(f"log1m_t: must be 1-D, got ndim {log1m_t.ndim}")
+        log1m_t = pt.cast(log1m_t, "float64") if log1m_t.dtype != "float64" else log1m_t
+        X = pt.as_tensor_variable(X)
+        if X.ndim != 2:
+            raise ValueError(f"X: must be 2-D (n leaves, D dimensions), got ndim {X.ndim}")
+        X = pt.cast(X, "float64") if X.dtype != "float64" else X
+        c, theta, alpha, sigma2 = (
+            _float_scalar(v, nm)
+            for v, nm in ((c, "c"), (theta, "theta"), (alpha, "alpha"), (sigma2, "sigma2"))
+        )
+        if all(isinstance(v, Constant) for v in (c, theta, alpha, sigma2)):
+            check_parameters(c.data, theta.data, alpha.data, sigma2.data)
+        if isinstance(parent, Constant) and isinstance(log1m_t, Constant):
+            n_static = X.type.shape[0]
+            check_tree(parent.data, log1m_t.data, n_static)
+        return Apply(
+            self,
+            [parent, log1m_t, X, c, theta, alpha, sigma2],
+            [pt.dscalar("log_prior"), pt.dscalar("log_lik")],
+        )
+
+    def perform(self, node, inputs, output_storage):
+        parent, log1m_t, X, c, theta, alpha, sigma2 = inputs
+        lp, ll = pydt_forward(
+            np.ascontiguousarray(parent, dtype=np.int64),
+            np.ascontiguousarray(log1m_t, dtype=np.float64),
+            np.ascontiguousarray(X, dtype=np.float64),
+            float(c), float(theta), float(alpha), float(sigma2),
+        )
+        output_storage[0][0] = np.asarray(lp, dtype=np.float64)
+        output_storage[1][0] = np.asarray(ll, dtype=np.float64)
+
+    def infer_shape(self, node, input_shapes):
+        return [(), ()]
+
+    def pullback(self, inputs, outputs, cotangents):
+        parent, log1m_t, X, c, theta, alpha, sigma2 = inputs
+        g_prior, g_lik = cotangents
+        if isinstance(g_prior.type, DisconnectedType):
+            g_prior = pt.constant(0.0, dtype="float64")
+        if isinstance(g_lik.type, DisconnectedType):
+            g_lik = pt.constant(0.0, dtype="float64")
+        grads = PYDTLogProbGrad()(parent, log1m_t, X, c, theta, alpha, sigma2, g_prior,
+                                  g_lik)
+        return [grad_undefined(self, 0, parent, "parent (the tree) is discrete"), *grads]
+
+    if not hasattr(Op, "pullback"):  # pytensor < 3
+        L_op = pullback
+
+
+class PYDTLogProbGrad(Op):
+    """Gradient of :class:`PYDTLogProb` given the cotangents of both outputs:
+    ``(d log1m_t, d X, d c, d theta, d alpha, d sigma2)``."""
+
+    __props__ = ()
+
+    def make_node(self, parent, log1m_t, X, c, theta, alpha, sigma2, g_prior, g_lik):
+        g_prior = _float_scalar(g_prior, "g_prior")
+        g_lik = _float_scalar(g_lik, "g_lik")
+        inputs = [parent, log1m_t, X, c, theta, alpha, sigma2, g_prior, g_lik]
+        outputs = [log1m_t.type(), X.type(), c.type(), theta.type(), alpha.type(),
+                   sigma2.type()]
+        return Apply(self, inputs, outputs)
+
+    def perform(self, node, inputs, output_storage):
+        parent, log1m_t, X, c, theta, alpha, sigma2, g_prior, g_lik = inputs
+        out = pydt_value_and_grad(
+            np.ascontiguousarray(parent, dtype=np.int64),
+            np.ascontiguousarray(log1m_t, dtype=np.float64),
+            np.ascontiguousarray(X, dtype=np.float64),
+            float(c), float(theta), float(alpha), float(sigma2),
+            float(g_prior), float(g_lik),
+        )
+        output_storage[0][0] = out[2]
+        output_storage[1][0] = out[3]
+        for k in range(4):
+            output_storage[2 + k][0] = np.asarray(out[4 + k], dtype=np.float64)
+
+    def infer_shape(self, node, input_shapes):
+        return [input_shapes[1], input_shapes[2], (), (), (), ()]
+
+
+@nb.register_funcify_default_op_cache_key(PYDTLogProb)
+def _numba_pydt_logprob(op, node, **kwargs):
+    @numba.njit
+    def f(parent, log1m_t, X, c, theta, alpha, sigma2):
+        lp, ll = pydt_forward(
+            np.ascontiguousarray(parent), np.ascontiguousarray(log1m_t),
+            np.ascontiguousarray(X), c.item(), theta.item(), alpha.item(), sigma2.item(),
+        )
+        return np.asarray(lp), np.asarray(ll)
+
+    return f, _NUMBA_CACHE_VERSION
+
+
+@nb.register_funcify_default_op_cache_key(PYDTLogProbGrad)
+def _numba_pydt_logprob_grad(op, node, **kwargs):
+    @numba.njit
+    def f(parent, log1m_t, X, c, theta, alpha, sigma2, g_prior, g_lik):
+        out = pydt_value_and_grad(
+            np.ascontiguousarray(parent), np.ascontiguousarray(log1m_t),
+            np.ascontiguousarray(X), c.item(), theta.item(), alpha.item(), sigma2.item(),
+            g_prior.item(), g_lik.item(),
+        )
+        return (out[2], out[3], np.asarray(out[4]), np.asarray(out[5]), np.asarray(out[6]),
+                np.asarray(out[7]))
+
+    return f, _NUMBA_CACHE_VERSION
+
+
+# --------------------------------------------------------------------------------------
+# user-facing functions
+# --------------------------------------------------------------------------------------
+def _prepare(parent, log1m_t, X, c, theta, alpha, sigma2):
+    """Eager validation of numeric inputs (ValueError naming the argument)."""
+    if not isinstance(X, pt.TensorVariable):
+        X = np.asarray(X, dtype=np.float64)
+        if X.ndim != 2:
+            raise ValueError(f"X: must be a 2-D array (n leaves, D dimensions), got ndim "
+                             f"{X.ndim}")
+        if X.shape[0] < 2:
+            raise ValueError(f"X: a diffusion tree needs n >= 2 leaves, got n = {X.shape[0]}")
+        if not np.all(np.isfinite(X)):
+            raise ValueError("X: contains NaN or infinite values")
+    if not any(isinstance(v, pt.TensorVariable) for v in (c, theta, alpha, sigma2)):
+        check_parameters(c, theta, alpha, sigma2)
+    if not isinstance(parent, pt.TensorVariable) and not isinstance(
+        log1m_t, pt.TensorVariable
+    ):
+        n = X.shape[0] if isinstance(X, np.ndarray) else None
+        parent, log1m_t = check_tree(parent, log1m_t, n)
+        if n is not None and parent.shape[0] != 2 * n - 1:
+            raise ValueError(f"tree: parent has {parent.shape[0]} slots but X has n = {n} "
+                             f"rows (need 2 n - 1)")
+    return parent, log1m_t, X
+
+
+def pydt_logp_terms(parent, log1m_t, X, c, theta, alpha, sigma2):
+    """Symbolic ``(log prior, log likelihood)`` of a Pitman-Yor diffusion tree.
+
+    Parameters
+    ----------
+    parent : (2 n - 1,) int array or tensor
+        Parent of each node (leaves 0..n-1, internal slots n..2n-2; -1 root, -2 unused).
+    log1m_t : (n - 1,) float array or tensor
+        log(1 - t) of each internal slot (entries of unused slots are ignored).
+    X : (n, D) array or tensor
+        Data at the leaves (row i at leaf i); ``D = 0`` gives the prior alone.
+    c, theta, alpha : scalars
+        Divergence function ``a(t) = c / (1 - t)``; Pitman-Yor concentration and
+        discount (ranges in the module docstring).
+    sigma2 : scalar
+        Brownian-motion variance per unit time.
+    """
+    parent, log1m_t, X = _prepare(parent, log1m_t, X, c, theta, alpha, sigma2)
+    return PYDTLogProb()(parent, log1m_t, X, c, theta, alpha, sigma2)
+
+
+def pydt_logp(parent, log1m_t, X, c, theta, alpha, sigma2):
+    """log p(structure, times | c, theta, alpha) + log p(X | tree, sigma2) (symbolic);
+    parameters as in :func:`pydt_logp_terms`."""
+    lp, ll = pydt_logp_terms(parent, log1m_t, X, c, theta, alpha, sigma2)
+    return lp + ll

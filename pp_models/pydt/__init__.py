@@ -1,0 +1,22 @@
+"""Pitman-Yor diffusion tree (Knowles 2012 ch. 4): prior draws, the model factory, the
+greedy sequential build and post-fit outputs."""
+
+from pp_models.pydt.greedy import GreedyResult, greedy
+from pp_models.pydt.model import DEFAULT_PRIORS, model, trees_from_posterior
+from pp_models.pydt.outputs import log_predictive, log_predictive_tree
+from pp_models.pydt.prior import PriorDraw, sample_prior
+from pp_models.registry import ModelEntry
+
+__all__ = ["CLI_ENTRY", "DEFAULT_PRIORS", "GreedyResult", "PriorDraw", "greedy",
+           "log_predictive", "log_predictive_tree", "model", "sample_prior",
+           "trees_from_posterior"]
+
+CLI_ENTRY = ModelEntry(
+    name="pydt",
+    description="Pitman-Yor diffusion tree: a hierarchical clustering / density model "
+    "(tree moves + NUTS for c, theta, alpha, sigma2)",
+    methods=("gibbs", "auto"),
+    build=lambda dataset, **options: model(dataset.data, **options),
+    default_dataset="iris",
+    fit_defaults={"draws": 200, "tune": 100, "chains": 2},
+)

@@ -1,0 +1,131 @@
+"""The Pitman-Yor diffusion tree model of Knowles (2012) §4.5 as a PyMC model."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+import pymc as pm
+import pytensor.tensor as pt
+import xarray as xr
+
+from pp_models.distributions.pydt import DiffusionTreeGaussian, PYDiffusionTree
+from pp_models.model_info import DerivedStatistic, StepHint, ZooModelInfo, attach_info
+from pp_models.trees import DiffusionTree
+
+__all__ = ["DEFAULT_PRIORS", "model", "trees_from_posterior"]
+
+#: Gamma (shape, rate) / Beta (a, b) hyperpriors used in all of Knowles' experiments
+#: (§4.5, Eqs. 4.50-4.51): theta ~ G(2, .5), alpha ~ Beta(1, 1), c ~ G(1, 1),
+#: 1/sigma2 ~ G(1, 1).
+DEFAULT_PRIORS = {"theta": (2.0, 0.5), "alpha": (1.0, 1.0), "c": (1.0, 1.0),
+                  "precision": (1.0, 1.0)}
+
+
+def _check_X(X):
+    X = np.asarray(X, dtype=np.float64) if not isinstance(X, np.ndarray) else X
+    if X.ndim != 2:
+        raise ValueError(f"X: must be a 2-D array (n points, D dimensions), got ndim {X.ndim}")
+    if X.shape[0] < 2:
+        raise ValueError(f"X: a diffusion tree needs at least 2 points, got n = {X.shape[0]}")
+    if X.shape[1] < 1:
+        raise ValueError("X: needs at least one column")
+    if not np.issubdtype(X.dtype, np.number) or not np.all(np.isfinite(X)):
+        raise ValueError("X: contains NaN or infinite values")
+    return np.asarray(X, dtype=np.float64)
+
+
+def _check_priors(priors, binary):
+    if priors is None:
+        priors = {}
+    if not isinstance(priors, Mapping):
+        raise TypeError(f"priors: a mapping name -> (a, b), got {type(priors).__name__}")
+    unknown = set(priors) - set(DEFAULT_PRIORS)
+    if unknown:
+        raise ValueError(f"priors: unknown {sorted(unknown)}; known {sorted(DEFAULT_PRIORS)}")
+    out = {**DEFAULT_PRIORS, **priors}
+    for name, pair in out.items():
+        a = np.asarray(pair, dtype=np.float64)
+        if a.shape != (2,) or not np.all(np.isfinite(a)) or np.any(a <= 0):
+            raise ValueError(f"priors: {name} needs two finite positive numbers, got {pair!r}")
+        out[name] = (float(a[0]), float(a[1]))
+    return out
+
+
+def trees_from_posterior(posterior: xr.Dataset) -> list[DiffusionTree]:
+    """Every posterior draw of ``tree`` as a :class:`DiffusionTree` (chains concatenated)."""
+    packed = posterior["tree"].values
+    return [DiffusionTree.from_packed(p, validate=False)
+            for p in packed.reshape(-1, *packed.shape[-2:])]
+
+
+def _per_draw(function):
+    def statistic(posterior: xr.Dataset) -> xr.DataArray:
+        packed = posterior["tree"].values
+        flat = packed.reshape(-1, *packed.shape[-2:])
+        out = np.array([function(DiffusionTree.from_packed(p, validate=False)) for p in flat])
+        return xr.DataArray(out.reshape(packed.shape[:2]), dims=("chain", "draw"))
+
+    return statistic
+
+
+def model(X, *, priors=None, binary=False):
+    """Pitman-Yor diffusion tree density model of the rows of ``X`` (Knowles 2012 §4.5).
+
+    ``tree ~ PYDiffusionTree(c, theta, alpha)`` over the ``n`` rows, the rows are
+    Brownian motion with variance ``sigma2`` down the tree observed at ``t = 1``; the
+    internal locations are integrated out (custom_ops.pydt).
+
+    Parameters
+    ----------
+    X : (n, D) array
+        Data, one point per row.
+    priors : mapping, optional
+        ``{"theta": (shape, rate), "alpha": (a, b), "c": (shape, rate),
+        "precision": (shape, rate)}``: Gamma / Beta hyperpriors; missing ones take the
+        thesis's values (:data:`DEFAULT_PRIORS`). ``precision = 1 / sigma2``.
+    binary : bool
+        The Dirichlet diffusion tree (Neal 2001): ``theta = alpha = 0``, binary trees.
+
+    Returns
+    -------
+    pymc.Model
+        Free variables ``c``, ``theta``, ``alpha`` (unless binary), ``precision`` and
+        ``tree``; ``sigma2`` is deterministic. ``fit`` runs the tree moves of
+        ``inference.gibbs.pydt`` for ``tree`` and NUTS for the rest.
+    """
+    X = _check_X(X)
+    if not isinstance(binary, bool | np.bool_):
+        raise TypeError(f"binary: must be a bool, got {binary!r}")
+    p = _check_priors(priors, binary)
+    n, d = X.shape
+    with pm.Model() as m:
+        c = pm.Gamma("c", alpha=p["c"][0], beta=p["c"][1])
+        if binary:
+            theta = pt.constant(0.0)
+            alpha = pt.constant(0.0)
+            hyper = ("c", "precision")
+        else:
+            theta = pm.Gamma("theta", alpha=p["theta"][0], beta=p["theta"][1])
+            alpha = pm.Beta("alpha", alpha=p["alpha"][0], beta=p["alpha"][1])
+            hyper = ("c", "theta", "alpha", "precision")
+        precision = pm.Gamma("precision", alpha=p["precision"][0], beta=p["precision"][1])
+        sigma2 = pm.Deterministic("sigma2", 1.0 / precision)
+        tree = PYDiffusionTree("tree", c, theta, alpha, n)
+        DiffusionTreeGaussian("X", tree, sigma2, d, observed=X)
+    info = ZooModelInfo(
+        family="pydt",
+        preferred_method="gibbs",
+        step_hints=(StepHint("pydt_tree", ("tree",)), StepHint("nuts", hyper)),
+        derived=(
+            DerivedStatistic("root_time", _per_draw(lambda t: t.root_time),
+                             "divergence time of the first branch point"),
+            DerivedStatistic("n_internal", _per_draw(lambda t: t.n_internal),
+                             "number of branch points"),
+            DerivedStatistic("n_multifurcations", _per_draw(lambda t: t.n_multifurcations),
+                             "branch points with more than two children"),
+        ),
+        label_variables=("tree",),
+        notes="DDT (binary, theta = alpha = 0)" if binary else "Pitman-Yor diffusion tree",
+    )
+    return attach_info(m, info)
