@@ -21,6 +21,7 @@ for each row d
        psi_d + |g|^2)`` (Eqs 3.13-3.15 by the matrix determinant lemma), ``E^`` the
        residual with every singleton off. Then the singletons' X rows are drawn from
        their collapsed posterior ``N(m_n, M^{-1})``, ``M = I + tau_d g g^T``.
+
 then X | rest jointly per column (Eq. 3.17: one Cholesky of ``G^T T G + I`` per sweep,
 or one per column with missing data), then the conjugate updates with the ½ the printed
 rates omit: ``tau_d ~ Gamma(a + N_d/2, b + ½ sum_n E_dn^2)`` (or one isotropic tau),
