@@ -33,6 +33,7 @@ RESULT_FILES = ("posterior.nc", "summary.csv", "trace.png")
 FAMILY_PLOTS = {
     "ggm": ("graph", "pp_models.ggm.outputs:plot_results"),
     "mixture_of_trees": ("structure", "pp_models.mixture_of_trees.outputs:plot_structure"),
+    "pydt": ("tree", "pp_models.pydt.outputs:plot_results"),
 }
 
 

@@ -68,9 +68,12 @@ def _n_nonroot(tree):
 
 
 def detach_reattach(rng, tree, v, X, c, theta, alpha, sigma2, current=None,
-                    exact_ratio=True):
+                    exact_ratio=True, proposal_ratio=True):
     """One detach-and-reattach Metropolis-Hastings move of the subtree under ``v`` (module
-    docstring), in place. Returns ``(accepted, log posterior of the kept tree)``."""
+    docstring), in place. Returns ``(accepted, log posterior of the kept tree)``.
+
+    ``exact_ratio=False`` (the prior-as-proposal shortcut) and ``proposal_ratio=False``
+    (``g_R(old) / g_R(new)`` left out) are the planted bugs of the tests' twins."""
     if current is None:
         current = _log_post(tree, X, c, theta, alpha, sigma2)
     n_before = _n_nonroot(tree)
@@ -91,8 +94,9 @@ def detach_reattach(rng, tree, v, X, c, theta, alpha, sigma2, current=None,
     tree.attach(v, *new)
     proposed = _log_post(tree, X, c, theta, alpha, sigma2)
     if exact_ratio:
-        log_ratio = (proposed - current + log_q_old - log_q_new
-                     + math.log(n_before) - math.log(_n_nonroot(tree)))
+        log_ratio = (proposed - current + math.log(n_before) - math.log(_n_nonroot(tree)))
+        if proposal_ratio:
+            log_ratio += log_q_old - log_q_new
     else:
         # the "prior as proposal" shortcut: exact only for a single leaf, and only when
         # the number of subtrees to choose from does not change
@@ -108,11 +112,13 @@ def detach_reattach(rng, tree, v, X, c, theta, alpha, sigma2, current=None,
     return False, current
 
 
-def slice_time(rng, tree, v, X, c, theta, alpha, sigma2, current=None, max_steps=50):
+def slice_time(rng, tree, v, X, c, theta, alpha, sigma2, current=None, max_steps=50,
+               jacobian=True):
     """Slice-sample ``l = log(1 - t_v)`` of internal node ``v`` given everything else, in
     place; returns the new log posterior (Neal 2003).
 
-    The density is in ``t``, so the target in ``l`` gains the Jacobian ``|dt/dl| = e^l``.
+    The density is in ``t``, so the target in ``l`` gains the Jacobian ``|dt/dl| = e^l``
+    (``jacobian=False`` leaves it out: the planted bug of a test twin).
     Between a parent and an internal child the whole open interval is the initial
     bracket (shrinkage only); below a node whose children are all leaves the bracket
     steps out towards ``t = 1`` with Neal's randomly split step budget (Fig. 3), width
@@ -126,16 +132,18 @@ def slice_time(rng, tree, v, X, c, theta, alpha, sigma2, current=None, max_steps
     child_l = [float(tree.log1m_t[w - n]) for w in np.flatnonzero(tree.parent == v) if w >= n]
     lo = max(child_l) if child_l else -math.inf
 
+    # density in t; dt/dl = -(1 - t) = -exp(l)
+    log_jac = 1.0 if jacobian else 0.0
+
     def f(x):
         tree.log1m_t[k] = x
-        # density in t; dt/dl = -(1 - t) = -exp(l)
-        return _log_post(tree, X, c, theta, alpha, sigma2) + x
+        return _log_post(tree, X, c, theta, alpha, sigma2) + log_jac * x
 
     x0 = float(tree.log1m_t[k])
-    f0 = f(x0) if current is None else current + x0
+    f0 = f(x0) if current is None else current + log_jac * x0
     if not math.isfinite(f0):
         tree.log1m_t[k] = x0
-        return f0 - x0
+        return f0 - log_jac * x0
     log_y = f0 + math.log(rng.random())
     if math.isfinite(lo):
         left, right = lo, hi
@@ -158,14 +166,14 @@ def slice_time(rng, tree, v, X, c, theta, alpha, sigma2, current=None, max_steps
             continue
         f1 = f(x1)
         if f1 > log_y:  # False for NaN
-            return f1 - x1
+            return f1 - log_jac * x1
         if x1 < x0:
             left = x1
         else:
             right = x1
     # the bracket collapsed in floating point without hitting the slice: stay put
     tree.log1m_t[k] = x0
-    return f0 - x0
+    return f0 - log_jac * x0
 
 
 @register_step
@@ -198,8 +206,12 @@ class PYDTTreeStep(ZooGibbsStep):
         "n_internal": (np.int64, []),
         "root_time": (np.float64, []),
     }
-    #: the full Metropolis-Hastings ratio; the planted-bug twin switches it off
+    #: the full Metropolis-Hastings ratio; a planted-bug twin switches it off
     exact_ratio = True
+    #: the proposal-density ratio g_R(old) / g_R(new) in it; a planted-bug twin drops it
+    proposal_ratio = True
+    #: the t <-> log(1 - t) Jacobian of the slice sampler; a planted-bug twin drops it
+    time_jacobian = True
 
     def __init__(self, vars, *, model=None, rng=None, blocked=True, moves=None,
                  slice_times=True, greedy_start=True):
@@ -266,12 +278,14 @@ class PYDTTreeStep(ZooGibbsStep):
             candidates = np.flatnonzero(tree.parent >= 0)
             v = int(candidates[rng.integers(candidates.size)])
             ok, current = detach_reattach(rng, tree, v, X, c, theta, alpha, sigma2,
-                                          current, self.exact_ratio)
+                                          current, self.exact_ratio,
+                                          self.proposal_ratio)
             accepted += ok
         if self.slice_times:
             internal = tree.internal_nodes
             for v in internal[rng.permutation(internal.size)]:
-                current = slice_time(rng, tree, int(v), X, c, theta, alpha, sigma2, current)
+                current = slice_time(rng, tree, int(v), X, c, theta, alpha, sigma2, current,
+                                     jacobian=self.time_jacobian)
         new = tree.to_packed().astype(packed.dtype)
         stats = {"accepted": accepted, "n_internal": tree.n_internal,
                  "root_time": tree.root_time}

@@ -1,11 +1,12 @@
 """Post-fit outputs of the PYDT model: the predictive density of new points (Knowles
-2012 §7.6)."""
+2012 §7.6) and a picture of the most probable sampled tree."""
 
 from __future__ import annotations
 
 import math
 
 import numpy as np
+import xarray as xr
 from scipy.special import logsumexp
 
 from custom_ops.pydt import check_parameters, pydt_forward
@@ -13,7 +14,7 @@ from pp_models.pydt.attach import children_lists, leaf_counts_from, sample_attac
 from pp_models.pydt.greedy import _grow
 from pp_models.trees import DiffusionTree
 
-__all__ = ["log_predictive", "log_predictive_tree"]
+__all__ = ["log_predictive", "log_predictive_tree", "plot_results"]
 
 
 def log_predictive_tree(tree, X, X_new, *, c, theta, alpha, sigma2, n_positions=20,
@@ -80,3 +81,67 @@ def log_predictive(posterior, X, X_new, *, n_positions=5, max_draws=50, random_s
         for i in idx
     ])
     return logsumexp(per_draw, axis=0) - math.log(len(idx))
+
+
+def _best_draw(posterior, X):
+    """Index (flat over chains) of the draw with the highest ``log p(tree, X | c, theta,
+    alpha, sigma2)`` (the Op's joint); the last draw when ``X`` is not at hand."""
+    from pp_models.pydt.model import trees_from_posterior
+
+    trees = trees_from_posterior(posterior)
+    if X is None:
+        return len(trees) - 1, trees, None
+
+    def flat(name, default):
+        if name in posterior:
+            return posterior[name].values.reshape(-1)
+        return np.full(len(trees), default)
+
+    c, sigma2 = flat("c", 1.0), flat("sigma2", 1.0)
+    theta, alpha = flat("theta", 0.0), flat("alpha", 0.0)
+    X = np.ascontiguousarray(X, dtype=np.float64)
+    log_joint = np.array([
+        sum(pydt_forward(t.parent, t.log1m_t, X, c[i], theta[i], alpha[i], sigma2[i]))
+        for i, t in enumerate(trees)
+    ])
+    best = int(np.argmax(np.where(np.isfinite(log_joint), log_joint, -np.inf)))
+    return best, trees, float(log_joint[best])
+
+
+def plot_results(dt, path=None):
+    """Dendrogram of the posterior draw of highest joint density of tree and data given
+    the draw's hyperparameters (a MAP tree among the draws), divergence time on the
+    vertical axis (``DiffusionTree.plot``). Saves a PNG to ``path`` when given; returns
+    the figure. ``ppzoo fit pydt`` writes it as ``tree.png``.
+    """
+    import matplotlib.pyplot as plt
+
+    if not isinstance(dt, xr.DataTree):
+        raise TypeError(f"dt: expected the DataTree fit returns, got {type(dt).__name__}")
+    posterior = dt["posterior"].to_dataset()
+    X = None
+    if "observed_data" in dt.children and "X" in dt["observed_data"]:
+        X = dt["observed_data"]["X"].values
+    best, trees, log_joint = _best_draw(posterior, X)
+    tree = trees[best]
+    n_draws = posterior.sizes["draw"]
+    chain, draw = divmod(best, n_draws)
+    labels = None
+    if X is not None:
+        obs = dt["observed_data"]["X"]
+        if obs.dims and obs.dims[0] in obs.coords:
+            labels = [str(v) for v in obs.coords[obs.dims[0]].values]
+    fig, ax = plt.subplots(figsize=(max(5.0, 0.12 * tree.n_leaves), 4.5))
+    tree.plot(ax=ax, labels=labels if labels is not None and tree.n_leaves <= 40 else None)
+    if log_joint is not None:
+        title = (f"PYDT: most probable sampled tree (chain {chain}, draw {draw})\n"
+                 f"log p(tree, X | hyperparameters) = {log_joint:.1f}")
+    else:
+        title = f"PYDT: last sampled tree (chain {chain}, draw {draw})"
+    ax.set_title(title, fontsize=9)
+    ax.set_xlabel(f"{tree.n_leaves} data points, {tree.n_internal} branch points")
+    fig.tight_layout()
+    if path is not None:
+        fig.savefig(path, format="png", dpi=110)
+        plt.close(fig)
+    return fig

@@ -94,3 +94,17 @@ def test_fit_lda_on_reuters_uses_model_defaults(tmp_path, capsys):
     dt = xr.open_datatree(tmp_path / "posterior.nc", engine="h5netcdf")
     assert "z" not in dt["posterior"].data_vars  # token topics are not traced by default
     assert dt["posterior"]["phi"].shape[-2:] == (4, 4258)
+
+
+def test_fit_pydt_saves_a_tree_picture(tmp_path):
+    rng = np.random.default_rng(0)
+    X = np.vstack([rng.normal(-3, 0.5, (5, 2)), rng.normal(3, 0.5, (5, 2))])
+    csv = tmp_path / "pts.csv"
+    pd.DataFrame(X, columns=["a", "b"]).to_csv(csv, index=False)
+    out = tmp_path / "out"
+    code = main(["fit", "pydt", "--data", str(csv), "--draws", "10", "--tune", "5",
+                 "--chains", "1", "--seed", "1", "--no-progress", "--out", str(out)])
+    assert code == 0
+    assert (out / "tree.png").stat().st_size > 0
+    assert sorted(p.name for p in out.iterdir()) == ["posterior.nc", "summary.csv",
+                                                      "trace.png", "tree.png"]

@@ -30,3 +30,44 @@ def test_two_leaves_single_position_matches_conditional_normal():
                              n_positions=5, random_seed=0)
     np.testing.assert_allclose(lp, stats.norm(0, math.sqrt(2.0)).logpdf(x_new[:, 0]),
                                rtol=1e-4)
+
+
+def test_plot_results_draws_the_most_probable_sampled_tree(tmp_path):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import xarray as xr
+
+    from pp_models.pydt.outputs import plot_results
+
+    X = np.array([[-3.0], [-3.1], [3.0], [3.1]])
+    times = np.log1p(-np.array([0.2, 0.9, 0.9]))
+    # draw 0 pairs each cluster, draw 1 (the last) pairs points from different clusters
+    wrong = DiffusionTree(np.array([5, 6, 5, 6, -1, 4, 4]), times).to_packed()
+    right = DiffusionTree(np.array([5, 5, 6, 6, -1, 4, 4]), times).to_packed()
+    packed = np.stack([right, wrong])[None]
+    dims = ("chain", "draw")
+    posterior = xr.Dataset({
+        "tree": (dims + tuple(f"tree_dim_{i}" for i in range(packed.ndim - 2)), packed),
+        "c": (dims, np.ones((1, 2))),
+        "theta": (dims, np.ones((1, 2))),
+        "alpha": (dims, np.full((1, 2), 0.5)),
+        "sigma2": (dims, np.ones((1, 2))),
+    })
+    observed = xr.Dataset({"X": (("X_dim_0", "X_dim_1"), X)})
+    dt = xr.DataTree.from_dict({"posterior": posterior, "observed_data": observed})
+    path = tmp_path / "tree.png"
+    fig = plot_results(dt, path)
+    assert path.stat().st_size > 0
+    title = fig.axes[0].get_title()
+    assert "draw 0" in title
+    # leaves are drawn in tree order: each cluster side by side
+    ticks = [t.get_text() for t in fig.axes[0].get_xticklabels()]
+    assert {ticks[0], ticks[1]} in ({"0", "1"}, {"2", "3"})
+    plt.close(fig)
+    dt_no_data = xr.DataTree.from_dict({"posterior": posterior})
+    fig = plot_results(dt_no_data)
+    assert "last sampled tree" in fig.axes[0].get_title()
+    assert "draw 1" in fig.axes[0].get_title()
+    plt.close(fig)
