@@ -648,7 +648,8 @@ def predictive_density(dt: xr.DataTree, m: pm.Model, *, dims=(0, 1), grid=None,
     """Posterior predictive density of a new row on a 1-D or 2-D grid, averaged over
     draws: the marginal density of the columns ``dims``.
 
-    CRP (collapsed) draws: ``sum_k n_k/(n+alpha) p(x | X_k) + alpha/(n+alpha) p(x)`` with
+    CRP (collapsed) draws: ``sum_k (n_k - d)/(n+alpha) p(x | X_k) + (alpha + K d)/(n+alpha)
+    p(x)`` (Pitman-Yor discount d; d = 0 is the Dirichlet process) with
     the conjugate posterior predictives (Student-t; Murphy 2012 Eq. 25.27 with H
     integrated out). Stick-breaking draws: ``sum_k w_k F(x | theta_k)``. Non-conjugate CRP
     draws: the same as the CRP with ``F(x | theta_k)`` and a Monte Carlo prior predictive.
@@ -705,6 +706,7 @@ def predictive_density(dt: xr.DataTree, m: pm.Model, *, dims=(0, 1), grid=None,
         Z = _posterior_z(dt)
         idx = _thin_index(Z.shape[0], max_draws)
         alphas = _posterior_alpha(dt, spec, Z.shape[0])
+        discount = spec.discount
         n = X.shape[0]
         if spec.likelihood == "normal":
             post = dt["posterior"]
@@ -723,13 +725,14 @@ def predictive_density(dt: xr.DataTree, m: pm.Model, *, dims=(0, 1), grid=None,
             K = int(z.max()) + 1
             sizes = np.bincount(z, minlength=K)
             a = alphas[s]
-            mix = a / (n + a) * prior_pred
+            # Pitman-Yor seating of a new row (Pitman 2006 Eq. 3.6; discount 0 is the DP)
+            mix = (a + K * discount) / (n + a) * prior_pred
             for k in range(K):
                 if spec.likelihood == "normal":
                     lp = stats.norm.logpdf(pts, mu[s, k, sel], sg[s, k, sel]).sum(-1)
                 else:
                     lp = _conjugate_log_pred(spec, pts, sel, X[z == k])
-                mix = mix + sizes[k] / (n + a) * np.exp(lp)
+                mix = mix + (sizes[k] - discount) / (n + a) * np.exp(lp)
             dens += mix
         dens /= idx.size
     names = [spec.feature_names[j] for j in dims]
