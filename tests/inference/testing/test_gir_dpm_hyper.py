@@ -7,8 +7,8 @@ moments finite (the z tests on mean(X^2) need them; cf. test_gir_dpm.py: shape >
 kappa0, nu0 well above d + 3) yet let the hyperparameters vary enough for the planted
 bug to matter: the z step caches the hyperparameters of its first call instead of
 reading them from the point. With 8 rows that bug was caught on 1 of 10 seeds (the
-partition barely depends on the hyperparameters); with 20 rows on every seed tried
-(measured: 3 of 3; the correct steps passed 3 of 3).
+partition barely depends on the hyperparameters); with 20 rows (measured by the slow
+test, seeds 100-109, 2000 draws): twin caught 9 of 10, correct steps rejected 0 of 10.
 """
 
 import numpy as np
