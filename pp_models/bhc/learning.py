@@ -25,6 +25,9 @@ __all__ = ["TREE_BUILDERS", "learn"]
 #: The tree estimators by algorithm name (``learn``'s ``method``).
 TREE_BUILDERS = {"greedy": greedy, "randomized": randomized, "embhc": embhc}
 _UNSET = object()
+#: Box of the optimiser on the log-scale factors θ: each learned value stays within a
+#: factor e^±12 of its initial value.
+THETA_BOUND = 12.0
 
 
 _LEARNABLE = {
@@ -87,7 +90,11 @@ def learn(
     optimised objective improves by less than ``tol`` (or after ``max_iter`` rounds)
     and returns the best tree found, evaluated at its optimised hyperparameters, with
     ``history`` (per round: the tree's evidence log p(D | T), the optimised objective
-    and the hyperparameters).
+    and the hyperparameters, and ``at_bound``: the names whose optimum sat on the
+    optimiser's box, a factor e^±12 from the initial value). When the returned values
+    include any on the box, a ``RuntimeWarning`` names them: the objective still improved
+    towards the bound, so the value is not a maximiser (fix that parameter with
+    ``params=`` or change its initial value).
 
     ``objective="lower_bound"`` (default) maximises Corollary 3.1's lower bound on the
     DP-mixture evidence, log[d_root Γ(α)/Γ(n+α)] + log p(D | T); ``"evidence"``
@@ -145,8 +152,10 @@ def learn(
             theta0,
             jac=True,
             method="L-BFGS-B",
-            bounds=[(-12.0, 12.0)] * len(names),
+            bounds=[(-THETA_BOUND, THETA_BOUND)] * len(names),
         )
+        at_bound = tuple(k for k, t in zip(names, res.x, strict=True)
+                         if abs(t) >= THETA_BOUND * (1.0 - 1e-9))
         vals = evfn.values(res.x)
         cur_alpha = float(vals.get("alpha", cur_alpha))
         cur_hyper = dict(cur_hyper)
@@ -161,14 +170,24 @@ def learn(
                 "optimised_objective": value,
                 "alpha": cur_alpha,
                 **{k: cur_hyper[k] for k in names if k != "alpha"},
+                "at_bound": at_bound,
             }
         )
         if best is None or value > best[0]:
-            best = (value, result.merges, cur_alpha, dict(cur_hyper))
+            best = (value, result.merges, cur_alpha, dict(cur_hyper), at_bound)
         if value - prev < tol:
             break
         prev = value
-    _value, merges, best_alpha, best_hyper = best
+    _value, merges, best_alpha, best_hyper, best_at_bound = best
+    if best_at_bound:
+        shown = ", ".join(
+            f"{k} = {best_alpha if k == 'alpha' else np.ravel(best_hyper[k])[0]:.3g}"
+            for k in best_at_bound)
+        warnings.warn(
+            f"bhc.learn: {shown} on the optimiser's bound (a factor e^±{THETA_BOUND:g} "
+            "from the initial value): the objective was still improving, so this is not a "
+            "maximiser; fix the parameter (params=) or start it elsewhere (hyper=, alpha=)",
+            RuntimeWarning, stacklevel=2)
     hyper_tuple, hyper_dict = resolve_hyper(X, likelihood, best_hyper)
     final = evaluate(X, likelihood, best_alpha, hyper_tuple, hyper_dict, merges, method, 0)
     return dataclasses.replace(final, history=tuple(history))

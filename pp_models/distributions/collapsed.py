@@ -36,6 +36,7 @@ from pymc.distributions.distribution import Continuous, Discrete
 from pytensor.link.numba.dispatch import basic as numba_basic
 from pytensor.link.numba.dispatch.random import numba_core_rv_funcify
 from pytensor.tensor.random.op import RandomVariable
+from pytensor.tensor.variable import TensorConstant
 
 from custom_ops.collapsed import (
     collapsed_loglik,
@@ -377,6 +378,14 @@ class CollapsedMultinomial(Discrete):
 
     def logp(value, z, concentration, n_trials):
         _core_only(value, "CollapsedMultinomial")
+        if isinstance(value, TensorConstant):
+            counts = np.asarray(value.data)
+            if not np.all(counts == np.round(counts)):
+                raise ValueError("CollapsedMultinomial: the observed counts must be whole "
+                                 "numbers (found fractional values)")
         logp = collapsed_loglik("multinomial", z, value, concentration)
+        # a symbolic value outside the support (negative, fractional, wrong row total) has
+        # probability 0
         ok = pt.and_(pt.all(pt.ge(value, 0)), pt.all(pt.eq(value.sum(axis=1), n_trials)))
+        ok = pt.and_(ok, pt.all(pt.eq(value, pt.round(value))))
         return pt.switch(ok, logp, -np.inf)

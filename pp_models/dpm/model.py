@@ -43,6 +43,17 @@ Likelihoods and their priors ``H`` (keys of ``prior``; defaults scale with the d
                     LogNormal(l_j, r) (non-conjugate)         ``rate_scale`` (1.5)
 ==================  ========================================  =============================
 
+Learned base measure (``hyperprior=True`` or a dict, for ``"gaussian"`` and
+``"diag_gaussian"`` in the CRP form; Rasmussen 2000; Gorur & Rasmussen 2010; not the
+default: on the clustering panel of ``benchmarks/bench_clustering.py`` it gave lower ARI
+than the fixed defaults on breast cancer and digits-PCA10): ``kappa0``, the degrees of freedom
+(``nu0`` / ``a0``) and the scale of ``S0`` / ``b0`` get Gamma hyperpriors
+(:func:`default_hyperprior`, :data:`LEARNABLE`) and are sampled by NUTS in the same
+``fit`` as ``z`` (the collapsed likelihood has gradients in every hyperparameter; the
+collapsed Gibbs step reads their current values at every step). The values in the table
+above are then the hyperprior means' counterparts only as a starting point; keys given in
+``prior`` stay fixed.
+
 After sampling, :func:`summarize` adds the label-invariant outputs to the DataTree: the
 co-clustering matrix, a point-estimate partition (Binder or VI loss), the posterior of
 the number of clusters, optionally the cluster parameters from the conjugate posterior,
@@ -88,13 +99,17 @@ from pp_models.validation import as_data_matrix, check_int, check_positive
 
 __all__ = [
     "CONJUGATE",
+    "LEARNABLE",
     "LIKELIHOODS",
     "NONCONJUGATE",
     "DPMSpec",
     "cluster_parameters",
+    "default_hyperprior",
     "get_spec",
     "initial_partition",
+    "learned_hyperparameters",
     "model",
+    "posterior_mean_hyperparameters",
     "predictive_density",
     "summarize",
 ]
@@ -127,6 +142,8 @@ class DPMSpec:
     discount: float
     truncation: int | None
     feature_names: tuple[str, ...] = field(default_factory=tuple)
+    #: learned base-measure keys -> (shape, rate) of their Gamma hyperprior
+    hyperprior: dict = field(default_factory=dict)
 
 
 def get_spec(m: pm.Model) -> DPMSpec | None:
@@ -145,6 +162,7 @@ def model(
     feature_names=None,
     split_merge_every: int = 1,
     auxiliary: int = 3,
+    hyperprior: dict | bool | None = None,
 ) -> pm.Model:
     """Build a Dirichlet-process mixture over the rows of ``X``.
 
@@ -161,7 +179,17 @@ def model(
         ``None``: the CRP representation. ``T >= 2``: truncated stick-breaking with T
         components (not for ``"gaussian"``: use ``"diag_gaussian"``).
     prior : dict, optional
-        Hyperparameters of H overriding the defaults (module docstring).
+        Hyperparameters of H fixed at these values (module docstring for the defaults).
+        With a learned base measure (``hyperprior``), the keys not given here are learned.
+    hyperprior : dict, bool or None
+        Learned base measure (Rasmussen 2000; Gorur & Rasmussen 2010), ``"gaussian"`` and
+        ``"diag_gaussian"`` with ``truncation=None`` only. ``None`` / ``False`` (default):
+        the fixed defaults of the module docstring; ``True``: learn every key of
+        :data:`LEARNABLE` not fixed by ``prior``, with the default Gamma hyperpriors of
+        :func:`default_hyperprior`; a dict ``{key: (shape, rate)}``: learn, overriding
+        some of those hyperpriors. The learned quantities are free
+        variables sampled in the same ``fit`` as ``z`` (NUTS, through the gradients of the
+        collapsed likelihood); see :data:`LEARNABLE` for their parametrisation.
     discount : float
         Pitman-Yor discount ``0 <= d < 1`` of the CRP (CRP representations only; 0 is
         the Dirichlet process).
@@ -211,13 +239,15 @@ def model(
     split_merge_every = check_int(split_merge_every, "split_merge_every", minimum=0)
     auxiliary = check_int(auxiliary, "auxiliary", minimum=1)
     hyper = _prior(likelihood, X, prior)
+    learned = _check_hyperprior(hyperprior, likelihood, d, truncation, prior)
+    hyper = _at_hyperprior_mean(hyper, learned, X)
     names = feature_names if feature_names is not None else columns
     names = [str(c) for c in names] if names is not None else [f"x{j}" for j in range(d)]
     if len(names) != d:
         raise ValueError(f"feature_names has {len(names)} names but X has {d} columns")
 
     spec = DPMSpec(X, likelihood, hyper, alpha_value, alpha_prior, discount, truncation,
-                   tuple(names))
+                   tuple(names), learned)
     coords = {"obs": np.arange(n), "feature": names}
     if truncation is None:
         built = _crp_model(spec, coords, split_merge_every, auxiliary)
@@ -225,6 +255,124 @@ def model(
         built = _stick_breaking_model(spec, coords)
     object.__setattr__(built, _SPEC_ATTRIBUTE, spec)
     return built
+
+
+# --------------------------------------------------------------------------------------
+# learned base measure (Rasmussen 2000; Gorur & Rasmussen 2010)
+# --------------------------------------------------------------------------------------
+#: Learnable keys of ``prior`` per likelihood, and the free variable each becomes. With v
+#: the column variances of X: ``kappa0`` itself; ``nu0 = d - 1 + nu0_excess``; ``S0 =
+#: S0_scale * nu0 * diag(v)`` (so E[Sigma^-1] = diag(1/v) / S0_scale: S0_scale is the
+#: cluster covariance as a fraction of the data's, in the harmonic-mean sense); for
+#: ``"diag_gaussian"`` ``a0`` itself and ``b0 = b0_scale * a0 * v`` (E[tau_j] = 1 /
+#: (b0_scale v_j)). Each free variable has a Gamma(shape, rate) hyperprior.
+LEARNABLE = {
+    "gaussian": {"kappa0": "kappa0", "nu0": "nu0_excess", "S0": "S0_scale"},
+    "diag_gaussian": {"kappa0": "kappa0", "a0": "a0", "b0": "b0_scale"},
+}
+
+
+def default_hyperprior(likelihood: str, d: int) -> dict:
+    """The default Gamma(shape, rate) hyperpriors of the learnable keys.
+
+    ``kappa0`` ~ Gamma(2, 10) (mean 0.2: cluster means spread about sqrt(5) cluster
+    sds); ``nu0 - (d - 1)`` ~ Gamma(2, 2 / (d + 2)) (mean d + 2, so E[nu0] = 2d + 1);
+    ``S0_scale`` / ``b0_scale`` ~ Gamma(2, 5) (mean 0.4 of the data's variance); ``a0``
+    ~ Gamma(2, 1).
+    """
+    if likelihood == "gaussian":
+        return {"kappa0": (2.0, 10.0), "nu0": (2.0, 2.0 / (d + 2.0)), "S0": (2.0, 5.0)}
+    if likelihood == "diag_gaussian":
+        return {"kappa0": (2.0, 10.0), "a0": (2.0, 1.0), "b0": (2.0, 5.0)}
+    raise ValueError(f"likelihood {likelihood!r} has no learnable base measure")
+
+
+def _check_hyperprior(hyperprior, likelihood, d, truncation, prior):
+    """{key: (shape, rate)} of the learned keys (empty: nothing learned)."""
+    # Fixed by default: the learned base measure clustered the real data sets of
+    # benchmarks/bench_clustering.py worse than the fixed defaults (README panel).
+    if hyperprior is False or hyperprior is None:
+        return {}
+    learnable = likelihood in LEARNABLE and truncation is None
+    if hyperprior is True:
+        if not learnable:
+            raise ValueError("hyperprior: a learned base measure needs likelihood "
+                             "'gaussian' or 'diag_gaussian' and truncation=None")
+        hyperprior = {}
+    if not isinstance(hyperprior, dict):
+        raise TypeError(f"hyperprior must be a dict {{key: (shape, rate)}}, None or False; "
+                        f"got {hyperprior!r}")
+    if not learnable:
+        raise ValueError("hyperprior: a learned base measure needs likelihood 'gaussian' or "
+                         "'diag_gaussian' and truncation=None")
+    fixed = set(prior or ())
+    unknown = set(hyperprior) - set(LEARNABLE[likelihood])
+    if unknown:
+        raise ValueError(f"hyperprior: unknown key(s) {sorted(unknown)} for likelihood="
+                         f"{likelihood!r}; learnable: {list(LEARNABLE[likelihood])}")
+    both = fixed & set(hyperprior)
+    if both:
+        raise ValueError(f"hyperprior: {sorted(both)} also fixed in prior; give each key in "
+                         "one of the two")
+    out = {}
+    for key, pair in default_hyperprior(likelihood, d).items():
+        if key in fixed:
+            continue
+        pair = hyperprior.get(key, pair)
+        if (not isinstance(pair, tuple | list) or len(pair) != 2
+                or any(isinstance(v, bool) or not isinstance(v, numbers.Real) for v in pair)):
+            raise ValueError(f"hyperprior[{key!r}]: must be a pair (shape, rate) of numbers, "
+                             f"got {pair!r}")
+        shape, rate = float(pair[0]), float(pair[1])
+        if not (np.isfinite(shape) and np.isfinite(rate) and shape > 0 and rate > 0):
+            raise ValueError(f"hyperprior[{key!r}]: shape and rate must be finite and > 0, "
+                             f"got {pair!r}")
+        out[key] = (shape, rate)
+    return out
+
+
+def _column_variances(X):
+    var = X.var(axis=0)
+    return np.where(var > 0, var, 1.0)
+
+
+def learned_hyperparameters(spec: DPMSpec, values: dict) -> dict:
+    """The base-measure hyperparameters given the learned free variables' ``values``
+    (NumPy scalars or PyTensor scalars alike); fixed keys come from ``spec.prior``."""
+    h = dict(spec.prior)
+    if not spec.hyperprior:
+        return h
+    var = _column_variances(spec.X)
+    d = spec.X.shape[1]
+    names = LEARNABLE[spec.likelihood]
+    learned = spec.hyperprior
+    if spec.likelihood == "gaussian":
+        if "kappa0" in learned:
+            h["kappa0"] = values["kappa0"]
+        if "nu0" in learned:
+            h["nu0"] = (d - 1.0) + values[names["nu0"]]
+        if "S0" in learned:
+            h["S0"] = values[names["S0"]] * h["nu0"] * np.diag(var)
+        return h
+    ones = np.ones(d)
+    if "kappa0" in learned:
+        h["kappa0"] = values["kappa0"] * ones
+    if "a0" in learned:
+        h["a0"] = values["a0"] * ones
+    if "b0" in learned:
+        h["b0"] = values[names["b0"]] * h["a0"] * var
+    return h
+
+
+def _at_hyperprior_mean(hyper, learned, X):
+    """``hyper`` with the learned keys at their hyperprior means (a representative value
+    for :func:`initial_partition` and starting points)."""
+    if not learned:
+        return hyper
+    likelihood = "gaussian" if "nu0" in hyper else "diag_gaussian"
+    spec = DPMSpec(X, likelihood, hyper, 1.0, None, 0.0, None, (), learned)
+    names = LEARNABLE[likelihood]
+    return learned_hyperparameters(spec, {names[k]: a / b for k, (a, b) in learned.items()})
 
 
 # --------------------------------------------------------------------------------------
@@ -373,6 +521,16 @@ def _crp_model(spec, coords, split_merge_every, auxiliary):
     with pm.Model(coords=coords) as m:
         alpha = _alpha_variable(spec)
         z = CRP("z", alpha=alpha, n=n, discount=spec.discount, dims="obs")
+        if spec.hyperprior:
+            free = {}
+            for key, (shape, rate) in spec.hyperprior.items():
+                name = LEARNABLE[lik][key]
+                free[name] = pm.Gamma(name, alpha=shape, beta=rate)
+            h = learned_hyperparameters(spec, free)
+            if "nu0" in spec.hyperprior:
+                pm.Deterministic("nu0", h["nu0"])
+            if lik == "gaussian":
+                h["S0"] = pt.as_tensor_variable(h["S0"])
         if lik == "gaussian":
             CollapsedGaussian("X", z, m0=h["m0"], kappa0=h["kappa0"], nu0=h["nu0"], S0=h["S0"],
                               observed=X, dims=("obs", "feature"))
@@ -408,6 +566,9 @@ def _crp_model(spec, coords, split_merge_every, auxiliary):
     if spec.alpha_prior is not None:
         hints.append(StepHint("escobar_west", ("alpha",)))
         notes += " alpha: Escobar-West auxiliary-variable Gibbs."
+    if spec.hyperprior:
+        notes += (" Base-measure hyperparameters "
+                  f"({', '.join(LEARNABLE[lik][k] for k in spec.hyperprior)}): NUTS.")
     info = ZooModelInfo(
         family="dpm",
         preferred_method="gibbs",
@@ -573,20 +734,51 @@ def _posterior_alpha(dt, spec, size):
     return np.full(size, spec.alpha)
 
 
+def _posterior_hyper(dt, spec):
+    """Per-draw (flattened) base-measure hyperparameters: a function of the draw index."""
+    if not spec.hyperprior:
+        return lambda s: spec.prior
+    posterior = dt["posterior"]
+    names = [LEARNABLE[spec.likelihood][k] for k in spec.hyperprior]
+    missing = [v for v in names if v not in posterior.data_vars]
+    if missing:
+        raise ValueError(f"dt: the posterior has no {missing} (the learned base-measure "
+                         "hyperparameters of this model)")
+    flat = {v: np.asarray(posterior[v].values, dtype=float).reshape(-1) for v in names}
+    return lambda s: learned_hyperparameters(spec, {v: a[s] for v, a in flat.items()})
+
+
+def posterior_mean_hyperparameters(dt: xr.DataTree, m: pm.Model) -> dict:
+    """The base-measure hyperparameters at the posterior mean of the learned free
+    variables (the fixed ``prior`` when nothing is learned)."""
+    spec = get_spec(m)
+    if spec is None:
+        raise ValueError("m must be a model built by pp_models.dpm.model")
+    if not spec.hyperprior:
+        return dict(spec.prior)
+    _posterior_hyper(dt, spec)  # validates
+    posterior = dt["posterior"]
+    names = [LEARNABLE[spec.likelihood][k] for k in spec.hyperprior]
+    return learned_hyperparameters(
+        spec, {v: float(np.mean(posterior[v].values)) for v in names})
+
+
 def _thin_index(total, max_draws):
     if total <= max_draws:
         return np.arange(total)
     return np.linspace(0, total - 1, max_draws).astype(int)
 
 
-def cluster_parameters(m_or_spec, z) -> xr.Dataset:
+def cluster_parameters(m_or_spec, z, *, hyperparameters: dict | None = None) -> xr.Dataset:
     """Posterior means of each cluster's parameters given partition ``z`` (conjugate).
 
     For ``"gaussian"`` (NIW posterior, Murphy 2012 Eq. 4.214): ``mean`` = m_n and
     ``covariance`` = S_n / (nu_n - d - 1) (the posterior mean of Sigma, defined for
     nu_n > d + 1). ``"diag_gaussian"``: ``mean`` and ``variance`` = b_n / (a_n - 1).
     ``"bernoulli"``: ``p`` = (a + m) / (a + b + N). ``"multinomial"``: ``p`` =
-    (concentration + m) / sum. Always ``size`` (items per cluster).
+    (concentration + m) / sum. Always ``size`` (items per cluster). ``hyperparameters``
+    (e.g. :func:`posterior_mean_hyperparameters`) replace the model's ``prior`` values,
+    which for learned keys are their hyperprior means.
     """
     spec = m_or_spec if isinstance(m_or_spec, DPMSpec) else get_spec(m_or_spec)
     if spec is None:
@@ -598,7 +790,7 @@ def cluster_parameters(m_or_spec, z) -> xr.Dataset:
     X = spec.X
     if z.size != X.shape[0]:
         raise ValueError(f"z has {z.size} labels but the model has {X.shape[0]} rows")
-    h = spec.prior
+    h = spec.prior if hyperparameters is None else hyperparameters
     K = int(z.max()) + 1
     d = X.shape[1]
     sizes = np.bincount(z, minlength=K)
@@ -648,7 +840,8 @@ def predictive_density(dt: xr.DataTree, m: pm.Model, *, dims=(0, 1), grid=None,
     """Posterior predictive density of a new row on a 1-D or 2-D grid, averaged over
     draws: the marginal density of the columns ``dims``.
 
-    CRP (collapsed) draws: ``sum_k n_k/(n+alpha) p(x | X_k) + alpha/(n+alpha) p(x)`` with
+    CRP (collapsed) draws: ``sum_k (n_k - d)/(n+alpha) p(x | X_k) + (alpha + K d)/(n+alpha)
+    p(x)`` (Pitman-Yor discount d; d = 0 is the Dirichlet process) with
     the conjugate posterior predictives (Student-t; Murphy 2012 Eq. 25.27 with H
     integrated out). Stick-breaking draws: ``sum_k w_k F(x | theta_k)``. Non-conjugate CRP
     draws: the same as the CRP with ``F(x | theta_k)`` and a Monte Carlo prior predictive.
@@ -705,6 +898,7 @@ def predictive_density(dt: xr.DataTree, m: pm.Model, *, dims=(0, 1), grid=None,
         Z = _posterior_z(dt)
         idx = _thin_index(Z.shape[0], max_draws)
         alphas = _posterior_alpha(dt, spec, Z.shape[0])
+        discount = spec.discount
         n = X.shape[0]
         if spec.likelihood == "normal":
             post = dt["posterior"]
@@ -717,19 +911,23 @@ def predictive_density(dt: xr.DataTree, m: pm.Model, *, dims=(0, 1), grid=None,
             prior_pred = np.exp(stats.norm.logpdf(pts[:, None, :], mu0[None][..., sel],
                                                   sg0[None][..., sel]).sum(-1)).mean(1)
         else:
-            prior_pred = np.exp(_conjugate_log_pred(spec, pts, sel, None))
+            hyper_of = _posterior_hyper(dt, spec)
         for s in idx:
             z = Z[s]
             K = int(z.max()) + 1
             sizes = np.bincount(z, minlength=K)
             a = alphas[s]
-            mix = a / (n + a) * prior_pred
+            if spec.likelihood != "normal":
+                hyper = hyper_of(s)
+                prior_pred = np.exp(_conjugate_log_pred(spec, pts, sel, None, hyper))
+            # Pitman-Yor seating of a new row (Pitman 2006 Eq. 3.6; discount 0 is the DP)
+            mix = (a + K * discount) / (n + a) * prior_pred
             for k in range(K):
                 if spec.likelihood == "normal":
                     lp = stats.norm.logpdf(pts, mu[s, k, sel], sg[s, k, sel]).sum(-1)
                 else:
-                    lp = _conjugate_log_pred(spec, pts, sel, X[z == k])
-                mix = mix + sizes[k] / (n + a) * np.exp(lp)
+                    lp = _conjugate_log_pred(spec, pts, sel, X[z == k], hyper)
+                mix = mix + (sizes[k] - discount) / (n + a) * np.exp(lp)
             dens += mix
         dens /= idx.size
     names = [spec.feature_names[j] for j in dims]
@@ -741,13 +939,14 @@ def predictive_density(dt: xr.DataTree, m: pm.Model, *, dims=(0, 1), grid=None,
     )
 
 
-def _conjugate_log_pred(spec, pts, sel, Xk):
+def _conjugate_log_pred(spec, pts, sel, Xk, hyperparameters):
     """log predictive density of points ``pts`` (G, |sel|) marginal on columns ``sel``
     given the rows ``Xk`` of one cluster (None: the prior predictive)."""
     d = spec.X.shape[1]
     Xk = np.zeros((0, d)) if Xk is None else np.ascontiguousarray(Xk, dtype=np.float64)
     family = cj.FAMILIES[spec.likelihood]
-    hyper = tuple(spec.prior[name] for name in family.hyper_names)
+    hyper = tuple(np.asarray(hyperparameters[name], dtype=np.float64)
+                  for name in family.hyper_names)
     st = family.stats(Xk) if Xk.shape[0] else np.zeros(family.stats_size(d))
     df, loc, scale = cj.student_t_predictive(spec.likelihood, st, hyper)
     if spec.likelihood == "gaussian":
@@ -810,7 +1009,8 @@ def summarize(dt: xr.DataTree, m: pm.Model | None = None, *, loss: str = "binder
     if cluster_params:
         if spec is None:
             raise ValueError("cluster_params=True needs the model m")
-        out["cluster_parameters"] = xr.DataTree(cluster_parameters(spec, z_hat))
+        out["cluster_parameters"] = xr.DataTree(cluster_parameters(
+            spec, z_hat, hyperparameters=posterior_mean_hyperparameters(dt, m)))
     if predictive is None:
         predictive = spec is not None and spec.likelihood in ("gaussian", "diag_gaussian",
                                                                "normal")

@@ -34,7 +34,7 @@ def is_refinement(z, truth):
 
 def test_collapsed_structure_logp_and_hints():
     X, _ = three_blobs()
-    m = dpm.model(X, alpha=(2.0, 1.0))
+    m = dpm.model(X, alpha=(2.0, 1.0), hyperprior=False)
     assert sorted(rv.name for rv in m.free_RVs) == ["alpha", "z"]
     info = get_info(m)
     assert info.preferred_method == "gibbs"
@@ -56,7 +56,9 @@ def test_collapsed_structure_logp_and_hints():
 @pytest.mark.parametrize(
     ("kwargs", "free"),
     [
+        (dict(likelihood="diag_gaussian", hyperprior=False), ["z"]),
         (dict(likelihood="diag_gaussian"), ["z"]),
+        (dict(likelihood="diag_gaussian", hyperprior=True), ["a0", "b0_scale", "kappa0", "z"]),
         (dict(likelihood="normal"), ["mu", "sigma", "z"]),
         (dict(likelihood="diag_gaussian", truncation=5), ["mu_raw", "tau", "w"]),
         (dict(likelihood="normal", truncation=5, alpha=(1.0, 1.0)),
@@ -125,7 +127,7 @@ def test_fit_rejects_nuts_for_the_crp_representation():
 # ---------------------------------------------------------------------- fitting
 def test_collapsed_gibbs_auto_with_alpha_prior_and_summaries():
     X, truth = three_blobs()
-    m = dpm.model(X, alpha=pm.Gamma.dist(2.0, 2.0))
+    m = dpm.model(X, alpha=pm.Gamma.dist(2.0, 2.0), hyperprior=False)
     dt = fit(m, method="auto", draws=300, tune=100, chains=2, cores=1, random_seed=1,
              progressbar=False)
     assert json.loads(dt.attrs["pp_models_steps"]) == {"crp_collapsed_gibbs": ["z"],

@@ -59,3 +59,16 @@ class NoMixtureEscobarWest(EscobarWestAlpha):
         eta = self.rng.beta(alpha + 1.0, n)
         rate = b - math.log(eta)
         return self.rng.gamma(a + K, 1.0 / rate)
+
+
+class StaleHyperGibbs(CRPCollapsedGibbs):
+    """Reads the likelihood's hyperparameters once (at the first step) and caches them as
+    constants: wrong as soon as another step moves learned hyperparameters."""
+
+    name = "test_stale_hyper_gibbs"
+
+    def kernel_data(self, values):
+        family, X, hyper = super().kernel_data(values)
+        if not hasattr(self, "_cached_hyper"):
+            self._cached_hyper = hyper
+        return family, X, self._cached_hyper

@@ -1,0 +1,85 @@
+"""The DPM's learned base measure (issue #11): wiring of the hyperpriors into the model,
+the collapsed step reading the current hyperparameters, and bad input."""
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from custom_ops.collapsed import collapsed_loglik_value
+from custom_ops.crp import crp_logp
+from inference.gibbs import CRPCollapsedGibbs
+from pp_models import dpm
+
+RNG = np.random.default_rng(3)
+X = RNG.normal(size=(12, 3)) * np.array([1.0, 2.0, 0.5])
+Z = np.array([0, 0, 0, 1, 1, 1, 1, 2, 2, 0, 1, 2])
+
+
+def test_true_learns_kappa0_nu0_and_scale_and_the_default_is_fixed():
+    m = dpm.model(X, hyperprior=True)
+    assert sorted(v.name for v in m.free_RVs) == ["S0_scale", "kappa0", "nu0_excess", "z"]
+    assert [v.name for v in dpm.model(X).free_RVs] == ["z"]
+    assert [v.name for v in dpm.model(X, hyperprior=False).free_RVs] == ["z"]
+    partly = dpm.model(X, prior={"nu0": 7.0}, hyperprior=True)
+    assert sorted(v.name for v in partly.free_RVs) == ["S0_scale", "kappa0", "z"]
+    diag = dpm.model(X, likelihood="diag_gaussian", hyperprior=True)
+    assert sorted(v.name for v in diag.free_RVs) == ["a0", "b0_scale", "kappa0", "z"]
+    assert [v.name for v in dpm.model(X, likelihood="diag_gaussian", truncation=4)
+            .free_RVs] == ["w", "tau", "mu_raw"]
+
+
+def test_joint_density_is_the_hyperpriors_plus_the_collapsed_likelihood():
+    """log p at a point = Gamma hyperpriors (scipy, with the log-transform Jacobians) +
+    CRP + NIW collapsed likelihood with nu0 = d - 1 + e and S0 = s nu0 diag(var X)."""
+    hp = {"kappa0": (2.0, 3.0), "nu0": (3.0, 0.5), "S0": (4.0, 2.0)}
+    m = dpm.model(X, alpha=1.5, hyperprior=hp)
+    k, e, s = 0.3, 2.5, 0.7
+    point = m.initial_point()
+    point.update(z=Z.astype(point["z"].dtype), kappa0_log__=np.log(k),
+                 nu0_excess_log__=np.log(e), S0_scale_log__=np.log(s))
+    got = m.compile_logp()(point)
+    d = X.shape[1]
+    nu0 = d - 1 + e
+    S0 = s * nu0 * np.diag(X.var(axis=0))
+    expected = collapsed_loglik_value("gaussian", Z, X, (X.mean(0), k, nu0, S0))
+    expected += crp_logp(Z, 1.5, 0.0)
+    for value, (a, b) in zip((k, e, s), hp.values(), strict=True):
+        expected += stats.gamma.logpdf(value, a, scale=1 / b) + np.log(value)
+    assert got == pytest.approx(expected, rel=1e-8)
+
+
+def test_collapsed_step_reads_the_current_hyperparameters():
+    m = dpm.model(X, hyperprior=True)
+    step = CRPCollapsedGibbs([m["z"]], model=m)
+    point = m.initial_point()
+    point["z"] = Z.astype(point["z"].dtype)
+    first = step.kernel_data(step._inputs_fn(point))[2]
+    point["S0_scale_log__"] = point["S0_scale_log__"] + np.log(3.0)
+    point["kappa0_log__"] = point["kappa0_log__"] + np.log(2.0)
+    second = step.kernel_data(step._inputs_fn(point))[2]
+    assert second[1] == pytest.approx(2.0 * first[1])
+    np.testing.assert_allclose(second[3], 3.0 * first[3])
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        (dict(hyperprior={"kappa0": (0.0, 1.0)}), r"hyperprior\['kappa0'\]"),
+        (dict(hyperprior={"nu0": (2.0, -1.0)}), r"hyperprior\['nu0'\]"),
+        (dict(hyperprior={"S0": (2.0,)}), r"hyperprior\['S0'\]"),
+        (dict(hyperprior={"b0": (2.0, 1.0)}), r"hyperprior: unknown key"),
+        (dict(hyperprior={"nu0": (2.0, 1.0)}, prior={"nu0": 6.0}), r"also fixed in prior"),
+        (dict(prior={"S0": np.diag([1.0, -1.0, 1.0])}), r"S0: must be positive definite"),
+        (dict(prior={"S0": np.array([[1.0, 0.5, 0], [0, 1, 0], [0, 0, 1]])}),
+         r"S0: must be symmetric"),
+        (dict(prior={"nu0": 2.0}), r"nu0: must be finite and > d - 1"),
+        (dict(likelihood="diag_gaussian", hyperprior={"a0": (1.0, 0.0)}),
+         r"hyperprior\['a0'\]"),
+        (dict(likelihood="bernoulli", hyperprior={"a": (1.0, 1.0)}), r"hyperprior: a learned"),
+        (dict(likelihood="diag_gaussian", truncation=3, hyperprior={}), r"hyperprior"),
+    ],
+)
+def test_bad_hyperprior_input(kwargs, match):
+    data = (X > 0).astype(float) if kwargs.get("likelihood") == "bernoulli" else X
+    with pytest.raises(ValueError, match=match):
+        dpm.model(data, **kwargs)
