@@ -11,6 +11,7 @@ import pandas as pd
 import xarray as xr
 
 from inference.summary import label_variable_names
+from pp_models.model_info import posterior_with_labels
 
 __all__ = ["ConvergenceReport", "check_convergence"]
 
@@ -90,7 +91,7 @@ def check_convergence(
     """
     if not isinstance(dt, xr.DataTree) or "posterior" not in dt.children:
         raise TypeError("dt must be an xarray.DataTree with a 'posterior' group")
-    posterior = dt["posterior"].to_dataset()
+    posterior = posterior_with_labels(dt)
     if posterior.sizes.get("chain", 0) < 2:
         raise ValueError("convergence checks need at least 2 chains")
     labels = set(label_variable_names(dt))

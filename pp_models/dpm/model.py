@@ -81,6 +81,7 @@ from pp_models.model_info import (
     StepHint,
     ZooModelInfo,
     attach_info,
+    posterior_with_labels,
     weights_sorted,
 )
 from pp_models.registry import ModelEntry
@@ -431,7 +432,7 @@ class _Summarize:
         self.model = m
 
     def __call__(self, dt: xr.DataTree) -> xr.DataTree:
-        if "z" not in dt["posterior"].data_vars:
+        if "z" not in posterior_with_labels(dt).data_vars:
             return dt  # labels not traced: nothing to summarise
         return summarize(dt, self.model)
 
@@ -558,7 +559,7 @@ def _sb_n_clusters(posterior: xr.Dataset, spec: DPMSpec, params) -> xr.DataArray
 # outputs
 # --------------------------------------------------------------------------------------
 def _posterior_z(dt: xr.DataTree) -> np.ndarray:
-    posterior = dt["posterior"]
+    posterior = posterior_with_labels(dt)
     if "z" not in posterior.data_vars:
         raise ValueError("dt: the posterior has no 'z' (labels); was the model built by "
                          "dpm.model and fitted with inference.fit?")
@@ -692,7 +693,7 @@ def predictive_density(dt: xr.DataTree, m: pm.Model, *, dims=(0, 1), grid=None,
     sel = list(dims)
     dens = np.zeros(pts.shape[0])
     if spec.truncation is not None:
-        post = dt["posterior"]
+        post = posterior_with_labels(dt)
         w = np.asarray(post["w"].values).reshape(-1, spec.truncation)
         mu = np.asarray(post["mu"].values).reshape(-1, spec.truncation, d)
         sg = np.asarray(post["sigma"].values).reshape(-1, spec.truncation, d)
@@ -707,7 +708,7 @@ def predictive_density(dt: xr.DataTree, m: pm.Model, *, dims=(0, 1), grid=None,
         alphas = _posterior_alpha(dt, spec, Z.shape[0])
         n = X.shape[0]
         if spec.likelihood == "normal":
-            post = dt["posterior"]
+            post = posterior_with_labels(dt)
             mu = np.asarray(post["mu"].values).reshape(-1, n, d)
             sg = np.asarray(post["sigma"].values).reshape(-1, n, d)
             h = spec.prior
