@@ -329,7 +329,7 @@ def assign_steps(model, info, user_steps, step_kwargs, *, only=None) -> list:
     if not target_values - claimed:
         provided, selected = steps, {}
     elif only is None:
-        provided, selected = assign_step_methods(model, steps or None)
+        provided, selected = assign_step_methods(model, steps or None, methods=_pymc_methods())
     else:
         # PyMC's assignment covers every free variable; assign only the targets.
         provided, selected = steps, _select_pymc_steps(model, target_values - claimed)
@@ -337,10 +337,19 @@ def assign_steps(model, info, user_steps, step_kwargs, *, only=None) -> list:
     return built if isinstance(built, list) else [built]
 
 
+def _pymc_methods() -> list:
+    """PyMC's step classes without the zoo's stand-in: here the zoo's steps are already
+    assigned, what is left is PyMC's to choose (and the stand-in would call back here)."""
+    from pymc.step_methods import STEP_METHODS
+
+    from inference.gibbs.pymc_assignment import ZooAssignment
+
+    return [m for m in STEP_METHODS if m is not ZooAssignment]
+
+
 def _select_pymc_steps(model, values) -> dict:
     """PyMC's competence-based choice of step class for each of ``values``."""
     import pytensor.gradient as tg
-    from pymc.step_methods import STEP_METHODS
 
     selected: dict = {}
     logp = model.logp()
@@ -354,7 +363,7 @@ def _select_pymc_steps(model, values) -> dict:
             except (NotImplementedError, tg.NullTypeGradError):
                 has_grad = False
         rv = model.values_to_rvs[value]
-        best = max(STEP_METHODS, key=lambda m, rv=rv, g=has_grad: m._competence(rv, g))
+        best = max(_pymc_methods(), key=lambda m, rv=rv, g=has_grad: m._competence(rv, g))
         selected.setdefault(best, []).append(value)
     return selected
 
