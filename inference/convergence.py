@@ -45,6 +45,40 @@ class ConvergenceReport:
         """The rows that failed."""
         return self.table[~self.table["ok"]]
 
+    def advice(self) -> str:
+        """What failed, and what to try: one line per kind of failure ("" when passed)."""
+        if self.passed:
+            return ""
+        failed = self.failures()
+        lines = []
+
+        def names(mask) -> str:
+            shown = list(failed.index[mask])
+            more = f" and {len(shown) - 5} more" if len(shown) > 5 else ""
+            return ", ".join(shown[:5]) + more
+
+        reasons = failed["reason"].astype(str)
+        stuck = reasons.str.contains("stuck")
+        rhat = reasons.str.contains("R-hat") & ~stuck
+        ess = reasons.str.contains("ESS") & ~rhat & ~stuck
+        if stuck.any():
+            lines.append(f"  {names(stuck)}: each chain stayed at its own value -- the "
+                         "chains found different modes; run longer (--tune, --draws) or "
+                         "from other starts, and compare the chains.")
+        if rhat.any():
+            lines.append(f"  {names(rhat)}: R-hat above {self.rhat_max} -- the chains "
+                         "disagree; run longer (--tune and --draws, e.g. x4) and keep "
+                         "several chains (--chains 4).")
+        if ess.any():
+            lines.append(f"  {names(ess)}: too few effective draws (need "
+                         f"{self.ess_bulk_min:g} bulk / {self.ess_tail_min:g} tail) -- more "
+                         "--draws or more --chains add them.")
+        if self.n_divergent:
+            lines.append(f"  {self.n_divergent} divergent NUTS transitions -- the sampler "
+                         "missed part of the posterior; try a higher target_accept or "
+                         "another method (--method).")
+        return "What failed and what to try:\n" + "\n".join(lines)
+
     def __bool__(self) -> bool:
         return self.passed
 
