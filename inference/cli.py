@@ -5,6 +5,7 @@ Examples
 ::
 
     ppzoo list
+    ppzoo describe dpm
     ppzoo fit finite_mixture --dataset iris --method gibbs --draws 1000 --out results/
     ppzoo fit finite_mixture --data my.csv --param n_components=4
     ppzoo check results/posterior.nc
@@ -38,6 +39,11 @@ class UsageError(Exception):
 
 def main(argv: list[str] | None = None) -> int:
     parser = _parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if (len(argv) >= 2 and argv[0] == "fit" and not argv[1].startswith("-")
+            and ({"-h", "--help"} & set(argv))):
+        # `ppzoo fit NAME --help`: the sampling options and NAME's own --param keys
+        return _fit_help(parser, argv[1])
     args = parser.parse_args(argv)
     try:
         return args.run(args)
@@ -66,6 +72,10 @@ def _parser() -> argparse.ArgumentParser:
 
     p_list = sub.add_parser("list", help="list the models and data sets")
     p_list.set_defaults(run=_cmd_list)
+
+    p_describe = sub.add_parser("describe", help="a model's options (--param keys) and defaults")
+    p_describe.add_argument("model", help="model name (see `ppzoo list`)")
+    p_describe.set_defaults(run=_cmd_describe)
 
     p_fit = sub.add_parser("fit", help="fit a model to a data set or a CSV file")
     p_fit.add_argument("model", help="model name (see `ppzoo list`)")
@@ -115,12 +125,52 @@ def _cmd_list(args) -> int:
     return 0
 
 
+def _cmd_describe(args) -> int:
+    from inference.model_help import describe_model
+    from pp_models.registry import get_model
+
+    print(describe_model(get_model(args.model)))
+    return 0
+
+
+def _fit_help(parser, name: str) -> int:
+    from inference.model_help import describe_model
+    from pp_models.registry import get_model
+
+    fit_parser = parser._subparsers._group_actions[0].choices["fit"]
+    fit_parser.print_help()
+    try:
+        print("\n" + describe_model(get_model(name)))
+    except ValueError as err:
+        print(f"ppzoo: error: {err}", file=sys.stderr)
+        return 2
+    return 0
+
+
+def _check_param_keys(entry, options: dict) -> None:
+    """A --param key the factory does not take: say which ones it does, before any work."""
+    import difflib
+
+    from inference.model_help import model_parameters
+
+    valid = [p.name for p in model_parameters(entry)]
+    for key in options:
+        if key not in valid:
+            close = difflib.get_close_matches(key, valid, n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            raise UsageError(f"--param {key}: {entry.name} has no option {key!r}{hint}; "
+                             f"its options are {', '.join(valid)} "
+                             f"(see `ppzoo describe {entry.name}`)")
+
+
 def _cmd_fit(args) -> int:
     from pp_models.registry import get_model
 
     entry = get_model(args.model)
     options = dict(entry.defaults)
-    options.update(_parse_params(args.param))
+    given = _parse_params(args.param)
+    _check_param_keys(entry, given)
+    options.update(given)
     data = _load_data(args.data, args.dataset or entry.default_dataset)
     out = args.out or Path("ppzoo-out") / entry.name
     sizes = {**_FIT_DEFAULTS, **{k: v for k, v in entry.fit_defaults.items()
@@ -158,6 +208,8 @@ def _cmd_check(args) -> int:
     report = check_convergence(dt, rhat_max=args.rhat_max, ess_bulk_min=args.ess_min,
                                ess_tail_min=args.ess_min)
     print(report)
+    if not report.passed:
+        print(report.advice())
     return 0 if report.passed else 1
 
 
@@ -251,6 +303,8 @@ def _fit_and_write(entry, data, options, method, draws, tune, chains, cores, see
     if kept_chains >= 2 and not interrupted:
         report = check_convergence(dt)
         print("\n" + str(report).splitlines()[0])
+        if not report.passed:
+            print(report.advice())
     paths = write_results(dt, table, out)
     print("\nwrote " + ", ".join(str(p) for p in paths.values()), flush=True)
     if interrupted or stop.is_set():

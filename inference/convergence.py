@@ -11,6 +11,7 @@ import pandas as pd
 import xarray as xr
 
 from inference.summary import label_variable_names
+from pp_models.model_info import posterior_with_labels
 
 __all__ = ["ConvergenceReport", "check_convergence"]
 
@@ -43,6 +44,40 @@ class ConvergenceReport:
     def failures(self) -> pd.DataFrame:
         """The rows that failed."""
         return self.table[~self.table["ok"]]
+
+    def advice(self) -> str:
+        """What failed, and what to try: one line per kind of failure ("" when passed)."""
+        if self.passed:
+            return ""
+        failed = self.failures()
+        lines = []
+
+        def names(mask) -> str:
+            shown = list(failed.index[mask])
+            more = f" and {len(shown) - 5} more" if len(shown) > 5 else ""
+            return ", ".join(shown[:5]) + more
+
+        reasons = failed["reason"].astype(str)
+        stuck = reasons.str.contains("stuck")
+        rhat = reasons.str.contains("R-hat") & ~stuck
+        ess = reasons.str.contains("ESS") & ~rhat & ~stuck
+        if stuck.any():
+            lines.append(f"  {names(stuck)}: each chain stayed at its own value -- the "
+                         "chains found different modes; run longer (--tune, --draws) or "
+                         "from other starts, and compare the chains.")
+        if rhat.any():
+            lines.append(f"  {names(rhat)}: R-hat above {self.rhat_max} -- the chains "
+                         "disagree; run longer (--tune and --draws, e.g. x4) and keep "
+                         "several chains (--chains 4).")
+        if ess.any():
+            lines.append(f"  {names(ess)}: too few effective draws (need "
+                         f"{self.ess_bulk_min:g} bulk / {self.ess_tail_min:g} tail) -- more "
+                         "--draws or more --chains add them.")
+        if self.n_divergent:
+            lines.append(f"  {self.n_divergent} divergent NUTS transitions -- the sampler "
+                         "missed part of the posterior; try a higher target_accept or "
+                         "another method (--method).")
+        return "What failed and what to try:\n" + "\n".join(lines)
 
     def __bool__(self) -> bool:
         return self.passed
@@ -90,7 +125,7 @@ def check_convergence(
     """
     if not isinstance(dt, xr.DataTree) or "posterior" not in dt.children:
         raise TypeError("dt must be an xarray.DataTree with a 'posterior' group")
-    posterior = dt["posterior"].to_dataset()
+    posterior = posterior_with_labels(dt)
     if posterior.sizes.get("chain", 0) < 2:
         raise ValueError("convergence checks need at least 2 chains")
     labels = set(label_variable_names(dt))

@@ -27,7 +27,7 @@ from inference.chains import all_zoo_gibbs, model_cache, sample_gibbs
 from inference.gibbs.registry import PYMC_STEPS, get_step, step_for
 from inference.interrupt import raising_sigint, stop_requested
 from inference.progress import compiling, in_ci
-from pp_models.model_info import ZooModelInfo, get_info
+from pp_models.model_info import LABELS_GROUP, ZooModelInfo, get_info
 from pp_models.validation import check_int
 
 __all__ = ["METHODS", "assign_steps", "describe_steps", "fit"]
@@ -161,6 +161,7 @@ def fit(
                 dt.attrs["pp_models_postprocess_skipped"] = 1
             else:
                 dt = info.postprocess(dt)
+        _move_labels(dt, info)
         interrupted = interrupted or stop.is_set()
     if interrupted:
         dt.attrs["pp_models_interrupted"] = 1
@@ -328,7 +329,7 @@ def assign_steps(model, info, user_steps, step_kwargs, *, only=None) -> list:
     if not target_values - claimed:
         provided, selected = steps, {}
     elif only is None:
-        provided, selected = assign_step_methods(model, steps or None)
+        provided, selected = assign_step_methods(model, steps or None, methods=_pymc_methods())
     else:
         # PyMC's assignment covers every free variable; assign only the targets.
         provided, selected = steps, _select_pymc_steps(model, target_values - claimed)
@@ -336,10 +337,19 @@ def assign_steps(model, info, user_steps, step_kwargs, *, only=None) -> list:
     return built if isinstance(built, list) else [built]
 
 
+def _pymc_methods() -> list:
+    """PyMC's step classes without the zoo's stand-in: here the zoo's steps are already
+    assigned, what is left is PyMC's to choose (and the stand-in would call back here)."""
+    from pymc.step_methods import STEP_METHODS
+
+    from inference.gibbs.pymc_assignment import ZooAssignment
+
+    return [m for m in STEP_METHODS if m is not ZooAssignment]
+
+
 def _select_pymc_steps(model, values) -> dict:
     """PyMC's competence-based choice of step class for each of ``values``."""
     import pytensor.gradient as tg
-    from pymc.step_methods import STEP_METHODS
 
     selected: dict = {}
     logp = model.logp()
@@ -353,7 +363,7 @@ def _select_pymc_steps(model, values) -> dict:
             except (NotImplementedError, tg.NullTypeGradError):
                 has_grad = False
         rv = model.values_to_rvs[value]
-        best = max(STEP_METHODS, key=lambda m, rv=rv, g=has_grad: m._competence(rv, g))
+        best = max(_pymc_methods(), key=lambda m, rv=rv, g=has_grad: m._competence(rv, g))
         selected.setdefault(best, []).append(value)
     return selected
 
@@ -450,11 +460,49 @@ def _add_derived(dt: xr.DataTree, info: ZooModelInfo | None) -> list[str]:
             # A variable the statistic needs was left out of the trace (var_names).
             continue
         value = value.assign_coords(chain=posterior["chain"], draw=posterior["draw"])
+        # ArviZ's plots select by coordinate: every dim needs one (as PyMC gives its own)
+        value = value.assign_coords({d: np.arange(value.sizes[d]) for d in value.dims
+                                     if d not in value.coords})
         if stat.description:
             value.attrs["description"] = stat.description
-        added[stat.name] = value
+        added[stat.name] = _plottable(value)
     dt["posterior"] = xr.DataTree(posterior.assign(added))
     return list(added)
+
+
+def _plottable(value: xr.DataArray) -> xr.DataArray:
+    """``value`` as floats when it is an integer statistic with an element constant over
+    every draw (e.g. the number of occupied components): ArviZ's rank plot of a
+    constant integer fails (its discrete ECDF needs two distinct values)."""
+    if not np.issubdtype(value.dtype, np.integer):
+        return value
+    flat = np.asarray(value.values).reshape(value.shape[0] * value.shape[1], -1)
+    if flat.size and np.any(np.ptp(flat, axis=0) == 0):
+        return value.astype(np.float64)
+    return value
+
+
+def _move_labels(dt: xr.DataTree, info: ZooModelInfo | None) -> None:
+    """Move the model's raw labelled variables from ``posterior`` to ``posterior_labels``.
+
+    ArviZ summarises and plots the ``posterior`` group by default; there the labels'
+    R-hat looks like a failed fit (chains visit different permutations) and LDA's are
+    tens of thousands of rows. They stay in the result, one group over
+    (:func:`pp_models.model_info.posterior_with_labels` joins the two).
+    """
+    if info is None or not info.label_variables:
+        return
+    posterior = dt["posterior"].to_dataset()
+    moved = [v for v in info.label_variables if v in posterior.data_vars]
+    if not moved:
+        return
+    labels = posterior[moved]
+    kept = posterior.drop_vars(moved)
+    used = {d for v in kept.data_vars.values() for d in v.dims} | {"chain", "draw"}
+    # coordinates of dimensions only the labels had would show as empty dims
+    kept = kept.drop_vars([c for c in kept.coords if not set(kept[c].dims) <= used])
+    dt["posterior"] = xr.DataTree(kept)
+    dt[LABELS_GROUP] = xr.DataTree(labels)
 
 
 def _trim_unfinished(dt: xr.DataTree) -> xr.DataTree:

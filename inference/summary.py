@@ -8,6 +8,8 @@ import arviz as az
 import pandas as pd
 import xarray as xr
 
+from pp_models.model_info import posterior_with_labels
+
 __all__ = ["label_invariant_names", "label_variable_names", "summary"]
 
 
@@ -52,7 +54,9 @@ def summary(
     """
     if not isinstance(dt, xr.DataTree) or "posterior" not in dt.children:
         raise TypeError("dt must be an xarray.DataTree with a 'posterior' group")
-    posterior = dt["posterior"]
+    # fit keeps the raw labels in their own group; older files and pm.sample output
+    # have them in the posterior
+    posterior = posterior_with_labels(dt)
     available = list(posterior.data_vars)
     labels = set(label_variable_names(dt))
     invariant = set(label_invariant_names(dt))
@@ -65,7 +69,7 @@ def summary(
             raise ValueError(f"var_names: not in the posterior: {', '.join(missing)}")
     if not var_names:
         raise ValueError("nothing to summarise: every posterior variable is a raw label")
-    table = az.summary(dt, var_names=var_names, **kwargs)
+    table = az.summary(posterior[var_names], **kwargs)
     table = pd.DataFrame(table)
     row_var = [str(index).split("[")[0] for index in table.index]
     table["label_invariant"] = [v in invariant for v in row_var]

@@ -33,7 +33,13 @@ import scipy.sparse as sp
 import xarray as xr
 
 from custom_ops.lda_kernels import sample_theta_fixed_phi
-from pp_models.model_info import DerivedStatistic, StepHint, ZooModelInfo, attach_info
+from pp_models.model_info import (
+    DerivedStatistic,
+    StepHint,
+    ZooModelInfo,
+    attach_info,
+    posterior_with_labels,
+)
 from pp_models.registry import ModelEntry
 
 __all__ = [
@@ -726,13 +732,20 @@ def posterior_topics(posterior, *, chain: int = 0, var_name: str = "phi") -> xr.
 
     Parameters
     ----------
-    posterior : xarray.Dataset or DataTree node
-        The posterior group (``dt.posterior``) holding ``var_name`` with dims
+    posterior : xarray.DataTree or Dataset
+        What ``fit`` returned (or its ``dt.posterior`` node; ``fit`` keeps the topics
+        in ``dt.posterior_labels``), or a Dataset holding ``var_name`` with dims
         ``(chain, draw, topic, word)``.
     chain : int
     var_name : str
     """
-    ds = posterior.to_dataset() if hasattr(posterior, "to_dataset") else posterior
+    if isinstance(posterior, xr.DataTree) and "posterior" in posterior.children:
+        ds = posterior_with_labels(posterior)
+    elif isinstance(posterior, xr.DataTree) and posterior.parent is not None:
+        # dt.posterior: fit keeps the topics beside it, in dt.posterior_labels
+        ds = posterior_with_labels(posterior.parent)
+    else:
+        ds = posterior.to_dataset() if hasattr(posterior, "to_dataset") else posterior
     if var_name not in ds:
         raise ValueError(f"posterior has no variable {var_name!r}")
     return ds[var_name].isel(chain=chain).mean("draw")

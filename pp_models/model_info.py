@@ -18,11 +18,13 @@ import pymc as pm
 import xarray as xr
 
 __all__ = [
+    "LABELS_GROUP",
     "DerivedStatistic",
     "StepHint",
     "ZooModelInfo",
     "attach_info",
     "get_info",
+    "posterior_with_labels",
     "weights_sorted",
 ]
 
@@ -128,4 +130,22 @@ def weights_sorted(posterior: xr.Dataset, name: str = "w") -> xr.DataArray:
     """Mixture weights ``posterior[name]`` (chain, draw, K) in decreasing order: a
     label-invariant :class:`DerivedStatistic` function shared by the mixture families."""
     w = posterior[name].values
-    return xr.DataArray(-np.sort(-w, axis=-1), dims=("chain", "draw", "rank"))
+    return xr.DataArray(-np.sort(-w, axis=-1), dims=("chain", "draw", "by_size"))
+
+
+#: The DataTree group into which ``inference.fit`` moves a zoo model's
+#: ``label_variables``: kept for the user, but outside the ``posterior`` group that
+#: ArviZ summarises and plots by default (their R-hat is meaningless under label
+#: switching, and LDA's are tens of thousands of rows).
+LABELS_GROUP = "posterior_labels"
+
+
+def posterior_with_labels(dt: xr.DataTree) -> xr.Dataset:
+    """The ``posterior`` group and the raw labelled variables (``posterior_labels``)
+    of a fitted DataTree in one Dataset."""
+    if not isinstance(dt, xr.DataTree) or "posterior" not in dt.children:
+        raise TypeError("dt must be an xarray.DataTree with a 'posterior' group (from fit)")
+    posterior = dt["posterior"].to_dataset()
+    if LABELS_GROUP in dt.children:
+        posterior = posterior.assign(dt[LABELS_GROUP].to_dataset().data_vars)
+    return posterior

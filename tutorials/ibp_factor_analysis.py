@@ -50,6 +50,7 @@ from inference import fit, summary
 from pp_models import ibp_fa
 from pp_models.distributions import IndianBuffet
 from pp_models.distributions.indian_buffet import left_ordered
+from pp_models.model_info import posterior_with_labels
 
 parser = argparse.ArgumentParser()
 parser.add_argument("--fast", action="store_true", help="small sizes (CI)")
@@ -168,7 +169,7 @@ print(f"posterior mean K {k.mean():.2f} (sd {k.std():.2f}); truth {K_true}")
 # similarity, allowing a sign flip) for the picture. Grey is zero.
 
 # %%
-post = dt["posterior"]
+post = posterior_with_labels(dt)
 Z_last = post["Z"].values[-1, -1] != 0
 G_last = (Z_last * post["V"].values[-1, -1])[:, Z_last.any(axis=0)]
 cost = np.minimum(((prob.G[:, :, None] - G_last[:, None, :]) ** 2).sum(0),

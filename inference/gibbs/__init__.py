@@ -33,3 +33,8 @@ __all__ = [
 for _info in _pkgutil.iter_modules(__path__):
     if not _info.name.startswith("_"):
         _importlib.import_module(f"{__name__}.{_info.name}")
+
+# pm.sample on a zoo model uses the zoo's steps (see inference.gibbs.pymc_assignment)
+from inference.gibbs.pymc_assignment import register_with_pymc as _register_with_pymc  # noqa: E402
+
+_register_with_pymc()

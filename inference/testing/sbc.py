@@ -33,7 +33,7 @@ from inference.testing.statistics import (
     evaluate_statistics,
     holm,
 )
-from pp_models.model_info import attach_info, get_info
+from pp_models.model_info import attach_info, get_info, posterior_with_labels
 from pp_models.validation import check_int
 
 __all__ = ["SBCResult", "sbc"]
@@ -268,7 +268,7 @@ def _simulate(payload: bytes, seed: np.random.SeedSequence):
     finally:
         pymc_log.setLevel(level)
 
-    posterior = dt["posterior"].to_dataset()
+    posterior = posterior_with_labels(dt)  # fit keeps raw labels in posterior_labels
     n_chains, n_draws = posterior.sizes["chain"], posterior.sizes["draw"]
     values = np.empty((n_chains, n_draws, len(stats)))
     for c in range(n_chains):

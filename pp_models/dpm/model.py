@@ -92,6 +92,7 @@ from pp_models.model_info import (
     StepHint,
     ZooModelInfo,
     attach_info,
+    posterior_with_labels,
     weights_sorted,
 )
 from pp_models.registry import ModelEntry
@@ -592,7 +593,7 @@ class _Summarize:
         self.model = m
 
     def __call__(self, dt: xr.DataTree) -> xr.DataTree:
-        if "z" not in dt["posterior"].data_vars:
+        if "z" not in posterior_with_labels(dt).data_vars:
             return dt  # labels not traced: nothing to summarise
         return summarize(dt, self.model)
 
@@ -719,7 +720,7 @@ def _sb_n_clusters(posterior: xr.Dataset, spec: DPMSpec, params) -> xr.DataArray
 # outputs
 # --------------------------------------------------------------------------------------
 def _posterior_z(dt: xr.DataTree) -> np.ndarray:
-    posterior = dt["posterior"]
+    posterior = posterior_with_labels(dt)
     if "z" not in posterior.data_vars:
         raise ValueError("dt: the posterior has no 'z' (labels); was the model built by "
                          "dpm.model and fitted with inference.fit?")
@@ -885,7 +886,7 @@ def predictive_density(dt: xr.DataTree, m: pm.Model, *, dims=(0, 1), grid=None,
     sel = list(dims)
     dens = np.zeros(pts.shape[0])
     if spec.truncation is not None:
-        post = dt["posterior"]
+        post = posterior_with_labels(dt)
         w = np.asarray(post["w"].values).reshape(-1, spec.truncation)
         mu = np.asarray(post["mu"].values).reshape(-1, spec.truncation, d)
         sg = np.asarray(post["sigma"].values).reshape(-1, spec.truncation, d)
@@ -901,7 +902,7 @@ def predictive_density(dt: xr.DataTree, m: pm.Model, *, dims=(0, 1), grid=None,
         discount = spec.discount
         n = X.shape[0]
         if spec.likelihood == "normal":
-            post = dt["posterior"]
+            post = posterior_with_labels(dt)
             mu = np.asarray(post["mu"].values).reshape(-1, n, d)
             sg = np.asarray(post["sigma"].values).reshape(-1, n, d)
             h = spec.prior

@@ -341,7 +341,7 @@ FEATURE_SIZE_RANKS = 10
 def _feature_sizes(posterior: xr.Dataset) -> xr.DataArray:
     m = (np.asarray(posterior["Z"].values) != 0).sum(axis=2)
     top = -np.sort(-m, axis=-1)[..., :FEATURE_SIZE_RANKS]
-    return xr.DataArray(top, dims=("chain", "draw", "rank"))
+    return xr.DataArray(top, dims=("chain", "draw", "by_size"))
 
 
 def _frobenius_of_product(G: np.ndarray, X: np.ndarray) -> np.ndarray:
@@ -389,7 +389,7 @@ def _n_features_finite(posterior: xr.Dataset, **kwargs) -> xr.DataArray:
 def _feature_sizes_finite(posterior: xr.Dataset, **kwargs) -> xr.DataArray:
     m = (finite_responsibilities(posterior, **kwargs) > 0.5).sum(axis=2)
     top = -np.sort(-m, axis=-1)[..., :FEATURE_SIZE_RANKS]
-    return xr.DataArray(top, dims=("chain", "draw", "rank"))
+    return xr.DataArray(top, dims=("chain", "draw", "by_size"))
 
 
 def _reconstruction_norm_finite(posterior: xr.Dataset) -> xr.DataArray:

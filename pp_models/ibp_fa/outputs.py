@@ -13,6 +13,8 @@ from dataclasses import dataclass
 import numpy as np
 import xarray as xr
 
+from pp_models.model_info import posterior_with_labels
+
 __all__ = [
     "SyntheticFactors",
     "active_features",
@@ -26,9 +28,7 @@ __all__ = [
 
 
 def _posterior(dt: xr.DataTree) -> xr.Dataset:
-    if not isinstance(dt, xr.DataTree) or "posterior" not in dt.children:
-        raise TypeError("dt must be an xarray.DataTree with a 'posterior' group (from fit)")
-    return dt["posterior"].to_dataset()
+    return posterior_with_labels(dt)
 
 
 def _loadings(posterior: xr.Dataset, spike_scale=None, lambda_fixed=None):

@@ -27,7 +27,7 @@ def test_demo_writes_results(tmp_path, capsys):
     # No temporary files are left behind.
     assert sorted(p.name for p in out.iterdir()) == ["posterior.nc", "summary.csv", "trace.png"]
     dt = xr.open_datatree(out / "posterior.nc", engine="h5netcdf")
-    assert dt["posterior"]["z"].shape == (4, 1000, 150)
+    assert dt["posterior_labels"]["z"].shape == (4, 1000, 150)
     table = pd.read_csv(out / "summary.csv", index_col=0)
     assert "log_likelihood" in table.index
     # `check` reads what `fit` wrote.
@@ -45,7 +45,7 @@ def test_fit_from_csv(tmp_path, capsys):
                  "--no-progress", "--out", str(tmp_path / "out")])
     assert code == 0
     dt = xr.open_datatree(tmp_path / "out" / "posterior.nc", engine="h5netcdf")
-    assert list(dt["posterior"]["feature"].values) == ["a", "b"]
+    assert list(dt["posterior_labels"]["feature"].values) == ["a", "b"]
     w = dt["posterior"]["weights_sorted"].mean(("chain", "draw")).values
     np.testing.assert_allclose(w, [0.5, 0.5], atol=0.1)
 
@@ -92,8 +92,8 @@ def test_fit_lda_on_reuters_uses_model_defaults(tmp_path, capsys):
     printed = capsys.readouterr().out
     assert "2 chains x 10 draws" in printed  # chains from the LDA entry's defaults
     dt = xr.open_datatree(tmp_path / "posterior.nc", engine="h5netcdf")
-    assert "z" not in dt["posterior"].data_vars  # token topics are not traced by default
-    assert dt["posterior"]["phi"].shape[-2:] == (4, 4258)
+    assert "z" not in dt["posterior_labels"].data_vars  # token topics are not traced by default
+    assert dt["posterior_labels"]["phi"].shape[-2:] == (4, 4258)
 
 
 def test_fit_pydt_saves_a_tree_picture(tmp_path):

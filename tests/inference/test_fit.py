@@ -10,6 +10,7 @@ import xarray as xr
 from inference import fit
 from inference.convergence import check_convergence
 from pp_models import datasets, finite_mixture
+from pp_models.model_info import posterior_with_labels
 
 
 @pytest.fixture(scope="module")
@@ -68,7 +69,7 @@ def test_auto_picks_nuts_for_continuous_model(normal_model):
 def test_gibbs_on_iris_mixture(iris_fit):
     dt = iris_fit
     assert {"posterior", "sample_stats", "observed_data"} <= set(dt.children)
-    posterior = dt["posterior"]
+    posterior = posterior_with_labels(dt)
     for name in ("n_occupied", "weights_sorted", "log_likelihood", "z", "mu"):
         assert name in posterior.data_vars
     assert posterior["z"].shape == (4, 1000, 150)
@@ -88,7 +89,7 @@ def test_gibbs_on_iris_mixture(iris_fit):
 def test_gibbs_mixture_separates_setosa(iris_fit):
     # Setosa (rows 0-49) is linearly separable from the rest: every posterior draw
     # should put nearly all of it in one component, apart from the others.
-    z = iris_fit["posterior"]["z"].values.reshape(-1, 150)
+    z = iris_fit["posterior_labels"]["z"].values.reshape(-1, 150)
     setosa_label = np.array([np.bincount(row[:50]).argmax() for row in z])
     purity = np.mean(z[:, :50] == setosa_label[:, None])
     leakage = np.mean(z[:, 50:] == setosa_label[:, None])
@@ -99,7 +100,7 @@ def test_gibbs_with_one_core_and_auto():
     model = finite_mixture.model(datasets.load("iris").data[::3], n_components=2)
     dt = fit(model, draws=100, tune=100, chains=2, cores=1, random_seed=5, progressbar=False)
     assert dt.attrs["pp_models_method"] == "gibbs"  # the factory's preference
-    assert dt["posterior"]["z"].shape == (2, 100, 50)
+    assert dt["posterior_labels"]["z"].shape == (2, 100, 50)
 
 
 def test_discrete_variable_without_zoo_step_gets_pymc_gibbs():
@@ -173,13 +174,14 @@ def test_factory_can_limit_what_is_traced():
     # Keep only the parameters the derived statistics need; drop the labels z.
     attach_info(model, replace(info, trace_var_names=("w", "mu", "sigma")))
     dt = fit(model, draws=50, tune=50, chains=2, cores=1, random_seed=1, progressbar=False)
-    assert "z" not in dt["posterior"].data_vars
+    assert "z" not in posterior_with_labels(dt).data_vars
     assert "weights_sorted" in dt["posterior"].data_vars  # needs only w
     assert "n_occupied" not in dt["posterior"].data_vars  # needs z: skipped, not an error
     # The user's own var_names win.
     dt = fit(model, draws=20, tune=20, chains=2, cores=1, random_seed=1, progressbar=False,
              var_names=["z", "w"])
-    assert set(dt["posterior"].data_vars) >= {"z", "w"} and "mu" not in dt["posterior"]
+    assert set(posterior_with_labels(dt).data_vars) >= {"z", "w"}
+    assert "mu" not in posterior_with_labels(dt)
 
 
 def test_factory_hint_can_ask_for_slice():

@@ -21,6 +21,7 @@ from inference import fit
 from inference.cli import main
 from inference.report import RESULT_FILES
 from pp_models import lda
+from pp_models.model_info import posterior_with_labels
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -110,7 +111,7 @@ def test_sigint_while_sampling_keeps_the_completed_draws(tmp_path, chains, cores
     # chains with no draw (not started yet) are dropped; the others keep a common length
     assert 0 < kept < draws and completed.size == chains
     assert (np.sort(completed)[-n_kept:] >= kept).all() and (completed > 0).sum() == n_kept
-    z = dt["posterior"]["z"].values
+    z = posterior_with_labels(dt)["z"].values
     assert (z >= 0).all()  # every kept draw is a real one (no unfilled rows)
     if cores == 2:  # both chains ran together and both stopped
         assert dt["posterior"].sizes["chain"] == 2 and completed.size == 2
@@ -183,7 +184,7 @@ def test_fit_returns_the_completed_draws_after_a_sigint():
     kept = dt["posterior"].sizes["draw"]
     assert 0 < kept < 10_000_000 and dt.attrs["pp_models_interrupted"] == 1
     assert dt.attrs["pp_models_draws_completed"] == [kept]
-    assert np.all(dt["posterior"]["phi"].values > 0)  # rows all filled
+    assert np.all(posterior_with_labels(dt)["phi"].values > 0)  # rows all filled
 
 
 def test_draws_never_made_are_trimmed_after_an_interrupted_pymc_or_nutpie_run():

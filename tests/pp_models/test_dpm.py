@@ -13,7 +13,7 @@ from custom_ops.collapsed import collapsed_loglik_value
 from custom_ops.crp import crp_logp
 from inference import fit
 from pp_models import datasets, dpm, partitions
-from pp_models.model_info import get_info
+from pp_models.model_info import get_info, posterior_with_labels
 from pp_models.registry import get_model
 
 warnings.filterwarnings("ignore", category=RuntimeWarning)
@@ -80,7 +80,7 @@ def test_discrete_likelihoods_and_dataframe_names():
     C = rng.multinomial(1, [0.2, 0.3, 0.5], size=12)
     m2 = dpm.model(C, likelihood="multinomial", prior={"concentration": 0.5})
     dt = fit(m2, draws=50, tune=10, chains=1, random_seed=0, progressbar=False)
-    assert dt["posterior"]["z"].shape == (1, 50, 12)
+    assert dt["posterior_labels"]["z"].shape == (1, 50, 12)
     assert json.loads(dt.attrs["pp_models_steps"]) == {"crp_collapsed_gibbs": ["z"]}
 
 
@@ -132,7 +132,7 @@ def test_collapsed_gibbs_auto_with_alpha_prior_and_summaries():
              progressbar=False)
     assert json.loads(dt.attrs["pp_models_steps"]) == {"crp_collapsed_gibbs": ["z"],
                                                       "escobar_west": ["alpha"]}
-    post = dt["posterior"]
+    post = posterior_with_labels(dt)
     assert post["z"].shape == (2, 300, 60) and post["n_clusters"].shape == (2, 300)
     k = post["n_clusters"].values
     print("\nK posterior (collapsed):", np.bincount(k.ravel()) / k.size)
@@ -180,7 +180,7 @@ def test_algorithm8_nonconjugate_fit_runs_and_finds_three_clusters():
     k = dt["posterior"]["n_clusters"].values
     print("\nK posterior (Algorithm 8):", np.bincount(k.ravel()) / k.size)
     assert k.min() >= 3
-    z_hat, _ = partitions.point_estimate(dt["posterior"]["z"].values.reshape(-1, X.shape[0]))
+    z_hat, _ = partitions.point_estimate(dt["posterior_labels"]["z"].values.reshape(-1, X.shape[0]))
     assert is_refinement(z_hat, truth)
 
 
@@ -193,7 +193,7 @@ def test_stick_breaking_nuts_recovers_the_truth():
              progressbar=False)
     assert dt.attrs["pp_models_method"] == "nuts"
     assert int(dt["sample_stats"]["diverging"].sum()) <= 3
-    post = dt["posterior"]
+    post = posterior_with_labels(dt)
     ws = post["weights_sorted"].values.reshape(-1, 6)
     true_w = np.array([0.5, 1 / 3, 1 / 6])
     for k in range(3):
@@ -217,7 +217,7 @@ def test_stick_breaking_advi_runs_with_the_same_layout():
     m = dpm.model(X, likelihood="diag_gaussian", truncation=5)
     dt = fit(m, method="advi", draws=100, chains=2, random_seed=0, progressbar=False,
              n=3000)
-    post = dt["posterior"]
+    post = posterior_with_labels(dt)
     assert dict(post.sizes)["chain"] == 2 and dict(post.sizes)["draw"] == 100
     assert post["w"].shape == (2, 100, 5) and post["z"].shape == (2, 100, 45)
     assert post["n_clusters"].shape == (2, 100)
@@ -256,6 +256,6 @@ def test_initial_partition_is_a_canonical_start_for_fit():
     assert partitions.adjusted_rand_index(z0, truth) > 0.8
     dt = fit(m, draws=20, tune=0, chains=1, random_seed=0, progressbar=False,
              initvals={"z": z0})
-    assert dt["posterior"]["z"].shape == (1, 20, 60)
+    assert dt["posterior_labels"]["z"].shape == (1, 20, 60)
     with pytest.raises(ValueError, match="collapsed CRP model"):
         dpm.initial_partition(dpm.model(X, likelihood="normal"))

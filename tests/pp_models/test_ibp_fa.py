@@ -12,6 +12,7 @@ from inference import fit
 from inference.testing import getting_it_right
 from pp_models import ibp_fa
 from pp_models.distributions import IndianBuffetRV
+from pp_models.model_info import posterior_with_labels
 
 
 def _small_problem(seed=0):
@@ -64,7 +65,7 @@ def test_structure_and_step_hint():
 
 
 def _eq318_nsfa(dt, n_last=10):
-    post = dt.posterior
+    post = posterior_with_labels(dt)
     Z = post["Z"].values[0, -n_last:] != 0
     V = post["V"].values[0, -n_last:]
     return Z, V

@@ -1,0 +1,63 @@
+"""The zoo's steps inside PyMC's own step assignment, so ``pm.sample`` uses them.
+
+``pm.sample`` picks, for every free variable it is not given a step for, the class in
+``pymc.step_methods.STEP_METHODS`` with the highest ``competence`` (the first one on a
+tie). Importing :mod:`inference` puts :class:`ZooAssignment` at the front of that list:
+it is ``IDEAL`` for a variable of a zoo model (one a factory attached a
+``ZooModelInfo`` to) that a zoo Gibbs step updates -- named in one of the factory's step
+hints or drawn from a distribution a registered step claims -- and otherwise
+``INCOMPATIBLE``, leaving PyMC's choice untouched. PyMC then "instantiates" it with the
+variables it won; that builds the steps :func:`inference.fit.assign_steps` would,
+hint options included. So ``with dpm.model(X): pm.sample()`` samples the partition with
+the collapsed CRP step instead of Metropolis.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pymc as pm
+from pymc.step_methods import STEP_METHODS
+from pymc.step_methods.compound import Competence, CompoundStep
+
+from inference.gibbs.registry import PYMC_STEPS, step_for
+from pp_models.model_info import get_info
+
+__all__ = ["ZooAssignment", "register_with_pymc"]
+
+
+class ZooAssignment:
+    """Stands in PyMC's list of step classes for "the step the zoo model names"."""
+
+    name = "zoo"
+
+    @classmethod
+    def competence(cls, var, has_grad=None) -> Competence:
+        model = pm.Model.get_context(error_if_none=False)
+        info = get_info(model) if model is not None else None
+        if info is None:
+            return Competence.INCOMPATIBLE
+        hinted = {name for hint in info.step_hints if hint.step not in PYMC_STEPS
+                  for name in hint.var_names}
+        if var.name in hinted or step_for(var) is not None:
+            return Competence.IDEAL
+        return Competence.INCOMPATIBLE
+
+    @classmethod
+    def _competence(cls, vars, have_grad):
+        # PyMC's BlockedStep._competence protocol: one or many variables, a list back
+        return [cls.competence(var, grad)
+                for var, grad in zip(np.atleast_1d(vars), np.atleast_1d(have_grad), strict=True)]
+
+    def __new__(cls, vars, model=None, **_pymc_kwargs):
+        from inference.fit import assign_steps
+
+        model = pm.modelcontext(model)
+        names = {model.values_to_rvs[v].name for v in vars}
+        steps = assign_steps(model, get_info(model), [], None, only=names)
+        return steps[0] if len(steps) == 1 else CompoundStep(steps)
+
+
+def register_with_pymc() -> None:
+    """Put :class:`ZooAssignment` first in PyMC's step classes (once)."""
+    if ZooAssignment not in STEP_METHODS:
+        STEP_METHODS.insert(0, ZooAssignment)

@@ -1,0 +1,75 @@
+"""``pm.sample`` on a zoo model assigns the zoo's steps (inference.gibbs.pymc_assignment)."""
+
+from __future__ import annotations
+
+import dataclasses
+import warnings
+
+import numpy as np
+import pymc as pm
+import pytest
+from pymc.sampling.mcmc import assign_step_methods
+from pymc.step_methods import STEP_METHODS
+from pymc.step_methods.compound import flatten_steps
+
+import inference  # noqa: F401  (registers the zoo's steps with PyMC)
+from inference.fit import assign_steps
+from inference.gibbs.base import ZooGibbsStep
+from inference.gibbs.pymc_assignment import ZooAssignment
+from pp_models import dpm
+from pp_models.datasets import load
+from pp_models.model_info import get_info
+from pp_models.registry import list_models
+
+FAMILIES = [entry.name for entry in list_models()]
+
+
+def _tiny_model(name):
+    entry = next(e for e in list_models() if e.name == name)
+    dataset = load(entry.default_dataset)
+    data = dataset.data.iloc[:30] if hasattr(dataset.data, "iloc") else dataset.data[:30]
+    return entry.build(dataclasses.replace(dataset, data=data), **entry.defaults)
+
+
+def _zoo_updated(steps) -> set[str]:
+    return {v.name for s in steps for leaf in flatten_steps(s) if isinstance(leaf, ZooGibbsStep)
+            for v in leaf.vars}
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_pymc_assignment_picks_the_zoo_steps_fit_picks(family):
+    model = _tiny_model(family)
+    expected = _zoo_updated(assign_steps(model, get_info(model), [], None))
+    with model:
+        _, selected = assign_step_methods(model, None, methods=STEP_METHODS)
+    chosen = {v.name for v in selected.get(ZooAssignment, [])}
+    assert chosen == expected
+    if chosen:
+        with model:
+            built = ZooAssignment(vars=selected[ZooAssignment], model=model)
+        assert _zoo_updated([built]) == expected
+
+
+def test_pm_sample_on_dpm_separates_two_clusters():
+    # The issue's case: PyMC's Metropolis on z stayed in one cluster for 200 iterations.
+    rng = np.random.default_rng(0)
+    X = np.vstack([rng.normal(-5, 1, (40, 2)), rng.normal(5, 1, (40, 2))])
+    with dpm.model(X), warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # "only 30 draws" remarks
+        dt = pm.sample(draws=30, tune=20, chains=1, random_seed=1, progressbar=False,
+                       compute_convergence_checks=False)
+    z = dt["posterior"]["z"].values[0, -10:]
+    for row in z:
+        left, right = np.bincount(row[:40]).argmax(), np.bincount(row[40:]).argmax()
+        # each true cluster is (nearly all) one cluster, and not the other's
+        assert left != right
+        assert np.mean(row[:40] == left) >= 0.9 and np.mean(row[40:] == right) >= 0.9
+        assert not np.any(row[40:] == left) and not np.any(row[:40] == right)
+
+
+def test_user_models_are_left_to_pymc():
+    with pm.Model() as model:
+        pm.Categorical("c", p=[0.5, 0.5])
+        pm.Normal("x")
+        _, selected = assign_step_methods(model, None, methods=STEP_METHODS)
+    assert ZooAssignment not in selected

@@ -1,0 +1,102 @@
+"""ArviZ's own functions, with their defaults, on every registered family's ``fit`` output.
+
+Each family is fitted once (module-scoped) on the first 40 rows of its default data set
+with a few draws; the matrix then calls ``az.summary``, ``az.plot_trace_dist``,
+``az.plot_rank`` and ``az.plot_forest`` on the DataTree exactly as a user would.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import warnings
+
+import arviz as az
+import matplotlib
+import numpy as np
+import pytest
+
+from inference.fit import fit
+from pp_models.datasets import load
+from pp_models.model_info import LABELS_GROUP, get_info, posterior_with_labels
+from pp_models.registry import list_models
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+
+FAMILIES = [entry.name for entry in list_models()]
+ARVIZ_FUNCTIONS = {
+    "summary": az.summary,
+    "plot_trace_dist": az.plot_trace_dist,
+    "plot_rank": az.plot_rank,
+    "plot_forest": az.plot_forest,
+}
+#: dimension names ArviZ uses itself (a posterior dim of the same name breaks its plots)
+ARVIZ_DIMS = {"rank", "column", "row", "plot_axis", "quantile", "kde_dim", "hist_dim",
+              "ci_bound", "label", "model", "group"}
+
+
+def _tiny(dataset):
+    data = dataset.data
+    data = data.iloc[:40] if hasattr(data, "iloc") else data[:40]
+    return dataclasses.replace(dataset, data=data)
+
+
+@pytest.fixture(scope="module")
+def fits():
+    """One small fit per family, made on first use."""
+    cache = {}
+
+    def get(name):
+        if name not in cache:
+            entry = next(e for e in list_models() if e.name == name)
+            model = entry.build(_tiny(load(entry.default_dataset)), **entry.defaults)
+            extra = {k: v for k, v in entry.fit_defaults.items()
+                     if k not in ("draws", "tune", "chains")}
+            with warnings.catch_warnings():
+                # ArviZ/PyMC remark that 20 draws are few; that is the point here
+                warnings.simplefilter("ignore")
+                cache[name] = (model, fit(model, draws=20, tune=20, chains=2, random_seed=3,
+                                          progressbar=False, **extra))
+        return cache[name]
+
+    return get
+
+
+@pytest.mark.parametrize("function", list(ARVIZ_FUNCTIONS))
+@pytest.mark.parametrize("family", FAMILIES)
+def test_arviz_defaults_work_on_fit_output(fits, family, function):
+    _, dt = fits(family)
+    with warnings.catch_warnings():
+        # ArviZ remarks on 20 draws and divides by zero on a constant quantity
+        warnings.simplefilter("ignore", UserWarning)
+        warnings.simplefilter("ignore", RuntimeWarning)
+        result = ARVIZ_FUNCTIONS[function](dt)
+    plt.close("all")
+    if function == "summary":
+        assert len(result) > 0
+        labels = set(get_info(fits(family)[0]).label_variables)
+        shown = {str(i).split("[")[0] for i in result.index}
+        assert not shown & labels, f"raw labels in the default summary: {shown & labels}"
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_labels_kept_outside_the_posterior_group(fits, family):
+    model, dt = fits(family)
+    labels = [v for v in get_info(model).label_variables]
+    free = {rv.name for rv in model.free_RVs}
+    kept = [v for v in labels if v in free]
+    assert not set(labels) & set(dt["posterior"].data_vars)
+    if kept:
+        assert LABELS_GROUP in dt.children
+        together = posterior_with_labels(dt)
+        for v in kept:
+            if v in dt[LABELS_GROUP].data_vars:
+                assert together[v].dims[:2] == ("chain", "draw")
+                assert np.all(np.isfinite(np.asarray(together[v].values, dtype=float)))
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_no_dimension_name_collides_with_arviz(fits, family):
+    _, dt = fits(family)
+    for group in dt.children.values():
+        assert not set(group.dims) & ARVIZ_DIMS, (group.name, set(group.dims) & ARVIZ_DIMS)
