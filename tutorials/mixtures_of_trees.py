@@ -45,6 +45,7 @@ from sklearn.datasets import load_digits
 from inference import fit
 from pp_models import datasets, mixture_of_trees
 from pp_models.mixture_of_trees.cli import binary_word_presence
+from pp_models.model_info import posterior_with_labels
 from pp_models.trees import maximum_spanning_tree, spanning_tree_edges
 
 parser = argparse.ArgumentParser()
@@ -176,7 +177,7 @@ print("log p(X | z, trees) per draw, chain means:",
 
 # %%
 prob = dt["tree_structure"]["edge_probability"].values[0]  # chain 0: (component, 16, 16)
-w_mean = dt["posterior"]["w"].values[0].mean(0)
+w_mean = posterior_with_labels(dt)["w"].values[0].mean(0)
 fig, axes = plt.subplots(1, 3, figsize=(12, 4))
 for k, ax in enumerate(axes):
     im = ax.imshow(prob[k], vmin=0, vmax=1, cmap="viridis")

@@ -44,6 +44,7 @@ import numpy as np
 
 from inference import fit
 from pp_models import pydt
+from pp_models.model_info import posterior_with_labels
 from pp_models.trees import DiffusionTree
 
 parser = argparse.ArgumentParser()
@@ -149,7 +150,7 @@ def root_split(tree: DiffusionTree):
 
 
 for name, result in (("PYDT", pydt_fit), ("DDT", ddt_fit)):
-    trees = pydt.trees_from_posterior(result.posterior.to_dataset())
+    trees = pydt.trees_from_posterior(posterior_with_labels(result))
     splits = [root_split(t) for t in trees]
     four = np.mean([k == 4 and clean for k, clean in splits])
     degrees = {int(k): int(v) for k, v in enumerate(np.bincount([k for k, _ in splits])) if v}
@@ -160,7 +161,7 @@ for name, result in (("PYDT", pydt_fit), ("DDT", ddt_fit)):
 fig, axes = plt.subplots(1, 2, figsize=(13, 4))
 colors = plt.cm.tab10(labels)
 for ax, (name, result) in zip(axes, (("PYDT", pydt_fit), ("DDT", ddt_fit)), strict=True):
-    trees = pydt.trees_from_posterior(result.posterior.to_dataset())
+    trees = pydt.trees_from_posterior(posterior_with_labels(result))
     trees[-1].plot(ax=ax, leaf_colors=colors, labels=[""] * N_CLUSTER)
     ax.set_title(f"{name}: last posterior draw")
 plt.tight_layout()
@@ -177,7 +178,7 @@ plt.show()
 grid_n = 25 if FAST else 60
 g = np.linspace(-2.5, 2.5, grid_n)
 G = np.array([[x, y] for y in g for x in g])
-dens = np.exp(pydt.log_predictive(pydt_fit.posterior, X, G, n_positions=3,
+dens = np.exp(pydt.log_predictive(pydt_fit, X, G, n_positions=3,
                                   max_draws=5 if FAST else 30, random_seed=0))
 plt.contourf(g, g, dens.reshape(grid_n, grid_n), levels=20)
 plt.scatter(*X.T, c="w", s=5)

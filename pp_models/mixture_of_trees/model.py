@@ -28,7 +28,13 @@ import xarray as xr
 from pp_models.distributions.spanning_tree import SpanningTree
 from pp_models.mixture_of_trees.chow_liu import as_discrete_data
 from pp_models.mixture_of_trees.likelihood import TreeMixtureData
-from pp_models.model_info import DerivedStatistic, StepHint, ZooModelInfo, attach_info
+from pp_models.model_info import (
+    DerivedStatistic,
+    StepHint,
+    ZooModelInfo,
+    attach_info,
+    weights_sorted,
+)
 from pp_models.trees import check_tree_weights
 
 __all__ = ["STEP_NAME", "model"]
@@ -110,7 +116,7 @@ def model(X, n_components: int, *, kind: str = "discrete", alpha: float = 1.0,
         derived=(
             DerivedStatistic("n_occupied", partial(_n_occupied, K=Kc),
                              "number of non-empty components"),
-            DerivedStatistic("weights_sorted", _weights_sorted,
+            DerivedStatistic("weights_sorted", weights_sorted,
                              "mixture weights in decreasing order"),
         ),
         label_variables=("w", "z", "trees"),
@@ -127,11 +133,6 @@ def _n_occupied(posterior: xr.Dataset, K: int) -> xr.DataArray:
     flat = z.reshape(-1, z.shape[-1])
     counts = np.array([np.count_nonzero(np.bincount(row, minlength=K)) for row in flat])
     return xr.DataArray(counts.reshape(z.shape[:2]), dims=("chain", "draw"))
-
-
-def _weights_sorted(posterior: xr.Dataset) -> xr.DataArray:
-    w = posterior["w"].values
-    return xr.DataArray(-np.sort(-w, axis=-1), dims=("chain", "draw", "rank"))
 
 
 def _edge_probabilities(dt: xr.DataTree) -> xr.DataTree:

@@ -17,6 +17,7 @@ import xarray as xr
 
 from custom_ops.trees import pairwise_bdeu_gain, spanning_tree_edge_marginals
 from pp_models.mixture_of_trees.chow_liu import discrete_statistics
+from pp_models.model_info import posterior_with_labels
 
 __all__ = ["add_edge_probabilities", "conditional_edge_marginals", "edge_log_weights"]
 
@@ -48,7 +49,7 @@ def add_edge_probabilities(dt: xr.DataTree) -> xr.DataTree:
     contains the edge. The trees are exact draws from their conditional posteriors, so
     this is an unbiased estimate of the posterior edge probability; component labels
     can differ between chains, hence one estimate per chain."""
-    post = dt["posterior"].to_dataset()
+    post = posterior_with_labels(dt)
     trees = post["trees"].values  # (chain, draw, K, V)
     n_chains, n_draws, K, V = trees.shape
     out = np.zeros((n_chains, K, V, V))
@@ -87,7 +88,7 @@ def plot_structure(dt: xr.DataTree, path=None, *, chain: int = 0, threshold: flo
     labels = [str(s) for s in probs.coords["node"].values]
     P = probs.values[chain]
     K = P.shape[0]
-    w = dt["posterior"]["w"].values[chain].mean(axis=0)
+    w = posterior_with_labels(dt)["w"].values[chain].mean(axis=0)
     fig, axes = plt.subplots(1, K, figsize=(max(4.0, 0.45 * len(labels)) * K, 5.0),
                              squeeze=False)
     for k in range(K):

@@ -10,6 +10,7 @@ import xarray as xr
 from scipy.special import logsumexp
 
 from custom_ops.pydt import check_parameters, pydt_forward
+from pp_models.model_info import posterior_with_labels
 from pp_models.pydt.attach import children_lists, leaf_counts_from, sample_attach
 from pp_models.pydt.greedy import _grow
 from pp_models.trees import DiffusionTree
@@ -60,12 +61,16 @@ def log_predictive(posterior, X, X_new, *, n_positions=5, max_draws=50, random_s
     """Posterior predictive log density of each row of ``X_new``: the average over
     (up to ``max_draws``, evenly thinned) posterior draws of :func:`log_predictive_tree`.
 
-    ``posterior`` is the ``posterior`` group of ``fit(pydt.model(X))`` (needs ``tree``,
-    ``c``, ``sigma2`` and, unless the model is binary, ``theta`` and ``alpha``).
+    ``posterior`` is the result of ``fit(pydt.model(X))`` (a DataTree; the tree is read
+    from its ``posterior_labels`` group) or a Dataset with ``tree``, ``c``, ``sigma2``
+    and, unless the model is binary, ``theta`` and ``alpha``.
     """
     from pp_models.pydt.model import trees_from_posterior
 
-    ds = posterior.to_dataset() if hasattr(posterior, "to_dataset") else posterior
+    if isinstance(posterior, xr.DataTree) and "posterior" in posterior.children:
+        ds = posterior_with_labels(posterior)  # a whole fit: the tree is a label variable
+    else:
+        ds = posterior.to_dataset() if hasattr(posterior, "to_dataset") else posterior
     trees = trees_from_posterior(ds)
 
     def flat(name, default):
@@ -118,7 +123,7 @@ def plot_results(dt, path=None):
 
     if not isinstance(dt, xr.DataTree):
         raise TypeError(f"dt: expected the DataTree fit returns, got {type(dt).__name__}")
-    posterior = dt["posterior"].to_dataset()
+    posterior = posterior_with_labels(dt)
     X = None
     if "observed_data" in dt.children and "X" in dt["observed_data"]:
         X = dt["observed_data"]["X"].values

@@ -70,7 +70,15 @@ def test_arviz_defaults_work_on_fit_output(fits, family, function):
         # ArviZ remarks on 20 draws and divides by zero on a constant quantity
         warnings.simplefilter("ignore", UserWarning)
         warnings.simplefilter("ignore", RuntimeWarning)
-        result = ARVIZ_FUNCTIONS[function](dt)
+        try:
+            result = ARVIZ_FUNCTIONS[function](dt)
+        except ValueError as err:
+            # ArviZ's own guard against too many panels (the issue exempts it): the
+            # same call with the limit raised must work.
+            if "plot.max_subplots" not in str(err):
+                raise
+            with az.rc_context({"plot.max_subplots": 1000}):
+                result = ARVIZ_FUNCTIONS[function](dt)
     plt.close("all")
     if function == "summary":
         assert len(result) > 0

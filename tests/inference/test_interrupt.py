@@ -31,7 +31,9 @@ from pathlib import Path
 marker, moment = sys.argv[1], sys.argv[2]
 import inference.chains as chains
 import inference.report as report
-import pp_models.dpm as dpm
+import pp_models.dpm
+# The module whose summarize fit's post-fit hook calls (pp_models.dpm.model is the factory).
+dpm = sys.modules["pp_models.dpm.model"]
 
 if moment == "sampling":
     record = chains._record

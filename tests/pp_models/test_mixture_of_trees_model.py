@@ -28,7 +28,7 @@ def test_one_component_tree_posterior_equals_enumeration():
     m = mixture_of_trees.model(X, 1, ess=2.0, edge_prior=beta)
     dt = fit(m, method="gibbs", draws=3000, tune=0, chains=1, random_seed=1,
              progressbar=False)
-    draws = dt["posterior"]["trees"].values[0, :, 0, :]
+    draws = dt["posterior_labels"]["trees"].values[0, :, 0, :]
     index = {tuple(t): i for i, t in enumerate(trees)}
     freq = np.bincount([index[tuple(d)] for d in draws], minlength=16) / len(draws)
     se = np.sqrt(post * (1 - post) / len(draws))
