@@ -26,7 +26,10 @@ import time
 import numpy as np
 from scipy.sparse.csgraph import minimum_spanning_tree
 
-from custom_ops.trees import maximum_spanning_forest, pairwise_mutual_information
+from custom_ops.spanning_tree_kernels import (
+    maximum_spanning_forest,
+    pairwise_mutual_information,
+)
 from pp_models.mixture_of_trees import chow_liu, em
 from pp_models.mixture_of_trees.chow_liu import discrete_statistics
 from pp_models.trees import spanning_tree_edges

@@ -2,7 +2,8 @@
 Gaussian data at its leaves, as a PyTensor Op with exact reverse-mode gradients.
 
 Knowles (2012) ch. 4 (digest ``knowles-nsfa-pydt.md`` §3). A tree over ``n`` leaves is
-stored as in :mod:`custom_ops.trees`: ``parent`` (2n - 1 node slots, -1 root, -2 unused)
+stored as in :mod:`custom_ops.diffusion_tree_kernels`: ``parent`` (2n - 1 node slots, -1 root,
+-2 unused)
 and ``log1m_t`` = log(1 - t) of each internal slot, with the divergence function
 ``a(t) = c / (1 - t)``, ``A(t) = -c log(1 - t)``.
 
@@ -30,7 +31,7 @@ Gaussian message recursion of digest §3.9 in O(n D): child ``k`` sends
 per dimension; the root adds ``log N(0; mu_root, s_root + sigma2 t_root)``. This equals
 the dense ``sum_d log N(X[:, d]; 0, sigma2 C)`` with ``C_ij`` the divergence time of the
 pair's most recent common ancestor and ``C_ii = 1``
-(:func:`custom_ops.trees.diffusion_tree_mrca_times`).
+(:func:`custom_ops.diffusion_tree_kernels.diffusion_tree_mrca_times`).
 
 Valid parameters (§4.4.2): ``c > 0``, ``sigma2 > 0``, ``alpha < 1`` and either
 ``alpha >= 0, theta >= -2 alpha`` (``theta = -2 alpha`` is the binary family, the DDT at
@@ -53,7 +54,7 @@ from pytensor.graph.op import Op
 from pytensor.link.numba.dispatch import basic as nb
 
 from custom_ops.conjugate import digamma
-from custom_ops.trees import (
+from custom_ops.diffusion_tree_kernels import (
     DIFFUSION_TREE_ERRORS,
     diffusion_tree_structure,
     diffusion_tree_topology,

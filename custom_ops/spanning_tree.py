@@ -3,7 +3,8 @@
 ``P(T) = prod_{uv in T} beta_uv / Z(beta)`` with ``Z`` the weighted number of spanning
 trees, ``log Z = log det L_0(beta)`` by the matrix-tree theorem (Kirchhoff 1847; Meilă &
 Jaakkola 2006 Eq. 3). Trees are parent vectors rooted at node 0 (see
-:mod:`custom_ops.trees`); ``beta`` is read symmetrised, ``(beta + beta^T) / 2``, with the
+:mod:`custom_ops.spanning_tree_kernels`); ``beta`` is read symmetrised,
+``(beta + beta^T) / 2``, with the
 diagonal ignored.
 
 Gradient (d log P / d beta_uv for the symmetrised weight): ``(1[uv in T] - P(uv in T))
@@ -23,7 +24,7 @@ from pytensor.graph.basic import Apply
 from pytensor.graph.op import Op
 from pytensor.link.numba.dispatch import basic as nb
 
-from custom_ops.trees import spanning_tree_logp, spanning_tree_logp_grad
+from custom_ops.spanning_tree_kernels import spanning_tree_logp, spanning_tree_logp_grad
 
 __all__ = ["SpanningTreeLogp", "SpanningTreeLogpGrad", "spanning_tree_logp_op"]
 

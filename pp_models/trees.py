@@ -8,7 +8,8 @@ Sections (each owns its kind; families import from here, never re-derive):
   multifurcating, parent array + divergence times;
 - undirected spanning trees (Chow-Liu, mixtures of trees): edge lists over V nodes.
 
-Numba kernels behind them live in :mod:`custom_ops.trees`.
+Numba kernels behind them live in :mod:`custom_ops.trees` (merge trees),
+:mod:`custom_ops.spanning_tree_kernels` and :mod:`custom_ops.diffusion_tree_kernels`.
 """
 
 from __future__ import annotations
@@ -19,15 +20,13 @@ from dataclasses import dataclass as _dataclass
 
 import numpy as np
 
-from custom_ops import trees as _tree_kernels
-from custom_ops.trees import (
+from custom_ops import spanning_tree_kernels as _tree_kernels
+from custom_ops.diffusion_tree_kernels import (
     DIFFUSION_TREE_ERRORS,
     diffusion_tree_mrca_times,
     diffusion_tree_structure,
-    node_depths,
-    node_sizes,
-    validate_merges,
 )
+from custom_ops.trees import node_depths, node_sizes, validate_merges
 
 __all__ = [
     "DiffusionTree",

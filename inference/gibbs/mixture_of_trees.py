@@ -6,7 +6,8 @@ One step updates the weights ``w``, the assignments ``z`` and the component tree
    the tree's posterior predictive with the BDeu CPTs integrated out;
 2. each ``T_k`` exactly from ``P(T | z, X) ∝ prod_{uv in T} beta_uv BF_uv`` (BF_uv the
    edge's BDeu Bayes factor on the rows of component k; Meilă & Jaakkola 2006), by
-   sequential matrix-tree sampling (:func:`custom_ops.trees.sequential_spanning_tree`);
+   sequential matrix-tree sampling
+   (:func:`custom_ops.spanning_tree_kernels.sequential_spanning_tree`);
 3. ``w ~ Dirichlet(alpha + counts(z))``.
 """
 
@@ -15,8 +16,8 @@ from __future__ import annotations
 import numpy as np
 import pytensor
 
+from custom_ops.spanning_tree_kernels import sequential_spanning_tree
 from custom_ops.tree_mixture import assignment_sweep, tree_mixture_logp, tree_tables
-from custom_ops.trees import sequential_spanning_tree
 from inference.gibbs.base import ZooGibbsStep
 from inference.gibbs.registry import register_step
 from pp_models.mixture_of_trees.outputs import edge_log_weights

@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
-from custom_ops.trees import pairwise_bdeu_gain, spanning_tree_edge_marginals
+from custom_ops.spanning_tree_kernels import pairwise_bdeu_gain, spanning_tree_edge_marginals
 from pp_models.mixture_of_trees.chow_liu import discrete_statistics
 from pp_models.model_info import posterior_with_labels
 

@@ -16,7 +16,7 @@ from pytensor.compile.mode import Mode
 from scipy import integrate, special, stats
 
 from custom_ops import pydt
-from custom_ops.trees import diffusion_tree_mrca_times
+from custom_ops.diffusion_tree_kernels import diffusion_tree_mrca_times
 from pp_models.trees import DiffusionTree
 
 

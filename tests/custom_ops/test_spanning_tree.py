@@ -7,7 +7,7 @@ import pytest
 from scipy import stats
 from scipy.sparse.csgraph import minimum_spanning_tree
 
-from custom_ops import trees as kernels
+from custom_ops import spanning_tree_kernels as kernels
 from custom_ops.spanning_tree import spanning_tree_logp_op
 from pp_models.trees import (
     all_spanning_trees,
