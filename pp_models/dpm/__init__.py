@@ -1,7 +1,8 @@
 """Dirichlet-process mixture models (Murphy 2012 §25.2; Neal 2000).
 
-The factory :func:`model` and the outputs (:func:`summarize`, :func:`cluster_parameters`,
-:func:`predictive_density`, :func:`initial_partition`) are in ``model.py``; see its
+The factory :func:`model` (and :func:`initial_partition`) is in ``model.py``, the outputs
+(:func:`summarize`, :func:`cluster_parameters`, :func:`predictive_density`) in
+``outputs.py``; see ``model.py``'s
 docstring for the three representations and the likelihoods. The Gibbs steps are in
 ``inference/gibbs/crp_collapsed.py``, ``crp_auxiliary.py`` and ``escobar_west.py``, the
 hot loops in :mod:`custom_ops.crp_gibbs`, the conjugate families in
@@ -15,12 +16,14 @@ from pp_models.dpm.model import (
     LIKELIHOODS,
     NONCONJUGATE,
     DPMSpec,
-    cluster_parameters,
     default_hyperprior,
     get_spec,
     initial_partition,
     learned_hyperparameters,
     model,
+)
+from pp_models.dpm.outputs import (
+    cluster_parameters,
     posterior_mean_hyperparameters,
     predictive_density,
     summarize,

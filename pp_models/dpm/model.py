@@ -59,9 +59,7 @@ co-clustering matrix, a point-estimate partition (Binder or VI loss), the poster
 the number of clusters, optionally the cluster parameters from the conjugate posterior,
 and the posterior predictive density on a 1-D/2-D grid.
 
-This module is over 700 lines because it still holds those outputs: they move to
-``pp_models/dpm/outputs.py`` once the linear-in-n point estimate (issue #10) has landed,
-so the two changes do not collide.
+The outputs are in :mod:`pp_models.dpm.outputs`.
 """
 
 from __future__ import annotations
@@ -104,15 +102,11 @@ __all__ = [
     "LIKELIHOODS",
     "NONCONJUGATE",
     "DPMSpec",
-    "cluster_parameters",
     "default_hyperprior",
     "get_spec",
     "initial_partition",
     "learned_hyperparameters",
     "model",
-    "posterior_mean_hyperparameters",
-    "predictive_density",
-    "summarize",
 ]
 
 CONJUGATE = ("gaussian", "diag_gaussian", "bernoulli", "multinomial")
@@ -595,7 +589,9 @@ class _Summarize:
     def __call__(self, dt: xr.DataTree) -> xr.DataTree:
         if "z" not in posterior_with_labels(dt).data_vars:
             return dt  # labels not traced: nothing to summarise
-        return summarize(dt, self.model)
+        from pp_models.dpm import outputs  # outputs imports this module
+
+        return outputs.summarize(dt, self.model)
 
 
 def _n_clusters(posterior: xr.Dataset) -> xr.DataArray:
@@ -714,315 +710,6 @@ def _sb_n_clusters(posterior: xr.Dataset, spec: DPMSpec, params) -> xr.DataArray
     z = _sb_assignments(posterior, spec, params).values
     return xr.DataArray(partitions.n_blocks(z.reshape(-1, z.shape[-1])).reshape(z.shape[:2]),
                         dims=("chain", "draw"))
-
-
-# --------------------------------------------------------------------------------------
-# outputs
-# --------------------------------------------------------------------------------------
-def _posterior_z(dt: xr.DataTree) -> np.ndarray:
-    posterior = posterior_with_labels(dt)
-    if "z" not in posterior.data_vars:
-        raise ValueError("dt: the posterior has no 'z' (labels); was the model built by "
-                         "dpm.model and fitted with inference.fit?")
-    z = np.asarray(posterior["z"].values)
-    return z.reshape(-1, z.shape[-1])
-
-
-def _posterior_alpha(dt, spec, size):
-    posterior = dt["posterior"]
-    if "alpha" in posterior.data_vars:
-        return np.asarray(posterior["alpha"].values).reshape(-1)[:size]
-    return np.full(size, spec.alpha)
-
-
-def _posterior_hyper(dt, spec):
-    """Per-draw (flattened) base-measure hyperparameters: a function of the draw index."""
-    if not spec.hyperprior:
-        return lambda s: spec.prior
-    posterior = dt["posterior"]
-    names = [LEARNABLE[spec.likelihood][k] for k in spec.hyperprior]
-    missing = [v for v in names if v not in posterior.data_vars]
-    if missing:
-        raise ValueError(f"dt: the posterior has no {missing} (the learned base-measure "
-                         "hyperparameters of this model)")
-    flat = {v: np.asarray(posterior[v].values, dtype=float).reshape(-1) for v in names}
-    return lambda s: learned_hyperparameters(spec, {v: a[s] for v, a in flat.items()})
-
-
-def posterior_mean_hyperparameters(dt: xr.DataTree, m: pm.Model) -> dict:
-    """The base-measure hyperparameters at the posterior mean of the learned free
-    variables (the fixed ``prior`` when nothing is learned)."""
-    spec = get_spec(m)
-    if spec is None:
-        raise ValueError("m must be a model built by pp_models.dpm.model")
-    if not spec.hyperprior:
-        return dict(spec.prior)
-    _posterior_hyper(dt, spec)  # validates
-    posterior = dt["posterior"]
-    names = [LEARNABLE[spec.likelihood][k] for k in spec.hyperprior]
-    return learned_hyperparameters(
-        spec, {v: float(np.mean(posterior[v].values)) for v in names})
-
-
-def _thin_index(total, max_draws):
-    if total <= max_draws:
-        return np.arange(total)
-    return np.linspace(0, total - 1, max_draws).astype(int)
-
-
-def cluster_parameters(m_or_spec, z, *, hyperparameters: dict | None = None) -> xr.Dataset:
-    """Posterior means of each cluster's parameters given partition ``z`` (conjugate).
-
-    For ``"gaussian"`` (NIW posterior, Murphy 2012 Eq. 4.214): ``mean`` = m_n and
-    ``covariance`` = S_n / (nu_n - d - 1) (the posterior mean of Sigma, defined for
-    nu_n > d + 1). ``"diag_gaussian"``: ``mean`` and ``variance`` = b_n / (a_n - 1).
-    ``"bernoulli"``: ``p`` = (a + m) / (a + b + N). ``"multinomial"``: ``p`` =
-    (concentration + m) / sum. Always ``size`` (items per cluster). ``hyperparameters``
-    (e.g. :func:`posterior_mean_hyperparameters`) replace the model's ``prior`` values,
-    which for learned keys are their hyperprior means.
-    """
-    spec = m_or_spec if isinstance(m_or_spec, DPMSpec) else get_spec(m_or_spec)
-    if spec is None:
-        raise ValueError("cluster_parameters needs a model built by pp_models.dpm.model")
-    if spec.likelihood not in CONJUGATE:
-        raise ValueError(f"cluster_parameters: the {spec.likelihood!r} likelihood is not "
-                         "conjugate; read the parameters from the posterior instead")
-    z = partitions.canonical_labels(z)
-    X = spec.X
-    if z.size != X.shape[0]:
-        raise ValueError(f"z has {z.size} labels but the model has {X.shape[0]} rows")
-    h = spec.prior if hyperparameters is None else hyperparameters
-    K = int(z.max()) + 1
-    d = X.shape[1]
-    sizes = np.bincount(z, minlength=K)
-    feats = list(spec.feature_names)
-    coords = {"cluster": np.arange(K), "feature": feats}
-    hyper = tuple(h[name] for name in cj.FAMILIES[spec.likelihood].hyper_names)
-
-    def posterior(k):
-        return cj.posterior_parameters(spec.likelihood, cj.FAMILIES[spec.likelihood].stats(
-            np.ascontiguousarray(X[z == k], dtype=np.float64)), hyper)
-
-    if spec.likelihood == "gaussian":
-        mean = np.empty((K, d))
-        cov = np.empty((K, d, d))
-        for k in range(K):
-            post = posterior(k)
-            mean[k] = post["m"]
-            cov[k] = post["S"] / (post["nu"] - d - 1) if post["nu"] > d + 1 else np.nan
-        return xr.Dataset(
-            {"size": ("cluster", sizes), "mean": (("cluster", "feature"), mean),
-             "covariance": (("cluster", "feature", "feature_"), cov)},
-            coords={**coords, "feature_": feats},
-        )
-    if spec.likelihood == "diag_gaussian":
-        mean = np.empty((K, d))
-        var = np.empty((K, d))
-        for k in range(K):
-            post = posterior(k)
-            mean[k] = post["m"]
-            var[k] = np.where(post["a"] > 1, post["b"] / (post["a"] - 1), np.nan)
-        return xr.Dataset(
-            {"size": ("cluster", sizes), "mean": (("cluster", "feature"), mean),
-             "variance": (("cluster", "feature"), var)},
-            coords=coords,
-        )
-    if spec.likelihood == "bernoulli":
-        p = np.array([post["a"] / (post["a"] + post["b"]) for post in map(posterior, range(K))])
-    else:
-        counts = np.array([posterior(k)["concentration"] for k in range(K)])
-        p = counts / counts.sum(1, keepdims=True)
-    return xr.Dataset({"size": ("cluster", sizes), "p": (("cluster", "feature"), p)},
-                      coords=coords)
-
-
-def predictive_density(dt: xr.DataTree, m: pm.Model, *, dims=(0, 1), grid=None,
-                       grid_size: int = 80, max_draws: int = 200) -> xr.Dataset:
-    """Posterior predictive density of a new row on a 1-D or 2-D grid, averaged over
-    draws: the marginal density of the columns ``dims``.
-
-    CRP (collapsed) draws: ``sum_k (n_k - d)/(n+alpha) p(x | X_k) + (alpha + K d)/(n+alpha)
-    p(x)`` (Pitman-Yor discount d; d = 0 is the Dirichlet process) with
-    the conjugate posterior predictives (Student-t; Murphy 2012 Eq. 25.27 with H
-    integrated out). Stick-breaking draws: ``sum_k w_k F(x | theta_k)``. Non-conjugate CRP
-    draws: the same as the CRP with ``F(x | theta_k)`` and a Monte Carlo prior predictive.
-    Gaussian-type likelihoods only.
-
-    Parameters
-    ----------
-    dims : int or pair of int
-        Columns to show (1 or 2); the others are marginalised.
-    grid : array or pair of arrays, optional
-        Grid points per shown column (default ``grid_size`` points over the data range
-        padded by 10 %).
-    max_draws : int
-        Draws used (thinned evenly).
-    """
-    spec = get_spec(m)
-    if spec is None:
-        raise ValueError("predictive_density needs a model built by pp_models.dpm.model")
-    if spec.likelihood not in ("gaussian", "diag_gaussian", "normal"):
-        raise ValueError(f"predictive_density: not available for the {spec.likelihood!r} "
-                         "likelihood (continuous Gaussian-type likelihoods only)")
-    X = spec.X
-    d = X.shape[1]
-    dims = (dims,) if isinstance(dims, numbers.Integral) else tuple(dims)
-    if not 1 <= len(dims) <= 2 or any(not 0 <= j < d for j in dims) or len(set(dims)) != len(dims):
-        raise ValueError(f"dims must be one or two distinct column indices in [0, {d}), "
-                         f"got {dims}")
-    if grid is None:
-        axes = []
-        for j in dims:
-            lo, hi = X[:, j].min(), X[:, j].max()
-            pad = 0.1 * (hi - lo if hi > lo else 1.0)
-            axes.append(np.linspace(lo - pad, hi + pad, grid_size))
-    else:
-        axes = [np.asarray(grid, dtype=float)] if len(dims) == 1 else [
-            np.asarray(g, dtype=float) for g in grid]
-        if len(axes) != len(dims):
-            raise ValueError("grid must have one axis per shown column")
-    mesh = np.meshgrid(*axes, indexing="ij")
-    pts = np.stack([g.reshape(-1) for g in mesh], axis=1)  # (G, len(dims))
-    sel = list(dims)
-    dens = np.zeros(pts.shape[0])
-    if spec.truncation is not None:
-        post = posterior_with_labels(dt)
-        w = np.asarray(post["w"].values).reshape(-1, spec.truncation)
-        mu = np.asarray(post["mu"].values).reshape(-1, spec.truncation, d)
-        sg = np.asarray(post["sigma"].values).reshape(-1, spec.truncation, d)
-        idx = _thin_index(w.shape[0], max_draws)
-        for s in idx:
-            comp = stats.norm.logpdf(pts[:, None, :], mu[s][None, :, sel], sg[s][None, :, sel])
-            dens += np.exp(special.logsumexp(np.log(w[s])[None] + comp.sum(-1), axis=1))
-        dens /= idx.size
-    else:
-        Z = _posterior_z(dt)
-        idx = _thin_index(Z.shape[0], max_draws)
-        alphas = _posterior_alpha(dt, spec, Z.shape[0])
-        discount = spec.discount
-        n = X.shape[0]
-        if spec.likelihood == "normal":
-            post = posterior_with_labels(dt)
-            mu = np.asarray(post["mu"].values).reshape(-1, n, d)
-            sg = np.asarray(post["sigma"].values).reshape(-1, n, d)
-            h = spec.prior
-            rng = np.random.default_rng(0)
-            mu0 = rng.normal(h["mu_loc"], h["mu_scale"], size=(500, d))
-            sg0 = np.exp(rng.normal(h["sigma_loc"], h["sigma_scale"], size=(500, d)))
-            prior_pred = np.exp(stats.norm.logpdf(pts[:, None, :], mu0[None][..., sel],
-                                                  sg0[None][..., sel]).sum(-1)).mean(1)
-        else:
-            hyper_of = _posterior_hyper(dt, spec)
-        for s in idx:
-            z = Z[s]
-            K = int(z.max()) + 1
-            sizes = np.bincount(z, minlength=K)
-            a = alphas[s]
-            if spec.likelihood != "normal":
-                hyper = hyper_of(s)
-                prior_pred = np.exp(_conjugate_log_pred(spec, pts, sel, None, hyper))
-            # Pitman-Yor seating of a new row (Pitman 2006 Eq. 3.6; discount 0 is the DP)
-            mix = (a + K * discount) / (n + a) * prior_pred
-            for k in range(K):
-                if spec.likelihood == "normal":
-                    lp = stats.norm.logpdf(pts, mu[s, k, sel], sg[s, k, sel]).sum(-1)
-                else:
-                    lp = _conjugate_log_pred(spec, pts, sel, X[z == k], hyper)
-                mix = mix + (sizes[k] - discount) / (n + a) * np.exp(lp)
-            dens += mix
-        dens /= idx.size
-    names = [spec.feature_names[j] for j in dims]
-    return xr.Dataset(
-        {"density": (tuple(names), dens.reshape(mesh[0].shape))},
-        coords={name: ax for name, ax in zip(names, axes, strict=True)},
-        attrs={"description": "posterior predictive density of a new row, marginal over "
-                              "the other columns", "draws_used": int(idx.size)},
-    )
-
-
-def _conjugate_log_pred(spec, pts, sel, Xk, hyperparameters):
-    """log predictive density of points ``pts`` (G, |sel|) marginal on columns ``sel``
-    given the rows ``Xk`` of one cluster (None: the prior predictive)."""
-    d = spec.X.shape[1]
-    Xk = np.zeros((0, d)) if Xk is None else np.ascontiguousarray(Xk, dtype=np.float64)
-    family = cj.FAMILIES[spec.likelihood]
-    hyper = tuple(np.asarray(hyperparameters[name], dtype=np.float64)
-                  for name in family.hyper_names)
-    st = family.stats(Xk) if Xk.shape[0] else np.zeros(family.stats_size(d))
-    df, loc, scale = cj.student_t_predictive(spec.likelihood, st, hyper)
-    if spec.likelihood == "gaussian":
-        # marginal of a multivariate t: same dof, sub-vector / sub-matrix
-        return stats.multivariate_t.logpdf(pts, loc=loc[sel], shape=scale[np.ix_(sel, sel)],
-                                           df=df).reshape(-1)
-    return stats.t.logpdf(pts, df=df[sel], loc=loc[sel], scale=scale[sel]).sum(-1)
-
-
-def summarize(dt: xr.DataTree, m: pm.Model | None = None, *, loss: str = "binder",
-              max_coclustering: int = 2000, cluster_params: bool = False,
-              predictive: bool | None = None, dims=(0, 1), grid_size: int = 80,
-              max_draws: int = 200, coclustering_items=None) -> xr.DataTree:
-    """Add the label-invariant outputs of a DP mixture fit to ``dt`` (a new DataTree).
-
-    Groups added:
-
-    - ``clustering``: ``coclustering`` (``obs``, ``obs_``) posterior similarity matrix (when
-      n <= ``max_coclustering``; else ``coclustering_subset`` (``item``, ``item_``) for the
-      indices ``coclustering_items`` if given), ``point_estimate`` (obs) minimising the expected
-      ``loss`` ("binder" or "vi"), its ``expected_loss``, and ``n_clusters_pmf``, the
-      posterior of the number of clusters;
-    - ``cluster_parameters`` (``cluster_params=True``, conjugate likelihoods): posterior
-      means for the point-estimate partition (:func:`cluster_parameters`);
-    - ``predictive``: :func:`predictive_density` on a grid over columns ``dims`` (default:
-      on for Gaussian-type likelihoods).
-
-    ``m`` (the model from :func:`model`) is needed for the last two; the first works for
-    any posterior with labels ``z`` (for stick-breaking fits, the drawn assignments).
-    """
-    if not isinstance(dt, xr.DataTree) or "posterior" not in dt.children:
-        raise TypeError("dt must be an xarray.DataTree with a 'posterior' group")
-    spec = get_spec(m) if m is not None else None
-    if m is not None and spec is None:
-        raise ValueError("m must be a model built by pp_models.dpm.model")
-    Z = _posterior_z(dt)
-    n = Z.shape[1]
-    out = dt.copy()
-    ds = {}
-    P = None
-    if n <= max_coclustering:
-        P = partitions.coclustering(Z)
-        ds["coclustering"] = (("obs", "obs_"), P)
-    elif coclustering_items is not None:  # n x n too big: the items asked for
-        ds["coclustering_subset"] = (("item", "item_"),
-                                     partitions.coclustering(Z, coclustering_items))
-    # linear in n (contingency tables between draws, never the n x n matrix)
-    z_hat, expected = partitions.greedy_point_estimate(Z, loss=loss)
-    ds["point_estimate"] = (("obs",), z_hat)
-    ks = partitions.n_blocks(Z)
-    values, counts = np.unique(ks, return_counts=True)
-    clustering = xr.Dataset(ds, coords={"obs": np.arange(n), "obs_": np.arange(n)})
-    if "coclustering_subset" in ds:
-        items = np.asarray(coclustering_items)
-        clustering = clustering.assign_coords(item=items, item_=items)
-    clustering["n_clusters_pmf"] = xr.DataArray(counts / counts.sum(), dims=("n_clusters",),
-                                                coords={"n_clusters": values})
-    clustering.attrs.update(loss=loss, expected_loss=expected, draws=int(Z.shape[0]))
-    out["clustering"] = xr.DataTree(clustering)
-    if cluster_params:
-        if spec is None:
-            raise ValueError("cluster_params=True needs the model m")
-        out["cluster_parameters"] = xr.DataTree(cluster_parameters(
-            spec, z_hat, hyperparameters=posterior_mean_hyperparameters(dt, m)))
-    if predictive is None:
-        predictive = spec is not None and spec.likelihood in ("gaussian", "diag_gaussian",
-                                                               "normal")
-    if predictive:
-        if spec is None:
-            raise ValueError("predictive=True needs the model m")
-        d = spec.X.shape[1]
-        use = tuple(dims)[: min(2, d)] if d > 1 else (0,)
-        out["predictive"] = xr.DataTree(
-            predictive_density(dt, m, dims=use, grid_size=grid_size, max_draws=max_draws))
-    return out
 
 
 CLI_ENTRY = ModelEntry(

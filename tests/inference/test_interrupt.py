@@ -32,8 +32,8 @@ marker, moment = sys.argv[1], sys.argv[2]
 import inference.chains as chains
 import inference.report as report
 import pp_models.dpm
-# The module whose summarize fit's post-fit hook calls (pp_models.dpm.model is the factory).
-dpm = sys.modules["pp_models.dpm.model"]
+# The module whose summarize fit's post-fit hook calls.
+dpm = sys.modules["pp_models.dpm.outputs"]
 
 if moment == "sampling":
     record = chains._record
