@@ -120,7 +120,8 @@ def model(X, n_components: int, *, kind: str = "discrete", alpha: float = 1.0,
                              "mixture weights in decreasing order"),
         ),
         label_variables=("w", "z", "trees"),
-        postprocess=_edge_probabilities,
+        postprocess=partial(_edge_probabilities, codes=codes, n_categories=K,
+                            ess=float(ess), edge_prior=beta),
         notes=("w, z, trees: mixture_of_trees_gibbs (collapsed assignments, exact tree "
                "draws from the decomposable conditional posterior, conjugate weights). "
                "Component labels are not identified."),
@@ -135,10 +136,16 @@ def _n_occupied(posterior: xr.Dataset, K: int) -> xr.DataArray:
     return xr.DataArray(counts.reshape(z.shape[:2]), dims=("chain", "draw"))
 
 
-def _edge_probabilities(dt: xr.DataTree) -> xr.DataTree:
-    """``fit``'s post-fit hook: posterior edge probabilities (see outputs)."""
-    from pp_models.mixture_of_trees.outputs import add_edge_probabilities
+def _edge_probabilities(dt: xr.DataTree, *, codes, n_categories, ess,
+                        edge_prior) -> xr.DataTree:
+    """``fit``'s post-fit hook: Rao-Blackwellised posterior edge probabilities given each
+    draw's assignments (see outputs)."""
+    from pp_models.mixture_of_trees.outputs import add_edge_probabilities, edge_log_weights
 
-    if "trees" not in dt["posterior"].data_vars:
+    if "trees" not in dt["posterior"].data_vars and "posterior_labels" not in dt.children:
         return dt
-    return add_edge_probabilities(dt)
+
+    def component_log_weights(rows):
+        return edge_log_weights(codes[rows], n_categories, ess, edge_prior)
+
+    return add_edge_probabilities(dt, component_log_weights)

@@ -4,10 +4,14 @@ Given the assignments, component ``k``'s tree posterior is decomposable with log
 weights ``log beta_uv + g_uv`` (``g`` = the edge's BDeu log Bayes factor on the
 component's rows, :func:`edge_log_weights`), so its exact edge marginals follow from the
 matrix-tree theorem in O(V^3) (:func:`conditional_edge_marginals`, Meilă & Jaakkola
-2006) while the weights span a moderate range (< e^30 between the heaviest and lightest
-edge that matters). With hundreds of rows the log weights span far more than double
-precision can hold in one Laplacian, so ``fit`` reports edge frequencies over the
-exactly sampled trees instead (:func:`add_edge_probabilities`).
+2006). With hundreds of rows the log weights span hundreds of nats, far more than one
+Laplacian in double precision can hold, so the effective conductances come from a
+positive-only log-space Kron reduction
+(:func:`custom_ops.spanning_tree_kernels.spanning_tree_log_edge_marginals`, the same
+kernel the tree sampler's decisions use). ``fit`` reports their average over the draws
+of each chain given that draw's assignments (Rao-Blackwellised,
+:func:`rao_blackwell_edge_probabilities`), next to the plain frequencies of the edges in
+the sampled trees.
 """
 
 from __future__ import annotations
@@ -15,11 +19,15 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
-from custom_ops.spanning_tree_kernels import pairwise_bdeu_gain, spanning_tree_edge_marginals
+from custom_ops.spanning_tree_kernels import (
+    pairwise_bdeu_gain,
+    spanning_tree_log_edge_marginals,
+)
 from pp_models.mixture_of_trees.chow_liu import discrete_statistics
 from pp_models.model_info import posterior_with_labels
 
-__all__ = ["add_edge_probabilities", "conditional_edge_marginals", "edge_log_weights"]
+__all__ = ["add_edge_probabilities", "conditional_edge_marginals", "edge_log_weights",
+           "rao_blackwell_edge_probabilities"]
 
 
 def edge_log_weights(codes, n_categories, ess, edge_prior):
@@ -33,40 +41,76 @@ def edge_log_weights(codes, n_categories, ess, edge_prior):
 
 
 def conditional_edge_marginals(log_weights):
-    """Exact P(uv in T) for P(T) ∝ prod exp(log_weights): weights rescaled by their
-    maximum and floored at e^-30 (so the Laplacian stays numerically invertible; edges
-    that light have marginals ~1e-13 or are bridges either way)."""
-    V = log_weights.shape[0]
-    off = ~np.eye(V, dtype=bool)
-    W = np.exp(np.maximum(log_weights - log_weights[off].max(), -30.0))
-    np.fill_diagonal(W, 0.0)
-    return np.clip(spanning_tree_edge_marginals(W), 0.0, 1.0)
+    """Exact P(uv in T) for P(T) ∝ prod exp(log_weights), accurate when the log weights
+    span hundreds of nats (marginals that round to 0 or 1 in double precision come out
+    as exactly 0 or 1); the diagonal is 0."""
+    log_p = spanning_tree_log_edge_marginals(np.ascontiguousarray(log_weights,
+                                                                  dtype=np.float64))
+    return np.exp(log_p)
 
 
-def add_edge_probabilities(dt: xr.DataTree) -> xr.DataTree:
-    """A copy of ``dt`` with a group ``tree_structure`` holding ``edge_probability``
-    (chain, component, node, node_b): the fraction of draws whose tree of that component
-    contains the edge. The trees are exact draws from their conditional posteriors, so
-    this is an unbiased estimate of the posterior edge probability; component labels
-    can differ between chains, hence one estimate per chain."""
+def rao_blackwell_edge_probabilities(z_draws, n_components, component_log_weights):
+    """``mean over draws of P(uv in T_k | z, X)`` per chain: (chain, K, V, V).
+
+    ``z_draws`` (chain, draw, n) holds the sampled assignments and
+    ``component_log_weights(mask)`` returns the conditional log edge weights of the rows
+    in ``mask``. The conditional marginals are exact, so the average has a smaller
+    variance than the edge frequencies of the sampled trees (Rao-Blackwell); draws whose
+    assignments repeat the previous draw's reuse its marginals.
+    """
+    n_chains, n_draws, _n = z_draws.shape
+    out = None
+    for c in range(n_chains):
+        previous = None
+        for s in range(n_draws):
+            z = z_draws[c, s]
+            if previous is None or not np.array_equal(z, previous[0]):
+                marg = np.stack([conditional_edge_marginals(component_log_weights(z == k))
+                                 for k in range(n_components)])
+                previous = (z, marg)
+            if out is None:
+                V = previous[1].shape[-1]
+                out = np.zeros((n_chains, n_components, V, V))
+            out[c] += previous[1]
+    return out / n_draws
+
+
+def add_edge_probabilities(dt: xr.DataTree, component_log_weights=None) -> xr.DataTree:
+    """A copy of ``dt`` with a group ``tree_structure`` holding, per (chain, component,
+    node, node_b):
+
+    - ``edge_probability``: the Rao-Blackwellised posterior edge probability
+      (:func:`rao_blackwell_edge_probabilities`) when ``component_log_weights`` is given
+      (the model's post-fit hook passes it), else the edge frequency;
+    - ``edge_frequency``: the fraction of draws whose tree of that component contains
+      the edge (the trees are exact conditional draws, so it is unbiased too).
+
+    Component labels can differ between chains, hence one estimate per chain."""
     post = posterior_with_labels(dt)
     trees = post["trees"].values  # (chain, draw, K, V)
     n_chains, n_draws, K, V = trees.shape
-    out = np.zeros((n_chains, K, V, V))
+    freq = np.zeros((n_chains, K, V, V))
     child = np.arange(V)
     for c in range(n_chains):
         for k in range(K):
             parents = trees[c, :, k, :]
             for s in range(n_draws):
                 has = parents[s] >= 0
-                out[c, k, child[has], parents[s][has]] += 1.0
-        out[c] /= n_draws
-    out = out + np.swapaxes(out, -1, -2)
+                freq[c, k, child[has], parents[s][has]] += 1.0
+        freq[c] /= n_draws
+    freq = freq + np.swapaxes(freq, -1, -2)
+    if component_log_weights is None:
+        prob = freq
+    else:
+        prob = rao_blackwell_edge_probabilities(post["z"].values.astype(np.int64), K,
+                                                component_log_weights)
     nodes = post["trees"].coords[post["trees"].dims[-1]].values
-    da = xr.DataArray(out, dims=("chain", "component", "node", "node_b"),
-                      coords={"chain": post["chain"].values, "node": nodes, "node_b": nodes})
+    dims = ("chain", "component", "node", "node_b")
+    coords = {"chain": post["chain"].values, "node": nodes, "node_b": nodes}
     result = dt.copy()
-    result["tree_structure"] = xr.DataTree(xr.Dataset({"edge_probability": da}))
+    result["tree_structure"] = xr.DataTree(xr.Dataset({
+        "edge_probability": xr.DataArray(prob, dims=dims, coords=coords),
+        "edge_frequency": xr.DataArray(freq, dims=dims, coords=coords)}))
     return result
 
 

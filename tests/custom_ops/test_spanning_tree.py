@@ -149,3 +149,59 @@ def test_sequential_sampler_chi_square(V, n_draws, scale):
         assert stats.chisquare(observed, expected).pvalue > 1e-3
     else:
         assert observed[0] == n_draws
+
+
+def _enumerated_log_marginals(logW):
+    V = logW.shape[0]
+    trees = all_spanning_trees(V)
+    logw = np.array([sum(logW[u, v] for u, v in spanning_tree_edges(t)) for t in trees])
+    log_p = logw - np.logaddexp.reduce(logw)
+    out = np.full((V, V), -np.inf)
+    for t, lp in zip(trees, log_p, strict=True):
+        for u, v in spanning_tree_edges(t):
+            out[u, v] = out[v, u] = np.logaddexp(out[u, v], lp)
+    return out
+
+
+@pytest.mark.parametrize("V", [4, 5])
+@pytest.mark.parametrize("scale", [0.5, 150.0])
+def test_log_edge_marginals_equal_enumeration(V, scale):
+    """Relative accuracy of every edge marginal, including ones near e^-600 and ones
+    that round to exactly 1, when the log weights span hundreds of nats (scale 150)."""
+    rng = np.random.default_rng(int(V + scale))
+    logW = scale * rng.normal(size=(V, V))
+    logW = logW + logW.T
+    expected = _enumerated_log_marginals(logW)
+    got = kernels.spanning_tree_log_edge_marginals(logW)
+    off = ~np.eye(V, dtype=bool)
+    assert np.all(got[off] <= 0.0) and np.all(np.isneginf(np.diag(got)))
+    np.testing.assert_allclose(got[off], expected[off], rtol=0, atol=1e-10)
+    if scale > 1:
+        assert got[off].min() < -100  # the range that a Laplacian solve would lose
+    np.testing.assert_allclose(np.exp(got).sum(), 2 * (V - 1), rtol=1e-12)
+
+
+def test_log_edge_marginals_of_a_near_bridge_and_larger_graphs():
+    """Node 4 hangs on one edge of weight 1 and three of e^-800 (below the smallest
+    double): that edge's marginal is exactly 1 and the others' logs are exact; at V = 16
+    and 40 with weights spanning ~1000 nats the marginals are finite and sum to V - 1."""
+    rng = np.random.default_rng(3)
+    logW = rng.normal(size=(5, 5))
+    logW = logW + logW.T
+    logW[4, :4] = logW[:4, 4] = -800.0
+    logW[4, 2] = logW[2, 4] = 0.0
+    got = kernels.spanning_tree_log_edge_marginals(logW)
+    expected = _enumerated_log_marginals(logW)
+    assert np.exp(got[4, 2]) == 1.0
+    np.testing.assert_allclose(got[4, [0, 1, 3]], expected[4, [0, 1, 3]], rtol=1e-12)
+    for V in (16, 40):
+        logW = 150.0 * rng.normal(size=(V, V))
+        logW = logW + logW.T
+        p = np.exp(kernels.spanning_tree_log_edge_marginals(logW))
+        assert np.all(np.isfinite(p)) and p.max() <= 1.0
+        np.testing.assert_allclose(p.sum() / 2, V - 1, rtol=1e-10)
+    # moderate weights: equal to the Laplacian-inverse formula
+    W = _weights(7, 5)
+    logW = np.log(W + np.eye(7))  # the diagonal is ignored
+    np.testing.assert_allclose(np.exp(kernels.spanning_tree_log_edge_marginals(logW)),
+                               spanning_tree_edge_marginals(W), atol=1e-12)

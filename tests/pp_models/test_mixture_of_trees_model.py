@@ -33,11 +33,20 @@ def test_one_component_tree_posterior_equals_enumeration():
     freq = np.bincount([index[tuple(d)] for d in draws], minlength=16) / len(draws)
     se = np.sqrt(post * (1 - post) / len(draws))
     assert np.all(np.abs(freq - post) < 4.5 * se + 1e-3), np.c_[freq, post]
-    # the reported edge probabilities match the exact conditional marginals
-    exact = conditional_edge_marginals(np.log(beta) + edge_log_weights(X, np.array([2] * 4),
-                                                                         2.0, 1.0))
+    # with z fixed the Rao-Blackwellised edge probabilities are the exact marginals (by
+    # enumeration), and the sampled trees' edge frequencies match them within MC error
+    exact = np.zeros((4, 4))
+    for t, p in zip(trees, post, strict=True):
+        for u, v in spanning_tree_edges(t):
+            exact[u, v] += p
+            exact[v, u] += p
+    kernel = conditional_edge_marginals(np.log(beta) + edge_log_weights(X, np.array([2] * 4),
+                                                                          2.0, 1.0))
+    np.testing.assert_allclose(kernel, exact, atol=1e-12)
     reported = dt["tree_structure"]["edge_probability"].values[0, 0]
-    np.testing.assert_allclose(reported, exact, atol=4.5 * np.sqrt(0.25 / 3000))
+    np.testing.assert_allclose(reported, exact, atol=1e-12)
+    frequency = dt["tree_structure"]["edge_frequency"].values[0, 0]
+    np.testing.assert_allclose(frequency, exact, atol=4.5 * np.sqrt(0.25 / 3000))
 
 
 @pytest.mark.parametrize(("kwargs", "match"), [
@@ -55,3 +64,20 @@ def test_bad_input(kwargs, match):
         mixture_of_trees.model(np.zeros((5, 1), int), 2)
     with pytest.raises(ValueError, match="NaN"):
         mixture_of_trees.model(np.array([[0, np.nan], [1, 0]]), 2)
+
+
+def test_conditional_edge_marginals_at_tutorial_size():
+    """800 binarised pooled digits (the tutorial's size): log edge weights span > 100
+    nats; the marginals are finite, in [0, 1] and sum to V - 1 (every tree has V - 1
+    edges)."""
+    from sklearn.datasets import load_digits
+
+    images = load_digits().images
+    pooled = images.reshape(-1, 4, 2, 4, 2).mean(axis=(2, 4)).reshape(-1, 16)
+    X = (pooled > 8).astype(np.int64)[:800]
+    log_w = edge_log_weights(X, np.full(16, 2), 1.0, np.ones((16, 16)))
+    off = ~np.eye(16, dtype=bool)
+    assert np.ptp(log_w[off]) > 100
+    P = conditional_edge_marginals(log_w)
+    assert np.all(np.isfinite(P)) and P.min() >= 0.0 and P.max() <= 1.0
+    np.testing.assert_allclose(P.sum() / 2, 15.0, rtol=1e-12)
