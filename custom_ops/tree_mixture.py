@@ -24,12 +24,21 @@ from pytensor.graph.op import Op
 from pytensor.link.numba.dispatch import basic as nb
 
 from custom_ops.conjugate import dirichlet_categorical_log_marginal
+from custom_ops.spanning_tree_kernels import (
+    pairwise_bdeu_gain,
+    sequential_spanning_tree,
+    spanning_tree_log_partition_log_weights,
+)
 
 __all__ = [
     "TreeMixtureLogp",
     "assignment_sweep",
     "collapsed_log_marginal",
+    "component_edge_log_weights",
+    "propose_reallocation",
+    "row_log_predictive",
     "sample_tree_mixture_data",
+    "tree_marginal_log_evidence",
     "tree_mixture_logp",
     "tree_tables",
 ]
@@ -86,13 +95,31 @@ def _update(tables, codes_i, parents_k, k, delta):
 
 
 @_jit
+def row_log_predictive(tables, codes_i, parents_k, k, n_categories, ess):
+    """log p(x_i | rows counted in ``tables[k]``, tree ``parents_k``), CPTs integrated
+    out: ``sum_v log (N_v,x_pa,x_v + a_v) - log (N_v,x_pa + K_v a_v)``."""
+    s = 0.0
+    for v in range(codes_i.shape[0]):
+        p = parents_k[v]
+        Kv = n_categories[v]
+        Kp = 1 if p < 0 else n_categories[p]
+        a = ess / (Kp * Kv)
+        j = codes_i[p] if p >= 0 else 0
+        row = 0.0
+        for c in range(Kv):
+            row += tables[k, v, j, c]
+        s += math.log(tables[k, v, j, codes_i[v]] + a) - math.log(row + Kv * a)
+    return s
+
+
+@_jit
 def assignment_sweep(rng, codes, z, parents, tables, log_weights, n_categories, ess,
                      counts):
     """One collapsed Gibbs sweep over the assignments, in place on ``z``, ``tables`` and
     ``counts`` (rows per component): ``p(z_i = k | ...) ∝ w_k prod_v (N_k,v,x_pa,x_v +
     a_v) / (N_k,v,x_pa + K_v a_v)`` (the tree's posterior predictive with ``x_i``
     removed). Returns the number of changed assignments."""
-    n, V = codes.shape
+    n = codes.shape[0]
     n_components = parents.shape[0]
     logp = np.empty(n_components)
     changed = 0
@@ -102,17 +129,8 @@ def assignment_sweep(rng, codes, z, parents, tables, log_weights, n_categories, 
         counts[old] -= 1
         top = -np.inf
         for k in range(n_components):
-            s = log_weights[k]
-            for v in range(V):
-                p = parents[k, v]
-                Kv = n_categories[v]
-                Kp = 1 if p < 0 else n_categories[p]
-                a = ess / (Kp * Kv)
-                j = codes[i, p] if p >= 0 else 0
-                row = 0.0
-                for c in range(Kv):
-                    row += tables[k, v, j, c]
-                s += math.log(tables[k, v, j, codes[i, v]] + a) - math.log(row + Kv * a)
+            s = log_weights[k] + row_log_predictive(tables, codes[i], parents[k], k,
+                                                    n_categories, ess)
             logp[k] = s
             if s > top:
                 top = s
@@ -192,6 +210,172 @@ def sample_tree_mixture_data(rng, z, parents, n_categories, ess, out):
                         break
                 out[i, v] = choice
     return out
+
+
+# ---------------------------------------------------------------------------------------
+# Trees integrated out too: the evidence of a component, and a reallocation move
+# ---------------------------------------------------------------------------------------
+
+
+@_jit
+def _count_statistics(codes, rows, n_categories):
+    """Pairwise count matrices of the rows with ``rows[i]`` in the layout of
+    :func:`custom_ops.spanning_tree_kernels.pairwise_bdeu_gain`: ``joint`` over the
+    indicators of every variable's categories but the last, ``marginal[v, k]``."""
+    n, V = codes.shape
+    offsets = np.zeros(V, dtype=np.int64)
+    for v in range(1, V):
+        offsets[v] = offsets[v - 1] + n_categories[v - 1] - 1
+    width = offsets[V - 1] + n_categories[V - 1] - 1
+    k_max = 0
+    for v in range(V):
+        if n_categories[v] > k_max:
+            k_max = n_categories[v]
+    joint = np.zeros((width, width))
+    marginal = np.zeros((V, k_max))
+    on = np.empty(V, dtype=np.int64)
+    for i in range(n):
+        if not rows[i]:
+            continue
+        m = 0
+        for v in range(V):
+            c = codes[i, v]
+            marginal[v, c] += 1.0
+            if c < n_categories[v] - 1:
+                on[m] = offsets[v] + c
+                m += 1
+        for a in range(m):
+            for b in range(m):
+                joint[on[a], on[b]] += 1.0
+    return joint, marginal, offsets
+
+
+@_jit
+def component_edge_log_weights(codes, rows, n_categories, ess, log_beta):
+    """Log edge weights of the tree posterior of the rows ``rows``: ``log beta_uv`` plus
+    the edge's BDeu log Bayes factor; and ``sum_v`` of the variables' BDeu log marginals
+    alone (the empty tree's score), so that ``log p(D | T) = alone + sum_{uv in T} g_uv``
+    (Murphy 2012 Eq. 26.14)."""
+    joint, marginal, offsets = _count_statistics(codes, rows, n_categories)
+    gain = pairwise_bdeu_gain(joint, marginal, offsets, n_categories, ess)
+    V = codes.shape[1]
+    alone = 0.0
+    for v in range(V):
+        Kv = n_categories[v]
+        alone += dirichlet_categorical_log_marginal(marginal[v, :Kv], ess / Kv)
+    out = np.empty((V, V))
+    for u in range(V):
+        for v in range(V):
+            out[u, v] = log_beta[u, v] + gain[u, v] if u != v else 0.0
+    return out, alone
+
+
+@_jit
+def tree_marginal_log_evidence(codes, rows, n_categories, ess, log_beta):
+    """``log sum_T P(T) p(D | T)`` of the rows ``rows`` with the CPTs *and* the tree
+    integrated out: ``alone + log Z(beta * BF) - log Z(beta)`` (matrix-tree theorem;
+    Meilă & Jaakkola 2006 Eq. 11), both determinants by the positive-only elimination."""
+    lw, alone = component_edge_log_weights(codes, rows, n_categories, ess, log_beta)
+    return alone + spanning_tree_log_partition_log_weights(lw) \
+        - spanning_tree_log_partition_log_weights(log_beta)
+
+
+@_jit
+def _allocation_log_probability(rng, codes, order, labels, parents, a, b, log_weights,
+                                n_categories, ess, draw):
+    """Sequential allocation of the rows ``order`` between components ``a`` and ``b``,
+    starting both empty: row t goes to c with probability ∝ w_c p(x_t | rows already
+    allocated to c, T_c). With ``draw`` the labels are sampled into ``labels``; otherwise
+    ``labels`` is read. Returns the log probability of the allocation."""
+    V = codes.shape[1]
+    k_max = 0
+    for v in range(V):
+        if n_categories[v] > k_max:
+            k_max = n_categories[v]
+    tables = np.zeros((2, V, k_max, k_max))
+    two = np.empty((2, V), dtype=np.int64)
+    two[0] = parents[a]
+    two[1] = parents[b]
+    log_q = 0.0
+    for t in range(order.shape[0]):
+        i = order[t]
+        la = log_weights[a] + row_log_predictive(tables, codes[i], two[0], 0, n_categories, ess)
+        lb = log_weights[b] + row_log_predictive(tables, codes[i], two[1], 1, n_categories, ess)
+        top = max(la, lb)
+        log_norm = top + math.log(math.exp(la - top) + math.exp(lb - top))
+        if draw:
+            labels[t] = a if rng.random() < math.exp(la - log_norm) else b
+        side = 0 if labels[t] == a else 1
+        log_q += (la if side == 0 else lb) - log_norm
+        _update(tables, codes[i], two[side], side, 1.0)
+    return log_q
+
+
+@_jit
+def propose_reallocation(rng, codes, z, parents, a, b, log_weights, n_categories, ess,
+                         log_beta):
+    """A Metropolis-Hastings proposal that reallocates every row of components ``a`` and
+    ``b`` at once (a split-merge move in the style of Dahl's sequentially allocated
+    merge-split, Dahl 2003, for a finite mixture with instantiated weights).
+
+    Forward: the rows of a and b in a random order are allocated afresh by sequential
+    allocation under the current trees (:func:`_allocation_log_probability`), giving
+    ``z'``; then both trees are drawn exactly from ``P(T | z', X)``. Reverse: the same
+    order replays the current allocation under the *new* trees. Because the trees are
+    redrawn from their conditionals, the acceptance ratio is ``pi(z') q(z | T') /
+    (pi(z) q(z' | T))`` with ``pi`` the trees-integrated target ``prod w_{z_i} m(D_a)
+    m(D_b)`` (:func:`tree_marginal_log_evidence`).
+
+    Returns ``(new_labels, order, tree_a, tree_b, log_target_new, log_target_old,
+    log_q_forward, log_q_reverse)``: ``new_labels[t]`` is the proposed label of row
+    ``order[t]``; accepting means writing them into ``z`` and the trees into
+    ``parents[a]``, ``parents[b]``.
+    """
+    n = codes.shape[0]
+    m = 0
+    for i in range(n):
+        if z[i] == a or z[i] == b:
+            m += 1
+    order = np.empty(m, dtype=np.int64)
+    m = 0
+    for i in range(n):
+        if z[i] == a or z[i] == b:
+            order[m] = i
+            m += 1
+    rng.shuffle(order)
+    new_labels = np.empty(m, dtype=np.int64)
+    log_q_forward = _allocation_log_probability(rng, codes, order, new_labels, parents, a,
+                                                b, log_weights, n_categories, ess, True)
+    proposed = parents.copy()
+    log_target_new = 0.0
+    log_target_old = 0.0
+    for side in range(2):
+        c = a if side == 0 else b
+        rows_new = np.zeros(n, dtype=np.bool_)
+        rows_old = np.zeros(n, dtype=np.bool_)
+        count_new = 0
+        count_old = 0
+        for t in range(m):
+            if new_labels[t] == c:
+                rows_new[order[t]] = True
+                count_new += 1
+            if z[order[t]] == c:
+                rows_old[order[t]] = True
+                count_old += 1
+        lw, alone = component_edge_log_weights(codes, rows_new, n_categories, ess, log_beta)
+        proposed[c] = sequential_spanning_tree(rng, lw)
+        log_z_beta = spanning_tree_log_partition_log_weights(log_beta)
+        log_target_new += count_new * log_weights[c] + alone \
+            + spanning_tree_log_partition_log_weights(lw) - log_z_beta
+        log_target_old += count_old * log_weights[c] + tree_marginal_log_evidence(
+            codes, rows_old, n_categories, ess, log_beta)
+    current = np.empty(m, dtype=np.int64)
+    for t in range(m):
+        current[t] = z[order[t]]
+    log_q_reverse = _allocation_log_probability(rng, codes, order, current, proposed, a, b,
+                                                log_weights, n_categories, ess, False)
+    return (new_labels, order, proposed[a].copy(), proposed[b].copy(), log_target_new,
+            log_target_old, log_q_forward, log_q_reverse)
 
 
 # ---------------------------------------------------------------------------------------

@@ -8,7 +8,13 @@ One step updates the weights ``w``, the assignments ``z`` and the component tree
    edge's BDeu Bayes factor on the rows of component k; Meilă & Jaakkola 2006), by
    sequential matrix-tree sampling
    (:func:`custom_ops.spanning_tree_kernels.sequential_spanning_tree`);
-3. ``w ~ Dirichlet(alpha + counts(z))``.
+3. for every pair of components, a split-merge move: all their rows reallocated at once
+   by sequential allocation, both trees redrawn exactly, accepted by Metropolis-Hastings
+   with the trees integrated out of the target (matrix-tree theorem;
+   :func:`custom_ops.tree_mixture.propose_reallocation`). One-row updates of ``z`` move
+   between partitions very slowly (the tutorial's chains stayed in different modes);
+   this move merges or splits whole groups of rows in one step;
+4. ``w ~ Dirichlet(alpha + counts(z))``.
 """
 
 from __future__ import annotations
@@ -17,7 +23,12 @@ import numpy as np
 import pytensor
 
 from custom_ops.spanning_tree_kernels import sequential_spanning_tree
-from custom_ops.tree_mixture import assignment_sweep, tree_mixture_logp, tree_tables
+from custom_ops.tree_mixture import (
+    assignment_sweep,
+    propose_reallocation,
+    tree_mixture_logp,
+    tree_tables,
+)
 from inference.gibbs.base import ZooGibbsStep
 from inference.gibbs.registry import register_step
 from pp_models.mixture_of_trees.outputs import edge_log_weights
@@ -43,19 +54,24 @@ class MixtureOfTreesGibbs(ZooGibbsStep):
         Decomposable structure prior ``beta``.
     data : str
         Name of the data variable (observed or free).
+    split_merge : bool
+        Add the split-merge (reallocation) move for every pair of components.
 
     Notes
     -----
-    Stats per draw: ``n_changed`` (assignments that moved) and ``log_marginal``
+    Stats per draw: ``n_changed`` (assignments that moved in the one-row sweep),
+    ``split_merge_accepted`` (accepted reallocation moves) and ``log_marginal``
     (log p(X | z, trees), CPTs integrated out).
     """
 
     name = "mixture_of_trees_gibbs"
-    stats_dtypes_shapes = {"n_changed": (np.int64, []), "log_marginal": (np.float64, [])}
+    stats_dtypes_shapes = {"n_changed": (np.int64, []),
+                           "split_merge_accepted": (np.int64, []),
+                           "log_marginal": (np.float64, [])}
 
     def __init__(self, vars, *, n_categories, ess, alpha, edge_prior, data="X",
-                 weights="w", assignments="z", trees="trees", model=None, rng=None,
-                 blocked=True):
+                 weights="w", assignments="z", trees="trees", split_merge=True,
+                 model=None, rng=None, blocked=True):
         super().__init__(vars, model=model, rng=rng, blocked=blocked)
         m = self.model
         wanted = {m.rvs_to_values[m[name]].name for name in (weights, assignments, trees)}
@@ -66,6 +82,8 @@ class MixtureOfTreesGibbs(ZooGibbsStep):
         self.ess = float(ess)
         self.alpha = float(alpha)
         self.log_edge_prior = np.log(np.asarray(edge_prior, dtype=np.float64))
+        np.fill_diagonal(self.log_edge_prior, 0.0)
+        self.split_merge = bool(split_merge)
         w_rv = m[weights]
         self._w_value = m.rvs_to_values[w_rv].name
         self._z_name = m.rvs_to_values[m[assignments]].name
@@ -93,6 +111,28 @@ class MixtureOfTreesGibbs(ZooGibbsStep):
         for k in range(trees.shape[0]):
             trees[k] = sequential_spanning_tree(self.rng, self.tree_log_weights(codes[z == k]))
 
+    def reallocation_log_ratio(self, log_target_new, log_target_old, log_q_forward,
+                               log_q_reverse):
+        """Metropolis-Hastings log acceptance ratio of a reallocation proposal."""
+        return log_target_new - log_target_old + log_q_reverse - log_q_forward
+
+    def update_reallocations(self, codes, z, trees, log_w):
+        """One split-merge move per pair of components (in random order), in place."""
+        K = trees.shape[0]
+        pairs = [(a, b) for a in range(K) for b in range(a + 1, K)]
+        accepted = 0
+        for index in self.rng.permutation(len(pairs)):
+            a, b = pairs[index]
+            labels, order, tree_a, tree_b, *terms = propose_reallocation(
+                self.rng, codes, z, trees, a, b, log_w, self.n_categories, self.ess,
+                self.log_edge_prior)
+            if np.log(self.rng.random()) < self.reallocation_log_ratio(*terms):
+                z[order] = labels
+                trees[a] = tree_a
+                trees[b] = tree_b
+                accepted += 1
+        return accepted
+
     def update_weights(self, z, n_components):
         counts = np.bincount(z, minlength=n_components)
         return self.rng.dirichlet(self.alpha + counts)
@@ -106,6 +146,8 @@ class MixtureOfTreesGibbs(ZooGibbsStep):
             log_w = np.log(w)
         n_changed = self.update_assignments(codes, z, trees, log_w)
         self.update_trees(codes, z, trees)
+        accepted = self.update_reallocations(codes, z, trees, log_w) if self.split_merge \
+            else 0
         w = self.update_weights(z, trees.shape[0])
         w = np.maximum(w, 1e-300)
         w = w / w.sum()
@@ -116,4 +158,5 @@ class MixtureOfTreesGibbs(ZooGibbsStep):
             self._trees_name: trees.astype(point[self._trees_name].dtype),
             self._w_value: np.asarray(w_value, dtype=point[self._w_value].dtype),
         })
-        return new, [{"n_changed": int(n_changed), "log_marginal": float(lm)}]
+        return new, [{"n_changed": int(n_changed), "split_merge_accepted": int(accepted),
+                       "log_marginal": float(lm)}]

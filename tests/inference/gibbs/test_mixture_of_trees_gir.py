@@ -63,6 +63,11 @@ def _log_marginal(state):
                              state["trees"].astype(np.int64), np.array([2, 2, 2, 2]), 0.5)
 
 
+def _w_of_z(state):
+    """Mean weight of the rows' own components: couples w and z."""
+    return float(np.mean(state["w"][state["z"]]))
+
+
 def _edge01(state):
     return float(sum(((t[1] == 0) or (t[0] == 1)) for t in state["trees"]))
 
@@ -73,7 +78,8 @@ def statistics(model):
     stats = default_statistics({"w": (2,), "z": (16,), "trees": (2, 4)}, ["X"])
     stats.update({"max_degree[0]": _max_degree(0), "max_degree[1]": _max_degree(1),
                   "edge_agreement": _edge_agreement, "edge01": _edge01,
-                  "homogeneity": _homogeneity, "log_marginal": _log_marginal})
+                  "homogeneity": _homogeneity, "log_marginal": _log_marginal,
+                  "w_of_z": _w_of_z})
     return stats
 
 
@@ -117,6 +123,36 @@ class IgnoresEdgePrior(MixtureOfTreesGibbs):
         return super().tree_log_weights(rows) - self.log_edge_prior
 
 
+class SplitMergeWithoutReverse(MixtureOfTreesGibbs):
+    """Bug: the split-merge acceptance ratio leaves out the reverse proposal
+    probability q(z | T') (treats the sequential allocation as symmetric)."""
+
+    def reallocation_log_ratio(self, log_target_new, log_target_old, log_q_forward,
+                               log_q_reverse):
+        return log_target_new - log_target_old - log_q_forward
+
+
+class SplitMergeOnly(MixtureOfTreesGibbs):
+    """Correct step with the one-row sweep of z switched off: only the split-merge move
+    changes z, so the test sees that move alone (with a buggy twin below)."""
+
+    def update_assignments(self, codes, z, trees, log_w):
+        return 0
+
+
+class SplitMergeOnlyWithoutReverse(SplitMergeOnly, SplitMergeWithoutReverse):
+    """The planted bug of :class:`SplitMergeWithoutReverse` with the sweep off."""
+
+
+class SplitMergeOnlyUniformWeights(SplitMergeOnly):
+    """Bug: the split-merge move reads uniform mixture weights (a stale w) in its
+    proposal and target."""
+
+    def update_reallocations(self, codes, z, trees, log_w):
+        uniform = np.full_like(log_w, -np.log(len(log_w)))
+        return super().update_reallocations(codes, z, trees, uniform)
+
+
 def steps(cls):
     def build(model):
         from pp_models.model_info import get_info
@@ -144,6 +180,16 @@ def test_planted_bug_is_caught():
     result = _gir(steps(IgnoresEdgePrior), seed=11)
     print(result.failures(0.01))
     assert not result.passed(0.01), str(result)
+
+
+def test_split_merge_alone_passes_and_its_planted_bug_is_caught():
+    """The split-merge move is the only update of z here (trees and w still Gibbs)."""
+    result = _gir(steps(SplitMergeOnly), seed=12)
+    print(result)
+    result.assert_passed(0.01)
+    broken = _gir(steps(SplitMergeOnlyUniformWeights), seed=12)
+    print(broken.failures(0.01))
+    assert not broken.passed(0.01), str(broken)
 
 
 @pytest.mark.slow
