@@ -281,49 +281,57 @@ def tree_marginal_log_evidence(codes, rows, n_categories, ess, log_beta):
 
 
 @_jit
-def _allocation_log_probability(rng, codes, order, labels, parents, a, b, log_weights,
-                                n_categories, ess, draw):
-    """Sequential allocation of the rows ``order`` between components ``a`` and ``b``,
-    starting both empty: row t goes to c with probability ∝ w_c p(x_t | rows already
-    allocated to c, T_c). With ``draw`` the labels are sampled into ``labels``; otherwise
-    ``labels`` is read. Returns the log probability of the allocation."""
+def _restricted_scan(rng, codes, order, start, labels, trees2, a, b, log_weights,
+                     n_categories, ess, draw):
+    """One Gibbs scan of the rows ``order`` restricted to components ``a`` and ``b``
+    (Jain & Neal 2004), from the allocation ``start``: row t, removed from its side,
+    goes to c with probability ∝ w_c p(x_t | the other rows now on c, tree
+    ``trees2[0 or 1]``). With ``draw`` the new labels are sampled into ``labels``;
+    otherwise ``labels`` is read as the scan's outcome. Returns its log probability."""
     V = codes.shape[1]
     k_max = 0
     for v in range(V):
         if n_categories[v] > k_max:
             k_max = n_categories[v]
     tables = np.zeros((2, V, k_max, k_max))
-    two = np.empty((2, V), dtype=np.int64)
-    two[0] = parents[a]
-    two[1] = parents[b]
+    for t in range(order.shape[0]):
+        _update(tables, codes[order[t]], trees2[0 if start[t] == a else 1],
+                0 if start[t] == a else 1, 1.0)
     log_q = 0.0
     for t in range(order.shape[0]):
         i = order[t]
-        la = log_weights[a] + row_log_predictive(tables, codes[i], two[0], 0, n_categories, ess)
-        lb = log_weights[b] + row_log_predictive(tables, codes[i], two[1], 1, n_categories, ess)
+        old = 0 if start[t] == a else 1
+        _update(tables, codes[i], trees2[old], old, -1.0)
+        la = log_weights[a] + row_log_predictive(tables, codes[i], trees2[0], 0,
+                                                 n_categories, ess)
+        lb = log_weights[b] + row_log_predictive(tables, codes[i], trees2[1], 1,
+                                                 n_categories, ess)
         top = max(la, lb)
         log_norm = top + math.log(math.exp(la - top) + math.exp(lb - top))
         if draw:
             labels[t] = a if rng.random() < math.exp(la - log_norm) else b
         side = 0 if labels[t] == a else 1
         log_q += (la if side == 0 else lb) - log_norm
-        _update(tables, codes[i], two[side], side, 1.0)
+        _update(tables, codes[i], trees2[side], side, 1.0)
     return log_q
 
 
 @_jit
 def propose_reallocation(rng, codes, z, parents, a, b, log_weights, n_categories, ess,
-                         log_beta):
+                         log_beta, n_launch):
     """A Metropolis-Hastings proposal that reallocates every row of components ``a`` and
-    ``b`` at once (a split-merge move in the style of Dahl's sequentially allocated
-    merge-split, Dahl 2003, for a finite mixture with instantiated weights).
+    ``b`` at once: a split-merge move with a restricted-Gibbs launch (Jain & Neal 2004)
+    for a finite mixture with instantiated weights.
 
-    Forward: the rows of a and b in a random order are allocated afresh by sequential
-    allocation under the current trees (:func:`_allocation_log_probability`), giving
-    ``z'``; then both trees are drawn exactly from ``P(T | z', X)``. Reverse: the same
-    order replays the current allocation under the *new* trees. Because the trees are
-    redrawn from their conditionals, the acceptance ratio is ``pi(z') q(z | T') /
-    (pi(z) q(z' | T))`` with ``pi`` the trees-integrated target ``prod w_{z_i} m(D_a)
+    Launch: the rows of a and b, in a random order, are split at random and refined by
+    ``n_launch`` restricted Gibbs scans under the *independence* model (every variable
+    a root), which does not depend on the state beyond the set of rows, so the launch
+    is the same auxiliary variable for the move and its reverse. Forward: one more scan
+    from the launch under the current trees gives ``z'``; both trees are then drawn
+    exactly from ``P(T | z', X)``. Reverse: the probability that the same scan from the
+    launch under the *new* trees gives the current ``z``. Because the trees are redrawn
+    from their conditionals, the acceptance ratio is ``pi(z') q(z | L, T') / (pi(z)
+    q(z' | L, T))`` with ``pi`` the trees-integrated target ``prod w_{z_i} m(D_a)
     m(D_b)`` (:func:`tree_marginal_log_evidence`).
 
     Returns ``(new_labels, order, tree_a, tree_b, log_target_new, log_target_old,
@@ -343,9 +351,22 @@ def propose_reallocation(rng, codes, z, parents, a, b, log_weights, n_categories
             order[m] = i
             m += 1
     rng.shuffle(order)
+    V = codes.shape[1]
+    launch = np.empty(m, dtype=np.int64)
+    for t in range(m):
+        launch[t] = a if rng.random() < 0.5 else b
+    independent = np.full((2, V), -1, dtype=np.int64)
+    scanned = np.empty(m, dtype=np.int64)
+    for _ in range(n_launch):
+        _restricted_scan(rng, codes, order, launch, scanned, independent, a, b,
+                         log_weights, n_categories, ess, True)
+        launch[:] = scanned
+    current_trees = np.empty((2, V), dtype=np.int64)
+    current_trees[0] = parents[a]
+    current_trees[1] = parents[b]
     new_labels = np.empty(m, dtype=np.int64)
-    log_q_forward = _allocation_log_probability(rng, codes, order, new_labels, parents, a,
-                                                b, log_weights, n_categories, ess, True)
+    log_q_forward = _restricted_scan(rng, codes, order, launch, new_labels, current_trees,
+                                     a, b, log_weights, n_categories, ess, True)
     proposed = parents.copy()
     log_target_new = 0.0
     log_target_old = 0.0
@@ -372,8 +393,11 @@ def propose_reallocation(rng, codes, z, parents, a, b, log_weights, n_categories
     current = np.empty(m, dtype=np.int64)
     for t in range(m):
         current[t] = z[order[t]]
-    log_q_reverse = _allocation_log_probability(rng, codes, order, current, proposed, a, b,
-                                                log_weights, n_categories, ess, False)
+    new_trees = np.empty((2, V), dtype=np.int64)
+    new_trees[0] = proposed[a]
+    new_trees[1] = proposed[b]
+    log_q_reverse = _restricted_scan(rng, codes, order, launch, current, new_trees, a, b,
+                                     log_weights, n_categories, ess, False)
     return (new_labels, order, proposed[a].copy(), proposed[b].copy(), log_target_new,
             log_target_old, log_q_forward, log_q_reverse)
 

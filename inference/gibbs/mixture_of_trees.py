@@ -9,7 +9,8 @@ One step updates the weights ``w``, the assignments ``z`` and the component tree
    sequential matrix-tree sampling
    (:func:`custom_ops.spanning_tree_kernels.sequential_spanning_tree`);
 3. for every pair of components, a split-merge move: all their rows reallocated at once
-   by sequential allocation, both trees redrawn exactly, accepted by Metropolis-Hastings
+   by a restricted-Gibbs scan from a random launch, both trees redrawn exactly,
+   accepted by Metropolis-Hastings
    with the trees integrated out of the target (matrix-tree theorem;
    :func:`custom_ops.tree_mixture.propose_reallocation`). One-row updates of ``z`` move
    between partitions very slowly (the tutorial's chains stayed in different modes);
@@ -55,7 +56,9 @@ class MixtureOfTreesGibbs(ZooGibbsStep):
     data : str
         Name of the data variable (observed or free).
     split_merge : bool
-        Add the split-merge (reallocation) move for every pair of components.
+        Add the split-merge (reallocation) move for every pair of components. Measured
+        on the tutorial's 800 pooled digits (K = 3): 0.2-0.4 % of the moves accepted,
+        about 15 % more time per sweep; on 16 rows of 4 binary variables, 14 %.
 
     Notes
     -----
@@ -84,6 +87,7 @@ class MixtureOfTreesGibbs(ZooGibbsStep):
         self.log_edge_prior = np.log(np.asarray(edge_prior, dtype=np.float64))
         np.fill_diagonal(self.log_edge_prior, 0.0)
         self.split_merge = bool(split_merge)
+        self.split_merge_launch_scans = 3
         w_rv = m[weights]
         self._w_value = m.rvs_to_values[w_rv].name
         self._z_name = m.rvs_to_values[m[assignments]].name
@@ -125,7 +129,7 @@ class MixtureOfTreesGibbs(ZooGibbsStep):
             a, b = pairs[index]
             labels, order, tree_a, tree_b, *terms = propose_reallocation(
                 self.rng, codes, z, trees, a, b, log_w, self.n_categories, self.ess,
-                self.log_edge_prior)
+                self.log_edge_prior, self.split_merge_launch_scans)
             if np.log(self.rng.random()) < self.reallocation_log_ratio(*terms):
                 z[order] = labels
                 trees[a] = tree_a
