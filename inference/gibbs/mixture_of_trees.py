@@ -23,6 +23,12 @@ from __future__ import annotations
 import numpy as np
 import pytensor
 
+from custom_ops.gaussian_tree_mixture import (
+    gaussian_assignment_sweep,
+    gaussian_component_stats,
+    gaussian_tree_edge_log_weights,
+    gaussian_tree_mixture_logp,
+)
 from custom_ops.spanning_tree_kernels import sequential_spanning_tree
 from custom_ops.tree_mixture import (
     assignment_sweep,
@@ -34,7 +40,7 @@ from inference.gibbs.base import ZooGibbsStep
 from inference.gibbs.registry import register_step
 from pp_models.mixture_of_trees.outputs import edge_log_weights
 
-__all__ = ["MixtureOfTreesGibbs"]
+__all__ = ["GaussianMixtureOfTreesGibbs", "MixtureOfTreesGibbs"]
 
 
 @register_step
@@ -101,7 +107,13 @@ class MixtureOfTreesGibbs(ZooGibbsStep):
             x = pytensor.tensor.dvector("w")
             self._w_forward = pytensor.function([x], transform.forward(x))
 
-    # the three updates, separate so that tests can plant bugs in one of them
+    def read_data(self, point):
+        return np.ascontiguousarray(self._data_fn(point), dtype=np.int64)
+
+    def log_marginal(self, codes, z, trees):
+        return tree_mixture_logp(codes, z, trees, self.n_categories, self.ess)
+
+    # the updates, separate so that tests can plant bugs in one of them
     def update_assignments(self, codes, z, trees, log_w):
         tables = tree_tables(codes, z, trees, self.n_categories)
         counts = np.bincount(z, minlength=trees.shape[0]).astype(np.int64)
@@ -142,7 +154,7 @@ class MixtureOfTreesGibbs(ZooGibbsStep):
         return self.rng.dirichlet(self.alpha + counts)
 
     def step(self, point):
-        codes = np.ascontiguousarray(self._data_fn(point), dtype=np.int64)
+        codes = self.read_data(point)
         z = np.array(point[self._z_name], dtype=np.int64)
         trees = np.array(point[self._trees_name], dtype=np.int64)
         w = np.asarray(self._w_fn(point), dtype=np.float64)
@@ -156,7 +168,7 @@ class MixtureOfTreesGibbs(ZooGibbsStep):
         w = np.maximum(w, 1e-300)
         w = w / w.sum()
         w_value = w if self._w_forward is None else self._w_forward(w)
-        lm = tree_mixture_logp(codes, z, trees, self.n_categories, self.ess)
+        lm = self.log_marginal(codes, z, trees)
         new = self.updated(point, **{
             self._z_name: z.astype(point[self._z_name].dtype),
             self._trees_name: trees.astype(point[self._trees_name].dtype),
@@ -164,3 +176,58 @@ class MixtureOfTreesGibbs(ZooGibbsStep):
         })
         return new, [{"n_changed": int(n_changed), "split_merge_accepted": int(accepted),
                        "log_marginal": float(lm)}]
+
+
+@register_step
+class GaussianMixtureOfTreesGibbs(MixtureOfTreesGibbs):
+    """Collapsed Gibbs for (w, z, trees) of a mixture of Gaussian trees
+    (``model(..., kind="gaussian")``).
+
+    The same scheme as :class:`MixtureOfTreesGibbs` with the hyper-Markov
+    Normal-Inverse-Wishart parameters integrated out
+    (:mod:`custom_ops.gaussian_tree_mixture`): the assignments by their collapsed
+    Student-t predictives, each tree exactly from its decomposable conditional
+    (:func:`custom_ops.spanning_tree_kernels.sequential_spanning_tree`), then ``w``. No
+    split-merge move (the reallocation proposal is written for the discrete model).
+
+    Parameters
+    ----------
+    vars : list
+        ``w``, ``z``, ``trees``.
+    m0, kappa0, delta, S0
+        The model's prior (see ``pp_models.mixture_of_trees.model``).
+    alpha, edge_prior, data, weights, assignments, trees
+        As for :class:`MixtureOfTreesGibbs`.
+    """
+
+    name = "gaussian_mixture_of_trees_gibbs"
+
+    def __init__(self, vars, *, m0, kappa0, delta, S0, alpha, edge_prior, data="X",
+                 weights="w", assignments="z", trees="trees", model=None, rng=None,
+                 blocked=True):
+        super().__init__(vars, n_categories=np.zeros(0, dtype=np.int64), ess=1.0,
+                         alpha=alpha, edge_prior=edge_prior, data=data, weights=weights,
+                         assignments=assignments, trees=trees, split_merge=False,
+                         model=model, rng=rng, blocked=blocked)
+        self.m0 = np.ascontiguousarray(m0, dtype=np.float64)
+        self.kappa0 = float(kappa0)
+        self.delta = float(delta)
+        self.S0 = np.ascontiguousarray(S0, dtype=np.float64)
+
+    def read_data(self, point):
+        return np.ascontiguousarray(self._data_fn(point), dtype=np.float64)
+
+    def log_marginal(self, X, z, trees):
+        return gaussian_tree_mixture_logp(X, z, trees, self.m0, self.kappa0, self.delta,
+                                          self.S0)
+
+    def update_assignments(self, X, z, trees, log_w):
+        stats = gaussian_component_stats(X, z, trees.shape[0])
+        return gaussian_assignment_sweep(self.rng, X, z, trees, stats, log_w, self.m0,
+                                         self.kappa0, self.delta, self.S0)
+
+    def tree_log_weights(self, rows):
+        stats = gaussian_component_stats(rows, np.zeros(rows.shape[0], dtype=np.int64), 1)
+        gain, _alone = gaussian_tree_edge_log_weights(stats[0], self.m0, self.kappa0,
+                                                      self.delta, self.S0)
+        return self.log_edge_prior + gain

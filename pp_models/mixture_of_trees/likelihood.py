@@ -4,20 +4,29 @@
 ``trees[k]`` whose CPTs have BDeu Dirichlet priors (equivalent sample size ``ess``)
 integrated out; ``logp`` is ``sum_k log p(D_k | T_k)`` (:mod:`custom_ops.tree_mixture`).
 Draws sample every component's CPTs from their priors, then the rows (Numba).
+
+``X ~ GaussianTreeMixtureData(z, trees, m0, kappa0, delta, S0)``: the Gaussian
+counterpart, hyper-Markov Normal-Inverse-Wishart parameters integrated out
+(:mod:`custom_ops.gaussian_tree_mixture`); draws are Pólya-urn draws of the marginal.
 """
 
 from __future__ import annotations
 
 import numpy as np
 import pytensor.tensor as pt
-from pymc.distributions.distribution import Discrete
+from pymc.distributions.distribution import Continuous, Discrete
 from pytensor.link.numba.dispatch import basic as numba_basic
 from pytensor.link.numba.dispatch.random import numba_core_rv_funcify
 from pytensor.tensor.random.op import RandomVariable
 
+from custom_ops.gaussian_tree_mixture import (
+    GaussianTreeMixtureLogp,
+    sample_gaussian_tree_mixture_data,
+)
 from custom_ops.tree_mixture import TreeMixtureLogp, sample_tree_mixture_data
 
-__all__ = ["TreeMixtureData", "TreeMixtureDataRV"]
+__all__ = ["GaussianTreeMixtureData", "GaussianTreeMixtureDataRV", "TreeMixtureData",
+           "TreeMixtureDataRV"]
 
 
 class TreeMixtureDataRV(RandomVariable):
@@ -71,3 +80,62 @@ class TreeMixtureData(Discrete):
 
     def logp(value, z, trees, n_categories, ess):
         return TreeMixtureLogp()(value, z, trees, n_categories, ess)
+
+
+class GaussianTreeMixtureDataRV(RandomVariable):
+    """Params ``(z (n,), trees (K, V), m0 (V,), kappa0 (), delta (), S0 (V, V))``;
+    value X (n, V)."""
+
+    name = "gaussian_tree_mixture_data"
+    signature = "(n),(k,v),(v),(),(),(v,v)->(n,v)"
+    dtype = "float64"
+    _print_name = ("GaussianTreeMixtureData", "\\operatorname{GaussianTreeMixtureData}")
+
+    @classmethod
+    def rng_fn(cls, rng, z, trees, m0, kappa0, delta, S0, size):
+        if size is not None and tuple(size) != ():
+            raise NotImplementedError("GaussianTreeMixtureData draws one data set at a time")
+        z = np.asarray(z, dtype=np.int64)
+        trees = np.asarray(trees, dtype=np.int64)
+        out = np.zeros((z.shape[0], trees.shape[1]))
+        return sample_gaussian_tree_mixture_data(
+            rng, z, trees, np.asarray(m0, np.float64), float(kappa0), float(delta),
+            np.asarray(S0, np.float64), out)
+
+
+gaussian_tree_mixture_data = GaussianTreeMixtureDataRV()
+
+
+@numba_core_rv_funcify.register(GaussianTreeMixtureDataRV)
+def _numba_core_gaussian_tree_mixture_data(op, node):
+    @numba_basic.numba_njit
+    def random_fn(rng, z, trees, m0, kappa0, delta, S0):
+        out = np.zeros((z.shape[0], trees.shape[1]))
+        return sample_gaussian_tree_mixture_data(
+            rng, np.ascontiguousarray(z).astype(np.int64),
+            np.ascontiguousarray(trees).astype(np.int64), np.ascontiguousarray(m0),
+            float(kappa0), float(delta), np.ascontiguousarray(S0), out)
+
+    return random_fn, 1
+
+
+class GaussianTreeMixtureData(Continuous):
+    """Data of a mixture of Gaussian trees given ``z`` and the trees, the hyper-Markov
+    NIW parameters integrated out (:mod:`custom_ops.gaussian_tree_mixture`)."""
+
+    rv_op = gaussian_tree_mixture_data
+
+    @classmethod
+    def dist(cls, z, trees, m0, kappa0, delta, S0, **kwargs):
+        return super().dist([pt.as_tensor_variable(z), pt.as_tensor_variable(trees),
+                             pt.as_tensor_variable(np.asarray(m0, dtype=np.float64)),
+                             pt.as_tensor_variable(float(kappa0)),
+                             pt.as_tensor_variable(float(delta)),
+                             pt.as_tensor_variable(np.asarray(S0, dtype=np.float64))],
+                            **kwargs)
+
+    def support_point(rv, size, z, trees, m0, kappa0, delta, S0):
+        return pt.zeros((z.shape[0], trees.shape[-1])) + m0
+
+    def logp(value, z, trees, m0, kappa0, delta, S0):
+        return GaussianTreeMixtureLogp()(value, z, trees, m0, kappa0, delta, S0)

@@ -25,9 +25,10 @@ import numpy as np
 import pymc as pm
 import xarray as xr
 
+from custom_ops.conjugate import gaussian_hyper
 from pp_models.distributions.spanning_tree import SpanningTree
-from pp_models.mixture_of_trees.chow_liu import as_discrete_data
-from pp_models.mixture_of_trees.likelihood import TreeMixtureData
+from pp_models.mixture_of_trees.chow_liu import _as_float_data, as_discrete_data
+from pp_models.mixture_of_trees.likelihood import GaussianTreeMixtureData, TreeMixtureData
 from pp_models.model_info import (
     DerivedStatistic,
     StepHint,
@@ -37,15 +38,17 @@ from pp_models.model_info import (
 )
 from pp_models.trees import check_tree_weights
 
-__all__ = ["STEP_NAME", "model"]
+__all__ = ["GAUSSIAN_STEP_NAME", "STEP_NAME", "model"]
 
-#: Registry name of the Gibbs step the model asks for.
+#: Registry names of the Gibbs steps the model asks for (discrete, Gaussian).
 STEP_NAME = "mixture_of_trees_gibbs"
+GAUSSIAN_STEP_NAME = "gaussian_mixture_of_trees_gibbs"
 
 
 def model(X, n_components: int, *, kind: str = "discrete", alpha: float = 1.0,
           edge_prior=None, ess: float = 1.0, n_categories=None,
-          feature_names=None) -> pm.Model:
+          feature_names=None, m0=None, kappa0: float = 0.01, delta: float = 3.0,
+          S0=None) -> pm.Model:
     """Build the Bayesian mixture of trees over the rows of ``X``.
 
     Parameters
@@ -54,8 +57,12 @@ def model(X, n_components: int, *, kind: str = "discrete", alpha: float = 1.0,
         Category codes >= 0 (whole-number floats accepted), ``V >= 2``.
     n_components : int
         ``K >= 1``.
-    kind : {"discrete"}
-        Only discrete data have the collapsed (Dirichlet) form here.
+    kind : {"discrete", "gaussian"}
+        ``"discrete"``: category codes, BDeu Dirichlet CPTs integrated out.
+        ``"gaussian"``: real data; each component a Gaussian Markov on its tree with a
+        hyper-Markov Normal-Inverse-Wishart prior integrated out (clique marginals
+        ``NIW(m0_C, kappa0, delta + |C| - 1, S0_CC)``; Dawid & Lauritzen 1993), so
+        ``p(D | T) = prod_v p(D_v) prod_{uv in T} p(D_uv) / (p(D_u) p(D_v))``.
     alpha : float
         Symmetric Dirichlet concentration of the mixture weights.
     edge_prior : array (V, V), optional
@@ -66,6 +73,11 @@ def model(X, n_components: int, *, kind: str = "discrete", alpha: float = 1.0,
     n_categories : int or array (V,), optional
         Categories per variable (default ``max + 1``, at least 2).
     feature_names : sequence of str, optional
+    m0, kappa0, delta, S0
+        Gaussian only: prior mean (default the column means), its precision scale,
+        the hyper inverse-Wishart degrees of freedom (``delta > 0``; a clique of size c
+        gets ``delta + c - 1``) and scale (default the diagonal of the column variances,
+        so with ``delta = 3`` the prior mean of every variance is the sample variance).
 
     Returns
     -------
@@ -73,10 +85,13 @@ def model(X, n_components: int, *, kind: str = "discrete", alpha: float = 1.0,
         Free ``w`` (component), ``z`` (obs), ``trees`` (component, node: parent vectors
         rooted at node 0); observed ``X``. Never samples.
     """
-    if kind != "discrete":
-        raise ValueError(f"kind must be 'discrete' (the collapsed Dirichlet CPTs), got {kind!r}")
+    if kind not in ("discrete", "gaussian"):
+        raise ValueError(f"kind must be 'discrete' or 'gaussian', got {kind!r}")
     columns = list(X.columns) if hasattr(X, "columns") else None
-    codes, K = as_discrete_data(X, n_categories=n_categories, min_rows=1)
+    if kind == "discrete":
+        codes, K = as_discrete_data(X, n_categories=n_categories, min_rows=1)
+    else:
+        codes = _as_float_data(X, "X", min_rows=1)
     n, V = codes.shape
     if V < 2:
         raise ValueError(f"X needs at least 2 variables (columns) for a tree, got {V}")
@@ -84,10 +99,18 @@ def model(X, n_components: int, *, kind: str = "discrete", alpha: float = 1.0,
             or n_components < 1:
         raise ValueError(f"n_components must be a positive integer, got {n_components!r}")
     Kc = int(n_components)
-    for name, value in (("alpha", alpha), ("ess", ess)):
+    for name, value in (("alpha", alpha), ("ess", ess), ("kappa0", kappa0),
+                        ("delta", delta)):
         if isinstance(value, bool) or not isinstance(value, Real) or not np.isfinite(value) \
                 or value <= 0:
             raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
+    if kind == "gaussian":
+        if m0 is None:
+            m0 = codes.mean(axis=0)
+        if S0 is None:
+            var = codes.var(axis=0) if n > 1 else np.ones(V)
+            S0 = np.diag(np.where(var > 0, var, 1.0))
+        m0, kappa0, _nu, S0 = gaussian_hyper(V, m0, kappa0, float(delta) + V - 1, S0)
     beta = np.ones((V, V)) if edge_prior is None else check_tree_weights(edge_prior,
                                                                           "edge_prior")
     if beta.shape != (V, V):
@@ -105,14 +128,29 @@ def model(X, n_components: int, *, kind: str = "discrete", alpha: float = 1.0,
         w = pm.Dirichlet("w", a=np.full(Kc, float(alpha)), dims="component")
         trees = SpanningTree("trees", beta, shape=(Kc, V), dims=("component", "node"))
         z = pm.Categorical("z", p=w, shape=n, dims="obs")
-        TreeMixtureData("X", z, trees, K, float(ess), observed=codes, dims=("obs", "node"))
+        if kind == "discrete":
+            TreeMixtureData("X", z, trees, K, float(ess), observed=codes,
+                            dims=("obs", "node"))
+        else:
+            GaussianTreeMixtureData("X", z, trees, m0, kappa0, float(delta), S0,
+                                    observed=codes, dims=("obs", "node"))
 
-    options = {"n_categories": K, "ess": float(ess), "alpha": float(alpha),
-               "edge_prior": beta}
+    if kind == "discrete":
+        step_name = STEP_NAME
+        options = {"n_categories": K, "ess": float(ess), "alpha": float(alpha),
+                   "edge_prior": beta}
+        hook = partial(_edge_probabilities, codes=codes, n_categories=K, ess=float(ess),
+                       edge_prior=beta)
+    else:
+        step_name = GAUSSIAN_STEP_NAME
+        options = {"m0": m0, "kappa0": kappa0, "delta": float(delta), "S0": S0,
+                   "alpha": float(alpha), "edge_prior": beta}
+        hook = partial(_gaussian_edge_probabilities, X=codes, m0=m0, kappa0=kappa0,
+                       delta=float(delta), S0=S0, edge_prior=beta)
     info = ZooModelInfo(
         family="mixture_of_trees",
         preferred_method="gibbs",
-        step_hints=(StepHint(STEP_NAME, ("w", "z", "trees"), options),),
+        step_hints=(StepHint(step_name, ("w", "z", "trees"), options),),
         derived=(
             DerivedStatistic("n_occupied", partial(_n_occupied, K=Kc),
                              "number of non-empty components"),
@@ -120,9 +158,8 @@ def model(X, n_components: int, *, kind: str = "discrete", alpha: float = 1.0,
                              "mixture weights in decreasing order"),
         ),
         label_variables=("w", "z", "trees"),
-        postprocess=partial(_edge_probabilities, codes=codes, n_categories=K,
-                            ess=float(ess), edge_prior=beta),
-        notes=("w, z, trees: mixture_of_trees_gibbs (collapsed assignments, exact tree "
+        postprocess=hook,
+        notes=(f"w, z, trees: {step_name} (collapsed assignments, exact tree "
                "draws from the decomposable conditional posterior, conjugate weights). "
                "Component labels are not identified."),
     )
@@ -147,5 +184,22 @@ def _edge_probabilities(dt: xr.DataTree, *, codes, n_categories, ess,
 
     def component_log_weights(rows):
         return edge_log_weights(codes[rows], n_categories, ess, edge_prior)
+
+    return add_edge_probabilities(dt, component_log_weights)
+
+
+def _gaussian_edge_probabilities(dt: xr.DataTree, *, X, m0, kappa0, delta, S0,
+                                 edge_prior) -> xr.DataTree:
+    """The Gaussian model's post-fit hook (see :func:`_edge_probabilities`)."""
+    from pp_models.mixture_of_trees.outputs import (
+        add_edge_probabilities,
+        gaussian_edge_log_weights,
+    )
+
+    if "trees" not in dt["posterior"].data_vars and "posterior_labels" not in dt.children:
+        return dt
+
+    def component_log_weights(rows):
+        return gaussian_edge_log_weights(X[rows], m0, kappa0, delta, S0, edge_prior)
 
     return add_edge_probabilities(dt, component_log_weights)

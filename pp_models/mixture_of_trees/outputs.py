@@ -19,6 +19,10 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
+from custom_ops.gaussian_tree_mixture import (
+    gaussian_component_stats,
+    gaussian_tree_edge_log_weights,
+)
 from custom_ops.spanning_tree_kernels import (
     pairwise_bdeu_gain,
     spanning_tree_log_edge_marginals,
@@ -27,13 +31,26 @@ from pp_models.mixture_of_trees.chow_liu import discrete_statistics
 from pp_models.model_info import posterior_with_labels
 
 __all__ = ["add_edge_probabilities", "conditional_edge_marginals", "edge_log_weights",
-           "rao_blackwell_edge_probabilities"]
+           "gaussian_edge_log_weights", "rao_blackwell_edge_probabilities"]
 
 
 def edge_log_weights(codes, n_categories, ess, edge_prior):
     """``log beta_uv + g_uv`` for the rows ``codes`` of one component."""
     joint, marginal, offsets, _total = discrete_statistics(codes, n_categories)
     gain = pairwise_bdeu_gain(joint, marginal, offsets, n_categories, float(ess))
+    with np.errstate(divide="ignore"):
+        out = np.log(edge_prior) + gain
+    np.fill_diagonal(out, 0.0)
+    return out
+
+
+def gaussian_edge_log_weights(X, m0, kappa0, delta, S0, edge_prior):
+    """``log beta_uv + g_uv`` for the rows ``X`` of one Gaussian component (``g`` the
+    hyper-Markov NIW edge term, :mod:`custom_ops.gaussian_tree_mixture`)."""
+    X = np.ascontiguousarray(X, dtype=np.float64)
+    stats = gaussian_component_stats(X, np.zeros(X.shape[0], dtype=np.int64), 1)[0]
+    gain, _alone = gaussian_tree_edge_log_weights(stats, m0, float(kappa0), float(delta),
+                                                  S0)
     with np.errstate(divide="ignore"):
         out = np.log(edge_prior) + gain
     np.fill_diagonal(out, 0.0)

@@ -51,8 +51,11 @@ def test_one_component_tree_posterior_equals_enumeration():
 
 @pytest.mark.parametrize(("kwargs", "match"), [
     ({"n_components": 0}, "n_components"), ({"n_components": 2, "alpha": 0.0}, "alpha"),
-    ({"n_components": 2, "ess": -1.0}, "ess"), ({"n_components": 2, "kind": "gaussian"},
+    ({"n_components": 2, "ess": -1.0}, "ess"), ({"n_components": 2, "kind": "poisson"},
                                                 "discrete"),
+    ({"n_components": 2, "kind": "gaussian", "delta": 0.0}, "delta"),
+    ({"n_components": 2, "kind": "gaussian", "S0": -np.eye(4)}, "S0"),
+    ({"n_components": 2, "kind": "gaussian", "m0": np.zeros(3)}, "m0"),
     ({"n_components": 2, "edge_prior": np.ones((3, 3))}, "edge_prior"),
     ({"n_components": 2, "edge_prior": -np.ones((4, 4))}, "edge_prior|weights"),
 ])
@@ -81,3 +84,40 @@ def test_conditional_edge_marginals_at_tutorial_size():
     P = conditional_edge_marginals(log_w)
     assert np.all(np.isfinite(P)) and P.min() >= 0.0 and P.max() <= 1.0
     np.testing.assert_allclose(P.sum() / 2, 15.0, rtol=1e-12)
+
+
+def test_gaussian_one_component_tree_posterior_equals_enumeration():
+    """K = 1, Gaussian: P(T | X) ∝ beta(T) p(X | T) with p(X | T) by the chain rule of
+    SciPy Student-t predictives (tests/custom_ops/test_gaussian_tree_mixture.py) over
+    all 16 trees on 4 nodes; the Rao-Blackwellised edge probabilities equal it exactly
+    and the sampled trees' frequencies within multinomial error."""
+    from tests.custom_ops.test_gaussian_tree_mixture import _chain_rule_log_marginal
+
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(15, 4))
+    X[:, 1] += 0.8 * X[:, 0]
+    X[:, 3] += 0.6 * X[:, 1]
+    beta = np.ones((4, 4))
+    beta[2, 3] = beta[3, 2] = 3.0
+    m0, kappa0, delta, S0 = np.zeros(4), 0.5, 3.0, np.eye(4)
+    trees = all_spanning_trees(4)
+    log_post = np.array([_chain_rule_log_marginal(X, t, m0, kappa0, delta, S0)
+                         + sum(np.log(beta[u, v]) for u, v in spanning_tree_edges(t))
+                         for t in trees])
+    post = np.exp(log_post - np.logaddexp.reduce(log_post))
+    m = mixture_of_trees.model(X, 1, kind="gaussian", edge_prior=beta, m0=m0,
+                               kappa0=kappa0, delta=delta, S0=S0)
+    dt = fit(m, method="gibbs", draws=3000, tune=0, chains=1, random_seed=2,
+             progressbar=False)
+    draws = dt["posterior_labels"]["trees"].values[0, :, 0, :]
+    index = {tuple(t): i for i, t in enumerate(trees)}
+    freq = np.bincount([index[tuple(d)] for d in draws], minlength=16) / len(draws)
+    se = np.sqrt(post * (1 - post) / len(draws))
+    assert np.all(np.abs(freq - post) < 4.5 * se + 1e-3), np.c_[freq, post]
+    exact = np.zeros((4, 4))
+    for t, p in zip(trees, post, strict=True):
+        for u, v in spanning_tree_edges(t):
+            exact[u, v] += p
+            exact[v, u] += p
+    reported = dt["tree_structure"]["edge_probability"].values[0, 0]
+    np.testing.assert_allclose(reported, exact, atol=1e-10)
