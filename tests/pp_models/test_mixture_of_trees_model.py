@@ -107,7 +107,7 @@ def test_gaussian_one_component_tree_posterior_equals_enumeration():
     post = np.exp(log_post - np.logaddexp.reduce(log_post))
     m = mixture_of_trees.model(X, 1, kind="gaussian", edge_prior=beta, m0=m0,
                                kappa0=kappa0, delta=delta, S0=S0)
-    dt = fit(m, method="gibbs", draws=3000, tune=0, chains=1, random_seed=2,
+    dt = fit(m, method="gibbs", draws=2000, tune=0, chains=1, random_seed=2,
              progressbar=False)
     draws = dt["posterior_labels"]["trees"].values[0, :, 0, :]
     index = {tuple(t): i for i, t in enumerate(trees)}

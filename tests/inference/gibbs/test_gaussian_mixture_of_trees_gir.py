@@ -92,6 +92,9 @@ def _gir(step, seed, n_samples=N_SAMPLES):
 
 
 def test_correct_step_passes():
+    """Passed on seeds 21-24 at 2000 draws and 21 at 3000; at 1200 draws seed 21 fails
+    on the label-dependent w and z statistics (labels switch rarely when the components
+    lie far apart), so 2000 it is."""
     result = _gir(None, seed=21)
     print(result)
     assert result.step_description == {"gaussian_mixture_of_trees_gibbs": ["w", "z", "trees"]}
@@ -99,10 +102,10 @@ def test_correct_step_passes():
 
 
 def test_planted_bug_is_caught():
-    """Measured on seeds 21 and 22 at 2000 draws: IgnoresEdgePrior caught on both;
+    """Measured: IgnoresEdgePrior caught on seeds 21, 22 at 1200 and 2000 draws;
     three Gaussian-specific twins passed on both (not detectable at this size): the
     sampler's delta 3 too large, its kappa0 = 1 instead of 0.05, and an assignment sweep
     scoring rows with the empty tree."""
-    result = _gir(_steps(IgnoresEdgePrior), seed=21)
+    result = _gir(_steps(IgnoresEdgePrior), seed=21, n_samples=1200)
     print(result.failures(0.01))
     assert not result.passed(0.01), str(result)
