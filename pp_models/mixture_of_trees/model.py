@@ -48,7 +48,7 @@ GAUSSIAN_STEP_NAME = "gaussian_mixture_of_trees_gibbs"
 def model(X, n_components: int, *, kind: str = "discrete", alpha: float = 1.0,
           edge_prior=None, ess: float = 1.0, n_categories=None,
           feature_names=None, m0=None, kappa0: float = 0.01, delta: float = 3.0,
-          S0=None) -> pm.Model:
+          S0=None, split_merge: bool = False) -> pm.Model:
     """Build the Bayesian mixture of trees over the rows of ``X``.
 
     Parameters
@@ -78,6 +78,11 @@ def model(X, n_components: int, *, kind: str = "discrete", alpha: float = 1.0,
         the hyper inverse-Wishart degrees of freedom (``delta > 0``; a clique of size c
         gets ``delta + c - 1``) and scale (default the diagonal of the column variances,
         so with ``delta = 3`` the prior mean of every variance is the sample variance).
+    split_merge : bool
+        Discrete only: the Gibbs step adds a split-merge move per pair of components
+        (restricted-Gibbs launch, trees integrated out of the acceptance ratio). It
+        helps on small data; with hundreds of rows it is almost never accepted (see
+        ``inference.gibbs.mixture_of_trees``).
 
     Returns
     -------
@@ -104,6 +109,8 @@ def model(X, n_components: int, *, kind: str = "discrete", alpha: float = 1.0,
         if isinstance(value, bool) or not isinstance(value, Real) or not np.isfinite(value) \
                 or value <= 0:
             raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
+    if kind == "gaussian" and split_merge:
+        raise ValueError("split_merge: the split-merge move exists for kind='discrete' only")
     if kind == "gaussian":
         if m0 is None:
             m0 = codes.mean(axis=0)
@@ -138,7 +145,7 @@ def model(X, n_components: int, *, kind: str = "discrete", alpha: float = 1.0,
     if kind == "discrete":
         step_name = STEP_NAME
         options = {"n_categories": K, "ess": float(ess), "alpha": float(alpha),
-                   "edge_prior": beta}
+                   "edge_prior": beta, "split_merge": bool(split_merge)}
         hook = partial(_edge_probabilities, codes=codes, n_categories=K, ess=float(ess),
                        edge_prior=beta)
     else:

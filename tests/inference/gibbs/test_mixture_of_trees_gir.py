@@ -23,7 +23,8 @@ def make_model():
     X = np.random.default_rng(0).integers(0, 2, size=(16, 4))
     beta = np.ones((4, 4))
     beta[0, 1] = beta[1, 0] = 4.0
-    return mixture_of_trees.model(X, 2, alpha=3.0, ess=0.5, edge_prior=beta)
+    return mixture_of_trees.model(X, 2, alpha=3.0, ess=0.5, edge_prior=beta,
+                                  split_merge=True)
 
 
 def _max_degree(k):
