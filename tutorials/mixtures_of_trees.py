@@ -177,11 +177,13 @@ print("split-merge moves accepted per draw:",
       float(dt["sample_stats"]["split_merge_accepted"].mean()))
 
 # %% [markdown]
-# R-hat far above 1 on the sorted weights means the chains sit in different modes of
+# R-hat above 1.01 on the sorted weights means the chains sit in different modes of
 # the assignment posterior, tens of nats apart in log p(X | z, trees): one-at-a-time
-# updates of $z$ move slowly between partitions, and with hundreds of rows the
+# updates of $z$ move slowly between partitions. Each chain starts from assignments
+# drawn from the prior (PyMC's initial point, every row in component 0, left R-hat at
+# 1.65-1.96 here; prior starts bring it to 1.1-1.4), and with hundreds of rows the
 # split-merge move is rarely accepted (a few in a thousand). Starting from EM's
-# solution does not help here: its partitions score ~100 nats *below* where the Gibbs
+# solution does not help either: its partitions score ~100 nats *below* where the Gibbs
 # chains go within a few sweeps (the collapsed posterior favours a different kind of
 # partition than the maximum-likelihood fit). Read the edge probabilities per chain.
 #
