@@ -4,7 +4,8 @@
 - :func:`map_forest`: the MAP forest under BDeu or BIC scores;
 - :func:`em`: Meilă-Jordan EM for a finite mixture of trees;
 - :func:`model`: the Bayesian mixture of trees (Dirichlet weights, spanning-tree priors,
-  CPTs integrated out) for ``inference.fit``'s Gibbs steps.
+  BDeu CPTs or, with ``kind="gaussian"``, hyper-Markov NIW parameters integrated out)
+  for ``inference.fit``'s Gibbs steps.
 """
 
 from pp_models.mixture_of_trees.chow_liu import TreeModel, chow_liu
