@@ -73,3 +73,80 @@ def test_user_models_are_left_to_pymc():
         pm.Normal("x")
         _, selected = assign_step_methods(model, None, methods=STEP_METHODS)
     assert ZooAssignment not in selected
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_pp_models_alone_knows_which_variables_want_a_zoo_step(family):
+    # pp_models' warning (no access to inference's registry) must fire for exactly the
+    # variables inference would give to a zoo step: no false alarm, nothing missed.
+    from pp_models.step_assignment import _wants_zoo_step
+
+    model = _tiny_model(family)
+    info = get_info(model)
+    by_value = {v.name: rv.name for v, rv in model.values_to_rvs.items()}
+    expected = {by_value[v] for v in _zoo_updated(assign_steps(model, info, [], None))}
+    assert {rv.name for rv in model.free_RVs if _wants_zoo_step(rv, info)} == expected
+
+
+def test_pymc_step_names_match_the_registry():
+    from inference.gibbs.registry import PYMC_STEPS
+    from pp_models.step_assignment import PYMC_STEP_NAMES
+
+    assert set(PYMC_STEPS) == PYMC_STEP_NAMES
+
+
+_SAMPLE_WITHOUT_INFERENCE = """
+import sys, warnings
+import numpy as np
+import pymc as pm
+from pp_models import dpm
+
+rng = np.random.default_rng(0)
+X = np.vstack([rng.normal(-5, 1, (15, 2)), rng.normal(5, 1, (15, 2))])
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    for _ in range(2):
+        with dpm.model(X):
+            pm.sample(draws=5, tune=5, chains=1, random_seed=1, progressbar=False,
+                      compute_convergence_checks=False)
+ours = [str(w.message) for w in caught if "zoo" in str(w.message)]
+print("INFERENCE_IMPORTED", "inference" in sys.modules)
+print("ZOO_WARNINGS", len(ours))
+for m in ours:
+    print(m)
+"""
+
+
+def _run_sample_script() -> str:
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[3]
+    env = dict(os.environ, PYTHONPATH=str(root))
+    done = subprocess.run(
+        [sys.executable, "-c", _SAMPLE_WITHOUT_INFERENCE],
+        capture_output=True, text=True, env=env, cwd=root, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return done.stdout
+
+
+def test_pm_sample_without_inference_warns_once_and_names_the_fix():
+    out = _run_sample_script()
+    assert "INFERENCE_IMPORTED False" in out  # the layering: pp_models never loads it
+    assert "ZOO_WARNINGS 1" in out  # two pm.sample calls, one warning
+    assert "import inference" in out and "inference.fit" in out and "'z'" in out
+
+
+def test_no_warning_once_inference_has_registered_the_steps(monkeypatch):
+    from pp_models import step_assignment
+
+    monkeypatch.setattr(step_assignment, "_warned", [])
+    model = _tiny_model("dpm")
+    with model, warnings.catch_warnings():
+        warnings.simplefilter("error")
+        _, selected = assign_step_methods(model, None, methods=STEP_METHODS)
+    assert step_assignment.ZooStepsNotLoaded in STEP_METHODS  # asked, and stayed quiet
+    assert step_assignment.ZooStepsNotLoaded not in selected
+    assert not step_assignment._warned
