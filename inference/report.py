@@ -31,7 +31,11 @@ RESULT_FILES = ("posterior.nc", "summary.csv", "trace.png")
 #: Families that draw a picture of their results: family -> (file stem, "module:function"),
 #: the function taking ``(dt, path)`` and writing a PNG.
 FAMILY_PLOTS = {
+    "bhc": ("tree", "pp_models.bhc.outputs:plot_results"),
+    "dpm": ("clustering", "pp_models.dpm.outputs:plot_results"),
     "ggm": ("graph", "pp_models.ggm.outputs:plot_results"),
+    "ibp_fa": ("features", "pp_models.ibp_fa.outputs:plot_results"),
+    "lda": ("topics", "pp_models.lda:plot_top_words"),
     "mixture_of_trees": ("structure", "pp_models.mixture_of_trees.outputs:plot_structure"),
     "pydt": ("tree", "pp_models.pydt.outputs:plot_results"),
 }
