@@ -16,7 +16,7 @@ import xarray as xr
 
 from custom_ops import conjugate as cj
 from pp_models.bhc.defaults import resolve_hyper
-from pp_models.bhc.result import BHCResult, evaluate
+from pp_models.bhc.result import BHCResult, evaluate, readable_linkage
 
 __all__ = ["TREE_GROUP", "TreeAtPosteriorMedian", "plot_results"]
 
@@ -74,29 +74,11 @@ class TreeAtPosteriorMedian:
         return out
 
 
-def _display_linkage(merges: np.ndarray, log_rk: np.ndarray) -> np.ndarray:
-    """scipy linkage with readable heights: a merge's height is one more than the larger
-    of its children's, plus log1p(-log r_k) -- monotone like BHC's own height
-    max(children) - log r_k (so the dendrogram is drawn the same way) but on a log
-    scale, so the few very doubtful top merges (-log r_k in the hundreds) no longer
-    squash the rest of the tree flat."""
-    n = merges.shape[0] + 1
-    height = np.zeros(2 * n - 1)
-    size = np.ones(2 * n - 1)
-    Z = np.empty((n - 1, 4))
-    for t, (i, j) in enumerate(merges):
-        k = n + t
-        height[k] = max(height[i], height[j]) + 0.2 + np.log1p(max(-log_rk[t], 0.0))
-        size[k] = size[i] + size[j]
-        Z[t] = (i, j, height[k], size[k])
-    return Z
-
-
 def plot_results(dt: xr.DataTree, path=None, *, labels=None):
     """Dendrogram of the BHC tree in ``dt``'s ``bhc_tree`` group, its clusters (the cut
     at r_k < 0.5) in colours, the merges above the cut in grey. Heights: see
-    :func:`_display_linkage`. Saves a PNG to ``path`` when given; returns the figure.
-    ``ppzoo fit bhc`` writes it as ``tree.png``.
+    :func:`~pp_models.bhc.result.readable_linkage`. Saves a PNG to ``path`` when given;
+    returns the figure. ``ppzoo fit bhc`` writes it as ``tree.png``.
     """
     import matplotlib.pyplot as plt
     from matplotlib.colors import to_hex
@@ -110,7 +92,7 @@ def plot_results(dt: xr.DataTree, path=None, *, labels=None):
     log_rk = np.asarray(ds["log_rk"].values)
     cut = np.asarray(ds["cut"].values)
     n = cut.size
-    Z = _display_linkage(merges, log_rk)
+    Z = readable_linkage(merges, log_rk)
     colours = plt.get_cmap("tab10")
     node_cluster = np.full(2 * n - 1, -1)
     node_cluster[:n] = cut
