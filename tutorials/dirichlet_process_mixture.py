@@ -73,6 +73,7 @@ for alpha in (0.5, 2.0, 8.0):
     print(f"alpha = {alpha}: mean K of 2000 draws {K.mean():.2f}, formula {expected:.2f}")
 ax.set_xlabel("number of clusters K among 100 items")
 ax.legend()
+fig.tight_layout()
 fig.savefig("crp_prior_K.png", dpi=80)
 
 # %% [markdown]
@@ -121,7 +122,7 @@ print(check_convergence(gibbs, var_names=["n_clusters", "largest_cluster", "alph
 # %%
 sb_model = dpm.model(X, likelihood="diag_gaussian", alpha=(1.0, 1.0), truncation=10)
 # many tiny stick-breaking weights make the geometry hard: a higher target acceptance
-# avoids divergent transitions
+# reduces divergent transitions (a few may remain: the count is printed below)
 nuts = fit(sb_model, method="auto", draws=NUTS_DRAWS, tune=NUTS_TUNE, chains=2, random_seed=1,
            progressbar=False, target_accept=0.95)
 advi = fit(sb_model, method="advi", draws=300, chains=2, random_seed=1, progressbar=False,
@@ -183,6 +184,7 @@ for offset, (name, res) in zip((-0.25, 0.0, 0.25), results.items(), strict=True)
     print(f"{name}: P(K) =", pmf.to_series().round(3).to_dict())
 ax.set_xlabel("K")
 ax.legend()
+fig.tight_layout()
 fig.savefig("posterior_K.png", dpi=80)
 
 # %% [markdown]
