@@ -75,6 +75,7 @@ ax.set_xlabel("number of clusters K among 100 items")
 ax.legend()
 fig.tight_layout()
 fig.savefig("crp_prior_K.png", dpi=80)
+plt.show()
 
 # %% [markdown]
 # ## Data
@@ -166,6 +167,7 @@ for ax, (name, res) in zip(axes, results.items(), strict=True):
     print(f"{name}: point-estimate cluster sizes {np.bincount(z_hat)}, ARI {ari:.3f}")
 fig.suptitle("co-clustering matrices (items in true-cluster order)")
 fig.savefig("coclustering.png", dpi=80)
+plt.show()
 
 # %% [markdown]
 # ## How many clusters?
@@ -186,6 +188,7 @@ ax.set_xlabel("K")
 ax.legend()
 fig.tight_layout()
 fig.savefig("posterior_K.png", dpi=80)
+plt.show()
 
 # %% [markdown]
 # ## Posterior predictive density
@@ -202,6 +205,7 @@ ax.contourf(gx, gy, dens.values.T, levels=20, cmap="viridis")
 ax.scatter(X[:, 0], X[:, 1], s=3, c="white")
 ax.set_title("posterior predictive density (collapsed Gibbs)")
 fig.savefig("predictive_density.png", dpi=80)
+plt.show()
 mass = np.trapezoid(np.trapezoid(dens.values, gy, axis=1), gx)
 print(f"predictive mass on the plotted window: {mass:.3f}")
 
