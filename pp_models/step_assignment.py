@@ -7,10 +7,18 @@ classes, so ``pm.sample`` on a zoo model uses them. A user who imports only a fa
 Metropolis on the partition -- which can sit in one wrong clustering for the whole run --
 without a word.
 
-``pp_models`` cannot register the steps itself without importing ``inference``. What it
-can do from below is stand at the END of PyMC's list (so it never wins a variable) and,
-when PyMC asks it about a variable of a zoo model that a zoo step should update while no
-class that provides the zoo's steps is in the list, warn once and name the fix.
+``pp_models`` cannot import ``inference`` (the layering runs one way). It stands at the
+END of PyMC's list instead and, when PyMC asks it about a variable of a zoo model that a
+zoo step should update while no class providing the zoo's steps is in the list:
+
+1. loads a provider through the ``pp_models.step_providers`` entry-point group (the
+   installed package declares ``inference.gibbs.pymc_assignment:ZooAssignment`` there
+   in ``pyproject.toml``; ``pp_models`` only knows the group's name; importing it
+   registers it with PyMC), and stands in for it in this very assignment (PyMC has
+   already copied its list), so ``pm.sample`` uses the zoo's steps with nothing but the
+   factory imported;
+2. when no provider is installed (e.g. running from a source tree whose package
+   metadata predates the entry point), warns once and names the fix.
 """
 
 from __future__ import annotations
@@ -28,6 +36,25 @@ PYMC_STEP_NAMES = frozenset({"nuts", "hmc", "slice", "metropolis",
                              "binary_gibbs_metropolis", "categorical_gibbs_metropolis"})
 
 _warned: list[bool] = []
+
+#: The entry-point group a package providing the zoo's steps to PyMC declares.
+PROVIDER_GROUP = "pp_models.step_providers"
+
+_provider: list = []  # the loaded provider class, once found
+
+
+def _load_provider():
+    """The first installed step provider (loaded and registered with PyMC), or None."""
+    if _provider:
+        return _provider[0]
+    from importlib.metadata import entry_points
+
+    for entry in entry_points(group=PROVIDER_GROUP):
+        provider = entry.load()  # importing the provider's package registers it
+        if getattr(provider, "zoo_steps_provider", False):
+            _provider.append(provider)
+            return provider
+    return None
 
 
 def zoo_steps_loaded() -> bool:
@@ -56,7 +83,11 @@ class ZooStepsNotLoaded:
 
     @classmethod
     def competence(cls, var, has_grad=None) -> Competence:
-        if _warned or zoo_steps_loaded():
+        if _provider:
+            # loaded during this assignment: PyMC's copy of the list lacks it, so this
+            # class answers for it (and builds its steps in __new__)
+            return _provider[0].competence(var, has_grad)
+        if zoo_steps_loaded():
             return Competence.INCOMPATIBLE
         import pymc as pm
 
@@ -64,7 +95,12 @@ class ZooStepsNotLoaded:
 
         model = pm.Model.get_context(error_if_none=False)
         info = get_info(model) if model is not None else None
-        if info is not None and _wants_zoo_step(var, info):
+        if info is None or not _wants_zoo_step(var, info):
+            return Competence.INCOMPATIBLE
+        provider = _load_provider()
+        if provider is not None:
+            return provider.competence(var, has_grad)
+        if not _warned:
             _warned.append(True)
             warnings.warn(
                 f"pm.sample is giving {var.name!r} of this zoo {info.family} model to "
@@ -75,6 +111,12 @@ class ZooStepsNotLoaded:
                 stacklevel=2,
             )
         return Competence.INCOMPATIBLE
+
+    def __new__(cls, vars, model=None, **pymc_kwargs):
+        provider = _provider[0] if _provider else None
+        if provider is None:  # never competent without one; PyMC does not get here
+            raise RuntimeError("no provider of the zoo's steps is loaded")
+        return provider(vars, model=model, **pymc_kwargs)
 
     @classmethod
     def _competence(cls, vars, have_grad):

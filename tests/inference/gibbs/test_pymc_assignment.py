@@ -96,28 +96,54 @@ def test_pymc_step_names_match_the_registry():
 
 
 _SAMPLE_WITHOUT_INFERENCE = """
+import importlib.metadata as metadata
 import sys, warnings
 import numpy as np
 import pymc as pm
 from pp_models import dpm
 
+# the installed package's entry point, controlled here: none first (a source tree whose
+# metadata predates it), then the one pyproject.toml declares
+PROVIDERS = []
+real_entry_points = metadata.entry_points
+def entry_points(**kwargs):
+    if kwargs.get("group") == "pp_models.step_providers":
+        return list(PROVIDERS)
+    return real_entry_points(**kwargs)
+metadata.entry_points = entry_points
+
 rng = np.random.default_rng(0)
 X = np.vstack([rng.normal(-5, 1, (15, 2)), rng.normal(5, 1, (15, 2))])
+
+def sample():
+    with dpm.model(X):
+        return pm.sample(draws=5, tune=5, chains=1, random_seed=1, progressbar=False,
+                         compute_convergence_checks=False)
+
 with warnings.catch_warnings(record=True) as caught:
     warnings.simplefilter("always")
     for _ in range(2):
-        with dpm.model(X):
-            pm.sample(draws=5, tune=5, chains=1, random_seed=1, progressbar=False,
-                      compute_convergence_checks=False)
+        dt = sample()
 ours = [str(w.message) for w in caught if "zoo" in str(w.message)]
-print("INFERENCE_IMPORTED", "inference" in sys.modules)
+print("NO_PROVIDER_INFERENCE_IMPORTED", "inference" in sys.modules)
+print("NO_PROVIDER_ZOO_STEP", "split_accepted" in dt["sample_stats"])
 print("ZOO_WARNINGS", len(ours))
 for m in ours:
     print(m)
+
+PROVIDERS.append(metadata.EntryPoint(
+    name="zoo", value="inference.gibbs.pymc_assignment:ZooAssignment",
+    group="pp_models.step_providers"))
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    dt = sample()
+print("PROVIDER_INFERENCE_IMPORTED", "inference" in sys.modules)
+print("PROVIDER_ZOO_STEP", "split_accepted" in dt["sample_stats"])
+print("PROVIDER_WARNINGS", len([w for w in caught if "zoo" in str(w.message)]))
 """
 
 
-def _run_sample_script() -> str:
+def test_pm_sample_with_only_pp_models_imported():
     import os
     import subprocess
     import sys
@@ -125,18 +151,33 @@ def _run_sample_script() -> str:
 
     root = Path(__file__).resolve().parents[3]
     env = dict(os.environ, PYTHONPATH=str(root))
-    done = subprocess.run(
-        [sys.executable, "-c", _SAMPLE_WITHOUT_INFERENCE],
-        capture_output=True, text=True, env=env, cwd=root, timeout=300)
+    done = subprocess.run([sys.executable, "-c", _SAMPLE_WITHOUT_INFERENCE],
+                          capture_output=True, text=True, env=env, cwd=root, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
-    return done.stdout
-
-
-def test_pm_sample_without_inference_warns_once_and_names_the_fix():
-    out = _run_sample_script()
-    assert "INFERENCE_IMPORTED False" in out  # the layering: pp_models never loads it
-    assert "ZOO_WARNINGS 1" in out  # two pm.sample calls, one warning
+    out = done.stdout
+    # no provider installed: PyMC's own steps, one warning for two calls naming the fix,
+    # and pp_models never imported inference (the layering)
+    assert "NO_PROVIDER_INFERENCE_IMPORTED False" in out
+    assert "NO_PROVIDER_ZOO_STEP False" in out
+    assert "ZOO_WARNINGS 1" in out
     assert "import inference" in out and "inference.fit" in out and "'z'" in out
+    # the entry point installed: the zoo's collapsed CRP step, loaded lazily, no warning
+    assert "PROVIDER_INFERENCE_IMPORTED True" in out
+    assert "PROVIDER_ZOO_STEP True" in out
+    assert "PROVIDER_WARNINGS 0" in out
+
+
+def test_the_entry_point_names_the_provider():
+    import tomllib
+    from pathlib import Path
+
+    from pp_models.step_assignment import PROVIDER_GROUP
+
+    pyproject = tomllib.loads((Path(__file__).resolve().parents[3] / "pyproject.toml")
+                              .read_text())
+    (value,) = pyproject["project"]["entry-points"][PROVIDER_GROUP].values()
+    module, name = value.split(":")
+    assert getattr(__import__(module, fromlist=[name]), name) is ZooAssignment
 
 
 def test_no_warning_once_inference_has_registered_the_steps(monkeypatch):
