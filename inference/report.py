@@ -31,7 +31,11 @@ RESULT_FILES = ("posterior.nc", "summary.csv", "trace.png")
 #: Families that draw a picture of their results: family -> (file stem, "module:function"),
 #: the function taking ``(dt, path)`` and writing a PNG.
 FAMILY_PLOTS = {
+    "bhc": ("tree", "pp_models.bhc.outputs:plot_results"),
+    "dpm": ("clustering", "pp_models.dpm.outputs:plot_results"),
     "ggm": ("graph", "pp_models.ggm.outputs:plot_results"),
+    "ibp_fa": ("features", "pp_models.ibp_fa.outputs:plot_results"),
+    "lda": ("topics", "pp_models.lda:plot_top_words"),
     "mixture_of_trees": ("structure", "pp_models.mixture_of_trees.outputs:plot_structure"),
     "pydt": ("tree", "pp_models.pydt.outputs:plot_results"),
 }
@@ -83,11 +87,12 @@ def write_results(dt: xr.DataTree, table: pd.DataFrame, out_dir: str | os.PathLi
         _atomic_write(staging / "posterior.nc",
                       lambda tmp: dt.to_netcdf(tmp, engine="h5netcdf"))
         _atomic_write(staging / "summary.csv", lambda tmp: table.to_csv(tmp))
-        _atomic_write(staging / "trace.png", lambda tmp: plot_trace(dt, tmp))
+        _draw_picture(staging / "trace.png", lambda tmp: plot_trace(dt, tmp))
         family_plot = _family_plot(dt)
         if family_plot is not None:
             name, plot = family_plot
-            _atomic_write(staging / f"{name}.png", lambda tmp: plot(dt, tmp))
+            if not _draw_picture(staging / f"{name}.png", lambda tmp: plot(dt, tmp)):
+                family_plot = None
         umask = os.umask(0)
         os.umask(umask)
         os.chmod(staging, 0o777 & ~umask)
@@ -96,10 +101,23 @@ def write_results(dt: xr.DataTree, table: pd.DataFrame, out_dir: str | os.PathLi
         shutil.rmtree(staging, ignore_errors=True)
         raise
     paths = {kind: out / name for kind, name in zip(("posterior", "summary", "trace"),
-                                                    RESULT_FILES, strict=True)}
+                                                    RESULT_FILES, strict=True)
+             if (out / name).exists()}
     if family_plot is not None:
         paths[family_plot[0]] = out / f"{family_plot[0]}.png"
     return paths
+
+
+def _draw_picture(path: Path, draw: Callable[[str], None]) -> bool:
+    """Write a picture; if drawing fails, warn and go on, so the fit's posterior and
+    summary are still saved (a picture is a view of them, they are the result)."""
+    try:
+        _atomic_write(path, draw)
+    except Exception as err:  # any plotting failure: reported, the result still saved
+        warnings.warn(f"could not draw {path.name} ({type(err).__name__}: {err}); "
+                      "posterior.nc and summary.csv are written", UserWarning, stacklevel=3)
+        return False
+    return True
 
 
 def _swap_in(staging: Path, out: Path) -> None:
@@ -170,7 +188,12 @@ def _every_element_varies(values) -> bool:
     draws (e.g. a number of features each chain holds fixed)."""
     values = np.asarray(values, dtype=float)
     flat = values.reshape(values.shape[0], values.shape[1], -1)
-    return flat.shape[2] > 0 and bool(np.all(np.ptp(flat, axis=1) > 0))
+    if flat.shape[2] == 0 or not np.all(np.isfinite(flat)):
+        return False
+    # a range below ~1e-10 of the values' size cannot be cut into ArviZ's histogram bins
+    # ("Too many bins for data range"): a chain stuck at one point, up to rounding
+    scale = np.maximum(np.abs(flat).max(axis=1), 1e-300)
+    return bool(np.all(np.ptp(flat, axis=1) > 1e-10 * scale))
 
 
 def _atomic_write(path: Path, write: Callable[[str], None]) -> None:

@@ -48,6 +48,7 @@ __all__ = [
     "TokenCorpus",
     "model",
     "perplexity",
+    "plot_top_words",
     "posterior_topics",
     "prepare_corpus",
     "top_words",
@@ -751,17 +752,70 @@ def posterior_topics(posterior, *, chain: int = 0, var_name: str = "phi") -> xr.
     return ds[var_name].isel(chain=chain).mean("draw")
 
 
+def plot_top_words(dt: xr.DataTree, path=None, *, chain: int = 0, n: int = 8):
+    """The answer of a topic model fit: each topic's ``n`` most probable words (posterior
+    mean of ``phi`` over one chain, :func:`posterior_topics`), as bars of their
+    probability, topics ordered by their share of the corpus (mean ``theta``). Words
+    are shown as words when the model was given a ``vocabulary`` (``ppzoo fit lda``
+    passes the data set's; a CSV's header row is one), else as ids. Saves a PNG to
+    ``path`` when given; returns the figure. ``ppzoo fit lda`` writes it as
+    ``topics.png``.
+    """
+    import matplotlib.pyplot as plt
+
+    phi = posterior_topics(dt, chain=chain)
+    words = [str(w) for w in phi["word"].values]
+    share = None
+    together = posterior_with_labels(dt) if isinstance(dt, xr.DataTree) else dt
+    if "theta" in together:
+        share = together["theta"].isel(chain=chain).mean(("draw", "doc")).values
+    K = phi.sizes["topic"]
+    order = np.argsort(-share) if share is not None else np.arange(K)
+    cols = min(5, K)
+    rows = -(-K // cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(2.6 * cols, 0.22 * n * rows + 0.9 * rows),
+                             squeeze=False)
+    values = np.asarray(phi.values)
+    for ax, k in zip(axes.flat, order, strict=False):
+        top = np.argsort(-values[k], kind="stable")[:n]
+        ax.barh(np.arange(n), values[k, top], color="tab:blue")
+        ax.set_yticks(np.arange(n), [words[j] for j in top], fontsize=8)
+        ax.invert_yaxis()
+        ax.tick_params(axis="x", labelsize=7)
+        label = f"topic {int(phi['topic'].values[k])}"
+        if share is not None:
+            label += f" (mean share {share[k]:.0%})"
+        ax.set_title(label, fontsize=8)
+    for ax in axes.flat[K:]:
+        ax.set_axis_off()
+    fig.suptitle(f"LDA: top {n} words per topic (P(word | topic), chain {chain})",
+                 fontsize=10)
+    fig.tight_layout()
+    if path is not None:
+        fig.savefig(path, format="png", dpi=100)
+        plt.close(fig)
+    return fig
+
+
+def _build_from_dataset(dataset, **options):
+    """The CLI's build: a CSV arrives as a DataFrame of counts; the data set's
+    vocabulary (or the CSV's header) labels the words unless ``vocabulary`` is given."""
+    data = dataset.data
+    counts = data.to_numpy() if hasattr(data, "to_numpy") else data
+    names = tuple(dataset.feature_names or ())
+    n_columns = np.shape(counts)[1] if np.ndim(counts) == 2 else None
+    if "vocabulary" not in options and names and len(names) == n_columns:
+        options["vocabulary"] = names
+    return model(counts, **options)
+
+
 CLI_ENTRY = ModelEntry(
     name="lda",
     description="latent Dirichlet allocation, collapsed Gibbs (SparseLDA) on token "
     "topics; theta and phi recorded per draw",
     # the command line writes the topics: theta and phi per draw
     methods=("gibbs", "auto"),
-    # A CSV from the command line arrives as a DataFrame of counts.
-    build=lambda dataset, **options: model(
-        dataset.data.to_numpy() if hasattr(dataset.data, "to_numpy") else dataset.data,
-        **options,
-    ),
+    build=_build_from_dataset,
     default_dataset="reuters",
     defaults={"n_topics": 20},
     fit_defaults={"draws": 200, "tune": 200, "chains": 2, "var_names": ("theta", "phi")},

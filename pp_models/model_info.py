@@ -118,6 +118,10 @@ def attach_info(model: pm.Model, info: ZooModelInfo) -> pm.Model:
     if not isinstance(info, ZooModelInfo):
         raise TypeError(f"info must be a ZooModelInfo, got {type(info).__name__}")
     object.__setattr__(model, _ATTRIBUTE, info)
+    # so pm.sample warns when the zoo's steps (in ``inference``) are not loaded
+    from pp_models.step_assignment import install
+
+    install()
     return model
 
 

@@ -67,3 +67,10 @@ def test_tutorial_runs(path, tmp_path):
         timeout=600,
     )
     assert proc.returncode == 0, proc.stderr[-4000:]
+    # every figure the tutorial's code names ("name.png", e.g. in savefig) was written
+    code = "\n".join(line for line in path.read_text().splitlines()
+                     if not line.lstrip().startswith("#"))
+    saved = re.findall(r"[\"']([\w./-]+\.png)[\"']", code)
+    assert saved, f"{path.name} saves no figure"
+    missing = [name for name in saved if not (tmp_path / name).is_file()]
+    assert not missing, f"{path.name} did not write {missing}"

@@ -73,7 +73,9 @@ for alpha in (0.5, 2.0, 8.0):
     print(f"alpha = {alpha}: mean K of 2000 draws {K.mean():.2f}, formula {expected:.2f}")
 ax.set_xlabel("number of clusters K among 100 items")
 ax.legend()
+fig.tight_layout()
 fig.savefig("crp_prior_K.png", dpi=80)
+plt.show()
 
 # %% [markdown]
 # ## Data
@@ -121,7 +123,7 @@ print(check_convergence(gibbs, var_names=["n_clusters", "largest_cluster", "alph
 # %%
 sb_model = dpm.model(X, likelihood="diag_gaussian", alpha=(1.0, 1.0), truncation=10)
 # many tiny stick-breaking weights make the geometry hard: a higher target acceptance
-# avoids divergent transitions
+# reduces divergent transitions (a few may remain: the count is printed below)
 nuts = fit(sb_model, method="auto", draws=NUTS_DRAWS, tune=NUTS_TUNE, chains=2, random_seed=1,
            progressbar=False, target_accept=0.95)
 advi = fit(sb_model, method="advi", draws=300, chains=2, random_seed=1, progressbar=False,
@@ -165,6 +167,7 @@ for ax, (name, res) in zip(axes, results.items(), strict=True):
     print(f"{name}: point-estimate cluster sizes {np.bincount(z_hat)}, ARI {ari:.3f}")
 fig.suptitle("co-clustering matrices (items in true-cluster order)")
 fig.savefig("coclustering.png", dpi=80)
+plt.show()
 
 # %% [markdown]
 # ## How many clusters?
@@ -183,7 +186,9 @@ for offset, (name, res) in zip((-0.25, 0.0, 0.25), results.items(), strict=True)
     print(f"{name}: P(K) =", pmf.to_series().round(3).to_dict())
 ax.set_xlabel("K")
 ax.legend()
+fig.tight_layout()
 fig.savefig("posterior_K.png", dpi=80)
+plt.show()
 
 # %% [markdown]
 # ## Posterior predictive density
@@ -200,6 +205,7 @@ ax.contourf(gx, gy, dens.values.T, levels=20, cmap="viridis")
 ax.scatter(X[:, 0], X[:, 1], s=3, c="white")
 ax.set_title("posterior predictive density (collapsed Gibbs)")
 fig.savefig("predictive_density.png", dpi=80)
+plt.show()
 mass = np.trapezoid(np.trapezoid(dens.values, gy, axis=1), gx)
 print(f"predictive mass on the plotted window: {mass:.3f}")
 

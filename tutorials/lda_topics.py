@@ -101,21 +101,25 @@ def bars_topics():
     return topics
 
 
-def show(images, title, vmax=None):
+def show(images, title, filename, vmax=None):
+    """Draw 5 x 5 images in a row, save them as ``filename`` and show them."""
     fig, axes = plt.subplots(1, len(images), figsize=(1.2 * len(images), 1.6))
     for ax, img in zip(axes, images, strict=True):
         ax.imshow(np.reshape(img, (5, 5)), cmap="Greys", vmin=0, vmax=vmax)
         ax.set_xticks([])
         ax.set_yticks([])
     fig.suptitle(title)
+    fig.tight_layout()
+    fig.savefig(filename, dpi=80)
+    plt.show()
     return fig
 
 
 true_topics = bars_topics()
 theta_true = rng.dirichlet(np.ones(10), size=N_BARS_DOCS)
 bars_docs = np.array([rng.multinomial(100, t @ true_topics) for t in theta_true])
-show(true_topics, "the 10 true topics", vmax=0.25)
-show(bars_docs[:10], "10 documents (pixel counts)")
+show(true_topics, "the 10 true topics", "lda_bars_true_topics.png", vmax=0.25)
+show(bars_docs[:10], "10 documents (pixel counts)", "lda_bars_documents.png")
 
 # %% [markdown]
 # Fit the collapsed model with Gibbs sampling. `fit(method="auto")` reads the model's
@@ -146,18 +150,25 @@ def match(estimated, true):
 
 
 phi_gibbs, l1_gibbs = match(lda.posterior_topics(bars_gibbs.posterior).values, true_topics)
-show(phi_gibbs, "collapsed Gibbs: posterior-mean topics", vmax=0.25)
+show(phi_gibbs, "collapsed Gibbs: posterior-mean topics", "lda_bars_gibbs_topics.png",
+     vmax=0.25)
 print("L1 error per topic:", np.round(l1_gibbs, 3))
 
 # %% [markdown]
 # The log joint density $\log p(w, z)$, recorded by the step for every draw, is the
-# natural trace to watch: it climbs from the start and then fluctuates.
+# natural trace to watch. The plot starts after the tuning sweeps, which `fit` does not
+# keep, so most of its climb from the random start is already over: what is left should
+# be fluctuation around a level. A drift still visible in the first draws (as with
+# `--fast`'s short tuning) says to tune longer.
 
 # %%
 fig, ax = plt.subplots(figsize=(5, 2.5))
 ax.plot(bars_gibbs.sample_stats["log_joint"].values[0])
 ax.set_xlabel(f"draw (after {BARS_TUNE} tuning sweeps)")
 ax.set_ylabel("log p(w, z)")
+fig.tight_layout()
+fig.savefig("lda_bars_log_joint.png", dpi=80)
+plt.show()
 
 # %% [markdown]
 # ## Collapsed Gibbs vs ADVI
@@ -181,7 +192,7 @@ bars_advi = fit(
 )
 advi_seconds = time.perf_counter() - t0
 phi_advi, l1_advi = match(bars_advi.posterior_labels["phi"].values[0].mean(0), true_topics)
-show(phi_advi, "minibatch ADVI: mean topics", vmax=0.25)
+show(phi_advi, "minibatch ADVI: mean topics", "lda_bars_advi_topics.png", vmax=0.25)
 print(f"ADVI: {advi_seconds:.1f} s; L1 error per topic: {np.round(l1_advi, 3)}")
 
 # %% [markdown]
@@ -236,6 +247,9 @@ print(
 reuters_topics = lda.posterior_topics(reuters_fit.posterior).values
 for k, words in enumerate(lda.top_words(reuters_topics, vocabulary, n=8)):
     print(f"topic {k:2d}: {' '.join(words)}")
+# the same as bars (what `ppzoo fit lda --out DIR` saves as topics.png)
+lda.plot_top_words(reuters_fit, "lda_reuters_topics.png")
+plt.show()
 
 # %% [markdown]
 # Perplexity on the 40 held-out stories, against a unigram model (every topic equal to

@@ -27,6 +27,7 @@
 # %%
 import argparse
 
+import matplotlib.pyplot as plt
 import numpy as np
 import pymc as pm
 
@@ -126,6 +127,7 @@ gir = getting_it_right(normal_model(), data_vars=["y"],
 print("passed:", gir.passed(alpha=0.01))
 print(gir)
 gir.plot().savefig("gir_buggy.png")
+plt.show()
 
 # %% [markdown]
 # The statistics of `sigma2` are off: the sampler's $\sigma^2$ is too large, because the
@@ -159,3 +161,4 @@ calibration = sbc(normal_model(), data_vars=["y"], n_simulations=N_SIMULATIONS,
 print("passed:", calibration.passed(alpha=0.01))
 print(calibration)
 calibration.plot().savefig("sbc_fixed.png")
+plt.show()

@@ -29,6 +29,9 @@ class ZooAssignment:
     """Stands in PyMC's list of step classes for "the step the zoo model names"."""
 
     name = "zoo"
+    #: what ``pp_models.step_assignment`` looks for before warning that the zoo's steps
+    #: are not loaded
+    zoo_steps_provider = True
 
     @classmethod
     def competence(cls, var, has_grad=None) -> Competence:

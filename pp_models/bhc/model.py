@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pymc as pm
 import pytensor.tensor as pt
 
@@ -17,6 +18,7 @@ from custom_ops import bhc as ops
 from custom_ops import conjugate as cj
 from pp_models.bhc.defaults import check_alpha, check_data, resolve_hyper
 from pp_models.bhc.greedy import greedy
+from pp_models.bhc.outputs import TreeAtPosteriorMedian
 from pp_models.bhc.result import BHCResult
 from pp_models.model_info import ZooModelInfo, attach_info
 
@@ -153,5 +155,6 @@ def model(
         family="bhc",
         preferred_method="nuts",
         notes=f"Hyperparameters of BHC for a fixed tree; potential = {objective}.",
+        postprocess=TreeAtPosteriorMedian(X, likelihood, np.asarray(merges), alpha, hyper_dict),
     )
     return attach_info(m, info)

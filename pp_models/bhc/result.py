@@ -135,12 +135,20 @@ class BHCResult:
         n, a = self.n, self.alpha
         return float(self.log_d[-1] + math.lgamma(a) - math.lgamma(n + a) + self.log_evidence)
 
-    def plot(self, ax=None, threshold=0.5, **dendrogram_kwargs):
+    def plot(self, ax=None, threshold=0.5, heights="log", **dendrogram_kwargs):
         """Dendrogram coloured by r_k: merges with r_k < ``threshold`` (where the tree is
-        cut) in red, the others in blue. Returns the matplotlib axes."""
+        cut) in red, the others in blue. Returns the matplotlib axes.
+
+        ``heights="log"`` (default) draws :func:`readable_linkage`'s log-scaled heights,
+        so the few very doubtful top merges (-log r_k in the hundreds) do not squash the
+        rest of the tree flat; ``heights="evidence"`` draws :attr:`linkage` as it is
+        (height = max(children) - log r_k).
+        """
         import matplotlib.pyplot as plt
         from scipy.cluster.hierarchy import dendrogram
 
+        if heights not in ("log", "evidence"):
+            raise ValueError(f"heights: 'log' or 'evidence', got {heights!r}")
         if ax is None:
             _, ax = plt.subplots(figsize=(10, 4))
         n = self.n
@@ -150,10 +158,32 @@ class BHCResult:
             return "tab:red" if k >= n and r[k - n] < threshold else "tab:blue"
 
         dendrogram_kwargs.setdefault("no_labels", n > 60)
-        dendrogram(self.linkage, ax=ax, link_color_func=color, **dendrogram_kwargs)
-        ax.set_ylabel("height = max(children) - log r_k")
+        Z = self.linkage if heights == "evidence" else readable_linkage(self.merges,
+                                                                       self.log_rk)
+        dendrogram(Z, ax=ax, link_color_func=color, **dendrogram_kwargs)
+        ax.set_ylabel("height = max(children) - log r_k" if heights == "evidence"
+                      else "max(children) + 0.2 + log(1 - log r_k)")
         ax.set_title(f"BHC ({self.likelihood}), log p(D|T) = {self.log_evidence:.1f}")
         return ax
+
+
+def readable_linkage(merges: np.ndarray, log_rk: np.ndarray) -> np.ndarray:
+    """scipy linkage of a BHC tree with readable heights: a merge's height is its taller
+    child's plus 0.2 + log(1 - log r_k). Monotone like BHC's own height
+    max(children) - log r_k, so the drawing keeps its order, but on a log scale: the
+    few very doubtful top merges (-log r_k in the hundreds) no longer squash the rest
+    of the tree flat, and confident merges (r_k near 1) keep a visible step."""
+    merges = np.asarray(merges)
+    n = merges.shape[0] + 1
+    height = np.zeros(2 * n - 1)
+    size = np.ones(2 * n - 1)
+    Z = np.empty((n - 1, 4))
+    for t, (i, j) in enumerate(merges):
+        k = n + t
+        height[k] = max(height[i], height[j]) + 0.2 + np.log1p(max(-float(log_rk[t]), 0.0))
+        size[k] = size[i] + size[j]
+        Z[t] = (i, j, height[k], size[k])
+    return Z
 
 
 def evaluate(X, likelihood, alpha, hyper_tuple, hyper_dict, merges, method, n_scored):

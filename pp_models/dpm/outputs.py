@@ -29,6 +29,7 @@ from pp_models.model_info import posterior_with_labels
 
 __all__ = [
     "cluster_parameters",
+    "plot_results",
     "posterior_mean_hyperparameters",
     "predictive_density",
     "summarize",
@@ -339,3 +340,67 @@ def summarize(dt: xr.DataTree, m: pm.Model | None = None, *, loss: str = "binder
         out["predictive"] = xr.DataTree(
             predictive_density(dt, m, dims=use, grid_size=grid_size, max_draws=max_draws))
     return out
+
+
+def plot_results(dt: xr.DataTree, path=None):
+    """The answer of a DP mixture fit: the posterior co-clustering matrix, rows and
+    columns ordered by the point-estimate partition (blocks on the diagonal are its
+    clusters, off-diagonal shading is the uncertainty between them), and the posterior
+    of the number of clusters. Needs the ``clustering`` group :func:`summarize` adds
+    (``fit`` does, with the co-clustering matrix for n <= 2000 points, else for the
+    items asked for). Saves a PNG to ``path`` when given; returns the figure.
+    ``ppzoo fit dpm`` writes it as ``clustering.png``.
+    """
+    import matplotlib.pyplot as plt
+
+    if not isinstance(dt, xr.DataTree) or "clustering" not in dt.children:
+        raise ValueError("dt has no 'clustering' group: fit with postprocess=True or "
+                         "call pp_models.dpm.summarize(dt) first")
+    clustering = dt["clustering"].to_dataset()
+    fig, (ax_p, ax_k) = plt.subplots(1, 2, figsize=(10.5, 4.6),
+                                     gridspec_kw={"width_ratios": [1.25, 1]})
+    z_hat = np.asarray(clustering["point_estimate"].values)
+    if "coclustering" in clustering:
+        P, items = np.asarray(clustering["coclustering"].values), np.arange(z_hat.size)
+        what = f"all {z_hat.size} points"
+    elif "coclustering_subset" in clustering:
+        P = np.asarray(clustering["coclustering_subset"].values)
+        items = np.asarray(clustering["item"].values)
+        what = f"{items.size} of {z_hat.size} points (the matrix is n x n)"
+    else:
+        P, items, what = None, None, ""
+    if P is not None:
+        labels = z_hat[items]
+        # clusters largest first, points in a cluster by how surely they belong to it
+        sizes = np.bincount(labels)
+        within = np.array([P[i, labels == labels[i]].mean() for i in range(items.size)])
+        order = np.lexsort((-within, -sizes[labels]))
+        image = ax_p.imshow(P[np.ix_(order, order)], vmin=0, vmax=1, cmap="Blues",
+                            interpolation="nearest")
+        bounds = np.flatnonzero(np.diff(labels[order])) + 0.5
+        for b in bounds:
+            ax_p.axhline(b, color="tab:red", lw=0.6)
+            ax_p.axvline(b, color="tab:red", lw=0.6)
+        fig.colorbar(image, ax=ax_p, fraction=0.046, pad=0.04,
+                     label="P(i and j in the same cluster | data)")
+        ax_p.set_title(f"Co-clustering, {what}\nordered by the point estimate "
+                       f"({sizes[sizes > 0].size} clusters, red lines)", fontsize=9)
+        ax_p.set_xlabel("point (reordered)")
+        ax_p.set_ylabel("point (reordered)")
+    else:
+        ax_p.text(0.5, 0.5, f"n = {z_hat.size} > the co-clustering limit:\n"
+                  "pass coclustering_items to summarize", ha="center", va="center")
+        ax_p.set_axis_off()
+    pmf = clustering["n_clusters_pmf"]
+    ks = np.asarray(pmf["n_clusters"].values)
+    ax_k.bar(ks, pmf.values, width=0.8, color="tab:blue")
+    ax_k.set_xticks(ks)
+    ax_k.set_xlabel("number of clusters K")
+    ax_k.set_ylabel("posterior probability")
+    ax_k.set_title(f"Posterior of K ({int(clustering.attrs.get('draws', 0))} draws)",
+                   fontsize=9)
+    fig.tight_layout()
+    if path is not None:
+        fig.savefig(path, format="png", dpi=110)
+        plt.close(fig)
+    return fig

@@ -19,6 +19,7 @@ __all__ = [
     "SyntheticFactors",
     "active_features",
     "loading_error",
+    "plot_results",
     "reconstruction",
     "reconstruction_error",
     "row_feature_counts",
@@ -177,3 +178,62 @@ def synthetic(D: int = 100, N: int = 100, K: int = 16, *, density: float = 0.1,
     noise_variance = float(GX.var() / snr)
     Y = GX + rng.normal(scale=np.sqrt(noise_variance), size=(D, N))
     return SyntheticFactors(Y=Y, G=G, X=X, Z=Z, noise_variance=noise_variance)
+
+
+def plot_results(dt: xr.DataTree, path=None, *, chain: int = 0, min_use: float = 0.05):
+    """The answer of a sparse factor analysis fit: which observed dimensions each
+    feature loads on (posterior mean of ``Z``, the D x K feature matrix) and the mean
+    loadings ``G = Z o V`` (Knowles & Ghahramani 2011, Eq. 1: ``Y = G X + E``).
+
+    Feature labels are not identified across chains (nor across a birth that reuses a
+    slot), so the means are over the second half of one chain (``chain``); features used
+    in fewer than ``min_use`` of those draws are left out, and the rest are ordered by
+    how many dimensions load on them. Saves a PNG to ``path`` when given; returns the
+    figure. ``ppzoo fit ibp_fa`` writes it as ``features.png``.
+    """
+    import matplotlib.pyplot as plt
+
+    posterior = _posterior(dt).isel(chain=chain)
+    posterior = posterior.isel(draw=slice(posterior.sizes["draw"] // 2, None))
+    if "Z" not in posterior or "V" not in posterior:
+        raise ValueError("plot_results needs the NSFA posterior (Z and V) from "
+                         "pp_models.ibp_fa.model")
+    Z = np.asarray(posterior["Z"].values) != 0  # draws, D, K
+    G = Z * np.asarray(posterior["V"].values)
+    used = Z.any(axis=1).mean(axis=0) >= min_use
+    P, L = Z.mean(axis=0)[:, used], G.mean(axis=0)[:, used]
+    order = np.argsort(-P.sum(axis=0), kind="stable")
+    P, L = P[:, order], L[:, order]
+    dims = [str(d) for d in posterior["Z"][posterior["Z"].dims[-2]].values]
+    K = P.shape[1]
+    width = min(4.0 + 1.2 * max(K, 1), 16.0)
+    height = min(2.3 + 0.3 * len(dims), 12.0)
+    fig, (ax_z, ax_g) = plt.subplots(1, 2, figsize=(width, height))
+    feature_ticks = np.arange(K)
+    image = ax_z.imshow(P, vmin=0, vmax=1, cmap="Greys", aspect="auto")
+    fig.colorbar(image, ax=ax_z, label="P(Z_dk = 1)")
+    ax_z.set_title("Feature matrix: which dimensions\neach feature loads on", fontsize=9)
+    bound = max(float(np.abs(L).max()), 1e-12)
+    image = ax_g.imshow(L, vmin=-bound, vmax=bound, cmap="RdBu_r", aspect="auto")
+    fig.colorbar(image, ax=ax_g, label="mean loading G_dk")
+    ax_g.set_title("Loadings G = Z o V", fontsize=9)
+    for ax in (ax_z, ax_g):
+        ax.set_xticks(feature_ticks, [f"f{k + 1}" for k in feature_ticks])
+        ax.set_xlabel("feature (by number of dimensions)")
+        if len(dims) <= 40:
+            ax.set_yticks(np.arange(len(dims)), dims)
+        else:
+            ax.set_ylabel("observed dimension")
+    for d in range(P.shape[0] if P.size <= 200 else 0):
+        for k in range(K):
+            ax_z.text(k, d, f"{P[d, k]:.2f}", ha="center", va="center", fontsize=7,
+                      color="white" if P[d, k] > 0.5 else "black")
+            ax_g.text(k, d, f"{L[d, k]:.2f}", ha="center", va="center", fontsize=7)
+    n_draws = posterior.sizes["draw"]
+    fig.suptitle(f"IBP factor analysis: {K} features used in >= {min_use:.0%} of the last "
+                 f"{n_draws} draws of chain {chain}", fontsize=10)
+    fig.tight_layout()
+    if path is not None:
+        fig.savefig(path, format="png", dpi=110)
+        plt.close(fig)
+    return fig

@@ -94,6 +94,12 @@ def test_fit_lda_on_reuters_uses_model_defaults(tmp_path, capsys):
     dt = xr.open_datatree(tmp_path / "posterior.nc", engine="h5netcdf")
     assert "z" not in dt["posterior_labels"].data_vars  # token topics are not traced by default
     assert dt["posterior_labels"]["phi"].shape[-2:] == (4, 4258)
+    # the answer: top words, as words (the data set's vocabulary labels phi's columns)
+    from pp_models.datasets import load
+
+    vocabulary = load("reuters").feature_names
+    assert list(dt["posterior_labels"]["word"].values[:5]) == list(vocabulary[:5])
+    assert (tmp_path / "topics.png").stat().st_size > 0
 
 
 def test_fit_pydt_saves_a_tree_picture(tmp_path):
@@ -108,3 +114,25 @@ def test_fit_pydt_saves_a_tree_picture(tmp_path):
     assert (out / "tree.png").stat().st_size > 0
     assert sorted(p.name for p in out.iterdir()) == ["posterior.nc", "summary.csv",
                                                       "trace.png", "tree.png"]
+
+
+@pytest.mark.parametrize(("family", "picture"),
+                         [("bhc", "tree.png"), ("dpm", "clustering.png"),
+                          ("ibp_fa", "features.png")])
+def test_fit_saves_the_family_answer_picture(tmp_path, family, picture):
+    rng = np.random.default_rng(0)
+    X = np.vstack([rng.normal(-3, 0.5, (8, 3)), rng.normal(3, 0.5, (8, 3))])
+    csv = tmp_path / "pts.csv"
+    pd.DataFrame(X, columns=["a", "b", "c"]).to_csv(csv, index=False)
+    out = tmp_path / "out"
+    code = main(["fit", family, "--data", str(csv), "--draws", "20", "--tune", "20",
+                 "--chains", "1", "--seed", "1", "--no-progress", "--out", str(out)])
+    assert code == 0
+    assert (out / picture).stat().st_size > 0
+    assert sorted(p.name for p in out.iterdir()) == sorted(["posterior.nc", "summary.csv",
+                                                             "trace.png", picture])
+    if family == "bhc":
+        # the tree's cut (stored for the picture) separates the two far-apart groups
+        dt = xr.open_datatree(out / "posterior.nc", engine="h5netcdf")
+        cut = dt["bhc_tree"]["cut"].values
+        assert len(set(cut[:8])) == 1 and len(set(cut[8:])) == 1 and cut[0] != cut[8]

@@ -73,3 +73,121 @@ def test_user_models_are_left_to_pymc():
         pm.Normal("x")
         _, selected = assign_step_methods(model, None, methods=STEP_METHODS)
     assert ZooAssignment not in selected
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_pp_models_alone_knows_which_variables_want_a_zoo_step(family):
+    # pp_models' warning (no access to inference's registry) must fire for exactly the
+    # variables inference would give to a zoo step: no false alarm, nothing missed.
+    from pp_models.step_assignment import _wants_zoo_step
+
+    model = _tiny_model(family)
+    info = get_info(model)
+    by_value = {v.name: rv.name for v, rv in model.values_to_rvs.items()}
+    expected = {by_value[v] for v in _zoo_updated(assign_steps(model, info, [], None))}
+    assert {rv.name for rv in model.free_RVs if _wants_zoo_step(rv, info)} == expected
+
+
+def test_pymc_step_names_match_the_registry():
+    from inference.gibbs.registry import PYMC_STEPS
+    from pp_models.step_assignment import PYMC_STEP_NAMES
+
+    assert set(PYMC_STEPS) == PYMC_STEP_NAMES
+
+
+_SAMPLE_WITHOUT_INFERENCE = """
+import importlib.metadata as metadata
+import sys, warnings
+import numpy as np
+import pymc as pm
+from pp_models import dpm
+
+# the installed package's entry point, controlled here: none first (a source tree whose
+# metadata predates it), then the one pyproject.toml declares
+PROVIDERS = []
+real_entry_points = metadata.entry_points
+def entry_points(**kwargs):
+    if kwargs.get("group") == "pp_models.step_providers":
+        return list(PROVIDERS)
+    return real_entry_points(**kwargs)
+metadata.entry_points = entry_points
+
+rng = np.random.default_rng(0)
+X = np.vstack([rng.normal(-5, 1, (15, 2)), rng.normal(5, 1, (15, 2))])
+
+def sample():
+    with dpm.model(X):
+        return pm.sample(draws=5, tune=5, chains=1, random_seed=1, progressbar=False,
+                         compute_convergence_checks=False)
+
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    for _ in range(2):
+        dt = sample()
+ours = [str(w.message) for w in caught if "zoo" in str(w.message)]
+print("NO_PROVIDER_INFERENCE_IMPORTED", "inference" in sys.modules)
+print("NO_PROVIDER_ZOO_STEP", "split_accepted" in dt["sample_stats"])
+print("ZOO_WARNINGS", len(ours))
+for m in ours:
+    print(m)
+
+PROVIDERS.append(metadata.EntryPoint(
+    name="zoo", value="inference.gibbs.pymc_assignment:ZooAssignment",
+    group="pp_models.step_providers"))
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    dt = sample()
+print("PROVIDER_INFERENCE_IMPORTED", "inference" in sys.modules)
+print("PROVIDER_ZOO_STEP", "split_accepted" in dt["sample_stats"])
+print("PROVIDER_WARNINGS", len([w for w in caught if "zoo" in str(w.message)]))
+"""
+
+
+def test_pm_sample_with_only_pp_models_imported():
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[3]
+    env = dict(os.environ, PYTHONPATH=str(root))
+    done = subprocess.run([sys.executable, "-c", _SAMPLE_WITHOUT_INFERENCE],
+                          capture_output=True, text=True, env=env, cwd=root, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    out = done.stdout
+    # no provider installed: PyMC's own steps, one warning for two calls naming the fix,
+    # and pp_models never imported inference (the layering)
+    assert "NO_PROVIDER_INFERENCE_IMPORTED False" in out
+    assert "NO_PROVIDER_ZOO_STEP False" in out
+    assert "ZOO_WARNINGS 1" in out
+    assert "import inference" in out and "inference.fit" in out and "'z'" in out
+    # the entry point installed: the zoo's collapsed CRP step, loaded lazily, no warning
+    assert "PROVIDER_INFERENCE_IMPORTED True" in out
+    assert "PROVIDER_ZOO_STEP True" in out
+    assert "PROVIDER_WARNINGS 0" in out
+
+
+def test_the_entry_point_names_the_provider():
+    import tomllib
+    from pathlib import Path
+
+    from pp_models.step_assignment import PROVIDER_GROUP
+
+    pyproject = tomllib.loads((Path(__file__).resolve().parents[3] / "pyproject.toml")
+                              .read_text())
+    (value,) = pyproject["project"]["entry-points"][PROVIDER_GROUP].values()
+    module, name = value.split(":")
+    assert getattr(__import__(module, fromlist=[name]), name) is ZooAssignment
+
+
+def test_no_warning_once_inference_has_registered_the_steps(monkeypatch):
+    from pp_models import step_assignment
+
+    monkeypatch.setattr(step_assignment, "_warned", [])
+    model = _tiny_model("dpm")
+    with model, warnings.catch_warnings():
+        warnings.simplefilter("error")
+        _, selected = assign_step_methods(model, None, methods=STEP_METHODS)
+    assert step_assignment.ZooStepsNotLoaded in STEP_METHODS  # asked, and stayed quiet
+    assert step_assignment.ZooStepsNotLoaded not in selected
+    assert not step_assignment._warned

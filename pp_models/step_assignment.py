@@ -1,0 +1,132 @@
+"""A warning when ``pm.sample`` is about to give a zoo variable to PyMC's own samplers.
+
+The zoo's Gibbs steps live in :mod:`inference` (above ``pp_models`` in the layering), and
+importing :mod:`inference` puts its ``ZooAssignment`` first in PyMC's list of step
+classes, so ``pm.sample`` on a zoo model uses them. A user who imports only a factory
+(``from pp_models import dpm``) and calls ``pm.sample`` would otherwise get PyMC's
+Metropolis on the partition -- which can sit in one wrong clustering for the whole run --
+without a word.
+
+``pp_models`` cannot import ``inference`` (the layering runs one way). It stands at the
+END of PyMC's list instead and, when PyMC asks it about a variable of a zoo model that a
+zoo step should update while no class providing the zoo's steps is in the list:
+
+1. loads a provider through the ``pp_models.step_providers`` entry-point group (the
+   installed package declares ``inference.gibbs.pymc_assignment:ZooAssignment`` there
+   in ``pyproject.toml``; ``pp_models`` only knows the group's name; importing it
+   registers it with PyMC), and stands in for it in this very assignment (PyMC has
+   already copied its list), so ``pm.sample`` uses the zoo's steps with nothing but the
+   factory imported;
+2. when no provider is installed (e.g. running from a source tree whose package
+   metadata predates the entry point), warns once and names the fix.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+from pymc.step_methods import STEP_METHODS
+from pymc.step_methods.compound import Competence
+
+__all__ = ["ZooStepsNotLoaded", "install"]
+
+#: Step names a StepHint may use for PyMC's own samplers (kept in step with
+#: ``inference.gibbs.registry.PYMC_STEPS``; a test checks that).
+PYMC_STEP_NAMES = frozenset({"nuts", "hmc", "slice", "metropolis",
+                             "binary_gibbs_metropolis", "categorical_gibbs_metropolis"})
+
+_warned: list[bool] = []
+
+#: The entry-point group a package providing the zoo's steps to PyMC declares.
+PROVIDER_GROUP = "pp_models.step_providers"
+
+_provider: list = []  # the loaded provider class, once found
+
+
+def _load_provider():
+    """The first installed step provider (loaded and registered with PyMC), or None."""
+    if _provider:
+        return _provider[0]
+    from importlib.metadata import entry_points
+
+    for entry in entry_points(group=PROVIDER_GROUP):
+        provider = entry.load()  # importing the provider's package registers it
+        if getattr(provider, "zoo_steps_provider", False):
+            _provider.append(provider)
+            return provider
+    return None
+
+
+def zoo_steps_loaded() -> bool:
+    """Whether a class that assigns the zoo's steps (``zoo_steps_provider``) is in
+    PyMC's list of step classes."""
+    return any(getattr(method, "zoo_steps_provider", False) for method in STEP_METHODS)
+
+
+def _wants_zoo_step(var, info) -> bool:
+    hinted = {name for hint in info.step_hints if hint.step not in PYMC_STEP_NAMES
+              for name in hint.var_names}
+    if var.name in hinted:
+        return True
+    # a random variable from the zoo's own distributions (CRP, IBP, trees, ...): its
+    # step is claimed by distribution in the inference layer's registry
+    owner = getattr(var, "owner", None)
+    module = type(owner.op).__module__ if owner is not None else ""
+    return module.startswith(("pp_models.", "custom_ops."))
+
+
+class ZooStepsNotLoaded:
+    """Never competent; warns (once per process) when ``pm.sample`` assigns a zoo
+    variable without the zoo's steps being loaded."""
+
+    name = "zoo_steps_not_loaded"
+
+    @classmethod
+    def competence(cls, var, has_grad=None) -> Competence:
+        if _provider:
+            # loaded during this assignment: PyMC's copy of the list lacks it, so this
+            # class answers for it (and builds its steps in __new__)
+            return _provider[0].competence(var, has_grad)
+        if zoo_steps_loaded():
+            return Competence.INCOMPATIBLE
+        import pymc as pm
+
+        from pp_models.model_info import get_info
+
+        model = pm.Model.get_context(error_if_none=False)
+        info = get_info(model) if model is not None else None
+        if info is None or not _wants_zoo_step(var, info):
+            return Competence.INCOMPATIBLE
+        provider = _load_provider()
+        if provider is not None:
+            return provider.competence(var, has_grad)
+        if not _warned:
+            _warned.append(True)
+            warnings.warn(
+                f"pm.sample is giving {var.name!r} of this zoo {info.family} model to "
+                "PyMC's own samplers, because the zoo's Gibbs steps are not loaded: "
+                "`import inference` before pm.sample (it registers them), or use "
+                "`inference.fit(model)`. PyMC's generic steps can mix very slowly here.",
+                UserWarning,
+                stacklevel=2,
+            )
+        return Competence.INCOMPATIBLE
+
+    def __new__(cls, vars, model=None, **pymc_kwargs):
+        provider = _provider[0] if _provider else None
+        if provider is None:  # never competent without one; PyMC does not get here
+            raise RuntimeError("no provider of the zoo's steps is loaded")
+        return provider(vars, model=model, **pymc_kwargs)
+
+    @classmethod
+    def _competence(cls, vars, have_grad):
+        import numpy as np
+
+        return [cls.competence(var, grad)
+                for var, grad in zip(np.atleast_1d(vars), np.atleast_1d(have_grad), strict=True)]
+
+
+def install() -> None:
+    """Put :class:`ZooStepsNotLoaded` last in PyMC's step classes (once)."""
+    if ZooStepsNotLoaded not in STEP_METHODS:
+        STEP_METHODS.append(ZooStepsNotLoaded)

@@ -1,0 +1,46 @@
+"""``inference.report.write_results``: a picture that cannot be drawn never loses a fit."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+import xarray as xr
+
+from inference import report
+
+
+def _dt(c_values):
+    c = np.asarray(c_values, dtype=float)
+    ds = xr.Dataset(
+        {"c": (("chain", "draw"), c),
+         "x": (("chain", "draw"), np.random.default_rng(0).normal(size=c.shape))},
+        coords={"chain": np.arange(c.shape[0]), "draw": np.arange(c.shape[1])},
+    )
+    return xr.DataTree.from_dict({"posterior": ds})
+
+
+def test_a_chain_stuck_up_to_rounding_is_left_out_of_the_trace_plot(tmp_path):
+    # The PYDT default fit's case: NUTS stuck, c moving by ~1e-16 within each chain;
+    # ArviZ's histogram then raised "Too many bins for data range" and the fit was lost.
+    stuck = np.array([0.13 + 1e-16 * (np.arange(50) % 2), 0.87 + 1e-16 * (np.arange(50) % 2)])
+    assert not report._every_element_varies(stuck)
+    assert report._every_element_varies(np.random.default_rng(1).normal(size=(2, 50)))
+    paths = report.write_results(_dt(stuck), pd.DataFrame({"a": [1.0]}), tmp_path / "out")
+    assert {"posterior", "summary", "trace"} <= set(paths)
+    assert all(p.stat().st_size > 0 for p in paths.values())
+
+
+def test_a_failing_family_picture_warns_and_keeps_the_result(tmp_path, monkeypatch):
+    def broken(dt, path):
+        raise RuntimeError("cannot draw this")
+
+    monkeypatch.setattr(report, "_family_plot", lambda dt: ("broken", broken))
+    dt = _dt(np.random.default_rng(2).normal(size=(2, 30)))
+    with pytest.warns(UserWarning, match="could not draw broken.png.*cannot draw this"):
+        paths = report.write_results(dt, pd.DataFrame({"a": [1.0]}), tmp_path / "out")
+    assert "broken" not in paths
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["posterior.nc",
+                                                                    "summary.csv", "trace.png"]
+    assert xr.open_datatree(paths["posterior"], engine="h5netcdf")["posterior"]["c"].shape \
+        == (2, 30)
