@@ -474,7 +474,7 @@ def _open_trace(model, spec, step, path, resume, start, *, draws, tune, chains):
         for name, (dtype, shape) in leaf.stats_dtypes_shapes.items():
             stats[name] = (np.dtype(dtype), tuple(shape or ()))
     coords = {d: _coord(model, d, size) for name, (_t, shape, dims) in posterior.items()
-              for d, size in zip(dims, shape, strict=True)}
+              for d, size in zip(dims, shape)}
     attrs = {"var_names": list(spec.names), "value_vars": json.dumps(value_vars),
              "steps": [type(leaf).__name__ for leaf in flatten_steps(step)]}
     store = TraceStore.create(path, chains=chains, draws=draws, tune=tune,

@@ -264,15 +264,19 @@ def _fit_mcmc(model, chosen, info, user_steps, sizes, random_seed, progressbar, 
         sampler = kwargs.pop("nuts_sampler", default_sampler)
         if trace_options is not None and sampler != "pymc":
             raise ValueError(f"trace= needs PyMC's NUTS (nuts_sampler='pymc'), not {sampler!r}")
-        with raising_sigint(stop):
-            dt = pm.sample(
-                model=model,
-                random_seed=random_seed,
-                progressbar=progressbar,
-                nuts_sampler=sampler,
-                **sizes,
-                **kwargs,
-            )
+        if sampler == "pymc":
+            dt = _pm_sample(model, None, sizes, random_seed, progressbar, kwargs, stop,
+                            trace_options)
+        else:
+            with raising_sigint(stop):
+                dt = pm.sample(
+                    model=model,
+                    random_seed=random_seed,
+                    progressbar=progressbar,
+                    nuts_sampler=sampler,
+                    **sizes,
+                    **kwargs,
+                )
         names = [_untransformed(v.name) for v in model.value_vars]
         return dt, {"NUTS" if sampler == "pymc" else f"NUTS ({sampler})": names}, sampler
 
@@ -295,17 +299,66 @@ def _fit_mcmc(model, chosen, info, user_steps, sizes, random_seed, progressbar, 
     if kwargs.get("var_names") is not None and not list(kwargs["var_names"]):
         raise ValueError("var_names=[] (no variable traced per draw) needs a model whose "
                          "every variable has a zoo Gibbs step; name at least one variable")
-    with raising_sigint(stop):
-        dt = pm.sample(
-            model=model,
-            step=steps,
-            random_seed=random_seed,
-            progressbar=progressbar,
-            nuts_sampler="pymc",
-            **sizes,
-            **kwargs,
-        )
+    dt = _pm_sample(model, steps, sizes, random_seed, progressbar, kwargs, stop,
+                    trace_options)
     return dt, describe_steps(steps), "pymc"
+
+
+def _pm_sample(model, steps, sizes, random_seed, progressbar, kwargs, stop, trace_options):
+    """``pm.sample`` with the zoo's Ctrl-C (every chain stops, between two draws) and,
+    with ``trace_options``, the draws written to a trace folder as they are made."""
+    from inference.chains import SamplingInterrupted
+    from inference.pymc_callback import SampleCallback, check_resumable, resume_initvals
+    from inference.trace_store import TraceStore
+
+    kwargs = dict(kwargs)
+    sizes = dict(sizes)
+    store = states = None
+    resumed = trace_options is not None and trace_options["resume"]
+    if resumed:
+        store = TraceStore(trace_options["trace"])
+        check_resumable(store, draws=sizes["draws"], tune=sizes["tune"],
+                        chains=sizes["chains"])
+        stored = json.loads(store.attrs.get("value_vars", "{}"))
+        point = model.initial_point()
+        if {k: list(np.shape(v)) for k, v in point.items()} != {
+                k: v[0] for k, v in stored.items()}:
+            raise ValueError(f"trace: {store.path} was written by another model; it "
+                             "cannot be resumed with this one")
+        states = [store.chain_state(c) for c in range(store.chains)]
+        left = [store.draws - (s.completed if s else 0) for s in states]
+        if max(left) <= 0:
+            return store.read()
+        # every chain goes on from its stored point; PyMC's steps keep no state we can
+        # store, so they adapt again during the tuning iterations (not stored)
+        sizes["draws"] = max(left)
+        kwargs["initvals"] = resume_initvals(model, states)
+        if steps is None:
+            kwargs.setdefault("init", "adapt_diag")  # no jitter away from the stored point
+    callback = SampleCallback(
+        model, stop, user=kwargs.pop("callback", None),
+        trace=None if trace_options is None else trace_options["trace"],
+        sizes=None if trace_options is None else dict(
+            draws=sizes["draws"], tune=sizes["tune"], chains=sizes["chains"]),
+        flush_seconds=None if trace_options is None else trace_options["flush_seconds"],
+        resume_states=states, store=store)
+    step_kwarg = {} if steps is None else {"step": steps}
+    try:
+        dt = pm.sample(model=model, random_seed=random_seed, progressbar=progressbar,
+                       nuts_sampler="pymc", callback=callback, **step_kwarg, **sizes,
+                       **kwargs)
+    except ValueError as err:
+        if stop.is_set() and "Not enough samples" in str(err):
+            raise SamplingInterrupted(None) from None
+        raise
+    finally:
+        if trace_options is not None:
+            callback.finish(stop.is_set())
+    if resumed:
+        dt = store.read()
+        if stop.is_set():
+            dt.attrs["pp_models_interrupted"] = 1
+    return dt
 
 
 #: pm.sample options the zoo's own chain loop (inference.chains) honours; any other one

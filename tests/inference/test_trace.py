@@ -173,3 +173,84 @@ def test_trace_in_a_folder_we_may_not_write_is_refused(tmp_path, monkeypatch):
     with pytest.raises(ValueError, match="is not writable"):
         fit(m, trace=tmp_path / "run", draws=5, tune=0, chains=1, progressbar=False)
     assert not (tmp_path / "run").exists()
+
+
+PYMC_SCRIPT = """
+import json, sys
+import numpy as np
+import pymc as pm
+from inference import fit
+with pm.Model() as m:
+    mu = pm.Normal("mu", 0, 1, shape=2)
+    s = pm.HalfNormal("s", 1)
+    pm.Normal("y", mu[0], s, observed=np.random.default_rng(0).normal(size=20))
+dt = fit(m, method="nuts", draws=1_000_000, tune=20, chains=3, cores=1, random_seed=2,
+         progressbar=False, trace=sys.argv[1], trace_flush=0.1)
+print(json.dumps({"sizes": dict(dt["posterior"].sizes),
+                  "interrupted": int(dt.attrs.get("pp_models_interrupted", 0))}))
+"""
+
+
+def test_sigint_stops_every_sequential_pymc_chain_and_the_trace_resumes(tmp_path):
+    """pm.sample with cores=1 runs chains one after another and, left alone, starts the
+    next chain after a Ctrl-C: here the run ends (1,000,000 draws per chain would not)."""
+    import json
+
+
+    path = tmp_path / "run"
+    proc = _start([str(path)], tmp_path, PYMC_SCRIPT)
+    _wait_for_draws(proc, path, 30)
+    proc.send_signal(signal.SIGINT)
+    stdout, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 0, stderr
+    assert "Traceback" not in stderr
+    result = json.loads(stdout.strip().splitlines()[-1])
+    assert result["interrupted"] == 1
+    assert result["sizes"]["chain"] == 1 and 30 <= result["sizes"]["draw"] < 1_000_000
+    stored = read_trace(path)
+    assert stored.attrs["pp_models_trace_status"] == "interrupted"
+    completed = stored.attrs["pp_models_draws_completed"]
+    assert completed[0] >= 30 and completed[1:] == [0, 0]
+
+
+
+def _normal_model():
+    import pymc as pm
+
+    with pm.Model() as m:
+        mu = pm.Normal("mu", 0, 1, shape=2)
+        s = pm.HalfNormal("s", 1)
+        pm.Normal("y", mu[0], s, observed=np.random.default_rng(0).normal(size=20))
+    return m
+
+
+def test_a_pymc_run_stopped_by_ctrl_c_resumes_from_its_stored_points(tmp_path):
+    from inference.pymc_callback import resume_initvals
+
+    m = _normal_model()
+    path = tmp_path / "run"
+    sizes = dict(draws=60, tune=20, chains=2, cores=1, random_seed=4, progressbar=False)
+
+    def ctrl_c_at_draw_50(trace, draw):  # a real SIGINT, in chain 0's 30th kept draw
+        if draw.chain == 0 and draw.draw_idx == 49:
+            os.kill(os.getpid(), signal.SIGINT)
+
+    with pytest.warns(UserWarning, match="interrupted"):
+        first = fit(m, method="nuts", trace=path, trace_flush=0.0,
+                    callback=ctrl_c_at_draw_50, **sizes)
+    assert first["posterior"].sizes["chain"] == 1
+    partial = read_trace(path)
+    assert partial.attrs["pp_models_draws_completed"] == [30, 0]
+    # the stored point is the last stored draw, on the variables' own scale
+    state = TraceStore(path).chain_state(0)
+    start = resume_initvals(m, [state])[0]
+    np.testing.assert_allclose(start["mu"], partial["posterior"]["mu"].values[0, -1])
+    np.testing.assert_allclose(start["s"], partial["posterior"]["s"].values[0, -1])
+
+    resumed = fit(m, method="nuts", trace=path, resume=True, **sizes)
+    assert resumed.attrs.get("pp_models_interrupted", 0) == 0
+    assert dict(resumed["posterior"].sizes) == {"chain": 2, "draw": 60, "mu_dim_0": 2}
+    np.testing.assert_array_equal(resumed["posterior"]["mu"].values[0, :30],
+                                  partial["posterior"]["mu"].values[0])
+    assert np.isfinite(resumed["posterior"]["mu"].values).all()
+    assert read_trace(path).attrs["pp_models_trace_status"] == "complete"
