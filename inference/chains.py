@@ -518,10 +518,37 @@ def _to_datatree(model, spec, outputs, draws, tune, seconds) -> xr.DataTree | No
 
 
 def _data_groups(model, attrs) -> dict[str, xr.Dataset]:
-    """``observed_data`` and ``constant_data`` as PyMC lays them out."""
+    """``observed_data`` and ``constant_data`` as PyMC lays them out.
+
+    Built once per model and data: PyMC hands back the same arrays while the data are
+    unchanged (``pm.set_data`` gives new ones), and building the Datasets (coordinates
+    of every token of a corpus) costs more than a short run's bookkeeping otherwise.
+    """
+    found = (("observed_data", find_observations(model)),
+             ("constant_data", find_constants(model)))
+    key = [(g, name, value) for g, values in found for name, value in values.items()]
+    key += [(dim, values) for dim, values in model.coords.items()]
+    cache = model_cache(model)
+    cached = cache.get("data_groups")
+    if cached is None or not _same_objects(cached[0], key):
+        cached = cache["data_groups"] = (key, _build_data_groups(model, found))
     out = {}
-    for group, found in (("observed_data", find_observations(model)),
-                         ("constant_data", find_constants(model))):
+    for group, ds in cached[1].items():
+        out[group] = ds = ds.copy(deep=False)
+        ds.attrs = {**attrs, "sample_dims": []}
+    return out
+
+
+def _same_objects(a, b) -> bool:
+    """Whether two lists of tuples hold the very same objects (``is``), in order."""
+    return len(a) == len(b) and all(
+        len(x) == len(y) and all(u is v or (isinstance(u, str) and u == v)
+                                 for u, v in zip(x, y)) for x, y in zip(a, b))
+
+
+def _build_data_groups(model, groups) -> dict[str, xr.Dataset]:
+    out = {}
+    for group, found in groups:
         if not found:
             continue
         data, group_coords = {}, {}
@@ -532,7 +559,7 @@ def _data_groups(model, attrs) -> dict[str, xr.Dataset]:
             data[name] = (dims, value)
             for d, size in zip(dims, value.shape, strict=True):
                 group_coords.setdefault(d, _coord(model, d, size))
-        out[group] = xr.Dataset(data, coords=group_coords, attrs={**attrs, "sample_dims": []})
+        out[group] = xr.Dataset(data, coords=group_coords)
     return out
 
 
