@@ -101,7 +101,7 @@ def fit(
         (NUTS, Metropolis) restart from the stored point with their adaptation redone
         during the ``tune`` iterations not yet made (their adapted state is not stored).
     trace_flush : float, optional
-        Seconds between two writes of each chain's new draws (default 2; ``0``: after
+        Seconds between two writes of each chain's new draws (default 5; ``0``: after
         every draw).
     **method_kwargs
         Passed on: to ``pm.sample`` for ``"nuts"``/``"gibbs"`` (e.g. ``target_accept``,

@@ -47,9 +47,9 @@ FORMAT = 1
 _CHAINS_DIR = "_chains"
 #: Default seconds between two writes of a chain's new draws (bounded cost: one write of
 #: the new draws and of the chain state per interval, whatever the speed of a draw).
-FLUSH_SECONDS = 2.0
+FLUSH_SECONDS = 5.0
 #: Target size of one chunk (chain x block of draws) of an array, in bytes.
-_CHUNK_BYTES = 1 << 21
+_CHUNK_BYTES = 1 << 18
 
 
 def _zarr():
@@ -126,6 +126,14 @@ def _chunk_draws(shape, dtype, draws) -> int:
     return int(max(1, min(draws, _CHUNK_BYTES // per_draw)))
 
 
+def _fast_compressor():
+    # lz4 with byte shuffling: labels and counts shrink several-fold at a small fraction
+    # of zstd's cost (a flush rewrites the chunk it ends in)
+    from zarr.codecs import BloscCodec
+
+    return BloscCodec(cname="lz4", clevel=1, shuffle="shuffle")
+
+
 def _fill(dtype):
     dtype = np.dtype(dtype)
     if np.issubdtype(dtype, np.floating):
@@ -188,7 +196,8 @@ class TraceStore:
                     group.create_array(
                         name, shape=(chains, draws, *shape), dtype=dtype,
                         chunks=(1, _chunk_draws(shape, dtype, draws), *shape),
-                        fill_value=_fill(dtype), dimension_names=("chain", "draw", *dims))
+                        fill_value=_fill(dtype), dimension_names=("chain", "draw", *dims),
+                        compressors=_fast_compressor())
                     for d, size in zip(dims, shape, strict=True):
                         used.setdefault(d, coords.get(d, np.arange(size)))
                 for d, values in used.items():
@@ -271,6 +280,21 @@ def read_trace(path) -> xr.DataTree:
     return TraceStore(path).read()
 
 
+def _write_all(writes, selection) -> None:
+    """``array[selection] = value`` for every pair, in one trip to zarr's event loop
+    (one synchronous write per array costs a thread hand-off each: on a loaded machine
+    that, not the bytes, is most of a flush)."""
+    import asyncio
+
+    from zarr.core.sync import sync
+
+    async def gather():
+        await asyncio.gather(*(array.async_array.setitem(selection, value)
+                               for array, value in writes))
+
+    sync(gather())
+
+
 class ChainWriter:
     """Writes one chain's new draws and its commit record, at most every
     ``flush_seconds`` (and at the end). Opened in the process that runs the chain."""
@@ -297,11 +321,10 @@ class ChainWriter:
         lo, hi = self.flushed, completed
         if hi > lo:
             sel = (self.chain, slice(self.offset + lo, self.offset + hi))
-            for name, arr in values.items():
-                self._posterior[name][sel] = arr[lo:hi]
-            for name, arr in stats.items():
-                if name in self._stats:
-                    self._stats[name][sel] = arr[lo:hi]
+            writes = [(self._posterior[name], arr[lo:hi]) for name, arr in values.items()]
+            writes += [(self._stats[name], arr[lo:hi]) for name, arr in stats.items()
+                       if name in self._stats]
+            _write_all(writes, sel)
         meta = {
             "completed": self.offset + completed,
             "tuned": int(tuned),
