@@ -95,8 +95,9 @@ def check_trace_path(path, *, resume: bool) -> Path:
         return path
     if path.exists():
         if is_trace(path):
-            raise ValueError(f"trace: {path} already holds a trace; pass resume=True to "
-                             "continue it, or name a new path (nothing was overwritten)")
+            raise ValueError(f"trace: {path} already holds a trace; pass resume=True "
+                             "(ppzoo: --resume) to continue it, or name a new path "
+                             "(nothing was overwritten)")
         kind = "folder" if path.is_dir() else "file"
         raise ValueError(f"trace: {path} is an existing {kind} that is not a pp-models trace; "
                          "name a path that does not exist yet (nothing was overwritten)")

@@ -254,3 +254,15 @@ def test_a_pymc_run_stopped_by_ctrl_c_resumes_from_its_stored_points(tmp_path):
                                   partial["posterior"]["mu"].values[0])
     assert np.isfinite(resumed["posterior"]["mu"].values).all()
     assert read_trace(path).attrs["pp_models_trace_status"] == "complete"
+
+
+def test_ppzoo_trace_options_are_checked_before_sampling(tmp_path, capsys):
+    base = ["fit", "dpm", "--draws", "5", "--tune", "0", "--chains", "1", "--no-progress"]
+    assert main([*base, "--resume", "--out", str(tmp_path / "a")]) == 2
+    assert "--resume needs --trace PATH" in capsys.readouterr().err
+    out = tmp_path / "out"
+    assert main([*base, "--out", str(out), "--trace", str(out / "run")]) == 2
+    assert "must not be inside --out" in capsys.readouterr().err
+    assert main([*base, "--out", str(out), "--trace", str(tmp_path / "none"), "--resume"]) == 2
+    assert "nothing to resume" in capsys.readouterr().err
+    assert not out.exists()
