@@ -461,6 +461,7 @@ def _open_trace(model, spec, step, path, resume, start, *, draws, tune, chains):
                 or list(store.attrs.get("var_names", [])) != list(spec.names)):
             raise ValueError(f"trace: {path} was written by another model (or other "
                              "var_names); it cannot be resumed with this one")
+        store.set_status("running")
         return store, [store.chain_state(c) for c in range(chains)]
     row = {n: start[n] for n in spec.direct}
     if spec.fn is not None:

@@ -329,6 +329,7 @@ def _pm_sample(model, steps, sizes, random_seed, progressbar, kwargs, stop, trac
         left = [store.draws - (s.completed if s else 0) for s in states]
         if max(left) <= 0:
             return store.read()
+        store.set_status("running")
         # every chain goes on from its stored point; PyMC's steps keep no state we can
         # store, so they adapt again during the tuning iterations (not stored)
         sizes["draws"] = max(left)

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import tempfile
 import time
 from dataclasses import dataclass
@@ -92,6 +93,10 @@ def check_trace_path(path, *, resume: bool) -> Path:
             raise ValueError(f"trace: {path} is not a pp-models trace, cannot resume it")
         if not os.access(path, os.W_OK | os.X_OK):
             raise ValueError(f"trace: {path} is not writable, cannot resume it")
+        writer = _live_writer(path)
+        if writer is not None:
+            raise ValueError(f"trace: {path} is still being written by process {writer} "
+                             "(wait for it or stop it first)")
         return path
     if path.exists():
         if is_trace(path):
@@ -109,6 +114,30 @@ def check_trace_path(path, *, resume: bool) -> Path:
     if not os.access(parent, os.W_OK | os.X_OK):
         raise ValueError(f"trace: cannot create {path}: the folder {parent} is not writable")
     return path
+
+
+def _writer_id() -> dict:
+    return {"host": socket.gethostname(), "pid": os.getpid()}
+
+
+def _live_writer(path) -> int | None:
+    """The pid of another live process on this host that is writing the trace, if any."""
+    try:
+        attrs = json.loads((Path(path) / "zarr.json").read_text()).get("attributes", {})
+    except (OSError, ValueError):
+        return None
+    writer = attrs.get("writer") or {}
+    pid = writer.get("pid")
+    if (attrs.get("status") != "running" or writer.get("host") != socket.gethostname()
+            or not isinstance(pid, int) or pid == os.getpid()):
+        return None
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return None
+    except PermissionError:
+        return pid
+    return pid
 
 
 @dataclass
@@ -196,7 +225,8 @@ class TraceStore:
             for name, ds in data_groups.items():
                 _write_dataset(root.create_group(name), ds)
             root.attrs.update({
-                "pp_models_trace": FORMAT, "status": "running", "chains": int(chains),
+                "pp_models_trace": FORMAT, "status": "running", "writer": _writer_id(),
+                "chains": int(chains),
                 "draws": int(draws), "tune": int(tune),
                 "created_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"), **attrs,
             })
@@ -230,8 +260,12 @@ class TraceStore:
         return cls(path)
 
     def set_status(self, status: str) -> None:
-        self.root.attrs["status"] = status
-        self.attrs["status"] = status
+        """``"running"`` (this process writes it now), ``"complete"`` or ``"interrupted"``."""
+        update = {"status": status}
+        if status == "running":
+            update["writer"] = _writer_id()
+        self.root.attrs.update(update)
+        self.attrs.update(update)
 
     # ----------------------------------------------------------------- reading
     def chain_state(self, chain: int, *, load_point: bool = True) -> ChainState | None:

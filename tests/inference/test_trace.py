@@ -66,6 +66,9 @@ def test_a_killed_run_is_readable_and_its_resumption_is_the_uninterrupted_run(tm
     sizes = ", ".join(f"{k}={v}" for k, v in SIZES.items())
     proc = _start([str(path)], tmp_path, SCRIPT.format(sizes=sizes))
     _wait_for_draws(proc, path, 20)
+    m = dpm.model(_data())
+    with pytest.raises(ValueError, match=f"still being written by process {proc.pid}"):
+        fit(m, progressbar=False, trace=path, resume=True, **SIZES)
     proc.send_signal(signal.SIGKILL)  # no handler, no cleanup: what a crash leaves
     proc.communicate(timeout=30)  # (also closes the pipes)
 
@@ -80,7 +83,6 @@ def test_a_killed_run_is_readable_and_its_resumption_is_the_uninterrupted_run(tm
     out = capsys.readouterr().out
     assert "partial" in out and f"{completed[0]}, 0 of {SIZES['draws']}" in out
 
-    m = dpm.model(_data())
     resumed = fit(m, progressbar=False, trace=path, resume=True, **SIZES)
     whole = fit(m, progressbar=False, **SIZES)
     assert resumed.attrs.get("pp_models_interrupted", 0) == 0
