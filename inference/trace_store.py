@@ -10,8 +10,8 @@ Why not PyMC's ``ZarrTrace``: it is written against zarr 2 (``zarr.storage.BaseS
 installed PyMC reports its backend unavailable. The layout below follows PyMC's (and
 xarray's) so the groups open with ``xarray.open_zarr`` / ``xarray.open_datatree``.
 
-Layout of ``path`` (format 1)
------------------------------
+The layout of ``path`` (format 1):
+
 - root attributes: ``pp_models_trace`` (the format, 1), ``status`` (``"running"``,
   ``"complete"`` or ``"interrupted"``; a run killed outright stays ``"running"``),
   ``chains``, ``draws``, ``tune``, ``var_names``, ``value_vars`` and ``family``;
