@@ -128,11 +128,16 @@ def _pair_score(fam, si, sj, ldi, ldj, lpi, lpj, la, H, tmp, use_table, LA, LB, 
     return A - lpk, ldk, lpk
 
 
-@_jit
-def greedy_kernel(fam, init_stats, init_log_d, init_log_p, alpha, H, use_table, LA, LB, LAB):
+@numba.njit(cache=True, nogil=True)
+def greedy_kernel(fam, init_stats, init_log_d, init_log_p, alpha, H, use_table, LA, LB, LAB,
+                  progress):
     """Greedy BHC over ``n0`` initial nodes (points, or clusters with their own subtree's
     log d and log p). Returns the merge list (n0 - 1, 2) over node ids 0..2 n0 - 2 and the
-    number of candidate pairs scored."""
+    number of candidate pairs scored.
+
+    ``progress``: a one-element int64 array to which the kernel adds the pairs it scores
+    as it goes ((n0 - 1)^2 in all), read by a progress line in another thread (the kernel
+    runs without the GIL)."""
     n0 = init_stats.shape[0]
     S = init_stats.shape[1]
     m = 2 * n0 - 1
@@ -177,6 +182,7 @@ def greedy_kernel(fam, init_stats, init_log_d, init_log_p, alpha, H, use_table, 
             hi[size] = i
             hj[size] = j
             size += 1
+        progress[0] += n0 - i - 1
     n_scored = size
     for pos in range(size // 2 - 1, -1, -1):
         _sift_down(keys, hi, hj, size, pos)
@@ -244,6 +250,7 @@ def greedy_kernel(fam, init_stats, init_log_d, init_log_p, alpha, H, use_table, 
             )
             size = _push(keys, hi, hj, size, lr, c, k)
             n_scored += 1
+        progress[0] += n_alive
         alive[k] = True
         alive_ids[n_alive] = k
         n_alive += 1

@@ -139,36 +139,80 @@ class _ChainOutput:
 
 
 def _run_chain(step, spec, start, rng, tune, draws, flag, progress, chain,
-               announce=False) -> _ChainOutput:
+               announce=False, trace=None) -> _ChainOutput:
+    """Run one chain; ``trace``: a :class:`_ChainTrace` (write draws to a trace folder,
+    and continue a stored chain when it holds a state)."""
     step.setup_chain(rng, tune, draws)
+    if trace is not None and trace.state is not None:
+        for leaf, leaf_state in zip(flatten_steps(step), trace.state.step_states, strict=True):
+            leaf.restore_chain_state(leaf_state)
     step.tune = bool(tune)
     if hasattr(step, "reset_tuning"):
         step.reset_tuning()
+    writer = trace.open() if trace is not None else None
     values: dict[str, np.ndarray] = {}
     stats: dict[str, np.ndarray] = {}
     point = start
     completed = tuned = 0
     t0 = time.perf_counter()
-    for i in range(tune + draws):
-        if flag.is_set():
-            break
-        if i == tune:
-            step.stop_tuning()
-        if i == 0:
-            # Numba compiles a kernel at its first call: tens of silent seconds on a cold
-            # cache (the line shows only if the first draw takes over two seconds)
-            with compiling("the first draw (Numba kernels on a cold cache)",
-                           enabled=announce, delay=2.0):
+    try:
+        for i in range(tune + draws):
+            if flag.is_set():
+                break
+            if i == tune:
+                step.stop_tuning()
+            if i == 0:
+                # Numba compiles a kernel at its first call: tens of silent seconds on a
+                # cold cache (the line shows only if the first draw takes over two seconds)
+                with compiling("the first draw (Numba kernels on a cold cache)",
+                               enabled=announce, delay=2.0):
+                    point, step_stats = step.step(point)
+            else:
                 point, step_stats = step.step(point)
-        else:
-            point, step_stats = step.step(point)
-        if i < tune:
-            tuned += 1
-        else:
-            _record(values, stats, spec, point, step_stats, completed, draws)
-            completed += 1
-        progress[chain] = i + 1
+            if i < tune:
+                tuned += 1
+            else:
+                _record(values, stats, spec, point, step_stats, completed, draws)
+                completed += 1
+            progress[chain] = i + 1
+            if writer is not None and writer.due():
+                writer.flush(values, stats, completed, trace.tuned + tuned, point,
+                             _step_states(step))
+    finally:
+        if writer is not None and (completed > writer.flushed or tuned):
+            # the last draws (also after Ctrl-C or a failing step: the draws before it)
+            writer.flush(values, stats, completed, trace.tuned + tuned, point,
+                         _step_states(step))
     return _ChainOutput(values, stats, completed, tuned, time.perf_counter() - t0)
+
+
+def _step_states(step) -> list:
+    return [leaf.chain_state() for leaf in flatten_steps(step)]
+
+
+@dataclass
+class _ChainTrace:
+    """Where a chain's draws go on disk and the stored state it continues from."""
+
+    path: str
+    chain: int
+    flush_seconds: float
+    state: object = None  # inference.trace_store.ChainState or None
+
+    @property
+    def offset(self) -> int:
+        return self.state.completed if self.state is not None else 0
+
+    @property
+    def tuned(self) -> int:
+        return self.state.tuned if self.state is not None else 0
+
+    def open(self):
+        from inference.trace_store import ChainWriter
+
+        seconds = self.state.seconds if self.state is not None else 0.0
+        return ChainWriter(self.path, self.chain, offset=self.offset,
+                           flush_seconds=self.flush_seconds, start_seconds=seconds)
 
 
 def _record(values, stats, spec, point, step_stats, k, draws):
@@ -206,13 +250,13 @@ class _WorkerFlag:
 
 
 def _chain_worker(conn, step, spec, start, rng, tune, draws, stop_event, progress, chain,
-                  announce):
+                  announce, trace):
     flag = _WorkerFlag(stop_event)
     # a terminal's Ctrl-C reaches every process of the group: the worker only notes it
     signal.signal(signal.SIGINT, lambda signum, frame: stop_event.set())
     try:
         out = _run_chain(step, spec, start, rng, tune, draws, flag, progress, chain,
-                         announce)
+                         announce, trace)
     except BaseException as err:  # reported to the parent, which raises it
         out = _ChainOutput({}, {}, 0, 0, 0.0, error="".join(
             traceback.format_exception(type(err), err, err.__traceback__)))
@@ -229,19 +273,20 @@ def _fork_context():
         return None
 
 
-def _run_parallel(step, spec, starts, rngs, tune, draws, flag, bar, cores, announce):
+def _run_parallel(step, spec, starts, rngs, tunes, draws, flag, bar, cores, announce, traces):
     ctx = _fork_context()
     event = ctx.Event()
     flag.link(event)
     try:
-        return _run_workers(ctx, event, step, spec, starts, rngs, tune, draws, flag, bar,
-                            cores, announce)
+        return _run_workers(ctx, event, step, spec, starts, rngs, tunes, draws, flag, bar,
+                            cores, announce, traces)
     finally:
         flag.unlink(event)
 
 
-def _run_workers(ctx, event, step, spec, starts, rngs, tune, draws, flag, bar, cores,
-                 announce):
+def _run_workers(ctx, event, step, spec, starts, rngs, tunes, draws, flag, bar, cores,
+                 announce, traces):
+    """Chain ``c`` runs ``tunes[c]`` tuning iterations and ``draws[c]`` kept draws."""
     chains = len(starts)
     progress = ctx.Array("q", chains, lock=False)
     outputs: list[_ChainOutput | None] = [None] * chains
@@ -257,8 +302,8 @@ def _run_workers(ctx, event, step, spec, starts, rngs, tune, draws, flag, bar, c
                 warnings.simplefilter("ignore", DeprecationWarning)
                 proc = ctx.Process(
                     target=_chain_worker,
-                    args=(child, step, spec, starts[c], rngs[c], tune, draws, event,
-                          progress, c, announce and c == 0),
+                    args=(child, step, spec, starts[c], rngs[c], tunes[c], draws[c], event,
+                          progress, c, announce and c == 0, traces[c]),
                     daemon=True,
                 )
                 proc.start()
@@ -302,6 +347,9 @@ def sample_gibbs(
     progressbar: bool,
     var_names=None,
     initvals=None,
+    trace=None,
+    resume: bool = False,
+    flush_seconds: float | None = None,
 ) -> tuple[xr.DataTree, bool]:
     """Run ``chains`` chains of ``steps`` (all zoo Gibbs steps) on ``model``.
 
@@ -310,6 +358,12 @@ def sample_gibbs(
     (chains with no kept draw are dropped); the root attributes
     ``pp_models_interrupted`` and ``pp_models_draws_completed`` (per chain) say so.
     Raises :class:`SamplingInterrupted` (with ``result=None``) when no draw was kept.
+
+    ``trace``: a path (already checked by :func:`inference.trace_store.check_trace_path`)
+    where the draws are written as they are made (see :mod:`inference.trace_store`),
+    at most every ``flush_seconds``; the result is then read back from it. ``resume``:
+    continue the chains stored there (each from its last stored point and step state;
+    ``draws``, ``tune`` and ``chains`` must be the ones the trace was started with).
     """
     spec = _trace_spec(model, var_names)
     step = CompoundStep(list(steps)) if len(steps) > 1 else steps[0]
@@ -321,6 +375,21 @@ def sample_gibbs(
     else:
         starts = [make_initial_point_fn(model=model, overrides=initvals, jitter_rvs=set(),
                                         return_transformed=True)(s) for s in seeds]
+    tunes, lengths = [tune] * chains, [draws] * chains
+    traces: list = [None] * chains
+    store = None
+    if trace is not None:
+        store, states = _open_trace(model, spec, step, trace, resume, starts[0],
+                                    draws=draws, tune=tune, chains=chains)
+        from inference.trace_store import FLUSH_SECONDS
+
+        every = FLUSH_SECONDS if flush_seconds is None else float(flush_seconds)
+        for c, state in enumerate(states):
+            traces[c] = _ChainTrace(str(store.path), c, every, state)
+            if state is not None:
+                starts[c] = {k: state.point[k] for k in starts[c]}
+                tunes[c] = max(0, tune - state.tuned)
+                lengths[c] = max(0, draws - state.completed)
     if cores is None:
         cores = min(chains, os.cpu_count() or 1, 4)
     cores = max(1, min(cores, chains))
@@ -328,26 +397,40 @@ def sample_gibbs(
     parallel = (cores > 1 and _fork_context() is not None
                 and not multiprocessing.current_process().daemon)
     t0 = time.perf_counter()
-    with ChainProgress(chains, tune + draws, enabled=progressbar) as bar, \
+    todo = [c for c in range(chains) if tunes[c] + lengths[c] > 0]
+    total = max((tunes[c] + lengths[c] for c in todo), default=1)
+    with ChainProgress(chains, total, enabled=progressbar) as bar, \
             stop_requested() as flag:
         if parallel:
-            outputs = _run_parallel(step, spec, starts, rngs, tune, draws, flag, bar, cores,
-                                    progressbar)
+            outputs = _run_parallel(step, spec, starts, rngs, tunes, lengths, flag, bar,
+                                    cores, progressbar, traces)
         else:
             progress = [0] * chains
             outputs = []
             for c in range(chains):
-                if flag.is_set():
+                if flag.is_set() or c not in todo:
                     outputs.append(_ChainOutput({}, {}, 0, 0, 0.0))
                     continue
                 bar.attach(progress)
-                outputs.append(_run_chain(step, spec, starts[c], rngs[c], tune, draws,
-                                          flag, progress, c, announce=progressbar and c == 0))
+                outputs.append(_run_chain(step, spec, starts[c], rngs[c], tunes[c],
+                                          lengths[c], flag, progress, c,
+                                          announce=progressbar and c == 0, trace=traces[c]))
             bar.update(progress)
     errors = [o.error for o in outputs if o.error]
+    interrupted = flag.is_set()
+    if store is not None:
+        finished = not errors and not interrupted
+        store.set_status("complete" if finished and all(
+            o.completed == lengths[c] for c, o in enumerate(outputs)) else "interrupted")
     if errors:
         raise RuntimeError("a chain failed:\n" + errors[0])
-    interrupted = flag.is_set()
+    if store is not None:
+        dt = store.read()
+        if dt["posterior"].sizes.get("draw", 0) == 0:
+            raise SamplingInterrupted(None)
+        dt.attrs.pop("pp_models_trace_status", None)
+        dt.attrs["pp_models_trace"] = str(store.path)
+        return dt, interrupted
     dt = _to_datatree(model, spec, outputs, draws, tune, time.perf_counter() - t0)
     if dt is None:
         raise SamplingInterrupted(None)
@@ -355,6 +438,50 @@ def sample_gibbs(
         dt.attrs["pp_models_interrupted"] = 1
     dt.attrs["pp_models_draws_completed"] = [int(o.completed) for o in outputs]
     return dt, interrupted
+
+
+def _open_trace(model, spec, step, path, resume, start, *, draws, tune, chains):
+    """Create the trace folder (or open it to resume, checking it matches the run);
+    returns the store and each chain's stored state (None for a new chain)."""
+    import json
+
+    from inference.trace_store import TraceStore
+
+    value_vars = {k: [list(np.shape(v)), str(np.asarray(v).dtype)] for k, v in start.items()}
+    if resume:
+        store = TraceStore(path)
+        stored = {"chains": store.chains, "draws": store.draws, "tune": store.tune}
+        asked = {"chains": chains, "draws": draws, "tune": tune}
+        wrong = [f"{k}={asked[k]} (the trace has {k}={stored[k]})" for k in asked
+                 if asked[k] != stored[k]]
+        if wrong:
+            raise ValueError(f"trace: resume with the sizes the run started with: "
+                             f"{', '.join(wrong)}")
+        if (json.loads(store.attrs.get("value_vars", "{}")) != value_vars
+                or list(store.attrs.get("var_names", [])) != list(spec.names)):
+            raise ValueError(f"trace: {path} was written by another model (or other "
+                             "var_names); it cannot be resumed with this one")
+        store.set_status("running")
+        return store, [store.chain_state(c) for c in range(chains)]
+    row = {n: start[n] for n in spec.direct}
+    if spec.fn is not None:
+        row.update(zip(spec.computed, spec.fn(start), strict=True))
+    posterior = {}
+    for name in spec.names:
+        value = np.asarray(row[name])
+        posterior[name] = (value.dtype, value.shape, spec.dims.get(name, ()))
+    stats = {}
+    for leaf in flatten_steps(step):
+        for name, (dtype, shape) in leaf.stats_dtypes_shapes.items():
+            stats[name] = (np.dtype(dtype), tuple(shape or ()))
+    coords = {d: _coord(model, d, size) for name, (_t, shape, dims) in posterior.items()
+              for d, size in zip(dims, shape)}
+    attrs = {"var_names": list(spec.names), "value_vars": json.dumps(value_vars),
+             "steps": [type(leaf).__name__ for leaf in flatten_steps(step)]}
+    store = TraceStore.create(path, chains=chains, draws=draws, tune=tune,
+                              posterior=posterior, stats=stats, coords=coords,
+                              data_groups=_data_groups(model, {}), attrs=attrs)
+    return store, [None] * chains
 
 
 def _to_datatree(model, spec, outputs, draws, tune, seconds) -> xr.DataTree | None:
@@ -386,8 +513,43 @@ def _to_datatree(model, spec, outputs, draws, tune, seconds) -> xr.DataTree | No
     dt["posterior"] = xr.DataTree(xr.Dataset(posterior, coords=coords, attrs=attrs))
     stat_coords = {"chain": coords["chain"], "draw": coords["draw"]}
     dt["sample_stats"] = xr.DataTree(xr.Dataset(stats, coords=stat_coords, attrs=attrs))
-    for group, found in (("observed_data", find_observations(model)),
-                         ("constant_data", find_constants(model))):
+    for group, ds in _data_groups(model, attrs).items():
+        dt[group] = xr.DataTree(ds)
+    return dt
+
+
+def _data_groups(model, attrs) -> dict[str, xr.Dataset]:
+    """``observed_data`` and ``constant_data`` as PyMC lays them out.
+
+    Built once per model and data: PyMC hands back the same arrays while the data are
+    unchanged (``pm.set_data`` gives new ones), and building the Datasets (coordinates
+    of every token of a corpus) costs more than a short run's bookkeeping otherwise.
+    """
+    found = (("observed_data", find_observations(model)),
+             ("constant_data", find_constants(model)))
+    key = [(g, name, value) for g, values in found for name, value in values.items()]
+    key += [(dim, values) for dim, values in model.coords.items()]
+    cache = model_cache(model)
+    cached = cache.get("data_groups")
+    if cached is None or not _same_objects(cached[0], key):
+        cached = cache["data_groups"] = (key, _build_data_groups(model, found))
+    out = {}
+    for group, ds in cached[1].items():
+        out[group] = ds = ds.copy(deep=False)
+        ds.attrs = {**attrs, "sample_dims": []}
+    return out
+
+
+def _same_objects(a, b) -> bool:
+    """Whether two lists of tuples hold the very same objects (``is``), in order."""
+    return len(a) == len(b) and all(
+        len(x) == len(y) and all(u is v or (isinstance(u, str) and u == v)
+                                 for u, v in zip(x, y)) for x, y in zip(a, b))
+
+
+def _build_data_groups(model, groups) -> dict[str, xr.Dataset]:
+    out = {}
+    for group, found in groups:
         if not found:
             continue
         data, group_coords = {}, {}
@@ -398,9 +560,8 @@ def _to_datatree(model, spec, outputs, draws, tune, seconds) -> xr.DataTree | No
             data[name] = (dims, value)
             for d, size in zip(dims, value.shape, strict=True):
                 group_coords.setdefault(d, _coord(model, d, size))
-        dt[group] = xr.DataTree(xr.Dataset(data, coords=group_coords,
-                                           attrs={**attrs, "sample_dims": []}))
-    return dt
+        out[group] = xr.Dataset(data, coords=group_coords)
+    return out
 
 
 def _coord(model, dim, size):

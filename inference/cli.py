@@ -110,6 +110,11 @@ def _add_sampling_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", type=Path, default=None,
                    help="output directory (default ppzoo-out/MODEL)")
     p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    p.add_argument("--trace", type=Path, default=None, metavar="PATH",
+                   help="write the draws to this folder as they are made (a new path; "
+                        "`ppzoo check PATH` reads it while it runs or after a crash)")
+    p.add_argument("--resume", action="store_true",
+                   help="continue the run stored at --trace PATH (same draws/tune/chains)")
 
 
 def _cmd_list(args) -> int:
@@ -177,6 +182,13 @@ def _cmd_fit(args) -> int:
                                   if k in _FIT_DEFAULTS}}
     sizes.update({k: getattr(args, k) for k in sizes if getattr(args, k) is not None})
     extra = {k: v for k, v in entry.fit_defaults.items() if k not in _FIT_DEFAULTS}
+    if args.resume and args.trace is None:
+        raise UsageError("--resume needs --trace PATH (the run to continue)")
+    if args.trace is not None:
+        if args.trace.resolve().is_relative_to(out.resolve()):
+            # the results replace the output folder whole, which would take the trace along
+            raise UsageError(f"--trace {args.trace} must not be inside --out {out}")
+        extra.update(trace=args.trace, resume=args.resume)
     return _run_fit(entry, data, options, args.method, sizes["draws"], sizes["tune"],
                     sizes["chains"], args.cores, args.seed, not args.no_progress, out,
                     fit_kwargs=extra)
@@ -197,7 +209,10 @@ def _cmd_check(args) -> int:
     import xarray as xr
 
     from inference.convergence import check_convergence
+    from inference.trace_store import is_trace, read_trace
 
+    if is_trace(args.path):
+        return _check_trace(args, read_trace(args.path))
     path = args.path / "posterior.nc" if args.path.is_dir() else args.path
     if not path.exists():
         raise UsageError(f"no such file: {path}")
@@ -211,6 +226,39 @@ def _cmd_check(args) -> int:
     if not report.passed:
         print(report.advice())
     return 0 if report.passed else 1
+
+
+def _check_trace(args, dt) -> int:
+    """``ppzoo check TRACE``: how far the run got, then the convergence report of the
+    draws stored so far (exit 1 when it cannot pass: partial or too few chains)."""
+    from inference.convergence import check_convergence
+
+    status = dt.attrs["pp_models_trace_status"]
+    completed = list(dt.attrs["pp_models_draws_completed"])
+    kept = dt["posterior"].sizes.get("draw", 0) if "posterior" in dt.children else 0
+    partial = bool(dt.attrs.get("pp_models_interrupted", 0))
+    what = {"complete": "complete",
+            "interrupted": "partial (interrupted)",
+            "running": "partial (still running, or killed before it finished)"}[status]
+    total = _trace_total_draws(args.path)
+    print(f"trace {args.path}: {what}; draws stored per chain: "
+          f"{', '.join(map(str, completed))} of {total}")
+    if kept < 4 or dt["posterior"].sizes.get("chain", 0) < 2:
+        print("too few draws or chains stored for a convergence check "
+              "(needs >= 2 chains with >= 4 draws)")
+        return 1
+    report = check_convergence(dt, rhat_max=args.rhat_max, ess_bulk_min=args.ess_min,
+                               ess_tail_min=args.ess_min)
+    print(report)
+    if not report.passed:
+        print(report.advice())
+    return 0 if report.passed and not partial else 1
+
+
+def _trace_total_draws(path) -> int:
+    from inference.trace_store import TraceStore
+
+    return TraceStore(path).draws
 
 
 def _parse_params(items: list[str]) -> dict:

@@ -27,6 +27,7 @@ from inference.chains import all_zoo_gibbs, model_cache, sample_gibbs
 from inference.gibbs.registry import PYMC_STEPS, get_step, step_for
 from inference.interrupt import raising_sigint, stop_requested
 from inference.progress import compiling, in_ci
+from inference.trace_store import check_trace_path
 from pp_models.model_info import LABELS_GROUP, ZooModelInfo, get_info
 from pp_models.validation import check_int
 
@@ -50,6 +51,9 @@ def fit(
     progressbar: bool = True,
     step=None,
     postprocess: bool = True,
+    trace=None,
+    resume: bool = False,
+    trace_flush: float | None = None,
     **method_kwargs,
 ) -> xr.DataTree:
     """Sample (or approximate) the posterior of ``model``.
@@ -84,6 +88,21 @@ def fit(
     postprocess : bool
         Let a zoo model add its post-fit outputs (e.g. the DP mixture's co-clustering
         matrix and point-estimate partition, see ``ZooModelInfo.postprocess``).
+    trace : str or os.PathLike, optional
+        A folder (that must not exist yet) where the draws are written while they are
+        made (:mod:`inference.trace_store`): a crash or a kill loses at most the last
+        ``trace_flush`` seconds, ``ppzoo check PATH`` reads the run while it goes and
+        ``resume=True`` continues it. Methods ``"gibbs"`` and ``"nuts"`` (PyMC's NUTS).
+    resume : bool
+        Continue the run stored at ``trace``: every chain goes on from its last stored
+        point and step state, up to the ``draws`` it was started with (``draws``,
+        ``tune``, ``chains`` must be those of the stored run). With zoo Gibbs steps the
+        continuation is exact (their random generators are stored too); PyMC's own steps
+        (NUTS, Metropolis) restart from the stored point with their adaptation redone
+        during the ``tune`` iterations not yet made (their adapted state is not stored).
+    trace_flush : float, optional
+        Seconds between two writes of each chain's new draws (default 5; ``0``: after
+        every draw).
     **method_kwargs
         Passed on: to ``pm.sample`` for ``"nuts"``/``"gibbs"`` (e.g. ``target_accept``,
         ``nuts_sampler``, ``initvals``, ``var_names``); for ``"advi"``: ``n``
@@ -114,6 +133,14 @@ def fit(
     if cores is not None:
         cores = check_int(cores, "cores", minimum=1)
     user_steps = _as_step_list(step)
+    if trace is not None:
+        trace = check_trace_path(trace, resume=bool(resume))
+        if trace_flush is not None and not (isinstance(trace_flush, numbers.Real)
+                                            and trace_flush >= 0):
+            raise ValueError(f"trace_flush must be a number of seconds >= 0, got "
+                             f"{trace_flush!r}")
+    elif resume:
+        raise ValueError("resume=True needs trace=PATH (the trace to continue)")
     # PyMC's bars (NUTS, ADVI with its running loss) and ours are off in CI logs
     progressbar = bool(progressbar) and not in_ci()
 
@@ -127,6 +154,10 @@ def fit(
         )
     if chosen == "advi" and user_steps:
         raise ValueError("step is not used by method='advi'; drop it or use method='gibbs'")
+    if chosen == "advi" and trace is not None:
+        raise ValueError("trace= stores MCMC draws; method='advi' makes none (drop trace=)")
+    trace_options = (None if trace is None
+                     else {"trace": trace, "resume": bool(resume), "flush_seconds": trace_flush})
 
     with stop_requested() as stop:
         if chosen == "advi":
@@ -145,6 +176,7 @@ def fit(
                 progressbar,
                 method_kwargs,
                 stop,
+                trace_options,
             )
         if stop.is_set() and sampler != "zoo":
             # PyMC / nutpie / ADVI stopped on the KeyboardInterrupt and returned what
@@ -218,7 +250,8 @@ def _nutpie_available() -> bool:
     return True
 
 
-def _fit_mcmc(model, chosen, info, user_steps, sizes, random_seed, progressbar, kwargs, stop):
+def _fit_mcmc(model, chosen, info, user_steps, sizes, random_seed, progressbar, kwargs, stop,
+              trace_options=None):
     kwargs = dict(kwargs)
     if info is not None and info.trace_var_names is not None:
         kwargs.setdefault("var_names", list(info.trace_var_names))
@@ -227,16 +260,23 @@ def _fit_mcmc(model, chosen, info, user_steps, sizes, random_seed, progressbar, 
         # check_convergence / summary look at the label-invariant statistics instead.
         kwargs.setdefault("compute_convergence_checks", False)
     if chosen == "nuts" and not user_steps:
-        sampler = kwargs.pop("nuts_sampler", "nutpie" if _nutpie_available() else "pymc")
-        with raising_sigint(stop):
-            dt = pm.sample(
-                model=model,
-                random_seed=random_seed,
-                progressbar=progressbar,
-                nuts_sampler=sampler,
-                **sizes,
-                **kwargs,
-            )
+        default_sampler = "nutpie" if _nutpie_available() and trace_options is None else "pymc"
+        sampler = kwargs.pop("nuts_sampler", default_sampler)
+        if trace_options is not None and sampler != "pymc":
+            raise ValueError(f"trace= needs PyMC's NUTS (nuts_sampler='pymc'), not {sampler!r}")
+        if sampler == "pymc":
+            dt = _pm_sample(model, None, sizes, random_seed, progressbar, kwargs, stop,
+                            trace_options)
+        else:
+            with raising_sigint(stop):
+                dt = pm.sample(
+                    model=model,
+                    random_seed=random_seed,
+                    progressbar=progressbar,
+                    nuts_sampler=sampler,
+                    **sizes,
+                    **kwargs,
+                )
         names = [_untransformed(v.name) for v in model.value_vars]
         return dt, {"NUTS" if sampler == "pymc" else f"NUTS ({sampler})": names}, sampler
 
@@ -252,23 +292,74 @@ def _fit_mcmc(model, chosen, info, user_steps, sizes, random_seed, progressbar, 
             progressbar=progressbar,
             var_names=kwargs.get("var_names"),
             initvals=kwargs.get("initvals"),
+            **(trace_options or {}),
             **sizes,
         )
         return dt, describe_steps(steps), "zoo"
     if kwargs.get("var_names") is not None and not list(kwargs["var_names"]):
         raise ValueError("var_names=[] (no variable traced per draw) needs a model whose "
                          "every variable has a zoo Gibbs step; name at least one variable")
-    with raising_sigint(stop):
-        dt = pm.sample(
-            model=model,
-            step=steps,
-            random_seed=random_seed,
-            progressbar=progressbar,
-            nuts_sampler="pymc",
-            **sizes,
-            **kwargs,
-        )
+    dt = _pm_sample(model, steps, sizes, random_seed, progressbar, kwargs, stop,
+                    trace_options)
     return dt, describe_steps(steps), "pymc"
+
+
+def _pm_sample(model, steps, sizes, random_seed, progressbar, kwargs, stop, trace_options):
+    """``pm.sample`` with the zoo's Ctrl-C (every chain stops, between two draws) and,
+    with ``trace_options``, the draws written to a trace folder as they are made."""
+    from inference.chains import SamplingInterrupted
+    from inference.pymc_callback import SampleCallback, check_resumable, resume_initvals
+    from inference.trace_store import TraceStore
+
+    kwargs = dict(kwargs)
+    sizes = dict(sizes)
+    store = states = None
+    resumed = trace_options is not None and trace_options["resume"]
+    if resumed:
+        store = TraceStore(trace_options["trace"])
+        check_resumable(store, draws=sizes["draws"], tune=sizes["tune"],
+                        chains=sizes["chains"])
+        stored = json.loads(store.attrs.get("value_vars", "{}"))
+        point = model.initial_point()
+        if {k: list(np.shape(v)) for k, v in point.items()} != {
+                k: v[0] for k, v in stored.items()}:
+            raise ValueError(f"trace: {store.path} was written by another model; it "
+                             "cannot be resumed with this one")
+        states = [store.chain_state(c) for c in range(store.chains)]
+        left = [store.draws - (s.completed if s else 0) for s in states]
+        if max(left) <= 0:
+            return store.read()
+        store.set_status("running")
+        # every chain goes on from its stored point; PyMC's steps keep no state we can
+        # store, so they adapt again during the tuning iterations (not stored)
+        sizes["draws"] = max(left)
+        kwargs["initvals"] = resume_initvals(model, states)
+        if steps is None:
+            kwargs.setdefault("init", "adapt_diag")  # no jitter away from the stored point
+    callback = SampleCallback(
+        model, stop, user=kwargs.pop("callback", None),
+        trace=None if trace_options is None else trace_options["trace"],
+        sizes=None if trace_options is None else dict(
+            draws=sizes["draws"], tune=sizes["tune"], chains=sizes["chains"]),
+        flush_seconds=None if trace_options is None else trace_options["flush_seconds"],
+        resume_states=states, store=store)
+    step_kwarg = {} if steps is None else {"step": steps}
+    try:
+        dt = pm.sample(model=model, random_seed=random_seed, progressbar=progressbar,
+                       nuts_sampler="pymc", callback=callback, **step_kwarg, **sizes,
+                       **kwargs)
+    except ValueError as err:
+        if stop.is_set() and "Not enough samples" in str(err):
+            raise SamplingInterrupted(None) from None
+        raise
+    finally:
+        if trace_options is not None:
+            callback.finish(stop.is_set())
+    if resumed:
+        dt = store.read()
+        if stop.is_set():
+            dt.attrs["pp_models_interrupted"] = 1
+    return dt
 
 
 #: pm.sample options the zoo's own chain loop (inference.chains) honours; any other one

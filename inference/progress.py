@@ -12,26 +12,13 @@ variable is set (non-empty, not ``0``/``false``) and when stderr is not a termin
 from __future__ import annotations
 
 import contextlib
-import os
 import sys
 import threading
 import time
 
+from pp_models.progress import in_ci, progress_enabled
+
 __all__ = ["ChainProgress", "compiling", "in_ci", "progress_enabled"]
-
-
-def in_ci() -> bool:
-    """Whether the ``CI`` environment variable is set (non-empty, not 0/false/no)."""
-    ci = os.environ.get("CI", "")
-    return bool(ci) and ci.lower() not in ("0", "false", "no")
-
-
-def progress_enabled(progressbar: bool) -> bool:
-    """``progressbar`` unless running in CI or where a redrawn line cannot show (stderr
-    neither a terminal nor a Jupyter kernel's stream)."""
-    if not progressbar or in_ci():
-        return False
-    return bool(getattr(sys.stderr, "isatty", lambda: False)()) or "ipykernel" in sys.modules
 
 
 class ChainProgress:

@@ -66,11 +66,32 @@ class ZooGibbsStep(BlockedStep):
     stats_dtypes_shapes: ClassVar[dict[str, tuple[Any, Any]]] = {}
     distributions: ClassVar[tuple[type, ...]] = ()
 
+    #: Attributes besides ``rng`` that carry a chain's state from one draw to the next
+    #: (stored in a trace so a resumed chain continues exactly, see :meth:`chain_state`).
+    chain_state_attributes: ClassVar[tuple[str, ...]] = ()
+
     def __init__(self, vars, *, model=None, rng=None, blocked: bool = True):
         self.model = pm.modelcontext(model)
         self.vars = value_vars_of(self.model, vars)
         self.var_names = [v.name for v in self.vars]
         self.rng = get_random_generator(rng)
+
+    def chain_state(self) -> dict:
+        """The step's own state in a chain, as JSON-able values: its random generator's
+        state and the ``chain_state_attributes``. With the point (the variables' values)
+        it is everything the next draw depends on, so :meth:`restore_chain_state` after
+        ``setup_chain`` continues a stored chain exactly. State a step rebuilds from the
+        point (e.g. LDA's count matrices from ``z``) is not part of it."""
+        state = {"rng": self.rng.bit_generator.state}
+        state.update({name: getattr(self, name) for name in self.chain_state_attributes})
+        return state
+
+    def restore_chain_state(self, state: dict) -> None:
+        """Undo :meth:`chain_state` (call after ``setup_chain``)."""
+        self.rng.bit_generator.state = state["rng"]
+        for name in self.chain_state_attributes:
+            if name in state:
+                setattr(self, name, state[name])
 
     @classmethod
     def from_model(cls, model: pm.Model, var_names: Sequence[str], **options):

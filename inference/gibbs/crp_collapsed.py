@@ -123,6 +123,7 @@ class CRPCollapsedGibbs(ZooGibbsStep):
     """
 
     name = "crp_collapsed_gibbs"
+    chain_state_attributes = ("_start_pending", "_calls")
     distributions = (CRPRV,)
     stats_dtypes_shapes = {
         "n_clusters": (np.int64, []),

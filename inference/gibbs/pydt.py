@@ -200,6 +200,7 @@ class PYDTTreeStep(ZooGibbsStep):
     """
 
     name = "pydt_tree"
+    chain_state_attributes = ("_start_pending",)
     distributions = (PYDiffusionTreeRV,)
     stats_dtypes_shapes = {
         "accepted": (np.int64, []),

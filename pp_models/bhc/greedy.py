@@ -15,6 +15,7 @@ from custom_ops import bhc_kernels as kernels
 from custom_ops import conjugate as cj
 from pp_models.bhc.defaults import check_alpha, check_data, resolve_hyper
 from pp_models.bhc.result import BHCResult, evaluate
+from pp_models.progress import WorkProgress
 
 __all__ = ["MAX_GREEDY_N", "TreeBuilder", "build_tree", "greedy"]
 
@@ -39,11 +40,21 @@ class TreeBuilder:
         else:
             self.tables = (np.zeros((0, 1)), np.zeros((0, 1)), np.zeros(1))
         self.n_scored = 0
+        # pairs scored so far, which the greedy kernel adds to as it goes (greedy's
+        # progress line reads it; the randomized builders count placed points instead)
+        self.pairs_scored = np.zeros(1, dtype=np.int64)
+        self.progress: WorkProgress | None = None
+
+    def placed(self, n_points: int) -> None:
+        """Report ``n_points`` more points placed in the final tree (randomized builders)."""
+        if self.progress is not None:
+            self.progress.advance(n_points)
 
     def greedy_nodes(self, stats, log_d, log_p):
         LA, LB, LAB = self.tables
         merges, scored = kernels.greedy_kernel(
-            self.fam, stats, log_d, log_p, self.alpha, self.H, self.use_table, LA, LB, LAB
+            self.fam, stats, log_d, log_p, self.alpha, self.H, self.use_table, LA, LB, LAB,
+            self.pairs_scored,
         )
         self.n_scored += int(scored)
         return merges
@@ -82,7 +93,8 @@ class TreeBuilder:
         )
 
 
-def greedy(X, *, likelihood="bernoulli", alpha=1.0, hyper=None) -> BHCResult:
+def greedy(X, *, likelihood="bernoulli", alpha=1.0, hyper=None,
+           progressbar: bool = True) -> BHCResult:
     """Greedy BHC (Heller 2007 Alg. 3.2): merge the pair with the largest r_k until one
     tree remains (a heap of candidate merges: O(n^2) pair evaluations, O(n^2 log n)
     time, O(n^2) memory, so n <= 12000; use :func:`~pp_models.bhc.randomized` or
@@ -98,6 +110,9 @@ def greedy(X, *, likelihood="bernoulli", alpha=1.0, hyper=None) -> BHCResult:
     hyper : dict, optional
         Conjugate hyperparameters by name (see :mod:`custom_ops.conjugate`); missing
         ones take :func:`~pp_models.bhc.default_hyper`'s empirical values.
+    progressbar : bool
+        A progress line (pairs scored, of (n - 1)^2) when the run takes over a second;
+        off in CI (see :mod:`pp_models.progress`).
 
     Returns
     -------
@@ -112,18 +127,31 @@ def greedy(X, *, likelihood="bernoulli", alpha=1.0, hyper=None) -> BHCResult:
             )
         return builder.greedy_points(np.arange(n))
 
-    return build_tree(X, likelihood, alpha, hyper, "greedy", merges_of)
+    return build_tree(X, likelihood, alpha, hyper, "greedy", merges_of,
+                      progressbar=progressbar)
 
 
-def build_tree(X, likelihood, alpha, hyper, method, merges_of) -> BHCResult:
+def build_tree(X, likelihood, alpha, hyper, method, merges_of, *,
+               progressbar: bool = False) -> BHCResult:
     """What every BHC estimator does around its algorithm: validate the shared inputs,
     make a :class:`TreeBuilder`, call ``merges_of(builder)`` (which validates the
-    algorithm's own options first) and evaluate the tree into a :class:`BHCResult`."""
+    algorithm's own options first) and evaluate the tree into a :class:`BHCResult`.
+
+    With ``progressbar`` a progress line follows the work: pairs scored for greedy BHC,
+    points placed in the tree for the randomized builders."""
     X = check_data(X, likelihood)
     alpha = check_alpha(alpha)
     hyper_tuple, hyper_dict = resolve_hyper(X, likelihood, hyper)
     builder = TreeBuilder(X, likelihood, alpha, hyper_tuple)
-    merges = merges_of(builder)
+    n = X.shape[0]
+    if method == "greedy":
+        bar = WorkProgress("bhc.greedy", (n - 1) ** 2, unit="pairs", enabled=progressbar)
+        builder.pairs_scored = bar.counter
+    else:
+        bar = WorkProgress(f"bhc.{method}", n, unit="points", enabled=progressbar)
+        builder.progress = bar
+    with bar:
+        merges = merges_of(builder)
     return evaluate(
         X, likelihood, alpha, hyper_tuple, hyper_dict, merges, method, builder.n_scored
     )

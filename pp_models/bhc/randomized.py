@@ -135,6 +135,7 @@ def _rbhc(builder, rng, subsample, leaf_size, filter_prior, split, filter_predic
         idx = payload
         if len(idx) <= leaf_size:
             slots[slot] = out.add_local(idx, builder.greedy_points(idx) if len(idx) > 1 else None)
+            builder.placed(len(idx))
             continue
         sub_pos = rng.choice(len(idx), size=subsample, replace=False)
         sub = idx[sub_pos]
@@ -197,6 +198,7 @@ def _embhc(builder, rng, subsample, em_iterations):
         idx = np.flatnonzero(z == c)
         local = builder.greedy_points(idx) if len(idx) > 1 else None
         roots.append(out.add_local(idx, local))
+        builder.placed(len(idx))
         s, ld, lp = builder.subtree_values(idx, local)
         stats.append(s)
         log_d.append(ld)
@@ -237,6 +239,7 @@ def randomized(
     filter_prior="size",
     split="balanced",
     filter_predictive="tree",
+    progressbar: bool = True,
 ) -> BHCResult:
     """Randomized BHC (RBHC; Heller 2007 Alg. 3.4 with the filter of Alg. 3.5):
     O(n m log n) time for subsample size m.
@@ -262,6 +265,9 @@ def randomized(
     filter_predictive : {"tree", "cluster"}
         p(x | D_g^[m]) in the filter is the BHC tree predictive of the subsample subtree
         (Eq. 3.10, default) or one conjugate cluster's predictive.
+    progressbar : bool
+        A progress line (points placed in the tree) when the run takes over a second;
+        off in CI (see :mod:`pp_models.progress`).
 
     Returns
     -------
@@ -275,7 +281,8 @@ def randomized(
         rng = np.random.default_rng(random_seed)
         return _rbhc(builder, rng, m, ls, filter_prior, split, filter_predictive)
 
-    return build_tree(X, likelihood, alpha, hyper, "randomized", merges_of)
+    return build_tree(X, likelihood, alpha, hyper, "randomized", merges_of,
+                      progressbar=progressbar)
 
 
 def embhc(
@@ -287,6 +294,7 @@ def embhc(
     random_seed=None,
     subsample=None,
     em_iterations=3,
+    progressbar: bool = True,
 ) -> BHCResult:
     """EMBHC (Heller 2007 Alg. 3.6): ``subsample`` random points seed clusters, hard EM
     reassigns the points, then greedy BHC inside each cluster and over the clusters:
@@ -302,6 +310,9 @@ def embhc(
         m, the number of seed points (default min(n, max(20, sqrt(n)))).
     em_iterations : int
         Hard-EM rounds.
+    progressbar : bool
+        A progress line (points placed in the tree) when the run takes over a second;
+        off in CI (see :mod:`pp_models.progress`).
 
     Returns
     -------
@@ -315,7 +326,8 @@ def embhc(
         rng = np.random.default_rng(random_seed)
         return _embhc(builder, rng, m, int(em_iterations))
 
-    return build_tree(X, likelihood, alpha, hyper, "embhc", merges_of)
+    return build_tree(X, likelihood, alpha, hyper, "embhc", merges_of,
+                      progressbar=progressbar)
 
 
 def _randomized_options(

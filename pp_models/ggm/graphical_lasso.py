@@ -23,6 +23,7 @@ import numpy as np
 
 from custom_ops.glasso import glasso_sweeps, kkt_violation, precision_from_regressions
 from pp_models.ggm.inputs import as_covariance, check_penalty
+from pp_models.progress import WorkProgress
 from pp_models.validation import check_int
 
 __all__ = [
@@ -308,6 +309,7 @@ def graphical_lasso_path(
     tol: float = 1e-6,
     max_iter: int = 500,
     inner_max_iter: int = 1000,
+    progressbar: bool = True,
 ) -> GraphicalLassoPath:
     """The graphical lasso along a path of penalties, each warm-started from the last.
 
@@ -319,6 +321,9 @@ def graphical_lasso_path(
     S_or_X, penalize_diagonal, kind, tol, max_iter, inner_max_iter
         As in :func:`graphical_lasso`.
     lams : sequence of float >= 0
+    progressbar : bool
+        A progress line (penalties solved) when the path takes over a second; off in CI
+        (see :mod:`pp_models.progress`).
 
     Returns
     -------
@@ -335,13 +340,16 @@ def graphical_lasso_path(
     order = np.argsort(-lams, kind="stable")
     results: list[GraphicalLassoResult | None] = [None] * lams.size
     previous = None
-    for i in order:
-        result = _solve(
-            data.S, float(lams[i]), bool(penalize_diagonal), previous, float(tol), max_iter,
-            inner_max,
-        )
-        results[i] = result
-        previous = result if result.precision_source != "mle" else None
+    with WorkProgress("graphical_lasso_path", lams.size, unit="penalties",
+                      enabled=progressbar) as bar:
+        for i in order:
+            result = _solve(
+                data.S, float(lams[i]), bool(penalize_diagonal), previous, float(tol),
+                max_iter, inner_max,
+            )
+            results[i] = result
+            previous = result if result.precision_source != "mle" else None
+            bar.advance(1)
     return GraphicalLassoPath(lams=lams, results=tuple(results))
 
 

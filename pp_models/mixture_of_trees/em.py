@@ -26,6 +26,7 @@ from pp_models.mixture_of_trees.chow_liu import (
     one_hot_reduced,
     tree_log_density,
 )
+from pp_models.progress import WorkProgress
 
 __all__ = ["MixtureOfTrees", "em"]
 
@@ -93,7 +94,7 @@ class MixtureOfTrees:
 
 def em(X, n_components: int, *, kind: str = "discrete", n_init: int = 1,
        max_iter: int = 100, tol: float = 1e-6, prior=None, n_categories=None,
-       random_seed=None, feature_names=None) -> MixtureOfTrees:
+       random_seed=None, feature_names=None, progressbar: bool = True) -> MixtureOfTrees:
     """Fit a mixture of ``n_components`` trees by EM (Meilă & Jordan 2000).
 
     Parameters
@@ -113,6 +114,9 @@ def em(X, n_components: int, *, kind: str = "discrete", n_init: int = 1,
         Smoothing passed to :func:`chow_liu` in every M step (Dirichlet pseudo-count or
         covariance ridge); recommended for Gaussian data and small components.
     random_seed : int or Generator, optional
+    progressbar : bool
+        A progress line (EM iterations, of at most ``n_init * max_iter``) when the fit
+        takes over a second; off in CI (see :mod:`pp_models.progress`).
 
     Returns
     -------
@@ -150,11 +154,16 @@ def em(X, n_components: int, *, kind: str = "discrete", n_init: int = 1,
     rng = np.random.default_rng(random_seed)
     best = None
     finals = []
-    for _ in range(n_init):
-        result = _run(data, cats, one_hot, kind, K, max_iter, tol, prior, rng, names)
-        finals.append(result[2])
-        if best is None or result[2] > best[2]:
-            best = result
+    with WorkProgress("mixture_of_trees.em", n_init * max_iter, unit="iterations",
+                      enabled=progressbar) as bar:
+        for restart in range(n_init):
+            result = _run(data, cats, one_hot, kind, K, max_iter, tol, prior, rng, names,
+                          bar)
+            # a restart that converged early counts as its whole budget
+            bar.counter[0] = (restart + 1) * max_iter
+            finals.append(result[2])
+            if best is None or result[2] > best[2]:
+                best = result
     weights, trees, ll, trace, n_iter, converged, resp = best
     return MixtureOfTrees(weights=weights, trees=tuple(trees), log_likelihood=float(ll),
                           log_likelihood_trace=np.asarray(trace), n_iter=n_iter,
@@ -239,7 +248,7 @@ def _component_log_density(data, kind, trees):
     return np.stack([t.logpdf(data) for t in trees], axis=1)
 
 
-def _run(data, cats, one_hot, kind, K, max_iter, tol, prior, rng, names):
+def _run(data, cats, one_hot, kind, K, max_iter, tol, prior, rng, names, bar=None):
     n = data.shape[0]
     resp = _initial_responsibilities(data, kind, K, rng)
     trees = [None] * K
@@ -256,6 +265,8 @@ def _run(data, cats, one_hot, kind, K, max_iter, tol, prior, rng, names):
             resp = np.exp(log_joint - log_norm[:, None])
         resp = np.nan_to_num(resp, nan=0.0)
         trace.append(ll)
+        if bar is not None:
+            bar.advance(1)
         if len(trace) > 1 and trace[-1] - trace[-2] < tol * n:
             converged = True
             break
