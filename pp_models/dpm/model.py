@@ -103,9 +103,11 @@ __all__ = [
     "NONCONJUGATE",
     "DPMSpec",
     "default_hyperprior",
+    "default_wishart_hyperprior",
     "get_spec",
     "initial_partition",
     "learned_hyperparameters",
+    "learned_variable_names",
     "model",
 ]
 
@@ -137,8 +139,11 @@ class DPMSpec:
     discount: float
     truncation: int | None
     feature_names: tuple[str, ...] = field(default_factory=tuple)
-    #: learned base-measure keys -> (shape, rate) of their Gamma hyperprior
+    #: learned base-measure keys -> parameters of their hyperprior: (shape, rate) of a
+    #: Gamma for ``hyperprior_kind="gamma"``; for ``"wishart"`` (w, V) of S0's Wishart,
+    #: (shape, rate) of kappa0's Gamma, (mean, covariance) of m0's normal
     hyperprior: dict = field(default_factory=dict)
+    hyperprior_kind: str = "gamma"
 
 
 def get_spec(m: pm.Model) -> DPMSpec | None:
@@ -234,15 +239,23 @@ def model(
     split_merge_every = check_int(split_merge_every, "split_merge_every", minimum=0)
     auxiliary = check_int(auxiliary, "auxiliary", minimum=1)
     hyper = _prior(likelihood, X, prior)
-    learned = _check_hyperprior(hyperprior, likelihood, d, truncation, prior)
-    hyper = _at_hyperprior_mean(hyper, learned, X)
+    kind = "wishart" if isinstance(hyperprior, str) else "gamma"
+    if kind == "wishart":
+        _check_wishart_kind(hyperprior, likelihood, truncation)
+        if "nu0" not in (prior or {}):
+            hyper = _prior(likelihood, X, dict(prior or {}, nu0=wishart_nu0(d)))
+        learned = _check_wishart_hyperprior(hyperprior, likelihood, X, truncation, prior,
+                                            hyper["nu0"])
+    else:
+        learned = _check_hyperprior(hyperprior, likelihood, d, truncation, prior)
+    hyper = _at_hyperprior_mean(hyper, learned, X, kind)
     names = feature_names if feature_names is not None else columns
     names = [str(c) for c in names] if names is not None else [f"x{j}" for j in range(d)]
     if len(names) != d:
         raise ValueError(f"feature_names has {len(names)} names but X has {d} columns")
 
     spec = DPMSpec(X, likelihood, hyper, alpha_value, alpha_prior, discount, truncation,
-                   tuple(names), learned)
+                   tuple(names), learned, kind)
     coords = {"obs": np.arange(n), "feature": names}
     if truncation is None:
         built = _crp_model(spec, coords, split_merge_every, auxiliary)
@@ -326,6 +339,59 @@ def _check_hyperprior(hyperprior, likelihood, d, truncation, prior):
     return out
 
 
+#: Learnable keys of the conjugate (Wishart) hierarchy, ``hyperprior="wishart"``.
+WISHART_LEARNABLE = ("m0", "kappa0", "S0")
+
+
+def wishart_nu0(d: int) -> float:
+    """Fixed ``nu0`` of the Wishart hierarchy: d + 2 (the smallest integer giving E[Sigma])."""
+    return d + 2.0
+
+
+def default_wishart_hyperprior(X, nu0: float | None = None) -> dict:
+    """The conjugate hyperpriors of ``hyperprior="wishart"`` (Rasmussen 2000; Gorur &
+    Rasmussen 2010), centred on the data: with D = diag(column variances of X),
+
+    - ``S0 ~ Wishart(d, WISHART_SCALE (nu0 - d - 1) D / d)``: E[S0] makes the prior
+      mean of a cluster covariance WISHART_SCALE x D (``nu0`` defaults to
+      :func:`wishart_nu0`, or the value fixed in ``prior``); d degrees of freedom let the
+      posterior of S0 follow the clusters' own covariances (correlations included);
+    - ``kappa0 ~ Gamma(2, 20)`` (mean 0.1: cluster means spread about 3 cluster sds);
+    - ``m0 ~ N(column means, D)``.
+    """
+    X = np.asarray(X, dtype=np.float64)
+    d = X.shape[1]
+    D = np.diag(_column_variances(X))
+    nu0 = wishart_nu0(d) if nu0 is None else float(nu0)
+    return {"m0": (X.mean(axis=0), D), "kappa0": (2.0, 20.0),
+            "S0": (d, WISHART_SCALE * (nu0 - d - 1.0) * D / d)}
+
+
+#: Prior mean of a cluster's covariance as a fraction of the data's (Wishart hierarchy)
+WISHART_SCALE = 0.3
+
+
+def _check_wishart_kind(hyperprior, likelihood, truncation):
+    if hyperprior != "wishart":
+        raise ValueError(f"hyperprior: the only string value is 'wishart', got {hyperprior!r}")
+    if likelihood != "gaussian" or truncation is not None:
+        raise ValueError("hyperprior='wishart' needs likelihood='gaussian' and "
+                         "truncation=None")
+
+
+def _check_wishart_hyperprior(hyperprior, likelihood, X, truncation, prior, nu0):
+    _check_wishart_kind(hyperprior, likelihood, truncation)
+    fixed = set(prior or ())
+    return {k: v for k, v in default_wishart_hyperprior(X, nu0).items() if k not in fixed}
+
+
+def learned_variable_names(spec: DPMSpec) -> list[str]:
+    """Names of the free variables of the learned base measure of ``spec``."""
+    if spec.hyperprior_kind == "wishart":
+        return list(spec.hyperprior)
+    return [LEARNABLE[spec.likelihood][k] for k in spec.hyperprior]
+
+
 def _column_variances(X):
     var = X.var(axis=0)
     return np.where(var > 0, var, 1.0)
@@ -336,6 +402,9 @@ def learned_hyperparameters(spec: DPMSpec, values: dict) -> dict:
     (NumPy scalars or PyTensor scalars alike); fixed keys come from ``spec.prior``."""
     h = dict(spec.prior)
     if not spec.hyperprior:
+        return h
+    if spec.hyperprior_kind == "wishart":
+        h.update({key: values[key] for key in spec.hyperprior})
         return h
     var = _column_variances(spec.X)
     d = spec.X.shape[1]
@@ -359,11 +428,15 @@ def learned_hyperparameters(spec: DPMSpec, values: dict) -> dict:
     return h
 
 
-def _at_hyperprior_mean(hyper, learned, X):
+def _at_hyperprior_mean(hyper, learned, X, kind="gamma"):
     """``hyper`` with the learned keys at their hyperprior means (a representative value
     for :func:`initial_partition` and starting points)."""
     if not learned:
         return hyper
+    if kind == "wishart":
+        means = {"m0": lambda p: p[0], "kappa0": lambda p: p[0] / p[1],
+                 "S0": lambda p: p[0] * p[1]}
+        return dict(hyper, **{k: means[k](p) for k, p in learned.items()})
     likelihood = "gaussian" if "nu0" in hyper else "diag_gaussian"
     spec = DPMSpec(X, likelihood, hyper, 1.0, None, 0.0, None, (), learned)
     names = LEARNABLE[likelihood]
@@ -516,7 +589,17 @@ def _crp_model(spec, coords, split_merge_every, auxiliary):
     with pm.Model(coords=coords) as m:
         alpha = _alpha_variable(spec)
         z = CRP("z", alpha=alpha, n=n, discount=spec.discount, dims="obs")
-        if spec.hyperprior:
+        if spec.hyperprior_kind == "wishart":
+            h = dict(h)
+            for key, params in spec.hyperprior.items():
+                if key == "S0":
+                    h[key] = pm.Wishart("S0", nu=int(params[0]), V=params[1],
+                                        initval=params[0] * params[1])
+                elif key == "kappa0":
+                    h[key] = pm.Gamma("kappa0", alpha=params[0], beta=params[1])
+                else:
+                    h[key] = pm.MvNormal("m0", mu=params[0], cov=params[1])
+        elif spec.hyperprior:
             free = {}
             for key, (shape, rate) in spec.hyperprior.items():
                 name = LEARNABLE[lik][key]
@@ -561,7 +644,11 @@ def _crp_model(spec, coords, split_merge_every, auxiliary):
     if spec.alpha_prior is not None:
         hints.append(StepHint("escobar_west", ("alpha",)))
         notes += " alpha: Escobar-West auxiliary-variable Gibbs."
-    if spec.hyperprior:
+    if spec.hyperprior_kind == "wishart" and spec.hyperprior:
+        hints.append(StepHint("niw_hyper_gibbs", tuple(spec.hyperprior)))
+        notes += (f" Base measure ({', '.join(spec.hyperprior)}): conjugate Gibbs given the "
+                  "instantiated cluster parameters (Rasmussen 2000).")
+    elif spec.hyperprior:
         notes += (" Base-measure hyperparameters "
                   f"({', '.join(LEARNABLE[lik][k] for k in spec.hyperprior)}): NUTS.")
     info = ZooModelInfo(
