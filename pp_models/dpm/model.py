@@ -27,9 +27,10 @@ Likelihoods and their priors ``H`` (keys of ``prior``; defaults scale with the d
 ``likelihood``      component F and prior H                   ``prior`` keys (defaults)
 ==================  ========================================  =============================
 ``"gaussian"``      N(mu, Sigma), Normal-Inverse-Wishart      ``m0`` (column means),
-                    (collapsed CRP only)                      ``kappa0`` (0.05), ``nu0``
-                                                              (d + 2), ``S0`` (0.1 x
-                                                              diag of column variances)
+                    (collapsed CRP only)                      ``kappa0`` (0.01), ``nu0``
+                                                              (d + 2), ``S0`` (1.5 x
+                                                              (nu0 - d - 1) x diag of
+                                                              column variances)
 ``diag_gaussian``   N(mu_j, 1/tau_j) per column,              ``m0``, ``kappa0`` (0.05),
                     tau_j ~ Gamma(a0, b0), mu_j | tau_j ~     ``a0`` (2), ``b0`` (0.1 x
                     N(m0_j, 1/(kappa0 tau_j))                 column variances)
@@ -43,16 +44,28 @@ Likelihoods and their priors ``H`` (keys of ``prior``; defaults scale with the d
                     LogNormal(l_j, r) (non-conjugate)         ``rate_scale`` (1.5)
 ==================  ========================================  =============================
 
-Learned base measure (``hyperprior=True`` or a dict, for ``"gaussian"`` and
-``"diag_gaussian"`` in the CRP form; Rasmussen 2000; Gorur & Rasmussen 2010; not the
-default: on the clustering panel of ``benchmarks/bench_clustering.py`` it gave lower ARI
-than the fixed defaults on breast cancer and digits-PCA10): ``kappa0``, the degrees of freedom
-(``nu0`` / ``a0``) and the scale of ``S0`` / ``b0`` get Gamma hyperpriors
-(:func:`default_hyperprior`, :data:`LEARNABLE`) and are sampled by NUTS in the same
-``fit`` as ``z`` (the collapsed likelihood has gradients in every hyperparameter; the
-collapsed Gibbs step reads their current values at every step). The values in the table
-above are then the hyperprior means' counterparts only as a starting point; keys given in
-``prior`` stay fixed.
+The ``"gaussian"`` defaults were chosen on the clustering panel of
+``benchmarks/bench_clustering.py`` (issue #11; README): a prior cluster covariance of 1.5
+times the data's with weak ``nu0`` and vague cluster means, against 0.1 and ``kappa0`` =
+0.05 before, which split breast cancer into 8 clusters and digits-PCA10 into 46.
+
+Learned base measures (not the default: on that panel both clustered the real data sets
+worse than the fixed defaults, because the learned cluster scale follows the small
+clusters the sampler has found and makes more of them cheap):
+
+- ``hyperprior="wishart"`` (``"gaussian"``, CRP form): the conjugate hierarchy of
+  Rasmussen (2000) and Gorur & Rasmussen (2010), ``S0 ~ Wishart``, ``kappa0 ~ Gamma``,
+  ``m0 ~ N`` centred on the data (:func:`default_wishart_hyperprior`, ``nu0`` fixed),
+  updated exactly by the ``niw_hyper_gibbs`` step (``inference/gibbs/niw_hyper.py``:
+  cluster parameters instantiated, then conjugate draws).
+- ``hyperprior=True`` or a dict (``"gaussian"`` and ``"diag_gaussian"``, CRP form):
+  ``kappa0``, the degrees of freedom (``nu0`` / ``a0``) and the scale of ``S0`` / ``b0``
+  get Gamma hyperpriors (:func:`default_hyperprior`, :data:`LEARNABLE`) and are sampled
+  by NUTS in the same ``fit`` as ``z`` (the collapsed likelihood has gradients in every
+  hyperparameter; the collapsed Gibbs step reads their current values at every step).
+
+In both, the values in the table above are only a starting point for the learned keys;
+keys given in ``prior`` stay fixed.
 
 After sampling, :func:`summarize` adds the label-invariant outputs to the DataTree: the
 co-clustering matrix, a point-estimate partition (Binder or VI loss), the posterior of
@@ -181,8 +194,9 @@ def model(
     prior : dict, optional
         Hyperparameters of H fixed at these values (module docstring for the defaults).
         With a learned base measure (``hyperprior``), the keys not given here are learned.
-    hyperprior : dict, bool or None
-        Learned base measure (Rasmussen 2000; Gorur & Rasmussen 2010), ``"gaussian"`` and
+    hyperprior : dict, bool, "wishart" or None
+        ``"wishart"``: the conjugate hierarchy (module docstring), ``"gaussian"`` only.
+        Otherwise: learned base measure with Gamma hyperpriors, ``"gaussian"`` and
         ``"diag_gaussian"`` with ``truncation=None`` only. ``None`` / ``False`` (default):
         the fixed defaults of the module docstring; ``True``: learn every key of
         :data:`LEARNABLE` not fixed by ``prior``, with the default Gamma hyperpriors of

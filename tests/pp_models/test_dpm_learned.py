@@ -106,7 +106,7 @@ def test_wishart_hierarchy_joint_density():
     D = np.diag(X.var(axis=0))
     S0 = np.array([[1.0, 0.2, 0.0], [0.2, 2.0, 0.1], [0.0, 0.1, 0.5]])
     k0, m0 = 0.3, np.array([0.1, -0.2, 0.3])
-    logp = m.compile_logp(jacobian=False)
+    logp = m.compile_logp(jacobian=False, mode="FAST_COMPILE")  # the Wishart: slow to JIT
     point = m.initial_point()
     transform = m.rvs_to_transforms[m["S0"]]
     point.update(z=Z.astype(point["z"].dtype), kappa0_log__=np.log(k0), m0=m0)
