@@ -366,23 +366,19 @@ def default_wishart_hyperprior(X, nu0: float | None = None) -> dict:
     """The conjugate hyperpriors of ``hyperprior="wishart"`` (Rasmussen 2000; Gorur &
     Rasmussen 2010), centred on the data: with D = diag(column variances of X),
 
-    - ``S0 ~ Wishart(d, WISHART_SCALE (nu0 - d - 1) D / d)``: E[S0] makes the prior
-      mean of a cluster covariance WISHART_SCALE x D (``nu0`` defaults to
+    - ``S0 ~ Wishart(d, GAUSSIAN_SCALE (nu0 - d - 1) D / d)``: E[S0] is the fixed
+      default's S0, a prior mean cluster covariance GAUSSIAN_SCALE x D (``nu0`` defaults to
       :func:`wishart_nu0`, or the value fixed in ``prior``); d degrees of freedom let the
       posterior of S0 follow the clusters' own covariances (correlations included);
-    - ``kappa0 ~ Gamma(2, 20)`` (mean 0.1: cluster means spread about 3 cluster sds);
+    - ``kappa0 ~ Gamma(2, 2 / GAUSSIAN_KAPPA0)`` (mean: the fixed default's kappa0);
     - ``m0 ~ N(column means, D)``.
     """
     X = np.asarray(X, dtype=np.float64)
     d = X.shape[1]
     D = np.diag(_column_variances(X))
     nu0 = wishart_nu0(d) if nu0 is None else float(nu0)
-    return {"m0": (X.mean(axis=0), D), "kappa0": (2.0, 20.0),
-            "S0": (d, WISHART_SCALE * (nu0 - d - 1.0) * D / d)}
-
-
-#: Prior mean of a cluster's covariance as a fraction of the data's (Wishart hierarchy)
-WISHART_SCALE = 0.3
+    return {"m0": (X.mean(axis=0), D), "kappa0": (2.0, 2.0 / GAUSSIAN_KAPPA0),
+            "S0": (d, GAUSSIAN_SCALE * (nu0 - d - 1.0) * D / d)}
 
 
 def _check_wishart_kind(hyperprior, likelihood, truncation):

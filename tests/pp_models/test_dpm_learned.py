@@ -111,9 +111,9 @@ def test_wishart_hierarchy_joint_density():
     transform = m.rvs_to_transforms[m["S0"]]
     point.update(z=Z.astype(point["z"].dtype), kappa0_log__=np.log(k0), m0=m0)
     point["S0_cholesky-cov__"] = transform.forward(S0).eval()
-    V = 0.3 * (6.0 - d - 1.0) * D / d
+    V = 1.5 * (6.0 - d - 1.0) * D / d
     expected = stats.wishart.logpdf(S0, d, V)
-    expected += stats.gamma.logpdf(k0, 2.0, scale=1 / 20.0)
+    expected += stats.gamma.logpdf(k0, 2.0, scale=0.01 / 2.0)
     expected += stats.multivariate_normal.logpdf(m0, X.mean(0), D)
     expected += crp_logp(Z, 1.5, 0.0)
     expected += collapsed_loglik_value("gaussian", Z, X, (m0, k0, 6.0, S0))
