@@ -175,7 +175,7 @@ def model(
     feature_names=None,
     split_merge_every: int = 1,
     auxiliary: int = 3,
-    hyperprior: dict | bool | None = None,
+    hyperprior: dict | bool | str | None = None,
 ) -> pm.Model:
     """Build a Dirichlet-process mixture over the rows of ``X``.
 
