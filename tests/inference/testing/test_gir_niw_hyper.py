@@ -96,3 +96,19 @@ def test_false_alarm_and_power():
     kappa = sum(not _gir(KappaShapeTwice, seed=s).passed(0.01) for s in seeds)
     print(f"rejections out of 10: correct {correct}, S0 scale {scale}, kappa {kappa}")
     assert correct <= 1 and scale >= 9 and kappa >= 9
+
+
+def test_step_pickles_and_keeps_values_in_their_support():
+    """A chain run in another process gets a pickled step; its updates are valid values."""
+    import cloudpickle
+
+    m = hyper_model()
+    step = NIWHyperGibbs([m["S0"], m["kappa0"], m["m0"]], model=m)
+    clone = cloudpickle.loads(cloudpickle.dumps(step))
+    clone.setup_chain(np.random.default_rng(0), 0, 1)
+    point = m.initial_point()
+    point["z"] = np.repeat([0, 1], 5).astype(point["z"].dtype)
+    new, stats_ = clone.step(point)
+    assert stats_[0]["kappa0"] > 0 and stats_[0]["S0_trace"] > 0
+    assert np.isfinite(m.compile_logp(mode="FAST_COMPILE")(new))
+    assert new["z"] is point["z"]
