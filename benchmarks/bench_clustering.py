@@ -7,18 +7,20 @@ on alpha), reports the adjusted Rand index of the point estimate (Binder loss, t
 ``clustering`` group ``fit`` adds), the posterior mode of the number of clusters K and
 the wall time of ``fit(dpm.model(X, ...), method="gibbs")`` for
 
-- ``learned``: base-measure hyperparameters learned (``hyperprior=True``; Rasmussen 2000);
-- ``fixed``: the fixed defaults (``dpm.model``'s default, ``hyperprior=False``);
-
-side by side with scikit-learn's ``BayesianGaussianMixture`` (Dirichlet process, 20
-components, full covariances; K = components holding >= 1 point) and ``GaussianMixture``
-with K chosen by BIC over 1..15. Acceptance (issue #11): ARI(learned) >= max(ARI(fixed),
-ARI(sklearn DP)) and mode of K in [K - 1, 2K].
+the DPM configurations named by ``--candidates`` (:data:`CANDIDATES`: ``default`` is
+``dpm.model(X)``, ``fixed-old`` the fixed prior that was the default before issue #11,
+``gamma`` the Gamma hyperpriors sampled by NUTS, ``hyperprior=True``, and ``wishart`` the
+conjugate hierarchy of Rasmussen 2000, ``hyperprior="wishart"``), side by side with
+scikit-learn's ``BayesianGaussianMixture`` (Dirichlet process, 20 components, full
+covariances; K = components holding >= 1 point) and ``GaussianMixture`` with K chosen by
+BIC over 1..15. Acceptance (issue #11), for the first candidate: ARI >= max(ARI of the
+other candidates, ARI(sklearn DP)) and mode of K in [K - 1, 2K] (breast cancer <= 4,
+digits-PCA10 in [9, 20]).
 
 One warm-up fit on a small set compiles the kernels first (its time is printed apart).
 
 Run: ``python benchmarks/bench_clustering.py [--draws 300 --tune 200 --chains 2]
-[--datasets iris,breast_cancer,...] [--markdown out.md]``.
+[--datasets iris,breast_cancer,...] [--candidates default,fixed-old] [--markdown out.md]``.
 """
 
 from __future__ import annotations
@@ -84,12 +86,28 @@ def load(name):
     return _standardise(X), np.asarray(y)
 
 
-def run_dpm(X, y, *, hyperprior, alpha, draws, tune, chains, seed):
+def _legacy_default(X):
+    """The fixed prior that was ``dpm.model``'s default before issue #11 (nu0 = d + 2,
+    S0 = 0.1 diag(column variances), kappa0 = 0.05), for the panel's comparison."""
+    d = X.shape[1]
+    return {"prior": {"nu0": d + 2.0, "S0": 0.1 * np.diag(X.var(axis=0)), "kappa0": 0.05}}
+
+
+#: The DPM configurations the panel can compare: name -> (X -> dpm.model keyword args)
+CANDIDATES = {
+    "fixed-old": _legacy_default,
+    "default": lambda X: {},
+    "gamma": lambda X: {"hyperprior": True},
+    "wishart": lambda X: {"hyperprior": "wishart"},
+}
+
+
+def run_dpm(X, y, *, options, alpha, draws, tune, chains, seed):
     from inference.fit import fit
     from pp_models import dpm, partitions
 
     start = time.perf_counter()
-    m = dpm.model(X, alpha=alpha, hyperprior=hyperprior)
+    m = dpm.model(X, alpha=alpha, **options)
     dt = fit(m, method="gibbs", draws=draws, tune=tune, chains=chains, random_seed=seed,
              progressbar=False)
     seconds = time.perf_counter() - start
@@ -134,20 +152,24 @@ def main():
     parser.add_argument("--datasets",
                         default="iris,breast_cancer,digits_pca10,elongated,unequal")
     parser.add_argument("--markdown", default=None, help="also write the table here")
+    parser.add_argument("--candidates", default="default,fixed-old",
+                        help=f"DPM configurations, the first one judged against the others "
+                             f"(of {', '.join(CANDIDATES)})")
     args = parser.parse_args()
 
+    candidates = args.candidates.split(",")
     warm = time.perf_counter()
     Xw, yw = load("iris")
-    for hp in (True, False):
-        run_dpm(Xw[::5], yw[::5], hyperprior=hp, alpha=(1.0, 1.0), draws=5, tune=5,
-                chains=1, seed=0)
+    for label in candidates:
+        run_dpm(Xw[::5], yw[::5], options=CANDIDATES[label](Xw[::5]), alpha=(1.0, 1.0),
+                draws=5, tune=5, chains=1, seed=0)
     print(f"warm-up (kernel compiles): {time.perf_counter() - warm:.1f} s")
 
-    header = ("| data (n x d) | true K | alpha | learned: ARI / mode K (P) / s | "
-              "fixed: ARI / mode K (P) / s | sklearn DP: ARI / K | BIC GMM: ARI / K | "
-              "accepted |")
-    rows = [header, "|" + "---|" * 8]
-    print(header)
+    header = ("| data (n x d) | true K | alpha | "
+              + "".join(f"{label}: ARI / mode K (P) / s | " for label in candidates)
+              + "sklearn DP: ARI / K | BIC GMM: ARI / K | accepted |")
+    rows = [header, "|" + "---|" * (6 + len(candidates))]
+    print(header, flush=True)
     for name in args.datasets.split(","):
         X, y = load(name)
         K = len(np.unique(y))
@@ -155,14 +177,20 @@ def main():
         bic_ari, bic_k, _ = run_bic(X, y, args.seed)
         for alpha_label, alpha in (("1", 1.0), ("Gamma(1,1)", (1.0, 1.0))):
             res = {}
-            for label, hp in (("learned", True), ("fixed", False)):
-                res[label] = run_dpm(X, y, hyperprior=hp, alpha=alpha, draws=args.draws,
-                                     tune=args.tune, chains=args.chains, seed=args.seed)
-            ari, mode, _p, _s = res["learned"]
-            ok = ari >= max(res["fixed"][0], sk_ari) - 1e-12 and K - 1 <= mode <= 2 * K
+            for label in candidates:
+                res[label] = run_dpm(X, y, options=CANDIDATES[label](X), alpha=alpha,
+                                     draws=args.draws, tune=args.tune, chains=args.chains,
+                                     seed=args.seed)
+            ari, mode, _p, _s = res[candidates[0]]
+            others = [res[label][0] for label in candidates[1:]]
+            k_range = {"breast_cancer": (1, 4), "digits_pca10": (9, 20)}.get(name,
+                                                                         (K - 1, 2 * K))
+            ok = (ari >= max([*others, sk_ari]) - 1e-12
+                  and k_range[0] <= mode <= k_range[1])
             cells = [f"{a:.3f} / {k} ({pk:.2f}) / {s:.0f}" for a, k, pk, s in res.values()]
             row = (f"| {name} ({X.shape[0]} x {X.shape[1]}) | {K} | {alpha_label} | "
-                   f"{cells[0]} | {cells[1]} | {sk_ari:.3f} / {sk_k} | {bic_ari:.3f} / "
+                   + "".join(f"{c} | " for c in cells)
+                   + f"{sk_ari:.3f} / {sk_k} | {bic_ari:.3f} / "
                    f"{bic_k} | {'yes' if ok else 'no'} |")
             rows.append(row)
             print(row, flush=True)

@@ -231,3 +231,8 @@ print(params[["size", "mean", "variance"]].to_dataframe().round(2))
 #   `"poisson"` uses Neal's Algorithm 8 with NUTS on the cluster parameters.
 # - Stick-breaking makes the model continuous for NUTS and ADVI, at the price of a
 #   truncation level and label switching in the raw output.
+# - The prior on the cluster parameters decides how many clusters real data get. For
+#   full covariances, `likelihood="gaussian"`'s default (prior cluster covariance 1.5 x
+#   the data's, weak `nu0`, vague means) was chosen on the real-data panel of
+#   `benchmarks/bench_clustering.py` (README); `hyperprior="wishart"` learns the base
+#   measure instead (Rasmussen 2000), which suits iris but over-splits skewed data.

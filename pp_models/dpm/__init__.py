@@ -4,8 +4,8 @@ The factory :func:`model` (and :func:`initial_partition`) is in ``model.py``, th
 (:func:`summarize`, :func:`cluster_parameters`, :func:`predictive_density`) in
 ``outputs.py``; see ``model.py``'s
 docstring for the three representations and the likelihoods. The Gibbs steps are in
-``inference/gibbs/crp_collapsed.py``, ``crp_auxiliary.py`` and ``escobar_west.py``, the
-hot loops in :mod:`custom_ops.crp_gibbs`, the conjugate families in
+``inference/gibbs/crp_collapsed.py``, ``crp_auxiliary.py``, ``escobar_west.py`` and
+``niw_hyper.py``, the hot loops in :mod:`custom_ops.crp_gibbs`, the conjugate families in
 :mod:`custom_ops.conjugate`.
 """
 
@@ -17,9 +17,11 @@ from pp_models.dpm.model import (
     NONCONJUGATE,
     DPMSpec,
     default_hyperprior,
+    default_wishart_hyperprior,
     get_spec,
     initial_partition,
     learned_hyperparameters,
+    learned_variable_names,
     model,
 )
 from pp_models.dpm.outputs import (
@@ -38,9 +40,11 @@ __all__ = [
     "DPMSpec",
     "cluster_parameters",
     "default_hyperprior",
+    "default_wishart_hyperprior",
     "get_spec",
     "initial_partition",
     "learned_hyperparameters",
+    "learned_variable_names",
     "model",
     "posterior_mean_hyperparameters",
     "predictive_density",

@@ -20,10 +20,10 @@ from custom_ops import conjugate as cj
 from pp_models import partitions
 from pp_models.dpm.model import (
     CONJUGATE,
-    LEARNABLE,
     DPMSpec,
     get_spec,
     learned_hyperparameters,
+    learned_variable_names,
 )
 from pp_models.model_info import posterior_with_labels
 
@@ -57,12 +57,15 @@ def _posterior_hyper(dt, spec):
     if not spec.hyperprior:
         return lambda s: spec.prior
     posterior = dt["posterior"]
-    names = [LEARNABLE[spec.likelihood][k] for k in spec.hyperprior]
+    names = learned_variable_names(spec)
     missing = [v for v in names if v not in posterior.data_vars]
     if missing:
         raise ValueError(f"dt: the posterior has no {missing} (the learned base-measure "
                          "hyperparameters of this model)")
-    flat = {v: np.asarray(posterior[v].values, dtype=float).reshape(-1) for v in names}
+    flat = {}
+    for v in names:
+        values = np.asarray(posterior[v].values, dtype=float)
+        flat[v] = values.reshape(-1, *values.shape[2:])
     return lambda s: learned_hyperparameters(spec, {v: a[s] for v, a in flat.items()})
 
 
@@ -76,9 +79,10 @@ def posterior_mean_hyperparameters(dt: xr.DataTree, m: pm.Model) -> dict:
         return dict(spec.prior)
     _posterior_hyper(dt, spec)  # validates
     posterior = dt["posterior"]
-    names = [LEARNABLE[spec.likelihood][k] for k in spec.hyperprior]
+    names = learned_variable_names(spec)
     return learned_hyperparameters(
-        spec, {v: float(np.mean(posterior[v].values)) for v in names})
+        spec, {v: np.asarray(posterior[v].values, dtype=float).mean(axis=(0, 1))
+               for v in names})
 
 
 def _thin_index(total, max_draws):

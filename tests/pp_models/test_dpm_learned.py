@@ -9,6 +9,7 @@ from custom_ops.collapsed import collapsed_loglik_value
 from custom_ops.crp import crp_logp
 from inference.gibbs import CRPCollapsedGibbs
 from pp_models import dpm
+from pp_models.model_info import get_info
 
 RNG = np.random.default_rng(3)
 X = RNG.normal(size=(12, 3)) * np.array([1.0, 2.0, 0.5])
@@ -83,3 +84,52 @@ def test_bad_hyperprior_input(kwargs, match):
     data = (X > 0).astype(float) if kwargs.get("likelihood") == "bernoulli" else X
     with pytest.raises(ValueError, match=match):
         dpm.model(data, **kwargs)
+
+
+# --------------------------------------------------------------------------------------
+# hyperprior="wishart": the conjugate hierarchy of Rasmussen (2000)
+# --------------------------------------------------------------------------------------
+def test_wishart_hierarchy_variables_and_step_hint():
+    m = dpm.model(X, hyperprior="wishart")
+    assert sorted(v.name for v in m.free_RVs) == ["S0", "kappa0", "m0", "z"]
+    hints = {h.step: h.var_names for h in get_info(m).step_hints}
+    assert hints["niw_hyper_gibbs"] == ("m0", "kappa0", "S0")
+    partly = dpm.model(X, hyperprior="wishart", prior={"kappa0": 0.2, "m0": np.zeros(3)})
+    assert sorted(v.name for v in partly.free_RVs) == ["S0", "z"]
+
+
+def test_wishart_hierarchy_joint_density():
+    """log p (no Jacobians) = Wishart + Gamma + normal hyperpriors (scipy) + CRP + NIW
+    collapsed likelihood at those values, with the documented hyperprior parameters."""
+    m = dpm.model(X, alpha=1.5, hyperprior="wishart", prior={"nu0": 6.0})
+    d = X.shape[1]
+    D = np.diag(X.var(axis=0))
+    S0 = np.array([[1.0, 0.2, 0.0], [0.2, 2.0, 0.1], [0.0, 0.1, 0.5]])
+    k0, m0 = 0.3, np.array([0.1, -0.2, 0.3])
+    logp = m.compile_logp(jacobian=False, mode="FAST_COMPILE")  # the Wishart: slow to JIT
+    point = m.initial_point()
+    transform = m.rvs_to_transforms[m["S0"]]
+    point.update(z=Z.astype(point["z"].dtype), kappa0_log__=np.log(k0), m0=m0)
+    point["S0_cholesky-cov__"] = transform.forward(S0).eval()
+    V = 1.5 * (6.0 - d - 1.0) * D / d
+    expected = stats.wishart.logpdf(S0, d, V)
+    expected += stats.gamma.logpdf(k0, 2.0, scale=0.01 / 2.0)
+    expected += stats.multivariate_normal.logpdf(m0, X.mean(0), D)
+    expected += crp_logp(Z, 1.5, 0.0)
+    expected += collapsed_loglik_value("gaussian", Z, X, (m0, k0, 6.0, S0))
+    assert logp(point) == pytest.approx(expected, rel=1e-8)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        (dict(hyperprior="wishart", prior={"nu0": 2.0}), r"nu0: must be finite and > d - 1"),
+        (dict(hyperprior="wishart", prior={"S0": -np.eye(3)}), r"S0: must be positive"),
+        (dict(hyperprior="wishart", prior={"kappa0": -1.0}), r"kappa0: must be finite"),
+        (dict(hyperprior="wishart", likelihood="diag_gaussian"), r"hyperprior='wishart'"),
+        (dict(hyperprior="Wishart"), r"hyperprior: the only string value"),
+    ],
+)
+def test_bad_wishart_input(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        dpm.model(X, **kwargs)
