@@ -27,8 +27,9 @@ __all__ = ["TREE_BUILDERS", "learn"]
 #: The tree estimators by algorithm name (``learn``'s ``method``).
 TREE_BUILDERS = {"greedy": greedy, "randomized": randomized, "embhc": embhc}
 _UNSET = object()
-#: Box of the optimiser on the log-scale factors θ: each learned value stays within a
-#: factor e^±12 of its initial value.
+#: Box of the optimiser on the log-scale factors θ of parameters without a prior
+#: (``priors=False`` or ``{name: None}``): such a value stays within a factor e^±12 of
+#: its initial value. Parameters with a prior are unbounded.
 THETA_BOUND = 12.0
 
 
