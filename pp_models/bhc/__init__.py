@@ -7,8 +7,10 @@ linkage, evidence, r_k, tree cut, predictive, DPM lower bound, dendrogram plot):
   (Alg. 3.2, with a heap: O(n^2) pair evaluations, O(n^2 log n) time, O(n^2) memory);
 * :func:`randomized` (``randomized.py``): RBHC for large n (§3.6, Alg. 3.4-3.5);
 * :func:`embhc` (``randomized.py``): EMBHC (Alg. 3.6);
-* :func:`learn` (``learning.py``): alternates tree building and type-II
-  maximum-likelihood optimisation of the hyperparameters (§3.4.1's EM-like scheme).
+* :func:`learn` (``learning.py``): alternates tree building and MAP optimisation of the
+  hyperparameters (§3.4.1's EM-like scheme, with the priors of ``priors.py``:
+  :class:`LogNormal`, :class:`Gamma`, :data:`DEFAULT_PRIORS`; ``priors=False`` for
+  Heller's type-II maximum likelihood).
 
 :func:`model` (``model.py``) is the PyMC model of the DP concentration and the conjugate
 prior's hyperparameters for a fixed tree: its potential is the tree-consistent evidence
@@ -28,14 +30,18 @@ from pp_models.bhc.deprecated import fit
 from pp_models.bhc.greedy import greedy
 from pp_models.bhc.learning import learn
 from pp_models.bhc.model import OBJECTIVES, model
+from pp_models.bhc.priors import DEFAULT_PRIORS, Gamma, LogNormal
 from pp_models.bhc.randomized import embhc, randomized
 from pp_models.bhc.result import BHCResult
 from pp_models.registry import ModelEntry
 
 __all__ = [
+    "DEFAULT_PRIORS",
     "LIKELIHOODS",
     "OBJECTIVES",
     "BHCResult",
+    "Gamma",
+    "LogNormal",
     "default_hyper",
     "embhc",
     "fit",

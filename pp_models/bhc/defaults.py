@@ -9,9 +9,26 @@ import numpy as np
 
 from custom_ops import conjugate as cj
 
-__all__ = ["LIKELIHOODS", "check_alpha", "check_data", "default_hyper", "resolve_hyper"]
+__all__ = [
+    "LEARNABLE",
+    "LIKELIHOODS",
+    "check_alpha",
+    "check_data",
+    "default_hyper",
+    "resolve_hyper",
+]
 
 LIKELIHOODS = tuple(cj.FAMILY_CODES)
+
+#: The positive quantities that :func:`~pp_models.bhc.learn` learns and that get a prior
+#: (:mod:`pp_models.bhc.priors`) by default, per likelihood (a Gaussian's ``m0`` stays
+#: at the data mean).
+LEARNABLE = {
+    "bernoulli": ("alpha", "a", "b"),
+    "multinomial": ("alpha", "concentration"),
+    "gaussian": ("alpha", "kappa0", "nu0", "S0"),
+    "diag_gaussian": ("alpha", "kappa0", "a0", "b0"),
+}
 
 
 def default_hyper(X, likelihood):

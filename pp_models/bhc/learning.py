@@ -1,5 +1,6 @@
 """Hyperparameter learning for BHC (Heller 2007 §3.4.1): :func:`learn` alternates tree
-building and type-II maximum-likelihood optimisation of the hyperparameters."""
+building and MAP (default; priors of :mod:`pp_models.bhc.priors`) or type-II
+maximum-likelihood optimisation of the hyperparameters."""
 
 from __future__ import annotations
 
@@ -14,9 +15,10 @@ import pytensor.tensor as pt
 from scipy import optimize
 
 from custom_ops import conjugate as cj
-from pp_models.bhc.defaults import check_alpha, check_data, resolve_hyper
+from pp_models.bhc.defaults import LEARNABLE, check_alpha, check_data, resolve_hyper
 from pp_models.bhc.greedy import greedy
 from pp_models.bhc.model import _check_objective, _objective
+from pp_models.bhc.priors import resolve_priors
 from pp_models.bhc.randomized import embhc, randomized
 from pp_models.bhc.result import BHCResult, evaluate
 
@@ -25,25 +27,20 @@ __all__ = ["TREE_BUILDERS", "learn"]
 #: The tree estimators by algorithm name (``learn``'s ``method``).
 TREE_BUILDERS = {"greedy": greedy, "randomized": randomized, "embhc": embhc}
 _UNSET = object()
-#: Box of the optimiser on the log-scale factors θ: each learned value stays within a
-#: factor e^±12 of its initial value.
+#: Box of the optimiser on the log-scale factors θ of parameters without a prior
+#: (``priors=False`` or ``{name: None}``): such a value stays within a factor e^±12 of
+#: its initial value. Parameters with a prior are unbounded.
 THETA_BOUND = 12.0
 
 
-_LEARNABLE = {
-    "bernoulli": ("alpha", "a", "b"),
-    "multinomial": ("alpha", "concentration"),
-    "gaussian": ("alpha", "kappa0", "nu0", "S0"),
-    "diag_gaussian": ("alpha", "kappa0", "a0", "b0"),
-}
-
-
 class _EvidenceFunction:
-    """log p(D | T) and its gradient in the log-scale factors θ of the learned
-    hyperparameters (value = base exp(θ); nu0 = d - 1 + (base - d + 1) exp(θ)), with the
-    tree as a shared variable so changing it does not recompile."""
+    """The objective plus the log prior of the log-values, and its gradient in the
+    log-scale factors θ of the learned hyperparameters (value = base exp(θ);
+    nu0 = d - 1 + (base - d + 1) exp(θ)), with the tree as a shared variable so changing
+    it does not recompile. The prior of α is on log α = log α_base + θ, the others' on
+    the scale factor's log θ (:mod:`pp_models.bhc.priors`)."""
 
-    def __init__(self, X, likelihood, alpha, hyper_dict, names, merges, objective):
+    def __init__(self, X, likelihood, alpha, hyper_dict, names, merges, objective, priors):
         d = X.shape[1]
         self.names = names
         self.merges = pytensor.shared(np.asarray(merges, dtype=np.int64), name="merges")
@@ -58,7 +55,14 @@ class _EvidenceFunction:
                 sym[name] = pt.as_tensor_variable(np.asarray(vals[name], dtype=float)) * f
         args = {k: sym.get(k, vals[k]) for k in cj.FAMILIES[likelihood].hyper_names}
         lp = _objective(objective, X, self.merges, sym.get("alpha", alpha), likelihood, args)
-        self.fn = pytensor.function([theta], [lp, pytensor.grad(lp, theta)])
+        log_prior = pt.constant(0.0)
+        for pos, name in enumerate(names):
+            if priors[name] is not None:
+                u = theta[pos] + (math.log(alpha) if name == "alpha" else 0.0)
+                log_prior = log_prior + priors[name].log_density_of_log(u)
+        total = lp + log_prior
+        self.fn = pytensor.function([theta], [total, pytensor.grad(total, theta)])
+        self.parts = pytensor.function([theta], [lp, log_prior])
         self.exprs = pytensor.function([theta], [sym[k] for k in names])
 
     def values(self, theta):
@@ -77,6 +81,7 @@ def learn(
     tol=1e-3,
     random_seed=None,
     objective="lower_bound",
+    priors=None,
     learn=_UNSET,
     **builder_kwargs,
 ) -> BHCResult:
@@ -85,15 +90,26 @@ def learn(
     E-like step: build the tree with the estimator ``method`` (``"greedy"``,
     ``"randomized"`` or ``"embhc"``; ``builder_kwargs`` go to it) at the current
     hyperparameters.
-    M-like step: maximise the objective over the learned hyperparameters for that tree
-    (L-BFGS on log-scale factors, gradients from the BHC Op's pullback). Stops when the
-    optimised objective improves by less than ``tol`` (or after ``max_iter`` rounds)
-    and returns the best tree found, evaluated at its optimised hyperparameters, with
-    ``history`` (per round: the tree's evidence log p(D | T), the optimised objective
-    and the hyperparameters, and ``at_bound``: the names whose optimum sat on the
-    optimiser's box, a factor e^±12 from the initial value). When the returned values
-    include any on the box, a ``RuntimeWarning`` names them: the objective still improved
-    towards the bound, so the value is not a maximiser (fix that parameter with
+    M-like step: for that tree, maximise the objective plus the log prior of the learned
+    quantities' logs (MAP; L-BFGS on log-scale factors, gradients from the BHC Op's
+    pullback). Stops when the optimised value improves by less than ``tol`` (or after
+    ``max_iter`` rounds) and returns the best tree found, evaluated at its optimised
+    hyperparameters, with ``history`` (per round: the tree's evidence log p(D | T),
+    ``optimised_objective`` (objective + log prior, the value maximised),
+    ``log_prior``, the hyperparameters, and ``at_bound``).
+
+    ``priors`` (default ``None``: :data:`~pp_models.bhc.priors.DEFAULT_PRIORS`, α ~
+    LogNormal(0, 1.5), each hyperparameter's scale factor on its ``hyper`` value ~
+    LogNormal(0, 1), kappa0's LogNormal(0, 1.5)): a dict ``{name: bhc.LogNormal(mu,
+    sigma) | bhc.Gamma(shape, rate) | None}`` overrides the defaults per key (``None``:
+    no prior on that key). ``priors=False`` drops every prior: type-II maximum likelihood,
+    Heller's scheme. A prior is on log α and on the log of the scale factor, so the
+    optimiser is unconstrained in those. Without a prior a value can run away (on small
+    n the bound's maximiser in α can be ≤ 0.001; a Beta ``a`` or ``b`` goes to 0 on a
+    constant column), so unprioritised keys are boxed to a factor e^±12 from the initial
+    value; ``at_bound`` names those whose optimum sat on the box, and a
+    ``RuntimeWarning`` names them in the returned values: the objective was still
+    improving, so the value is not a maximiser (add a prior, fix the parameter with
     ``params=`` or change its initial value).
 
     ``objective="lower_bound"`` (default) maximises Corollary 3.1's lower bound on the
@@ -122,11 +138,12 @@ def learn(
     alpha = check_alpha(alpha)
     _check_objective(objective)
     _hyper_tuple, hyper_dict = resolve_hyper(X, likelihood, hyper)
-    allowed = _LEARNABLE[likelihood]
+    allowed = LEARNABLE[likelihood]
     names = tuple(allowed if params is None else params)
     bad = [k for k in names if k not in allowed]
     if bad or not names:
         raise ValueError(f"params: must be a non-empty subset of {allowed}, got {params!r}")
+    priors = resolve_priors(priors, names)
     if isinstance(max_iter, bool) or not isinstance(max_iter, numbers.Integral) or max_iter < 1:
         raise ValueError(f"max_iter: must be a positive integer, got {max_iter!r}")
     if not (isinstance(tol, numbers.Real) and tol >= 0):
@@ -142,7 +159,7 @@ def learn(
         )
         if evfn is None:
             evfn = _EvidenceFunction(
-                X, likelihood, alpha, hyper_dict, names, result.merges, objective
+                X, likelihood, alpha, hyper_dict, names, result.merges, objective, priors
             )
         evfn.merges.set_value(result.merges)
         # θ is relative to the initial values; warm start at the current ones
@@ -152,10 +169,14 @@ def learn(
             theta0,
             jac=True,
             method="L-BFGS-B",
-            bounds=[(-THETA_BOUND, THETA_BOUND)] * len(names),
+            bounds=[
+                (-THETA_BOUND, THETA_BOUND) if priors[k] is None else (None, None)
+                for k in names
+            ],
         )
         at_bound = tuple(k for k, t in zip(names, res.x, strict=True)
-                         if abs(t) >= THETA_BOUND * (1.0 - 1e-9))
+                         if priors[k] is None and abs(t) >= THETA_BOUND * (1.0 - 1e-9))
+        _objective_value, log_prior = (float(v) for v in evfn.parts(res.x))
         vals = evfn.values(res.x)
         cur_alpha = float(vals.get("alpha", cur_alpha))
         cur_hyper = dict(cur_hyper)
@@ -168,6 +189,7 @@ def learn(
                 "iteration": it,
                 "tree_log_evidence": result.log_evidence,
                 "optimised_objective": value,
+                "log_prior": log_prior,
                 "alpha": cur_alpha,
                 **{k: cur_hyper[k] for k in names if k != "alpha"},
                 "at_bound": at_bound,
@@ -186,7 +208,8 @@ def learn(
         warnings.warn(
             f"bhc.learn: {shown} on the optimiser's bound (a factor e^±{THETA_BOUND:g} "
             "from the initial value): the objective was still improving, so this is not a "
-            "maximiser; fix the parameter (params=) or start it elsewhere (hyper=, alpha=)",
+            "maximiser; give it a prior (priors=), fix it (params=) or start it elsewhere "
+            "(hyper=, alpha=)",
             RuntimeWarning, stacklevel=2)
     hyper_tuple, hyper_dict = resolve_hyper(X, likelihood, best_hyper)
     final = evaluate(X, likelihood, best_alpha, hyper_tuple, hyper_dict, merges, method, 0)

@@ -8,34 +8,28 @@ the DP-mixture evidence, so NUTS or ``find_MAP`` apply.
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import pymc as pm
 import pytensor.tensor as pt
 
 from custom_ops import bhc as ops
 from custom_ops import conjugate as cj
-from pp_models.bhc.defaults import check_alpha, check_data, resolve_hyper
+from pp_models.bhc.defaults import LEARNABLE, check_alpha, check_data, resolve_hyper
 from pp_models.bhc.greedy import greedy
 from pp_models.bhc.outputs import TreeAtPosteriorMedian
+from pp_models.bhc.priors import PRIOR_TYPES, resolve_priors
 from pp_models.bhc.result import BHCResult
 from pp_models.model_info import ZooModelInfo, attach_info
 
 __all__ = ["OBJECTIVES", "model"]
 
 
-def _default_priors(likelihood):
-    priors = {"alpha": pm.LogNormal.dist(mu=0.0, sigma=1.5)}
-    if likelihood == "bernoulli":
-        priors["a"] = pm.LogNormal.dist(mu=0.0, sigma=1.0)
-        priors["b"] = pm.LogNormal.dist(mu=0.0, sigma=1.0)
-    elif likelihood == "multinomial":
-        priors["concentration"] = pm.LogNormal.dist(mu=0.0, sigma=1.0)
-    else:
-        priors["kappa0"] = pm.LogNormal.dist(mu=math.log(0.1), sigma=1.5)
-    return priors
-
+def _scaled_hyper(name, base, scale, d):
+    """The hyperparameter at scale factor ``scale`` on its base value (nu0: on its excess
+    over d - 1), the parameterisation of :mod:`pp_models.bhc.priors`."""
+    if name == "nu0":
+        return (d - 1.0) + (float(base) - (d - 1.0)) * scale
+    return pt.as_tensor_variable(np.asarray(base, dtype=float)) * scale
 
 
 def _tree_merges(tree, n):
@@ -91,15 +85,19 @@ def model(
         Fixed values of the hyperparameters that get no prior (defaults:
         :func:`default_hyper`).
     priors : dict, optional
-        ``{name: pm.<Dist>.dist(...)}`` for ``"alpha"`` and any hyperparameter name;
-        those become free random variables (a scalar prior on a per-dimension
-        hyperparameter is shared by all dimensions; a prior for ``S0`` must be
-        (d, d) symmetric positive definite valued, e.g. a scalar prior times the
-        identity is not expressible here: keep S0 fixed or learn it with
-        :func:`~pp_models.bhc.learn`).
-        ``None`` means: alpha ~ LogNormal(0, 1.5) and, per likelihood, ``a, b`` ~
-        LogNormal(0, 1) | ``concentration`` ~ LogNormal(0, 1) | ``kappa0`` ~
-        LogNormal(log 0.1, 1.5). Pass ``{}`` to fix everything (no free variables).
+        ``None`` (default): the priors of :func:`~pp_models.bhc.learn`'s MAP
+        (:data:`~pp_models.bhc.priors.DEFAULT_PRIORS`): ``alpha`` ~ LogNormal(0, 1.5) and,
+        for each learnable hyperparameter (bernoulli ``a, b``; multinomial
+        ``concentration``; gaussian ``kappa0, nu0, S0``; diag_gaussian ``kappa0, a0,
+        b0``), a free scale factor ``<name>_scale`` ~ LogNormal(0, 1) (kappa0's
+        LogNormal(0, 1.5)) on its ``hyper`` value (nu0: on the excess over d - 1), with
+        the hyperparameter itself a deterministic ``<name>``.
+        A dict sets the free variables (names absent are fixed): values
+        ``bhc.LogNormal(...)`` / ``bhc.Gamma(...)`` are priors as above (on α itself, on
+        a hyperparameter's scale factor); a ``pm.<Dist>.dist(...)`` is a prior on the
+        value itself (a scalar prior on a per-dimension hyperparameter is then shared by
+        all dimensions; for ``S0`` use a scale prior). ``{}`` fixes everything (no free
+        variables).
     alpha : float
         The DP concentration's value when ``priors`` has no ``"alpha"``.
     objective : {"lower_bound", "evidence"}
@@ -113,8 +111,9 @@ def model(
     Returns
     -------
     pymc.Model
-        Free variables: the keys of ``priors``; deterministics ``log_evidence``
-        (log p(D | T)) and ``dpm_lower_bound``.
+        Free variables: ``alpha`` and ``<name>_scale`` for scale priors, ``<name>``
+        for PyMC priors on the value; deterministics: the scaled hyperparameters,
+        ``log_evidence`` (log p(D | T)) and ``dpm_lower_bound``.
     """
     X = check_data(X, likelihood)
     _check_objective(objective)
@@ -125,22 +124,40 @@ def model(
         tree = greedy(X, likelihood=likelihood, alpha=alpha, hyper=hyper_dict)
     merges = _tree_merges(tree, n)
     names = cj.FAMILIES[likelihood].hyper_names
-    priors = _default_priors(likelihood) if priors is None else dict(priors)
+    d = X.shape[1]
+    if priors is None:
+        priors = resolve_priors(None, LEARNABLE[likelihood])
+    if not isinstance(priors, dict):
+        raise TypeError(f"priors: must be None or a dict keyed by 'alpha' or {names}")
     unknown = set(priors) - {"alpha", *names}
     if unknown:
         raise ValueError(f"priors: unknown {sorted(unknown)}; use 'alpha' or {names}")
     for k, v in priors.items():
-        if not isinstance(v, pt.TensorVariable):
-            raise TypeError(f"priors[{k!r}]: expected a PyMC distribution from .dist(), got {v!r}")
+        if isinstance(v, PRIOR_TYPES):
+            if k not in LEARNABLE[likelihood]:
+                raise ValueError(
+                    f"priors[{k!r}]: scale priors apply to {LEARNABLE[likelihood]}; "
+                    f"give {k} a pm distribution or fix it"
+                )
+        elif not isinstance(v, pt.TensorVariable):
+            raise TypeError(
+                f"priors[{k!r}]: expected bhc.LogNormal / bhc.Gamma or a PyMC distribution "
+                f"from .dist(), got {v!r}"
+            )
     with pm.Model() as m:
         values = {}
         for name in ("alpha", *names):
-            if name in priors:
-                values[name] = m.register_rv(priors[name], name)
-            elif name == "alpha":
-                values[name] = alpha
+            prior = priors.get(name)
+            if prior is None:
+                values[name] = alpha if name == "alpha" else hyper_dict[name]
+            elif isinstance(prior, PRIOR_TYPES) and name != "alpha":
+                scale = m.register_rv(prior.dist(), f"{name}_scale")
+                values[name] = pm.Deterministic(
+                    name, _scaled_hyper(name, hyper_dict[name], scale, d)
+                )
             else:
-                values[name] = hyper_dict[name]
+                dist = prior.dist() if isinstance(prior, PRIOR_TYPES) else prior
+                values[name] = m.register_rv(dist, name)
         hyper_vals = {k: values[k] for k in names}
         lp, _lr = ops.bhc_log_evidence(
             X, merges, values["alpha"], likelihood=likelihood, **hyper_vals

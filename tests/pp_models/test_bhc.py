@@ -357,7 +357,13 @@ def _small_binary():
 def test_model_structure_and_logp_matches_op():
     X = _small_binary()
     res = bhc.greedy(X)
-    m = bhc.model(X, res)
+    # PyMC priors on the values themselves (the default scale priors: test_bhc_priors)
+    pm_priors = {
+        "alpha": pm.LogNormal.dist(0.0, 1.5),
+        "a": pm.LogNormal.dist(0.0, 1.0),
+        "b": pm.LogNormal.dist(0.0, 1.0),
+    }
+    m = bhc.model(X, res, priors=pm_priors)
     assert {v.name for v in m.free_RVs} == {"alpha", "a", "b"}
     point = {"alpha_log__": math.log(1.7), "a_log__": math.log(0.8), "b_log__": math.log(1.2)}
     logp = m.compile_logp(jacobian=False)(point)
@@ -368,7 +374,7 @@ def test_model_structure_and_logp_matches_op():
         + stats.lognorm.logpdf(1.2, 1.0)
     )
     assert float(logp) == pytest.approx(float(lb.eval()) + prior, rel=1e-10)
-    m_ev = bhc.model(X, res, objective="evidence")
+    m_ev = bhc.model(X, res, objective="evidence", priors=pm_priors)
     lp, _ = ops.bhc_log_evidence(X, res.merges, 1.7, likelihood="bernoulli", a=0.8, b=1.2)
     logp_ev = m_ev.compile_logp(jacobian=False)(point)
     assert float(logp_ev) == pytest.approx(float(lp.eval()) + prior, rel=1e-10)
@@ -435,7 +441,7 @@ def test_nuts_joint_hyperparameters_converge():
     dt = zoo_fit(
         m, method="nuts", draws=2000, tune=2000, chains=4, random_seed=5, progressbar=False
     )
-    summ = az.summary(dt, var_names=["alpha", "a", "b"], kind="diagnostics")
+    summ = az.summary(dt, var_names=["alpha", "a_scale", "b_scale"], kind="diagnostics")
     assert float(summ["r_hat"].max()) <= 1.01
 
 
@@ -445,7 +451,9 @@ def test_learn_improves_objective_and_reaches_stationary_point(objective):
     rng = np.random.default_rng(4)
     X, z = binary_mixture(60, 16, 3, 0.1, rng)
     start = bhc.greedy(X, alpha=1.0, hyper={"a": 1.0, "b": 1.0})
-    res = bhc.learn(X, alpha=1.0, hyper={"a": 1.0, "b": 1.0}, max_iter=5, objective=objective)
+    res = bhc.learn(
+        X, alpha=1.0, hyper={"a": 1.0, "b": 1.0}, max_iter=5, objective=objective, priors=False
+    )
     ps = cj.point_stats(0, X)
 
     def obj(r):
@@ -474,7 +482,9 @@ def test_learn_improves_objective_and_reaches_stationary_point(objective):
 def test_learn_gaussian_subset():
     rng = np.random.default_rng(41)
     X = np.concatenate([rng.normal(c, 0.5, (15, 2)) for c in (0.0, 5.0)])
-    res = bhc.learn(X, likelihood="gaussian", params=("alpha", "kappa0"), max_iter=3)
+    res = bhc.learn(
+        X, likelihood="gaussian", params=("alpha", "kappa0"), max_iter=3, priors=False
+    )
     assert np.isfinite(res.log_evidence) and res.history
     assert res.dpm_lower_bound() >= bhc.greedy(X, likelihood="gaussian").dpm_lower_bound() - 1e-9
 
@@ -526,8 +536,6 @@ def test_fit_is_a_deprecated_alias_of_the_estimators():
         new.alpha = 2.0
 
 
-# on this 4-row set alpha runs to the optimiser's bound (now flagged by a RuntimeWarning)
-@pytest.mark.filterwarnings("ignore:bhc.learn.*bound:RuntimeWarning")
 def test_learn_keyword_learn_is_deprecated():
     X = np.array([[0, 1], [1, 1], [0, 0], [1, 0]], dtype=float)
     with pytest.warns(DeprecationWarning, match="params"):
@@ -568,5 +576,5 @@ def test_registered_for_the_cli():
 
     entry = get_model("bhc")
     m = entry.build(datasets.load(entry.default_dataset), **entry.defaults)
-    assert {v.name for v in m.free_RVs} == {"alpha", "kappa0"}
+    assert {v.name for v in m.free_RVs} == {"alpha", "kappa0_scale", "nu0_scale", "S0_scale"}
     assert np.isfinite(m.compile_logp()(m.initial_point()))
