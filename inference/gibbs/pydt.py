@@ -36,6 +36,7 @@ import math
 import numpy as np
 
 from custom_ops.pydt import pydt_forward
+from custom_ops.pydt_sweep import pydt_sweep, sweep_inputs_valid
 from inference.gibbs.base import ZooGibbsStep
 from inference.gibbs.registry import register_step
 from pp_models.distributions.pydt import DiffusionTreeGaussianRV, PYDiffusionTreeRV
@@ -264,28 +265,26 @@ class PYDTTreeStep(ZooGibbsStep):
         tree = DiffusionTree.from_packed(packed, validate=False)
         X, c, theta, alpha, sigma2 = self._values(point)
         rng = self.rng
-        current = _log_post(tree, X, c, theta, alpha, sigma2)
         if self._start_pending:
             self._start_pending = False
+            current = _log_post(tree, X, c, theta, alpha, sigma2)
             if X.shape[1] > 0:
                 order = rng.permutation(tree.n_leaves)
                 built = greedy(X, c=c, theta=theta, alpha=alpha, sigma2=sigma2, order=order)
                 if built.log_joint > current:
                     tree, current = built.tree, built.log_joint
-        n_moves = self.moves if self.moves is not None else _n_nonroot(tree)
-        accepted = 0
-        for _ in range(n_moves):
-            candidates = np.flatnonzero(tree.parent >= 0)
-            v = int(candidates[rng.integers(candidates.size)])
-            ok, current = detach_reattach(rng, tree, v, X, c, theta, alpha, sigma2,
-                                          current, self.exact_ratio,
-                                          self.proposal_ratio)
-            accepted += ok
-        if self.slice_times:
-            internal = tree.internal_nodes
-            for v in internal[rng.permutation(internal.size)]:
-                current = slice_time(rng, tree, int(v), X, c, theta, alpha, sigma2, current,
-                                     jacobian=self.time_jacobian)
+        # the whole sweep in one Numba call with cached messages (custom_ops.pydt_sweep);
+        # detach_reattach / slice_time above are the same moves in Python
+        if not sweep_inputs_valid(tree.parent, tree.log1m_t, X, c, theta, alpha, sigma2):
+            # a zero-density state: every proposal would be rejected
+            stats = {"accepted": 0, "n_internal": tree.n_internal,
+                     "root_time": tree.root_time}
+            return point, [stats]
+        accepted = pydt_sweep(
+            rng, tree.parent, tree.log1m_t, X, c, theta, alpha, sigma2,
+            -1 if self.moves is None else int(self.moves), self.slice_times,
+            self.exact_ratio, self.proposal_ratio, self.time_jacobian, False,
+        )[0]
         new = tree.to_packed().astype(packed.dtype)
         stats = {"accepted": accepted, "n_internal": tree.n_internal,
                  "root_time": tree.root_time}
