@@ -3,7 +3,10 @@ density equals the full O(n D) recursion of custom_ops.pydt after every move and
 slice update over long random sequences; on the prior alone (D = 0) the chain's tree
 shapes match the closed-form Markov-branching probabilities and its root times match
 independent prior draws; planted bugs in the Metropolis-Hastings ratio are caught by the
-same test."""
+same test; the greedy build scored from cached messages equals the build scored by the
+full recursion."""
+
+import math
 
 import numpy as np
 import pytest
@@ -12,7 +15,8 @@ from scipy import stats
 from custom_ops import pydt
 from custom_ops.pydt_sweep import pydt_sweep, sweep_inputs_valid
 from pp_models.pydt import sample_prior
-from pp_models.trees import DiffusionTree
+from pp_models.pydt.greedy import greedy
+from pp_models.trees import DETACHED, UNUSED_SLOT, DiffusionTree
 from tests.pp_models.test_pydt_prior import chi_square_pvalue, shape_key, shape_probabilities
 
 
@@ -120,3 +124,69 @@ def test_planted_ratio_bugs_break_prior_invariance(exact_ratio, proposal_ratio):
     p_shape = chi_square_pvalue(keys, shape_probabilities(4, 1.0, 0.3))
     p_root = stats.ks_2samp(roots, [d.tree.root_time for d in draws]).pvalue
     assert min(p_shape, p_root) < 1e-3
+
+
+# ------------------------------------------------------------------ greedy build
+def _grow(parent, log1m_t, k):
+    """Arrays of a k-leaf tree re-indexed for k + 1 leaves; the new leaf k detached."""
+    new_parent = np.full(2 * k + 1, UNUSED_SLOT, dtype=np.int64)
+    new_l = np.zeros(k)
+    for v in range(2 * k - 1):
+        p = parent[v]
+        if p != UNUSED_SLOT:
+            new_parent[v if v < k else v + 1] = p if p < k else p + 1
+    new_l[: k - 1] = log1m_t
+    new_parent[k] = DETACHED
+    return new_parent, new_l
+
+
+def reference_greedy(X, c, theta, alpha, sigma2, order):
+    """The greedy build with every candidate scored by the full O(n D) recursion on the
+    partial tree (the first session's implementation)."""
+    n = X.shape[0]
+    Xo = np.ascontiguousarray(X[order])
+    parent = np.array([2, 2, -1], dtype=np.int64)
+    log1m_t = np.array([-math.log(2.0)])
+    for k in range(2, n):
+        parent, log1m_t = _grow(parent, log1m_t, k)
+        tree = DiffusionTree(parent, log1m_t, validate=False)
+        nearest = int(np.argmin(((Xo[:k] - Xo[k]) ** 2).sum(axis=1)))
+        path = [nearest]
+        while tree.parent[path[-1]] >= 0:
+            path.append(int(tree.parent[path[-1]]))
+        candidates = []
+        for v in path:
+            l_v = -math.inf if v < k + 1 else tree.log1m_t[v - k - 1]
+            p = int(tree.parent[v])
+            l_p = 0.0 if p < 0 else tree.log1m_t[p - k - 1]
+            l_mid = l_p - 1.0 if not math.isfinite(l_v) else 0.5 * (l_p + l_v)
+            candidates.append(("edge", v, l_mid))
+            if v >= k + 1:
+                candidates.append(("node", v, math.nan))
+        best, best_value = None, -math.inf
+        for cand in candidates:
+            trial = tree.copy()
+            trial.attach(k, *cand)
+            lp, ll = pydt.pydt_forward(trial.parent, trial.log1m_t, Xo[: k + 1], c, theta,
+                                       alpha, sigma2)
+            if lp + ll > best_value:
+                best_value, best = lp + ll, trial
+        parent, log1m_t = best.parent, best.log1m_t
+    final = np.full(2 * n - 1, UNUSED_SLOT, dtype=np.int64)
+    final[n:] = parent[n:]
+    final[order] = parent[:n]
+    return DiffusionTree(final, log1m_t)
+
+
+@pytest.mark.parametrize(("c", "theta", "alpha"), [(1.0, 1.0, 0.3), (0.5, 0.0, 0.0)])
+def test_greedy_equals_full_recursion_build(c, theta, alpha):
+    rng = np.random.default_rng(2)
+    _, _, X = _draw(rng, 40, 3, c, theta, alpha, 1.0, 0.1)
+    order = rng.permutation(40)
+    fast = greedy(X, c=c, theta=theta, alpha=alpha, sigma2=1.0, order=order)
+    ref = reference_greedy(X, c, theta, alpha, 1.0, order)
+    assert shape_key(fast.tree) == shape_key(ref)
+    np.testing.assert_allclose(np.sort(fast.tree.times[~np.isnan(fast.tree.times)]),
+                               np.sort(ref.times[~np.isnan(ref.times)]), rtol=1e-12)
+    lp, ll = pydt.pydt_forward(ref.parent, ref.log1m_t, X, c, theta, alpha, 1.0)
+    assert fast.log_joint == pytest.approx(lp + ll, rel=1e-12)
