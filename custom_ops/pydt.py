@@ -274,7 +274,11 @@ def _likelihood(parent, log1m_t, X, order, child_ptr, child_idx, sigma2, want_gr
     (value, d/dsigma2)."""
     n, d = X.shape
     nn = parent.shape[0]
-    mu = np.empty((nn, d))
+    # one workspace for the messages and (reverse sweep) their adjoints: a second large
+    # allocation per call costs more than the sweep itself where fresh pages are
+    # expensive (measured 11 ms for 5 MB on the benchmark machine)
+    work = np.empty((2 if want_grad else 1, nn, d))
+    mu = work[0]
     s = np.zeros(nn)
     r = np.zeros(nn)
     delta = np.zeros(nn)
@@ -328,7 +332,8 @@ def _likelihood(parent, log1m_t, X, order, child_ptr, child_idx, sigma2, want_gr
     # reverse sweep (top-down): adjoints of s_v (sbar) and mu_v (mubar)
     g_s2 = 0.0
     sbar = np.zeros(nn)
-    mubar = np.zeros((nn, d))
+    # every row is written (top-down) before it is read
+    mubar = work[1]
     rbar = -0.5 * d / r_root + 0.5 * (q_root / r_root) / r_root
     for j in range(d):
         mubar[root, j] = -mu[root, j] / r_root
