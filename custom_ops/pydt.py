@@ -78,7 +78,9 @@ __all__ = [
     "pydt_value_and_grad",
 ]
 
-_jit = numba.njit(cache=True)
+# error_model="numpy": a zero or infinite variance (sigma2 or the times at an extreme)
+# gives an infinite or NaN density, which the samplers reject, instead of raising
+_jit = numba.njit(cache=True, error_model="numpy")
 # PyTensor caches registered Numba closures by Op type and props: bump on signature change.
 _NUMBA_CACHE_VERSION = 3
 _LOG_2PI = math.log(2.0 * math.pi)

@@ -47,7 +47,9 @@ from custom_ops.pydt import h_table, parameter_code, pydt_forward
 
 __all__ = ["pydt_sweep", "sweep_inputs_valid"]
 
-_jit = numba.njit(cache=True)
+# error_model="numpy": a zero or infinite variance (sigma2 or the times at an extreme)
+# gives an infinite or NaN density, which the samplers reject, instead of raising
+_jit = numba.njit(cache=True, error_model="numpy")
 _LOG_2PI = math.log(2.0 * math.pi)
 # the floor of custom_ops.pydt: a zero-length leaf edge would give a zero variance
 _MIN_VARIANCE = 1e-300
