@@ -1,11 +1,17 @@
-"""Pitman-Yor diffusion tree: the Op (log density + gradient) at N = 2000, D = 171, and the
-cost of full MCMC sweeps (every subtree moved once, every time slice-sampled) as N grows.
+"""Pitman-Yor diffusion tree: the Op (log density + gradient) at N = 2000, D = 171; one full
+MCMC sweep (every subtree detach-reattach once, every divergence time slice-sampled) as N
+grows and its exponent; 100 iterations at N = 1800, D = 171 through ``fit`` (the tree
+sweep plus NUTS on c, theta, alpha and the precision), next to a DP mixture
+(``pp_models.dpm``, collapsed Gibbs) on the same data through ``fit``.
 
 Knowles' C++ sampler (2014) needs 64.5 s per sweep at N = 1800, D = 171 (anchors-wave2.md;
-not on PyPI, so not run here). A DP Gaussian mixture step on the same data is printed
-beside ours for scale (scikit-learn's variational BayesianGaussianMixture, one fit).
+not on PyPI, so not run here: ~107 min per 100 sweeps).
 
-Usage: python benchmarks/bench_pydt.py [--sweep-sizes 100 200 400] [--dim 171]
+Data: D = 171 synthetic from the PYDT prior (c = 1, theta = 1, alpha = 0.2, sigma2 = 1).
+Every timing is after a warm-up call; compile time (Numba, PyTensor) is printed apart.
+
+Usage: python benchmarks/bench_pydt.py [--sizes 200 400 800 1800] [--dim 171]
+       [--fit-n 1800] [--fit-draws 100] [--fit-tune 10] [--dpm-draws 10] [--no-fit]
 """
 
 from __future__ import annotations
@@ -13,88 +19,186 @@ from __future__ import annotations
 import argparse
 import resource
 import time
+import warnings
 
 import numpy as np
 
 from custom_ops.pydt import pydt_forward, pydt_value_and_grad
+from custom_ops.pydt_sweep import pydt_sweep
 from inference.gibbs.pydt import _log_post, _n_nonroot, detach_reattach, slice_time
 from pp_models import pydt
 from pp_models.pydt.greedy import greedy
 
+PARAMS = {"c": 1.0, "theta": 1.0, "alpha": 0.2}
 
-def op_timing(n, d, reps=20):
-    draw = pydt.sample_prior(n, c=1.0, theta=1.0, alpha=0.2, dim=d, random_seed=0)[0]
+
+def data(n, d, seed=0):
+    return pydt.sample_prior(n, **PARAMS, dim=d, random_seed=seed)[0]
+
+
+def timed(f, *args, reps=20):
+    out = []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        f(*args)
+        out.append(time.perf_counter() - t0)
+    return min(out), float(np.median(out))
+
+
+def op_timing(n, d):
+    draw = data(n, d)
     t = draw.tree
-    args = (t.parent, t.log1m_t, draw.X, 1.0, 1.0, 0.2, 1.0)
+    args = (t.parent, t.log1m_t, draw.X, *PARAMS.values(), 1.0)
     t0 = time.perf_counter()
     pydt_value_and_grad(*args, 1.0, 1.0)
-    compile_s = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    for _ in range(reps):
-        pydt_forward(*args)
-    fwd = (time.perf_counter() - t0) / reps
-    t0 = time.perf_counter()
-    for _ in range(reps):
-        pydt_value_and_grad(*args, 1.0, 1.0)
-    both = (time.perf_counter() - t0) / reps
-    return compile_s, fwd, both
+    pydt_forward(*args)
+    first = time.perf_counter() - t0
+    return first, timed(pydt_forward, *args), timed(pydt_value_and_grad, *args, 1.0, 1.0)
 
 
-def sweep_timing(n, d, sweeps=1, seed=0):
-    draw = pydt.sample_prior(n, c=1.0, theta=1.0, alpha=0.2, dim=d, random_seed=seed)[0]
-    X = draw.X
-    c, theta, alpha, sigma2 = 1.0, 1.0, 0.2, 1.0
+def model_gradient_timing(X, tree):
+    """logp + dlogp of the PyMC model in the hyperparameters at a fixed tree: what one
+    NUTS leapfrog step costs (PyTensor's compiled graph around the Op)."""
+    m = pydt.model(X)
+    hyper = [m.rvs_to_values[m[v]] for v in ("c", "theta", "alpha", "precision")]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        t0 = time.perf_counter()
+        f = m.logp_dlogp_function(hyper)
+        compile_s = time.perf_counter() - t0
+    f.set_extra_values({"tree": tree.to_packed()})
+    ip = m.initial_point()
+    x = np.concatenate([np.atleast_1d(ip[v.name]).ravel() for v in hyper])
+    f(x)
+    return compile_s, timed(f, x)
+
+
+def sweep_timing(n, d, sweeps=3, seed=0):
+    """Greedy start, then ``sweeps`` kernel sweeps (median)."""
+    X = data(n, d, seed).X
+    c, theta, alpha = PARAMS.values()
     t0 = time.perf_counter()
-    tree = greedy(X, c=c, theta=theta, alpha=alpha, sigma2=sigma2).tree
+    tree = greedy(X, c=c, theta=theta, alpha=alpha, sigma2=1.0).tree
     greedy_s = time.perf_counter() - t0
     rng = np.random.default_rng(seed)
-    current = _log_post(tree, X, c, theta, alpha, sigma2)
-    t0 = time.perf_counter()
+    out = []
     for _ in range(sweeps):
-        for _ in range(_n_nonroot(tree)):
-            cand = np.flatnonzero(tree.parent >= 0)
-            v = int(cand[rng.integers(cand.size)])
-            _ok, current = detach_reattach(rng, tree, v, X, c, theta, alpha, sigma2, current)
-        for v in tree.internal_nodes:
-            current = slice_time(rng, tree, int(v), X, c, theta, alpha, sigma2, current)
-    return greedy_s, (time.perf_counter() - t0) / sweeps
+        t0 = time.perf_counter()
+        pydt_sweep(rng, tree.parent, tree.log1m_t, X, c, theta, alpha, 1.0, -1, True, True,
+                   True, True, False)
+        out.append(time.perf_counter() - t0)
+    return greedy_s, float(np.median(out)), tree
 
 
-def dpm_timing(X):
-    try:
-        from sklearn.mixture import BayesianGaussianMixture
-    except ImportError:
-        return None
+def python_sweep_timing(n, d, seed=0):
+    """One sweep of the first session's Python moves (full O(n D) recursion per
+    proposal and per slice evaluation), for the speed-up."""
+    X = data(n, d, seed).X
+    c, theta, alpha = PARAMS.values()
+    tree = greedy(X, c=c, theta=theta, alpha=alpha, sigma2=1.0).tree
+    rng = np.random.default_rng(seed)
+    current = _log_post(tree, X, c, theta, alpha, 1.0)
     t0 = time.perf_counter()
-    BayesianGaussianMixture(n_components=20, covariance_type="diag", max_iter=100,
-                            random_state=0).fit(X)
+    for _ in range(_n_nonroot(tree)):
+        cand = np.flatnonzero(tree.parent >= 0)
+        v = int(cand[rng.integers(cand.size)])
+        _ok, current = detach_reattach(rng, tree, v, X, c, theta, alpha, 1.0, current)
+    for v in tree.internal_nodes:
+        current = slice_time(rng, tree, int(v), X, c, theta, alpha, 1.0, current)
     return time.perf_counter() - t0
+
+
+def fit_timing(model_fn, X, draws, tune, hook=None):
+    """Warm-up fit (compiles), then the timed one; returns (warm-up s, timed s, idata)."""
+    from inference.fit import fit
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        t0 = time.perf_counter()
+        fit(model_fn(X), draws=2, tune=1, chains=1, random_seed=1, progressbar=False)
+        warm = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        idata = fit(model_fn(X), draws=draws, tune=tune, chains=1, random_seed=2,
+                    progressbar=False)
+        return warm, time.perf_counter() - t0, idata
 
 
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument("--sweep-sizes", type=int, nargs="+", default=[100, 200, 400])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[200, 400, 800, 1800])
     parser.add_argument("--dim", type=int, default=171)
+    parser.add_argument("--fit-n", type=int, default=1800)
+    parser.add_argument("--fit-draws", type=int, default=100)
+    parser.add_argument("--fit-tune", type=int, default=10)
+    parser.add_argument("--dpm-draws", type=int, default=10)
+    parser.add_argument("--no-fit", action="store_true")
     args = parser.parse_args()
-    compile_s, fwd, both = op_timing(2000, args.dim)
-    print(f"Op at N=2000, D={args.dim}: first call {compile_s:.2f} s (Numba, cached); "
-          f"log density {fwd * 1e3:.2f} ms; log density + gradient {both * 1e3:.2f} ms "
-          f"(goal < 20 ms)")
+    d = args.dim
+
+    first, fwd, both = op_timing(2000, d)
+    print(f"Op at N=2000, D={d}: first calls {first:.2f} s (Numba compile or cache load); "
+          f"log density {fwd[0] * 1e3:.2f} ms best / {fwd[1] * 1e3:.2f} ms median; "
+          f"log density + gradient {both[0] * 1e3:.2f} / {both[1] * 1e3:.2f} ms (goal < 20)")
+
     times = []
-    for n in args.sweep_sizes:
-        greedy_s, sweep = sweep_timing(n, args.dim)
+    for n in args.sizes:
+        greedy_s, sweep, tree = sweep_timing(n, d)
         times.append(sweep)
-        X = pydt.sample_prior(n, c=1.0, theta=1.0, alpha=0.2, dim=args.dim,
-                              random_seed=1)[0].X
-        dpm = dpm_timing(X)
-        dpm_txt = f"; sklearn DP mixture fit {dpm:.2f} s" if dpm is not None else ""
-        print(f"N={n:5d} D={args.dim}: greedy build {greedy_s:.2f} s, one sweep "
-              f"{sweep:.2f} s{dpm_txt}")
+        print(f"N={n:5d} D={d}: greedy build {greedy_s:6.2f} s; one full sweep "
+              f"{sweep:6.3f} s ({tree.n_internal} internal nodes)")
     if len(times) > 1:
-        slope = np.polyfit(np.log(args.sweep_sizes), np.log(times), 1)[0]
-        est = times[-1] * (1800 / args.sweep_sizes[-1]) ** slope
-        print(f"sweep cost ~ N^{slope:.2f}; extrapolated N=1800: {est:.0f} s per sweep, "
-              f"{100 * est / 60:.0f} min per 100 sweeps (C++ anchor: 64.5 s per sweep)")
+        slope = np.polyfit(np.log(args.sizes), np.log(times), 1)[0]
+        print(f"sweep cost ~ N^{slope:.2f}")
+        est = times[-1] * (1800 / args.sizes[-1]) ** slope
+        print(f"N=1800: {est:.2f} s per sweep -> {100 * est / 60:.1f} min per 100 sweeps "
+              f"(C++ anchor 64.5 s per sweep, ~107 min)")
+    py = python_sweep_timing(200, d)
+    i200 = args.sizes.index(200) if 200 in args.sizes else None
+    if i200 is not None:
+        print(f"N=  200: first session's Python sweep {py:.2f} s vs kernel {times[i200]:.3f} s "
+              f"({py / times[i200]:.0f}x)")
+
+    if not args.no_fit:
+        n = args.fit_n
+        draw = data(n, d)
+        X = draw.X
+        tree = greedy(X, **PARAMS, sigma2=1.0).tree
+        comp, grad = model_gradient_timing(X, tree)
+        print(f"PyMC logp + dlogp (one NUTS leapfrog) at N={n}: {grad[0] * 1e3:.1f} ms best / "
+              f"{grad[1] * 1e3:.1f} ms median (compile {comp:.1f} s)")
+        from inference.gibbs.pydt import PYDTTreeStep
+
+        spent = {"s": 0.0}
+        original = PYDTTreeStep.step
+
+        def counted(self, point):
+            t0 = time.perf_counter()
+            out = original(self, point)
+            spent["s"] += time.perf_counter() - t0
+            return out
+
+        PYDTTreeStep.step = counted
+        try:
+            warm, total, idata = fit_timing(pydt.model, X, args.fit_draws, args.fit_tune)
+        finally:
+            PYDTTreeStep.step = original
+        iters = args.fit_draws + args.fit_tune
+        leapfrogs = float(idata.sample_stats["n_steps"].mean())
+        print(f"PYDT fit N={n} D={d}: warm-up call {warm:.1f} s (compile + greedy); "
+              f"{iters} iterations {total:.1f} s = {total / iters:.2f} s each "
+              f"(tree sweeps {spent['s'] / iters:.2f} s incl. the greedy start, NUTS the rest, "
+              f"{leapfrogs:.0f} leapfrog steps per draw) -> {100 * total / iters / 60:.1f} min "
+              f"per 100 iterations")
+        from pp_models import dpm
+
+        def dpm_model(X):
+            return dpm.model(X, likelihood="diag_gaussian")
+
+        warm, total, idata = fit_timing(dpm_model, X, args.dpm_draws, 1)
+        iters = args.dpm_draws + 1
+        print(f"DPM (diag Gaussian, collapsed Gibbs) fit N={n} D={d}: warm-up call "
+              f"{warm:.1f} s; {iters} iterations {total:.1f} s = {total / iters:.2f} s each "
+              f"-> {100 * total / iters / 60:.1f} min per 100 iterations")
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(f"peak RSS {rss:.0f} MB")
 

@@ -3,7 +3,8 @@
 One :class:`PYDTTreeStep` call is a sweep over the tree variable of a
 :class:`~pp_models.distributions.PYDiffusionTree`:
 
-1. **Detach and reattach**, once per non-root node by default. A subtree ``S`` (root
+1. **Detach and reattach**, ``2 n - 2`` proposals by default (a fixed count: repeating
+   the move as many times as the current tree has subtrees is not invariant). A subtree ``S`` (root
    ``v``, possibly a single leaf) is chosen uniformly among the non-root nodes and cut
    off; a new position on the rest ``R`` is drawn by running the generative process for
    one new point on ``R`` (Eqs. 4.9-4.11, waiting times in A-space), restarted until the
@@ -27,6 +28,13 @@ One :class:`PYDTTreeStep` call is a sweep over the tree variable of a
 
 Hyperparameters (``c``, ``theta``, ``alpha``, the precision) are left to NUTS or slice
 (the factory's hints); internal locations stay integrated out.
+
+:class:`PYDTTreeStep` runs the sweep as one Numba call
+(:func:`custom_ops.pydt_sweep.pydt_sweep`) that keeps every node's upward message and
+density terms cached and updates only the root paths a move or a new time touches:
+O(depth x D) per proposal instead of the O(n D) recursion. :func:`detach_reattach` and
+:func:`slice_time` below are the same moves written with the full recursion (the
+reference the benchmark compares against).
 """
 
 from __future__ import annotations
@@ -36,6 +44,7 @@ import math
 import numpy as np
 
 from custom_ops.pydt import pydt_forward
+from custom_ops.pydt_sweep import pydt_sweep, sweep_inputs_valid
 from inference.gibbs.base import ZooGibbsStep
 from inference.gibbs.registry import register_step
 from pp_models.distributions.pydt import DiffusionTreeGaussianRV, PYDiffusionTreeRV
@@ -188,7 +197,10 @@ class PYDTTreeStep(ZooGibbsStep):
     model : pymc.Model, optional
     rng : seed or Generator, optional
     moves : int, optional
-        Detach-reattach proposals per call; default one per non-root node (a sweep).
+        Detach-reattach proposals per call; default ``2 n - 2`` (the number of subtrees
+        of a binary tree, so a sweep moves every subtree once on average). A count that
+        depends on the current tree (its number of subtrees) would not leave the
+        posterior invariant.
     slice_times : bool
         Slice-sample every divergence time after the moves (default True).
     greedy_start : bool
@@ -265,28 +277,26 @@ class PYDTTreeStep(ZooGibbsStep):
         tree = DiffusionTree.from_packed(packed, validate=False)
         X, c, theta, alpha, sigma2 = self._values(point)
         rng = self.rng
-        current = _log_post(tree, X, c, theta, alpha, sigma2)
         if self._start_pending:
             self._start_pending = False
+            current = _log_post(tree, X, c, theta, alpha, sigma2)
             if X.shape[1] > 0:
                 order = rng.permutation(tree.n_leaves)
                 built = greedy(X, c=c, theta=theta, alpha=alpha, sigma2=sigma2, order=order)
                 if built.log_joint > current:
                     tree, current = built.tree, built.log_joint
-        n_moves = self.moves if self.moves is not None else _n_nonroot(tree)
-        accepted = 0
-        for _ in range(n_moves):
-            candidates = np.flatnonzero(tree.parent >= 0)
-            v = int(candidates[rng.integers(candidates.size)])
-            ok, current = detach_reattach(rng, tree, v, X, c, theta, alpha, sigma2,
-                                          current, self.exact_ratio,
-                                          self.proposal_ratio)
-            accepted += ok
-        if self.slice_times:
-            internal = tree.internal_nodes
-            for v in internal[rng.permutation(internal.size)]:
-                current = slice_time(rng, tree, int(v), X, c, theta, alpha, sigma2, current,
-                                     jacobian=self.time_jacobian)
+        # the whole sweep in one Numba call with cached messages (custom_ops.pydt_sweep);
+        # detach_reattach / slice_time above are the same moves in Python
+        if not sweep_inputs_valid(tree.parent, tree.log1m_t, X, c, theta, alpha, sigma2):
+            # a zero-density state: every proposal would be rejected
+            stats = {"accepted": 0, "n_internal": tree.n_internal,
+                     "root_time": tree.root_time}
+            return point, [stats]
+        accepted = pydt_sweep(
+            rng, tree.parent, tree.log1m_t, X, c, theta, alpha, sigma2,
+            -1 if self.moves is None else int(self.moves), self.slice_times,
+            self.exact_ratio, self.proposal_ratio, self.time_jacobian, False,
+        )[0]
         new = tree.to_packed().astype(packed.dtype)
         stats = {"accepted": accepted, "n_internal": tree.n_internal,
                  "root_time": tree.root_time}

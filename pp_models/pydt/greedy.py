@@ -6,17 +6,20 @@ the partial tree (:mod:`custom_ops.pydt`). Candidates are the branch points on t
 from the root to the nearest placed leaf (Euclidean) and the midpoint in
 ``log(1 - t)`` of every edge on that path, the thesis's "midpoint of every branch" and
 "every branch point" restricted to one path so that a leaf costs O(depth) evaluations
-instead of O(n) (the full message-passing search of ch. 7 is not reproduced).
+instead of O(n) (the full message-passing search of ch. 7 is not reproduced). Each
+candidate is scored from cached upward messages in O(depth x D)
+(:func:`custom_ops.pydt_sweep.pydt_greedy`), so the build is O(n^2 D) for the
+nearest-neighbour searches and O(n depth^2 D) for the scoring.
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import numpy as np
 
 from custom_ops.pydt import check_parameters, pydt_forward
+from custom_ops.pydt_sweep import pydt_greedy
 from pp_models.trees import DETACHED, UNUSED_SLOT, DiffusionTree
 
 __all__ = ["GreedyResult", "greedy"]
@@ -66,54 +69,20 @@ def greedy(X, *, c=1.0, theta=1.0, alpha=0.0, sigma2=1.0, order=None):
     -------
     GreedyResult
     """
-    X = np.asarray(X, dtype=np.float64)
+    X = np.ascontiguousarray(X, dtype=np.float64)
     if X.ndim != 2 or X.shape[0] < 2 or not np.all(np.isfinite(X)):
         raise ValueError("X: must be a finite 2-D array with at least 2 rows")
     check_parameters(c, theta, alpha, sigma2)
     n = X.shape[0]
-    order = np.arange(n) if order is None else np.asarray(order, dtype=np.int64)
+    order = np.arange(n) if order is None else np.ascontiguousarray(order, dtype=np.int64)
     if sorted(order.tolist()) != list(range(n)):
         raise ValueError("order: must be a permutation of the rows")
-    Xo = np.ascontiguousarray(X[order])
-    # two leaves under a root halfway in log(1 - t) of their expected divergence
-    parent = np.array([2, 2, -1], dtype=np.int64)
-    log1m_t = np.array([-math.log(2.0)])
-    evaluations = 0
-    best_value = -math.inf
-    for k in range(2, n):
-        parent, log1m_t = _grow(parent, log1m_t, k)
-        tree = DiffusionTree(parent, log1m_t, validate=False)
-        placed = Xo[:k]
-        nearest = int(np.argmin(((placed - Xo[k]) ** 2).sum(axis=1)))
-        path = [nearest]
-        while tree.parent[path[-1]] >= 0:
-            path.append(int(tree.parent[path[-1]]))
-        candidates = []
-        for v in path:
-            l_v = -math.inf if v < k + 1 else tree.log1m_t[v - k - 1]
-            p = int(tree.parent[v])
-            l_p = 0.0 if p < 0 else tree.log1m_t[p - k - 1]
-            l_mid = l_p - 1.0 if not math.isfinite(l_v) else 0.5 * (l_p + l_v)
-            candidates.append(("edge", v, l_mid))
-            if v >= k + 1:
-                candidates.append(("node", v, math.nan))
-        best = None
-        best_value = -math.inf
-        data = Xo[: k + 1]
-        for cand in candidates:
-            trial = tree.copy()
-            trial.attach(k, *cand)
-            lp, ll = pydt_forward(trial.parent, trial.log1m_t, data, c, theta, alpha, sigma2)
-            evaluations += 1
-            if lp + ll > best_value:
-                best_value, best = lp + ll, trial
-        if best is None:
-            raise RuntimeError("greedy: no candidate position has a finite density")
-        parent, log1m_t = best.parent, best.log1m_t
-    # leaf j of the built tree is row order[j]: relabel leaves to row indices
-    final = np.full(2 * n - 1, UNUSED_SLOT, dtype=np.int64)
-    final[n:] = parent[n:]
-    final[order] = parent[:n]
-    tree = DiffusionTree(final, log1m_t)
+    parent = np.empty(2 * n - 1, dtype=np.int64)
+    log1m_t = np.empty(n - 1)
+    evaluations = pydt_greedy(parent, log1m_t, X, order, float(c), float(theta),
+                              float(alpha), float(sigma2))
+    if evaluations < 0:
+        raise RuntimeError("greedy: no candidate position has a finite density")
+    tree = DiffusionTree(parent, log1m_t)
     lp, ll = pydt_forward(tree.parent, tree.log1m_t, X, c, theta, alpha, sigma2)
     return GreedyResult(tree, float(lp + ll), evaluations)

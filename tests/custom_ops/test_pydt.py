@@ -461,6 +461,30 @@ def test_grad_of_each_output_separately_and_parent_is_discrete():
         pytensor.grad(lp2, pv)
 
 
+def test_constant_data_gradient_skips_the_leaves_and_agrees():
+    """With X a constant (observed data in PyMC) the gradient Op is built without the
+    data adjoints; its gradients equal those of the graph with X an input, on both
+    backends."""
+    rng = np.random.default_rng(4)
+    parent, log1m_t = draw_tree(rng, 30)
+    X = rng.normal(size=(30, 5))
+    (l, Xs, c, th, al, s2), lp, ll = _symbolic(parent, 30, 5)
+    wrt = [l, c, th, al, s2]
+    g_var = pytensor.grad(lp + ll, wrt)
+    lp_c, ll_c = pydt.PYDTLogProb()(parent, l, pt.constant(X), c, th, al, s2)
+    g_const = pytensor.grad(lp_c + ll_c, wrt)
+    point = (log1m_t, 1.3, 1.0, 0.2, 0.7)
+    for mode in (Mode(linker="py", optimizer="fast_run"), "NUMBA"):
+        f_var = pytensor.function([l, Xs, c, th, al, s2], g_var, mode=mode)
+        f_const = pytensor.function(wrt, g_const, mode=mode)
+        ops = [node.op for node in f_const.maker.fgraph.apply_nodes
+               if isinstance(node.op, pydt.PYDTLogProbGrad)]
+        assert ops and all(not op.wrt_data for op in ops)
+        expected = f_var(log1m_t, X, *point[1:])
+        for got, want in zip(f_const(*point), expected, strict=True):
+            np.testing.assert_allclose(got, want, rtol=1e-12)
+
+
 # ------------------------------------------------------------------ backends, shapes
 def test_numba_backend_no_object_mode_and_matches_python():
     rng = np.random.default_rng(3)

@@ -115,9 +115,16 @@ def test_missing_time_jacobian_is_caught():
 def test_false_alarm_and_power():
     seeds = range(100, 110)
     correct = sum(not _run(PYDTTreeStep, seed=s).passed(0.01) for s in seeds)
-    twin = sum(not _run(NoJacobianTreeStep, seed=s, n_samples=TWIN_SAMPLES).passed(0.01)
-               for s in seeds)
+    # without the Jacobian the times can run off towards t = 1 and take the precision
+    # with them until NUTS overflows: numpy's overflow warning is not the verdict
+    with np.errstate(over="ignore", invalid="ignore"):
+        twin = sum(not _run(NoJacobianTreeStep, seed=s, n_samples=TWIN_SAMPLES).passed(0.01)
+                   for s in seeds)
     print("rejections out of 10: correct", correct, "no-Jacobian twin", twin)
+    # measured again with the Numba sweep (2026-11-26, second session, 2n - 2 moves per
+    # sweep): correct 0/10, no-Jacobian twin 10/10 (with 2n - 2 replaced by the current
+    # number of subtrees, the first session's count: correct 3/10 and 2/10 on seeds
+    # 100-119).
     # measured (2026-11-26, seeds 100-109): correct 0/10 at N_SAMPLES = 800; the twin
     # 10/10 at 200 samples (largest Holm-adjusted p 4e-7). The correct step is tested at
     # 800, not 200: at 200 it false-alarms on 1/10 seeds (seed 100: a stretch with small
