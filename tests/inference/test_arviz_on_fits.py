@@ -23,6 +23,10 @@ from pp_models.registry import list_models
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
+# one xdist worker runs this module, so the module-scoped fits are made once, not once per
+# worker (pyproject's addopts: --dist loadgroup)
+pytestmark = pytest.mark.xdist_group("arviz_on_fits")
+
 FAMILIES = [entry.name for entry in list_models()]
 ARVIZ_FUNCTIONS = {
     "summary": az.summary,
