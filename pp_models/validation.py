@@ -14,10 +14,40 @@ import numpy as np
 __all__ = ["as_data_matrix", "check_int", "check_positive"]
 
 
-def as_data_matrix(X, name: str = "X", *, min_rows: int = 2) -> np.ndarray:
-    """``X`` as a finite float64 ``(n, d)`` array with at least ``min_rows`` rows.
+def as_data_matrix(
+    X,
+    name: str = "X",
+    *,
+    min_rows: int = 2,
+    allow_nan: bool = False,
+    axes: str = "n_observations, n_features",
+) -> np.ndarray:
+    """``X`` as a float64 2-D array with at least ``min_rows`` rows and one column.
 
     Accepts anything ``numpy.asarray`` does (lists, pandas DataFrames).
+
+    Parameters
+    ----------
+    X : array_like
+        The data.
+    name : str
+        The argument's name in error messages.
+    min_rows : int
+        Fewest rows accepted.
+    allow_nan : bool
+        If True, NaN passes through (the caller treats it as a missing entry); infinite
+        values are rejected either way.
+    axes : str
+        What the two axes mean, for the message when ``X`` is not 2-D (e.g.
+        ``"D observed dimensions, N samples"`` for a transposed layout).
+
+    Raises
+    ------
+    TypeError
+        ``X`` is not numeric.
+    ValueError
+        ``X`` is not 2-D, has too few rows or no columns, or has values that are not
+        allowed (inf; NaN unless ``allow_nan``), naming the first offending entry.
     """
     if hasattr(X, "to_numpy"):
         X = X.to_numpy()
@@ -26,20 +56,25 @@ def as_data_matrix(X, name: str = "X", *, min_rows: int = 2) -> np.ndarray:
     except (TypeError, ValueError) as err:
         raise TypeError(f"{name} must be a numeric 2-D array: {err}") from None
     if arr.ndim != 2:
+        hint = (
+            "; reshape a single feature with X.reshape(-1, 1)"
+            if axes == "n_observations, n_features"
+            else ""
+        )
         raise ValueError(
-            f"{name} must be 2-D (n_observations, n_features), got {arr.ndim}-D shape "
-            f"{arr.shape}; reshape a single feature with X.reshape(-1, 1)"
+            f"{name} must be 2-D ({axes}), got {arr.ndim}-D shape {arr.shape}{hint}"
         )
     if arr.shape[0] < min_rows:
         raise ValueError(f"{name} needs at least {min_rows} rows, got {arr.shape[0]}")
     if arr.shape[1] < 1:
         raise ValueError(f"{name} has no columns")
-    bad = ~np.isfinite(arr)
+    bad = np.isinf(arr) if allow_nan else ~np.isfinite(arr)
     if bad.any():
         i, j = np.argwhere(bad)[0]
+        kind = "infinite value(s)" if allow_nan else "non-finite value(s) (NaN or inf)"
+        advice = "; use NaN for a missing entry" if allow_nan else ""
         raise ValueError(
-            f"{name} has {int(bad.sum())} non-finite value(s) (NaN or inf), first at "
-            f"row {i}, column {j}"
+            f"{name} has {int(bad.sum())} {kind}, first at row {i}, column {j}{advice}"
         )
     return arr
 

@@ -38,7 +38,7 @@ import xarray as xr
 
 from pp_models.distributions import IndianBuffet
 from pp_models.model_info import DerivedStatistic, StepHint, ZooModelInfo, attach_info
-from pp_models.validation import check_int, check_positive
+from pp_models.validation import as_data_matrix, check_int, check_positive
 
 __all__ = [
     "BIRTH_PROPOSALS",
@@ -77,19 +77,8 @@ def as_factor_data(Y, name: str = "Y") -> tuple[np.ndarray, np.ndarray | None]:
     NaN marks a missing entry; infinite values, all-missing rows or columns, and a
     non-2-D ``Y`` raise ``ValueError``.
     """
-    if hasattr(Y, "to_numpy"):
-        Y = Y.to_numpy()
-    try:
-        arr = np.asarray(Y, dtype=np.float64)
-    except (TypeError, ValueError) as err:
-        raise TypeError(f"{name} must be a numeric 2-D array: {err}") from None
-    if arr.ndim != 2:
-        raise ValueError(f"{name} must be 2-D (D observed dimensions x N samples), got "
-                         f"{arr.ndim}-D shape {arr.shape}")
-    if arr.shape[0] < 1 or arr.shape[1] < 1:
-        raise ValueError(f"{name} is empty: shape {arr.shape}")
-    if np.isinf(arr).any():
-        raise ValueError(f"{name} has infinite values; use NaN for missing entries")
+    arr = as_data_matrix(Y, name, min_rows=1, allow_nan=True,
+                         axes="D observed dimensions x N samples")
     missing = np.isnan(arr)
     rows = np.flatnonzero(missing.all(1))
     if rows.size:

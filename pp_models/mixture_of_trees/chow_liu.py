@@ -30,10 +30,13 @@ from pp_models.trees import (
     plot_spanning_tree,
     spanning_tree_edges,
 )
+from pp_models.validation import as_data_matrix
 
 __all__ = ["TreeModel", "as_discrete_data", "chow_liu", "discrete_statistics"]
 
 _KINDS = ("discrete", "gaussian")
+# what the rows and columns of a data matrix are, for as_data_matrix's messages
+_AXES = "n_observations, n_variables"
 
 
 @dataclass(frozen=True)
@@ -94,7 +97,7 @@ class TreeModel:
         if self.kind == "discrete":
             X = as_discrete_data(X, n_categories=self.n_categories, min_rows=1)[0]
             return tree_log_density(X, self.parents, self.log_cpt)
-        X = _as_float_data(X, "X", min_rows=1)
+        X = as_data_matrix(X, "X", min_rows=1, axes=_AXES)
         if X.shape[1] != self.n_nodes:
             raise ValueError(f"X has {X.shape[1]} columns, the tree has {self.n_nodes} nodes")
         R = X - self.mean
@@ -174,23 +177,6 @@ def as_discrete_data(X, *, n_categories=None, name: str = "X", min_rows: int = 1
             raise ValueError(f"{name}: column {bad[0]} has code {observed[bad[0]] - 1} >= "
                              f"n_categories = {K[bad[0]]}")
     return np.ascontiguousarray(codes), K
-
-
-def _as_float_data(X, name, min_rows=2):
-    if hasattr(X, "to_numpy"):
-        X = X.to_numpy()
-    try:
-        arr = np.asarray(X, dtype=np.float64)
-    except (TypeError, ValueError) as err:
-        raise TypeError(f"{name} must be numeric: {err}") from None
-    if arr.ndim != 2:
-        raise ValueError(f"{name} must be 2-D (n_observations, n_variables), got shape "
-                         f"{arr.shape}")
-    if arr.shape[0] < min_rows:
-        raise ValueError(f"{name} needs at least {min_rows} rows, got {arr.shape[0]}")
-    if not np.all(np.isfinite(arr)):
-        raise ValueError(f"{name} contains NaN or inf")
-    return arr
 
 
 def _check_weights(weights, n):
@@ -307,7 +293,7 @@ def chow_liu(X, *, kind: str = "discrete", weights=None, prior=None, n_categorie
         codes, K = as_discrete_data(X, n_categories=n_categories)
         n, V = codes.shape
     else:
-        data = _as_float_data(X, "X", min_rows=1)
+        data = as_data_matrix(X, "X", min_rows=1, axes=_AXES)
         n, V = data.shape
     if V < 2:
         raise ValueError(f"X needs at least 2 variables (columns) for a tree, got {V}")

@@ -17,8 +17,8 @@ import numpy as np
 from scipy.special import logsumexp
 
 from pp_models.mixture_of_trees.chow_liu import (
+    _AXES,
     TreeModel,
-    _as_float_data,
     _check_prior,
     as_discrete_data,
     fit_discrete_tree,
@@ -27,6 +27,7 @@ from pp_models.mixture_of_trees.chow_liu import (
     tree_log_density,
 )
 from pp_models.progress import WorkProgress
+from pp_models.validation import as_data_matrix
 
 __all__ = ["MixtureOfTrees", "em"]
 
@@ -143,7 +144,7 @@ def em(X, n_components: int, *, kind: str = "discrete", n_init: int = 1,
         data, cats = as_discrete_data(X, n_categories=n_categories)
         one_hot = one_hot_reduced(data, cats)
     else:
-        data = _as_float_data(X, "X")
+        data = as_data_matrix(X, "X", axes=_AXES)
         cats = one_hot = None
     n, V = data.shape
     if V < 2:

@@ -21,8 +21,8 @@ from custom_ops.spanning_tree_kernels import (
     tree_edge_tables,
 )
 from pp_models.mixture_of_trees.chow_liu import (
+    _AXES,
     TreeModel,
-    _as_float_data,
     _weighted_moments,
     as_discrete_data,
     discrete_statistics,
@@ -32,6 +32,7 @@ from pp_models.mixture_of_trees.chow_liu import (
     tree_precision,
 )
 from pp_models.trees import maximum_spanning_tree, spanning_tree_edges
+from pp_models.validation import as_data_matrix
 
 __all__ = ["forest_log_marginal", "map_forest"]
 
@@ -70,7 +71,7 @@ def map_forest(X, *, score: str = "bdeu", ess: float = 1.0, kind: str = "discret
         raise ValueError("kind='gaussian' supports score='bic' only")
     names = None if feature_names is None else tuple(str(s) for s in feature_names)
     if kind == "gaussian":
-        return _gaussian_bic_forest(_as_float_data(X, "X"), names)
+        return _gaussian_bic_forest(as_data_matrix(X, "X", axes=_AXES), names)
     codes, K = as_discrete_data(X, n_categories=n_categories)
     n, V = codes.shape
     if V < 2:

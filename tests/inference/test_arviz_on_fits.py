@@ -24,6 +24,10 @@ from pp_models.registry import list_models
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
+# one xdist worker runs this module, so the module-scoped fits are made once, not once per
+# worker (pyproject's addopts: --dist loadgroup)
+pytestmark = pytest.mark.xdist_group("arviz_on_fits")
+
 FAMILIES = [entry.name for entry in list_models()]
 ARVIZ_FUNCTIONS = {
     "summary": az.summary,
@@ -58,8 +62,10 @@ def fits():
             with warnings.catch_warnings():
                 # ArviZ/PyMC remark that 20 draws are few; that is the point here
                 warnings.simplefilter("ignore")
-                cache[name] = (model, fit(model, draws=20, tune=20, chains=2, random_seed=3,
-                                          progressbar=False, **extra))
+                # cores=1: the chains run one after the other in this process, so a cold
+                # cache compiles each family's kernels once, not once per chain worker
+                cache[name] = (model, fit(model, draws=20, tune=20, chains=2, cores=1,
+                                          random_seed=3, progressbar=False, **extra))
         return cache[name]
 
     return get

@@ -12,6 +12,10 @@ from inference.convergence import check_convergence
 from pp_models import datasets, finite_mixture
 from pp_models.model_info import posterior_with_labels
 
+# one xdist worker runs this module, so its module-scoped fits are made once (--dist
+# loadgroup in pyproject's addopts)
+pytestmark = pytest.mark.xdist_group("fit")
+
 
 @pytest.fixture(scope="module")
 def normal_model():

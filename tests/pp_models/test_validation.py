@@ -1,0 +1,43 @@
+"""pp_models.validation: the shared argument checks."""
+
+import numpy as np
+import pytest
+
+from pp_models.validation import as_data_matrix
+
+
+def test_as_data_matrix_returns_float64_copy_of_good_data():
+    X = [[1, 2], [3, 4]]
+    arr = as_data_matrix(X)
+    assert arr.dtype == np.float64 and arr.shape == (2, 2)
+    np.testing.assert_array_equal(arr, np.array(X, float))
+
+
+@pytest.mark.parametrize(
+    "X,kwargs,err,msg",
+    [
+        ("abc", {}, TypeError, "X must be a numeric 2-D array"),
+        (np.zeros(3), {}, ValueError, r"2-D \(n_observations, n_features\).*reshape"),
+        (np.zeros(3), {"axes": "D dims x N samples"}, ValueError,
+         r"2-D \(D dims x N samples\), got 1-D shape \(3,\)$"),
+        (np.zeros((1, 2)), {}, ValueError, "at least 2 rows, got 1"),
+        (np.zeros((3, 0)), {}, ValueError, "has no columns"),
+        (np.array([[0.0, 1.0], [np.nan, np.nan]]), {}, ValueError,
+         r"2 non-finite value\(s\) \(NaN or inf\), first at row 1, column 0"),
+        (np.array([[0.0, np.inf], [np.nan, 1.0]]), {"allow_nan": True}, ValueError,
+         r"1 infinite value\(s\), first at row 0, column 1; use NaN for a missing entry"),
+        (np.array([[0.0, -np.inf], [1.0, 1.0]]), {"allow_nan": False}, ValueError,
+         "non-finite"),
+    ],
+)
+def test_as_data_matrix_rejects(X, kwargs, err, msg):
+    with pytest.raises(err, match=msg):
+        as_data_matrix(X, **kwargs)
+
+
+def test_as_data_matrix_allow_nan_keeps_missing_entries():
+    X = np.array([[0.0, np.nan], [2.0, 3.0]])
+    arr = as_data_matrix(X, "Y", allow_nan=True)
+    assert np.isnan(arr[0, 1]) and np.isnan(arr).sum() == 1
+    with pytest.raises(ValueError, match="Y has 1 non-finite"):
+        as_data_matrix(X, "Y")  # NaN is refused unless allowed
