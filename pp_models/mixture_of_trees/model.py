@@ -27,7 +27,7 @@ import xarray as xr
 
 from custom_ops.conjugate import gaussian_hyper
 from pp_models.distributions.spanning_tree import SpanningTree
-from pp_models.mixture_of_trees.chow_liu import _as_float_data, as_discrete_data
+from pp_models.mixture_of_trees.chow_liu import _AXES, as_discrete_data
 from pp_models.mixture_of_trees.likelihood import GaussianTreeMixtureData, TreeMixtureData
 from pp_models.model_info import (
     DerivedStatistic,
@@ -37,6 +37,7 @@ from pp_models.model_info import (
     weights_sorted,
 )
 from pp_models.trees import check_tree_weights
+from pp_models.validation import as_data_matrix
 
 __all__ = ["GAUSSIAN_STEP_NAME", "STEP_NAME", "model"]
 
@@ -105,7 +106,7 @@ def model(X, n_components: int, *, kind: str = "discrete", alpha: float = 1.0,
     if kind == "discrete":
         codes, K = as_discrete_data(X, n_categories=n_categories, min_rows=1)
     else:
-        codes = _as_float_data(X, "X", min_rows=1)
+        codes = as_data_matrix(X, "X", min_rows=1, axes=_AXES)
     n, V = codes.shape
     if V < 2:
         raise ValueError(f"X needs at least 2 variables (columns) for a tree, got {V}")
