@@ -116,7 +116,10 @@ def test_exact_topologies_cover_all_26_labelled_shapes():
 
 
 def test_kernel_keeps_the_exact_prior():
-    p = run_kernel(seed=1)
+    # seed 200 is the first of the ten seeds measured in the slow test (0/10 rejected at
+    # this size); see test_kernel_bias_at_large_sample for the small bias seen with 10x
+    # more chains
+    p = run_kernel(seed=200)
     print("correct kernel p-values (topology, branch points, root time):", p)
     assert not rejects(p)
 
@@ -128,7 +131,8 @@ def test_prior_as_proposal_shortcut_is_caught():
 
 
 def test_missing_proposal_ratio_is_caught():
-    p = run_kernel(seed=1, proposal_ratio=False)
+    # a gross error (p ~ 1e-60 at 1500 chains): 300 chains suffice
+    p = run_kernel(seed=1, proposal_ratio=False, n_chains=300)
     print("no-proposal-ratio twin p-values (topology, branch points, root time):", p)
     assert rejects(p)
 
@@ -141,6 +145,26 @@ def test_false_alarm_and_power_over_ten_seeds():
     no_q = sum(rejects(run_kernel(s, proposal_ratio=False)) for s in seeds)
     print(f"rejections out of 10: correct {correct}, shortcut {shortcut}, "
           f"no proposal ratio {no_q}")
+    # measured 2026-11-26 (seeds 200-209, 1500 chains x 3 sweeps): correct 0/10;
+    # shortcut 10/10 (largest Bonferroni p 0.004, the branch-point count always the
+    # smallest); no proposal ratio 10/10 (largest p ~ 1e-53)
     assert correct <= 2
     assert shortcut >= 9
     assert no_q >= 9
+
+
+@pytest.mark.slow
+def test_kernel_bias_at_large_sample():
+    """FAILS at the time of writing (2026-11-26): a small bias of the correct kernel.
+
+    15000 chains x 12 sweeps from exact prior draws (seed 51): binary trees (3 branch
+    points) 0.2481 of the end states vs the exact 0.2609, stars (1 branch point) 0.1967 vs
+    0.1901 (chi-square p 9e-4), latest-divergence-time KS p 2e-3. After 3 sweeps the
+    binary share was 0.252-0.256 on four seeds of 20000 chains (p 8e-5, 0.11, 0.11,
+    0.03): the deficit grows with the sweeps, so it is the kernel's stationary
+    distribution, not the start. sample_attach and log_attach_density agree (checked by
+    Monte Carlo with and without truncation); the cause was not found in this session.
+    """
+    p = run_kernel(51, n_chains=15000, n_sweeps=12)
+    print("correct kernel, 15000 chains x 12 sweeps:", p)
+    assert not rejects(p)
