@@ -2,9 +2,10 @@
 on the four-cluster synthetic of Knowles (2012) §4.7.1 (``bench_pydt_heldout.py``).
 
 FAILS as measured on 2026-11-26 (seed 0, 100 training / 200 test points, 100 draws after
-60 tuning, 2 chains): PYDT -2.492 +- 0.044, DDT -2.291 +- 0.061, DPM -2.244 +- 0.072 per
-test point; paired PYDT - DPM -0.249 +- 0.043. The PYDT chain sits at alpha ~ 0.72 with
-many multifurcations (see the report of issue #13)."""
+60 tuning, 2 chains), after the fix of the tree step's move count (pydt.model asks for
+2n - 2 moves per sweep): PYDT -2.331 +- 0.070, DPM -2.244 +- 0.072 per test point;
+paired PYDT - DPM -0.087 +- 0.033 (with the state-dependent move count: PYDT -2.492,
+paired -0.249 +- 0.043). The DDT scores -2.291 +- 0.061."""
 
 import importlib.util
 import math
