@@ -67,7 +67,7 @@ def exact_topologies(n, theta, alpha, seed=0):
 
 
 def sweep(rng, tree, X, exact_ratio, proposal_ratio, *, c, theta, alpha,
-          state_dependent_count=False):
+          state_dependent_count=False, slice_times=True):
     """Detach-reattach moves, then every divergence time slice-sampled once.
 
     The number of moves must not depend on the current tree: ``2 n - 2`` (the non-root
@@ -83,12 +83,15 @@ def sweep(rng, tree, X, exact_ratio, proposal_ratio, *, c, theta, alpha,
         v = int(candidates[rng.integers(candidates.size)])
         _ok, current = detach_reattach(rng, tree, v, X, c, theta, alpha, 1.0, current,
                                        exact_ratio, proposal_ratio)
+    if not slice_times:
+        return
     for v in tree.internal_nodes[rng.permutation(tree.n_internal)]:
         current = slice_time(rng, tree, int(v), X, c, theta, alpha, 1.0, current)
 
 
 def run_kernel(seed, *, exact_ratio=True, proposal_ratio=True, n_chains=N_CHAINS,
-               n_sweeps=N_SWEEPS, params=PARAMS, state_dependent_count=False):
+               n_sweeps=N_SWEEPS, params=PARAMS, state_dependent_count=False,
+               slice_times=True):
     """p-values (topology chi-square, number-of-branch-points chi-square, root-time KS)
     of the end states."""
     rng = np.random.default_rng(seed)
@@ -100,7 +103,8 @@ def run_kernel(seed, *, exact_ratio=True, proposal_ratio=True, n_chains=N_CHAINS
         tree = draw.tree.copy()
         for _ in range(n_sweeps):
             sweep(rng, tree, X, exact_ratio, proposal_ratio,
-                  state_dependent_count=state_dependent_count, **params)
+                  state_dependent_count=state_dependent_count, slice_times=slice_times,
+                  **params)
         ends.append(tree)
     shapes = exact_topologies(N_LEAVES, params["theta"], params["alpha"])
     keys = list(shapes)
@@ -210,11 +214,13 @@ def test_state_dependent_move_count_is_biased():
     """The consequence of the count in test_tree_step_move_count_is_fixed: measured
     2026-11-26 with the real detach_reattach, 15000 chains x 12 sweeps of moves only
     (seed 62): binary trees 0.2445 of the end states vs the exact 0.2609, stars 0.2033
-    vs 0.1901 (chi-square p 4e-7); with and without slice sampling alike. With a fixed
+    vs 0.1901 (chi-square p 4e-7); with slice sampling too it is weaker (seed 51: p 9e-4;
+    this test's seed 62: p 0.12-0.34, not detected), so this test moves only. With a fixed
     count (2 n - 2 moves) and everything else unchanged: see
     test_kernel_keeps_the_exact_prior_at_large_sample. This test asserts the bias (it
     documents the bug; it passes while the bug is understood)."""
-    p = run_kernel(62, n_chains=15000, n_sweeps=12, state_dependent_count=True)
+    p = run_kernel(62, n_chains=15000, n_sweeps=12, state_dependent_count=True,
+                   slice_times=False)
     print("state-dependent move count, 15000 chains x 12 sweeps:", p)
     assert rejects(p)
 
