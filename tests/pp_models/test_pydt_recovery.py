@@ -1,0 +1,59 @@
+"""Posterior recovery of the PYDT/DDT hyperparameters on data from the prior (Knowles
+2012 §7.7.2: D = 5, N = 200, c = 1, sigma2 = 1, the DDT).
+
+The truth must lie within the posterior's spread: ``|mean - truth| <= 3 sqrt(sd^2 +
+MCSE^2)`` (a 3-sigma credible band widened by the Monte Carlo error of the mean), for
+``c`` and ``sigma2``. Slow: 2 chains x 250 sweeps at N = 200 (~0.7 s per sweep when this
+was written). The measured numbers are in the docstrings of the tests."""
+
+import numpy as np
+import pytest
+
+from inference import fit
+from pp_models import pydt
+
+TRUTH = {"c": 1.0, "sigma2": 1.0}
+
+
+def prior_data(seed=7, n=200, d=5):
+    return pydt.sample_prior(n, c=1.0, theta=0.0, alpha=0.0, dim=d, sigma2=1.0,
+                             random_seed=seed)[0].X
+
+
+def _covers(posterior, name, truth):
+    import arviz as az
+
+    draws = posterior[name].values.reshape(-1)
+    mean, sd = float(draws.mean()), float(draws.std(ddof=1))
+    mcse = float(az.mcse(posterior[name]).values)
+    z = (mean - truth) / np.hypot(sd, mcse)
+    lo, hi = np.quantile(draws, [0.025, 0.975])
+    print(f"{name}: mean {mean:.3f} sd {sd:.3f} mcse {mcse:.3f} 95% CI [{lo:.3f}, "
+          f"{hi:.3f}] truth {truth} z {z:+.2f}")
+    return z
+
+
+@pytest.mark.slow
+def test_hyperparameters_cover_the_truth_on_prior_data():
+    """The DDT (the generating model). Measured 2026-11-26 (20 min on the shared
+    machine): c 1.004, sd 0.084, MCSE 0.008, 95% interval [0.869, 1.191], z +0.05;
+    sigma2 1.256, sd 0.172, MCSE 0.098, [0.906, 1.558], z +1.29 (sigma2 mixes slowly:
+    ESS ~ 3).
+
+    The PYDT model on the same kind of data is not tested here: from the greedy start
+    its chain sits at alpha ~ 0.44 (10-90 %: 0.31-0.59) with ~70 branch points, from the
+    true tree at alpha ~ 0.015 (0.002-0.048), c 1.00 (0.87-1.09), sigma2 0.91 (0.83-1.00)
+    with ~183 (140 iterations each, 2n - 2 moves per sweep): the two do not meet within
+    the run (issue #13 report).
+    """
+    binary = True
+    X = prior_data()
+    result = fit(pydt.model(X, binary=binary), draws=150, tune=100, chains=2, cores=1,
+                 random_seed=11, progressbar=False)
+    posterior = result["posterior"].to_dataset()
+    for name in ("theta", "alpha") if not binary else ():
+        draws = posterior[name].values.reshape(-1)
+        print(f"{name}: mean {draws.mean():.3f} 95% CI "
+              f"{np.round(np.quantile(draws, [0.025, 0.975]), 3)}")
+    zs = {name: _covers(posterior, name, truth) for name, truth in TRUTH.items()}
+    assert all(abs(z) <= 3.0 for z in zs.values()), zs
