@@ -91,7 +91,11 @@ def write_results(dt: xr.DataTree, table: pd.DataFrame, out_dir: str | os.PathLi
         family_plot = _family_plot(dt)
         if family_plot is not None:
             name, plot = family_plot
-            if not _draw_picture(staging / f"{name}.png", lambda tmp: plot(dt, tmp)):
+            # an interrupted run may have skipped the post-processing its picture needs;
+            # the CLI already says it was interrupted, so a missing picture is no news
+            quiet = bool(dt.attrs.get("pp_models_interrupted", 0))
+            if not _draw_picture(staging / f"{name}.png", lambda tmp: plot(dt, tmp),
+                                 quiet=quiet):
                 family_plot = None
         umask = os.umask(0)
         os.umask(umask)
@@ -108,12 +112,15 @@ def write_results(dt: xr.DataTree, table: pd.DataFrame, out_dir: str | os.PathLi
     return paths
 
 
-def _draw_picture(path: Path, draw: Callable[[str], None]) -> bool:
-    """Write a picture; if drawing fails, warn and go on, so the fit's posterior and
-    summary are still saved (a picture is a view of them, they are the result)."""
+def _draw_picture(path: Path, draw: Callable[[str], None], *, quiet: bool = False) -> bool:
+    """Write a picture; if drawing fails, warn (unless ``quiet``) and go on, so the fit's
+    posterior and summary are still saved (a picture is a view of them, they are the
+    result)."""
     try:
         _atomic_write(path, draw)
     except Exception as err:  # any plotting failure: reported, the result still saved
+        if quiet:
+            return False
         warnings.warn(f"could not draw {path.name} ({type(err).__name__}: {err}); "
                       "posterior.nc and summary.csv are written", UserWarning, stacklevel=3)
         return False
