@@ -628,7 +628,7 @@ def pydt_sweep(rng, parent, log1m_t, X, c, theta, alpha, sigma2, n_moves, slice_
     -------
     (accepted, log_prior, log_lik, max_error)
         Accepted moves; the log prior and log likelihood of the final tree from the
-        caches; the largest relative error |cached - recomputed| / (1 + |recomputed|)
+        caches; the largest relative error ``abs(cached - recomputed) / (1 + abs(recomputed))``
         (prior plus likelihood) seen with ``check`` (else 0).
     """
     n, d = X.shape

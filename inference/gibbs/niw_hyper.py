@@ -22,9 +22,10 @@ then discarded; it leaves p(S0, kappa0, m0 | z, X) invariant)::
     m0 | mu, Lambda, kappa0 ~ N(P^-1 (C^-1 mean + kappa0 sum_k Lambda_k mu_k), P^-1),
         P = C^-1 + kappa0 sum_k Lambda_k.
 
-The first follows from the IW density being proportional to |S0|^(nu0/2) exp(-tr(S0
-Sigma^-1)/2) in S0, the others are the Normal-Gamma and Normal-Normal updates. Any
-subset of the three may be random (the others constant); ``nu0`` must be constant.
+The first follows from the IW density being proportional to
+``det(S0)^(nu0/2) exp(-tr(S0 Sigma^-1)/2)`` in S0, the others are the Normal-Gamma
+and Normal-Normal updates. Any subset of the three may be random (the others
+constant); ``nu0`` must be constant.
 """
 
 from __future__ import annotations
