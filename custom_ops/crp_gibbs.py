@@ -31,6 +31,7 @@ import numpy as np
 
 from custom_ops import conjugate as cj
 from custom_ops.crp import canonicalize
+from custom_ops.log_weights import sample_log_weights
 
 __all__ = [
     "COMPONENT_CODES",
@@ -45,26 +46,6 @@ _jit = numba.njit(cache=True)
 # --------------------------------------------------------------------------------------
 # small helpers
 # --------------------------------------------------------------------------------------
-@_jit
-def _sample_log_weights(lw, m, rng):
-    """Index in [0, m) with probability proportional to exp(lw[:m])."""
-    top = lw[0]
-    for a in range(1, m):
-        if lw[a] > top:
-            top = lw[a]
-    tot = 0.0
-    for a in range(m):
-        lw[a] = math.exp(lw[a] - top)
-        tot += lw[a]
-    u = rng.random() * tot
-    acc = 0.0
-    for a in range(m):
-        acc += lw[a]
-        if u < acc:
-            return a
-    return m - 1
-
-
 @_jit
 def _shuffle(order, rng):
     for i in range(order.shape[0] - 1, 0, -1):
@@ -194,7 +175,7 @@ def collapsed_sweeps(X, z, alpha, discount, fam, hp, rng, n_sweeps):
                 s = active[a]
                 lw[a] = log_size[counts[s]] + cj.state_log_predictive(fam, x, states[s], hp, work)
             lw[K] = math.log(alpha + K * discount) + prior_pred[i]
-            c = _sample_log_weights(lw, K + 1, rng)
+            c = sample_log_weights(lw, K + 1, rng)
             if c == K:
                 if n_free == 0:
                     states, counts, pos, active, free, n_free = _grow(
@@ -457,7 +438,7 @@ def auxiliary_sweeps(X, z, theta, alpha, discount, code, pool, m, rng, n_sweeps)
             log_new = math.log((alpha + K * discount) / m)
             for a in range(m):
                 lw[K + a] = log_new + _component_loglik(code, x, aux[a])
-            c = _sample_log_weights(lw, K + m, rng)
+            c = sample_log_weights(lw, K + m, rng)
             if c >= K:
                 n_free -= 1
                 s = free[n_free]

@@ -39,6 +39,7 @@ from custom_ops.conjugate import (
     gaussian_log_predictive,
     gaussian_remove,
 )
+from custom_ops.log_weights import sample_log_weights
 
 __all__ = [
     "GaussianTreeMixtureLogp",
@@ -176,24 +177,10 @@ def gaussian_assignment_sweep(rng, X, z, parents, stats, log_weights, m0, kappa0
     for i in range(n):
         old = z[i]
         gaussian_remove(stats[old], X[i])
-        top = -np.inf
         for k in range(K):
             logp[k] = log_weights[k] + gaussian_tree_row_log_predictive(
                 X[i], stats[k], parents[k], m0, kappa0, delta, S0)
-            if logp[k] > top:
-                top = logp[k]
-        total = 0.0
-        for k in range(K):
-            logp[k] = math.exp(logp[k] - top)
-            total += logp[k]
-        u = rng.random() * total
-        new = K - 1
-        acc = 0.0
-        for k in range(K):
-            acc += logp[k]
-            if u < acc:
-                new = k
-                break
+        new = sample_log_weights(logp, K, rng)
         z[i] = new
         gaussian_add(stats[new], X[i])
         if new != old:

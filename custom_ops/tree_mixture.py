@@ -24,6 +24,7 @@ from pytensor.graph.op import Op
 from pytensor.link.numba.dispatch import basic as nb
 
 from custom_ops.conjugate import dirichlet_categorical_log_marginal
+from custom_ops.log_weights import sample_log_weights
 from custom_ops.spanning_tree_kernels import (
     pairwise_bdeu_gain,
     sequential_spanning_tree,
@@ -127,25 +128,10 @@ def assignment_sweep(rng, codes, z, parents, tables, log_weights, n_categories, 
         old = z[i]
         _update(tables, codes[i], parents[old], old, -1.0)
         counts[old] -= 1
-        top = -np.inf
         for k in range(n_components):
-            s = log_weights[k] + row_log_predictive(tables, codes[i], parents[k], k,
-                                                    n_categories, ess)
-            logp[k] = s
-            if s > top:
-                top = s
-        total = 0.0
-        for k in range(n_components):
-            logp[k] = math.exp(logp[k] - top)
-            total += logp[k]
-        u = rng.random() * total
-        new = n_components - 1
-        acc = 0.0
-        for k in range(n_components):
-            acc += logp[k]
-            if u < acc:
-                new = k
-                break
+            logp[k] = log_weights[k] + row_log_predictive(tables, codes[i], parents[k], k,
+                                                          n_categories, ess)
+        new = sample_log_weights(logp, n_components, rng)
         z[i] = new
         _update(tables, codes[i], parents[new], new, 1.0)
         counts[new] += 1

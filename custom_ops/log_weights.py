@@ -1,0 +1,39 @@
+"""Drawing an index from unnormalised log weights, inside Numba kernels.
+
+Every collapsed Gibbs sweep in the zoo ends a site update the same way: scores
+``log w_a`` for the candidate values, then one draw with probability
+``w_a / sum_b w_b``. Subtracting the largest score before exponentiating keeps the
+weights finite when the scores span hundreds of nats.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numba
+
+__all__ = ["sample_log_weights"]
+
+
+@numba.njit(cache=True)
+def sample_log_weights(log_weights, m, rng):
+    """Index in ``[0, m)`` with probability proportional to ``exp(log_weights[:m])``.
+
+    ``log_weights[:m]`` is overwritten with the unnormalised weights. ``rng`` is a NumPy
+    ``Generator`` (passed into Numba), so a seeded caller gets a reproducible draw.
+    """
+    top = log_weights[0]
+    for a in range(1, m):
+        if log_weights[a] > top:
+            top = log_weights[a]
+    total = 0.0
+    for a in range(m):
+        log_weights[a] = math.exp(log_weights[a] - top)
+        total += log_weights[a]
+    u = rng.random() * total
+    acc = 0.0
+    for a in range(m):
+        acc += log_weights[a]
+        if u < acc:
+            return a
+    return m - 1
