@@ -16,67 +16,36 @@ import sys
 import threading
 import time
 
-from pp_models.progress import in_ci, progress_enabled
+from pp_models.progress import WorkProgress, in_ci, progress_enabled
 
 __all__ = ["ChainProgress", "compiling", "in_ci", "progress_enabled"]
 
 
-class ChainProgress:
+class ChainProgress(WorkProgress):
     """``with ChainProgress(chains, total, enabled=...) as bar``: a redrawn status line.
 
     The sampler keeps a list of per-chain iteration counts and hands it over with
-    :meth:`attach` (or :meth:`update` with a fresh copy); a background thread redraws
-    the line a few times a second, so the sampling loop pays nothing for it.
+    :meth:`attach` (or :meth:`update` with a fresh copy); the background thread of
+    :class:`pp_models.progress.WorkProgress` redraws the line a few times a second, so
+    the sampling loop pays nothing for it.
     """
 
     def __init__(self, chains: int, total: int, *, enabled: bool = True, interval: float = 0.25):
-        self.chains = chains
-        self.total = total
-        self.enabled = progress_enabled(enabled)
-        self.interval = interval
+        super().__init__("sampling", chains * total, enabled=enabled, delay=0.0,
+                         interval=interval)
         self._counts: list[int] = [0] * chains
-        self._stop = threading.Event()
-        self._thread = None
-        self._t0 = time.perf_counter()
 
     def attach(self, counts) -> None:
         self._counts = counts
 
-    def update(self, counts) -> None:
-        self._counts = counts
+    update = attach
 
-    def _line(self) -> str:
-        counts = list(self._counts)
-        done = sum(counts)
-        total = self.chains * self.total
-        width = 24
-        filled = int(width * done / total) if total else width
-        elapsed = time.perf_counter() - self._t0
-        rate = done / elapsed if elapsed > 0 else 0.0
-        eta = (total - done) / rate if rate > 0 else float("nan")
-        per_chain = " ".join(f"{c}" for c in counts)
-        return (f"\rsampling [{'#' * filled}{'.' * (width - filled)}] {done}/{total} "
-                f"(chains: {per_chain}) {elapsed:5.1f} s"
-                + (f", ~{eta:.0f} s left" if eta == eta else ""))
+    def line(self) -> str:
+        self.counter[0] = sum(self._counts)
+        return super().line()
 
-    def _run(self):
-        while not self._stop.wait(self.interval):
-            sys.stderr.write(self._line())
-            sys.stderr.flush()
-
-    def __enter__(self):
-        if self.enabled:
-            self._thread = threading.Thread(target=self._run, daemon=True)
-            self._thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        if self._thread is not None:
-            self._stop.set()
-            self._thread.join()
-            sys.stderr.write(self._line() + "\n")
-            sys.stderr.flush()
-        return False
+    def detail(self) -> str:
+        return f" (chains: {' '.join(str(c) for c in list(self._counts))})"
 
 
 @contextlib.contextmanager

@@ -68,8 +68,12 @@ class WorkProgress:
         left = elapsed * (self.total - done) / done if done else float("nan")
         unit = f" {self.unit}" if self.unit else ""
         return (f"\r{self.what} [{'#' * filled}{'.' * (width - filled)}] "
-                f"{done:,}/{self.total:,}{unit} {elapsed:5.1f} s"
+                f"{done:,}/{self.total:,}{unit}{self.detail()} {elapsed:5.1f} s"
                 + (f", ~{left:.0f} s left" if left == left else ""))
+
+    def detail(self) -> str:
+        """Text after the count (subclasses: e.g. each chain's count)."""
+        return ""
 
     def _run(self):
         if self._stop.wait(self.delay):
