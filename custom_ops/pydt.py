@@ -39,6 +39,11 @@ Valid parameters (§4.4.2): ``c > 0``, ``sigma2 > 0``, ``alpha < 1`` and either
 ``kappa >= 2`` (at most ``kappa`` children per node; ``kappa = 2`` is binary).
 Outside them, or for an invalid tree, the Op returns ``-inf`` (and NaN gradients);
 :func:`pydt_logp` raises ``ValueError`` for numeric bad input before building anything.
+
+Why one module of ~810 lines: the Op, its forward recursion, its reverse-mode gradient
+and the prior draws share the tree layout helpers and the ``h_table``/Gamma tables; the
+prior draws (``pydt_draw_tree``, ``pydt_draw_data``) are the natural piece to move out
+next (issue #9).
 """
 
 from __future__ import annotations

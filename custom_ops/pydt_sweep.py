@@ -33,6 +33,12 @@ Random numbers come from a NumPy ``Generator`` passed in (Numba draws from its b
 generator, so the caller's generator advances and a seed reproduces a chain).
 Internal node slots: a move that frees a slot pushes it on a stack and a new node takes
 the top one; slot numbers are labels the density does not depend on.
+
+Why one module of ~930 lines: the sweep, its journal/undo of cached terms, the slice
+sampler and the greedy build all read and write the same cache arrays through the same
+private helpers (``_refresh_path``, ``_journal``, ``_restore``); splitting them would make
+those helpers public cross-module API for Numba kernels only. A split of the greedy
+build (``pydt_greedy``) into its own module is the planned next step (issue #9).
 """
 
 from __future__ import annotations

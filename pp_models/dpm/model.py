@@ -73,6 +73,11 @@ the number of clusters, optionally the cluster parameters from the conjugate pos
 and the posterior predictive density on a 1-D/2-D grid.
 
 The outputs are in :mod:`pp_models.dpm.outputs`.
+
+Why ~835 lines: one factory with three model forms (collapsed CRP, non-conjugate CRP,
+truncated stick-breaking) and their prior defaults and hyperprior checks; the outputs
+already live in ``outputs.py``. The hyperprior section (``default_hyperprior`` to
+``learned_hyperparameters``) is the piece to move into its own module next (issue #9).
 """
 
 from __future__ import annotations
