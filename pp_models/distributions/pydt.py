@@ -31,7 +31,8 @@ from pytensor.link.numba.dispatch import basic as numba_basic
 from pytensor.link.numba.dispatch.random import numba_core_rv_funcify
 from pytensor.tensor.random.op import RandomVariable
 
-from custom_ops.pydt import PYDTLogProb, pydt_draw_data, pydt_draw_tree
+from custom_ops.pydt import PYDTLogProb
+from custom_ops.pydt_draws import pydt_draw_data, pydt_draw_tree
 
 __all__ = [
     "DiffusionTreeGaussian",

@@ -18,13 +18,8 @@ from scipy import special, stats
 
 from custom_ops import conjugate as cj
 from pp_models import partitions
-from pp_models.dpm.model import (
-    CONJUGATE,
-    DPMSpec,
-    get_spec,
-    learned_hyperparameters,
-    learned_variable_names,
-)
+from pp_models.dpm.hyperpriors import learned_hyperparameters, learned_variable_names
+from pp_models.dpm.spec import CONJUGATE, DPMSpec, get_spec
 from pp_models.model_info import posterior_with_labels
 
 __all__ = [

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from custom_ops.pydt import check_parameters, pydt_forward
-from custom_ops.pydt_sweep import pydt_greedy
+from custom_ops.pydt_greedy import pydt_greedy
 from pp_models.trees import DETACHED, UNUSED_SLOT, DiffusionTree
 
 __all__ = ["GreedyResult", "greedy"]

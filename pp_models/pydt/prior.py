@@ -6,7 +6,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from custom_ops.pydt import check_parameters, pydt_draw_data, pydt_draw_tree
+from custom_ops.pydt import check_parameters
+from custom_ops.pydt_draws import pydt_draw_data, pydt_draw_tree
 from pp_models.trees import DiffusionTree
 
 __all__ = ["PriorDraw", "sample_prior"]

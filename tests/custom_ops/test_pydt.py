@@ -15,7 +15,7 @@ import pytest
 from pytensor.compile.mode import Mode
 from scipy import integrate, special, stats
 
-from custom_ops import pydt
+from custom_ops import pydt, pydt_draws
 from custom_ops.diffusion_tree_kernels import diffusion_tree_mrca_times
 from pp_models.trees import DiffusionTree
 
@@ -24,7 +24,7 @@ from pp_models.trees import DiffusionTree
 def draw_tree(rng, n, c=1.0, theta=1.0, alpha=0.3):
     parent = np.empty(2 * n - 1, dtype=np.int64)
     log1m_t = np.empty(n - 1)
-    pydt.pydt_draw_tree(rng, n, c, theta, alpha, parent, log1m_t)
+    pydt_draws.pydt_draw_tree(rng, n, c, theta, alpha, parent, log1m_t)
     return parent, log1m_t
 
 

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from custom_ops import pydt
+from custom_ops import pydt, pydt_draws
 from custom_ops.pydt_sweep import pydt_sweep, sweep_inputs_valid
 from pp_models.pydt import sample_prior
 from pp_models.pydt.greedy import greedy
@@ -23,9 +23,9 @@ from tests.pp_models.test_pydt_prior import chi_square_pvalue, shape_key, shape_
 def _draw(rng, n, d, c, theta, alpha, sigma2, noise):
     parent = np.empty(2 * n - 1, dtype=np.int64)
     log1m_t = np.empty(n - 1)
-    pydt.pydt_draw_tree(rng, n, c, theta, alpha, parent, log1m_t)
+    pydt_draws.pydt_draw_tree(rng, n, c, theta, alpha, parent, log1m_t)
     X = np.empty((n, d))
-    pydt.pydt_draw_data(rng, parent, log1m_t, sigma2, d, X)
+    pydt_draws.pydt_draw_data(rng, parent, log1m_t, sigma2, d, X)
     return parent, log1m_t, X + noise * rng.standard_normal(X.shape)
 
 
