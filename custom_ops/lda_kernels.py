@@ -31,6 +31,12 @@ Kernels
   Dirichlet parameter.
 - :func:`concentrations`: label-invariant summaries of the conditional posterior means
   of phi and theta, from the counts.
+
+Why one module of ~750 lines: every kernel reads and writes the same count layout
+(``n_wk`` word-major, ``n_dk``, ``n_k``, CSR tokens), and the dense and sparse sweeps
+must stay the same Markov chain, which is easiest to keep true side by side; the
+evaluation kernels (:func:`sample_theta_fixed_phi`, :func:`minka_alpha_update`) are the
+piece to move out if the module grows.
 """
 
 from __future__ import annotations

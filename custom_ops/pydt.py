@@ -43,6 +43,10 @@ Outside them, or for an invalid tree, the Op returns ``-inf`` (and NaN gradients
 The prior draws (the sequential generative process) are in :mod:`custom_ops.pydt_draws`;
 the cached-message MCMC sweep and greedy build in :mod:`custom_ops.pydt_cache`,
 :mod:`custom_ops.pydt_sweep` and :mod:`custom_ops.pydt_greedy`.
+
+Why ~700 lines: the Op, its forward recursion and its reverse-mode gradient share the
+tree-layout helpers and the ``h_table``/Gamma tables, and the gradient is the forward
+recursion run backwards; splitting them apart would make those private helpers API.
 """
 
 from __future__ import annotations
