@@ -11,10 +11,12 @@ import numpy as np
 from custom_ops.conjugate import dirichlet_categorical_log_marginal
 
 __all__ = [
+    "breadth_first_order",
     "effective_conductance",
     "eliminate_nodes",
     "is_spanning_tree",
     "log_effective_conductance",
+    "max_categories",
     "maximum_spanning_forest",
     "pairwise_bdeu_gain",
     "pairwise_mutual_information",
@@ -49,6 +51,54 @@ __all__ = [
 
 
 _tree_jit = numba.njit(cache=True)
+
+
+@_tree_jit
+def breadth_first_order(parents):
+    """The nodes of the tree rooted at node 0 in breadth-first order: node 0 first, then
+    its children, their children, ..., the children of a node in increasing index. Every
+    node comes after its parent, so ancestral sampling can visit them in this order.
+    O(V); nodes that do not reach node 0 (not a tree) are left out of the result."""
+    V = parents.shape[0]
+    # children of every node in increasing index, as compressed rows
+    n_children = np.zeros(V + 1, dtype=np.int64)
+    for v in range(V):
+        p = parents[v]
+        if 0 <= p < V and p != v:
+            n_children[p + 1] += 1
+    start = np.cumsum(n_children)
+    fill = start[:V].copy()
+    children = np.empty(start[V], dtype=np.int64)
+    for v in range(V):
+        p = parents[v]
+        if 0 <= p < V and p != v:
+            children[fill[p]] = v
+            fill[p] += 1
+    order = np.empty(V, dtype=np.int64)
+    if V == 0:
+        return order
+    order[0] = 0
+    head = 0
+    tail = 1
+    while head < tail:
+        u = order[head]
+        head += 1
+        for j in range(start[u], start[u + 1]):
+            if children[j] != 0 and tail < V:
+                order[tail] = children[j]
+                tail += 1
+    return order[:tail]
+
+
+@_tree_jit
+def max_categories(n_categories):
+    """The largest number of categories of any variable (0 for none): the side of the
+    (parent value, child value) tables."""
+    k_max = 0
+    for v in range(n_categories.shape[0]):
+        if n_categories[v] > k_max:
+            k_max = n_categories[v]
+    return k_max
 
 
 @_tree_jit
@@ -369,10 +419,7 @@ def pairwise_mutual_information(joint_counts, marginal_counts, offsets, n_catego
     """
     V = offsets.shape[0]
     out = np.zeros((V, V))
-    k_max = 0
-    for v in range(V):
-        if n_categories[v] > k_max:
-            k_max = n_categories[v]
+    k_max = max_categories(n_categories)
     table = np.zeros((k_max, k_max))
     denom = total + prior
     for u in range(V):
@@ -403,10 +450,7 @@ def pairwise_bdeu_gain(joint_counts, marginal_counts, offsets, n_categories, ess
     is likelihood-equivalent, so the matrix is symmetric."""
     V = offsets.shape[0]
     out = np.zeros((V, V))
-    k_max = 0
-    for v in range(V):
-        if n_categories[v] > k_max:
-            k_max = n_categories[v]
+    k_max = max_categories(n_categories)
     table = np.zeros((k_max, k_max))
     alone = np.empty(V)
     for v in range(V):
@@ -432,10 +476,7 @@ def tree_edge_tables(joint_counts, marginal_counts, offsets, n_categories, paren
     """Weighted (parent value, child value) counts of every node of a forest, from the
     same count matrices: ``tables[v, j, k]``; a root's marginal counts are row 0."""
     V = parents.shape[0]
-    k_max = 0
-    for v in range(V):
-        if n_categories[v] > k_max:
-            k_max = n_categories[v]
+    k_max = max_categories(n_categories)
     tables = np.zeros((V, k_max, k_max))
     scratch = np.zeros((k_max, k_max))
     for v in range(V):
