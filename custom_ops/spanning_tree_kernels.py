@@ -9,6 +9,7 @@ import numba
 import numpy as np
 
 from custom_ops.conjugate import dirichlet_categorical_log_marginal
+from custom_ops.trees import breadth_first, children_lists
 
 __all__ = [
     "breadth_first_order",
@@ -58,36 +59,12 @@ def breadth_first_order(parents):
     """The nodes of the tree rooted at node 0 in breadth-first order: node 0 first, then
     its children, their children, ..., the children of a node in increasing index. Every
     node comes after its parent, so ancestral sampling can visit them in this order.
-    O(V); nodes that do not reach node 0 (not a tree) are left out of the result."""
+    O(V) (:func:`custom_ops.trees.breadth_first`); nodes that do not hang from node 0
+    (not a tree) are left out of the result."""
     V = parents.shape[0]
-    # children of every node in increasing index, as compressed rows
-    n_children = np.zeros(V + 1, dtype=np.int64)
-    for v in range(V):
-        p = parents[v]
-        if 0 <= p < V and p != v:
-            n_children[p + 1] += 1
-    start = np.cumsum(n_children)
-    fill = start[:V].copy()
-    children = np.empty(start[V], dtype=np.int64)
-    for v in range(V):
-        p = parents[v]
-        if 0 <= p < V and p != v:
-            children[fill[p]] = v
-            fill[p] += 1
-    order = np.empty(V, dtype=np.int64)
-    if V == 0:
-        return order
-    order[0] = 0
-    head = 0
-    tail = 1
-    while head < tail:
-        u = order[head]
-        head += 1
-        for j in range(start[u], start[u + 1]):
-            if children[j] != 0 and tail < V:
-                order[tail] = children[j]
-                tail += 1
-    return order[:tail]
+    child_ptr, child_idx = children_lists(parents)
+    order, n_reached, _complete = breadth_first(0, child_ptr, child_idx, V)
+    return order[:n_reached]
 
 
 @_tree_jit

@@ -243,3 +243,25 @@ def test_breadth_first_order_leaves_out_nodes_off_the_tree():
 def test_max_categories():
     assert kernels.max_categories(np.array([2, 5, 3])) == 5
     assert kernels.max_categories(np.zeros(0, dtype=np.int64)) == 0
+
+
+def test_children_lists_and_capacity_of_the_shared_breadth_first_walk():
+    from custom_ops.trees import breadth_first, children_lists
+
+    rng = np.random.default_rng(5)
+    for _ in range(20):
+        V = int(rng.integers(1, 25))
+        # a forest with unused slots: entries -1 (root) and -2 (unused) have no parent
+        parents = np.array([rng.integers(-2, v) if v else -1 for v in range(V)])
+        ptr, idx = children_lists(parents)
+        for v in range(V):
+            assert idx[ptr[v]:ptr[v + 1]].tolist() == \
+                [w for w in range(V) if parents[w] == v]
+        order, n_reached, complete = breadth_first(0, ptr, idx, V)
+        assert complete
+        assert order[:n_reached].tolist() == _python_breadth_first(np.where(
+            parents >= 0, parents, -1))
+    # a cycle through the root overflows the capacity instead of looping
+    ptr, idx = children_lists(np.array([1, 0]))
+    order, n_reached, complete = breadth_first(0, ptr, idx, 2)
+    assert not complete and order[:n_reached].tolist() == [0, 1]
