@@ -8,7 +8,7 @@ import math
 import numba
 import numpy as np
 
-from custom_ops.trees import breadth_first, children_lists
+from custom_ops.trees import breadth_first, children_from_counts
 
 __all__ = [
     "DIFFUSION_TREE_ERRORS",
@@ -83,7 +83,7 @@ def diffusion_tree_topology(parent, n_leaves):
     for v in range(n, nn):
         if parent[v] != -2 and n_child[v] < 2:
             return 5, e, e, e, e
-    child_ptr, child_idx = children_lists(parent)
+    child_ptr, child_idx = children_from_counts(parent, n_child)
     order, n_reached, complete = breadth_first(root, child_ptr, child_idx, n_active)
     if not complete or n_reached != n_active:
         return 6, e, e, e, e
