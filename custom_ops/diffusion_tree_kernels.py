@@ -8,6 +8,8 @@ import math
 import numba
 import numpy as np
 
+from custom_ops.trees import breadth_first, children_from_counts
+
 __all__ = [
     "DIFFUSION_TREE_ERRORS",
     "diffusion_tree_mrca_times",
@@ -81,29 +83,9 @@ def diffusion_tree_topology(parent, n_leaves):
     for v in range(n, nn):
         if parent[v] != -2 and n_child[v] < 2:
             return 5, e, e, e, e
-    child_ptr = np.zeros(nn + 1, dtype=np.int64)
-    for v in range(nn):
-        child_ptr[v + 1] = child_ptr[v] + n_child[v]
-    fill = child_ptr[:-1].copy()
-    child_idx = np.empty(child_ptr[nn], dtype=np.int64)
-    for v in range(nn):
-        p = parent[v]
-        if p >= 0:
-            child_idx[fill[p]] = v
-            fill[p] += 1
-    order = np.empty(n_active, dtype=np.int64)
-    order[0] = root
-    head = 0
-    tail = 1
-    while head < tail:
-        v = order[head]
-        head += 1
-        for j in range(child_ptr[v], child_ptr[v + 1]):
-            if tail >= n_active:
-                return 6, e, e, e, e
-            order[tail] = child_idx[j]
-            tail += 1
-    if tail != n_active:
+    child_ptr, child_idx = children_from_counts(parent, n_child)
+    order, n_reached, complete = breadth_first(root, child_ptr, child_idx, n_active)
+    if not complete or n_reached != n_active:
         return 6, e, e, e, e
     n_below = np.zeros(nn, dtype=np.int64)
     for v in range(n):

@@ -40,6 +40,8 @@ from custom_ops.conjugate import (
     gaussian_remove,
 )
 from custom_ops.log_weights import sample_log_weights
+from custom_ops.spanning_tree_kernels import breadth_first_order
+from custom_ops.tree_mixture import as_integer_tensor
 
 __all__ = [
     "GaussianTreeMixtureLogp",
@@ -214,26 +216,13 @@ def sample_gaussian_tree_mixture_data(rng, z, parents, m0, kappa0, delta, S0, ou
     each component one after another from the posterior predictive of the rows drawn
     before (a Pólya-urn draw of the marginal), each row root first (a Student-t), then
     every child from the conditional of its edge's bivariate Student-t given its
-    parent."""
+    parent (parents before children: :func:`breadth_first_order`)."""
     K, V = parents.shape
     for k in range(K):
-        order = np.empty(V, dtype=np.int64)
-        order[0] = 0
-        head = 0
-        tail = 1
-        while head < tail:
-            u = order[head]
-            head += 1
-            for v in range(V):
-                if parents[k, v] == u:
-                    order[tail] = v
-                    tail += 1
+        order = breadth_first_order(parents[k])
         stats = np.zeros(1 + V + V * V)
-        for i in range(z.shape[0]):
-            if z[i] != k:
-                continue
-            for r in range(V):
-                v = order[r]
+        for i in np.nonzero(z == k)[0]:
+            for v in order:
                 p = parents[k, v]
                 if p < 0:
                     m, k0, nu, S = _sub_hyper(m0, kappa0, delta, S0, v, -1)
@@ -271,14 +260,7 @@ class GaussianTreeMixtureLogp(Op):
 
     def make_node(self, X, z, parents, m0, kappa0, delta, S0):
         X = pt.as_tensor_variable(X, dtype="float64")
-        ins = [X]
-        for name, x, ndim in (("z", z, 1), ("parents", parents, 2)):
-            x = pt.as_tensor_variable(x)
-            if not x.dtype.startswith(("int", "uint")):
-                raise TypeError(f"{name} must be an integer tensor, got {x.dtype}")
-            if x.ndim != ndim:
-                raise ValueError(f"{name} must be {ndim}-D, got {x.ndim}-D")
-            ins.append(pt.cast(x, "int64"))
+        ins = [X, as_integer_tensor(z, "z", 1), as_integer_tensor(parents, "parents", 2)]
         for name, x, ndim in (("m0", m0, 1), ("kappa0", kappa0, 0), ("delta", delta, 0),
                               ("S0", S0, 2)):
             x = pt.as_tensor_variable(x, dtype="float64")

@@ -48,21 +48,8 @@ __all__ = [
 
 @numba.njit(cache=True)
 def _is_pd(A):
-    p = A.shape[0]
-    L = np.zeros((p, p))
-    for j in range(p):
-        d = A[j, j]
-        for k in range(j):
-            d -= L[j, k] * L[j, k]
-        if not d > 0.0:
-            return False
-        L[j, j] = np.sqrt(d)
-        for i in range(j + 1, p):
-            s = A[i, j]
-            for k in range(j):
-                s -= L[i, k] * L[j, k]
-            L[i, j] = s / L[j, j]
-    return True
+    """Whether the Cholesky factorisation of ``A`` succeeds (:func:`cholesky_lower`)."""
+    return A.shape[0] == 0 or not np.isnan(cholesky_lower(A)[0, 0])
 
 
 @numba.njit(cache=True)

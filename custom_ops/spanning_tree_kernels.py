@@ -9,12 +9,15 @@ import numba
 import numpy as np
 
 from custom_ops.conjugate import dirichlet_categorical_log_marginal
+from custom_ops.trees import breadth_first, children_lists
 
 __all__ = [
+    "breadth_first_order",
     "effective_conductance",
     "eliminate_nodes",
     "is_spanning_tree",
     "log_effective_conductance",
+    "max_categories",
     "maximum_spanning_forest",
     "pairwise_bdeu_gain",
     "pairwise_mutual_information",
@@ -49,6 +52,30 @@ __all__ = [
 
 
 _tree_jit = numba.njit(cache=True)
+
+
+@_tree_jit
+def breadth_first_order(parents):
+    """The nodes of the tree rooted at node 0 in breadth-first order: node 0 first, then
+    its children, their children, ..., the children of a node in increasing index. Every
+    node comes after its parent, so ancestral sampling can visit them in this order.
+    O(V) (:func:`custom_ops.trees.breadth_first`); nodes that do not hang from node 0
+    (not a tree) are left out of the result."""
+    V = parents.shape[0]
+    child_ptr, child_idx = children_lists(parents)
+    order, n_reached, _complete = breadth_first(0, child_ptr, child_idx, V)
+    return order[:n_reached]
+
+
+@_tree_jit
+def max_categories(n_categories):
+    """The largest number of categories of any variable (0 for none): the side of the
+    (parent value, child value) tables."""
+    k_max = 0
+    for v in range(n_categories.shape[0]):
+        if n_categories[v] > k_max:
+            k_max = n_categories[v]
+    return k_max
 
 
 @_tree_jit
@@ -369,10 +396,7 @@ def pairwise_mutual_information(joint_counts, marginal_counts, offsets, n_catego
     """
     V = offsets.shape[0]
     out = np.zeros((V, V))
-    k_max = 0
-    for v in range(V):
-        if n_categories[v] > k_max:
-            k_max = n_categories[v]
+    k_max = max_categories(n_categories)
     table = np.zeros((k_max, k_max))
     denom = total + prior
     for u in range(V):
@@ -403,10 +427,7 @@ def pairwise_bdeu_gain(joint_counts, marginal_counts, offsets, n_categories, ess
     is likelihood-equivalent, so the matrix is symmetric."""
     V = offsets.shape[0]
     out = np.zeros((V, V))
-    k_max = 0
-    for v in range(V):
-        if n_categories[v] > k_max:
-            k_max = n_categories[v]
+    k_max = max_categories(n_categories)
     table = np.zeros((k_max, k_max))
     alone = np.empty(V)
     for v in range(V):
@@ -432,10 +453,7 @@ def tree_edge_tables(joint_counts, marginal_counts, offsets, n_categories, paren
     """Weighted (parent value, child value) counts of every node of a forest, from the
     same count matrices: ``tables[v, j, k]``; a root's marginal counts are row 0."""
     V = parents.shape[0]
-    k_max = 0
-    for v in range(V):
-        if n_categories[v] > k_max:
-            k_max = n_categories[v]
+    k_max = max_categories(n_categories)
     tables = np.zeros((V, k_max, k_max))
     scratch = np.zeros((k_max, k_max))
     for v in range(V):

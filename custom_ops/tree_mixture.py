@@ -26,6 +26,8 @@ from pytensor.link.numba.dispatch import basic as nb
 from custom_ops.conjugate import dirichlet_categorical_log_marginal
 from custom_ops.log_weights import sample_log_weights
 from custom_ops.spanning_tree_kernels import (
+    breadth_first_order,
+    max_categories,
     pairwise_bdeu_gain,
     sequential_spanning_tree,
     spanning_tree_log_partition_log_weights,
@@ -33,6 +35,7 @@ from custom_ops.spanning_tree_kernels import (
 
 __all__ = [
     "TreeMixtureLogp",
+    "as_integer_tensor",
     "assignment_sweep",
     "collapsed_log_marginal",
     "component_edge_log_weights",
@@ -58,10 +61,7 @@ def tree_tables(codes, z, parents, n_categories):
     """Counts ``tables[k, v, j, c]`` of every component's (parent value, child value)."""
     n, V = codes.shape
     n_components = parents.shape[0]
-    k_max = 0
-    for v in range(V):
-        if n_categories[v] > k_max:
-            k_max = n_categories[v]
+    k_max = max_categories(n_categories)
     tables = np.zeros((n_components, V, k_max, k_max))
     for i in range(n):
         k = z[i]
@@ -143,25 +143,11 @@ def assignment_sweep(rng, codes, z, parents, tables, log_weights, n_categories, 
 @_jit
 def sample_tree_mixture_data(rng, z, parents, n_categories, ess, out):
     """Data given assignments and trees: draw every component's BDeu CPTs, then each row
-    by ancestral sampling (parents before children: BFS from node 0)."""
+    by ancestral sampling (parents before children: :func:`breadth_first_order`)."""
     n_components, V = parents.shape
-    k_max = 0
-    for v in range(V):
-        if n_categories[v] > k_max:
-            k_max = n_categories[v]
+    k_max = max_categories(n_categories)
     for k in range(n_components):
-        # topological order of tree k
-        order = np.empty(V, dtype=np.int64)
-        order[0] = 0
-        head = 0
-        tail = 1
-        while head < tail:
-            u = order[head]
-            head += 1
-            for v in range(V):
-                if parents[k, v] == u:
-                    order[tail] = v
-                    tail += 1
+        order = breadth_first_order(parents[k])
         cpt = np.zeros((V, k_max, k_max))
         for v in range(V):
             Kv = n_categories[v]
@@ -178,11 +164,8 @@ def sample_tree_mixture_data(rng, z, parents, n_categories, ess, out):
                     s = 1.0
                 for c in range(Kv):
                     cpt[v, j, c] /= s
-        for i in range(z.shape[0]):
-            if z[i] != k:
-                continue
-            for r in range(V):
-                v = order[r]
+        for i in np.nonzero(z == k)[0]:
+            for v in order:
                 p = parents[k, v]
                 j = out[i, p] if p >= 0 else 0
                 u = rng.random()
@@ -213,10 +196,7 @@ def _count_statistics(codes, rows, n_categories):
     for v in range(1, V):
         offsets[v] = offsets[v - 1] + n_categories[v - 1] - 1
     width = offsets[V - 1] + n_categories[V - 1] - 1
-    k_max = 0
-    for v in range(V):
-        if n_categories[v] > k_max:
-            k_max = n_categories[v]
+    k_max = max_categories(n_categories)
     joint = np.zeros((width, width))
     marginal = np.zeros((V, k_max))
     on = np.empty(V, dtype=np.int64)
@@ -275,10 +255,7 @@ def _restricted_scan(rng, codes, order, start, labels, trees2, a, b, log_weights
     ``trees2[0 or 1]``). With ``draw`` the new labels are sampled into ``labels``;
     otherwise ``labels`` is read as the scan's outcome. Returns its log probability."""
     V = codes.shape[1]
-    k_max = 0
-    for v in range(V):
-        if n_categories[v] > k_max:
-            k_max = n_categories[v]
+    k_max = max_categories(n_categories)
     tables = np.zeros((2, V, k_max, k_max))
     for t in range(order.shape[0]):
         _update(tables, codes[order[t]], trees2[0 if start[t] == a else 1],
@@ -417,6 +394,17 @@ def tree_mixture_logp(codes, z, parents, n_categories, ess):
     return collapsed_log_marginal(tables, parents, n_categories, ess)
 
 
+def as_integer_tensor(x, name, ndim):
+    """``x`` as an int64 tensor of ``ndim`` dimensions (labels, trees, codes of the
+    mixture Ops); ``TypeError``/``ValueError`` naming ``name`` otherwise."""
+    x = pt.as_tensor_variable(x)
+    if not x.dtype.startswith(("int", "uint")):
+        raise TypeError(f"{name} must be an integer tensor, got {x.dtype}")
+    if x.ndim != ndim:
+        raise ValueError(f"{name} must be {ndim}-D, got {x.ndim}-D")
+    return pt.cast(x, "int64")
+
+
 class TreeMixtureLogp(Op):
     """``log p(X | z, T_1..T_K)`` of the mixture of trees with BDeu CPTs integrated out.
 
@@ -428,15 +416,9 @@ class TreeMixtureLogp(Op):
     __props__ = ()
 
     def make_node(self, codes, z, parents, n_categories, ess):
-        ins = []
-        for name, x, ndim in (("codes", codes, 2), ("z", z, 1), ("parents", parents, 2),
-                              ("n_categories", n_categories, 1)):
-            x = pt.as_tensor_variable(x)
-            if not x.dtype.startswith(("int", "uint")):
-                raise TypeError(f"{name} must be an integer tensor, got {x.dtype}")
-            if x.ndim != ndim:
-                raise ValueError(f"{name} must be {ndim}-D, got {x.ndim}-D")
-            ins.append(pt.cast(x, "int64"))
+        ins = [as_integer_tensor(x, name, ndim) for name, x, ndim in (
+            ("codes", codes, 2), ("z", z, 1), ("parents", parents, 2),
+            ("n_categories", n_categories, 1))]
         ess = pt.as_tensor_variable(ess, dtype="float64")
         if ess.ndim != 0:
             raise ValueError("ess must be a scalar")

@@ -233,19 +233,6 @@ class GaussianMixtureOfTreesGibbs(MixtureOfTreesGibbs):
         self.delta = float(delta)
         self.S0 = np.ascontiguousarray(S0, dtype=np.float64)
 
-    def setup_chain(self, rng, tune, draws):
-        super().setup_chain(rng, tune, draws)
-        # a chain with a burn-in starts from prior-drawn assignments (its first draws
-        # are discarded); PyMC's initial point puts every row in component 0, which
-        # the one-row sweep leaves only slowly. Without tuning (getting-it-right) the
-        # chain is a plain Markov chain from its initial point.
-        self._prior_start = bool(tune)
-
-    def prior_start(self, z, n_components):
-        """Overwrite ``z`` with a draw from its prior: w ~ Dir(alpha), z_i ~ Cat(w)."""
-        w = self.rng.dirichlet(np.full(n_components, self.alpha))
-        z[:] = self.rng.choice(n_components, size=z.shape[0], p=w)
-
     def read_data(self, point):
         return np.ascontiguousarray(self._data_fn(point), dtype=np.float64)
 

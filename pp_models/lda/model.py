@@ -206,6 +206,29 @@ class CollapsedStepOptions:
         }
 
 
+def _fresh_dirichlet_rows_draw(concentration, n_rows, n_cols, row_of, n_items):
+    """``x_i ~ Cat(p_{row_of[i]})`` with every row ``p_r ~ Dir(concentration)`` drawn
+    afresh (so the draw is from the Dirichlet-categorical marginal), by inverse CDF: the
+    rows of the cumulative ``p``, shifted by the row index, form one increasing sequence,
+    so a single searchsorted draws all items."""
+    p = pm.Dirichlet.dist(a=concentration, shape=(n_rows, n_cols))
+    cum = pt.cumsum(p, axis=1) + pt.arange(n_rows)[:, None]
+    u = pm.Uniform.dist(0.0, 1.0, shape=(n_items,))
+    flat = pt.searchsorted(cum.ravel(), row_of + u, side="right")
+    return pt.clip(flat - row_of * n_cols, 0, n_cols - 1)
+
+
+def _dirichlet_rows_log_marginal(value, concentration, n_rows, n_cols, row_of):
+    """``log p(x | concentration)`` with each row's ``p_r ~ Dir(concentration)``
+    integrated out (Dirichlet-categorical, Murphy Eqs. 27.34, 27.36): item ``i`` is
+    category ``value[i]`` of row ``row_of[i]``."""
+    counts = pt.inc_subtensor(pt.zeros((n_rows, n_cols))[row_of, value], 1.0)
+    total = pt.sum(concentration)
+    return pt.sum(pt.gammaln(counts + concentration) - pt.gammaln(concentration)) + pt.sum(
+        pt.gammaln(total) - pt.gammaln(pt.sum(counts, axis=1) + total)
+    )
+
+
 def _collapsed_model(corpus, n_topics, alpha_v, eta_v, coords, deterministics, thin):
     n_docs, n_tokens, n_vocab = corpus.n_docs, corpus.n_tokens, corpus.n_words
     words = corpus.words.astype(np.int64)
@@ -214,43 +237,24 @@ def _collapsed_model(corpus, n_topics, alpha_v, eta_v, coords, deterministics, t
     doc_ids = pt.as_tensor(corpus.doc_ids.astype(np.int64))
 
     def z_dist(alpha, size):
-        # theta_d ~ Dir(alpha), z_i ~ Cat(theta_{d_i}) by inverse CDF: the rows of the
-        # cumulative theta, shifted by the row index, form one increasing sequence, so a
-        # single searchsorted draws all tokens.
-        theta = pm.Dirichlet.dist(a=alpha, shape=(n_docs, n_topics))
-        cum = pt.cumsum(theta, axis=1) + pt.arange(n_docs)[:, None]
-        u = pm.Uniform.dist(0.0, 1.0, shape=(n_tokens,))
-        flat = pt.searchsorted(cum.ravel(), doc_ids + u, side="right")
-        return pt.clip(flat - doc_ids * n_topics, 0, n_topics - 1)
+        # theta_d ~ Dir(alpha), z_i ~ Cat(theta_{d_i})
+        return _fresh_dirichlet_rows_draw(alpha, n_docs, n_topics, doc_ids, n_tokens)
 
     def _balanced_topics(rv, size, alpha):
         return pt.arange(n_tokens, dtype="int64") % n_topics
 
     def z_logp(value, alpha):
         # log p(z | alpha), Murphy Eq. 27.34 (theta integrated out per document)
-        n_dk = pt.inc_subtensor(pt.zeros((n_docs, n_topics))[doc_ids, value], 1.0)
-        a0 = pt.sum(alpha)
-        lengths = pt.sum(n_dk, axis=1)
-        return pt.sum(pt.gammaln(n_dk + alpha) - pt.gammaln(alpha)) + pt.sum(
-            pt.gammaln(a0) - pt.gammaln(lengths + a0)
-        )
+        return _dirichlet_rows_log_marginal(value, alpha, n_docs, n_topics, doc_ids)
 
     def w_dist(z, eta, size):
         # phi_k ~ Dir(eta), w_i ~ Cat(phi_{z_i}); drawing phi afresh makes this the
         # collapsed conditional p(w | z, eta).
-        phi = pm.Dirichlet.dist(a=eta, shape=(n_topics, n_vocab))
-        cum = pt.cumsum(phi, axis=1) + pt.arange(n_topics)[:, None]
-        u = pm.Uniform.dist(0.0, 1.0, shape=(n_tokens,))
-        flat = pt.searchsorted(cum.ravel(), z + u, side="right")
-        return pt.clip(flat - z * n_vocab, 0, n_vocab - 1)
+        return _fresh_dirichlet_rows_draw(eta, n_topics, n_vocab, z, n_tokens)
 
     def w_logp(value, z, eta):
         # log p(w | z, eta), Murphy Eq. 27.36 (gamma there is eta here)
-        n_kw = pt.inc_subtensor(pt.zeros((n_topics, n_vocab))[z, value], 1.0)
-        e0 = pt.sum(eta)
-        return pt.sum(pt.gammaln(n_kw + eta) - pt.gammaln(eta)) + pt.sum(
-            pt.gammaln(e0) - pt.gammaln(pt.sum(n_kw, axis=1) + e0)
-        )
+        return _dirichlet_rows_log_marginal(value, eta, n_topics, n_vocab, z)
 
     coords = {**coords, "token": np.arange(n_tokens)}
     with pm.Model(coords=coords) as m:

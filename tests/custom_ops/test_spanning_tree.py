@@ -205,3 +205,63 @@ def test_log_edge_marginals_of_a_near_bridge_and_larger_graphs():
     logW = np.log(W + np.eye(7))  # the diagonal is ignored
     np.testing.assert_allclose(np.exp(kernels.spanning_tree_log_edge_marginals(logW)),
                                spanning_tree_edge_marginals(W), atol=1e-12)
+
+
+def _python_breadth_first(parents):
+    """Plain BFS from node 0 over the children lists, children in increasing index."""
+    children = {v: [] for v in range(len(parents))}
+    for v, p in enumerate(parents):
+        if p >= 0:
+            children[int(p)].append(v)
+    order, queue = [], [0]
+    while queue:
+        u = queue.pop(0)
+        order.append(u)
+        queue.extend(children[u])
+    return order
+
+
+@pytest.mark.parametrize("V", [1, 2, 3, 7, 30])
+def test_breadth_first_order_matches_python_bfs_on_random_trees(V):
+    rng = np.random.default_rng(V)
+    for _ in range(20):
+        parents = kernels.prufer_to_parents(rng.integers(0, V, size=V - 2), V) if V > 1 \
+            else np.array([-1], dtype=np.int64)
+        order = kernels.breadth_first_order(parents)
+        assert order.tolist() == _python_breadth_first(parents)
+        position = np.empty(V, dtype=np.int64)
+        position[order] = np.arange(V)
+        assert all(position[p] < position[v] for v, p in enumerate(parents) if p >= 0)
+
+
+def test_breadth_first_order_leaves_out_nodes_off_the_tree():
+    # nodes 2 and 3 form a cycle that never reaches node 0
+    order = kernels.breadth_first_order(np.array([-1, 0, 3, 2, 1]))
+    assert order.tolist() == [0, 1, 4]
+
+
+def test_max_categories():
+    assert kernels.max_categories(np.array([2, 5, 3])) == 5
+    assert kernels.max_categories(np.zeros(0, dtype=np.int64)) == 0
+
+
+def test_children_lists_and_capacity_of_the_shared_breadth_first_walk():
+    from custom_ops.trees import breadth_first, children_lists
+
+    rng = np.random.default_rng(5)
+    for _ in range(20):
+        V = int(rng.integers(1, 25))
+        # a forest with unused slots: entries -1 (root) and -2 (unused) have no parent
+        parents = np.array([rng.integers(-2, v) if v else -1 for v in range(V)])
+        ptr, idx = children_lists(parents)
+        for v in range(V):
+            assert idx[ptr[v]:ptr[v + 1]].tolist() == \
+                [w for w in range(V) if parents[w] == v]
+        order, n_reached, complete = breadth_first(0, ptr, idx, V)
+        assert complete
+        assert order[:n_reached].tolist() == _python_breadth_first(np.where(
+            parents >= 0, parents, -1))
+    # a cycle through the root overflows the capacity instead of looping
+    ptr, idx = children_lists(np.array([1, 0]))
+    order, n_reached, complete = breadth_first(0, ptr, idx, 2)
+    assert not complete and order[:n_reached].tolist() == [0, 1]

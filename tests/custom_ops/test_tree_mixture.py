@@ -47,17 +47,22 @@ def test_op_value_shape_and_no_gradient():
         TreeMixtureLogp()(pt.matrix(), labels, trees, K_CATS, 1.5)
 
 
-def test_assignment_sweep_leaves_the_exact_conditional_invariant():
+def _exact_assignment_posterior():
+    """Six rows, two components: ``p(z | X, w, trees)`` by enumerating all 64 z."""
     X, _ = _data(n=6, seed=3)
     log_w = np.log([0.3, 0.7])
     configs = np.array(list(itertools.product([0, 1], repeat=6)))
     logp = np.array([tree_mixture_logp(X, c, TREES, K_CATS, 1.0) + log_w[c].sum()
                      for c in configs])
-    p = np.exp(logp - np.logaddexp.reduce(logp))
+    return X, log_w, np.exp(logp - np.logaddexp.reduce(logp))
+
+
+def test_assignment_sweep_leaves_the_exact_conditional_invariant():
+    X, log_w, p = _exact_assignment_posterior()
     rng = np.random.default_rng(1)
     z = np.zeros(6, dtype=np.int64)
     counts = np.zeros(64)
-    powers = 2 ** np.arange(5, -1, -1)
+    powers = 2 ** np.arange(5, -1, -1)  # z as a binary number: index into p
     tables = tree_tables(X, z, TREES, K_CATS)
     n_k = np.bincount(z, minlength=2).astype(np.int64)
     for it in range(20000):
@@ -90,16 +95,11 @@ def test_data_draws_follow_the_collapsed_model():
 
 def test_the_same_check_catches_a_sweep_that_keeps_x_i_in_its_counts():
     """Planted bug: x_i's own counts stay in its component when it is reassigned."""
-    X, _ = _data(n=6, seed=3)
-    log_w = np.log([0.3, 0.7])
-    configs = np.array(list(itertools.product([0, 1], repeat=6)))
-    logp = np.array([tree_mixture_logp(X, c, TREES, K_CATS, 1.0) + log_w[c].sum()
-                     for c in configs])
-    p = np.exp(logp - np.logaddexp.reduce(logp))
+    X, log_w, p = _exact_assignment_posterior()
     rng = np.random.default_rng(1)
     z = np.zeros(6, dtype=np.int64)
     counts = np.zeros(64)
-    powers = 2 ** np.arange(5, -1, -1)
+    powers = 2 ** np.arange(5, -1, -1)  # z as a binary number: index into p
     for _ in range(4000):
         for i in range(6):
             tables = tree_tables(X, z, TREES, K_CATS)

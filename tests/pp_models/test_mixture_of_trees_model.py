@@ -10,6 +10,32 @@ from pp_models.mixture_of_trees.outputs import conditional_edge_marginals, edge_
 from pp_models.trees import all_spanning_trees, spanning_tree_edges
 
 
+def _enumerated_tree_posterior(log_marginal, beta):
+    """Every tree on 4 nodes and ``P(T | X) ∝ beta(T) p(X | T)``, ``log p(X | T) =
+    log_marginal(T)``."""
+    trees = all_spanning_trees(4)
+    log_post = np.array([log_marginal(t)
+                         + sum(np.log(beta[u, v]) for u, v in spanning_tree_edges(t))
+                         for t in trees])
+    return trees, np.exp(log_post - np.logaddexp.reduce(log_post))
+
+
+def _check_tree_draws(dt, trees, post):
+    """The sampled trees' frequencies match ``post`` within multinomial error; returns
+    the exact edge marginals ``P(uv in T | X)``."""
+    draws = dt["posterior_labels"]["trees"].values[0, :, 0, :]
+    index = {tuple(t): i for i, t in enumerate(trees)}
+    freq = np.bincount([index[tuple(d)] for d in draws], minlength=16) / len(draws)
+    se = np.sqrt(post * (1 - post) / len(draws))
+    assert np.all(np.abs(freq - post) < 4.5 * se + 1e-3), np.c_[freq, post]
+    exact = np.zeros((4, 4))
+    for t, p in zip(trees, post, strict=True):
+        for u, v in spanning_tree_edges(t):
+            exact[u, v] += p
+            exact[v, u] += p
+    return exact
+
+
 def test_one_component_tree_posterior_equals_enumeration():
     """K = 1: z and w are trivial and the tree draws are exact and independent, so the
     frequencies of the 16 trees on 4 nodes must match P(T | X) ∝ beta(T) p(X | T) (BDeu
@@ -20,26 +46,14 @@ def test_one_component_tree_posterior_equals_enumeration():
     X[:, 3] = np.where(rng.random(30) < 0.7, X[:, 1], X[:, 3])
     beta = np.ones((4, 4))
     beta[2, 3] = beta[3, 2] = 3.0
-    trees = all_spanning_trees(4)
-    log_post = np.array([forest_log_marginal(X, t, ess=2.0)
-                         + sum(np.log(beta[u, v]) for u, v in spanning_tree_edges(t))
-                         for t in trees])
-    post = np.exp(log_post - np.logaddexp.reduce(log_post))
+    trees, post = _enumerated_tree_posterior(lambda t: forest_log_marginal(X, t, ess=2.0),
+                                             beta)
     m = mixture_of_trees.model(X, 1, ess=2.0, edge_prior=beta)
     dt = fit(m, method="gibbs", draws=3000, tune=0, chains=1, random_seed=1,
              progressbar=False)
-    draws = dt["posterior_labels"]["trees"].values[0, :, 0, :]
-    index = {tuple(t): i for i, t in enumerate(trees)}
-    freq = np.bincount([index[tuple(d)] for d in draws], minlength=16) / len(draws)
-    se = np.sqrt(post * (1 - post) / len(draws))
-    assert np.all(np.abs(freq - post) < 4.5 * se + 1e-3), np.c_[freq, post]
     # with z fixed the Rao-Blackwellised edge probabilities are the exact marginals (by
     # enumeration), and the sampled trees' edge frequencies match them within MC error
-    exact = np.zeros((4, 4))
-    for t, p in zip(trees, post, strict=True):
-        for u, v in spanning_tree_edges(t):
-            exact[u, v] += p
-            exact[v, u] += p
+    exact = _check_tree_draws(dt, trees, post)
     kernel = conditional_edge_marginals(np.log(beta) + edge_log_weights(X, np.array([2] * 4),
                                                                           2.0, 1.0))
     np.testing.assert_allclose(kernel, exact, atol=1e-12)
@@ -101,24 +115,12 @@ def test_gaussian_one_component_tree_posterior_equals_enumeration():
     beta = np.ones((4, 4))
     beta[2, 3] = beta[3, 2] = 3.0
     m0, kappa0, delta, S0 = np.zeros(4), 0.5, 3.0, np.eye(4)
-    trees = all_spanning_trees(4)
-    log_post = np.array([_chain_rule_log_marginal(X, t, m0, kappa0, delta, S0)
-                         + sum(np.log(beta[u, v]) for u, v in spanning_tree_edges(t))
-                         for t in trees])
-    post = np.exp(log_post - np.logaddexp.reduce(log_post))
+    trees, post = _enumerated_tree_posterior(
+        lambda t: _chain_rule_log_marginal(X, t, m0, kappa0, delta, S0), beta)
     m = mixture_of_trees.model(X, 1, kind="gaussian", edge_prior=beta, m0=m0,
                                kappa0=kappa0, delta=delta, S0=S0)
     dt = fit(m, method="gibbs", draws=2000, tune=0, chains=1, random_seed=2,
              progressbar=False)
-    draws = dt["posterior_labels"]["trees"].values[0, :, 0, :]
-    index = {tuple(t): i for i, t in enumerate(trees)}
-    freq = np.bincount([index[tuple(d)] for d in draws], minlength=16) / len(draws)
-    se = np.sqrt(post * (1 - post) / len(draws))
-    assert np.all(np.abs(freq - post) < 4.5 * se + 1e-3), np.c_[freq, post]
-    exact = np.zeros((4, 4))
-    for t, p in zip(trees, post, strict=True):
-        for u, v in spanning_tree_edges(t):
-            exact[u, v] += p
-            exact[v, u] += p
+    exact = _check_tree_draws(dt, trees, post)
     reported = dt["tree_structure"]["edge_probability"].values[0, 0]
     np.testing.assert_allclose(reported, exact, atol=1e-10)

@@ -6,14 +6,14 @@ kappa0 = 0.05 (component means far apart, so the data inform z), delta = 5, S0 =
 variances), a non-uniform edge prior. Statistics: the defaults plus
 joint statistics of trees and data: each tree's largest degree, and the products of the
 data along each component's tree edges on that component's rows (large when the trees
-follow the data's dependence)."""
+follow the data's dependence). The harness is shared with the discrete family
+(:mod:`tests.inference.gibbs.mot_twins`)."""
 
 import numpy as np
 
 from inference.gibbs.mixture_of_trees import GaussianMixtureOfTreesGibbs
-from inference.testing import getting_it_right
 from pp_models import mixture_of_trees
-from pp_models.trees import spanning_tree_edges
+from tests.inference.gibbs import mot_twins
 
 N_SAMPLES = 2000
 
@@ -27,68 +27,21 @@ def make_model():
                                   S0=3.0 * np.eye(4))
 
 
-def _max_degree(k):
-    def stat(state):
-        return float(np.bincount(spanning_tree_edges(state["trees"][k]).ravel(),
-                                 minlength=4).max())
-    return stat
-
-
-def _edge_products(state):
-    X, z, trees = state["X"], state["z"], state["trees"]
-    total = 0.0
-    for k in range(trees.shape[0]):
-        rows = X[z == k]
-        for u, v in spanning_tree_edges(trees[k]):
-            total += np.sum(rows[:, u] * rows[:, v])
-    return total
-
-
-def _squared_deviation(state):
-    X, z = state["X"], state["z"]
-    total = 0.0
-    for k in range(state["trees"].shape[0]):
-        rows = X[z == k]
-        if len(rows):
-            total += np.sum((rows - rows.mean(0)) ** 2)
-    return total
-
-
-def _edge01(state):
-    return float(sum(((t[1] == 0) or (t[0] == 1)) for t in state["trees"]))
-
-
 def statistics(model):
-    from inference.testing.statistics import default_statistics
+    return mot_twins.statistics(
+        12, 2, 4,
+        edge_products=mot_twins.along_tree_edges(lambda xu, xv: np.sum(xu * xv)),
+        squared_deviation=mot_twins.per_component(
+            lambda rows: np.sum((rows - rows.mean(0)) ** 2)),
+        edge01=mot_twins.edge01)
 
-    stats = default_statistics({"w": (2,), "z": (12,), "trees": (2, 4)}, ["X"])
-    stats.update({"max_degree[0]": _max_degree(0), "max_degree[1]": _max_degree(1),
-                  "edge_products": _edge_products, "squared_deviation": _squared_deviation,
-                  "edge01": _edge01})
-    return stats
 
-
-class IgnoresEdgePrior(GaussianMixtureOfTreesGibbs):
+class IgnoresEdgePrior(mot_twins.IgnoresEdgePrior, GaussianMixtureOfTreesGibbs):
     """Bug: trees drawn from the data's edge terms alone, without beta."""
-
-    def tree_log_weights(self, rows):
-        return super().tree_log_weights(rows) - self.log_edge_prior
-
-
-def _steps(cls):
-    def build(model):
-        from pp_models.model_info import get_info
-
-        options = dict(get_info(model).step_hints[0].options)
-        return [cls(["w", "z", "trees"], model=model, **options)]
-
-    return build
 
 
 def _gir(step, seed, n_samples=N_SAMPLES):
-    model = make_model()
-    return getting_it_right(model, data_vars=["X"], step=step, n_samples=n_samples,
-                            statistics=statistics(model), random_seed=seed)
+    return mot_twins.run(make_model, statistics, step, seed, n_samples)
 
 
 def test_correct_step_passes():
@@ -106,6 +59,6 @@ def test_planted_bug_is_caught():
     three Gaussian-specific twins passed on both (not detectable at this size): the
     sampler's delta 3 too large, its kappa0 = 1 instead of 0.05, and an assignment sweep
     scoring rows with the empty tree."""
-    result = _gir(_steps(IgnoresEdgePrior), seed=21, n_samples=1200)
+    result = _gir(mot_twins.steps(IgnoresEdgePrior), seed=21, n_samples=1200)
     print(result.failures(0.01))
     assert not result.passed(0.01), str(result)

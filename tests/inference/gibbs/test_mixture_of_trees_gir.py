@@ -5,16 +5,16 @@ so the data inform z and the trees), a non-uniform
 edge prior. Statistics: the defaults (w and its square, mean labels, mean parent entries,
 data moments) plus the label-invariant ones of the factory and three joint statistics of
 trees and data: the largest degree of each tree (star vs path), and the agreement of the
-data along each component's tree edges on that component's rows.
+data along each component's tree edges on that component's rows. The harness is shared
+with the Gaussian family (:mod:`tests.inference.gibbs.mot_twins`).
 """
 
 import numpy as np
 import pytest
 
 from inference.gibbs.mixture_of_trees import MixtureOfTreesGibbs
-from inference.testing import getting_it_right
 from pp_models import mixture_of_trees
-from pp_models.trees import spanning_tree_edges
+from tests.inference.gibbs import mot_twins
 
 N_SAMPLES = 2000
 
@@ -27,33 +27,10 @@ def make_model():
                                   split_merge=True)
 
 
-def _max_degree(k):
-    def stat(state):
-        return float(np.bincount(spanning_tree_edges(state["trees"][k]).ravel(),
-                                 minlength=4).max())
-    return stat
-
-
-def _edge_agreement(state):
-    X, z, trees = state["X"], state["z"], state["trees"]
-    total = 0.0
-    for k in range(trees.shape[0]):
-        rows = X[z == k]
-        for u, v in spanning_tree_edges(trees[k]):
-            total += np.sum(rows[:, u] == rows[:, v])
-    return total
-
-
-def _homogeneity(state):
+def _agreeing_with_majority(rows):
     """Rows agreeing with their component's majority value, summed over variables."""
-    X, z = state["X"], state["z"]
-    total = 0.0
-    for k in range(state["trees"].shape[0]):
-        rows = X[z == k]
-        if len(rows):
-            ones = rows.sum(axis=0)
-            total += np.maximum(ones, len(rows) - ones).sum()
-    return total
+    ones = rows.sum(axis=0)
+    return np.maximum(ones, len(rows) - ones).sum()
 
 
 def _log_marginal(state):
@@ -69,19 +46,13 @@ def _w_of_z(state):
     return float(np.mean(state["w"][state["z"]]))
 
 
-def _edge01(state):
-    return float(sum(((t[1] == 0) or (t[0] == 1)) for t in state["trees"]))
-
-
 def statistics(model):
-    from inference.testing.statistics import default_statistics
-
-    stats = default_statistics({"w": (2,), "z": (16,), "trees": (2, 4)}, ["X"])
-    stats.update({"max_degree[0]": _max_degree(0), "max_degree[1]": _max_degree(1),
-                  "edge_agreement": _edge_agreement, "edge01": _edge01,
-                  "homogeneity": _homogeneity, "log_marginal": _log_marginal,
-                  "w_of_z": _w_of_z})
-    return stats
+    return mot_twins.statistics(
+        16, 2, 4,
+        edge_agreement=mot_twins.along_tree_edges(lambda xu, xv: np.sum(xu == xv)),
+        edge01=mot_twins.edge01,
+        homogeneity=mot_twins.per_component(_agreeing_with_majority),
+        log_marginal=_log_marginal, w_of_z=_w_of_z)
 
 
 class RemovesNothing(MixtureOfTreesGibbs):
@@ -117,11 +88,8 @@ class WrongEss(MixtureOfTreesGibbs):
         self.ess *= 40
 
 
-class IgnoresEdgePrior(MixtureOfTreesGibbs):
+class IgnoresEdgePrior(mot_twins.IgnoresEdgePrior, MixtureOfTreesGibbs):
     """Bug: trees drawn from the data's Bayes factors alone, without beta."""
-
-    def tree_log_weights(self, rows):
-        return super().tree_log_weights(rows) - self.log_edge_prior
 
 
 class SplitMergeWithoutReverse(MixtureOfTreesGibbs):
@@ -154,20 +122,8 @@ class SplitMergeOnlyUniformWeights(SplitMergeOnly):
         return super().update_reallocations(codes, z, trees, uniform)
 
 
-def steps(cls):
-    def build(model):
-        from pp_models.model_info import get_info
-
-        options = dict(get_info(model).step_hints[0].options)
-        return [cls(["w", "z", "trees"], model=model, **options)]
-
-    return build
-
-
 def _gir(step, seed, n_samples=N_SAMPLES):
-    model = make_model()
-    return getting_it_right(model, data_vars=["X"], step=step, n_samples=n_samples,
-                            statistics=statistics(model), random_seed=seed)
+    return mot_twins.run(make_model, statistics, step, seed, n_samples)
 
 
 def test_correct_step_passes():
@@ -179,7 +135,7 @@ def test_correct_step_passes():
 
 def test_planted_bug_is_caught():
     """Caught at 1000 draws on seeds 11, 12, 13 (measured)."""
-    result = _gir(steps(IgnoresEdgePrior), seed=11, n_samples=1000)
+    result = _gir(mot_twins.steps(IgnoresEdgePrior), seed=11, n_samples=1000)
     print(result.failures(0.01))
     assert not result.passed(0.01), str(result)
 
@@ -189,10 +145,10 @@ def test_split_merge_alone_passes_and_its_planted_bug_is_caught():
     Measured at 1000 draws: the correct move passed on seeds 12, 13 (and at 2000 on 12);
     the uniform-weights twin was caught on seeds 12, 13, 14; the twin without the
     reverse proposal probability passed at 2000 on seed 12 (too weak a bug here)."""
-    result = _gir(steps(SplitMergeOnly), seed=12, n_samples=1000)
+    result = _gir(mot_twins.steps(SplitMergeOnly), seed=12, n_samples=1000)
     print(result)
     result.assert_passed(0.01)
-    broken = _gir(steps(SplitMergeOnlyUniformWeights), seed=12, n_samples=1000)
+    broken = _gir(mot_twins.steps(SplitMergeOnlyUniformWeights), seed=12, n_samples=1000)
     print(broken.failures(0.01))
     assert not broken.passed(0.01), str(broken)
 
@@ -206,7 +162,7 @@ def test_false_alarm_and_power():
     tests/custom_ops/test_tree_mixture.py is the check for that kind of error)."""
     seeds = range(100, 110)
     correct = sum(not _gir(None, seed=s, n_samples=4000).passed(0.01) for s in seeds)
-    twins = {t.__name__: sum(not _gir(steps(t), seed=s, n_samples=4000).passed(0.01)
+    twins = {t.__name__: sum(not _gir(mot_twins.steps(t), seed=s, n_samples=4000).passed(0.01)
                              for s in seeds)
              for t in (IgnoresEdgePrior, WrongEss, RemovesNothing)}
     print("rejections out of 10: correct", correct, "twins", twins)
