@@ -74,6 +74,7 @@ __all__ = [
     "PYDTLogProbGrad",
     "check_parameters",
     "check_tree",
+    "choose_branch",
     "edge_length",
     "h_table",
     "log_split_prob",
@@ -386,6 +387,30 @@ def _likelihood(parent, log1m_t, X, order, child_ptr, child_idx, sigma2, want_gr
             if w >= n:
                 g_l[w - n] -= db * math.exp(log1m_t[w - n])
     return ll, g_s2
+
+
+@_jit
+def choose_branch(u01, v, m, n_children, theta, alpha, first, nxt, n_below):
+    """The branch a point passing branch point ``v`` (``m`` points through it before,
+    ``n_children`` branches) takes, Eqs. 4.10-4.11: existing branch ``k`` with
+    probability ``(b_k - alpha) / (m + theta)``, a new one with probability
+    ``(theta + alpha K) / (m + theta)``. ``u01`` is a uniform draw; children are the
+    linked list ``first[v], nxt[...]`` with leaf counts ``n_below``. Returns the chosen
+    child, or -1 for a new branch.
+    """
+    x = u01 * (m + theta)
+    acc = theta + alpha * n_children
+    if x < acc:
+        return -1
+    chosen = first[v]
+    w = first[v]
+    while w >= 0:
+        acc += n_below[w] - alpha
+        chosen = w
+        if x < acc:
+            break
+        w = nxt[w]
+    return chosen
 
 
 @_jit

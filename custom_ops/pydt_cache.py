@@ -50,6 +50,7 @@ __all__ = [
     "journal",
     "link",
     "log1m_time",
+    "new_journal",
     "node_likelihood",
     "node_prior",
     "prior_tables",
@@ -288,6 +289,15 @@ def attach(v, mode, anchor, l_new, slot, topo, lt, n, root_box):
     nb[w] = nb[anchor]
     add_leaf_count(w, nb[v], topo)
     return w
+
+
+@_jit
+def new_journal(nn, d):
+    """Empty journal for :func:`journal` / :func:`restore` over ``nn`` node slots in ``d``
+    dimensions: ``(length, nodes, messages, scalars, mark)``; ``mark[v]`` is the stamp of
+    the proposal that last journalled ``v`` (so a node is saved once per proposal)."""
+    return (np.zeros(1, dtype=np.int64), np.empty(nn, dtype=np.int64), np.empty((nn, d)),
+            np.empty((nn, 3)), np.full(nn, -1, dtype=np.int64))
 
 
 @_jit

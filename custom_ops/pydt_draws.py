@@ -14,7 +14,7 @@ import numba
 import numpy as np
 
 from custom_ops.diffusion_tree_kernels import diffusion_tree_structure
-from custom_ops.pydt import edge_length
+from custom_ops.pydt import choose_branch, edge_length
 
 __all__ = ["pydt_draw_data", "pydt_draw_tree"]
 
@@ -80,23 +80,14 @@ def pydt_draw_tree(rng, n, c, theta, alpha, parent, log1m_t):
                 n_child[w] = 2
                 n_below[w] = m
                 break
-            k_v = n_child[v]
-            x = rng.random() * (m + theta)
-            acc = theta + alpha * k_v
-            if x < acc:
+            chosen = choose_branch(rng.random(), v, m, n_child[v], theta, alpha, first, nxt,
+                                   n_below)
+            if chosen < 0:
                 parent[i] = v
                 nxt[i] = first[v]
                 first[v] = i
                 n_child[v] += 1
                 break
-            chosen = first[v]
-            q = first[v]
-            while q >= 0:
-                acc += n_below[q] - alpha
-                chosen = q
-                if x < acc:
-                    break
-                q = nxt[q]
             u_top = u[v]
             v = chosen
         q = parent[i]

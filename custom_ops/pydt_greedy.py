@@ -19,6 +19,7 @@ from custom_ops.pydt_cache import (
     journal,
     link,
     log1m_time,
+    new_journal,
     node_likelihood,
     node_prior,
     prior_tables,
@@ -101,11 +102,7 @@ def pydt_greedy(parent, log1m_t, X, order, c, theta, alpha, sigma2):
     for v in range(nn - 1, n - 1, -1):
         free[free_top[0]] = v
         free_top[0] += 1
-    jr = np.zeros(1, dtype=np.int64)
-    jnodes = np.empty(nn, dtype=np.int64)
-    jmu = np.empty((nn, d))
-    jsc = np.empty((nn, 3))
-    mark = np.full(nn, -1, dtype=np.int64)
+    jr, jnodes, jmu, jsc, mark = new_journal(nn, d)
     path = np.empty(nn, dtype=np.int64)
     # two leaves under a root halfway in log(1 - t) of their expected divergence
     free_top[0] -= 1

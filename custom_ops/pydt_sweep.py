@@ -26,7 +26,7 @@ import numba
 import numpy as np
 
 from custom_ops.diffusion_tree_kernels import diffusion_tree_structure
-from custom_ops.pydt import parameter_code, pydt_forward
+from custom_ops.pydt import choose_branch, parameter_code, pydt_forward
 from custom_ops.pydt_cache import (
     EDGE,
     NODE,
@@ -37,6 +37,7 @@ from custom_ops.pydt_cache import (
     full_state,
     journal,
     log1m_time,
+    new_journal,
     node_likelihood,
     node_prior,
     prior_tables,
@@ -81,18 +82,9 @@ def _sample_attach(rng, root, topo, lt, n, l_limit, c, theta, alpha, rate):
                 return EDGE, v, -u_d
             if u_v >= u_limit:
                 break
-            x = rng.random() * (m + theta)
-            acc = theta + alpha * nch[v]
-            if x < acc:
+            chosen = choose_branch(rng.random(), v, m, nch[v], theta, alpha, first, nxt, nb)
+            if chosen < 0:
                 return NODE, v, math.nan
-            w = first[v]
-            chosen = w
-            while w >= 0:
-                acc += nb[w] - alpha
-                chosen = w
-                if x < acc:
-                    break
-                w = nxt[w]
             u_top = u_v
             v = chosen
     return _FAIL, -1, math.nan
@@ -300,11 +292,7 @@ def pydt_sweep(rng, parent, log1m_t, X, c, theta, alpha, sigma2, n_moves, slice_
     tot = np.zeros(2)  # log prior, log likelihood
     tot[0], tot[1] = cached_total(topo, n, ll, lp, root, lt, mu, s, sigma2)
     # journal of the cached values a move changes
-    jr = np.zeros(1, dtype=np.int64)
-    jnodes = np.empty(nn, dtype=np.int64)
-    jmu = np.empty((nn, d))
-    jsc = np.empty((nn, 3))
-    mark = np.full(nn, -1, dtype=np.int64)
+    jr, jnodes, jmu, jsc, mark = new_journal(nn, d)
     path = np.empty(nn, dtype=np.int64)
     dummy_i = np.zeros(0, dtype=np.int64)
     dummy_f = np.zeros((0, 0))
