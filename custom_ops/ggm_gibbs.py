@@ -29,9 +29,10 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from custom_ops.spd_kernels import cholesky_lower
+
 __all__ = [
     "bglasso_latent_variances",
-    "cholesky_lower",
     "column_sweep",
     "column_update",
     "draw_bglasso_prior",
@@ -40,7 +41,6 @@ __all__ = [
     "inverse_gaussian",
     "packed_cholesky_backward",
     "packed_cholesky_forward",
-    "spd_inverse",
     "spike_slab_inclusion_probability",
     "sssl_latent_variances",
 ]
@@ -261,58 +261,6 @@ def column_update(rng, omega, sigma, S, n, lam, tau, gamma_shape_offset, j):
         sigma[ia, j] = -ob[a] / gamma
         sigma[j, ia] = -ob[a] / gamma
     sigma[j, j] = 1.0 / gamma
-
-
-# Plain-loop dense linear algebra for the step's bookkeeping: at p ~ 100 these run in
-# about a millisecond single-threaded, while a multi-threaded BLAS call on a loaded
-# machine can take hundreds (measured: numpy.linalg.inv 277 ms at p = 100 on 2 busy
-# cores).
-
-
-@numba.njit(cache=True)
-def cholesky_lower(A):
-    """Lower Cholesky factor of a symmetric positive-definite ``A`` (NaN if it is not)."""
-    p = A.shape[0]
-    L = np.zeros((p, p))
-    for j in range(p):
-        d = A[j, j]
-        for k in range(j):
-            d -= L[j, k] * L[j, k]
-        if not d > 0.0:
-            L[:, :] = np.nan
-            return L
-        L[j, j] = np.sqrt(d)
-        for i in range(j + 1, p):
-            s = A[i, j]
-            for k in range(j):
-                s -= L[i, k] * L[j, k]
-            L[i, j] = s / L[j, j]
-    return L
-
-
-@numba.njit(cache=True)
-def spd_inverse(A):
-    """Inverse of a symmetric positive-definite matrix through its Cholesky factor."""
-    p = A.shape[0]
-    L = cholesky_lower(A)
-    # Linv = L^{-1} (lower triangular), then A^{-1} = Linv' Linv
-    Linv = np.zeros((p, p))
-    for j in range(p):
-        Linv[j, j] = 1.0 / L[j, j]
-        for i in range(j + 1, p):
-            s = 0.0
-            for k in range(j, i):
-                s -= L[i, k] * Linv[k, j]
-            Linv[i, j] = s / L[i, i]
-    out = np.zeros((p, p))
-    for i in range(p):
-        for j in range(i + 1):
-            s = 0.0
-            for k in range(i, p):
-                s += Linv[k, i] * Linv[k, j]
-            out[i, j] = s
-            out[j, i] = s
-    return out
 
 
 @numba.njit(cache=True)

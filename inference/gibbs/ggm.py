@@ -31,9 +31,9 @@ from custom_ops.ggm_gibbs import (
     gram,
     packed_cholesky_backward,
     packed_cholesky_forward,
-    spd_inverse,
     sssl_latent_variances,
 )
+from custom_ops.spd_kernels import spd_inverse
 from inference.gibbs.base import ZooGibbsStep
 from inference.gibbs.registry import register_step
 from pp_models.distributions.precision_priors import (
