@@ -26,8 +26,19 @@ One :class:`PYDTTreeStep` call is a sweep over the tree variable of a
    in ``l = log(1 - t)`` between its parent's and its children's times, with the
    Jacobian ``dt/dl``: the density of the joint (Op) is in ``t``.
 
-Hyperparameters (``c``, ``theta``, ``alpha``, the precision) are left to NUTS or slice
-(the factory's hints); internal locations stay integrated out.
+3. **Non-centred hyperparameters** (``noncentred=("c", "theta", "alpha")``, the factory's
+   default): each named hyperparameter is slice-sampled on its unconstrained scale with
+   the standardised gaps ``w_v = c H_{m(v)-1}(theta, alpha) (u_v - u_parent)``,
+   ``u = -log(1 - t)``, held fixed, so every divergence time moves with it
+   (:mod:`custom_ops.pydt_noncentred`). The target is the model's joint log density at
+   the moved times plus ``log |dt/dw|``; the ``w`` are ``Exponential(1)`` a priori whatever
+   the hyperparameters, so this is a Gibbs update in the coordinates ``(phi, w,
+   structure)``. It complements the centred updates (NUTS on the hyperparameters with
+   the times fixed, the slice sampler on the times with them fixed), which alone mix
+   slowly when few data pin the times: ``c`` and the scale of ``u`` trade off.
+
+Hyperparameters (``c``, ``theta``, ``alpha``, the precision) are otherwise left to NUTS
+or slice (the factory's hints); internal locations stay integrated out.
 
 :class:`PYDTTreeStep` runs the sweep as one Numba call
 (:func:`custom_ops.pydt_sweep.pydt_sweep`) that keeps every node's upward message and
@@ -44,6 +55,7 @@ import math
 import numpy as np
 
 from custom_ops.pydt import pydt_forward
+from custom_ops.pydt_noncentred import noncentred_times
 from custom_ops.pydt_sweep import pydt_sweep, sweep_inputs_valid
 from inference.gibbs.base import ZooGibbsStep
 from inference.gibbs.registry import register_step
@@ -209,6 +221,11 @@ class PYDTTreeStep(ZooGibbsStep):
         random order from the chain's generator) and keeps it if its log posterior is
         higher than the incoming tree's. Tuning draws are discarded, so the chain's
         invariance is untouched.
+    noncentred : sequence of str, optional
+        Names of the tree's hyperparameters (among its ``c``, ``theta``, ``alpha``; free
+        random variables) to slice-sample after the sweep with the standardised gaps
+        fixed (module docstring, item 3); the step then updates them too (jointly with the
+        times), besides whatever step owns them. Default: none.
     """
 
     name = "pydt_tree"
@@ -225,9 +242,11 @@ class PYDTTreeStep(ZooGibbsStep):
     proposal_ratio = True
     #: the t <-> log(1 - t) Jacobian of the slice sampler; a planted-bug twin drops it
     time_jacobian = True
+    #: log |dt/dw| in the non-centred hyperparameter update; a planted-bug twin drops it
+    noncentred_jacobian = True
 
     def __init__(self, vars, *, model=None, rng=None, blocked=True, moves=None,
-                 slice_times=True, greedy_start=True):
+                 slice_times=True, greedy_start=True, noncentred=()):
         super().__init__(vars, model=model, rng=rng, blocked=blocked)
         self.greedy_start = bool(greedy_start)
         self._start_pending = False
@@ -256,6 +275,29 @@ class PYDTTreeStep(ZooGibbsStep):
             raise ValueError(f"moves: must be an integer >= 0, got {moves!r}")
         self.moves = moves
         self.slice_times = bool(slice_times)
+        self._init_noncentred(noncentred, tree_rv, (c, theta, alpha))
+
+    def _init_noncentred(self, noncentred, tree_rv, params):
+        if isinstance(noncentred, str) or not all(isinstance(x, str) for x in noncentred):
+            raise TypeError(f"noncentred: a sequence of variable names, got {noncentred!r}")
+        model = self.model
+        names = list(dict.fromkeys(noncentred))
+        values = []
+        for name in names:
+            rv = model.named_vars.get(name)
+            if rv is None or rv not in model.free_RVs:
+                raise ValueError(f"noncentred: {name!r} is not a free random variable")
+            if not any(rv is p for p in params):
+                raise ValueError(f"noncentred: {name!r} is not c, theta or alpha of "
+                                 f"{tree_rv.name}")
+            if model.rvs_to_values[rv].type.ndim != 0:
+                raise ValueError(f"noncentred: {name!r} must be a scalar")
+            values.append(model.rvs_to_values[rv].name)
+        self._noncentred_values = values
+        if values:
+            # the whole joint (any other term a hyperparameter enters included), with the
+            # Jacobians of the unconstrained scales
+            self._logp_fn = model.compile_logp()
 
     def setup_chain(self, rng, tune, draws):
         super().setup_chain(rng, tune, draws)
@@ -298,9 +340,65 @@ class PYDTTreeStep(ZooGibbsStep):
             self.exact_ratio, self.proposal_ratio, self.time_jacobian, False,
         )[0]
         new = tree.to_packed().astype(packed.dtype)
+        point = self.updated(point, **{self._value_name: new})
+        for value_name in self._noncentred_values:
+            point = self._slice_noncentred(point, value_name)
+        tree = DiffusionTree.from_packed(point[self._value_name], validate=False)
         stats = {"accepted": accepted, "n_internal": tree.n_internal,
                  "root_time": tree.root_time}
-        return self.updated(point, **{self._value_name: new}), [stats]
+        return point, [stats]
+
+    def _slice_noncentred(self, point, value_name, width=1.0, max_steps=20):
+        """Slice-sample one hyperparameter's unconstrained value with the standardised
+        gaps fixed (module docstring, item 3); stepping out and shrinkage (Neal 2003)."""
+        packed = point[self._value_name]
+        n = self._n
+        parent = np.rint(packed[:, 0]).astype(np.int64)
+        l0 = np.ascontiguousarray(packed[n:, 1], dtype=np.float64)
+        _X, c0, theta0, alpha0, _s2 = self._values(point)
+        jac = 1.0 if self.noncentred_jacobian else 0.0
+        dtype = np.asarray(point[value_name]).dtype
+
+        def f(x):
+            trial = dict(point)
+            trial[value_name] = np.asarray(x, dtype=dtype)
+            _X, c1, theta1, alpha1, _s2 = self._values(trial)
+            l1, log_jac = noncentred_times(parent, l0, n, c0, theta0, alpha0, c1, theta1,
+                                           alpha1)
+            if not np.isfinite(log_jac):
+                return -np.inf, trial
+            moved = packed.copy()
+            moved[n:, 1] = l1
+            trial[self._value_name] = moved
+            value = float(self._logp_fn(trial)) + jac * log_jac
+            return (value if not np.isnan(value) else -np.inf), trial
+
+        rng = self.rng
+        x0 = float(point[value_name])
+        f0, _ = f(x0)
+        if not np.isfinite(f0):
+            return point
+        log_y = f0 + math.log(rng.random())
+        left = x0 - width * rng.random()
+        right = left + width
+        j = int(max_steps * rng.random())
+        k = max_steps - 1 - j
+        while j > 0 and f(left)[0] > log_y:
+            left -= width
+            j -= 1
+        while k > 0 and f(right)[0] > log_y:
+            right += width
+            k -= 1
+        for _ in range(_MAX_SHRINK):
+            x1 = left + (right - left) * rng.random()
+            f1, trial = f(x1)
+            if f1 > log_y:
+                return trial
+            if x1 < x0:
+                left = x1
+            else:
+                right = x1
+        return point
 
 
 # the codes the step relies on (kept visible next to the import)
