@@ -348,9 +348,11 @@ class PYDTTreeStep(ZooGibbsStep):
                  "root_time": tree.root_time}
         return point, [stats]
 
-    def _slice_noncentred(self, point, value_name, width=1.0, max_steps=20):
-        """Slice-sample one hyperparameter's unconstrained value with the standardised
-        gaps fixed (module docstring, item 3); stepping out and shrinkage (Neal 2003)."""
+    def noncentred_log_density(self, point, value_name):
+        """The conditional of one hyperparameter's unconstrained value ``x`` given the
+        standardised gaps and the structure of ``point``'s tree (module docstring, item
+        3), up to a constant: a function ``x -> (log density, point at x)`` whose point
+        holds ``x`` and the tree with the times moved to keep the gaps."""
         packed = point[self._value_name]
         n = self._n
         parent = np.rint(packed[:, 0]).astype(np.int64)
@@ -373,6 +375,12 @@ class PYDTTreeStep(ZooGibbsStep):
             value = float(self._logp_fn(trial)) + jac * log_jac
             return (value if not np.isnan(value) else -np.inf), trial
 
+        return f
+
+    def _slice_noncentred(self, point, value_name, width=1.0, max_steps=20):
+        """Slice-sample one hyperparameter's unconstrained value with the standardised
+        gaps fixed (module docstring, item 3); stepping out and shrinkage (Neal 2003)."""
+        f = self.noncentred_log_density(point, value_name)
         rng = self.rng
         x0 = float(point[value_name])
         f0, _ = f(x0)

@@ -119,7 +119,10 @@ def model(X, *, priors=None, binary=False):
         # a fixed number of detach-reattach moves per sweep (2n - 2, the non-root nodes of
         # a binary tree): a count read off the current tree (the step's default) is not
         # invariant (tests/inference/gibbs/test_pydt_kernel_exact.py)
-        step_hints=(StepHint("pydt_tree", ("tree",), {"moves": 2 * n - 2}),
+        # noncentred: c, theta, alpha also moved with the standardised time gaps fixed
+        # (c and the times trade off; inference/gibbs/pydt.py, item 3)
+        step_hints=(StepHint("pydt_tree", ("tree",), {"moves": 2 * n - 2,
+                                                      "noncentred": hyper[:-1]}),  # not precision
                     StepHint("nuts", hyper)),
         derived=(
             DerivedStatistic("root_time", _per_draw(lambda t: t.root_time),
