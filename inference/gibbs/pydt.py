@@ -53,11 +53,12 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from pytensor.graph.traversal import ancestors
 
 from custom_ops.pydt import pydt_forward
 from custom_ops.pydt_noncentred import noncentred_times
 from custom_ops.pydt_sweep import pydt_sweep, sweep_inputs_valid
-from inference.gibbs.base import ZooGibbsStep
+from inference.gibbs.base import ZooGibbsStep, terms_depending_on
 from inference.gibbs.registry import register_step
 from pp_models.distributions.pydt import DiffusionTreeGaussianRV, PYDiffusionTreeRV
 from pp_models.pydt.attach import (
@@ -294,9 +295,26 @@ class PYDTTreeStep(ZooGibbsStep):
                 raise ValueError(f"noncentred: {name!r} must be a scalar")
             values.append(model.rvs_to_values[rv].name)
         self._noncentred_values = values
-        if values:
-            # the whole joint (any other term a hyperparameter enters included), with the
-            # Jacobians of the unconstrained scales
+        self._noncentred_fast = False
+        if not values:
+            return
+        rvs = [model[name] for name in names]
+        # Fast path when the hyperparameters enter nothing but the tree's density: their
+        # own prior terms (unconstrained scale, with Jacobians) by PyTensor, the tree's
+        # prior and likelihood by the Numba recursion. Otherwise the model's whole joint.
+        self._noncentred_fast = all(
+            len(deps) == 1 and deps[0] is tree_rv and not pots
+            for deps, pots in (terms_depending_on(model, rv) for rv in rvs))
+        if self._noncentred_fast:
+            outputs = model.replace_rvs_by_values(list(params))
+            outputs.append(model.logp(vars=rvs, jacobian=True))
+            # only the values it reads as inputs: PyTensor validates every input per call
+            used = set(ancestors(outputs))
+            inputs = [v for v in model.value_vars if v in used]
+            self._hyper_input_names = [v.name for v in inputs]
+            self._hyper_logp_fn = model.compile_fn(outputs, inputs=inputs,
+                                                   on_unused_input="ignore", point_fn=False)
+        else:
             self._logp_fn = model.compile_logp()
 
     def setup_chain(self, rng, tune, draws):
@@ -357,14 +375,19 @@ class PYDTTreeStep(ZooGibbsStep):
         n = self._n
         parent = np.rint(packed[:, 0]).astype(np.int64)
         l0 = np.ascontiguousarray(packed[n:, 1], dtype=np.float64)
-        _X, c0, theta0, alpha0, _s2 = self._values(point)
+        X, c0, theta0, alpha0, sigma2 = self._values(point)
         jac = 1.0 if self.noncentred_jacobian else 0.0
         dtype = np.asarray(point[value_name]).dtype
+        fast = self._noncentred_fast
 
         def f(x):
             trial = dict(point)
             trial[value_name] = np.asarray(x, dtype=dtype)
-            _X, c1, theta1, alpha1, _s2 = self._values(trial)
+            if fast:
+                c1, theta1, alpha1, log_hyper = (float(v) for v in self._hyper_logp_fn(
+                    *[trial[name] for name in self._hyper_input_names]))
+            else:
+                _X, c1, theta1, alpha1, _s2 = self._values(trial)
             l1, log_jac = noncentred_times(parent, l0, n, c0, theta0, alpha0, c1, theta1,
                                            alpha1)
             if not np.isfinite(log_jac):
@@ -372,7 +395,12 @@ class PYDTTreeStep(ZooGibbsStep):
             moved = packed.copy()
             moved[n:, 1] = l1
             trial[self._value_name] = moved
-            value = float(self._logp_fn(trial)) + jac * log_jac
+            if fast:
+                lp, ll = pydt_forward(parent, l1, X, c1, theta1, alpha1, sigma2)
+                value = log_hyper + lp + ll
+            else:
+                value = float(self._logp_fn(trial))
+            value += jac * log_jac
             return (value if not np.isnan(value) else -np.inf), trial
 
         return f

@@ -94,6 +94,27 @@ def test_target_is_the_closed_form():
     assert f1 - f0 == pytest.approx(expected, abs=1e-8)
 
 
+def test_fast_path_equals_the_whole_joint():
+    """The step scores the target from the hyperpriors (PyTensor) and the tree (Numba)
+    when the hyperparameters enter nothing else; the model's whole log density must give
+    the same differences."""
+    gen = _generative(n=7, d=2)
+    gen.seed(np.random.default_rng(4))
+    point = gen.to_point(gen.draw_prior())
+    fast = _move_only_step(gen)
+    assert fast._noncentred_fast
+    whole = _move_only_step(gen)
+    whole._noncentred_fast = False
+    whole._logp_fn = gen.model.compile_logp()
+    for name in ("c_log__", "theta_log__", "alpha_logodds__"):
+        f, g = fast.noncentred_log_density(point, name), whole.noncentred_log_density(
+            point, name)
+        x0 = float(point[name])
+        for x in (x0 - 0.7, x0 + 0.4):
+            assert f(x)[0] - f(x0)[0] == pytest.approx(g(x)[0] - g(x0)[0], abs=1e-9)
+            np.testing.assert_array_equal(f(x)[1]["tree"], g(x)[1]["tree"])
+
+
 def _pushed_and_fresh(cls, n_rep, n_updates, seed):
     """Statistics of ``n_rep`` joint draws after ``n_updates`` non-centred updates, and of
     ``n_rep`` fresh joint draws."""
