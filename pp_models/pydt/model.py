@@ -92,7 +92,8 @@ def model(X, *, priors=None, binary=False):
     pymc.Model
         Free variables ``c``, ``theta``, ``alpha`` (unless binary), ``precision`` and
         ``tree``; ``sigma2`` is deterministic. ``fit`` runs the tree moves of
-        ``inference.gibbs.pydt`` for ``tree`` and NUTS for the rest.
+        ``inference.gibbs.pydt`` for ``tree`` (with the non-centred update of ``c``,
+        ``theta``, ``alpha``) and NUTS for the rest.
     """
     X = _check_X(X)
     if not isinstance(binary, bool | np.bool_):
