@@ -47,7 +47,7 @@ import numpy as np
 from custom_ops.diffusion_tree_kernels import diffusion_tree_structure
 from custom_ops.pydt import h_table, parameter_code
 
-__all__ = ["noncentred_times"]
+__all__ = ["noncentred_times", "variance_shifted_times"]
 
 _jit = numba.njit(cache=True, error_model="numpy")
 
@@ -97,4 +97,41 @@ def noncentred_times(parent, log1m_t, n_leaves, c, theta, alpha, c_new, theta_ne
         gap = (l_parent_old - log1m_t[v - n]) * (c * H[m - 1]) / rate_new
         out[v - n] = l_parent_new - gap
         log_jac += out[v - n] - math.log(rate_new)
+    return out, log_jac
+
+
+@_jit
+def variance_shifted_times(parent, log1m_t, n_leaves, sigma2, sigma2_new):
+    """The divergence times that keep every ``sigma2 (1 - t_v)`` when the Brownian
+    variance changes to ``sigma2_new``: ``log(1 - t_v)`` shifted by
+    ``log(sigma2 / sigma2_new)``.
+
+    Every edge variance below the root, ``sigma2 (t_w - t_v)``, is then unchanged and
+    the likelihood moves only through the root's segment ``sigma2 t_root``: the
+    direction along which the data leave ``sigma2`` and the times trading off. In the
+    coordinates ``(sigma2, m = log(1 - t) + log sigma2)`` the shift has unit Jacobian in
+    ``log(1 - t)``, so the conditional of the variance given ``m`` is the model's density
+    in ``t`` times ``|dt/dlog(1 - t)| = prod_v (1 - t_v)``.
+
+    Returns
+    -------
+    (new_log1m_t, log_jacobian)
+        Unused slots keep their entry; ``log_jacobian = sum_v log(1 - t_v)`` at the new
+        times; ``-inf`` when a time leaves ``(0, 1)`` (the root would pass ``t = 0``) or
+        a variance is not finite and positive.
+    """
+    n = n_leaves
+    out = log1m_t.copy()
+    if not (sigma2 > 0.0 and sigma2_new > 0.0 and math.isfinite(sigma2)
+            and math.isfinite(sigma2_new)):
+        return out, -np.inf
+    shift = math.log(sigma2) - math.log(sigma2_new)
+    log_jac = 0.0
+    for v in range(n, parent.shape[0]):
+        if parent[v] == -2:
+            continue
+        out[v - n] = log1m_t[v - n] + shift
+        if not out[v - n] < 0.0:
+            return log1m_t.copy(), -np.inf
+        log_jac += out[v - n]
     return out, log_jac

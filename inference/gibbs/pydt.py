@@ -36,6 +36,11 @@ One :class:`PYDTTreeStep` call is a sweep over the tree variable of a
    structure)``. It complements the centred updates (NUTS on the hyperparameters with
    the times fixed, the slice sampler on the times with them fixed), which alone mix
    slowly when few data pin the times: ``c`` and the scale of ``u`` trade off.
+   A name on which the data's variance ``sigma2`` depends (the model's ``precision``)
+   is moved the same way with every ``sigma2 (1 - t_v)`` held fixed instead (all times
+   shifted in ``log(1 - t)``, :func:`custom_ops.pydt_noncentred.variance_shifted_times`):
+   every edge variance below the root is then unchanged, the direction along which
+   many data leave ``sigma2`` and the times trading off.
 
 Hyperparameters (``c``, ``theta``, ``alpha``, the precision) are otherwise left to NUTS
 or slice (the factory's hints); internal locations stay integrated out.
@@ -53,10 +58,11 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pytensor.tensor as pt
 from pytensor.graph.traversal import ancestors
 
 from custom_ops.pydt import pydt_forward
-from custom_ops.pydt_noncentred import noncentred_times
+from custom_ops.pydt_noncentred import noncentred_times, variance_shifted_times
 from custom_ops.pydt_sweep import pydt_sweep, sweep_inputs_valid
 from inference.gibbs.base import ZooGibbsStep, terms_depending_on
 from inference.gibbs.registry import register_step
@@ -223,10 +229,11 @@ class PYDTTreeStep(ZooGibbsStep):
         higher than the incoming tree's. Tuning draws are discarded, so the chain's
         invariance is untouched.
     noncentred : sequence of str, optional
-        Names of the tree's hyperparameters (among its ``c``, ``theta``, ``alpha``; free
-        random variables) to slice-sample after the sweep with the standardised gaps
-        fixed (module docstring, item 3); the step then updates them too (jointly with the
-        times), besides whatever step owns them. Default: none.
+        Names of the tree's hyperparameters (its ``c``, ``theta``, ``alpha``, or a
+        scalar free variable its data's variance depends on; free random variables) to
+        slice-sample after the sweep with the standardised gaps (or ``sigma2 (1 - t)``)
+        fixed (module docstring, item 3); the step then updates them too (jointly with
+        the times), besides whatever step owns them. Default: none.
     """
 
     name = "pydt_tree"
@@ -276,37 +283,49 @@ class PYDTTreeStep(ZooGibbsStep):
             raise ValueError(f"moves: must be an integer >= 0, got {moves!r}")
         self.moves = moves
         self.slice_times = bool(slice_times)
-        self._init_noncentred(noncentred, tree_rv, (c, theta, alpha))
+        self._init_noncentred(noncentred, tree_rv, data[0] if data else None,
+                              (c, theta, alpha) + ((sigma2,) if data else ()))
 
-    def _init_noncentred(self, noncentred, tree_rv, params):
+    def _init_noncentred(self, noncentred, tree_rv, data_rv, params):
         if isinstance(noncentred, str) or not all(isinstance(x, str) for x in noncentred):
             raise TypeError(f"noncentred: a sequence of variable names, got {noncentred!r}")
         model = self.model
         names = list(dict.fromkeys(noncentred))
         values = []
+        # "gaps" for c, theta, alpha (noncentred_times); "variance" for what sigma2 is a
+        # function of (variance_shifted_times)
+        self._noncentred_kind = {}
         for name in names:
             rv = model.named_vars.get(name)
             if rv is None or rv not in model.free_RVs:
                 raise ValueError(f"noncentred: {name!r} is not a free random variable")
-            if not any(rv is p for p in params):
+            if any(rv is p for p in params[:3]):
+                kind = "gaps"
+            elif len(params) > 3 and rv in set(ancestors([params[3]])):
+                kind = "variance"
+            else:
                 raise ValueError(f"noncentred: {name!r} is not c, theta or alpha of "
-                                 f"{tree_rv.name}")
+                                 f"{tree_rv.name} nor a parameter of its data's variance")
             if model.rvs_to_values[rv].type.ndim != 0:
                 raise ValueError(f"noncentred: {name!r} must be a scalar")
             values.append(model.rvs_to_values[rv].name)
+            self._noncentred_kind[values[-1]] = kind
         self._noncentred_values = values
         self._noncentred_fast = False
         if not values:
             return
         rvs = [model[name] for name in names]
-        # Fast path when the hyperparameters enter nothing but the tree's density: their
-        # own prior terms (unconstrained scale, with Jacobians) by PyTensor, the tree's
-        # prior and likelihood by the Numba recursion. Otherwise the model's whole joint.
+        # Fast path when the hyperparameters enter nothing but the tree's density and its
+        # data's: their own prior terms (unconstrained scale, with Jacobians) by
+        # PyTensor, the tree's prior and likelihood by the Numba recursion. Otherwise the
+        # model's whole joint.
         self._noncentred_fast = all(
-            len(deps) == 1 and deps[0] is tree_rv and not pots
+            all(d is tree_rv or d is data_rv for d in deps) and not pots
             for deps, pots in (terms_depending_on(model, rv) for rv in rvs))
         if self._noncentred_fast:
             outputs = model.replace_rvs_by_values(list(params))
+            if len(outputs) == 3:
+                outputs.append(pt.constant(1.0, dtype="float64"))
             outputs.append(model.logp(vars=rvs, jacobian=True))
             # only the values it reads as inputs: PyTensor validates every input per call
             used = set(ancestors(outputs))
@@ -375,28 +394,33 @@ class PYDTTreeStep(ZooGibbsStep):
         n = self._n
         parent = np.rint(packed[:, 0]).astype(np.int64)
         l0 = np.ascontiguousarray(packed[n:, 1], dtype=np.float64)
-        X, c0, theta0, alpha0, sigma2 = self._values(point)
+        X, c0, theta0, alpha0, sigma2_0 = self._values(point)
         jac = 1.0 if self.noncentred_jacobian else 0.0
         dtype = np.asarray(point[value_name]).dtype
         fast = self._noncentred_fast
+        gaps = self._noncentred_kind[value_name] == "gaps"
 
         def f(x):
             trial = dict(point)
             trial[value_name] = np.asarray(x, dtype=dtype)
             if fast:
-                c1, theta1, alpha1, log_hyper = (float(v) for v in self._hyper_logp_fn(
-                    *[trial[name] for name in self._hyper_input_names]))
+                c1, theta1, alpha1, sigma2_1, log_hyper = (
+                    float(v) for v in self._hyper_logp_fn(
+                        *[trial[name] for name in self._hyper_input_names]))
             else:
-                _X, c1, theta1, alpha1, _s2 = self._values(trial)
-            l1, log_jac = noncentred_times(parent, l0, n, c0, theta0, alpha0, c1, theta1,
-                                           alpha1)
+                _X, c1, theta1, alpha1, sigma2_1 = self._values(trial)
+            if gaps:
+                l1, log_jac = noncentred_times(parent, l0, n, c0, theta0, alpha0, c1,
+                                               theta1, alpha1)
+            else:
+                l1, log_jac = variance_shifted_times(parent, l0, n, sigma2_0, sigma2_1)
             if not np.isfinite(log_jac):
                 return -np.inf, trial
             moved = packed.copy()
             moved[n:, 1] = l1
             trial[self._value_name] = moved
             if fast:
-                lp, ll = pydt_forward(parent, l1, X, c1, theta1, alpha1, sigma2)
+                lp, ll = pydt_forward(parent, l1, X, c1, theta1, alpha1, sigma2_1)
                 value = log_hyper + lp + ll
             else:
                 value = float(self._logp_fn(trial))

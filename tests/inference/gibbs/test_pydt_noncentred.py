@@ -39,12 +39,12 @@ def _generative(n=5, d=1):
     return GenerativeModel(pydt.model(np.zeros((n, d)), priors=GIR_PRIORS), ["X"])
 
 
-def _move_only_step(gen, cls=PYDTTreeStep, seed=0, times=False):
+def _move_only_step(gen, cls=PYDTTreeStep, seed=0, times=False, noncentred=HYPER):
     """The non-centred update alone, or (``times=True``) the slice sampler of the
     divergence times alone."""
     model = gen.model
     step = cls([model["tree"]], model=model, moves=0, slice_times=times,
-               greedy_start=False, noncentred=() if times else HYPER)
+               greedy_start=False, noncentred=() if times else noncentred)
     step.rng = np.random.default_rng(seed)
     return step
 
@@ -103,12 +103,12 @@ def test_fast_path_equals_the_whole_joint():
     gen = _generative(n=7, d=2)
     gen.seed(np.random.default_rng(4))
     point = gen.to_point(gen.draw_prior())
-    fast = _move_only_step(gen)
+    fast = _move_only_step(gen, noncentred=(*HYPER, "precision"))
     assert fast._noncentred_fast
-    whole = _move_only_step(gen)
+    whole = _move_only_step(gen, noncentred=(*HYPER, "precision"))
     whole._noncentred_fast = False
     whole._logp_fn = gen.model.compile_logp()
-    for name in ("c_log__", "theta_log__", "alpha_logodds__"):
+    for name in ("c_log__", "theta_log__", "alpha_logodds__", "precision_log__"):
         f, g = fast.noncentred_log_density(point, name), whole.noncentred_log_density(
             point, name)
         x0 = float(point[name])
@@ -117,17 +117,17 @@ def test_fast_path_equals_the_whole_joint():
             np.testing.assert_array_equal(f(x)[1]["tree"], g(x)[1]["tree"])
 
 
-def _pushed_and_fresh(cls, n_rep, n_updates, seed, times=False):
+def _pushed_and_fresh(cls, n_rep, n_updates, seed, times=False, noncentred=HYPER):
     """Statistics of ``n_rep`` joint draws after ``n_updates`` non-centred updates (or
     time-slice sweeps), and of ``n_rep`` fresh joint draws."""
     gen = _generative()
     gen.seed(np.random.default_rng(seed))
-    step = _move_only_step(gen, cls, seed=seed + 1, times=times)
+    step = _move_only_step(gen, cls, seed=seed + 1, times=times, noncentred=noncentred)
 
     def statistics(params):
         tree = DiffusionTree.from_packed(params["tree"], validate=False)
         return [float(params["c"]), float(params["theta"]), float(params["alpha"]),
-                tree.root_time, tree.mrca_times()[0, 1]]
+                tree.root_time, tree.mrca_times()[0, 1], float(params["precision"])]
 
     pushed, fresh, starts = [], [], []
     for _ in range(n_rep):
@@ -141,11 +141,13 @@ def _pushed_and_fresh(cls, n_rep, n_updates, seed, times=False):
     pushed = np.array(pushed)
     # which statistics the updates changed in each replicate (a test that cannot fail
     # otherwise: an update that never moves keeps the joint too)
-    _pushed_and_fresh.moved = np.mean(pushed != np.array(starts), axis=0)
+    starts = np.array(starts)
+    _pushed_and_fresh.moved = np.mean(np.abs(pushed - starts) > 1e-9 * (1 + np.abs(starts)),
+                                      axis=0)
     return pushed, np.array(fresh)
 
 
-NAMES = ("c", "theta", "alpha", "root_time", "mrca01")
+NAMES = ("c", "theta", "alpha", "root_time", "mrca01", "precision")
 N_REP = 400
 N_UPDATES = 3
 
@@ -162,13 +164,33 @@ def test_update_keeps_the_joint_distribution():
     print(each)
     assert p > 0.01, each
     # the update moved the hyperparameters and the times
-    assert np.all(_pushed_and_fresh.moved > 0.9), _pushed_and_fresh.moved
+    assert np.all(_pushed_and_fresh.moved[:5] > 0.9), _pushed_and_fresh.moved
 
 
 def test_update_without_jacobian_is_caught():
     with np.errstate(over="ignore"):
         pushed, fresh = _pushed_and_fresh(NoncentredNoJacobianStep, N_REP, N_UPDATES,
                                           seed=7)
+    p, each = _smallest_adjusted_p(pushed, fresh)
+    print(each)
+    assert p < 0.01, each
+
+
+def test_variance_update_keeps_the_joint_distribution():
+    """The precision moved with every sigma2 (1 - t_v) fixed (all times shifted)."""
+    with np.errstate(over="ignore"):
+        pushed, fresh = _pushed_and_fresh(PYDTTreeStep, N_REP, N_UPDATES, seed=8,
+                                          noncentred=("precision",))
+    p, each = _smallest_adjusted_p(pushed, fresh)
+    print(each)
+    assert p > 0.01, each
+    assert np.all(_pushed_and_fresh.moved[3:] > 0.9), _pushed_and_fresh.moved
+
+
+def test_variance_update_without_jacobian_is_caught():
+    with np.errstate(over="ignore"):
+        pushed, fresh = _pushed_and_fresh(NoncentredNoJacobianStep, N_REP, N_UPDATES,
+                                          seed=8, noncentred=("precision",))
     p, each = _smallest_adjusted_p(pushed, fresh)
     print(each)
     assert p < 0.01, each
@@ -185,7 +207,7 @@ def test_time_slice_sampler_keeps_the_joint_distribution():
     p, each = _smallest_adjusted_p(pushed, fresh)
     print(each)
     assert p > 0.01, each
-    assert np.all(_pushed_and_fresh.moved[3:] > 0.9), _pushed_and_fresh.moved
+    assert np.all(_pushed_and_fresh.moved[3:5] > 0.9), _pushed_and_fresh.moved
 
 
 def test_time_slice_sampler_without_jacobian_is_caught():
