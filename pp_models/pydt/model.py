@@ -92,7 +92,8 @@ def model(X, *, priors=None, binary=False):
     pymc.Model
         Free variables ``c``, ``theta``, ``alpha`` (unless binary), ``precision`` and
         ``tree``; ``sigma2`` is deterministic. ``fit`` runs the tree moves of
-        ``inference.gibbs.pydt`` for ``tree`` and NUTS for the rest.
+        ``inference.gibbs.pydt`` for ``tree`` (with the non-centred updates of ``c``,
+        ``theta``, ``alpha`` and the precision) and NUTS for the rest.
     """
     X = _check_X(X)
     if not isinstance(binary, bool | np.bool_):
@@ -119,7 +120,11 @@ def model(X, *, priors=None, binary=False):
         # a fixed number of detach-reattach moves per sweep (2n - 2, the non-root nodes of
         # a binary tree): a count read off the current tree (the step's default) is not
         # invariant (tests/inference/gibbs/test_pydt_kernel_exact.py)
-        step_hints=(StepHint("pydt_tree", ("tree",), {"moves": 2 * n - 2}),
+        # noncentred: the hyperparameters also moved with the times following them (c
+        # and the times trade off, and sigma2 and the times; inference/gibbs/pydt.py,
+        # item 3)
+        step_hints=(StepHint("pydt_tree", ("tree",), {"moves": 2 * n - 2,
+                                                      "noncentred": hyper}),
                     StepHint("nuts", hyper)),
         derived=(
             DerivedStatistic("root_time", _per_draw(lambda t: t.root_time),

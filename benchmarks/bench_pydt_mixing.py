@@ -1,0 +1,98 @@
+"""Mixing of the PYDT sampler at N = 200 (D = 5, data from the DDT prior with c = 1,
+sigma2 = 1; Knowles 2012 §7.7.2): chains from three starts (the true tree, the greedy tree
+built at the initial theta and alpha, the binary greedy tree), R-hat across the starts
+and ESS per chain of alpha, c, theta, sigma2 and the number of branch points.
+
+The factory's steps (``PYDTTreeStep`` with 2n - 2 moves and the non-centred updates,
+NUTS for the hyperparameters) run in a plain loop so that each chain's start is set
+exactly (``fit`` would replace it by the step's greedy start while tuning).
+
+    PYTHONPATH=$PWD python benchmarks/bench_pydt_mixing.py --sweeps 2000
+    PYTHONPATH=$PWD python benchmarks/bench_pydt_mixing.py --noncentred c theta alpha
+
+Measured 2026-11-26 (2000 sweeps, 10-15 ms per sweep): see the docstring of
+tests/pp_models/test_pydt_recovery.py::test_hyperparameters_cover_the_truth_on_prior_data.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import arviz as az
+import numpy as np
+import pymc as pm
+from pymc.step_methods.compound import CompoundStep
+
+from inference.gibbs.pydt import PYDTTreeStep
+from pp_models import pydt
+from pp_models.pydt.greedy import greedy
+from pp_models.trees import DiffusionTree
+
+HYPER = ("c", "theta", "alpha", "precision")
+
+
+def run_chain(X, true_tree, start, sweeps, tune, noncentred, seed):
+    model = pydt.model(X)
+    n = X.shape[0]
+    tree_step = PYDTTreeStep([model["tree"]], model=model, moves=2 * n - 2,
+                             noncentred=noncentred, greedy_start=False)
+    step = CompoundStep([tree_step, pm.NUTS([model[h] for h in HYPER], model=model)])
+    rng = np.random.default_rng(seed)
+    step.setup_chain(rng, tune, sweeps)
+    point = dict(model.initial_point())
+    _X, c, theta, alpha, sigma2 = tree_step._values(point)
+    if start == "true":
+        point["tree"] = true_tree.to_packed()
+        point.update(c_log__=np.array(0.0), theta_log__=np.array(np.log(0.1)),
+                     alpha_logodds__=np.array(np.log(0.01 / 0.99)),
+                     precision_log__=np.array(0.0))
+    else:
+        binary = start == "binary"
+        built = greedy(X, c=c, theta=0.0 if binary else theta,
+                       alpha=0.0 if binary else alpha, sigma2=sigma2,
+                       order=rng.permutation(n))
+        point["tree"] = built.tree.to_packed()
+    rows = []
+    t0 = time.perf_counter()
+    for it in range(sweeps):
+        if it == tune:
+            step.stop_tuning()
+        point, _ = step.step(point)
+        tree = DiffusionTree.from_packed(point["tree"], validate=False)
+        rows.append([float(np.exp(point["c_log__"])), float(np.exp(point["theta_log__"])),
+                     float(1 / (1 + np.exp(-point["alpha_logodds__"]))),
+                     float(np.exp(-point["precision_log__"])), tree.n_internal])
+    return np.array(rows), time.perf_counter() - t0
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sweeps", type=int, default=2000)
+    parser.add_argument("--tune", type=int, default=100)
+    parser.add_argument("--noncentred", nargs="*", default=list(HYPER))
+    parser.add_argument("--seed", type=int, default=5)
+    args, _ = parser.parse_known_args()
+    draw = pydt.sample_prior(200, c=1.0, theta=0.0, alpha=0.0, dim=5, sigma2=1.0,
+                             random_seed=7)[0]
+    starts = ("true", "greedy", "binary")
+    chains = {}
+    for start in starts:
+        chains[start], secs = run_chain(draw.X, draw.tree, start, args.sweeps, args.tune,
+                                        tuple(args.noncentred), args.seed)
+        print(f"{start}: {args.sweeps} sweeps in {secs:.1f} s "
+              f"({1e3 * secs / args.sweeps:.1f} ms per sweep)")
+    names = ("alpha", "c", "theta", "sigma2", "n_internal")
+    cols = {"c": 0, "theta": 1, "alpha": 2, "sigma2": 3, "n_internal": 4}
+    half = args.sweeps // 2
+    print(f"noncentred {args.noncentred}; sweeps {half}-{args.sweeps}:")
+    for name in names:
+        arr = np.array([chains[s][half:, cols[name]] for s in starts])
+        ess = [float(az.ess(arr[i:i + 1])) for i in range(len(starts))]
+        means = ", ".join(f"{s} {arr[i].mean():.3g}" for i, s in enumerate(starts))
+        print(f"  {name:10s} R-hat {float(az.rhat(arr)):.3f}  ESS per chain "
+              f"{[round(e) for e in ess]}  means: {means}")
+
+
+if __name__ == "__main__":
+    main()
