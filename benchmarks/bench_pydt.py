@@ -18,7 +18,7 @@ Measured 2026-11-26 (10 tuning + 1000 kept iterations, 20.5 min on a loaded box;
 the first / middle / last 100 draws; truth in brackets): alpha 0.38 / 0.31 / 0.29 (0.2),
 c 0.47 / 0.61 / 0.67 (1), theta 0.12 / 0.42 / 0.56 (1), sigma2 0.86 / 1.00 / 1.03 (1),
 branch points 964 / 973 / 948 (946), multifurcations 280 / 327 / 353 (362), largest
-branch-point degree 56 / 33 / 26 (10): no drift to alpha -> 1 or c -> 0; the chain moves from
+branch-point degree 56 / 33 / 26 (21): no drift to alpha -> 1 or c -> 0; the chain moves from
 the greedy start towards the truth (not yet there after 1000 iterations: c and theta
 still rising).
 
