@@ -63,6 +63,13 @@ def four_clusters(seed, n_train=100, n_test=200):
     return X[:n_train], X[n_train:]
 
 
+def four_clusters_log_density(X):
+    """log f(x) of the generating mixture: the best any model can do on average."""
+    centres = np.array([[-1, -1], [-1, 1], [1, -1], [1, 1]], dtype=float)
+    sq = ((X[:, None, :] - centres[None]) ** 2).sum(axis=2)
+    return logsumexp(-4.0 * sq, axis=1) - math.log(4) + math.log(4 / math.pi)
+
+
 def _prior_split(seed, n_train, n_test, **params):
     X = pydt.sample_prior(n_train + n_test, dim=5, sigma2=1.0, random_seed=seed,
                           **params)[0].X
@@ -80,6 +87,7 @@ def prior_pydt(seed, n_train=100, n_test=300):
 
 
 DATA = {"four_clusters": four_clusters, "prior_d5": prior_d5, "prior_pydt": prior_pydt}
+TRUE_LOG_DENSITY = {"four_clusters": four_clusters_log_density}
 MODELS = ["pydt", "ddt", "dpm", "dpm_alpha"]
 
 
@@ -213,6 +221,10 @@ def main(argv=None):
         for seed in args.seeds:
             X, X_test = DATA[data](seed)
             per_model = {}
+            if data in TRUE_LOG_DENSITY:
+                lp = TRUE_LOG_DENSITY[data](X_test)
+                print(f"{data} seed {seed} true density: {lp.mean():.3f} +- "
+                      f"{lp.std(ddof=1) / math.sqrt(lp.size):.3f} per test point", flush=True)
             for name in args.models:
                 lp, fit_s, pred_s, extra, chains, diag = run_model(name, X, X_test, args,
                                                                    seed)
