@@ -4,7 +4,7 @@ package-default DP Gaussian mixture, and the learned hyperparameters staying pro
 
 Held-out, measured 2026-11-26 (5 data seeds, 100 training / 200 test points each, 4
 chains x (500 tuning + 1000 kept) iterations, the predictive with the new point's
-position integrated out by quadrature and averaged over 200 draws; ~8 min on the shared
+position integrated out by quadrature and averaged over 200 draws; 3-8 min on the shared
 machine): PYDT - DPM per test point -0.009 +- 0.033 (mean of the per-seed paired
 differences, SE over seeds; per seed -0.009 -0.117 +0.063 +0.053 -0.038); over 20
 seeds (0-19) -0.004 +- 0.010, 9 of 20 positive. A tie, not a win: the data are a
