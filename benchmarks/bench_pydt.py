@@ -10,8 +10,21 @@ not on PyPI, so not run here: ~107 min per 100 sweeps).
 Data: D = 171 synthetic from the PYDT prior (c = 1, theta = 1, alpha = 0.2, sigma2 = 1).
 Every timing is after a warm-up call; compile time (Numba, PyTensor) is printed apart.
 
+``--drift``: instead, one long ``fit(pydt.model(X))`` at N = 1800, D = 171 (the same
+data) with theta, alpha, c learned under the thesis's hyperpriors, printing the traces of
+alpha, c, theta and the number of branch points at the start, middle and end (issue #13:
+Knowles' C++ sampler drifts to alpha -> 1, c -> 0, a few huge multifurcations).
+Measured 2026-11-26 (10 tuning + 1000 kept iterations, 20.5 min on a loaded box; means of
+the first / middle / last 100 draws; truth in brackets): alpha 0.38 / 0.31 / 0.29 (0.2),
+c 0.47 / 0.61 / 0.67 (1), theta 0.12 / 0.42 / 0.56 (1), sigma2 0.86 / 1.00 / 1.03 (1),
+branch points 964 / 973 / 948 (946), multifurcations 280 / 327 / 353 (362), largest
+branch-point degree 56 / 33 / 26 (21): no drift to alpha -> 1 or c -> 0; the chain moves from
+the greedy start towards the truth (not yet there after 1000 iterations: c and theta
+still rising).
+
 Usage: python benchmarks/bench_pydt.py [--sizes 200 400 800 1800] [--dim 171]
        [--fit-n 1800] [--fit-draws 100] [--fit-tune 10] [--dpm-draws 10] [--no-fit]
+       python benchmarks/bench_pydt.py --drift [--drift-draws 600] [--fit-n 1800]
 """
 
 from __future__ import annotations
@@ -123,6 +136,47 @@ def fit_timing(model_fn, X, draws, tune, hook=None):
         return warm, time.perf_counter() - t0, idata
 
 
+def drift(n, d, draws, tune, seed=0):
+    """One chain of ``fit(pydt.model(X))`` on the benchmark data; prints the traces of the
+    learned hyperparameters and of the tree's size in windows of the run."""
+    from inference.fit import fit
+    from pp_models.model_info import posterior_with_labels
+
+    draw = data(n, d)
+    truth = draw.tree
+    print(f"drift run N={n} D={d}: data from the PYDT prior with c {PARAMS['c']}, "
+          f"theta {PARAMS['theta']}, alpha {PARAMS['alpha']}, sigma2 1 "
+          f"({truth.n_internal} branch points, {truth.n_multifurcations} multifurcations, "
+          f"largest degree {truth.n_children().max()}); "
+          f"thesis hyperpriors {pydt.DEFAULT_PRIORS}", flush=True)
+    t0 = time.perf_counter()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        dt = fit(pydt.model(draw.X), draws=draws, tune=tune, chains=1, random_seed=seed,
+                 progressbar=False)
+    total = time.perf_counter() - t0
+    post = dt["posterior"]
+    traces = {v: post[v].values.reshape(-1) for v in ("alpha", "c", "theta", "sigma2")}
+    traces["branch points"] = post["n_internal"].values.reshape(-1).astype(float)
+    traces["multifurcations"] = post["n_multifurcations"].values.reshape(-1).astype(float)
+    traces["largest degree"] = np.array([
+        t.n_children().max() for t in pydt.trees_from_posterior(posterior_with_labels(dt))
+    ], dtype=float)
+    print(f"{tune} tuning + {draws} kept iterations in {total / 60:.1f} min "
+          f"({total / (draws + tune):.2f} s each)")
+    width = max(1, draws // 10)
+    windows = {"start": slice(0, width), "middle": slice(draws // 2 - width // 2,
+                                                         draws // 2 + (width + 1) // 2),
+               "end": slice(draws - width, draws)}
+    print(f"first kept draw; means over windows of {width} draws (first / middle / last); "
+          "min-max overall")
+    for name, x in traces.items():
+        cells = "  ".join(f"{w} {x[sl].mean():8.3g}" for w, sl in windows.items())
+        print(f"  {name:16s} draw 0 {x[0]:8.3g}  {cells}   range [{x.min():.3g}, "
+              f"{x.max():.3g}]", flush=True)
+    return traces
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--sizes", type=int, nargs="+", default=[200, 400, 800, 1800])
@@ -132,8 +186,13 @@ def main():
     parser.add_argument("--fit-tune", type=int, default=10)
     parser.add_argument("--dpm-draws", type=int, default=10)
     parser.add_argument("--no-fit", action="store_true")
+    parser.add_argument("--drift", action="store_true")
+    parser.add_argument("--drift-draws", type=int, default=600)
     args = parser.parse_args()
     d = args.dim
+    if args.drift:
+        drift(args.fit_n, d, args.drift_draws, args.fit_tune)
+        return
 
     first, fwd, both = op_timing(2000, d)
     print(f"Op at N=2000, D={d}: first calls {first:.2f} s (Numba compile or cache load); "
