@@ -11,7 +11,8 @@ end. When every free variable is updated by a :class:`~inference.gibbs.ZooGibbsS
 - only the traced variables (``var_names``) are computed and stored, into arrays
   allocated once;
 - chains run in worker processes (``fork``: the workers inherit the built steps and
-  their compiled kernels, nothing is pickled on the way in) or one after the other;
+  their compiled kernels, nothing is pickled on the way in; a throwaway first draw in
+  this process compiles those kernels once before the fork) or one after the other;
 - Ctrl-C (SIGINT) is caught between draws, never inside a Numba kernel: every chain
   stops after the draw it is making, the draws completed so far are kept and the result
   is marked interrupted (:class:`SamplingInterrupted` carries it when the caller wants an
