@@ -11,7 +11,8 @@ end. When every free variable is updated by a :class:`~inference.gibbs.ZooGibbsS
 - only the traced variables (``var_names``) are computed and stored, into arrays
   allocated once;
 - chains run in worker processes (``fork``: the workers inherit the built steps and
-  their compiled kernels, nothing is pickled on the way in) or one after the other;
+  their compiled kernels, nothing is pickled on the way in; a throwaway first draw in
+  this process compiles those kernels once before the fork) or one after the other;
 - Ctrl-C (SIGINT) is caught between draws, never inside a Numba kernel: every chain
   stops after the draw it is making, the draws completed so far are kept and the result
   is marked interrupted (:class:`SamplingInterrupted` carries it when the caller wants an
@@ -273,7 +274,44 @@ def _fork_context():
         return None
 
 
+def _compile_before_fork(step, spec, start, tune, draws, announce):
+    """One throwaway draw in this process, so the chain workers fork with every kernel
+    the first draw needs already compiled.
+
+    Numba (and PyTensor's Numba backend) compiles at a function's first call; without
+    this each worker compiled the same kernels again, in parallel (on a cold cache a
+    minute of CPU per worker), and this process, which never drew, compiled them again
+    at its next fit. The steps' attributes (arrays copied) are put back afterwards and
+    each chain calls ``setup_chain`` with its own generator as before, so the chains
+    are the ones they were. A failing draw is left to the chains, which report it as
+    they did.
+    """
+    objects = list({id(o): o for o in [step, *flatten_steps(step)]}.values())
+    saved = [{k: v.copy() if isinstance(v, np.ndarray) else v for k, v in vars(o).items()}
+             for o in objects]
+    try:
+        with compiling("the first draw (Numba kernels on a cold cache)", enabled=announce,
+                       delay=2.0):
+            step.setup_chain(np.random.default_rng(0), tune, draws)
+            step.tune = bool(tune)
+            if hasattr(step, "reset_tuning"):
+                step.reset_tuning()
+            point, _stats = step.step({k: np.copy(v) for k, v in start.items()})
+            if spec.fn is not None:
+                spec.fn(point)
+    except Exception:  # the chains meet it again and report it
+        pass
+    finally:
+        for o, attributes in zip(objects, saved, strict=True):
+            vars(o).clear()
+            vars(o).update(attributes)
+
+
 def _run_parallel(step, spec, starts, rngs, tunes, draws, flag, bar, cores, announce, traces):
+    todo = [c for c in range(len(starts)) if tunes[c] + draws[c] > 0]
+    if todo:
+        c = todo[0]
+        _compile_before_fork(step, spec, starts[c], tunes[c], draws[c], announce)
     ctx = _fork_context()
     event = ctx.Event()
     flag.link(event)

@@ -1,11 +1,14 @@
 """inference.chains: the zoo's chain loop behind fit for all-zoo-Gibbs models."""
 
+import numba
 import numpy as np
+import pymc as pm
 import pymc.initial_point
 import pymc.model.core
 import pytest
 
-from inference import fit
+from inference import chains, fit
+from inference.gibbs.base import ZooGibbsStep
 from pp_models import lda
 
 
@@ -77,3 +80,64 @@ def test_empty_var_names_needs_the_zoo_loop():
     with pytest.raises(ValueError, match="var_names"):
         fit(_model(), draws=4, tune=0, chains=1, progressbar=False, var_names=[],
             discard_tuned_samples=True)
+
+
+class _KernelStep(ZooGibbsStep):
+    """Draws ``mu`` with a Numba kernel; counts its draws and keeps the last one."""
+
+    name = "test_kernel_step"
+    stats_dtypes_shapes = {"draws_made": (np.int64, [])}
+
+    def __init__(self, vars, *, model=None, rng=None, fail=False):
+        super().__init__(vars, model=model, rng=rng)
+        self.draws_made = 0
+        self.last = np.zeros(1)
+        self.fail = fail
+
+    def step(self, point):
+        if self.fail:
+            raise FloatingPointError("the step's own failure")
+        self.draws_made += 1
+        self.last[0] = _shifted_normal(self.rng.normal(), 0.5)
+        return self.updated(point, mu=np.asarray(self.last[0])), [
+            {"draws_made": self.draws_made}]
+
+
+@numba.njit
+def _shifted_normal(z, shift):
+    return z + shift
+
+
+def _kernel_model():
+    with pm.Model() as m:
+        pm.Normal("mu")
+    return m
+
+
+def test_parallel_chains_fork_with_the_first_draw_compiled():
+    """The parent makes one throwaway draw before forking, so the workers inherit the
+    compiled kernels (not each compiling them again, nor this process at its next fit);
+    the step is put back as it was, and the chains are the sequential ones."""
+    m = _kernel_model()
+    step = _KernelStep(["mu"], model=m)
+    before = {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in vars(step).items()}
+    spec = chains._trace_spec(m, None)
+    chains._compile_before_fork(step, spec, m.initial_point(), tune=2, draws=3,
+                                announce=False)
+    assert _shifted_normal.signatures  # compiled here, before any fork
+    assert step.draws_made == 0 and step.last[0] == 0.0 and step.rng is before["rng"]
+    assert set(vars(step)) == set(before)
+    kwargs = dict(draws=5, tune=2, chains=2, random_seed=4, progressbar=False)
+    parallel = fit(m, step=step, cores=2, **kwargs)
+    sequential = fit(m, step=_KernelStep(["mu"], model=m), cores=1, **kwargs)
+    np.testing.assert_array_equal(parallel.posterior["mu"].values,
+                                  sequential.posterior["mu"].values)
+    np.testing.assert_array_equal(parallel.sample_stats["draws_made"].values[0],
+                                  np.arange(3, 8))  # each chain counted from zero
+
+
+def test_a_step_failing_at_its_first_draw_fails_the_chains_as_before():
+    m = _kernel_model()
+    with pytest.raises(RuntimeError, match="a chain failed(.|\n)*the step's own failure"):
+        fit(m, step=_KernelStep(["mu"], model=m, fail=True), draws=3, tune=0, chains=2,
+            cores=2, random_seed=1, progressbar=False)
