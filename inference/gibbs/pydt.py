@@ -258,7 +258,7 @@ class PYDTTreeStep(ZooGibbsStep):
     proposal_ratio = True
     #: the t <-> log(1 - t) Jacobian of the slice sampler; a planted-bug twin drops it
     time_jacobian = True
-    #: log |dt/dw| in the non-centred hyperparameter update; a planted-bug twin drops it
+    #: ``log |dt/dw|`` in the non-centred hyperparameter update; a planted-bug twin drops it
     noncentred_jacobian = True
 
     def __init__(self, vars, *, model=None, rng=None, blocked=True, moves=None,
