@@ -1,7 +1,10 @@
 """Mixing of the PYDT sampler at N = 200 (D = 5, data from the DDT prior with c = 1,
 sigma2 = 1; Knowles 2012 §7.7.2): chains from three starts (the true tree, the greedy tree
 built at the initial theta and alpha, the binary greedy tree), R-hat across the starts
-and ESS per chain of alpha, c, theta, sigma2 and the number of branch points.
+and ESS per chain of alpha, c, theta, sigma2 and the number of branch points; with
+``--branch-moves 0 200`` the same chains (same starts and seeds) without and with the
+branch-point moves of :mod:`custom_ops.pydt_branch`, side by side (ESS per 1000 sweeps
+and per second of the chain's own run time).
 
 The factory's steps (``PYDTTreeStep`` with 2n - 2 moves and the non-centred updates,
 NUTS for the hyperparameters) run in a plain loop so that each chain's start is set
@@ -9,6 +12,7 @@ exactly (``fit`` would replace it by the step's greedy start while tuning).
 
     PYTHONPATH=$PWD python benchmarks/bench_pydt_mixing.py --sweeps 2000
     PYTHONPATH=$PWD python benchmarks/bench_pydt_mixing.py --noncentred c theta alpha
+    PYTHONPATH=$PWD python benchmarks/bench_pydt_mixing.py --branch-moves 0 200
 
 Measured 2026-11-26 (2000 sweeps, 10-15 ms per sweep): see the docstring of
 tests/pp_models/test_pydt_recovery.py::test_hyperparameters_cover_the_truth_on_prior_data.
@@ -32,11 +36,12 @@ from pp_models.trees import DiffusionTree
 HYPER = ("c", "theta", "alpha", "precision")
 
 
-def run_chain(X, true_tree, start, sweeps, tune, noncentred, seed):
+def run_chain(X, true_tree, start, sweeps, tune, noncentred, seed, branch_moves=None):
     model = pydt.model(X)
     n = X.shape[0]
     tree_step = PYDTTreeStep([model["tree"]], model=model, moves=2 * n - 2,
-                             noncentred=noncentred, greedy_start=False)
+                             noncentred=noncentred, greedy_start=False,
+                             branch_moves=branch_moves)
     step = CompoundStep([tree_step, pm.NUTS([model[h] for h in HYPER], model=model)])
     rng = np.random.default_rng(seed)
     step.setup_chain(rng, tune, sweeps)
@@ -72,26 +77,46 @@ def main():
     parser.add_argument("--tune", type=int, default=100)
     parser.add_argument("--noncentred", nargs="*", default=list(HYPER))
     parser.add_argument("--seed", type=int, default=5)
+    parser.add_argument("--branch-moves", type=int, nargs="*", default=[-1],
+                        help="branch-point moves per sweep, one run per value "
+                             "(-1: the step's default, n; 0: off)")
     args, _ = parser.parse_known_args()
     draw = pydt.sample_prior(200, c=1.0, theta=0.0, alpha=0.0, dim=5, sigma2=1.0,
                              random_seed=7)[0]
     starts = ("true", "greedy", "binary")
-    chains = {}
-    for start in starts:
-        chains[start], secs = run_chain(draw.X, draw.tree, start, args.sweeps, args.tune,
-                                        tuple(args.noncentred), args.seed)
-        print(f"{start}: {args.sweeps} sweeps in {secs:.1f} s "
-              f"({1e3 * secs / args.sweeps:.1f} ms per sweep)")
+    for branch in args.branch_moves:
+        branch_moves = None if branch < 0 else branch
+        # warm-up: compiles (Numba from cache, PyTensor) outside the timed chains
+        run_chain(draw.X, draw.tree, "true", 3, 1, tuple(args.noncentred), args.seed,
+                  branch_moves)
+        chains = {}
+        seconds = {}
+        for start in starts:
+            chains[start], seconds[start] = run_chain(
+                draw.X, draw.tree, start, args.sweeps, args.tune, tuple(args.noncentred),
+                args.seed, branch_moves)
+            print(f"branch moves {branch}, {start}: {args.sweeps} sweeps in "
+                  f"{seconds[start]:.1f} s "
+                  f"({1e3 * seconds[start] / args.sweeps:.1f} ms per sweep)", flush=True)
+        report(chains, seconds, starts, args, branch)
+
+
+def report(chains, seconds, starts, args, branch):
     names = ("alpha", "c", "theta", "sigma2", "n_internal")
     cols = {"c": 0, "theta": 1, "alpha": 2, "sigma2": 3, "n_internal": 4}
     half = args.sweeps // 2
-    print(f"noncentred {args.noncentred}; sweeps {half}-{args.sweeps}:")
+    kept = args.sweeps - half
+    print(f"branch moves {branch}; noncentred {args.noncentred}; sweeps "
+          f"{half}-{args.sweeps} (ESS per 1000 sweeps; per second of run time):")
     for name in names:
         arr = np.array([chains[s][half:, cols[name]] for s in starts])
         ess = [float(az.ess(arr[i:i + 1])) for i in range(len(starts))]
+        per_k = [round(1000 * e / kept, 1) for e in ess]
+        per_s = [round(e / (seconds[s] * kept / args.sweeps), 2)
+                 for e, s in zip(ess, starts, strict=True)]
         means = ", ".join(f"{s} {arr[i].mean():.3g}" for i, s in enumerate(starts))
-        print(f"  {name:10s} R-hat {float(az.rhat(arr)):.3f}  ESS per chain "
-              f"{[round(e) for e in ess]}  means: {means}")
+        print(f"  {name:10s} R-hat {float(az.rhat(arr)):.3f}  ESS/1000 {per_k}  "
+              f"ESS/s {per_s}  means: {means}", flush=True)
 
 
 if __name__ == "__main__":

@@ -234,3 +234,19 @@ def test_planted_bugs_are_caught(bug, name):
     p = run_moves(seed=20 + bug, n_leaves=4, bug=bug)
     print(f"{name}: p (shapes, branch points) = {p}")
     assert rejects(p)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("params", [PARAMS, {"c": 0.5, "theta": 3.0, "alpha": -1.0},
+                                    {"c": 2.0, "theta": 0.5, "alpha": 0.6}])
+def test_false_alarm_and_power_over_ten_seeds(params):
+    """Ten seeds of the exact test at 5 leaves for each parameter set (bounded degree
+    3 in the second): the correct moves rejected at most twice, every twin caught on
+    at least 9."""
+    seeds = range(300, 310)
+    correct = sum(rejects(run_moves(s, 5, params=params)) for s in seeds)
+    caught = {bug: sum(rejects(run_moves(s, 5, bug=bug, params=params)) for s in seeds)
+              for bug in (1, 2, 3)}
+    print(f"{params}: correct rejected {correct}/10; twins caught {caught}")
+    assert correct <= 2
+    assert all(k >= 9 for k in caught.values())

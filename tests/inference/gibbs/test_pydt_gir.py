@@ -1,7 +1,8 @@
 """Getting-it-right (Geweke 2004) for the PYDT sampler the factory asks for:
 detach-reattach with the full Metropolis-Hastings ratio, slice-sampled divergence times,
 the non-centred update of c, theta and alpha (moved with the standardised time gaps
-fixed; inference/gibbs/pydt.py item 3) and NUTS for c, theta, alpha and the precision,
+fixed; inference/gibbs/pydt.py item 3), the branch-point moves (collapse an internal
+edge / expand a branch point; item 4, n per sweep) and NUTS for c, theta, alpha and the precision,
 on 5 leaves in 1 dimension; and planted-bug twins:
 
 - the slice sampler of the divergence times without the t <-> log(1 - t) Jacobian and
@@ -96,6 +97,13 @@ class NoncentredNoJacobianTreeStep(PYDTTreeStep):
     noncentred_jacobian = False
 
 
+class BranchNoTimeDensityTreeStep(PYDTTreeStep):
+    """Planted bug: the branch-point moves without the time proposal's density."""
+
+    name = "test_pydt_branch_no_time_density"
+    branch_bug = 2
+
+
 class NoJacobianTreeStep(PYDTTreeStep):
     """Planted bug: the divergence times slice-sampled in l = log(1 - t) against the
     density in t, without the Jacobian |dt/dl| = 1 - t."""
@@ -145,6 +153,7 @@ def test_factory_asks_for_these_steps():
         tree = [s for s in steps if isinstance(s, PYDTTreeStep)]
         assert len(tree) == 1
         assert tree[0].moves == 10
+        assert tree[0].branch_moves == 6
         assert tree[0]._noncentred_values == names
         assert tree[0]._noncentred_fast
         nuts = [s for s in steps if isinstance(s, pm.NUTS)]
