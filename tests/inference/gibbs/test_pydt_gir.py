@@ -171,6 +171,13 @@ def test_full_sampler_passes():
     result.assert_passed(0.01)
 
 
+def test_branch_moves_without_time_density_are_caught():
+    # the branch-point moves without the time proposal's density q_t: caught on 10 of
+    # 10 seeds (100-109) at 800 draws, measured 2026-11-26 (the exact test of
+    # tests/custom_ops/test_pydt_branch.py catches it and two other twins at once)
+    assert _caught(BranchNoTimeDensityTreeStep, 100, N_SAMPLES)
+
+
 @pytest.mark.slow
 def test_ddt_sampler_passes_in_two_dimensions():
     result = _run(PYDTTreeStep, seed=4, binary=True, d=2)
@@ -203,17 +210,23 @@ FALSE_ALARM_SEEDS = range(100, 120)
 @pytest.mark.slow
 def test_false_alarm_and_power():
     correct = sum(not _run(PYDTTreeStep, seed=s).passed(0.01) for s in FALSE_ALARM_SEEDS)
+    branch_twin = sum(_caught(BranchNoTimeDensityTreeStep, s, 800)
+                      for s in FALSE_ALARM_SEEDS)
     nc_twin = sum(_caught(NoncentredNoJacobianTreeStep, s, TWIN_SAMPLES)
                   for s in FALSE_ALARM_SEEDS)
     time_twin = sum(_caught(NoJacobianTreeStep, s, 800) for s in FALSE_ALARM_SEEDS)
     print("rejections out of 20: correct", correct, "non-centred no-Jacobian twin",
-          nc_twin, "time-slice no-Jacobian twin", time_twin)
+          nc_twin, "time-slice no-Jacobian twin", time_twin, "branch no-q_t twin",
+          branch_twin)
     # measured (2026-11-26, seeds 100-119): correct 0 of 20 at 800 draws (0 of 30 on
     # seeds 100-129, N_SAMPLES comment); the non-centred twin 20 of 20 at 200 draws;
     # the time-slice twin 5 of 20 at 800 (1 of 10 at 400, seeds 100-109): the
     # non-centred update pulls the times back, so that twin is left to the exact test
-    # of test_pydt_noncentred.py
+    # of test_pydt_noncentred.py. With the branch-point moves on (default n per sweep,
+    # fourth session, 2026-11-26): correct 0 of 20 at 800 draws; the branch twin
+    # without the time proposal's density caught 10 of 10 (seeds 100-109)
     assert correct <= 2
+    assert branch_twin >= 18
     assert nc_twin >= 18
     assert time_twin >= 2
 

@@ -12,7 +12,7 @@ def _first_tree(binary_start, tune=1):
     X = pydt.sample_prior(30, c=1.0, theta=0.0, alpha=0.0, dim=3, random_seed=2)[0].X
     model = pydt.model(X)
     step = PYDTTreeStep([model["tree"]], model=model, moves=0, slice_times=False,
-                        binary_start=binary_start)
+                        binary_start=binary_start, branch_moves=0)
     step.setup_chain(np.random.default_rng(0), tune, 1)
     point = model.initial_point()
     new, _ = step.step(point)
