@@ -13,6 +13,7 @@ exactly (``fit`` would replace it by the step's greedy start while tuning).
     PYTHONPATH=$PWD python benchmarks/bench_pydt_mixing.py --sweeps 2000
     PYTHONPATH=$PWD python benchmarks/bench_pydt_mixing.py --noncentred c theta alpha
     PYTHONPATH=$PWD python benchmarks/bench_pydt_mixing.py --branch-moves 0 200
+    PYTHONPATH=$PWD python benchmarks/bench_pydt_mixing.py --kernel  # cost of the moves
 
 Measured 2026-11-26 (2000 sweeps, 10-15 ms per sweep): see the docstring of
 tests/pp_models/test_pydt_recovery.py::test_hyperparameters_cover_the_truth_on_prior_data.
@@ -38,6 +39,10 @@ sigma2 (R-hat 1.004-1.008 either way) and c (1.01-1.16 -> 1.01-1.03) were alread
 fine. With 4 n = 800 moves per sweep (seed 5): branch points R-hat 1.038, ESS per 1000
 sweeps [22.5, 22.9, 19.7], per second 1.1-1.2, 18-20 ms per sweep: no better per
 second than n.
+
+Kernel alone (``--kernel``; median of 5, prior-drawn trees, 2026-11-26): n = 200, D = 5:
+a sweep (2n - 2 detach-reattach moves + every time sliced) 6.2 ms, n branch moves 0.7
+ms (acceptance 0.38); n = 1800, D = 171: 336-361 ms and 72-84 ms (acceptance 0.06).
 """
 
 from __future__ import annotations
@@ -50,6 +55,9 @@ import numpy as np
 import pymc as pm
 from pymc.step_methods.compound import CompoundStep
 
+from custom_ops import pydt_draws
+from custom_ops.pydt_branch import pydt_branch_moves
+from custom_ops.pydt_sweep import pydt_sweep
 from inference.gibbs.pydt import PYDTTreeStep
 from pp_models import pydt
 from pp_models.pydt.greedy import greedy
@@ -93,6 +101,32 @@ def run_chain(X, true_tree, start, sweeps, tune, noncentred, seed, branch_moves=
     return np.array(rows), time.perf_counter() - t0
 
 
+def kernel_cost(repeats=5):
+    """Median time of one sweep and of n branch moves on a prior-drawn tree."""
+    for n, d, (c, theta, alpha) in ((200, 5, (1.0, 0.4, 0.08)), (1800, 171, (1.0, 1.0, 0.2))):
+        rng = np.random.default_rng(0)
+        parent = np.empty(2 * n - 1, dtype=np.int64)
+        log1m_t = np.empty(n - 1)
+        pydt_draws.pydt_draw_tree(rng, n, c, theta, alpha, parent, log1m_t)
+        X = np.empty((n, d))
+        pydt_draws.pydt_draw_data(rng, parent, log1m_t, 1.0, d, X)
+        args = (parent, log1m_t, X, c, theta, alpha, 1.0)
+        # warm-up (compiles or loads the Numba cache)
+        pydt_sweep(rng, *args, 5, True, True, True, True, False)
+        pydt_branch_moves(rng, *args, 5, 0, False)
+        sweep_s, branch_s, accepted = [], [], 0
+        for _ in range(repeats):
+            t0 = time.perf_counter()
+            pydt_sweep(rng, *args, -1, True, True, True, True, False)
+            sweep_s.append(time.perf_counter() - t0)
+            t0 = time.perf_counter()
+            accepted += pydt_branch_moves(rng, *args, n, 0, False)[0]
+            branch_s.append(time.perf_counter() - t0)
+        print(f"n = {n}, D = {d}: sweep {1e3 * np.median(sweep_s):.1f} ms, {n} branch "
+              f"moves {1e3 * np.median(branch_s):.1f} ms (acceptance "
+              f"{accepted / (repeats * n):.2f})")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sweeps", type=int, default=2000)
@@ -102,7 +136,12 @@ def main():
     parser.add_argument("--branch-moves", type=int, nargs="*", default=[-1],
                         help="branch-point moves per sweep, one run per value "
                              "(-1: the step's default, n; 0: off)")
+    parser.add_argument("--kernel", action="store_true",
+                        help="time the sweep and the branch moves alone, then stop")
     args, _ = parser.parse_known_args()
+    if args.kernel:
+        kernel_cost()
+        return
     draw = pydt.sample_prior(200, c=1.0, theta=0.0, alpha=0.0, dim=5, sigma2=1.0,
                              random_seed=7)[0]
     starts = ("true", "greedy", "binary")
