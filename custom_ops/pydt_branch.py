@@ -1,5 +1,5 @@
 """Branch-point moves for the Pitman-Yor diffusion tree: a reversible pair that changes
-the number of internal nodes directly (Knowles 2012 §4.4, Eqs. 4.23, 4.25, 4.28; digest
+the number of internal nodes directly (Knowles 2012 §4.4, Eqs. 4.23, 4.25; digest
 ``knowles-nsfa-pydt.md`` §3.3, §3.8), on the cached messages of
 :mod:`custom_ops.pydt_cache`.
 
@@ -29,22 +29,42 @@ size, then the time from the prior's own edge factor: in ``x = A(t_v) - A(t_u)``
 4.25) and ``a(t_v) dt_v = dA`` (Eq. 4.23), so ``x`` is drawn from an Exponential of rate
 ``H_{m(v)-1}`` truncated to ``(0, A(t_min) - A(t_u))`` (``t_min`` the earliest time in
 ``S``, infinite when ``S`` holds only leaves). As a density in ``t_v`` (the measure of
-the Op's density), with ``lambda = c H_{m(v)-1}`` and ``u = -log(1 - t)``::
+the Op's density), with ``lambda = c H_{m(v)-1}`` and ``y = -log(1 - t)``::
 
-    q_t(t_v) = lambda exp(-lambda (u_v - u_u)) / (1 - exp(-lambda (u_min - u_u))) / (1 - t_v)
+    q_t(t_v) = lambda exp(-lambda (y_v - y_u)) / (1 - exp(-lambda (y_min - y_u))) / (1 - t_v)
 
 Acceptance (Metropolis-Hastings-Green)
 --------------------------------------
-The expanded tree ``T'`` has one more coordinate (``t_v``) than ``T``; the proposal
-draws it directly in ``t`` and the map ``(T, t_v) -> T'`` keeps every other time, so the
-Jacobian is 1 and the ratio for ``T -> T'`` (expansion) is::
+The expanded tree ``T'`` has one more coordinate (``t_v``) than ``T``; the proposal's
+density is taken in ``t`` like the target's and the map ``(T, t_v) -> T'`` keeps every
+other time, so the Jacobian is 1 and the ratio for ``T -> T'`` (expansion) is::
 
     p(T') p(X | T')   (1/2) / E(T')
     --------------- x ---------------------------------------------------
     p(T)  p(X | T)    (1/2) / B(T) / (K_u - 2) / binom(K_u, |S|) x q_t(t_v)
 
 and a collapse ``T' -> T`` uses the inverse, with ``B(T)``, ``K_u`` and ``|S| = K_v``
-read off the collapsed tree. ``p`` is the closed-form prior: node factors (Eq. 4.23,
+read off the collapsed tree.
+
+The prior ratio in closed form: with ``j = |S|``, ``n_w`` the leaves under ``w`` and
+``m_v = sum_{w in S} n_w``, the new node factor of ``v`` (Eq. 4.23) over the change of
+``u``'s (its ``K_u`` children become ``K_u - j + 1``; ``Gamma(m_v - alpha)`` replaces
+``prod_{w in S} Gamma(n_w - alpha)``) leaves, after the ``Gamma(n_w - alpha)`` and
+``Gamma(1 - alpha)^(j - 1)`` cancel::
+
+    p(T') / p(T) = a(t_v) Gamma(m_v - alpha) / Gamma(m_v + theta)
+                   x prod_{k=3}^{j} (theta + (k-1) alpha)
+                   / prod_{k=K_u-j+2}^{K_u} (theta + (k-1) alpha)
+                   x exp(-(A(t_v) - A(t_u)) (H_{m_v-1} - sum_{w in S} H_{n_w-1}))
+
+(Eq. 4.25: ``v``'s new edge, and the edges into ``S`` now start at ``t_v``; ``H_0 = 0``).
+The time proposal cancels ``a(t_v) exp(-(A(t_v) - A(t_u)) H_{m_v-1})`` up to its
+normaliser, so what remains of the times is ``exp((A(t_v) - A(t_u)) sum_S H_{n_w-1})``,
+which is 1 when ``S`` holds only leaves. The kernel does not use this form: it takes the
+change of the cached node terms (the same factors, :func:`custom_ops.pydt_cache.
+node_prior`), and the tests check the whole ratio against the Op's density.
+
+Above, ``p`` is the closed-form prior: node factors (Eq. 4.23,
 with ``a(t) = c / (1 - t)``) and edge factors (Eq. 4.25); ``p(X | T)`` the Gaussian
 likelihood with the internal locations integrated out (digest §3.9). Only the terms of
 ``v``, ``u``, ``S``'s edge factors and ``u``'s ancestors change; they are recomputed
@@ -118,7 +138,7 @@ def log_subset_prob(k, m, bug=0):
 @_jit
 def log_time_proposal(l_v, l_u, l_min, lam):
     """log density in ``t_v`` of the time proposal (module docstring), with ``l =
-    log(1 - t)``: ``l_u`` the parent's, ``l_min`` the latest of the children's (``-inf``
+    log(1 - t) = -y``: ``l_u`` the parent's, ``l_min`` the latest of the children's (``-inf``
     when they are all leaves), ``lam = c H_{m(v)-1}``."""
     x = l_u - l_v
     out = math.log(lam) - lam * x - l_v

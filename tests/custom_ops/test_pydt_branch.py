@@ -7,6 +7,8 @@ expand a branch point.
   vectors (collapsible edges, nodes of >= 3 children, subsets by ``math.comb``) and the
   time proposal's density written in ``t`` with ``A(t) = -c log(1 - t)`` and ``H`` from
   its sum (Eq. 4.24) by SciPy's ``gammaln``.
+- The closed-form prior ratio of an expansion derived in the module docstring equals
+  the change of the prior of ``pydt_forward``.
 - The cached change of the density equals two full recursions after every proposal.
 - Exact invariance: independent prior draws (4 and 5 leaves, no data) pushed through the
   moves alone keep the closed-form shape probabilities (chi-square over all labelled
@@ -158,6 +160,42 @@ def test_log_ratio_equals_op_density_and_proposal_terms(n, d, c, theta, alpha):
         scale = 1.0 + abs(float(before)) + abs(float(after))
         assert log_ratio == pytest.approx(expected, rel=1e-9, abs=1e-12 * scale), (rep, kind)
     assert kinds[COLLAPSE] > 5 and kinds[EXPAND] > 5, kinds
+
+
+@pytest.mark.parametrize(("n", "c", "theta", "alpha"), [(9, 1.0, 2.0, 0.3),
+                                                    (25, 0.5, 2.0, 0.5),
+                                                    (40, 2.0, 0.5, 0.1)])
+def test_prior_ratio_of_an_expansion_has_the_docstring_closed_form(n, c, theta, alpha):
+    """The module docstring's p(T') / p(T) for an expansion (Eqs. 4.23, 4.25 with the
+    Gamma factors cancelled) equals the change of the prior part of pydt_forward."""
+    rng = np.random.default_rng(7 + n)
+    checked = 0
+    for _ in range(60):
+        parent, log1m_t, _X = _draw(rng, n, 0, c, theta, alpha)
+        X = np.zeros((n, 0))
+        before = pydt.pydt_forward(parent, log1m_t, X, c, theta, alpha, 1.0)[0]
+        kind, v, u, *_ = propose_branch_move(rng, parent, log1m_t, X, c, theta, alpha,
+                                             1.0, 0)
+        if kind != EXPAND:
+            continue
+        after = pydt.pydt_forward(parent, log1m_t, X, c, theta, alpha, 1.0)[0]
+        v, u = int(v), int(u)
+        S = _children(parent, v)
+        j = len(S)
+        k_u = len(_children(parent, u)) - 1 + j
+        leaves = [sum(_is_below(parent, i, w) for i in range(n)) for w in S]
+        m_v = sum(leaves)
+        l_v, l_u = log1m_t[v - n], log1m_t[u - n]
+        log_a_v = math.log(c) - l_v
+        prod_new = sum(math.log(theta + (k - 1) * alpha) for k in range(3, j + 1))
+        prod_old = sum(math.log(theta + (k - 1) * alpha) for k in range(k_u - j + 2, k_u + 1))
+        dA = -c * (l_v - l_u)
+        H_sum = sum(_H(nw - 1, theta, alpha) for nw in leaves)
+        closed = (log_a_v + gammaln(m_v - alpha) - gammaln(m_v + theta) + prod_new
+                  - prod_old - dA * (_H(m_v - 1, theta, alpha) - H_sum))
+        assert closed == pytest.approx(after - before, rel=1e-9, abs=1e-9)
+        checked += 1
+    assert checked >= 10
 
 
 @pytest.mark.parametrize(("n", "d", "c", "theta", "alpha"), CASES)
