@@ -83,8 +83,8 @@ def test_pydt_hyperparameters_cover_the_truth_on_prior_data():
     chain sat at alpha ~ 0.44 with ~70 branch points for its 140 sweeps. With the
     branch-point moves on (fourth session, 31 s): c 1.184, sd 0.360, MCSE 0.058, [0.751,
     2.156], z +0.50; sigma2 1.109, sd 0.385, MCSE 0.022, [0.672, 2.128], z +0.28; alpha
-    0.090 (c's wider spread: the chains now visit more of the branch-point counts,
-    which c trades off with)."""
+    0.090 (c's sd 0.36 against 0.16 before: one run of 2 x 500 draws, not
+    investigated further)."""
     X = prior_data()
     result = fit(pydt.model(X), draws=500, tune=200, chains=2, cores=1, random_seed=11,
                  progressbar=False)
