@@ -20,25 +20,27 @@ tests/pp_models/test_pydt_recovery.py::test_hyperparameters_cover_the_truth_on_p
 
 Branch-point moves off / on (``--branch-moves 0 -1``; on = n = 200 per sweep, the step's
 default), measured 2026-11-26, 2000 sweeps, statistics over sweeps 1000-2000, chain
-seeds 5 and 6 (per chain: true, greedy, binary start):
+seeds 5, 6 and 7 (``--seed``; per chain: true, greedy, binary start), number of branch
+points:
 
-=================================  ======================  ======================
-number of branch points            seed 5: off -> on       seed 6: off -> on
-=================================  ======================  ======================
-R-hat                              1.839 -> 1.083          1.376 -> 1.045
-ESS per 1000 sweeps                [2.8, 10.8, 6.7] ->     [3.8, 3.5, 2.6] ->
-                                   [27.4, 14.2, 15.3]      [23.5, 16.4, 37.3]
-ESS per second                     [0.17, 0.70, 0.43] ->   [0.38, 0.34, 0.25] ->
-                                   [1.65, 1.06, 1.20]      [2.00, 1.35, 3.55]
-theta R-hat                        1.580 -> 1.055          1.194 -> 1.017
-alpha R-hat                        1.108 -> 1.030          1.117 -> 1.014
-ms per sweep                       15-16 -> 13-17          10-11 -> 11-12
-=================================  ======================  ======================
+========================  ======================  ======================  ======================
+off -> on                 seed 5                  seed 6                  seed 7
+========================  ======================  ======================  ======================
+R-hat                     1.839 -> 1.083          1.376 -> 1.045          1.411 -> 1.119
+ESS per 1000 sweeps       [2.8, 10.8, 6.7] ->     [3.8, 3.5, 2.6] ->      [4.5, 12.0, 3.4] ->
+                          [27.4, 14.2, 15.3]      [23.5, 16.4, 37.3]      [21.0, 11.7, 6.8]
+ESS per second            [0.17, 0.70, 0.43] ->   [0.38, 0.34, 0.25] ->   [0.42, 1.26, 0.31] ->
+                          [1.65, 1.06, 1.20]      [2.00, 1.35, 3.55]      [1.76, 0.99, 0.48]
+theta R-hat               1.580 -> 1.055          1.194 -> 1.017          1.308 -> 1.067
+alpha R-hat               1.108 -> 1.030          1.117 -> 1.014          1.061 -> 1.037
+ms per sweep              15-16 -> 13-17          10-11 -> 11-12          10-11 -> 12-14
+========================  ======================  ======================  ======================
 
-sigma2 (R-hat 1.004-1.008 either way) and c (1.01-1.16 -> 1.01-1.03) were already
-fine. With 4 n = 800 moves per sweep (seed 5): branch points R-hat 1.038, ESS per 1000
-sweeps [22.5, 22.9, 19.7], per second 1.1-1.2, 18-20 ms per sweep: no better per
-second than n.
+sigma2 (R-hat 1.003-1.008 either way) and c (1.07-1.16 -> 1.01-1.03) were already
+fine. Better, not solved: on seed 7 the branch-point count's R-hat is still 1.12 and
+one chain's ESS 7 per 1000 sweeps. With 4 n = 800 moves per sweep (seed 5): branch
+points R-hat 1.038, ESS per 1000 sweeps [22.5, 22.9, 19.7], per second 1.1-1.2, 18-20
+ms per sweep: no better per second than n.
 
 Kernel alone (``--kernel``; median of 5, prior-drawn trees, 2026-11-26): n = 200, D = 5:
 a sweep (2n - 2 detach-reattach moves + every time sliced) 6.2 ms, n branch moves 0.7
