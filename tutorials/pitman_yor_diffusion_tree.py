@@ -32,7 +32,9 @@
 # Gaussian likelihood with the internal locations integrated out is an $O(ND)$ message
 # passing recursion. Both are one PyTensor Op (`custom_ops.pydt`) with exact gradients,
 # so `pp_models.pydt.model` is an ordinary PyMC model: the tree is sampled by
-# detach-and-reattach moves and slice-sampled times, the hyperparameters
+# detach-and-reattach moves, slice-sampled times and moves that collapse an internal
+# edge or expand a branch point (so the number of branch points mixes), the
+# hyperparameters
 # $c, \theta, \alpha, \sigma^2$ by NUTS.
 
 # %%

@@ -42,6 +42,13 @@ One :class:`PYDTTreeStep` call is a sweep over the tree variable of a
    every edge variance below the root is then unchanged, the direction along which
    many data leave ``sigma2`` and the times trading off.
 
+4. **Branch-point moves** (``branch_moves``, default ``n``): collapse a non-root
+   internal node into its parent, or expand a node of ``>= 3`` children by moving a
+   subset of them under a new node, each accepted by its exact
+   Metropolis-Hastings-Green ratio (:mod:`custom_ops.pydt_branch`, where the ratio is
+   derived). Detach-and-reattach changes the number of branch points only one subtree
+   at a time, through trees of low density; these moves change it in one step.
+
 Hyperparameters (``c``, ``theta``, ``alpha``, the precision) are otherwise left to NUTS
 or slice (the factory's hints); internal locations stay integrated out.
 
@@ -62,6 +69,7 @@ import pytensor.tensor as pt
 from pytensor.graph.traversal import ancestors
 
 from custom_ops.pydt import pydt_forward
+from custom_ops.pydt_branch import pydt_branch_moves
 from custom_ops.pydt_noncentred import noncentred_times, variance_shifted_times
 from custom_ops.pydt_sweep import pydt_sweep, sweep_inputs_valid
 from inference.gibbs.base import ZooGibbsStep, terms_depending_on
@@ -242,6 +250,10 @@ class PYDTTreeStep(ZooGibbsStep):
         slice-sample after the sweep with the standardised gaps (or ``sigma2 (1 - t)``)
         fixed (module docstring, item 3); the step then updates them too (jointly with
         the times), besides whatever step owns them. Default: none.
+    branch_moves : int, optional
+        Collapse-or-expand proposals per call (module docstring, item 4), after the
+        detach-reattach moves and the time updates; default ``n`` (a fixed count, as for
+        ``moves``); 0 switches them off. They do nothing in the DDT (binary trees).
     """
 
     name = "pydt_tree"
@@ -251,6 +263,7 @@ class PYDTTreeStep(ZooGibbsStep):
         "accepted": (np.int64, []),
         "n_internal": (np.int64, []),
         "root_time": (np.float64, []),
+        "branch_accepted": (np.int64, []),
     }
     #: the full Metropolis-Hastings ratio; a planted-bug twin switches it off
     exact_ratio = True
@@ -260,9 +273,12 @@ class PYDTTreeStep(ZooGibbsStep):
     time_jacobian = True
     #: ``log |dt/dw|`` in the non-centred hyperparameter update; a planted-bug twin drops it
     noncentred_jacobian = True
+    #: planted-bug code of the branch-point moves (0: correct; see custom_ops.pydt_branch)
+    branch_bug = 0
 
     def __init__(self, vars, *, model=None, rng=None, blocked=True, moves=None,
-                 slice_times=True, greedy_start=True, noncentred=(), binary_start=True):
+                 slice_times=True, greedy_start=True, noncentred=(), binary_start=True,
+                 branch_moves=None):
         super().__init__(vars, model=model, rng=rng, blocked=blocked)
         self.greedy_start = bool(greedy_start)
         self.binary_start = bool(binary_start)
@@ -291,6 +307,11 @@ class PYDTTreeStep(ZooGibbsStep):
                                   or moves < 0):
             raise ValueError(f"moves: must be an integer >= 0, got {moves!r}")
         self.moves = moves
+        if branch_moves is not None and (isinstance(branch_moves, bool)
+                                         or not isinstance(branch_moves, int)
+                                         or branch_moves < 0):
+            raise ValueError(f"branch_moves: must be an integer >= 0, got {branch_moves!r}")
+        self.branch_moves = self._n if branch_moves is None else branch_moves
         self.slice_times = bool(slice_times)
         self._init_noncentred(noncentred, tree_rv, data[0] if data else None,
                               (c, theta, alpha) + ((sigma2,) if data else ()))
@@ -384,20 +405,25 @@ class PYDTTreeStep(ZooGibbsStep):
         if not sweep_inputs_valid(tree.parent, tree.log1m_t, X, c, theta, alpha, sigma2):
             # a zero-density state: every proposal would be rejected
             stats = {"accepted": 0, "n_internal": tree.n_internal,
-                     "root_time": tree.root_time}
+                     "root_time": tree.root_time, "branch_accepted": 0}
             return point, [stats]
         accepted = pydt_sweep(
             rng, tree.parent, tree.log1m_t, X, c, theta, alpha, sigma2,
             -1 if self.moves is None else int(self.moves), self.slice_times,
             self.exact_ratio, self.proposal_ratio, self.time_jacobian, False,
         )[0]
+        branch_accepted = 0
+        if self.branch_moves > 0:
+            branch_accepted = pydt_branch_moves(
+                rng, tree.parent, tree.log1m_t, X, c, theta, alpha, sigma2,
+                self.branch_moves, self.branch_bug, False)[0]
         new = tree.to_packed().astype(packed.dtype)
         point = self.updated(point, **{self._value_name: new})
         for value_name in self._noncentred_values:
             point = self._slice_noncentred(point, value_name)
         tree = DiffusionTree.from_packed(point[self._value_name], validate=False)
         stats = {"accepted": accepted, "n_internal": tree.n_internal,
-                 "root_time": tree.root_time}
+                 "root_time": tree.root_time, "branch_accepted": branch_accepted}
         return point, [stats]
 
     def noncentred_log_density(self, point, value_name):

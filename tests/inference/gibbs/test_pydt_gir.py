@@ -1,7 +1,8 @@
 """Getting-it-right (Geweke 2004) for the PYDT sampler the factory asks for:
 detach-reattach with the full Metropolis-Hastings ratio, slice-sampled divergence times,
 the non-centred update of c, theta and alpha (moved with the standardised time gaps
-fixed; inference/gibbs/pydt.py item 3) and NUTS for c, theta, alpha and the precision,
+fixed; inference/gibbs/pydt.py item 3), the branch-point moves (collapse an internal
+edge / expand a branch point; item 4, n per sweep) and NUTS for c, theta, alpha and the precision,
 on 5 leaves in 1 dimension; and planted-bug twins:
 
 - the slice sampler of the divergence times without the t <-> log(1 - t) Jacobian and
@@ -96,6 +97,13 @@ class NoncentredNoJacobianTreeStep(PYDTTreeStep):
     noncentred_jacobian = False
 
 
+class BranchNoTimeDensityTreeStep(PYDTTreeStep):
+    """Planted bug: the branch-point moves without the time proposal's density."""
+
+    name = "test_pydt_branch_no_time_density"
+    branch_bug = 2
+
+
 class NoJacobianTreeStep(PYDTTreeStep):
     """Planted bug: the divergence times slice-sampled in l = log(1 - t) against the
     density in t, without the Jacobian |dt/dl| = 1 - t."""
@@ -145,6 +153,7 @@ def test_factory_asks_for_these_steps():
         tree = [s for s in steps if isinstance(s, PYDTTreeStep)]
         assert len(tree) == 1
         assert tree[0].moves == 10
+        assert tree[0].branch_moves == 6
         assert tree[0]._noncentred_values == names
         assert tree[0]._noncentred_fast
         nuts = [s for s in steps if isinstance(s, pm.NUTS)]
@@ -160,6 +169,13 @@ def test_full_sampler_passes():
     result = _run(PYDTTreeStep, seed=FULL_SAMPLER_SEED)
     print(result)
     result.assert_passed(0.01)
+
+
+def test_branch_moves_without_time_density_are_caught():
+    # the branch-point moves without the time proposal's density q_t: caught on 10 of
+    # 10 seeds (100-109) at 800 draws, measured 2026-11-26 (the exact test of
+    # tests/custom_ops/test_pydt_branch.py catches it and two other twins at once)
+    assert _caught(BranchNoTimeDensityTreeStep, 100, N_SAMPLES)
 
 
 @pytest.mark.slow
@@ -194,17 +210,24 @@ FALSE_ALARM_SEEDS = range(100, 120)
 @pytest.mark.slow
 def test_false_alarm_and_power():
     correct = sum(not _run(PYDTTreeStep, seed=s).passed(0.01) for s in FALSE_ALARM_SEEDS)
+    branch_twin = sum(_caught(BranchNoTimeDensityTreeStep, s, 800)
+                      for s in FALSE_ALARM_SEEDS)
     nc_twin = sum(_caught(NoncentredNoJacobianTreeStep, s, TWIN_SAMPLES)
                   for s in FALSE_ALARM_SEEDS)
     time_twin = sum(_caught(NoJacobianTreeStep, s, 800) for s in FALSE_ALARM_SEEDS)
     print("rejections out of 20: correct", correct, "non-centred no-Jacobian twin",
-          nc_twin, "time-slice no-Jacobian twin", time_twin)
+          nc_twin, "time-slice no-Jacobian twin", time_twin, "branch no-q_t twin",
+          branch_twin)
     # measured (2026-11-26, seeds 100-119): correct 0 of 20 at 800 draws (0 of 30 on
     # seeds 100-129, N_SAMPLES comment); the non-centred twin 20 of 20 at 200 draws;
     # the time-slice twin 5 of 20 at 800 (1 of 10 at 400, seeds 100-109): the
     # non-centred update pulls the times back, so that twin is left to the exact test
-    # of test_pydt_noncentred.py
+    # of test_pydt_noncentred.py. With the branch-point moves on (default n per sweep,
+    # fourth session, 2026-11-26, seeds 100-119, 7.4 min in all): correct 0 of 20 at
+    # 800 draws; the branch twin without the time proposal's density caught 20 of 20;
+    # the non-centred twin 20 of 20; the time-slice twin 6 of 20
     assert correct <= 2
+    assert branch_twin >= 18
     assert nc_twin >= 18
     assert time_twin >= 2
 

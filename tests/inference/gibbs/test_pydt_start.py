@@ -1,7 +1,9 @@
 """The PYDT tree step's greedy start (only while tuning): built binary by default
-(theta = alpha = 0 in the greedy build), at the current theta, alpha on request."""
+(theta = alpha = 0 in the greedy build), at the current theta, alpha on request; the
+branch-point moves' option (default n per sweep, bad values rejected)."""
 
 import numpy as np
+import pytest
 
 from inference.gibbs.pydt import PYDTTreeStep
 from pp_models import pydt
@@ -12,7 +14,7 @@ def _first_tree(binary_start, tune=1):
     X = pydt.sample_prior(30, c=1.0, theta=0.0, alpha=0.0, dim=3, random_seed=2)[0].X
     model = pydt.model(X)
     step = PYDTTreeStep([model["tree"]], model=model, moves=0, slice_times=False,
-                        binary_start=binary_start)
+                        binary_start=binary_start, branch_moves=0)
     step.setup_chain(np.random.default_rng(0), tune, 1)
     point = model.initial_point()
     new, _ = step.step(point)
@@ -36,3 +38,13 @@ def test_greedy_start_at_the_initial_theta_alpha_multifurcates():
 def test_no_start_without_tuning():
     incoming, start = _first_tree(binary_start=True, tune=0)
     np.testing.assert_array_equal(start.parent, incoming.parent)
+
+
+def test_branch_moves_option():
+    X = np.zeros((6, 1))
+    model = pydt.model(X)
+    assert PYDTTreeStep([model["tree"]], model=model).branch_moves == 6
+    assert PYDTTreeStep([model["tree"]], model=model, branch_moves=0).branch_moves == 0
+    for bad in (-1, 2.5, True):
+        with pytest.raises(ValueError, match="branch_moves"):
+            PYDTTreeStep([model["tree"]], model=model, branch_moves=bad)
