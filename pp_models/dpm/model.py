@@ -13,7 +13,9 @@ Generative model (Murphy Eqs. 25.29-25.32), in the Chinese-restaurant representa
   :class:`~pp_models.distributions.CRP` and the data a collapsed likelihood with
   ``theta`` integrated out. ``fit(method="auto")`` uses Neal's Algorithm 3 with Jain-Neal
   split-merge (``crp_collapsed_gibbs``) and, for a random ``alpha``, the Escobar-West
-  update (``escobar_west``).
+  update (``escobar_west``). While tuning, each chain starts from the best of several
+  candidate partitions (greedy seating, k-means with k = 2-16, one cluster) by the
+  collapsed log joint after a 10-iteration pilot.
 - **non-conjugate CRP** (``likelihood="normal"`` or ``"poisson"``): explicit parameters in
   ``n`` slots (one per possible block); ``z`` by Neal's Algorithm 8
   (``crp_auxiliary_gibbs``), occupied parameters by NUTS.
@@ -395,8 +397,11 @@ def initial_partition(m: pm.Model, *, seed: int = 0) -> np.ndarray:
     the largest weight of Murphy (2012) Eq. 25.33 given the rows seated before it: a
     greedy one-pass version of sequential posterior seating, O(nK). It often starts the
     chain near a good clustering, but can start it in a local mode. Use it as
-    ``fit(m, initvals={"z": dpm.initial_partition(m)})``; by default chains start from a
-    single cluster.
+    ``fit(m, initvals={"z": dpm.initial_partition(m)})``. Without ``initvals`` chains
+    start from a single cluster, and while they tune the collapsed Gibbs step replaces
+    that start by the best of several candidates (this greedy seating in a random order,
+    k-means partitions, the incoming one), each scored by the collapsed log joint after a
+    short pilot run (``crp_collapsed_gibbs``, ``greedy_start``).
     """
     spec = get_spec(m)
     if spec is None or spec.truncation is not None or spec.likelihood not in CONJUGATE:
