@@ -124,8 +124,8 @@ class CRPCollapsedGibbs(ZooGibbsStep):
     start_pilot : int
         Pilot iterations per candidate before they are compared. The raw candidates'
         joints say little about where a chain goes: on breast cancer (569 x 30, the
-        default ``dpm.model``) the greedy seating scored highest raw on 5 of 5 seeds
-        yet led to a mode about 170 nats below the best on 1, while after 10 pilot
+        default ``dpm.model``) the greedy seating scored highest raw on 4 of 5 seeds
+        and led to a mode about 170 nats below the best on 1 of them, while after 10 pilot
         iterations the best candidate led to the best mode on 5 of 5 (issue #11).
 
     Notes

@@ -66,7 +66,12 @@ below about 0.3 of the data's (at 0.28, the true classes' own within-class fract
 on 3 of 3 seeds), while breast cancer needs more than its within-class fraction (at
 0.72: 7 clusters; at 1.5, the default: 3-4). So the default keeps breast cancer and
 digits right and merges versicolor with virginica (as the BIC-selected Gaussian mixture
-does); pass ``hyperprior=True`` where small, well-separated clusters are expected.
+does); pass ``hyperprior=True`` where small, well-separated clusters are expected. That
+merge is the posterior's, not the sampler's (``benchmarks/bench_clustering_modes.py``):
+under the default the K = 2 partition's collapsed log joint is -466.1, the true species'
+-496.8, and chains started at the species move to K = 2; over 28 NIW priors (cluster
+covariance 0.05-1.5 of the data's, two ``nu0``, two ``kappa0``) K = 2 beats the species
+by 6.9-62 nats on every one.
 
 - ``hyperprior="wishart"`` (``"gaussian"``, CRP form): the conjugate hierarchy of
   Rasmussen (2000) and Gorur & Rasmussen (2010), ``S0 ~ Wishart``, ``kappa0 ~ Gamma``,

@@ -244,7 +244,7 @@ def test_iris_point_estimate_and_posterior_of_k():
     assert pmf.idxmax() in (2, 3, 4, 5)
 
 
-@pytest.mark.slow  # ~90 s: three fits on 569 x 30
+@pytest.mark.slow  # ~50 s: three fits on 569 x 30
 def test_breast_cancer_chains_start_in_the_diagnosis_mode_on_every_seed():
     """Issue #11: with the old start (greedy seating kept if its raw joint beat one
     cluster) both chains of seed 2 sat in a K = 4 mode unrelated to the diagnosis, ARI
