@@ -126,7 +126,9 @@ class CRPCollapsedGibbs(ZooGibbsStep):
         joints say little about where a chain goes: on breast cancer (569 x 30, the
         default ``dpm.model``) the greedy seating scored highest raw on 4 of 5 seeds
         and led to a mode about 170 nats below the best on 1 of them, while after 10 pilot
-        iterations the best candidate led to the best mode on 5 of 5 (issue #11).
+        iterations the best candidate led to the best mode on 5 of 5 (issue #11). The
+        search costs about (2 + len(start_kmeans)) x start_pilot iterations, once per
+        chain: 0.95 s on breast cancer and 0.67 s on digits-PCA10 (1797 x 10).
 
     Notes
     -----
