@@ -20,9 +20,11 @@ digits-PCA10 in [9, 20]).
 With ``--seeds 1,2,3`` every cell is run once per sampler seed (scikit-learn's
 ``random_state`` too) and judged on the medians: one seed is not enough, the point
 estimate's ARI moves by more than the margins the acceptance compares (measured at 300/200
-draws, 2 chains: breast cancer alpha = 1 gave ARI 0.751, 0.153, 0.754 on seeds 1-3, the
-pre-#11 default on iris 0.886, 0.869, 0.568, scikit-learn's DP on digits-PCA10 0.665,
-0.630, 0.593). A cell shows the median and, in brackets, the per-seed values.
+draws, 2 chains, before the sampler's start search: breast cancer alpha = 1 gave ARI
+0.751, 0.153, 0.754 on seeds 1-3 (seed 2 a stuck start, 0.758 with the search; see
+``bench_clustering_modes.py``), the pre-#11 default on iris 0.886, 0.869, 0.568,
+scikit-learn's DP on digits-PCA10 0.665, 0.630, 0.593). A cell shows the median and, in
+brackets, the per-seed values.
 
 One warm-up fit on a small set compiles the kernels first (its time is printed apart).
 

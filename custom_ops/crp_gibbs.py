@@ -9,6 +9,8 @@
 - :func:`auxiliary_sweeps`: Neal (2000) Algorithm 8 (``m`` auxiliary components) for a
   non-conjugate mixture with explicit component parameters.
 - :func:`sequential_map_partition`: a deterministic one-pass starting partition.
+- :func:`kmeans_partition`: k-means++ seeding and Lloyd iterations on standardised
+  columns, another starting partition.
 
 All work for the two-parameter (Pitman-Yor) restaurant: an item joins an existing block
 ``k`` with weight ``n_{k,-i} - d`` and a new block with weight ``alpha + K_{-i} d``.
@@ -37,6 +39,7 @@ __all__ = [
     "COMPONENT_CODES",
     "auxiliary_sweeps",
     "collapsed_sweeps",
+    "kmeans_partition",
     "sequential_map_partition",
     "split_merge_proposal",
 ]
@@ -501,3 +504,40 @@ def sequential_map_partition(X, alpha, discount, fam, hp):
         counts[best] += 1
         labels[i] = best
     return labels
+
+
+def kmeans_partition(X, k, rng, max_iter=50):
+    """Labels of a k-means clustering of the rows of ``X`` (columns standardised so no
+    unit dominates): k-means++ seeding (Arthur & Vassilvitskii 2007) from ``rng``, then
+    Lloyd iterations until the labels stop changing or ``max_iter``. Only a starting
+    partition for the samplers, so no restarts: the caller scores candidates itself.
+    Returns ``min(k, distinct rows)`` or fewer non-empty blocks, canonical labels."""
+    X = np.asarray(X, dtype=np.float64)
+    n = X.shape[0]
+    sd = X.std(axis=0)
+    Y = (X - X.mean(axis=0)) / np.where(sd > 0, sd, 1.0)
+    centres = np.empty((k, Y.shape[1]))
+    centres[0] = Y[rng.integers(n)]
+    d2 = ((Y - centres[0]) ** 2).sum(axis=1)
+    used = 1
+    for j in range(1, k):
+        total = d2.sum()
+        if total <= 0.0:  # fewer distinct rows than k
+            break
+        centres[j] = Y[rng.choice(n, p=d2 / total)]
+        d2 = np.minimum(d2, ((Y - centres[j]) ** 2).sum(axis=1))
+        used += 1
+    centres = centres[:used]
+    labels = np.full(n, -1, dtype=np.int64)
+    for _ in range(max_iter):
+        dist = (Y * Y).sum(1)[:, None] - 2.0 * Y @ centres.T + (centres * centres).sum(1)
+        new = np.argmin(dist, axis=1).astype(np.int64)
+        if np.array_equal(new, labels):
+            break
+        labels = new
+        for j in range(used):
+            members = labels == j
+            if members.any():
+                centres[j] = Y[members].mean(axis=0)
+    z, _K = canonicalize(labels)
+    return z

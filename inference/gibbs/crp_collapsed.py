@@ -25,6 +25,7 @@ from custom_ops.conjugate import FAMILY_CODES, pack_hyper
 from custom_ops.crp import canonicalize, crp_logp
 from custom_ops.crp_gibbs import (
     collapsed_sweeps,
+    kmeans_partition,
     sequential_map_partition,
     split_merge_proposal,
 )
@@ -106,12 +107,28 @@ class CRPCollapsedGibbs(ZooGibbsStep):
         Intermediate restricted Gibbs scans of the launch state (Jain & Neal's ``t``).
     greedy_start : bool
         When the chain tunes (``tune > 0`` in ``pm.sample`` / ``fit``), the first step
-        also seats the items greedily in a random order (each at the table maximising Eq.
+        chooses the chain's start among several candidate partitions: the incoming one,
+        the items seated greedily in a random order (each at the table maximising Eq.
         25.33 given those seated before, :func:`~custom_ops.crp_gibbs.
-        sequential_map_partition`) and keeps that partition if its posterior probability
-        is higher than the incoming one's. This shortens burn-in (tuning draws are
-        discarded, so the chain's invariance is untouched); chains get different orders
-        from their own random generators.
+        sequential_map_partition`) and k-means partitions for each k of
+        ``start_kmeans`` (:func:`~custom_ops.crp_gibbs.kmeans_partition`). Each
+        candidate runs ``start_pilot`` iterations of this step's own kernel (sweeps and
+        split-merge proposals), and the chain continues from the pilot end state with the
+        highest collapsed log joint ``log p(z) + log p(X | z)`` at the current
+        hyperparameters. Only the start changes: tuning draws are discarded and the
+        chain's transition kernel is untouched. Chains draw their orders, k-means seeds
+        and pilot moves from their own random generators, so their starts differ.
+        ``False``: start from the incoming partition (one cluster unless ``initvals``).
+    start_kmeans : tuple of int
+        The k of the k-means candidates (values >= n are skipped).
+    start_pilot : int
+        Pilot iterations per candidate before they are compared. The raw candidates'
+        joints say little about where a chain goes: on breast cancer (569 x 30, the
+        default ``dpm.model``) the greedy seating scored highest raw on 4 of 5 seeds
+        and led to a mode about 170 nats below the best on 1 of them, while after 10 pilot
+        iterations the best candidate led to the best mode on 5 of 5 (issue #11). The
+        search costs about (2 + len(start_kmeans)) x start_pilot iterations, once per
+        chain: 0.95 s on breast cancer and 0.67 s on digits-PCA10 (1797 x 10).
 
     Notes
     -----
@@ -144,9 +161,15 @@ class CRPCollapsedGibbs(ZooGibbsStep):
         split_merge_proposals: int = 1,
         launch_scans: int = 4,
         greedy_start: bool = True,
+        start_kmeans: tuple[int, ...] = (2, 3, 4, 6, 8, 12, 16),
+        start_pilot: int = 10,
     ):
         super().__init__(vars, model=model, rng=rng, blocked=blocked)
         self.greedy_start = bool(greedy_start)
+        self.start_kmeans = tuple(_count(k, "start_kmeans", 2) for k in start_kmeans)
+        self.start_pilot = _count(start_pilot, "start_pilot", 0)
+        #: (candidate name, log joint after its pilot) of the last start search, best first
+        self.start_scores: list[tuple[str, float]] = []
         self._start_pending = False
         if len(self.vars) != 1:
             raise ValueError(f"vars: {type(self).__name__} updates one CRP variable, got "
@@ -180,21 +203,53 @@ class CRPCollapsedGibbs(ZooGibbsStep):
         super().setup_chain(rng, tune, draws)
         self._start_pending = self.greedy_start and tune > 0
 
-    def _better_start(self, X, z, alpha, discount, family, hyper, code, hp):
-        """The greedy seating (random order) if it beats ``z`` in posterior probability."""
+    def _choose_start(self, X, z, alpha, discount, family, hyper, code, hp):
+        """The start of the chain: the candidate partition (class docstring) whose pilot
+        run ends with the highest collapsed log joint; the pilot's end state."""
         n = z.shape[0]
-        order = self.rng.permutation(n)
-        seated = sequential_map_partition(X[order], alpha, discount, code, hp)
-        candidate = np.empty(n, dtype=np.int64)
-        candidate[order] = seated
-        candidate, _K = canonicalize(candidate)
-        current, _K = canonicalize(z)
 
-        def log_post(labels):
+        def log_joint(labels):
             return crp_logp(labels, alpha, discount) + collapsed_loglik_value(
                 family, labels, X, hyper)
 
-        return candidate if log_post(candidate) > log_post(current) else current
+        candidates = [("incoming", canonicalize(np.ascontiguousarray(z, dtype=np.int64))[0])]
+        order = self.rng.permutation(n)
+        seated = np.empty(n, dtype=np.int64)
+        seated[order] = sequential_map_partition(X[order], alpha, discount, code, hp)
+        candidates.append(("greedy", canonicalize(seated)[0]))
+        for k in self.start_kmeans:
+            if k < n:
+                candidates.append((f"kmeans{k}", kmeans_partition(X, k, self.rng)))
+        scored = []
+        for name, labels in candidates:
+            for _ in range(self.start_pilot):
+                labels = self._kernel(X, labels, alpha, discount, code, hp, split_merge=True)[0]
+            scored.append((log_joint(labels), name, labels))
+        best = max(range(len(scored)), key=lambda i: scored[i][0])
+        self.start_scores = sorted(((name, lj) for lj, name, _ in scored),
+                                   key=lambda item: -item[1])
+        return scored[best][2]
+
+    def _kernel(self, X, z, alpha, discount, code, hp, split_merge):
+        """One transition: the Gibbs sweeps, then (if ``split_merge``) the split-merge
+        proposals. Returns (canonical labels, splits accepted, merges accepted)."""
+        if self.sweeps > 0:
+            z = collapsed_sweeps(X, z, alpha, discount, code, hp, self.rng, self.sweeps)
+        else:
+            z, _K = canonicalize(z)
+        n_split = n_merge = 0
+        if split_merge and self.split_merge_every > 0 and z.shape[0] >= 2:
+            for _ in range(self.split_merge_proposals):
+                proposed, lp, ll, lqf, lqr, is_split = split_merge_proposal(
+                    X, z, alpha, discount, code, hp, self.rng, self.launch_scans
+                )
+                if math.log(self.rng.random()) < self.split_merge_log_acceptance(
+                    lp, ll, lqf, lqr
+                ):
+                    z, _K = canonicalize(proposed)
+                    n_split += int(is_split)
+                    n_merge += int(not is_split)
+        return z, n_split, n_merge
 
     def kernel_data(self, values):
         """(family, X, hyperparameter tuple) for the kernels, from the point's values."""
@@ -225,25 +280,11 @@ class CRPCollapsedGibbs(ZooGibbsStep):
         if self._start_pending:
             self._start_pending = False
             if X.shape[1] > 0:
-                z = self._better_start(X, z, alpha, discount, family, hyper, code, hp)
-        if self.sweeps > 0:
-            z = collapsed_sweeps(X, z, alpha, discount, code, hp, self.rng, self.sweeps)
-        else:
-            z, _K = canonicalize(z)
+                z = self._choose_start(X, z, alpha, discount, family, hyper, code, hp)
         self._calls += 1
-        n_split = n_merge = 0
-        if (self.split_merge_every > 0 and self._calls % self.split_merge_every == 0
-                and z.shape[0] >= 2):
-            for _ in range(self.split_merge_proposals):
-                proposed, lp, ll, lqf, lqr, is_split = split_merge_proposal(
-                    X, z, alpha, discount, code, hp, self.rng, self.launch_scans
-                )
-                if math.log(self.rng.random()) < self.split_merge_log_acceptance(
-                    lp, ll, lqf, lqr
-                ):
-                    z, _K = canonicalize(proposed)
-                    n_split += int(is_split)
-                    n_merge += int(not is_split)
+        z, n_split, n_merge = self._kernel(
+            X, z, alpha, discount, code, hp,
+            split_merge=self._calls % max(self.split_merge_every, 1) == 0)
         z_new = z.astype(z_old.dtype)
         stats = {
             "n_clusters": int(z_new.max()) + 1 if z_new.size else 0,

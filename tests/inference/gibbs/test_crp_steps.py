@@ -390,23 +390,63 @@ def test_auxiliary_step_needs_one_slot_per_item():
         CRPAuxiliaryGibbs([m["z"]], component="poisson", params=("rate",), data="X")
 
 
-def test_greedy_start_only_while_tuning_and_only_if_better():
+def test_start_search_only_while_tuning_and_returns_the_best_scored_candidate():
     X = np.concatenate([RNG.normal(-3, 0.5, (20, 2)), RNG.normal(3, 0.5, (20, 2))])
     with pm.Model() as m:
         z = CRP("z", alpha=1.0, n=40)
         CollapsedGaussian("X", z, *NIW, observed=X)
     with m:
-        step = CRPCollapsedGibbs([m["z"]], sweeps=0, split_merge_proposals=1)
+        step = CRPCollapsedGibbs([m["z"]], sweeps=0, split_merge_proposals=1,
+                                 start_kmeans=(2, 3, 50))
     truth = np.repeat([0, 1], 20)
-    step.setup_chain(np.random.default_rng(0), 10, 10)  # tuning: the greedy start applies
-    new, _ = step.step(m.initial_point())
-    np.testing.assert_array_equal(new["z"], truth)
     step.setup_chain(np.random.default_rng(0), 0, 10)  # no tuning (e.g. getting it right)
     assert not step._start_pending
-    # an incoming partition better than the greedy one is kept
-    hyper = (np.zeros(2), 0.5, 4.0, np.eye(2))
+    step.step(m.initial_point())
+    assert step.start_scores == []  # the start search did not run
+    step.setup_chain(np.random.default_rng(0), 10, 10)  # tuning: the start search applies
+    new, _ = step.step(m.initial_point())
+    np.testing.assert_array_equal(new["z"], truth)
+    # every candidate was scored (k >= n skipped), best first
+    names = [name for name, _ in step.start_scores]
+    assert sorted(names) == ["greedy", "incoming", "kmeans2", "kmeans3"]
+    scores = [score for _, score in step.start_scores]
+    assert scores == sorted(scores, reverse=True)
+
     from custom_ops.conjugate import pack_hyper
 
-    kept = step._better_start(X, truth, 1.0, 0.0, "gaussian", hyper, 2,
-                              pack_hyper("gaussian", hyper))
+    hyper = tuple(np.asarray(h, dtype=float) for h in NIW)
+    hp = pack_hyper("gaussian", hyper)
+
+    def log_joint(labels):
+        return crp_logp(labels, 1.0, 0.0) + collapsed_loglik_value("gaussian", labels, X, hyper)
+
+    # the start is a canonical partition of the n items whose log joint is the best score,
+    # computed independently here; without pilots an incoming optimum is kept
+    step.start_pilot = 3
+    start = step._choose_start(X, np.zeros(40, dtype=np.int64), 1.0, 0.0, "gaussian",
+                               hyper, 2, hp)
+    assert start.shape == (40,) and start[0] == 0
+    assert set(np.unique(start)) == set(range(start.max() + 1))
+    np.testing.assert_allclose(log_joint(start), step.start_scores[0][1])
+    assert step.start_scores[0][1] >= max(log_joint(np.zeros(40, dtype=np.int64)),
+                                          log_joint(truth)) - 1e-9
+    step.start_pilot = 0
+    kept = step._choose_start(X, truth, 1.0, 0.0, "gaussian", hyper, 2, hp)
     np.testing.assert_array_equal(kept, truth)
+
+
+def test_kmeans_partition_recovers_separated_blocks_and_handles_ties():
+    from custom_ops.crp_gibbs import kmeans_partition
+
+    X = np.repeat([[0.0, 0.0], [4.0, 0.0], [0.0, 4.0]], 20, axis=0) + RNG.normal(0, 0.3, (60, 2))
+    z = kmeans_partition(X, 3, np.random.default_rng(1))
+    np.testing.assert_array_equal(z, np.repeat([0, 1, 2], 20))
+    # columns are standardised: rescaling one does not change the partition
+    for seed in range(5):
+        np.testing.assert_array_equal(
+            kmeans_partition(X, 4, np.random.default_rng(seed)),
+            kmeans_partition(X * np.array([1000.0, 0.001]), 4, np.random.default_rng(seed)))
+    # fewer distinct rows than k: at most that many blocks, canonical labels
+    tied = np.repeat([[0.0, 1.0], [5.0, 5.0]], 10, axis=0)
+    z = kmeans_partition(tied, 6, np.random.default_rng(2))
+    np.testing.assert_array_equal(z, np.repeat([0, 1], 10))
