@@ -24,9 +24,8 @@ from pp_models.registry import list_models
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
-# one xdist worker runs this module, so the module-scoped fits are made once, not once per
-# worker (pyproject's addopts: --dist loadgroup)
-pytestmark = pytest.mark.xdist_group("arviz_on_fits")
+# tests/conftest.py sends each family's tests to one xdist worker (--dist loadgroup), so
+# each family is fitted once, on the worker that has compiled its kernels
 
 FAMILIES = [entry.name for entry in list_models()]
 ARVIZ_FUNCTIONS = {
