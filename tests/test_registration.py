@@ -32,3 +32,12 @@ def test_every_gibbs_step_class_is_registered():
                 and not cls.__name__.startswith("_")
             ):
                 assert steps.get(cls.name) is cls, f"{cls.__qualname__} is not registered"
+
+
+def test_every_family_has_a_test_worker_group():
+    # tests/conftest.py sends a family's tests to one xdist worker so a cold run compiles
+    # its kernels once; a family missing from FAMILY_KEYWORDS would be compiled twice
+    from tests.conftest import family_of
+
+    missing = [entry.name for entry in list_models() if family_of(entry.name) is None]
+    assert not missing, f"add these families to FAMILY_KEYWORDS in tests/conftest.py: {missing}"
