@@ -92,6 +92,7 @@ from custom_ops.pydt import pydt_forward
 from custom_ops.pydt_cache import (
     cached_total,
     clear_node,
+    free_slots,
     full_state,
     journal,
     link,
@@ -213,6 +214,22 @@ def _check_change(parent, lt, X, c, theta, alpha, sigma2, ref0_p, ref0_l, acc, e
 
 
 @_jit
+def _record_move(record, kind, v, u, acc, log_q_fwd, log_q_rev):
+    """Log Metropolis-Hastings-Green ratio of a proposed move (``-inf`` where the proposed
+    tree has no density), written with its parts into ``record``."""
+    log_ratio = acc[0] + acc[1] + log_q_rev - log_q_fwd
+    if not math.isfinite(acc[0] + acc[1]):
+        log_ratio = -np.inf
+    record[0] = kind
+    record[1] = v
+    record[2] = u
+    record[3] = log_ratio
+    record[4] = log_q_fwd
+    record[5] = log_q_rev
+    return log_ratio
+
+
+@_jit
 def _branch_move(rng, topo, lt, n, mu, s, rr, ll, lp, sigma2, tables, c, root_box, free,
                  free_top, n_internal_box, jr, jnodes, jmu, jsc, mark, stamp, acc, kids,
                  bug, keep, record, check_X, theta, alpha, errs):
@@ -282,15 +299,7 @@ def _branch_move(rng, topo, lt, n, mu, s, rr, ll, lp, sigma2, tables, c, root_bo
         log_q_fwd = -math.log(n_edges)
         log_q_rev = (-math.log(_count_branch_points(topo, n))
                      + log_subset_prob(k_after, k_v, bug) + log_qt)
-        log_ratio = acc[0] + acc[1] + log_q_rev - log_q_fwd
-        if not math.isfinite(acc[0] + acc[1]):
-            log_ratio = -np.inf
-        record[0] = COLLAPSE
-        record[1] = v
-        record[2] = u
-        record[3] = log_ratio
-        record[4] = log_q_fwd
-        record[5] = log_q_rev
+        log_ratio = _record_move(record, COLLAPSE, v, u, acc, log_q_fwd, log_q_rev)
         if keep or math.log(rng.random()) < log_ratio:
             n_internal_box[0] = n_internal - 1
             return True
@@ -356,15 +365,7 @@ def _branch_move(rng, topo, lt, n, mu, s, rr, ll, lp, sigma2, tables, c, root_bo
     log_q_fwd = -math.log(n_branch) + log_subset_prob(k_u, size, bug) + log_qt
     # E(T') = (#internal + 1) - 1
     log_q_rev = -math.log(n_internal if bug != _BUG_COUNT else max(n_internal - 1, 1))
-    log_ratio = acc[0] + acc[1] + log_q_rev - log_q_fwd
-    if not math.isfinite(acc[0] + acc[1]):
-        log_ratio = -np.inf
-    record[0] = EXPAND
-    record[1] = v
-    record[2] = u
-    record[3] = log_ratio
-    record[4] = log_q_fwd
-    record[5] = log_q_rev
+    log_ratio = _record_move(record, EXPAND, v, u, acc, log_q_fwd, log_q_rev)
     if keep or math.log(rng.random()) < log_ratio:
         n_internal_box[0] = n_internal + 1
         return True
@@ -384,18 +385,9 @@ def _branch_move(rng, topo, lt, n, mu, s, rr, ll, lp, sigma2, tables, c, root_bo
 @_jit
 def _state(parent, log1m_t, X, c, theta, alpha, sigma2):
     n = X.shape[0]
-    nn = parent.shape[0]
     tables = prior_tables(n, theta, alpha)
     topo, mu, s, rr, ll, lp, root = full_state(parent, log1m_t, X, c, sigma2, tables)
-    free = np.empty(nn, dtype=np.int64)
-    free_top = np.zeros(1, dtype=np.int64)
-    n_internal = 0
-    for v in range(nn - 1, n - 1, -1):
-        if parent[v] == -2:
-            free[free_top[0]] = v
-            free_top[0] += 1
-        else:
-            n_internal += 1
+    free, free_top, n_internal = free_slots(parent, n)
     return (tables, topo, mu, s, rr, ll, lp, np.array([root]), free, free_top,
             np.array([n_internal]))
 

@@ -46,6 +46,7 @@ __all__ = [
     "cached_total",
     "clear_node",
     "detach",
+    "free_slots",
     "full_state",
     "journal",
     "link",
@@ -219,6 +220,23 @@ def add_leaf_count(u, k, topo):
     while u >= 0:
         nb[u] += k
         u = parent[u]
+
+
+@_jit
+def free_slots(parent, n):
+    """The stack of unused internal slots (``parent == -2``), highest index at the bottom,
+    its height as a 1-element array, and the number of internal nodes in use."""
+    nn = parent.shape[0]
+    free = np.empty(nn, dtype=np.int64)
+    free_top = np.zeros(1, dtype=np.int64)
+    n_internal = 0
+    for v in range(nn - 1, n - 1, -1):
+        if parent[v] == -2:
+            free[free_top[0]] = v
+            free_top[0] += 1
+        else:
+            n_internal += 1
+    return free, free_top, n_internal
 
 
 @_jit

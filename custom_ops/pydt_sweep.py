@@ -34,6 +34,7 @@ from custom_ops.pydt_cache import (
     cached_total,
     clear_node,
     detach,
+    free_slots,
     full_state,
     journal,
     log1m_time,
@@ -280,15 +281,7 @@ def pydt_sweep(rng, parent, log1m_t, X, c, theta, alpha, sigma2, n_moves, slice_
     topo, mu, s, rr, ll, lp, root = full_state(parent, log1m_t, X, c, sigma2, tables)
     lt = log1m_t
     root_box = np.array([root])
-    free = np.empty(nn, dtype=np.int64)
-    free_top = np.zeros(1, dtype=np.int64)
-    n_internal = 0
-    for v in range(nn - 1, n - 1, -1):
-        if parent[v] == -2:
-            free[free_top[0]] = v
-            free_top[0] += 1
-        else:
-            n_internal += 1
+    free, free_top, n_internal = free_slots(parent, n)
     tot = np.zeros(2)  # log prior, log likelihood
     tot[0], tot[1] = cached_total(topo, n, ll, lp, root, lt, mu, s, sigma2)
     # journal of the cached values a move changes
