@@ -7,7 +7,10 @@ installed package, which may be read-only or shared between users and environmen
 ``~/.cache/pp-models`` on Linux, ``~/Library/Caches/pp-models`` on macOS,
 ``%LOCALAPPDATA%\\pp-models\\Cache`` on Windows), subfolder ``numba``. A user's own
 ``NUMBA_CACHE_DIR`` is left alone. Numba keys the cache by the source file's full path,
-so several checkouts share the folder without clashing.
+so several checkouts share the folder without clashing. It does not record the LLVM
+optimisation level (``NUMBA_OPT``), so code compiled at another level than Numba's
+default 3 goes to a folder of its own (``numba-O1``, ...): a test run at ``-O1`` must not
+hand its code to the benchmarks.
 """
 
 from __future__ import annotations
@@ -32,11 +35,13 @@ def user_cache_dir() -> Path:
 
 
 def use_user_cache_dir() -> str | None:
-    """Set Numba's cache folder to ``user_cache_dir() / "numba"`` unless the user set
+    """Set Numba's cache folder to ``user_cache_dir() / "numba"`` (``"numba-O<level>"``
+    when ``NUMBA_OPT`` names another level than 3) unless the user set
     ``NUMBA_CACHE_DIR``; returns the folder used (None if left to the user or Numba)."""
     if os.environ.get("NUMBA_CACHE_DIR"):
         return None
-    folder = user_cache_dir() / "numba"
+    level = os.environ.get("NUMBA_OPT", "").strip()
+    folder = user_cache_dir() / ("numba" if level in ("", "3") else f"numba-O{level}")
     try:
         folder.mkdir(parents=True, exist_ok=True)
     except OSError:

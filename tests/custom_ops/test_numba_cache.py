@@ -27,7 +27,8 @@ print(os.environ["NUMBA_CACHE_DIR"])
 
 
 def _run(env_extra, tmp_path):
-    env = {k: v for k, v in os.environ.items() if k != "NUMBA_CACHE_DIR"}
+    # the test run itself sets NUMBA_OPT (tests/conftest.py): start from Numba's default
+    env = {k: v for k, v in os.environ.items() if k not in ("NUMBA_CACHE_DIR", "NUMBA_OPT")}
     (tmp_path / "kernel.py").write_text(KERNEL)
     env.update(PYTHONPATH=os.pathsep.join([str(ROOT), str(tmp_path)]), **env_extra)
     proc = subprocess.run([sys.executable, "-c", SCRIPT], env=env, cwd=tmp_path,
@@ -47,3 +48,12 @@ def test_a_users_numba_cache_dir_is_kept(tmp_path):
     assert _run({"NUMBA_CACHE_DIR": str(mine), "XDG_CACHE_HOME": str(tmp_path / "c")},
                 tmp_path) == mine
     assert list(mine.rglob("*.nbi")) and not (tmp_path / "c").exists()
+
+
+def test_code_compiled_at_another_level_is_cached_apart(tmp_path):
+    """Numba's cache index does not record NUMBA_OPT: -O1 code (the test run's) must not
+    be loaded by an -O3 run (a user's, a benchmark's)."""
+    folder = _run({"XDG_CACHE_HOME": str(tmp_path / "cache"), "NUMBA_OPT": "1"}, tmp_path)
+    assert folder == tmp_path / "cache" / "pp-models" / "numba-O1"
+    assert list(folder.rglob("*.nbi"))
+    assert not (tmp_path / "cache" / "pp-models" / "numba").exists()
