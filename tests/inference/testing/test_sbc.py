@@ -9,7 +9,9 @@ import pytest
 from inference.testing import sbc
 from tests.inference.testing import conjugate_normal as cn
 
-FIT = dict(method="gibbs", draws=200, tune=50, chains=2)
+# cores=1: chains run one after the other in this process; forking two workers per fit
+# cost more than the 250 sweeps (the draws are the same: each chain has its own seed)
+FIT = dict(method="gibbs", draws=200, tune=50, chains=2, cores=1)
 
 
 def _sbc(bug=None, n_simulations=60, seed=5, executor=None, **kwargs):
