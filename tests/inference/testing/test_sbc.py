@@ -64,7 +64,9 @@ def test_process_pool_gives_the_same_ranks_as_serial():
 def test_dask_executor_gives_the_same_ranks_as_serial():
     distributed = pytest.importorskip("distributed")
     serial = _sbc(n_simulations=8, seed=11)
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+    # one worker process: the Dask plumbing (pickling, futures) is the same with two,
+    # each of which imports the whole stack; the process-pool test covers two workers
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=True,
                                   dashboard_address=None) as cluster, \
             distributed.Client(cluster) as client:
         parallel = _sbc(n_simulations=8, seed=11, executor=client.get_executor())
