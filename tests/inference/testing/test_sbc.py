@@ -9,6 +9,11 @@ import pytest
 from inference.testing import sbc
 from tests.inference.testing import conjugate_normal as cn
 
+# One xdist worker runs this module (--dist loadgroup): its tests fit the same model, and
+# on a cold cache the first compiles it (test_correct_... 25 s cold in one process, the
+# next test then 7.6 s, its warm time); spread over two workers, both paid the compile.
+pytestmark = pytest.mark.xdist_group("sbc")
+
 # cores=1: chains run one after the other in this process; forking two workers per fit
 # cost more than the 250 sweeps (the draws are the same: each chain has its own seed)
 FIT = dict(method="gibbs", draws=200, tune=50, chains=2, cores=1)
