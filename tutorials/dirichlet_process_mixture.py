@@ -48,6 +48,7 @@ SCALE = 0.25 if FAST else 1.0  # fraction of the data set's size
 GIBBS_DRAWS = 300 if FAST else 2000
 NUTS_DRAWS, NUTS_TUNE = (100, 150) if FAST else (300, 400)
 ADVI_ITERATIONS = 1500 if FAST else 6000
+SUMMARY_DRAWS = 50 if FAST else 200  # draws averaged by the predictive density
 
 rng = np.random.default_rng(2026)
 
@@ -154,9 +155,9 @@ for c in range(w.shape[0]):
 
 # %%
 results = {
-    "collapsed Gibbs": dpm.summarize(gibbs, crp_model),
-    "stick-breaking NUTS": dpm.summarize(nuts, sb_model),
-    "stick-breaking ADVI": dpm.summarize(advi, sb_model),
+    "collapsed Gibbs": dpm.summarize(gibbs, crp_model, max_draws=SUMMARY_DRAWS),
+    "stick-breaking NUTS": dpm.summarize(nuts, sb_model, max_draws=SUMMARY_DRAWS),
+    "stick-breaking ADVI": dpm.summarize(advi, sb_model, max_draws=SUMMARY_DRAWS),
 }
 fig, axes = plt.subplots(1, 3, figsize=(12, 4))
 for ax, (name, res) in zip(axes, results.items(), strict=True):

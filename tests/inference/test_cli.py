@@ -10,6 +10,12 @@ import xarray as xr
 
 from inference.cli import main
 
+# The demo fits the same model to the same data as test_fit.py's iris fit: on that
+# module's xdist worker ("fit" group) a cold run compiles it once (cold, one process: the
+# demo alone 49 s, after test_fit's iris fit 11 s; warm 8 s). The CSV fit shares the
+# finite mixture's kernels too.
+ON_THE_FIT_WORKER = pytest.mark.xdist_group("fit")
+
 
 def test_list(capsys):
     assert main(["list"]) == 0
@@ -17,6 +23,7 @@ def test_list(capsys):
     assert "finite_mixture" in out and "iris" in out
 
 
+@ON_THE_FIT_WORKER
 def test_demo_writes_results(tmp_path, capsys):
     out = tmp_path / "demo"
     assert main(["demo", "--out", str(out), "--no-progress"]) in (0,)
@@ -35,6 +42,7 @@ def test_demo_writes_results(tmp_path, capsys):
     assert "PASSED" in capsys.readouterr().out
 
 
+@ON_THE_FIT_WORKER
 def test_fit_from_csv(tmp_path, capsys):
     rng = np.random.default_rng(0)
     X = np.vstack([rng.normal(-4, 1, (30, 2)), rng.normal(4, 1, (30, 2))])

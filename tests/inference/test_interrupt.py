@@ -39,7 +39,9 @@ if moment == "sampling":
     record = chains._record
     def _record(*args):
         record(*args)
-        Path(marker).touch()  # the parent waits for a kept draw before its SIGINT
+        # one marker per chain worker process: the parent waits for a kept draw in
+        # every chain before its SIGINT
+        Path(f"{marker}-{os.getpid()}").touch()
     chains._record = _record
 elif moment == "postprocess":
     summarize = dpm.summarize
@@ -106,11 +108,13 @@ def test_sigint_while_sampling_keeps_the_completed_draws(tmp_path, chains, cores
     # a wait, not a timing check: from a cold compile cache on a loaded 2-core machine the
     # first draw took more than 60 s (measured at load 11, third session)
     deadline = time.monotonic() + FIRST_DRAW_WAIT
-    while not marker.exists():
+    # parallel chains (cores == chains) each record in their own process: wait for all
+    # of them; sequential chains: for the first (the next has not started)
+    waiting_for = chains if cores == chains else 1
+    while len(list(tmp_path.glob(f"{marker.name}-*"))) < waiting_for:
         assert proc.poll() is None, proc.communicate()
         assert time.monotonic() < deadline, f"no draw recorded within {FIRST_DRAW_WAIT} s"
         time.sleep(0.05)
-    time.sleep(0.3)
     proc.send_signal(signal.SIGINT)
     start = time.monotonic()
     _stdout, stderr = _assert_clean_exit(proc)

@@ -9,7 +9,14 @@ import pytest
 from inference.testing import sbc
 from tests.inference.testing import conjugate_normal as cn
 
-FIT = dict(method="gibbs", draws=200, tune=50, chains=2)
+# One xdist worker runs this module (--dist loadgroup): its tests fit the same model, and
+# on a cold cache the first compiles it (test_correct_... 25 s cold in one process, the
+# next test then 7.6 s, its warm time); spread over two workers, both paid the compile.
+pytestmark = pytest.mark.xdist_group("sbc")
+
+# cores=1: chains run one after the other in this process; forking two workers per fit
+# cost more than the 250 sweeps (the draws are the same: each chain has its own seed)
+FIT = dict(method="gibbs", draws=200, tune=50, chains=2, cores=1)
 
 
 def _sbc(bug=None, n_simulations=60, seed=5, executor=None, **kwargs):
@@ -62,7 +69,9 @@ def test_process_pool_gives_the_same_ranks_as_serial():
 def test_dask_executor_gives_the_same_ranks_as_serial():
     distributed = pytest.importorskip("distributed")
     serial = _sbc(n_simulations=8, seed=11)
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+    # one worker process: the Dask plumbing (pickling, futures) is the same with two,
+    # each of which imports the whole stack; the process-pool test covers two workers
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=True,
                                   dashboard_address=None) as cluster, \
             distributed.Client(cluster) as client:
         parallel = _sbc(n_simulations=8, seed=11, executor=client.get_executor())
