@@ -187,27 +187,32 @@ def _log_common(Z, alpha):
 @_jit
 def ibp_log_lof(Z, alpha):
     """log P([Z] | alpha), Eq. 2.12; ``-inf`` for a non-binary Z or ``alpha <= 0``."""
-    if not (alpha > 0.0 and math.isfinite(alpha)) or not is_binary(Z):
+    # the helpers see one array type (C-contiguous, writable) whatever the caller passes
+    # (PyTensor's read-only inputs, a column-permuted F-ordered view): one compile each
+    Z_c = np.ascontiguousarray(Z)
+    if not (alpha > 0.0 and math.isfinite(alpha)) or not is_binary(Z_c):
         return -np.inf
-    value, _K = _log_common(Z, alpha)
-    return value - log_history_multiplicity(Z)
+    value, _K = _log_common(Z_c, alpha)
+    return value - log_history_multiplicity(Z_c)
 
 
 @_jit
 def ibp_log_matrix(Z, alpha):
     """log P(Z | alpha) of the matrix with uniformly arranged slots (module docstring)."""
-    if not (alpha > 0.0 and math.isfinite(alpha)) or not is_binary(Z):
+    Z_c = np.ascontiguousarray(Z)  # one type for the helpers (see ibp_log_lof)
+    if not (alpha > 0.0 and math.isfinite(alpha)) or not is_binary(Z_c):
         return -np.inf
-    C = Z.shape[1]
-    value, K = _log_common(Z, alpha)
+    C = Z_c.shape[1]
+    value, K = _log_common(Z_c, alpha)
     return value + math.lgamma(C - K + 1.0) - math.lgamma(C + 1.0)
 
 
 @_jit
 def ibp_dlogp_dalpha(Z, alpha):
-    if not (alpha > 0.0 and math.isfinite(alpha)) or not is_binary(Z):
+    Z_c = np.ascontiguousarray(Z)  # one type for the helpers (see ibp_log_lof)
+    if not (alpha > 0.0 and math.isfinite(alpha)) or not is_binary(Z_c):
         return 0.0
-    return n_active(Z) / alpha - harmonic(Z.shape[0])
+    return n_active(Z_c) / alpha - harmonic(Z_c.shape[0])
 
 
 @_jit

@@ -416,16 +416,20 @@ def choose_branch(u01, v, m, n_children, theta, alpha, first, nxt, n_below):
 @_jit
 def pydt_forward(parent, log1m_t, X, c, theta, alpha, sigma2):
     """(log prior, log likelihood); ``-inf`` for an invalid tree or parameters."""
-    n = X.shape[0]
+    # one specialisation of the heavy kernels: C-contiguous data (a no-op for C input;
+    # sliced data would otherwise compile them again for layout 'A') and run-time flags
+    # (np.bool_(...) keeps a constant from becoming a Literal[bool], a compile of its own)
+    X_c = np.ascontiguousarray(X)
+    n = X_c.shape[0]
     code, order, child_ptr, child_idx, n_below = diffusion_tree_structure(parent, log1m_t, n)
     if code != 0 or parameter_code(c, theta, alpha, sigma2) != 0:
         return -np.inf, -np.inf
     g_l = np.zeros(0)
     g_x = np.zeros((0, 0))
     lp = _prior(parent, log1m_t, n, order, child_ptr, child_idx, n_below, c, theta, alpha,
-                g_l, False)[0]
-    ll = _likelihood(parent, log1m_t, X, order, child_ptr, child_idx, sigma2, False, g_l,
-                     g_x)[0]
+                g_l, np.bool_(False))[0]
+    ll = _likelihood(parent, log1m_t, X_c, order, child_ptr, child_idx, sigma2, np.bool_(False),
+                     g_l, g_x, np.bool_(True))[0]
     return lp, ll
 
 
@@ -441,9 +445,9 @@ def _value_and_grad(parent, log1m_t, X, c, theta, alpha, sigma2, w_prior, w_lik,
         g_x[:] = np.nan
         return -np.inf, -np.inf, g_l, g_x, np.nan, np.nan, np.nan, np.nan
     lp, gc, gth, gal = _prior(parent, log1m_t, n, order, child_ptr, child_idx, n_below, c,
-                              theta, alpha, g_lp, True)
-    ll, gs2 = _likelihood(parent, log1m_t, X, order, child_ptr, child_idx, sigma2, True,
-                          g_l, g_x, wrt_data)
+                              theta, alpha, g_lp, np.bool_(True))
+    ll, gs2 = _likelihood(parent, log1m_t, X, order, child_ptr, child_idx, sigma2,
+                          np.bool_(True), g_l, g_x, wrt_data)
     for k in range(g_l.shape[0]):
         g_l[k] = w_prior * g_lp[k] + w_lik * g_l[k]
     if wrt_data:
@@ -461,7 +465,7 @@ def pydt_value_and_grad(parent, log1m_t, X, c, theta, alpha, sigma2, w_prior, w_
     NaN where the density is zero (invalid tree or parameters).
     """
     return _value_and_grad(parent, log1m_t, X, c, theta, alpha, sigma2, w_prior, w_lik,
-                           True)
+                           np.bool_(True))
 
 
 @_jit
@@ -660,7 +664,7 @@ def _numba_pydt_logprob_grad(op, node, **kwargs):
             out = _value_and_grad(
                 np.ascontiguousarray(parent), np.ascontiguousarray(log1m_t),
                 np.ascontiguousarray(X), c.item(), theta.item(), alpha.item(),
-                sigma2.item(), g_prior.item(), g_lik.item(), True,
+                sigma2.item(), g_prior.item(), g_lik.item(), np.bool_(True),
             )
             return (out[2], out[3], np.asarray(out[4]), np.asarray(out[5]),
                     np.asarray(out[6]), np.asarray(out[7]))
@@ -670,7 +674,7 @@ def _numba_pydt_logprob_grad(op, node, **kwargs):
             out = _value_and_grad(
                 np.ascontiguousarray(parent), np.ascontiguousarray(log1m_t),
                 np.ascontiguousarray(X), c.item(), theta.item(), alpha.item(),
-                sigma2.item(), g_prior.item(), g_lik.item(), False,
+                sigma2.item(), g_prior.item(), g_lik.item(), np.bool_(False),
             )
             return (out[2], np.asarray(out[4]), np.asarray(out[5]), np.asarray(out[6]),
                     np.asarray(out[7]))

@@ -434,8 +434,8 @@ def pydt_branch_moves(rng, parent, log1m_t, X, c, theta, alpha, sigma2, n_moves,
     for move in range(n_moves):
         if _branch_move(rng, topo, log1m_t, n, mu, s, rr, ll, lp, sigma2, tables, c,
                         root_box, free, free_top, n_internal_box, jr, jnodes, jmu, jsc,
-                        mark, move, acc, kids, bug, False, record, check_X, theta, alpha,
-                        errs):
+                        mark, move, acc, kids, bug, np.bool_(False), record, check_X, theta,
+                        alpha, errs):
             accepted += 1
         if check:
             ref_p, ref_l = pydt_forward(parent, log1m_t, X, c, theta, alpha, sigma2)
@@ -460,7 +460,7 @@ def propose_branch_move(rng, parent, log1m_t, X, c, theta, alpha, sigma2, bug):
     jr, jnodes, jmu, jsc, mark = new_journal(nn, d)
     record = np.zeros(6)
     _branch_move(rng, topo, log1m_t, n, mu, s, rr, ll, lp, sigma2, tables, c, root_box,
-                 free, free_top, n_internal_box, jr, jnodes, jmu, jsc, mark, 0,
-                 np.zeros(2), np.empty(n, dtype=np.int64), bug, True, record,
+                 free, free_top, n_internal_box, jr, jnodes, jmu, jsc, mark, np.int64(0),
+                 np.zeros(2), np.empty(n, dtype=np.int64), bug, np.bool_(True), record,
                  np.zeros((0, d)), theta, alpha, np.zeros(1))
     return record

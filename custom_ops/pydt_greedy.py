@@ -151,7 +151,7 @@ def pydt_greedy(parent, log1m_t, X, order, c, theta, alpha, sigma2):
                 stamp += 1
                 val = _greedy_try(x, mode, v, l_mid, topo, log1m_t, n, mu, s, rr, ll, lp,
                                   sigma2, tables, c, root_box, free, free_top, jr, jnodes,
-                                  jmu, jsc, mark, stamp, False)
+                                  jmu, jsc, mark, stamp, np.bool_(False))
                 if val > best:
                     best = val
                     best_mode = mode
@@ -160,7 +160,9 @@ def pydt_greedy(parent, log1m_t, X, order, c, theta, alpha, sigma2):
         if best_mode < 0:
             return -1
         stamp += 1
-        _greedy_try(x, best_mode, best_anchor, best_l, topo, log1m_t, n, mu, s, rr, ll, lp,
-                    sigma2, tables, c, root_box, free, free_top, jr, jnodes, jmu, jsc, mark,
-                    stamp, True)
+        # int()/np.bool_(): plain run-time types, so both calls share one compile of
+        # _greedy_try instead of one per Literal constant
+        _greedy_try(x, int(best_mode), int(best_anchor), best_l, topo, log1m_t, n, mu, s, rr,
+                    ll, lp, sigma2, tables, c, root_box, free, free_top, jr, jnodes, jmu, jsc,
+                    mark, stamp, np.bool_(True))
     return stamp - (n - 2)

@@ -63,7 +63,8 @@ def breadth_first_order(parents):
     (not a tree) are left out of the result."""
     V = parents.shape[0]
     child_ptr, child_idx = children_lists(parents)
-    order, n_reached, _complete = breadth_first(0, child_ptr, child_idx, V)
+    # np.int64, not a literal 0: the same compile of breadth_first as the diffusion trees
+    order, n_reached, _complete = breadth_first(np.int64(0), child_ptr, child_idx, V)
     return order[:n_reached]
 
 
