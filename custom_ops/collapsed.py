@@ -52,7 +52,7 @@ __all__ = [
 _jit = numba.njit(cache=True)
 # PyTensor caches the registered Numba functions by Op type and props only: bump this
 # whenever their signatures or outputs change, or stale compiled code is reused.
-_NUMBA_CACHE_VERSION = 2
+_NUMBA_CACHE_VERSION = 3
 
 
 # --------------------------------------------------------------------------------------
@@ -147,7 +147,12 @@ class CollapsedLogLik(Op):
 
     def perform(self, node, inputs, output_storage):
         z, X, *hyper = inputs
-        value = _value(cj.FAMILY_CODES[self.family], z, X, cj.pack_hyper(self.family, hyper))
+        value = _value(
+            cj.FAMILY_CODES[self.family],
+            np.ascontiguousarray(z, dtype=np.int64),
+            np.ascontiguousarray(X, dtype=np.float64),
+            cj.pack_hyper(self.family, hyper),
+        )
         output_storage[0][0] = np.asarray(value, dtype=np.float64)
 
     def infer_shape(self, node, input_shapes):
@@ -181,7 +186,10 @@ class CollapsedLogLikGrad(Op):
     def perform(self, node, inputs, output_storage):
         z, X, *hyper = inputs
         output_storage[0][0] = _grad(
-            cj.FAMILY_CODES[self.family], z, X, cj.pack_hyper(self.family, hyper)
+            cj.FAMILY_CODES[self.family],
+            np.ascontiguousarray(z, dtype=np.int64),
+            np.ascontiguousarray(X, dtype=np.float64),
+            cj.pack_hyper(self.family, hyper),
         )
 
     def infer_shape(self, node, input_shapes):
@@ -197,7 +205,12 @@ def collapsed_loglik(family: str, z, X, *hyper):
 
 
 # --------------------------------------------------------------------------------------
-# Numba registrations: one per Op, whatever the family
+# Numba registrations: one per Op, whatever the family. ``np.ascontiguousarray`` (no copy
+# for the C-contiguous inputs PyTensor passes) types read-only inputs as writable, so the
+# kernels are not compiled again for read-only arrays. The family code stays a
+# compile-time constant here on purpose: Numba links a kernel's code into every graph
+# function that calls it and optimises it again there, and a kernel specialised to one
+# family is a quarter of the code of the run-time-family one.
 # --------------------------------------------------------------------------------------
 @nb.register_funcify_default_op_cache_key(CollapsedLogLik)
 def _numba_collapsed_loglik(op, node, **kwargs):
@@ -205,7 +218,8 @@ def _numba_collapsed_loglik(op, node, **kwargs):
 
     @nb.numba_njit
     def f(z, X, *hyper):
-        return np.asarray(_value(fam, z, X, cj.flatten_hyper(hyper)))
+        hp = cj.flatten_hyper(hyper)
+        return np.asarray(_value(fam, np.ascontiguousarray(z), np.ascontiguousarray(X), hp))
 
     return f, _NUMBA_CACHE_VERSION
 
@@ -216,7 +230,9 @@ def _numba_collapsed_loglik_grad(op, node, **kwargs):
 
     @nb.numba_njit
     def g(z, X, *hyper):
-        return _grad(fam, z, X, cj.flatten_hyper(hyper))
+        return _grad(
+            fam, np.ascontiguousarray(z), np.ascontiguousarray(X), cj.flatten_hyper(hyper)
+        )
 
     return g, _NUMBA_CACHE_VERSION
 
