@@ -15,11 +15,13 @@ hand its code to the benchmarks.
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import os
 import sys
 from pathlib import Path
 
-__all__ = ["use_user_cache_dir", "user_cache_dir"]
+__all__ = ["kernel_source_version", "register_numba_op", "use_user_cache_dir", "user_cache_dir"]
 
 
 def user_cache_dir() -> Path:
@@ -54,3 +56,41 @@ def use_user_cache_dir() -> str | None:
 
         config.CACHE_DIR = str(folder)
     return str(folder)
+
+
+@functools.cache
+def kernel_source_version() -> int:
+    """A number that changes whenever any source file of ``custom_ops`` changes.
+
+    PyTensor caches the compiled graph functions of a registered Op under a key made of
+    the Op's type, its props and one integer the registration returns; the kernels the
+    graph calls are compiled into that cached function. Without this number an edited
+    kernel kept running its old compiled code inside cached graphs (seen: a traceback
+    into a deleted worktree's ``bhc.py``). Hashing the whole package, not the Op's own
+    module, also covers kernels it imports (the conjugate dispatch, the tree kernels).
+    """
+    root = Path(__file__).resolve().parent
+    digest = hashlib.sha256()
+    for path in sorted(root.rglob("*.py")):
+        digest.update(str(path.relative_to(root)).encode())
+        digest.update(path.read_bytes())
+    return int(digest.hexdigest()[:15], 16)
+
+
+def register_numba_op(op_type):
+    """Register an Op's Numba implementation, cached under :func:`kernel_source_version`.
+
+    Use instead of ``pytensor.link.numba.dispatch.basic.register_funcify_default_op_cache_key``:
+    the decorated function returns the jitted function only.
+    """
+    from pytensor.link.numba.dispatch import basic as numba_basic
+
+    def decorator(funcify):
+        @functools.wraps(funcify)
+        def keyed(op, node=None, **kwargs):
+            return funcify(op, node=node, **kwargs), kernel_source_version()
+
+        numba_basic.register_funcify_default_op_cache_key(op_type)(keyed)
+        return funcify
+
+    return decorator

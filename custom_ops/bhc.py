@@ -34,9 +34,9 @@ import pytensor.tensor as pt
 from pytensor.gradient import DisconnectedType, grad_not_implemented, grad_undefined
 from pytensor.graph.basic import Apply, Constant
 from pytensor.graph.op import Op
-from pytensor.link.numba.dispatch import basic as nb
 
 from custom_ops import conjugate as cj
+from custom_ops._numba_cache import register_numba_op
 from custom_ops.trees import merges_error, validate_merges
 
 __all__ = [
@@ -50,9 +50,6 @@ __all__ = [
 ]
 
 _jit = numba.njit(cache=True)
-# PyTensor caches the registered Numba closures by Op type and props only: bump this
-# whenever the closures' signatures or outputs change, or stale compiled code is reused.
-_NUMBA_CACHE_VERSION = 5
 
 
 @_jit
@@ -189,7 +186,7 @@ def tree_grad(fam, pstats, merges, alpha, hp, g_logp, g_logr, g_logd):
 # kernels the Op (perform and Numba) calls: validate, then evaluate
 # --------------------------------------------------------------------------------------
 @_jit
-def _check_op_inputs(fam, data, merges, alpha, hp):
+def _check_op_inputs(fam, data, merges):
     n = data.shape[0]
     if n < 2:
         raise ValueError("data: BHC needs at least 2 points")
@@ -197,14 +194,19 @@ def _check_op_inputs(fam, data, merges, alpha, hp):
         raise ValueError("merges: not a valid binary tree over the n data points")
     if cj.data_error(fam, data) != 0:
         raise ValueError("data: invalid values for this likelihood (NaN, non-binary, bad counts)")
-    if _hyper_error(fam, alpha, hp, data.shape[1]) != 0:
-        raise ValueError("alpha or hyper: invalid value (must be > 0 / SPD / nu0 > d - 1)")
 
 
+# Data and tree are fixed inputs: invalid ones raise. alpha and the hyperparameters are
+# what samplers move: outside their range (alpha <= 0, S0 not SPD, nu0 <= d - 1, which
+# an exp() under- or overflowing in a long NUTS trajectory produces) the evidence is
+# -inf, as PyMC's own densities give, so the sampler rejects the point instead of
+# stopping. The model factories validate fixed values before sampling.
 @_jit
 def _op_forward(fam, data, merges, alpha, hp):
-    _check_op_inputs(fam, data, merges, alpha, hp)
+    _check_op_inputs(fam, data, merges)
     n = data.shape[0]
+    if _hyper_error(fam, alpha, hp, data.shape[1]) != 0:
+        return -np.inf, np.full(n - 1, np.nan), -np.inf
     log_p, log_r, _q, log_d, _ml, _s = tree_forward(
         fam, cj.point_stats(fam, data), merges, alpha, hp
     )
@@ -213,7 +215,9 @@ def _op_forward(fam, data, merges, alpha, hp):
 
 @_jit
 def _op_grad(fam, data, merges, alpha, hp, g_logp, g_logr, g_logd):
-    _check_op_inputs(fam, data, merges, alpha, hp)
+    _check_op_inputs(fam, data, merges)
+    if _hyper_error(fam, alpha, hp, data.shape[1]) != 0:
+        return 0.0, np.zeros_like(hp)  # zero where the value is -inf
     return tree_grad(fam, cj.point_stats(fam, data), merges, alpha, hp, g_logp, g_logr, g_logd)
 
 
@@ -371,7 +375,7 @@ class BHCEvidenceGrad(Op):
 # Numba registration: one per Op, whatever the family (the heavy kernels are disk-cached;
 # ``flatten_hyper`` packs any number of hyperparameter inputs)
 # --------------------------------------------------------------------------------------
-@nb.register_funcify_default_op_cache_key(BHCEvidence)
+@register_numba_op(BHCEvidence)
 def _numba_bhc_evidence(op, node, **kwargs):
     fam = cj.FAMILY_CODES[op.likelihood]
 
@@ -386,10 +390,10 @@ def _numba_bhc_evidence(op, node, **kwargs):
         )
         return np.asarray(lp), lr, np.asarray(ld)
 
-    return f, _NUMBA_CACHE_VERSION
+    return f
 
 
-@nb.register_funcify_default_op_cache_key(BHCEvidenceGrad)
+@register_numba_op(BHCEvidenceGrad)
 def _numba_bhc_evidence_grad(op, node, **kwargs):
     fam = cj.FAMILY_CODES[op.likelihood]
 
@@ -407,7 +411,7 @@ def _numba_bhc_evidence_grad(op, node, **kwargs):
         )
         return np.asarray(g_alpha), flat
 
-    return f, _NUMBA_CACHE_VERSION
+    return f
 
 
 # --------------------------------------------------------------------------------------

@@ -36,6 +36,7 @@ from pytensor.graph.op import Op
 from pytensor.link.numba.dispatch import basic as nb
 
 from custom_ops import conjugate as cj
+from custom_ops._numba_cache import register_numba_op
 from custom_ops.crp import canonicalize
 
 __all__ = [
@@ -50,9 +51,6 @@ __all__ = [
 ]
 
 _jit = numba.njit(cache=True)
-# PyTensor caches the registered Numba functions by Op type and props only: bump this
-# whenever their signatures or outputs change, or stale compiled code is reused.
-_NUMBA_CACHE_VERSION = 3
 
 
 # --------------------------------------------------------------------------------------
@@ -212,7 +210,7 @@ def collapsed_loglik(family: str, z, X, *hyper):
 # function that calls it and optimises it again there, and a kernel specialised to one
 # family is a quarter of the code of the run-time-family one.
 # --------------------------------------------------------------------------------------
-@nb.register_funcify_default_op_cache_key(CollapsedLogLik)
+@register_numba_op(CollapsedLogLik)
 def _numba_collapsed_loglik(op, node, **kwargs):
     fam = cj.FAMILY_CODES[op.family]
 
@@ -221,10 +219,10 @@ def _numba_collapsed_loglik(op, node, **kwargs):
         hp = cj.flatten_hyper(hyper)
         return np.asarray(_value(fam, np.ascontiguousarray(z), np.ascontiguousarray(X), hp))
 
-    return f, _NUMBA_CACHE_VERSION
+    return f
 
 
-@nb.register_funcify_default_op_cache_key(CollapsedLogLikGrad)
+@register_numba_op(CollapsedLogLikGrad)
 def _numba_collapsed_loglik_grad(op, node, **kwargs):
     fam = cj.FAMILY_CODES[op.family]
 
@@ -234,7 +232,7 @@ def _numba_collapsed_loglik_grad(op, node, **kwargs):
             fam, np.ascontiguousarray(z), np.ascontiguousarray(X), cj.flatten_hyper(hyper)
         )
 
-    return g, _NUMBA_CACHE_VERSION
+    return g
 
 
 # --------------------------------------------------------------------------------------

@@ -47,6 +47,7 @@ from pytensor.graph.basic import Apply
 from pytensor.graph.op import Op
 from pytensor.link.numba.dispatch import basic as nb
 
+from custom_ops._numba_cache import register_numba_op
 from custom_ops.conjugate import digamma
 
 __all__ = [
@@ -301,7 +302,7 @@ def crp_logp_op(z, alpha, discount=0.0):
     return CRPLogp()(z, alpha, discount)
 
 
-@nb.register_funcify_default_op_cache_key(CRPLogp)
+@register_numba_op(CRPLogp)
 def _numba_crp_logp(op, node, **kwargs):
     @nb.numba_njit
     def crp_logp_numba(z, alpha, discount):
@@ -310,7 +311,7 @@ def _numba_crp_logp(op, node, **kwargs):
     return crp_logp_numba
 
 
-@nb.register_funcify_default_op_cache_key(CRPLogpGrad)
+@register_numba_op(CRPLogpGrad)
 def _numba_crp_logp_grad(op, node, **kwargs):
     @nb.numba_njit
     def crp_logp_grad_numba(z, alpha, discount):

@@ -32,6 +32,7 @@ from pytensor.graph.basic import Apply
 from pytensor.graph.op import Op
 from pytensor.link.numba.dispatch import basic as nb
 
+from custom_ops._numba_cache import register_numba_op
 from custom_ops.conjugate import (
     _niw_posterior,
     gaussian_add,
@@ -285,7 +286,7 @@ class GaussianTreeMixtureLogp(Op):
                 for i, x in enumerate(inputs)]
 
 
-@nb.register_funcify_default_op_cache_key(GaussianTreeMixtureLogp)
+@register_numba_op(GaussianTreeMixtureLogp)
 def _numba_gaussian_tree_mixture_logp(op, node, **kwargs):
     @nb.numba_njit
     def gaussian_tree_mixture_logp_numba(X, z, parents, m0, kappa0, delta, S0):

@@ -57,6 +57,8 @@ from pytensor.graph.basic import Apply
 from pytensor.graph.op import Op
 from pytensor.link.numba.dispatch import basic as nb
 
+from custom_ops._numba_cache import register_numba_op
+
 __all__ = [
     "IBPLogp",
     "IBPLogpGrad",
@@ -326,7 +328,7 @@ def ibp_logp_op(Z, alpha, lof_class: bool = False):
     return IBPLogp(lof_class)(Z, alpha)
 
 
-@nb.register_funcify_default_op_cache_key(IBPLogp)
+@register_numba_op(IBPLogp)
 def _numba_ibp_logp(op, node, **kwargs):
     if op.lof_class:
 
@@ -343,7 +345,7 @@ def _numba_ibp_logp(op, node, **kwargs):
     return ibp_matrix_numba
 
 
-@nb.register_funcify_default_op_cache_key(IBPLogpGrad)
+@register_numba_op(IBPLogpGrad)
 def _numba_ibp_logp_grad(op, node, **kwargs):
     @nb.numba_njit
     def ibp_grad_numba(Z, alpha):

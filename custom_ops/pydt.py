@@ -59,8 +59,8 @@ import pytensor.tensor as pt
 from pytensor.gradient import DisconnectedType, grad_undefined
 from pytensor.graph.basic import Apply, Constant
 from pytensor.graph.op import Op
-from pytensor.link.numba.dispatch import basic as nb
 
+from custom_ops._numba_cache import register_numba_op
 from custom_ops.conjugate import digamma
 from custom_ops.diffusion_tree_kernels import (
     DIFFUSION_TREE_ERRORS,
@@ -89,8 +89,6 @@ __all__ = [
 # error_model="numpy": a zero or infinite variance (sigma2 or the times at an extreme)
 # gives an infinite or NaN density, which the samplers reject, instead of raising
 _jit = numba.njit(cache=True, error_model="numpy")
-# PyTensor caches registered Numba closures by Op type and props: bump on signature change.
-_NUMBA_CACHE_VERSION = 3
 _LOG_2PI = math.log(2.0 * math.pi)
 _MIN_VARIANCE = 1e-300
 
@@ -643,7 +641,7 @@ class PYDTLogProbGrad(Op):
         return [input_shapes[1], *data, (), (), (), ()]
 
 
-@nb.register_funcify_default_op_cache_key(PYDTLogProb)
+@register_numba_op(PYDTLogProb)
 def _numba_pydt_logprob(op, node, **kwargs):
     @numba.njit
     def f(parent, log1m_t, X, c, theta, alpha, sigma2):
@@ -653,10 +651,10 @@ def _numba_pydt_logprob(op, node, **kwargs):
         )
         return np.asarray(lp), np.asarray(ll)
 
-    return f, _NUMBA_CACHE_VERSION
+    return f
 
 
-@nb.register_funcify_default_op_cache_key(PYDTLogProbGrad)
+@register_numba_op(PYDTLogProbGrad)
 def _numba_pydt_logprob_grad(op, node, **kwargs):
     if op.wrt_data:
         @numba.njit
@@ -679,7 +677,7 @@ def _numba_pydt_logprob_grad(op, node, **kwargs):
             return (out[2], np.asarray(out[4]), np.asarray(out[5]), np.asarray(out[6]),
                     np.asarray(out[7]))
 
-    return f, _NUMBA_CACHE_VERSION
+    return f
 
 
 # --------------------------------------------------------------------------------------

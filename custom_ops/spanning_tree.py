@@ -24,6 +24,7 @@ from pytensor.graph.basic import Apply
 from pytensor.graph.op import Op
 from pytensor.link.numba.dispatch import basic as nb
 
+from custom_ops._numba_cache import register_numba_op
 from custom_ops.spanning_tree_kernels import spanning_tree_logp, spanning_tree_logp_grad
 
 __all__ = ["SpanningTreeLogp", "SpanningTreeLogpGrad", "spanning_tree_logp_op"]
@@ -122,7 +123,7 @@ def _grad_rows(parents, weights, g):
     return out
 
 
-@nb.register_funcify_default_op_cache_key(SpanningTreeLogp)
+@register_numba_op(SpanningTreeLogp)
 def _numba_spanning_tree_logp(op, node, **kwargs):
     @nb.numba_njit
     def spanning_tree_logp_numba(parents, weights):
@@ -131,7 +132,7 @@ def _numba_spanning_tree_logp(op, node, **kwargs):
     return spanning_tree_logp_numba
 
 
-@nb.register_funcify_default_op_cache_key(SpanningTreeLogpGrad)
+@register_numba_op(SpanningTreeLogpGrad)
 def _numba_spanning_tree_logp_grad(op, node, **kwargs):
     @nb.numba_njit
     def spanning_tree_logp_grad_numba(parents, weights, g):

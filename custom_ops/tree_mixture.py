@@ -23,6 +23,7 @@ from pytensor.graph.basic import Apply
 from pytensor.graph.op import Op
 from pytensor.link.numba.dispatch import basic as nb
 
+from custom_ops._numba_cache import register_numba_op
 from custom_ops.conjugate import dirichlet_categorical_log_marginal
 from custom_ops.log_weights import sample_log_weights
 from custom_ops.spanning_tree_kernels import (
@@ -438,7 +439,7 @@ class TreeMixtureLogp(Op):
                 for i, x in enumerate(inputs)]
 
 
-@nb.register_funcify_default_op_cache_key(TreeMixtureLogp)
+@register_numba_op(TreeMixtureLogp)
 def _numba_tree_mixture_logp(op, node, **kwargs):
     @nb.numba_njit
     def tree_mixture_logp_numba(codes, z, parents, n_categories, ess):

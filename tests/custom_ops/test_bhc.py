@@ -7,6 +7,7 @@ import numpy as np
 import pytensor
 import pytensor.tensor as pt
 import pytest
+from pytensor.compile.mode import Mode
 from pytensor.gradient import NullTypeGradError
 from scipy import special
 from scipy.cluster.hierarchy import linkage
@@ -413,8 +414,28 @@ def test_bad_input_at_runtime_with_symbolic_inputs():
         f(GOOD_X, np.array([[0, 1], [0, 2]]), 1.0)
     with pytest.raises(ValueError, match="data"):
         f(np.array([[0, 2], [1, 1], [0, 0]], dtype=float), GOOD_M, 1.0)
-    with pytest.raises(ValueError, match="alpha"):
-        f(GOOD_X, GOOD_M, -1.0)
+
+
+@pytest.mark.parametrize("mode", ["NUMBA", "py"])
+def test_alpha_or_hyper_out_of_range_is_minus_infinity_not_an_error(mode):
+    """alpha and the hyperparameters are what samplers move; PyMC's NUTS needs -inf (a
+    rejected point) where an exp() in a long trajectory leaves the range, not an error
+    (an error stopped `fit(bhc.model(...), nuts_sampler="pymc")`)."""
+    mode = Mode(linker="py") if mode == "py" else mode
+    data = pt.dmatrix("data")
+    merges = pt.lmatrix("merges")
+    alpha = pt.dscalar("alpha")
+    a = pt.dvector("a")
+    lp, log_r = bhc.bhc_log_evidence(data, merges, alpha, likelihood="bernoulli", a=a,
+                                     b=np.ones(2))
+    f = pytensor.function([data, merges, alpha, a],
+                          [lp, log_r, *pytensor.grad(lp, [alpha, a])], mode=mode)
+    value, r, g_alpha, g_a = f(GOOD_X, GOOD_M, 1.0, np.ones(2))
+    assert np.isfinite(value) and np.all(np.isfinite(r)) and g_alpha != 0
+    for bad_alpha, bad_a in ((-1.0, np.ones(2)), (0.0, np.ones(2)), (1.0, np.array([1, -2.0]))):
+        value, r, g_alpha, g_a = f(GOOD_X, GOOD_M, bad_alpha, bad_a)
+        assert value == -np.inf and np.all(np.isnan(r))
+        assert g_alpha == 0 and np.all(g_a == 0)
 
 
 def test_validate_merges_accepts_scipy_linkage():

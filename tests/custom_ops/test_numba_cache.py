@@ -57,3 +57,51 @@ def test_code_compiled_at_another_level_is_cached_apart(tmp_path):
     assert folder == tmp_path / "cache" / "pp-models" / "numba-O1"
     assert list(folder.rglob("*.nbi"))
     assert not (tmp_path / "cache" / "pp-models" / "numba").exists()
+
+
+def test_an_edited_kernel_changes_the_graph_cache_key(tmp_path):
+    """PyTensor caches an Op's compiled graph under (Op type, props, one integer); the
+    integer is the hash of custom_ops' source, so editing any kernel file (here the
+    conjugate dispatch, which other modules' Ops call) gives new keys."""
+    import shutil
+
+    copy = tmp_path / "custom_ops"
+    shutil.copytree(ROOT / "custom_ops", copy, ignore=shutil.ignore_patterns("__pycache__"))
+    module = copy / "_numba_cache.py"
+    script = ("import importlib.util, sys\n"
+              f"spec = importlib.util.spec_from_file_location('nc', r'{module}')\n"
+              "m = importlib.util.module_from_spec(spec); spec.loader.exec_module(m)\n"
+              "print(m.kernel_source_version())")
+
+    def version():
+        out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                             timeout=120, check=True)
+        return int(out.stdout.strip())
+
+    before = version()
+    assert version() == before
+    dispatch = copy / "conjugate" / "dispatch.py"
+    dispatch.write_text(dispatch.read_text() + "\n# edited\n")
+    assert version() != before
+
+
+def test_every_op_registration_is_keyed_on_the_source(monkeypatch):
+    import numpy as np
+    import pytensor.tensor as pt
+    from pytensor.link.numba.dispatch.basic import numba_funcify_and_cache_key
+
+    import custom_ops._numba_cache as cache
+    from custom_ops.crp import crp_logp_op
+
+    node = crp_logp_op(pt.as_tensor(np.array([0, 0, 1])), pt.scalar("a"),
+                       pt.scalar("d")).owner
+    keys = set()
+    for version in (1, 2):
+        monkeypatch.setattr(cache, "kernel_source_version", lambda v=version: v)
+        keys.add(numba_funcify_and_cache_key(node.op, node=node)[1])
+    assert len(keys) == 2
+
+    # and no Op in custom_ops registers around it
+    for path in (ROOT / "custom_ops").rglob("*.py"):
+        assert "register_funcify_default_op_cache_key(" not in path.read_text() \
+            or path.name == "_numba_cache.py", path
