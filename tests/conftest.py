@@ -70,3 +70,24 @@ def pytest_collection_modifyitems(config, items):
         family = family_of(item.nodeid)
         if family is not None:
             item.add_marker(pytest.mark.xdist_group(f"family-{family}"))
+
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_node_collection_finished(node, ids):
+    """Stop the run when ``--dist loadgroup`` silently ignores the groups.
+
+    xdist carries a test's group to its scheduler as a ``@group`` suffix that each worker
+    writes into the node id. pytest 9.2 keeps node ids in a new field, so xdist 3.8's
+    write is lost and every test is spread one by one (pytest-dev/pytest-xdist#1386): a
+    family's kernels then compile on both workers, a cost seen only by timing a cold run.
+    pyproject.toml pins pytest below 9.2 for this; this check tells when that stops holding.
+    """
+    if node.config.getvalue("dist") != "loadgroup":
+        return
+    grouped = [nodeid for nodeid in ids if family_of(nodeid) is not None]
+    if grouped and not any("@" in nodeid for nodeid in grouped):
+        pytest.exit(
+            f"--dist loadgroup did not group the tests (e.g. {grouped[0]} has no @group "
+            "suffix): this pytest / pytest-xdist pair drops it (pytest-dev/pytest-xdist#1386); "
+            "install the versions pyproject.toml allows", returncode=3)
