@@ -17,6 +17,7 @@ float64 (B,) (row ``b`` of ``parents`` under ``weights[b]``).
 
 from __future__ import annotations
 
+import numba
 import numpy as np
 import pytensor.tensor as pt
 from pytensor.gradient import grad_undefined
@@ -106,7 +107,12 @@ def spanning_tree_logp_op(parents, weights):
     return SpanningTreeLogp()(parents, weights)
 
 
-@nb.numba_njit
+# Plain numba.njit, not PyTensor's numba_njit: perform calls these from Python, and
+# PyTensor's decorator leaves out the CPython wrapper (a call from Python crashed).
+_jit = numba.njit(cache=True)
+
+
+@_jit
 def _logp_rows(parents, weights):
     out = np.empty(parents.shape[0])
     for b in range(parents.shape[0]):
@@ -114,7 +120,7 @@ def _logp_rows(parents, weights):
     return out
 
 
-@nb.numba_njit
+@_jit
 def _grad_rows(parents, weights, g):
     out = np.zeros(weights.shape)
     for b in range(parents.shape[0]):

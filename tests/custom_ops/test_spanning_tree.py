@@ -8,7 +8,7 @@ from scipy import stats
 from scipy.sparse.csgraph import minimum_spanning_tree
 
 from custom_ops import spanning_tree_kernels as kernels
-from custom_ops.spanning_tree import spanning_tree_logp_op
+from custom_ops.spanning_tree import SpanningTreeLogpGrad, spanning_tree_logp_op
 from pp_models.trees import (
     all_spanning_trees,
     check_spanning_tree,
@@ -17,6 +17,7 @@ from pp_models.trees import (
     spanning_tree_edges,
     spanning_tree_log_partition,
 )
+from tests.helpers.backends import assert_numba_matches_python
 
 
 def _weights(V, seed):
@@ -122,6 +123,21 @@ def test_op_value_shape_and_gradient():
         [W3 + 0.1], rng=rng)
     with pytest.raises(TypeError, match="integer"):
         spanning_tree_logp_op(pt.matrix(), weights)
+
+
+def test_python_and_numba_backends_agree():
+    # perform (PyTensor's Python backend) once crashed: its kernels lacked the wrapper
+    # that a call from Python needs
+    V = 5
+    W = _weights(V, 4)
+    rows = all_spanning_trees(V)[[3, 50, 124]]
+    parents = pt.lmatrix("parents")
+    weights = pt.tensor3("weights")
+    lp = spanning_tree_logp_op(parents, weights)
+    g = pytensor.grad((lp * np.array([0.5, -1.0, 2.0])).sum(), weights)
+    W3 = np.broadcast_to(W + 0.2, (3, V, V)).copy()
+    assert_numba_matches_python([parents, weights], [lp, g], [rows, W3],
+                                op=SpanningTreeLogpGrad)
 
 
 @pytest.mark.parametrize(("V", "n_draws", "scale"), [(4, 8000, 1.0), (5, 20_000, 1.0),
