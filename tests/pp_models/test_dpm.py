@@ -173,6 +173,7 @@ def test_collapsed_gibbs_auto_with_alpha_prior_and_summaries():
         1.0, abs=2e-3)
 
 
+@pytest.mark.slow  # statistical recovery / agreement run (docs/architecture.md, "What runs where")
 def test_algorithm8_nonconjugate_fit_runs_and_finds_three_clusters():
     X, truth = three_blobs(n_per=(15, 10, 8))
     m = dpm.model(X, likelihood="normal")
@@ -186,6 +187,7 @@ def test_algorithm8_nonconjugate_fit_runs_and_finds_three_clusters():
     assert is_refinement(z_hat, truth)
 
 
+@pytest.mark.slow  # statistical recovery / agreement run (docs/architecture.md, "What runs where")
 def test_stick_breaking_nuts_recovers_the_truth():
     """Well-separated blobs, proportions (1/2, 1/3, 1/6): the three largest sorted weights
     and their component means match the truth within posterior sd + Monte Carlo error."""

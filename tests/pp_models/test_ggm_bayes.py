@@ -138,6 +138,7 @@ def _mean_and_mcse(dt, var):
     return post[var].mean(("chain", "draw")).values, az.mcse(post)[var].values
 
 
+@pytest.mark.slow  # statistical recovery / agreement run (docs/architecture.md, "What runs where")
 def test_nuts_and_block_gibbs_agree_on_the_bayesian_graphical_lasso():
     """p = 5, n = 50, lam ~ Gamma(2, 1): posterior means within 4 combined MCSEs."""
     model = ggm.model(_chain_graph_data(), lam=(2.0, 1.0))

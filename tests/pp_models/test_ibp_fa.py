@@ -138,6 +138,7 @@ def test_missing_data_sampler_gets_it_right():
     result.assert_passed(0.01)
 
 
+@pytest.mark.slow  # statistical recovery / agreement run (docs/architecture.md, "What runs where")
 def test_finite_approximation_with_advi():
     prob = _small_problem(seed=3)
     m = ibp_fa.model(prob.Y, k_max=8)

@@ -54,6 +54,7 @@ def test_correct_step_passes():
     result.assert_passed(0.01)
 
 
+@pytest.mark.slow  # planted-bug power check (docs/architecture.md, "What runs where")
 def test_planted_bug_is_caught():
     """Measured: IgnoresEdgePrior caught on seeds 21, 22 at 1200 and 2000 draws;
     three Gaussian-specific twins passed on both (not detectable at this size): the

@@ -98,6 +98,7 @@ def test_correct_steps_pass(label):
 DIVERGING = {"gamma shape n/2", "lam shape without the diagonal"}
 
 
+@pytest.mark.slow  # planted-bug power check (docs/architecture.md, "What runs where")
 @pytest.mark.parametrize("label", list(TWINS))
 def test_planted_bugs_are_caught(label):
     try:

@@ -86,6 +86,7 @@ def test_auto_assignment_is_the_nsfa_step():
     assert result.step_description == {"nsfa_gibbs": ["Z", "V", "X"]}
 
 
+@pytest.mark.slow  # planted-bug power check (docs/architecture.md, "What runs where")
 @pytest.mark.parametrize("twin", [PrintedOddsNSFA, DeleteSingletonsNSFA])
 def test_planted_bugs_are_caught(twin):
     # both bugs move the number of features by many standard errors (thesis: 1.21 vs 3)

@@ -73,6 +73,7 @@ def test_dense_sampler_gets_it_right():
     result.assert_passed()
 
 
+@pytest.mark.slow  # planted-bug power check (docs/architecture.md, "What runs where")
 def test_planted_bug_is_caught():
     def step(model):
         return KeepsOwnCount.from_model(

@@ -215,6 +215,7 @@ def _mean_and_mcse(phi):
     return phi.mean((0, 1)), phi.std((0, 1)) / np.sqrt(ess), ess
 
 
+@pytest.mark.slow  # statistical recovery / agreement run (docs/architecture.md, "What runs where")
 def test_explicit_model_under_nuts_agrees_with_collapsed_gibbs():
     rng = np.random.default_rng(21)
     true = np.array([[0.3, 0.3, 0.3, 0.04, 0.03, 0.03], [0.03, 0.03, 0.04, 0.3, 0.3, 0.3]])

@@ -133,6 +133,7 @@ def test_correct_step_passes():
     result.assert_passed(0.01)
 
 
+@pytest.mark.slow  # planted-bug power check (docs/architecture.md, "What runs where")
 def test_planted_bug_is_caught():
     """Caught at 1000 draws on seeds 11, 12, 13 (measured)."""
     result = _gir(mot_twins.steps(IgnoresEdgePrior), seed=11, n_samples=1000)

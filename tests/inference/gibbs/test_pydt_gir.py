@@ -171,6 +171,7 @@ def test_full_sampler_passes():
     result.assert_passed(0.01)
 
 
+@pytest.mark.slow  # planted-bug power check (docs/architecture.md, "What runs where")
 def test_branch_moves_without_time_density_are_caught():
     # the branch-point moves without the time proposal's density q_t: caught on 10 of
     # 10 seeds (100-109) at 800 draws, measured 2026-11-26 (the exact test of

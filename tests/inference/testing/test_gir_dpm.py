@@ -104,6 +104,7 @@ def test_auto_assignment_uses_the_zoo_steps():
     assert result.step_description == {"crp_auxiliary_gibbs": ["z"], "NUTS": ["rate"]}
 
 
+@pytest.mark.slow  # planted-bug power check (docs/architecture.md, "What runs where")
 @pytest.mark.parametrize("label", list(TWINS))
 def test_planted_bugs_are_caught(label):
     make_model, step = TWINS[label]

@@ -51,6 +51,7 @@ def test_learned_base_measure_passes():
     assert {"kappa0", "nu0_excess", "S0_scale", "n_clusters"} <= set(result.table.index)
 
 
+@pytest.mark.slow  # planted-bug power check (docs/architecture.md, "What runs where")
 def test_stale_hyperparameters_are_caught():
     result = _gir(steps(StaleHyperGibbs), seed=11)
     assert not result.passed(0.01), str(result)
