@@ -10,6 +10,7 @@ follow the data's dependence). The harness is shared with the discrete family
 (:mod:`tests.inference.gibbs.mot_twins`)."""
 
 import numpy as np
+import pytest
 
 from inference.gibbs.mixture_of_trees import GaussianMixtureOfTreesGibbs
 from pp_models import mixture_of_trees

@@ -1,6 +1,7 @@
 """Getting it right (Geweke 2004) for the collapsed LDA step, and a planted-bug twin."""
 
 import numpy as np
+import pytest
 
 from custom_ops.lda_kernels import build_counts, log_joint
 from inference.gibbs import CollapsedLDAGibbs
