@@ -210,11 +210,12 @@ def collapsed_loglik(family: str, z, X, *hyper):
 #
 # PyTensor's Numba backend links the code of every function a graph calls into that
 # graph's LLVM module and optimises it again there, so each distinct graph containing
-# these Ops re-generated the whole conjugate-marginal code (cold profile of issue #9: a
-# third of all compile time went to graphs re-compiling our kernels). Instead the kernels
-# are compiled once, for every family (the code is a run-time argument), as C callbacks
-# (``numba.cfunc``, cached on disk); LLVM's JIT resolves a symbol named after them, and
-# the graph holds only a thin wrapper that calls that symbol. The symbol name carries
+# these Ops re-generated the whole conjugate-marginal code (issue #9; cold, one process,
+# test_collapsed + test_dpm_learned + test_gir_dpm_hyper: 128 CPU-s compiling with the
+# kernels linked in, 82 through the entry points). Instead the kernels are compiled once,
+# for every family (the code is a run-time argument), as C callbacks (``numba.cfunc``,
+# cached on disk); LLVM's JIT resolves a symbol named after them, and the graph holds
+# only a thin wrapper that calls that symbol. The symbol name carries
 # ``kernel_source_version()``, like the graph cache key, so a graph never resolves to the
 # code of an edited kernel. A C callback cannot raise: it returns a status, the wrapper
 # raises.
@@ -231,6 +232,9 @@ _ENTRY_SIG = types.int64(
     types.CPointer(types.float64),  # out: the value (1) or the gradient (len(hp))
 )
 _KERNEL_FAILED = 1
+_FAILED = ("collapsed log-likelihood: the Numba kernel raised an exception; the same "
+           "inputs through collapsed_loglik_value() or the Op's perform show it")
+_CFUNCS: list = []  # the compiled entry points, alive as long as their symbols
 
 
 def _value_entry(fam, zp, nz, Xp, nx, d, hpp, nh, outp):
@@ -262,12 +266,9 @@ def _entry_points():
         compiled = numba.cfunc(_ENTRY_SIG, cache=True)(entry)
         symbol = f"ppm_collapsed_{name}_{version:x}"
         llvm.add_symbol(symbol, compiled.address)
-        _CFUNCS.append(compiled)  # the symbol points into its code: keep it alive
+        _CFUNCS.append(compiled)
         callables.append(types.ExternalFunction(symbol, _ENTRY_SIG))
     return tuple(callables)
-
-
-_CFUNCS: list = []
 
 
 @register_numba_op(CollapsedLogLik)
@@ -309,10 +310,6 @@ def _numba_collapsed_loglik_grad(op, node, **kwargs):
         return out
 
     return g
-
-
-_FAILED = ("collapsed log-likelihood: the Numba kernel raised an exception; "
-           "collapsed_loglik_value() with the same inputs shows it")
 
 
 # --------------------------------------------------------------------------------------
