@@ -25,18 +25,21 @@ hyperparameter (``custom_ops.conjugate`` ``*_log_marginal_grad`` summed over blo
 
 from __future__ import annotations
 
+import functools
 import math
 
+import llvmlite.binding as llvm
 import numba
 import numpy as np
 import pytensor.tensor as pt
+from numba import carray, types
 from pytensor.gradient import grad_not_implemented, grad_undefined
 from pytensor.graph.basic import Apply
 from pytensor.graph.op import Op
 from pytensor.link.numba.dispatch import basic as nb
 
 from custom_ops import conjugate as cj
-from custom_ops._numba_cache import register_numba_op
+from custom_ops._numba_cache import kernel_source_version, register_numba_op
 from custom_ops.crp import canonicalize
 
 __all__ = [
@@ -203,21 +206,88 @@ def collapsed_loglik(family: str, z, X, *hyper):
 
 
 # --------------------------------------------------------------------------------------
-# Numba registrations: one per Op, whatever the family. ``np.ascontiguousarray`` (no copy
-# for the C-contiguous inputs PyTensor passes) types read-only inputs as writable, so the
-# kernels are not compiled again for read-only arrays. The family code stays a
-# compile-time constant here on purpose: Numba links a kernel's code into every graph
-# function that calls it and optimises it again there, and a kernel specialised to one
-# family is a quarter of the code of the run-time-family one.
+# Numba registrations: the graph calls the kernels through C entry points.
+#
+# PyTensor's Numba backend links the code of every function a graph calls into that
+# graph's LLVM module and optimises it again there, so each distinct graph containing
+# these Ops re-generated the whole conjugate-marginal code (issue #9; cold, one process,
+# test_collapsed + test_dpm_learned + test_gir_dpm_hyper: 128 CPU-s compiling with the
+# kernels linked in, 82 through the entry points). Instead the kernels are compiled once,
+# for every family (the code is a run-time argument), as C callbacks (``numba.cfunc``,
+# cached on disk); LLVM's JIT resolves a symbol named after them, and the graph holds
+# only a thin wrapper that calls that symbol. The symbol name carries
+# ``kernel_source_version()``, like the graph cache key, so a graph never resolves to the
+# code of an edited kernel. A C callback cannot raise: it returns a status, the wrapper
+# raises.
 # --------------------------------------------------------------------------------------
+_ENTRY_SIG = types.int64(
+    types.int64,  # family code
+    types.CPointer(types.int64),  # z, C-contiguous
+    types.int64,  # len(z)
+    types.CPointer(types.float64),  # X, C-contiguous
+    types.int64,  # rows of X
+    types.int64,  # columns of X
+    types.CPointer(types.float64),  # hp, flat (pack_hyper layout)
+    types.int64,  # len(hp)
+    types.CPointer(types.float64),  # out: the value (1) or the gradient (len(hp))
+)
+_KERNEL_FAILED = 1
+_FAILED = ("collapsed log-likelihood: the Numba kernel raised an exception; the same "
+           "inputs through collapsed_loglik_value() or the Op's perform show it")
+_CFUNCS: list = []  # the compiled entry points, alive as long as their symbols
+
+
+def _value_entry(fam, zp, nz, Xp, nx, d, hpp, nh, outp):
+    try:
+        out = carray(outp, (1,))
+        out[0] = _value(fam, carray(zp, (nz,)), carray(Xp, (nx, d)), carray(hpp, (nh,)))
+    except Exception:  # nopython mode catches no narrower class
+        return _KERNEL_FAILED
+    return 0
+
+
+def _grad_entry(fam, zp, nz, Xp, nx, d, hpp, nh, outp):
+    try:
+        out = carray(outp, (nh,))
+        out[:] = _grad(fam, carray(zp, (nz,)), carray(Xp, (nx, d)), carray(hpp, (nh,)))
+    except Exception:
+        return _KERNEL_FAILED
+    return 0
+
+
+@functools.cache
+def _entry_points():
+    """Compile (or load from Numba's cache) the C entry points once per process, make
+    their symbols known to LLVM's JIT linker and return the functions a jitted caller
+    uses to call them. Called before any graph that uses them is compiled or loaded."""
+    version = kernel_source_version()
+    callables = []
+    for name, entry in (("value", _value_entry), ("grad", _grad_entry)):
+        compiled = numba.cfunc(_ENTRY_SIG, cache=True)(entry)
+        symbol = f"ppm_collapsed_{name}_{version:x}"
+        llvm.add_symbol(symbol, compiled.address)
+        _CFUNCS.append(compiled)
+        callables.append(types.ExternalFunction(symbol, _ENTRY_SIG))
+    return tuple(callables)
+
+
 @register_numba_op(CollapsedLogLik)
 def _numba_collapsed_loglik(op, node, **kwargs):
     fam = cj.FAMILY_CODES[op.family]
+    value_entry, _ = _entry_points()
 
     @nb.numba_njit
     def f(z, X, *hyper):
         hp = cj.flatten_hyper(hyper)
-        return np.asarray(_value(fam, np.ascontiguousarray(z), np.ascontiguousarray(X), hp))
+        z = np.ascontiguousarray(z)
+        X = np.ascontiguousarray(X)
+        out = np.empty(1)
+        # .ctypes (not .ctypes.data) holds a reference: a copy made above stays alive
+        status = value_entry(fam, z.ctypes, z.shape[0], X.ctypes, X.shape[0], X.shape[1],
+                             hp.ctypes, hp.shape[0], out.ctypes)
+        if status != 0:
+            raise RuntimeError(_FAILED)
+        return np.asarray(out[0])
 
     return f
 
@@ -225,12 +295,19 @@ def _numba_collapsed_loglik(op, node, **kwargs):
 @register_numba_op(CollapsedLogLikGrad)
 def _numba_collapsed_loglik_grad(op, node, **kwargs):
     fam = cj.FAMILY_CODES[op.family]
+    _, grad_entry = _entry_points()
 
     @nb.numba_njit
     def g(z, X, *hyper):
-        return _grad(
-            fam, np.ascontiguousarray(z), np.ascontiguousarray(X), cj.flatten_hyper(hyper)
-        )
+        hp = cj.flatten_hyper(hyper)
+        z = np.ascontiguousarray(z)
+        X = np.ascontiguousarray(X)
+        out = np.empty(hp.shape[0])
+        status = grad_entry(fam, z.ctypes, z.shape[0], X.ctypes, X.shape[0], X.shape[1],
+                            hp.ctypes, hp.shape[0], out.ctypes)
+        if status != 0:
+            raise RuntimeError(_FAILED)
+        return out
 
     return g
 

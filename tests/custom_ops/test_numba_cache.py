@@ -105,3 +105,73 @@ def test_every_op_registration_is_keyed_on_the_source(monkeypatch):
     for path in (ROOT / "custom_ops").rglob("*.py"):
         assert "register_funcify_default_op_cache_key(" not in path.read_text() \
             or path.name == "_numba_cache.py", path
+
+
+# A graph with CollapsedLogLik and its gradient: the Ops call their kernels through C
+# entry points that each process registers with LLVM's linker (custom_ops.collapsed).
+COLLAPSED_GRAPH = """
+import json
+import numpy as np
+import pytensor
+import pytensor.tensor as pt
+from numba.core import event
+
+from custom_ops import collapsed
+
+compiled = []
+
+
+class Listener(event.Listener):
+    def on_start(self, ev):
+        compiled.append(ev.data["dispatcher"].py_func.__qualname__)
+
+    def on_end(self, ev):
+        pass
+
+
+event.register("numba:compile", Listener())
+rng = np.random.default_rng(3)
+z = np.array([0, 2, 2, 5, 0, 5, 5, 1])
+X = rng.normal(size=(8, 3))
+m0, k0, nu0, S0 = pt.dvector("m0"), pt.dscalar("k0"), pt.dscalar("nu0"), pt.dmatrix("S0")
+ll = collapsed.collapsed_loglik("gaussian", z, X, m0, k0, nu0, S0)
+fn = pytensor.function([m0, k0, nu0, S0], [ll, *pytensor.grad(ll, [m0, k0, nu0, S0])],
+                       mode="NUMBA")
+args = (np.zeros(3), np.array(0.5), np.array(4.5), 2.0 * np.eye(3))
+out = [np.asarray(o).tolist() for o in fn(*args)]
+bad = fn(np.zeros(3), np.array(-1.0), np.array(4.5), np.eye(3))  # invalid kappa0
+print(json.dumps({"out": out, "bad": [np.asarray(o).tolist() for o in bad],
+                  "compiled": compiled,
+                  "entry_cache_hits": [c.cache_hits for c in collapsed._CFUNCS],
+                  "reference": collapsed.collapsed_loglik_value(
+                      "gaussian", z, X, [a.tolist() for a in args])}))
+"""
+
+
+def test_a_collapsed_graph_loaded_from_pytensors_cache_finds_its_kernels(tmp_path):
+    """The second process loads the compiled graph from PyTensor's cache; its calls into
+    the kernels resolve to the C entry points that process registered (a missing symbol
+    would fail at link time) and give the same numbers."""
+    import json
+
+    import numpy as np
+
+    env = dict(os.environ, PYTHONPATH=str(ROOT),
+               PYTENSOR_FLAGS=f"base_compiledir={tmp_path / 'pytensor'}")
+
+    def run():
+        proc = subprocess.run([sys.executable, "-c", COLLAPSED_GRAPH], env=env,
+                              cwd=tmp_path, capture_output=True, text=True, timeout=600)
+        assert proc.returncode == 0, proc.stderr
+        return json.loads(proc.stdout.strip().splitlines()[-1])
+
+    first, second = run(), run()
+    assert any("numba_funcified_fgraph" in name for name in first["compiled"])
+    assert not [name for name in second["compiled"]
+                if "fgraph" in name or "collapsed" in name], second["compiled"]
+    assert second["entry_cache_hits"] == [1, 1]
+    assert second["out"] == first["out"]
+    assert np.isclose(first["out"][0], first["reference"], rtol=1e-12)
+    # an invalid hyperparameter gives -inf and a zero gradient, as the kernels do
+    assert second["bad"][0] == -np.inf
+    assert not np.any(np.concatenate([np.ravel(g) for g in second["bad"][1:]]))
