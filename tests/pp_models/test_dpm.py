@@ -220,7 +220,7 @@ def test_stick_breaking_advi_runs_with_the_same_layout():
     X, _ = three_blobs(n_per=(20, 15, 10))
     m = dpm.model(X, likelihood="diag_gaussian", truncation=5)
     dt = fit(m, method="advi", draws=100, chains=2, random_seed=0, progressbar=False,
-             n=3000)
+             n=500)  # the layout, not convergence, is checked
     post = posterior_with_labels(dt)
     assert dict(post.sizes)["chain"] == 2 and dict(post.sizes)["draw"] == 100
     assert post["w"].shape == (2, 100, 5) and post["z"].shape == (2, 100, 45)
