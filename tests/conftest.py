@@ -72,7 +72,6 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.xdist_group(f"family-{family}"))
 
 
-
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_node_collection_finished(node, ids):
     """Stop the run when ``--dist loadgroup`` silently ignores the groups.
