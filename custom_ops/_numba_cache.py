@@ -21,7 +21,13 @@ import os
 import sys
 from pathlib import Path
 
-__all__ = ["kernel_source_version", "register_numba_op", "use_user_cache_dir", "user_cache_dir"]
+__all__ = [
+    "c_entry_points",
+    "kernel_source_version",
+    "register_numba_op",
+    "use_user_cache_dir",
+    "user_cache_dir",
+]
 
 
 def user_cache_dir() -> Path:
@@ -94,3 +100,46 @@ def register_numba_op(op_type):
         return funcify
 
     return decorator
+
+
+# Compiled C entry points, kept alive as long as the process: LLVM's JIT holds only their
+# addresses under the symbols added below.
+_ENTRY_POINTS: dict[str, object] = {}
+
+
+def c_entry_points(prefix: str, signature, **entries):
+    """Compile (or load from Numba's cache) heavy kernels as C entry points and return,
+    in the order given, the functions a jitted caller uses to call them.
+
+    PyTensor's Numba backend links the code of every function a graph calls into that
+    graph's LLVM module and optimises and code-generates it again, so a kernel called
+    from many distinct graphs was compiled once per graph (issue #9: 603 of 695 CPU-s of
+    a cold test run were compiling). A kernel compiled once as ``numba.cfunc(signature,
+    cache=True)`` and called through a symbol is not: the graph holds only the call.
+
+    Each entry ``name=function`` becomes the LLVM symbol
+    ``ppm_<prefix>_<name>_<kernel_source_version() in hex>``, registered with LLVM's JIT
+    linker here and called through ``numba.types.ExternalFunction``. The version in the
+    name matches PyTensor's cache key for graphs of a registered Op
+    (:func:`register_numba_op`), so a cached graph never resolves to an edited kernel.
+    Call this from the Op's Numba registration: PyTensor builds that before it compiles
+    or loads a graph using the Op, so the symbol exists before any graph is linked.
+
+    The functions must have the C signature ``signature`` and must not raise (a C
+    callback cannot): catch exceptions inside and return a status code for the jitted
+    caller to turn into an exception.
+    """
+    import llvmlite.binding as llvm
+    import numba
+    from numba import types
+
+    version = kernel_source_version()
+    callables = []
+    for name, function in entries.items():
+        symbol = f"ppm_{prefix}_{name}_{version:x}"
+        if symbol not in _ENTRY_POINTS:
+            compiled = numba.cfunc(signature, cache=True)(function)
+            llvm.add_symbol(symbol, compiled.address)
+            _ENTRY_POINTS[symbol] = compiled
+        callables.append(types.ExternalFunction(symbol, signature))
+    return tuple(callables)

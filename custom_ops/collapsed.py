@@ -28,7 +28,6 @@ from __future__ import annotations
 import functools
 import math
 
-import llvmlite.binding as llvm
 import numba
 import numpy as np
 import pytensor.tensor as pt
@@ -39,7 +38,7 @@ from pytensor.graph.op import Op
 from pytensor.link.numba.dispatch import basic as nb
 
 from custom_ops import conjugate as cj
-from custom_ops._numba_cache import kernel_source_version, register_numba_op
+from custom_ops._numba_cache import c_entry_points, register_numba_op
 from custom_ops.crp import canonicalize
 
 __all__ = [
@@ -213,12 +212,9 @@ def collapsed_loglik(family: str, z, X, *hyper):
 # these Ops re-generated the whole conjugate-marginal code (issue #9; cold, one process,
 # test_collapsed + test_dpm_learned + test_gir_dpm_hyper: 128 CPU-s compiling with the
 # kernels linked in, 82 through the entry points). Instead the kernels are compiled once,
-# for every family (the code is a run-time argument), as C callbacks (``numba.cfunc``,
-# cached on disk); LLVM's JIT resolves a symbol named after them, and the graph holds
-# only a thin wrapper that calls that symbol. The symbol name carries
-# ``kernel_source_version()``, like the graph cache key, so a graph never resolves to the
-# code of an edited kernel. A C callback cannot raise: it returns a status, the wrapper
-# raises.
+# for every family (the code is a run-time argument), as C entry points
+# (``_numba_cache.c_entry_points``), and the graph holds only a thin wrapper that calls
+# them. A C callback cannot raise: it returns a status, the wrapper raises.
 # --------------------------------------------------------------------------------------
 _ENTRY_SIG = types.int64(
     types.int64,  # family code
@@ -234,7 +230,6 @@ _ENTRY_SIG = types.int64(
 _KERNEL_FAILED = 1
 _FAILED = ("collapsed log-likelihood: the Numba kernel raised an exception; the same "
            "inputs through collapsed_loglik_value() or the Op's perform show it")
-_CFUNCS: list = []  # the compiled entry points, alive as long as their symbols
 
 
 def _value_entry(fam, zp, nz, Xp, nx, d, hpp, nh, outp):
@@ -257,18 +252,7 @@ def _grad_entry(fam, zp, nz, Xp, nx, d, hpp, nh, outp):
 
 @functools.cache
 def _entry_points():
-    """Compile (or load from Numba's cache) the C entry points once per process, make
-    their symbols known to LLVM's JIT linker and return the functions a jitted caller
-    uses to call them. Called before any graph that uses them is compiled or loaded."""
-    version = kernel_source_version()
-    callables = []
-    for name, entry in (("value", _value_entry), ("grad", _grad_entry)):
-        compiled = numba.cfunc(_ENTRY_SIG, cache=True)(entry)
-        symbol = f"ppm_collapsed_{name}_{version:x}"
-        llvm.add_symbol(symbol, compiled.address)
-        _CFUNCS.append(compiled)
-        callables.append(types.ExternalFunction(symbol, _ENTRY_SIG))
-    return tuple(callables)
+    return c_entry_points("collapsed", _ENTRY_SIG, value=_value_entry, grad=_grad_entry)
 
 
 @register_numba_op(CollapsedLogLik)

@@ -116,7 +116,7 @@ import pytensor
 import pytensor.tensor as pt
 from numba.core import event
 
-from custom_ops import collapsed
+from custom_ops import _numba_cache, collapsed
 
 compiled = []
 
@@ -142,34 +142,44 @@ out = [np.asarray(o).tolist() for o in fn(*args)]
 bad = fn(np.zeros(3), np.array(-1.0), np.array(4.5), np.eye(3))  # invalid kappa0
 print(json.dumps({"out": out, "bad": [np.asarray(o).tolist() for o in bad],
                   "compiled": compiled,
-                  "entry_cache_hits": [c.cache_hits for c in collapsed._CFUNCS],
+                  "entry_cache_hits": {symbol: entry.cache_hits for symbol, entry
+                                       in _numba_cache._ENTRY_POINTS.items()},
                   "reference": collapsed.collapsed_loglik_value(
                       "gaussian", z, X, [a.tolist() for a in args])}))
 """
+
+
+def run_twice_on_one_cache(script, tmp_path):
+    """Run ``script`` in two fresh processes sharing one PyTensor and Numba cache; each
+    prints one JSON line last. The second process loads what the first compiled."""
+    import json
+
+    env = dict(os.environ, PYTHONPATH=str(ROOT),
+               PYTENSOR_FLAGS=f"base_compiledir={tmp_path / 'pytensor'}")
+
+    def run():
+        proc = subprocess.run([sys.executable, "-c", script], env=env,
+                              cwd=tmp_path, capture_output=True, text=True, timeout=600)
+        assert proc.returncode == 0, proc.stderr
+        return json.loads(proc.stdout.strip().splitlines()[-1])
+
+    return run(), run()
 
 
 def test_a_collapsed_graph_loaded_from_pytensors_cache_finds_its_kernels(tmp_path):
     """The second process loads the compiled graph from PyTensor's cache; its calls into
     the kernels resolve to the C entry points that process registered (a missing symbol
     would fail at link time) and give the same numbers."""
-    import json
-
     import numpy as np
 
-    env = dict(os.environ, PYTHONPATH=str(ROOT),
-               PYTENSOR_FLAGS=f"base_compiledir={tmp_path / 'pytensor'}")
-
-    def run():
-        proc = subprocess.run([sys.executable, "-c", COLLAPSED_GRAPH], env=env,
-                              cwd=tmp_path, capture_output=True, text=True, timeout=600)
-        assert proc.returncode == 0, proc.stderr
-        return json.loads(proc.stdout.strip().splitlines()[-1])
-
-    first, second = run(), run()
+    first, second = run_twice_on_one_cache(COLLAPSED_GRAPH, tmp_path)
     assert any("numba_funcified_fgraph" in name for name in first["compiled"])
     assert not [name for name in second["compiled"]
                 if "fgraph" in name or "collapsed" in name], second["compiled"]
-    assert second["entry_cache_hits"] == [1, 1]
+    hits = second["entry_cache_hits"]
+    assert sorted(symbol.split("_")[2] for symbol in hits) == ["grad", "value"], hits
+    assert all(symbol.startswith("ppm_collapsed_") for symbol in hits), hits
+    assert list(hits.values()) == [1, 1]
     assert second["out"] == first["out"]
     assert np.isclose(first["out"][0], first["reference"], rtol=1e-12)
     # an invalid hyperparameter gives -inf and a zero gradient, as the kernels do
