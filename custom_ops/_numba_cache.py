@@ -24,6 +24,7 @@ from pathlib import Path
 __all__ = [
     "c_entry_points",
     "kernel_source_version",
+    "make_cache_writes_process_safe",
     "register_numba_op",
     "use_user_cache_dir",
     "user_cache_dir",
@@ -62,6 +63,44 @@ def use_user_cache_dir() -> str | None:
 
         config.CACHE_DIR = str(folder)
     return str(folder)
+
+
+def make_cache_writes_process_safe() -> None:
+    """Serialise writes to Numba's on-disk cache between processes (idempotent).
+
+    Numba saves a compiled signature by reading the function's index file, taking the
+    first free data-file number, writing the index, then the data file, without a lock
+    (numba/numba#10128). Two processes compiling the same function at once (two test
+    workers, parallel chains on a cold cache) can both take number k: the index then maps
+    one signature to the other's machine code. Seen in a cold test run (two xdist workers,
+    one compile cache): PyTensor's ``scalar_from_tensor`` index mapped ``int32`` to a file
+    holding the ``float64`` code, and every later process failed to type that graph. Here
+    the read-number-write sequence runs under a file lock beside the index, so each
+    process sees the numbers the others took. PyTensor's graph cache uses the same Numba
+    class, so it is covered too. A cache folder where no lock file can be created (read
+    only) falls back to Numba's unlocked write.
+    """
+    from filelock import FileLock
+    from numba.core import caching
+
+    unlocked_save = caching.IndexDataCacheFile.save
+    if getattr(unlocked_save, "_ppm_locked", False):
+        return
+
+    @functools.wraps(unlocked_save)
+    def save(self, key, data):
+        try:
+            lock = FileLock(self._index_path + ".lock")
+            lock.acquire()
+        except OSError:
+            return unlocked_save(self, key, data)
+        try:
+            return unlocked_save(self, key, data)
+        finally:
+            lock.release()
+
+    save._ppm_locked = True
+    caching.IndexDataCacheFile.save = save
 
 
 @functools.cache

@@ -32,6 +32,11 @@ if "NUMBA_OPT" not in os.environ:
             f for f in (os.environ.get("PYTENSOR_FLAGS", ""),
                         f"base_compiledir={_compiledir}") if f)
 
+# Both xdist workers share one compile cache, and Numba's cache writes race between
+# processes (custom_ops._numba_cache.make_cache_writes_process_safe): custom_ops installs
+# a lock when imported; import it before any test can compile a graph without it.
+import custom_ops  # noqa: E402,F401
+
 
 # --- one xdist worker per family -------------------------------------------------------
 # A cold run (fresh clone, empty HOME) spends most of its time compiling Numba kernels and

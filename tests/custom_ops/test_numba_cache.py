@@ -185,3 +185,88 @@ def test_a_collapsed_graph_loaded_from_pytensors_cache_finds_its_kernels(tmp_pat
     # an invalid hyperparameter gives -inf and a zero gradient, as the kernels do
     assert second["bad"][0] == -np.inf
     assert not np.any(np.concatenate([np.ravel(g) for g in second["bad"][1:]]))
+
+
+# Two processes save one signature each into the same Numba cache index at the same
+# moment. Numba reads the index, takes the first free data-file number, writes the index,
+# then the data; the delays below force the interleaving that corrupted a cold test run:
+# both read the empty index and take number 1; the int32 process writes the index first
+# and its data last, so the float64 signature ends up mapped to the int32 code.
+CONCURRENT_SAVE = """
+import importlib.util, pickle, sys, time
+from numba.core import caching
+
+folder, name, start_at, index_delay, data_delay, locked = sys.argv[1:7]
+spec = importlib.util.spec_from_file_location("nc", r"{module}")
+nc = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(nc)
+if locked == "1":
+    nc.make_cache_writes_process_safe()
+
+read_index = caching.IndexDataCacheFile._load_index
+write_index = caching.IndexDataCacheFile._save_index
+write_data = caching.IndexDataCacheFile._save_data
+
+
+def slow_read(self):
+    index = read_index(self)
+    time.sleep(0.6)  # both processes now hold the same (empty) index
+    return index
+
+
+def slow_index_write(self, *args):
+    time.sleep(float(index_delay))
+    return write_index(self, *args)
+
+
+def slow_write(self, *args):
+    time.sleep(float(data_delay))
+    return write_data(self, *args)
+
+
+caching.IndexDataCacheFile._load_index = slow_read
+caching.IndexDataCacheFile._save_index = slow_index_write
+caching.IndexDataCacheFile._save_data = slow_write
+cache = caching.IndexDataCacheFile(folder, "kernel", source_stamp=0)
+time.sleep(max(0.0, float(start_at) - time.time()))
+cache.save(("signature", name), "code of " + name)
+"""
+
+
+def test_the_cache_lock_keeps_each_signature_with_its_code(tmp_path):
+    """With the lock both signatures keep their code. Without it (Numba's own save, run at
+    the same time in another folder, so this test can fail) one signature is lost and the
+    other maps to the wrong code."""
+    import time
+
+    from numba.core import caching
+
+    script = CONCURRENT_SAVE.replace("{module}", str(ROOT / "custom_ops" / "_numba_cache.py"))
+    start_at = time.time() + 3.0  # after every interpreter has imported numba
+    runs = {}
+    for locked in ("1", "0"):
+        folder = tmp_path / f"locked{locked}"
+        folder.mkdir()
+        runs[locked] = folder, [
+            subprocess.Popen([sys.executable, "-c", script, str(folder), name, str(start_at),
+                              index_delay, data_delay, locked],
+                             stderr=subprocess.PIPE, text=True)
+            for name, index_delay, data_delay in (("int32", "0.0", "1.2"),
+                                                  ("float64", "0.3", "0.0"))]
+    saved = {}
+    for locked, (folder, procs) in runs.items():
+        for proc in procs:
+            _, err = proc.communicate(timeout=120)
+            assert proc.returncode == 0, err
+        cache = caching.IndexDataCacheFile(str(folder), "kernel", source_stamp=0)
+        saved[locked] = {key[1]: cache.load(key) for key in cache._load_index()}
+    assert saved["1"] == {"int32": "code of int32", "float64": "code of float64"}
+    assert saved["0"] == {"float64": "code of int32"}
+
+
+def test_importing_custom_ops_installs_the_lock():
+    from numba.core import caching
+
+    import custom_ops  # noqa: F401
+
+    assert getattr(caching.IndexDataCacheFile.save, "_ppm_locked", False)
