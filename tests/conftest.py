@@ -37,7 +37,6 @@ if "NUMBA_OPT" not in os.environ:
 # a lock when imported; import it before any test can compile a graph without it.
 import custom_ops  # noqa: E402,F401
 
-
 # --- one xdist worker per family -------------------------------------------------------
 # A cold run (fresh clone, empty HOME) spends most of its time compiling Numba kernels and
 # PyTensor graphs. With the tests of one family spread over both workers, each worker
