@@ -185,15 +185,41 @@ def tree_grad(fam, pstats, merges, alpha, hp, g_logp, g_logr, g_logd):
 # --------------------------------------------------------------------------------------
 # kernels the Op (perform and Numba) calls: validate, then evaluate
 # --------------------------------------------------------------------------------------
+# What the Op's kernels raise for invalid fixed inputs (perform and Numba alike).
+N_TOO_SMALL = "data: BHC needs at least 2 points"
+BAD_MERGES = "merges: not a valid binary tree over the n data points"
+BAD_DATA = "data: invalid values for this likelihood (NaN, non-binary, bad counts)"
+
+
 @_jit
-def _check_op_inputs(fam, data, merges):
+def _op_input_error(fam, data, merges):
+    """0 if the Op can evaluate ``data`` and ``merges``, else 1 (fewer than 2 points),
+    2 (not a binary tree over them) or 3 (data outside the family's support): a code,
+    not an exception, so that a C entry point can report it."""
     n = data.shape[0]
     if n < 2:
-        raise ValueError("data: BHC needs at least 2 points")
+        return 1
     if merges_error(merges, n) != 0:
-        raise ValueError("merges: not a valid binary tree over the n data points")
+        return 2
     if cj.data_error(fam, data) != 0:
-        raise ValueError("data: invalid values for this likelihood (NaN, non-binary, bad counts)")
+        return 3
+    return 0
+
+
+@_jit
+def _raise_input_error(code):
+    """Raise the ``ValueError`` of an :func:`_op_input_error` code (nothing for 0)."""
+    if code == 1:
+        raise ValueError(N_TOO_SMALL)
+    if code == 2:
+        raise ValueError(BAD_MERGES)
+    if code == 3:
+        raise ValueError(BAD_DATA)
+
+
+@_jit
+def _check_op_inputs(fam, data, merges):
+    _raise_input_error(_op_input_error(fam, data, merges))
 
 
 # Data and tree are fixed inputs: invalid ones raise. alpha and the hyperparameters are
