@@ -270,3 +270,93 @@ def test_importing_custom_ops_installs_the_lock():
     import custom_ops  # noqa: F401
 
     assert getattr(caching.IndexDataCacheFile.save, "_ppm_locked", False)
+
+
+# BHCEvidence and its gradient (custom_ops.bhc), two likelihoods, one of them with
+# invalid data: the kernels' input checks come back through the C entry points as codes
+# that the graph turns into the Op's ValueErrors.
+BHC_GRAPH = """
+import json
+import numpy as np
+import pytensor
+import pytensor.tensor as pt
+from numba.core import event
+from pytensor.compile.mode import Mode
+
+from custom_ops import _numba_cache, bhc
+
+compiled = []
+
+
+class Listener(event.Listener):
+    def on_start(self, ev):
+        compiled.append(ev.data["dispatcher"].py_func.__qualname__)
+
+    def on_end(self, ev):
+        pass
+
+
+event.register("numba:compile", Listener())
+rng = np.random.default_rng(4)
+n = 9
+# a caterpillar tree: leaves 0 and 1 first, then each next leaf joins the last cluster
+merges = np.array([[0, 1]] + [[t + 1, n + t - 1] for t in range(1, n - 1)])
+data, tree, alpha = pt.dmatrix("data"), pt.lmatrix("merges"), pt.dscalar("alpha")
+cases = {
+    "bernoulli": ((rng.random((n, 3)) < 0.4).astype(float),
+                  [np.array([1.0, 0.5, 2.0]), np.array([0.7, 1.5, 1.0])]),
+    "gaussian": (rng.normal(size=(n, 3)),
+                 [np.zeros(3), np.array(0.5), np.array(5.5), 2.0 * np.eye(3)]),
+}
+result = {}
+for family, (X, values) in cases.items():
+    names = bhc.cj.FAMILIES[family].hyper_names
+    hyper = [pt.as_tensor_variable(v).type(name) for v, name in zip(values, names)]
+    lp, log_r = bhc.bhc_log_evidence(data, tree, alpha, likelihood=family,
+                                     **dict(zip(names, hyper)))
+    outputs = [lp, log_r, *pytensor.grad(lp + log_r.sum(), [alpha, *hyper])]
+    inputs = [data, tree, alpha, *hyper]
+    fn = pytensor.function(inputs, outputs, mode="NUMBA")
+    by_perform = pytensor.function(inputs, outputs, mode=Mode(linker="py"))
+    args = [X, merges, np.array(1.7), *values]
+    bad_data = X.copy()
+    bad_data[2, 1] = np.nan
+    errors = []
+    for bad in ([bad_data, *args[1:]], [X, merges[::-1], *args[2:]]):
+        try:
+            fn(*bad)
+        except ValueError as error:
+            errors.append(str(error))
+    result[family] = {"out": [np.asarray(o).tolist() for o in fn(*args)],
+                      "perform": [np.asarray(o).tolist() for o in by_perform(*args)],
+                      "errors": errors}
+print(json.dumps({"result": result, "compiled": compiled,
+                  "messages": [bhc.BAD_DATA, bhc.BAD_MERGES],
+                  "entry_cache_hits": {symbol: entry.cache_hits for symbol, entry
+                                       in _numba_cache._ENTRY_POINTS.items()}}))
+"""
+
+
+def test_a_bhc_graph_loaded_from_pytensors_cache_finds_its_kernels(tmp_path):
+    """As for the collapsed Ops: the second process compiles no graph and no kernel, its
+    graphs call the entry points it loaded from Numba's cache, and they compute what the
+    Ops' perform computes, values and gradients; invalid data or trees raise the Op's
+    ValueErrors through the entry points' status codes."""
+    import numpy as np
+
+    first, second = run_twice_on_one_cache(BHC_GRAPH, tmp_path)
+    assert any("numba_funcified_fgraph" in name for name in first["compiled"])
+    assert not [name for name in second["compiled"]
+                if "fgraph" in name or "forward" in name or "grad" in name], \
+        second["compiled"]
+    hits = second["entry_cache_hits"]
+    assert sorted(symbol.rsplit("_", 1)[0] for symbol in hits) == ["ppm_bhc_forward",
+                                                                   "ppm_bhc_grad"], hits
+    assert list(hits.values()) == [1, 1], hits
+    for family in ("bernoulli", "gaussian"):
+        ours, reference = second["result"][family], first["result"][family]
+        assert ours["out"] == reference["out"], family
+        for value, expected in zip(ours["out"], ours["perform"], strict=True):
+            np.testing.assert_allclose(value, expected, rtol=1e-12, atol=1e-12)
+        assert len(ours["out"]) == 2 + 1 + {"bernoulli": 2, "gaussian": 4}[family]
+        assert ours["errors"] == second["messages"], family
