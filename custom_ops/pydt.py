@@ -99,7 +99,8 @@ __all__ = [
 # (test_pydt_sweep, test_pydt_branch).
 _jit = numba.njit(cache=True, error_model="numpy", fastmath=False)
 # The recursion's bodies, inlined into their callers and compiled with the callers' flags:
-# pydt_forward and _value_and_grad (exact), and the Op's entry points (vectorised, below).
+# pydt_forward and _value_and_grad (exact), and the Op's C entry points (vectorised,
+# below).
 _inline = numba.njit(inline="always", error_model="numpy")
 _LOG_2PI = math.log(2.0 * math.pi)
 _MIN_VARIANCE = 1e-300
@@ -682,13 +683,13 @@ class PYDTLogProbGrad(Op):
 # Instead the kernels are compiled once as C entry points (``_numba_cache.c_entry_points``,
 # cached on disk) and the graph holds only a thin wrapper calling them; the gradient
 # writes straight into the wrapper's output arrays. Cold (empty HOME), one process, every
-# PYDT test file: 169 CPU-s with the kernels linked in, 152 through the entry points (the
-# run's 80 graph compiles 136 -> 86 CPU-s; the entry points and the bodies inlined into them
-# cost some back, once). Warm value + gradient at N = 2000, D = 171 unchanged (~1.1 ms,
-# value alone ~380 µs, fastest of 100 on a shared box). The kernels raise nothing for bad
-# input (an invalid tree or parameters give -inf and NaN gradients); any exception
-# escaping them (a C callback cannot raise) becomes a status, raised by the thin
-# wrapper as a RuntimeError naming the Op.
+# PYDT test file: 169 CPU-s with the kernels linked in, 136 through the entry points (the
+# run's 80 graph compiles 136 -> 74 CPU-s; the entry points cost some back, once). Warm
+# value + gradient at N = 2000, D = 171 unchanged (~1.1 ms, value alone ~380 µs, fastest
+# of 100 on a shared box). The kernels raise nothing for bad input (an invalid tree or
+# parameters give -inf and NaN gradients); any exception escaping them (a C callback
+# cannot raise) becomes a status, raised by the thin wrapper as a RuntimeError naming
+# the Op.
 # --------------------------------------------------------------------------------------
 _TREE_AND_DATA = (
     types.CPointer(types.int64),  # parent, C-contiguous
@@ -727,28 +728,18 @@ _GRAD_FAILED = ("PYDTLogProbGrad: the Numba kernel raised an exception; the same
 # LLVM only if it may reassociate. Linked into PyTensor's graphs (compiled with fastmath)
 # the recursion got that, so the entry points keep it: value alone at N = 2000, D = 171,
 # 355 µs against 690 µs without. Not 'nnan'/'ninf': the checks for NaN and the -inf of an
-# invalid tree stay. The bodies are inlined here, so the exact pydt_forward the samplers
-# call is a different compiled function.
-_jit_vectorised = numba.njit(cache=True, error_model="numpy",
-                             fastmath={"reassoc", "contract", "nsz", "arcp"})
-
-
-@_jit_vectorised
-def _forward_vectorised(parent, log1m_t, X, c, theta, alpha, sigma2):
-    return _forward(parent, log1m_t, X, c, theta, alpha, sigma2)
-
-
-@_jit_vectorised
-def _value_and_grad_vectorised(parent, log1m_t, X, c, theta, alpha, sigma2, w_prior, w_lik,
-                               wrt_data, g_l, g_x):
-    return _value_and_grad_into(parent, log1m_t, X, c, theta, alpha, sigma2, w_prior,
-                                w_lik, wrt_data, g_l, g_x)
+# invalid tree stay (and error_model="numpy", as for every kernel here). The bodies are
+# inlined into the entry points, so the exact pydt_forward the samplers call is another
+# compiled function, and the recursion is compiled once more per process, not twice (a
+# jitted function in between would be compiled, then linked into the entry point and
+# optimised again: 6.6 CPU-s of a cold run).
+_ENTRY_OPTIONS = {"fastmath": {"reassoc", "contract", "nsz", "arcp"}, "error_model": "numpy"}
 
 
 def _forward_entry(pp, n_nodes, lp_, n_int, xp, n, d, c, theta, alpha, sigma2, outp):
     try:
         out = carray(outp, (2,))
-        out[0], out[1] = _forward_vectorised(
+        out[0], out[1] = _forward(
             carray(pp, (n_nodes,)), carray(lp_, (n_int,)), carray(xp, (n, d)), c, theta,
             alpha, sigma2)
     except Exception:  # nopython mode catches no narrower class
@@ -761,7 +752,7 @@ def _grad_entry(pp, n_nodes, lp_, n_int, xp, n, d, c, theta, alpha, sigma2, w_pr
     try:
         g_x = carray(gxp, (n, d)) if wrt_data else carray(gxp, (0, 0))
         out = carray(outp, (6,))
-        out[:] = _value_and_grad_vectorised(
+        out[:] = _value_and_grad_into(
             carray(pp, (n_nodes,)), carray(lp_, (n_int,)), carray(xp, (n, d)), c, theta,
             alpha, sigma2, w_prior, w_lik, wrt_data != 0, carray(glp, (n_int,)), g_x)
     except Exception:
@@ -771,8 +762,10 @@ def _grad_entry(pp, n_nodes, lp_, n_int, xp, n, d, c, theta, alpha, sigma2, w_pr
 
 @functools.cache
 def _entry_points():
-    (forward,) = c_entry_points("pydt", _FORWARD_SIG, forward=_forward_entry)
-    (grad,) = c_entry_points("pydt", _GRAD_SIG, grad=_grad_entry)
+    (forward,) = c_entry_points("pydt", _FORWARD_SIG, cfunc_options=_ENTRY_OPTIONS,
+                                forward=_forward_entry)
+    (grad,) = c_entry_points("pydt", _GRAD_SIG, cfunc_options=_ENTRY_OPTIONS,
+                             grad=_grad_entry)
     return forward, grad
 
 
