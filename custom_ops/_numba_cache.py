@@ -146,7 +146,7 @@ def register_numba_op(op_type):
 _ENTRY_POINTS: dict[str, object] = {}
 
 
-def c_entry_points(prefix: str, signature, **entries):
+def c_entry_points(prefix: str, signature, *, cfunc_options=None, **entries):
     """Compile (or load from Numba's cache) heavy kernels as C entry points and return,
     in the order given, the functions a jitted caller uses to call them.
 
@@ -167,6 +167,9 @@ def c_entry_points(prefix: str, signature, **entries):
     The functions must have the C signature ``signature`` and must not raise (a C
     callback cannot): catch exceptions inside and return a status code for the jitted
     caller to turn into an exception.
+
+    ``cfunc_options`` (a dict) go to ``numba.cfunc``, e.g. ``fastmath``: the code it
+    inlines (``numba.njit(inline="always")``) is compiled with them.
     """
     import llvmlite.binding as llvm
     import numba
@@ -177,7 +180,7 @@ def c_entry_points(prefix: str, signature, **entries):
     for name, function in entries.items():
         symbol = f"ppm_{prefix}_{name}_{version:x}"
         if symbol not in _ENTRY_POINTS:
-            compiled = numba.cfunc(signature, cache=True)(function)
+            compiled = numba.cfunc(signature, cache=True, **(cfunc_options or {}))(function)
             llvm.add_symbol(symbol, compiled.address)
             _ENTRY_POINTS[symbol] = compiled
         callables.append(types.ExternalFunction(symbol, signature))

@@ -51,16 +51,19 @@ recursion run backwards; splitting them apart would make those private helpers A
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numba
 import numpy as np
 import pytensor.tensor as pt
+from numba import carray, types
 from pytensor.gradient import DisconnectedType, grad_undefined
 from pytensor.graph.basic import Apply, Constant
 from pytensor.graph.op import Op
+from pytensor.link.numba.dispatch import basic as nb
 
-from custom_ops._numba_cache import register_numba_op
+from custom_ops._numba_cache import c_entry_points, register_numba_op
 from custom_ops.conjugate import digamma
 from custom_ops.diffusion_tree_kernels import (
     DIFFUSION_TREE_ERRORS,
@@ -88,7 +91,17 @@ __all__ = [
 
 # error_model="numpy": a zero or infinite variance (sigma2 or the times at an extreme)
 # gives an infinite or NaN density, which the samplers reject, instead of raising
-_jit = numba.njit(cache=True, error_model="numpy")
+# fastmath=False said explicitly: Numba compiles a kernel that sets no flags with its
+# caller's, and its cache does not record them, so these kernels got PyTensor's fastmath
+# whenever a graph compiled them first (pydt_forward then ran in 355 µs instead of 690 at
+# N = 2000, D = 171) and were exact otherwise. The samplers need them exact: with
+# reassociation the sweeps' comparisons of cached and full densities at alpha < 0 fail
+# (test_pydt_sweep, test_pydt_branch).
+_jit = numba.njit(cache=True, error_model="numpy", fastmath=False)
+# The recursion's bodies, inlined into their callers and compiled with the callers' flags:
+# pydt_forward and _value_and_grad (exact), and the Op's C entry points (vectorised,
+# below).
+_inline = numba.njit(inline="always", error_model="numpy")
 _LOG_2PI = math.log(2.0 * math.pi)
 _MIN_VARIANCE = 1e-300
 
@@ -274,7 +287,7 @@ def edge_length(log1m_t, n, u, w):
     return -eu * math.expm1(log1m_t[w - n] - log1m_t[u - n])
 
 
-@_jit
+@_inline
 def _likelihood(parent, log1m_t, X, order, child_ptr, child_idx, sigma2, want_grad,
                 g_l, g_x, wrt_data=True):
     """log p(X | tree, sigma2) by upward Gaussian messages (digest §3.9), and its reverse
@@ -414,6 +427,11 @@ def choose_branch(u01, v, m, n_children, theta, alpha, first, nxt, n_below):
 @_jit
 def pydt_forward(parent, log1m_t, X, c, theta, alpha, sigma2):
     """(log prior, log likelihood); ``-inf`` for an invalid tree or parameters."""
+    return _forward(parent, log1m_t, X, c, theta, alpha, sigma2)
+
+
+@_inline
+def _forward(parent, log1m_t, X, c, theta, alpha, sigma2):
     # one specialisation of the heavy kernels: C-contiguous data (a no-op for C input;
     # sliced data would otherwise compile them again for layout 'A') and run-time flags
     # (np.bool_(...) keeps a constant from becoming a Literal[bool], a compile of its own)
@@ -431,17 +449,21 @@ def pydt_forward(parent, log1m_t, X, c, theta, alpha, sigma2):
     return lp, ll
 
 
-@_jit
-def _value_and_grad(parent, log1m_t, X, c, theta, alpha, sigma2, w_prior, w_lik, wrt_data):
+@_inline
+def _value_and_grad_into(parent, log1m_t, X, c, theta, alpha, sigma2, w_prior, w_lik,
+                         wrt_data, g_l, g_x):
+    """Writes the gradients into ``g_l`` (n - 1,) and, with ``wrt_data``, ``g_x`` (n, d)
+    (the C entry point's out buffers, so the leaves' adjoints are never copied); returns
+    ``(lp, ll, g_c, g_theta, g_alpha, g_sigma2)``."""
     n, d = X.shape
-    g_l = np.zeros(log1m_t.shape[0])
+    g_l[:] = 0.0
+    g_x[:] = 0.0
     g_lp = np.zeros(log1m_t.shape[0])
-    g_x = np.zeros((n, d)) if wrt_data else np.zeros((0, 0))
     code, order, child_ptr, child_idx, n_below = diffusion_tree_structure(parent, log1m_t, n)
     if code != 0 or parameter_code(c, theta, alpha, sigma2) != 0:
         g_l[:] = np.nan
         g_x[:] = np.nan
-        return -np.inf, -np.inf, g_l, g_x, np.nan, np.nan, np.nan, np.nan
+        return -np.inf, -np.inf, np.nan, np.nan, np.nan, np.nan
     lp, gc, gth, gal = _prior(parent, log1m_t, n, order, child_ptr, child_idx, n_below, c,
                               theta, alpha, g_lp, np.bool_(True))
     ll, gs2 = _likelihood(parent, log1m_t, X, order, child_ptr, child_idx, sigma2,
@@ -452,7 +474,17 @@ def _value_and_grad(parent, log1m_t, X, c, theta, alpha, sigma2, w_prior, w_lik,
         for i in range(n):
             for j in range(d):
                 g_x[i, j] *= w_lik
-    return (lp, ll, g_l, g_x, w_prior * gc, w_prior * gth, w_prior * gal, w_lik * gs2)
+    return lp, ll, w_prior * gc, w_prior * gth, w_prior * gal, w_lik * gs2
+
+
+@_jit
+def _value_and_grad(parent, log1m_t, X, c, theta, alpha, sigma2, w_prior, w_lik, wrt_data):
+    n, d = X.shape
+    g_l = np.empty(log1m_t.shape[0])
+    g_x = np.empty((n, d)) if wrt_data else np.empty((0, 0))
+    lp, ll, gc, gth, gal, gs2 = _value_and_grad_into(
+        parent, log1m_t, X, c, theta, alpha, sigma2, w_prior, w_lik, wrt_data, g_l, g_x)
+    return lp, ll, g_l, g_x, gc, gth, gal, gs2
 
 
 @_jit
@@ -641,41 +673,158 @@ class PYDTLogProbGrad(Op):
         return [input_shapes[1], *data, (), (), (), ()]
 
 
+# --------------------------------------------------------------------------------------
+# Numba registrations: the graph calls the kernels through C entry points.
+#
+# PyTensor's Numba backend links the code of every function a graph calls into that
+# graph's LLVM module and optimises it again there, so each distinct graph holding these
+# Ops (every model variant, every gradient graph) re-generated the whole tree recursion
+# (issue #9; the PYDT tests build 9 graphs with PYDTLogProb and 4 with PYDTLogProbGrad).
+# Instead the kernels are compiled once as C entry points (``_numba_cache.c_entry_points``,
+# cached on disk) and the graph holds only a thin wrapper calling them; the gradient
+# writes straight into the wrapper's output arrays. Cold (empty HOME), one process, every
+# PYDT test file: 169 CPU-s with the kernels linked in, 136 through the entry points (the
+# run's 80 graph compiles 136 -> 74 CPU-s; the entry points cost some back, once). Warm
+# value + gradient at N = 2000, D = 171 unchanged (~1.1 ms, value alone ~380 µs, fastest
+# of 100 on a shared box). The kernels raise nothing for bad input (an invalid tree or
+# parameters give -inf and NaN gradients); any exception escaping them (a C callback
+# cannot raise) becomes a status, raised by the thin wrapper as a RuntimeError naming
+# the Op.
+# --------------------------------------------------------------------------------------
+_TREE_AND_DATA = (
+    types.CPointer(types.int64),  # parent, C-contiguous
+    types.int64,  # len(parent)
+    types.CPointer(types.float64),  # log1m_t, C-contiguous
+    types.int64,  # len(log1m_t)
+    types.CPointer(types.float64),  # X, C-contiguous
+    types.int64,  # rows of X (leaves)
+    types.int64,  # columns of X
+    types.float64,  # c
+    types.float64,  # theta
+    types.float64,  # alpha
+    types.float64,  # sigma2
+)
+_FORWARD_SIG = types.int64(
+    *_TREE_AND_DATA,
+    types.CPointer(types.float64),  # out: (log prior, log likelihood)
+)
+_GRAD_SIG = types.int64(
+    *_TREE_AND_DATA,
+    types.float64,  # w_prior: cotangent of the log prior
+    types.float64,  # w_lik: cotangent of the log likelihood
+    types.int64,  # wrt_data: 1 to write d/dX
+    types.CPointer(types.float64),  # out: d/d log1m_t, len(log1m_t)
+    types.CPointer(types.float64),  # out: d/dX, rows x columns of X (if wrt_data)
+    types.CPointer(types.float64),  # out: (lp, ll, d/dc, d/dtheta, d/dalpha, d/dsigma2)
+)
+_KERNEL_FAILED = 1
+_FORWARD_FAILED = ("PYDTLogProb: the Numba kernel raised an exception; the same inputs "
+                   "through pydt_forward() or the Op's perform show it")
+_GRAD_FAILED = ("PYDTLogProbGrad: the Numba kernel raised an exception; the same inputs "
+                "through pydt_value_and_grad() or the Op's perform show it")
+
+
+# Vectorised: the sums over the D dimensions (``qw += diff * diff``) are vectorised by
+# LLVM only if it may reassociate. Linked into PyTensor's graphs (compiled with fastmath)
+# the recursion got that, so the entry points keep it: value alone at N = 2000, D = 171,
+# 355 µs against 690 µs without. Not 'nnan'/'ninf': the checks for NaN and the -inf of an
+# invalid tree stay (and error_model="numpy", as for every kernel here). The bodies are
+# inlined into the entry points, so the exact pydt_forward the samplers call is another
+# compiled function, and the recursion is compiled once more per process, not twice (a
+# jitted function in between would be compiled, then linked into the entry point and
+# optimised again: 6.6 CPU-s of a cold run).
+_ENTRY_OPTIONS = {"fastmath": {"reassoc", "contract", "nsz", "arcp"}, "error_model": "numpy"}
+
+
+def _forward_entry(pp, n_nodes, lp_, n_int, xp, n, d, c, theta, alpha, sigma2, outp):
+    try:
+        out = carray(outp, (2,))
+        out[0], out[1] = _forward(
+            carray(pp, (n_nodes,)), carray(lp_, (n_int,)), carray(xp, (n, d)), c, theta,
+            alpha, sigma2)
+    except Exception:  # nopython mode catches no narrower class
+        return _KERNEL_FAILED
+    return 0
+
+
+def _grad_entry(pp, n_nodes, lp_, n_int, xp, n, d, c, theta, alpha, sigma2, w_prior,
+                w_lik, wrt_data, glp, gxp, outp):
+    try:
+        g_x = carray(gxp, (n, d)) if wrt_data else carray(gxp, (0, 0))
+        out = carray(outp, (6,))
+        out[:] = _value_and_grad_into(
+            carray(pp, (n_nodes,)), carray(lp_, (n_int,)), carray(xp, (n, d)), c, theta,
+            alpha, sigma2, w_prior, w_lik, wrt_data != 0, carray(glp, (n_int,)), g_x)
+    except Exception:
+        return _KERNEL_FAILED
+    return 0
+
+
+@functools.cache
+def _entry_points():
+    (forward,) = c_entry_points("pydt", _FORWARD_SIG, cfunc_options=_ENTRY_OPTIONS,
+                                forward=_forward_entry)
+    (grad,) = c_entry_points("pydt", _GRAD_SIG, cfunc_options=_ENTRY_OPTIONS,
+                             grad=_grad_entry)
+    return forward, grad
+
+
 @register_numba_op(PYDTLogProb)
 def _numba_pydt_logprob(op, node, **kwargs):
-    @numba.njit
+    forward, _ = _entry_points()
+
+    @nb.numba_njit
     def f(parent, log1m_t, X, c, theta, alpha, sigma2):
-        lp, ll = pydt_forward(
-            np.ascontiguousarray(parent), np.ascontiguousarray(log1m_t),
-            np.ascontiguousarray(X), c.item(), theta.item(), alpha.item(), sigma2.item(),
-        )
-        return np.asarray(lp), np.asarray(ll)
+        parent = np.ascontiguousarray(parent)
+        log1m_t = np.ascontiguousarray(log1m_t)
+        X = np.ascontiguousarray(X)
+        out = np.empty(2)
+        # .ctypes (not .ctypes.data) holds a reference: a copy made above stays alive
+        status = forward(parent.ctypes, parent.shape[0], log1m_t.ctypes, log1m_t.shape[0],
+                         X.ctypes, X.shape[0], X.shape[1], c.item(), theta.item(),
+                         alpha.item(), sigma2.item(), out.ctypes)
+        if status != 0:
+            raise RuntimeError(_FORWARD_FAILED)
+        return np.asarray(out[0]), np.asarray(out[1])
 
     return f
 
 
 @register_numba_op(PYDTLogProbGrad)
 def _numba_pydt_logprob_grad(op, node, **kwargs):
+    _, grad = _entry_points()
+    wrt_data = 1 if op.wrt_data else 0
+
+    @nb.numba_njit
+    def gradients(parent, log1m_t, X, c, theta, alpha, sigma2, g_prior, g_lik):
+        parent = np.ascontiguousarray(parent)
+        log1m_t = np.ascontiguousarray(log1m_t)
+        X = np.ascontiguousarray(X)
+        g_l = np.empty(log1m_t.shape[0])
+        g_x = np.empty((X.shape[0], X.shape[1]) if wrt_data else (0, 0))
+        out = np.empty(6)
+        status = grad(parent.ctypes, parent.shape[0], log1m_t.ctypes, log1m_t.shape[0],
+                      X.ctypes, X.shape[0], X.shape[1], c.item(), theta.item(),
+                      alpha.item(), sigma2.item(), g_prior.item(), g_lik.item(), wrt_data,
+                      g_l.ctypes, g_x.ctypes, out.ctypes)
+        if status != 0:
+            raise RuntimeError(_GRAD_FAILED)
+        return g_l, g_x, out
+
     if op.wrt_data:
-        @numba.njit
+        @nb.numba_njit
         def f(parent, log1m_t, X, c, theta, alpha, sigma2, g_prior, g_lik):
-            out = _value_and_grad(
-                np.ascontiguousarray(parent), np.ascontiguousarray(log1m_t),
-                np.ascontiguousarray(X), c.item(), theta.item(), alpha.item(),
-                sigma2.item(), g_prior.item(), g_lik.item(), np.bool_(True),
-            )
-            return (out[2], out[3], np.asarray(out[4]), np.asarray(out[5]),
-                    np.asarray(out[6]), np.asarray(out[7]))
+            g_l, g_x, out = gradients(parent, log1m_t, X, c, theta, alpha, sigma2, g_prior,
+                                      g_lik)
+            return (g_l, g_x, np.asarray(out[2]), np.asarray(out[3]), np.asarray(out[4]),
+                    np.asarray(out[5]))
     else:
-        @numba.njit
+        @nb.numba_njit
         def f(parent, log1m_t, X, c, theta, alpha, sigma2, g_prior, g_lik):
-            out = _value_and_grad(
-                np.ascontiguousarray(parent), np.ascontiguousarray(log1m_t),
-                np.ascontiguousarray(X), c.item(), theta.item(), alpha.item(),
-                sigma2.item(), g_prior.item(), g_lik.item(), np.bool_(False),
-            )
-            return (out[2], np.asarray(out[4]), np.asarray(out[5]), np.asarray(out[6]),
-                    np.asarray(out[7]))
+            g_l, _, out = gradients(parent, log1m_t, X, c, theta, alpha, sigma2, g_prior,
+                                    g_lik)
+            return (g_l, np.asarray(out[2]), np.asarray(out[3]), np.asarray(out[4]),
+                    np.asarray(out[5]))
 
     return f
 
