@@ -53,7 +53,8 @@ FAMILY_KEYWORDS = (
     ("ibp", ("ibp",)),
     ("ggm", ("ggm", "glasso", "graphical")),
     ("finite_mixture", ("finite_mixture",)),
-    ("dpm", ("dpm", "crp", "dirichlet_process", "collapsed", "niw")),
+    # write_your_own_model builds its model from the DPM's CRP and collapsed Ops
+    ("dpm", ("dpm", "crp", "dirichlet_process", "collapsed", "niw", "write_your_own_model")),
 )
 
 

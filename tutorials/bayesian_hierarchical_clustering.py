@@ -67,7 +67,7 @@ N_REPEATS = 2 if FAST else 5  # random subsamples per data set in section 1
 PER_CLASS = 10 if FAST else 20  # images per digit in section 1
 PER_CLASS_TREE = 20 if FAST else 40  # images per digit in sections 2-3
 LEARN_ROUNDS = 2 if FAST else 4
-NUTS_DRAWS = 200 if FAST else 500
+NUTS_DRAWS = 100 if FAST else 500
 N_LARGE = 400 if FAST else None  # section 5: None = all 1797 digits
 
 digits = load_digits()

@@ -166,7 +166,7 @@ plt.show()
 pooled = digits.images.reshape(-1, 4, 2, 4, 2).mean(axis=(2, 4)).reshape(-1, 16)
 Xp = (pooled > 8).astype(np.int64)[order[: 300 if FAST else 800]]
 model = mixture_of_trees.model(Xp, 3, alpha=1.0, ess=1.0, split_merge=True)
-dt = fit(model, method="gibbs", draws=100 if FAST else 500, tune=50 if FAST else 200,
+dt = fit(model, method="gibbs", draws=50 if FAST else 500, tune=50 if FAST else 200,
          chains=2, random_seed=3, progressbar=False)
 print(az.summary(dt, var_names=["weights_sorted", "n_occupied"], kind="diagnostics"))
 print("log p(X | z, trees) per draw, chain means:",
@@ -230,7 +230,7 @@ from sklearn.datasets import load_wine
 wine = load_wine()
 Xw = (wine.data - wine.data.mean(0)) / wine.data.std(0)
 gmodel = mixture_of_trees.model(Xw, 3, kind="gaussian", feature_names=wine.feature_names)
-gdt = fit(gmodel, method="gibbs", draws=100 if FAST else 400, tune=50 if FAST else 200,
+gdt = fit(gmodel, method="gibbs", draws=50 if FAST else 400, tune=50 if FAST else 200,
           chains=2, random_seed=5, progressbar=False)
 print(az.summary(gdt, var_names=["weights_sorted"], kind="diagnostics"))
 z_last = posterior_with_labels(gdt)["z"].values[0, -1]

@@ -42,7 +42,7 @@ parser.add_argument("--fast", action="store_true", help="small sizes for a quick
 FAST = parser.parse_known_args()[0].fast
 DRAWS = 200 if FAST else 1000
 GIR_SAMPLES = 1000 if FAST else 4000
-N_SIMULATIONS = 20 if FAST else 60
+N_SIMULATIONS = 10 if FAST else 60
 
 # %% [markdown]
 # ## The model

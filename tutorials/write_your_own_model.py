@@ -54,8 +54,8 @@ parser = argparse.ArgumentParser()
 parser.add_argument("--fast", action="store_true", help="small sizes (the test run)")
 args, _ = parser.parse_known_args()  # Jupyter passes its own arguments: ignore them
 FAST = args.fast
-DRAWS, TUNE, CHAINS = (300, 200, 2) if FAST else (2500, 500, 4)
-GIR_SAMPLES = 1000 if FAST else 4000
+DRAWS, TUNE, CHAINS = (200, 100, 2) if FAST else (2500, 500, 4)
+GIR_SAMPLES = 500 if FAST else 4000
 
 # %% [markdown]
 # ## 1. A Dirichlet-process mixture that learns how wide its clusters are
