@@ -18,6 +18,7 @@ from importlib.metadata import PackageNotFoundError, version
 
 import numpy as np
 import pymc as pm
+import pytensor
 import xarray as xr
 from pymc.sampling.mcmc import assign_step_methods, instantiate_steppers
 from pymc.step_methods.compound import BlockedStep, CompoundStep, flatten_steps
@@ -497,10 +498,14 @@ def _fit_advi(model, draws, chains, random_seed, progressbar, kwargs):
             # Adam's last iterate jitters around the optimum by about the step size; a
             # second, shorter phase at a tenth of the rate settles it (a two-step
             # learning-rate schedule), so the returned approximation is the optimum's.
-            inference.fit(n, obj_optimizer=pm.adam(learning_rate=learning_rate),
+            # The rate is a shared variable: both phases build the same graph, so the
+            # second loads the first's compiled step function from PyTensor's cache
+            # instead of compiling one with another constant.
+            rate = pytensor.shared(np.float64(learning_rate), name="advi_learning_rate")
+            inference.fit(n, obj_optimizer=pm.adam(learning_rate=rate),
                           progressbar=progressbar, **kwargs)
-            approx = inference.fit(max(n // 5, 1),
-                                   obj_optimizer=pm.adam(learning_rate=learning_rate / 10),
+            rate.set_value(np.float64(learning_rate / 10))
+            approx = inference.fit(max(n // 5, 1), obj_optimizer=pm.adam(learning_rate=rate),
                                    progressbar=progressbar, **kwargs)
         sampled = approx.sample(draws * chains, random_seed=sample_seed)
 

@@ -129,11 +129,8 @@ sb_model = dpm.model(X, likelihood="diag_gaussian", alpha=(1.0, 1.0), truncation
 # reduces divergent transitions (a few may remain: the count is printed below)
 nuts = fit(sb_model, method="auto", draws=NUTS_DRAWS, tune=NUTS_TUNE, chains=2, random_seed=1,
            progressbar=False, target_accept=0.95, postprocess=False)
-# `fit` ends ADVI with a shorter phase at a tenth of the learning rate, a second compiled
-# optimiser; --fast passes an optimiser of its own, which runs one phase (one compilation)
-adam = {"obj_optimizer": pm.adam(learning_rate=0.01)} if FAST else {}
 advi = fit(sb_model, method="advi", draws=300, chains=2, random_seed=1, progressbar=False,
-           n=ADVI_ITERATIONS, postprocess=False, **adam)
+           n=ADVI_ITERATIONS, postprocess=False)
 print("NUTS divergences:", int(nuts["sample_stats"]["diverging"].sum()))
 
 # %% [markdown]
