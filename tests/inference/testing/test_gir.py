@@ -25,8 +25,14 @@ def _gir(bug, n_samples=N_DEFAULT_RUN, seed=20261126, **kwargs):
     )
 
 
-def test_correct_step_passes():
-    result = _gir(None)
+@pytest.fixture(scope="module")
+def correct_run():
+    # one run of the correct step: test_correct_step_passes checks it, test_plot draws it
+    return _gir(None)
+
+
+def test_correct_step_passes(correct_run):
+    result = correct_run
     result.assert_passed(0.01)
     assert set(result.table.index) == {"mu", "mu^2", "sigma2", "sigma2^2", "mean(y)",
                                        "mean(y^2)"}
@@ -106,8 +112,8 @@ def test_zoo_mixture_broken_categorical_step_is_caught():
     assert not result.passed(0.01), str(result)
 
 
-def test_plot_returns_figure():
-    fig = _gir(None, n_samples=200).plot()
+def test_plot_returns_figure(correct_run):
+    fig = correct_run.plot()
     assert len(fig.axes) >= 6
 
 
