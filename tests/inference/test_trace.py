@@ -42,6 +42,13 @@ def _data():
     return np.concatenate([rng.normal(-3, 1, (50, 2)), rng.normal(3, 1, (50, 2))])
 
 
+@pytest.fixture(scope="module")
+def dpm_model():
+    # one model object for the in-process fits of _data(): fit builds its zoo steps once
+    # per model (each chain re-seeds and resets them), so later tests reuse them
+    return dpm.model(_data())
+
+
 def _start(args, cwd, code=None):
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     cmd = [sys.executable, "-c", code, *args] if code else [
@@ -64,12 +71,13 @@ def _wait_for_draws(proc, path, at_least, timeout=120, every_chain=False):
 
 
 def test_a_killed_run_is_readable_and_its_resumption_is_the_uninterrupted_run(tmp_path,
-                                                                              capsys):
+                                                                              capsys,
+                                                                              dpm_model):
     path = tmp_path / "run"
     sizes = ", ".join(f"{k}={v}" for k, v in SIZES.items())
     proc = _start([str(path)], tmp_path, SCRIPT.format(sizes=sizes))
     _wait_for_draws(proc, path, 20)
-    m = dpm.model(_data())
+    m = dpm_model
     with pytest.raises(ValueError, match=f"still being written by process {proc.pid}"):
         fit(m, progressbar=False, trace=path, resume=True, **SIZES)
     proc.send_signal(signal.SIGKILL)  # no handler, no cleanup: what a crash leaves
@@ -127,8 +135,8 @@ def test_ppzoo_fit_with_trace_stops_every_chain_on_sigint_leaving_a_partial_trac
     assert "partial (interrupted)" in capsys.readouterr().out
 
 
-def test_trace_and_resume_refuse_bad_paths_before_sampling(tmp_path):
-    m = dpm.model(_data())
+def test_trace_and_resume_refuse_bad_paths_before_sampling(tmp_path, dpm_model):
+    m = dpm_model
     kwargs = dict(draws=5, tune=0, chains=1, progressbar=False)
     afile = tmp_path / "draws.nc"
     afile.write_text("keep me")
@@ -170,12 +178,12 @@ def test_trace_and_resume_refuse_bad_paths_before_sampling(tmp_path):
     assert {p: p.stat().st_mtime_ns for p in done.rglob("*")} == stamp
 
 
-def test_trace_in_a_folder_we_may_not_write_is_refused(tmp_path, monkeypatch):
+def test_trace_in_a_folder_we_may_not_write_is_refused(tmp_path, monkeypatch, dpm_model):
     # tests may run as root, for whom every folder is writable: ask access() to say no
     import inference.trace_store as store
 
     monkeypatch.setattr(store.os, "access", lambda path, mode: False)
-    m = dpm.model(_data())
+    m = dpm_model
     with pytest.raises(ValueError, match="is not writable"):
         fit(m, trace=tmp_path / "run", draws=5, tune=0, chains=1, progressbar=False)
     assert not (tmp_path / "run").exists()
