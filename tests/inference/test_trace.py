@@ -24,6 +24,11 @@ from pp_models.model_info import posterior_with_labels
 
 ROOT = Path(__file__).resolve().parents[2]
 
+# One xdist worker runs this module and test_interrupt.py (--dist loadgroup): both fit the DP
+# mixture through ppzoo and fit(), in subprocesses and here; spread over two workers, a
+# cold run compiled its graphs on both.
+pytestmark = pytest.mark.xdist_group("sigint")
+
 SIZES = dict(draws=150, tune=10, chains=2, cores=1, random_seed=5)
 
 SCRIPT = """

@@ -12,7 +12,8 @@ from tests.inference.testing import conjugate_normal as cn
 # One xdist worker runs this module (--dist loadgroup): its tests fit the same model, and
 # on a cold cache the first compiles it (test_correct_... 25 s cold in one process, the
 # next test then 7.6 s, its warm time); spread over two workers, both paid the compile.
-pytestmark = pytest.mark.xdist_group("sbc")
+# test_gir.py's conjugate-normal tests (the same generative model) join the group.
+pytestmark = pytest.mark.xdist_group("conjugate_normal")
 
 # cores=1: chains run one after the other in this process; forking two workers per fit
 # cost more than the 250 sweeps (the draws are the same: each chain has its own seed)
