@@ -8,6 +8,7 @@ import pytest
 import xarray as xr
 
 from inference import fit
+from inference.cli import DEMO
 from inference.convergence import check_convergence
 from pp_models import datasets, finite_mixture
 from pp_models.model_info import posterior_with_labels
@@ -46,9 +47,22 @@ def iris_model():
 
 
 @pytest.fixture(scope="module")
-def iris_fit(iris_model):
-    return fit(iris_model, method="gibbs", draws=1000, tune=1000, chains=4, cores=2,
-               random_seed=11, progressbar=False)
+def iris_fit(demo_run):
+    # `ppzoo demo` (tests/inference/conftest.py) is fit(model, method="gibbs", draws=1000,
+    # tune=1000, chains=4) on iris_model's model, and test_cli.py runs it anyway: its
+    # saved fit is checked here instead of a second identical run (fit's in-memory result
+    # is checked on the other fits of this module)
+    code, _, out = demo_run
+    assert code == 0
+    dt = xr.open_datatree(out / "posterior.nc", engine="h5netcdf")
+    dt.load()
+    return dt
+
+
+@pytest.fixture(scope="module")
+def one_core_fit(iris_model):
+    return fit(iris_model, draws=100, tune=100, chains=2, cores=1, random_seed=5,
+               progressbar=False)
 
 
 def test_nuts_recovers_conjugate_posterior_mean(normal_model):
@@ -102,7 +116,7 @@ def test_gibbs_on_iris_mixture(iris_fit):
     assert report.table["r_hat"].max() <= 1.01, str(report)
     versions = json.loads(dt.attrs["pp_models_versions"])
     assert versions["pymc"].startswith("6.")
-    assert json.loads(dt.attrs["pp_models_random_seed"]) == 11
+    assert json.loads(dt.attrs["pp_models_random_seed"]) == DEMO["seed"]
 
 
 def test_gibbs_mixture_separates_setosa(iris_fit):
@@ -115,10 +129,8 @@ def test_gibbs_mixture_separates_setosa(iris_fit):
     assert purity > 0.98 and leakage < 0.02
 
 
-def test_gibbs_with_one_core_and_auto(iris_model):
-    # iris_fit's model again (its graphs are compiled already); a fit does not change it
-    dt = fit(iris_model, draws=100, tune=100, chains=2, cores=1, random_seed=5,
-             progressbar=False)
+def test_gibbs_with_one_core_and_auto(one_core_fit):
+    dt = one_core_fit
     assert dt.attrs["pp_models_method"] == "gibbs"  # the factory's preference
     assert dt["posterior_labels"]["z"].shape == (2, 100, 150)
 
@@ -179,9 +191,10 @@ def test_discrete_model_rejected_by_continuous_methods(method):
         fit(model, method=method)
 
 
-def test_results_are_a_datatree(iris_fit):
-    assert isinstance(iris_fit, xr.DataTree)
-    assert iris_fit.attrs["pp_models_family"] == "finite_mixture"
+def test_results_are_a_datatree(one_core_fit):
+    # fit's own result (iris_fit was read back from the demo's file)
+    assert isinstance(one_core_fit, xr.DataTree)
+    assert one_core_fit.attrs["pp_models_family"] == "finite_mixture"
 
 
 def test_factory_can_limit_what_is_traced():
