@@ -1,8 +1,10 @@
 """fit(..., trace=path): draws on disk as they are made, read while partial, resumed.
 
-The kills are real (SIGKILL / SIGINT to a subprocess); the continuation is checked
-against the same run made without interruption (zoo Gibbs steps store their random
-generators, so a resumed chain is the very chain the uninterrupted run makes).
+The kills are real: SIGKILL to a subprocess, SIGINTs sent to this process by a thread
+reading the trace as another process would (a ppzoo process gets its SIGINT in
+test_interrupt.py). The continuation is checked against the same run made without
+interruption (zoo Gibbs steps store their random generators, so a resumed chain is the
+very chain the uninterrupted run makes).
 """
 
 import os
@@ -117,18 +119,47 @@ def test_a_killed_run_is_readable_and_its_resumption_is_the_uninterrupted_run(tm
     np.testing.assert_array_equal(posterior_with_labels(again)["z"].values, z_resumed)
 
 
+def _sigint_once_stored(path, at_least, every_chain=False, timeout=120):
+    """Start a thread that reads the trace at ``path`` as another process would and,
+    once one chain (``every_chain``: each chain) stored ``at_least`` draws, sends this
+    process a real SIGINT, wherever its main thread then is; it sends one after
+    ``timeout`` too, so the run ends. Returns (thread, list that is non-empty if the
+    draws were seen)."""
+    import threading
+
+    seen = []
+    enough = min if every_chain else max
+
+    def watch():
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if is_trace(path) and enough(TraceStore(path).completed()) >= at_least:
+                seen.append(True)
+                break
+            time.sleep(0.05)
+        os.kill(os.getpid(), signal.SIGINT)
+
+    thread = threading.Thread(target=watch, daemon=True)
+    thread.start()
+    return thread, seen
+
+
 def test_ppzoo_fit_with_trace_stops_every_chain_on_sigint_leaving_a_partial_trace(tmp_path, capsys):
+    # ppzoo's main() here (its exit code and stderr as a process would give them): the
+    # parallel chains are forked from this process; test_interrupt.py signals a real
+    # ppzoo process
     trace, out = tmp_path / "trace", tmp_path / "out"
     args = ["fit", "dpm", "--draws", "1000000", "--tune", "0", "--chains", "2",
             "--cores", "2", "--seed", "1", "--no-progress", "--out", str(out),
             "--trace", str(trace)]
-    proc = _start(args, tmp_path)
     # both chains have stored draws before the signal (the test asserts each stopped
     # with some): wait for that, not for a fixed time
-    _wait_for_draws(proc, trace, 5, every_chain=True)
-    proc.send_signal(signal.SIGINT)
-    _stdout, stderr = proc.communicate(timeout=60)
-    assert proc.returncode == 130, stderr
+    watcher, seen = _sigint_once_stored(trace, 5, every_chain=True)
+    code = main(args)
+    watcher.join()
+    stderr = capsys.readouterr().err
+    assert seen, "a chain stored fewer than 5 draws in 120 s"
+    assert code == 130, stderr
     assert "Traceback" not in stderr
     dt = read_trace(trace)
     assert dt.attrs["pp_models_trace_status"] == "interrupted"
@@ -201,22 +232,8 @@ def test_sigint_stops_every_sequential_pymc_chain_leaving_a_partial_trace(tmp_pa
     The SIGINT is real and comes whenever another thread, reading the trace on disk as
     ``ppzoo check`` would, sees 30 stored draws: at whatever point sampling then is, as
     from a terminal, without a second interpreter's imports and compile-cache loads."""
-    import threading
-
     path = tmp_path / "run"
-    seen = []
-
-    def interrupt_once_30_draws_are_stored():
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline:
-            if is_trace(path) and max(TraceStore(path).completed()) >= 30:
-                seen.append(True)
-                break
-            time.sleep(0.05)
-        os.kill(os.getpid(), signal.SIGINT)  # also after the deadline: the run must end
-
-    watcher = threading.Thread(target=interrupt_once_30_draws_are_stored, daemon=True)
-    watcher.start()
+    watcher, seen = _sigint_once_stored(path, 30)
     with pytest.warns(UserWarning, match="interrupted"):
         dt = fit(_normal_model(), method="nuts", draws=1_000_000, tune=20, chains=3,
                  cores=1, random_seed=2, progressbar=False, trace=path, trace_flush=0.1)
