@@ -10,10 +10,8 @@ import xarray as xr
 
 from inference.cli import main
 
-# The demo fits the same model to the same data as test_fit.py's iris fit: on that
-# module's xdist worker ("fit" group) a cold run compiles it once (cold, one process: the
-# demo alone 49 s, after test_fit's iris fit 11 s; warm 8 s). The CSV fit shares the
-# finite mixture's kernels too.
+# The demo is test_fit.py's iris fit (one session fixture, run on that module's xdist
+# worker, "fit" group). The CSV fit shares the finite mixture's kernels too.
 ON_THE_FIT_WORKER = pytest.mark.xdist_group("fit")
 
 
@@ -24,10 +22,11 @@ def test_list(capsys):
 
 
 @ON_THE_FIT_WORKER
-def test_demo_writes_results(tmp_path, capsys):
-    out = tmp_path / "demo"
-    assert main(["demo", "--out", str(out), "--no-progress"]) in (0,)
-    printed = capsys.readouterr().out
+def test_demo_writes_results(demo_run, capsys):
+    # the demo runs once per session (tests/inference/conftest.py): test_fit.py checks the
+    # fit it saved
+    code, printed, out = demo_run
+    assert code == 0
     assert "weights_sorted[0]" in printed and "Convergence:" in printed
     for name in ("posterior.nc", "summary.csv", "trace.png"):
         assert (out / name).stat().st_size > 0

@@ -8,6 +8,7 @@ import pytest
 import xarray as xr
 
 from inference import fit
+from inference.cli import DEMO
 from inference.convergence import check_convergence
 from pp_models import datasets, finite_mixture
 from pp_models.model_info import posterior_with_labels
@@ -17,23 +18,51 @@ from pp_models.model_info import posterior_with_labels
 pytestmark = pytest.mark.xdist_group("fit")
 
 
-@pytest.fixture(scope="module")
-def normal_model():
-    """y_i ~ N(mu, 2), mu ~ N(0, 10): posterior N(m, s) in closed form."""
-    rng = np.random.default_rng(0)
-    y = rng.normal(1.0, 2.0, size=50)
+def _normal_model():
+    """y_i ~ N(mu, 2), mu ~ N(0, 10), 50 data: (model, y)."""
+    y = np.random.default_rng(0).normal(1.0, 2.0, size=50)
     with pm.Model() as model:
         mu = pm.Normal("mu", 0.0, 10.0)
         pm.Normal("y", mu, 2.0, observed=y)
+    return model, y
+
+
+@pytest.fixture(scope="module")
+def normal_model():
+    """The normal model with its posterior N(m, s) in closed form."""
+    model, y = _normal_model()
     precision = 1 / 10.0**2 + y.size / 2.0**2
     return model, (y.sum() / 2.0**2) / precision, precision**-0.5
 
 
+def _iris_mixture():
+    # Every finite-mixture fit here uses this one graph (all of iris, 3 components): a
+    # distinct data size or K is a distinct graph to compile, a cold cache's main cost.
+    return finite_mixture.model(datasets.load("iris").data, n_components=3)
+
+
 @pytest.fixture(scope="module")
-def iris_fit():
-    model = finite_mixture.model(datasets.load("iris").data, n_components=3)
-    return fit(model, method="gibbs", draws=1000, tune=1000, chains=4, cores=2,
-               random_seed=11, progressbar=False)
+def iris_model():
+    return _iris_mixture()
+
+
+@pytest.fixture(scope="module")
+def iris_fit(demo_run):
+    # `ppzoo demo` (tests/inference/conftest.py) is fit(model, method="gibbs", draws=1000,
+    # tune=1000, chains=4) on iris_model's model, and test_cli.py runs it anyway: its
+    # saved fit is checked here instead of a second identical run (fit's in-memory result
+    # is checked on the other fits of this module)
+    code, _, out = demo_run
+    assert code == 0
+    dt = xr.open_datatree(out / "posterior.nc", engine="h5netcdf")
+    dt.load()
+    return dt
+
+
+@pytest.fixture(scope="module")
+def one_core_fit(iris_model):
+    return fit(iris_model, draws=100, tune=100, chains=2, cores=1, random_seed=5,
+               progressbar=False)
 
 
 def test_nuts_recovers_conjugate_posterior_mean(normal_model):
@@ -87,7 +116,7 @@ def test_gibbs_on_iris_mixture(iris_fit):
     assert report.table["r_hat"].max() <= 1.01, str(report)
     versions = json.loads(dt.attrs["pp_models_versions"])
     assert versions["pymc"].startswith("6.")
-    assert json.loads(dt.attrs["pp_models_random_seed"]) == 11
+    assert json.loads(dt.attrs["pp_models_random_seed"]) == DEMO["seed"]
 
 
 def test_gibbs_mixture_separates_setosa(iris_fit):
@@ -100,11 +129,10 @@ def test_gibbs_mixture_separates_setosa(iris_fit):
     assert purity > 0.98 and leakage < 0.02
 
 
-def test_gibbs_with_one_core_and_auto():
-    model = finite_mixture.model(datasets.load("iris").data[::3], n_components=2)
-    dt = fit(model, draws=100, tune=100, chains=2, cores=1, random_seed=5, progressbar=False)
+def test_gibbs_with_one_core_and_auto(one_core_fit):
+    dt = one_core_fit
     assert dt.attrs["pp_models_method"] == "gibbs"  # the factory's preference
-    assert dt["posterior_labels"]["z"].shape == (2, 100, 50)
+    assert dt["posterior_labels"]["z"].shape == (2, 100, 150)
 
 
 def test_discrete_variable_without_zoo_step_gets_pymc_gibbs():
@@ -163,9 +191,10 @@ def test_discrete_model_rejected_by_continuous_methods(method):
         fit(model, method=method)
 
 
-def test_results_are_a_datatree(iris_fit):
-    assert isinstance(iris_fit, xr.DataTree)
-    assert iris_fit.attrs["pp_models_family"] == "finite_mixture"
+def test_results_are_a_datatree(one_core_fit):
+    # fit's own result (iris_fit was read back from the demo's file)
+    assert isinstance(one_core_fit, xr.DataTree)
+    assert one_core_fit.attrs["pp_models_family"] == "finite_mixture"
 
 
 def test_factory_can_limit_what_is_traced():
@@ -173,7 +202,7 @@ def test_factory_can_limit_what_is_traced():
 
     from pp_models.model_info import attach_info, get_info
 
-    model = finite_mixture.model(datasets.load("iris").data[::5], n_components=2)
+    model = _iris_mixture()  # a model of its own (its info is replaced), the same graph
     info = get_info(model)
     # Keep only the parameters the derived statistics need; drop the labels z.
     attach_info(model, replace(info, trace_var_names=("w", "mu", "sigma")))
@@ -191,10 +220,8 @@ def test_factory_can_limit_what_is_traced():
 def test_factory_hint_can_ask_for_slice():
     from pp_models.model_info import StepHint, ZooModelInfo, attach_info
 
-    y = np.random.default_rng(4).normal(2.0, 1.0, size=40)
-    with pm.Model() as model:
-        mu = pm.Normal("mu", 0.0, 10.0)
-        pm.Normal("y", mu, 1.0, observed=y)
+    # a model of its own (its info is replaced) with normal_model's graph, compiled already
+    model, y = _normal_model()
     attach_info(model, ZooModelInfo(family="test", preferred_method="gibbs",
                                     step_hints=(StepHint("slice", ("mu",)),)))
     dt = fit(model, draws=400, tune=100, chains=2, cores=1, random_seed=8, progressbar=False)

@@ -1,8 +1,10 @@
 """Ctrl-C: real SIGINTs to `ppzoo fit` at several moments, and to fit() in-process.
 
 Each subprocess runs the CLI through a small wrapper that only observes (a marker file
-once a draw is recorded) or sends the process its own SIGINT at a chosen moment (post-
-processing, writing): the signal itself is real and goes through the real handlers.
+once a draw is recorded) or sends the process its own SIGINT at a chosen moment
+(writing): the signal itself is real and goes through the real handlers. A SIGINT the
+process sends itself at a chosen moment (post-processing, writing once) needs no second
+process: those tests call the CLI's main() here, with the same wrapper's patch.
 """
 
 import os
@@ -25,15 +27,17 @@ from pp_models.model_info import posterior_with_labels
 
 ROOT = Path(__file__).resolve().parents[2]
 
+# One xdist worker runs this module and test_trace.py (--dist loadgroup): both fit the DP
+# mixture through ppzoo and fit(), in subprocesses and here; spread over two workers, a
+# cold run compiled its graphs on both.
+pytestmark = pytest.mark.xdist_group("sigint")
+
 WRAPPER = """
 import os, signal, sys
 from pathlib import Path
 marker, moment = sys.argv[1], sys.argv[2]
 import inference.chains as chains
 import inference.report as report
-import pp_models.dpm
-# The module whose summarize fit's post-fit hook calls.
-dpm = sys.modules["pp_models.dpm.outputs"]
 
 if moment == "sampling":
     record = chains._record
@@ -43,12 +47,6 @@ if moment == "sampling":
         # every chain before its SIGINT
         Path(f"{marker}-{os.getpid()}").touch()
     chains._record = _record
-elif moment == "postprocess":
-    summarize = dpm.summarize
-    def _summarize(*args, **kwargs):
-        os.kill(os.getpid(), signal.SIGINT)
-        return summarize(*args, **kwargs)
-    dpm.summarize = _summarize
 elif moment.startswith("writing"):
     atomic = report._atomic_write
     sent = []
@@ -135,23 +133,58 @@ def test_sigint_while_sampling_keeps_the_completed_draws(tmp_path, chains, cores
     assert time.monotonic() - start < 30
 
 
-def test_sigint_during_post_processing_keeps_every_draw(tmp_path):
+def _ppzoo_here(args, capsys):
+    """``ppzoo`` in this process, for a SIGINT the process sends itself at a chosen moment:
+    the same real signal through the same handlers as in a subprocess, without paying for
+    another interpreter's imports and compile-cache loads. Checks the exit like
+    :func:`_assert_clean_exit` (an exception would escape here instead of a traceback)."""
+    handler = signal.getsignal(signal.SIGINT)
+    code = main(args)
+    stderr = capsys.readouterr().err
+    assert code == 130, stderr
+    assert "Traceback" not in stderr and "Error" not in stderr, stderr
+    assert "interrupted" in stderr
+    assert signal.getsignal(signal.SIGINT) is handler  # the CLI put the handler back
+
+
+def test_sigint_during_post_processing_keeps_every_draw(tmp_path, capsys, monkeypatch):
+    import pp_models.dpm.outputs as dpm_outputs  # whose summarize fit's post-fit hook calls
+
+    summarize = dpm_outputs.summarize
+
+    def _summarize(*args, **kwargs):
+        os.kill(os.getpid(), signal.SIGINT)
+        return summarize(*args, **kwargs)
+
+    monkeypatch.setattr(dpm_outputs, "summarize", _summarize)
+    monkeypatch.chdir(tmp_path)
     out = tmp_path / "out"
-    proc, _ = _ppzoo(tmp_path, "postprocess", _fit_args(out, 30, 1, 1))
-    _assert_clean_exit(proc)
+    _ppzoo_here(_fit_args(out, 30, 1, 1), capsys)
     dt = xr.open_datatree(out / "posterior.nc", engine="h5netcdf")
     assert dt.attrs["pp_models_interrupted"] == 1
     assert dt["posterior"].sizes["draw"] == 30
     _only_results(tmp_path, out)
 
 
-def test_sigint_while_writing_never_mixes_two_runs(tmp_path):
+def test_sigint_while_writing_never_mixes_two_runs(tmp_path, capsys, monkeypatch):
+    import inference.report as report
+
+    atomic, sent = report._atomic_write, []
+
+    def _atomic_write(path, write):
+        if not sent:  # as the first file is written
+            sent.append(1)
+            os.kill(os.getpid(), signal.SIGINT)
+        return atomic(path, write)
+
+    monkeypatch.setattr(report, "_atomic_write", _atomic_write)
+    monkeypatch.chdir(tmp_path)
     out = tmp_path / "out"
     out.mkdir()
     for name in RESULT_FILES:  # a previous run's result
         (out / name).write_text("previous run")
-    proc, _ = _ppzoo(tmp_path, "writing", _fit_args(out, 20, 1, 1))
-    _assert_clean_exit(proc)
+    _ppzoo_here(_fit_args(out, 20, 1, 1), capsys)
+    assert sent
     # the first Ctrl-C lets the writing finish: all three files are this run's
     assert all((out / name).read_bytes() != b"previous run" for name in RESULT_FILES)
     assert xr.open_datatree(out / "posterior.nc", engine="h5netcdf")["posterior"].sizes[

@@ -1,8 +1,10 @@
 """fit(..., trace=path): draws on disk as they are made, read while partial, resumed.
 
-The kills are real (SIGKILL / SIGINT to a subprocess); the continuation is checked
-against the same run made without interruption (zoo Gibbs steps store their random
-generators, so a resumed chain is the very chain the uninterrupted run makes).
+The kills are real: SIGKILL to a subprocess, SIGINTs sent to this process by a thread
+reading the trace as another process would (a ppzoo process gets its SIGINT in
+test_interrupt.py). The continuation is checked against the same run made without
+interruption (zoo Gibbs steps store their random generators, so a resumed chain is the
+very chain the uninterrupted run makes).
 """
 
 import os
@@ -24,6 +26,11 @@ from pp_models.model_info import posterior_with_labels
 
 ROOT = Path(__file__).resolve().parents[2]
 
+# One xdist worker runs this module and test_interrupt.py (--dist loadgroup): both fit the DP
+# mixture through ppzoo and fit(), in subprocesses and here; spread over two workers, a
+# cold run compiled its graphs on both.
+pytestmark = pytest.mark.xdist_group("sigint")
+
 SIZES = dict(draws=150, tune=10, chains=2, cores=1, random_seed=5)
 
 SCRIPT = """
@@ -40,6 +47,13 @@ fit(dpm.model(X), progressbar=False, trace=sys.argv[1], trace_flush=0.0, {sizes}
 def _data():
     rng = np.random.default_rng(0)
     return np.concatenate([rng.normal(-3, 1, (50, 2)), rng.normal(3, 1, (50, 2))])
+
+
+@pytest.fixture(scope="module")
+def dpm_model():
+    # one model object for the in-process fits of _data(): fit builds its zoo steps once
+    # per model (each chain re-seeds and resets them), so later tests reuse them
+    return dpm.model(_data())
 
 
 def _start(args, cwd, code=None):
@@ -64,12 +78,13 @@ def _wait_for_draws(proc, path, at_least, timeout=120, every_chain=False):
 
 
 def test_a_killed_run_is_readable_and_its_resumption_is_the_uninterrupted_run(tmp_path,
-                                                                              capsys):
+                                                                              capsys,
+                                                                              dpm_model):
     path = tmp_path / "run"
     sizes = ", ".join(f"{k}={v}" for k, v in SIZES.items())
     proc = _start([str(path)], tmp_path, SCRIPT.format(sizes=sizes))
     _wait_for_draws(proc, path, 20)
-    m = dpm.model(_data())
+    m = dpm_model
     with pytest.raises(ValueError, match=f"still being written by process {proc.pid}"):
         fit(m, progressbar=False, trace=path, resume=True, **SIZES)
     proc.send_signal(signal.SIGKILL)  # no handler, no cleanup: what a crash leaves
@@ -104,18 +119,47 @@ def test_a_killed_run_is_readable_and_its_resumption_is_the_uninterrupted_run(tm
     np.testing.assert_array_equal(posterior_with_labels(again)["z"].values, z_resumed)
 
 
+def _sigint_once_stored(path, at_least, every_chain=False, timeout=120):
+    """Start a thread that reads the trace at ``path`` as another process would and,
+    once one chain (``every_chain``: each chain) stored ``at_least`` draws, sends this
+    process a real SIGINT, wherever its main thread then is; it sends one after
+    ``timeout`` too, so the run ends. Returns (thread, list that is non-empty if the
+    draws were seen)."""
+    import threading
+
+    seen = []
+    enough = min if every_chain else max
+
+    def watch():
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if is_trace(path) and enough(TraceStore(path).completed()) >= at_least:
+                seen.append(True)
+                break
+            time.sleep(0.05)
+        os.kill(os.getpid(), signal.SIGINT)
+
+    thread = threading.Thread(target=watch, daemon=True)
+    thread.start()
+    return thread, seen
+
+
 def test_ppzoo_fit_with_trace_stops_every_chain_on_sigint_leaving_a_partial_trace(tmp_path, capsys):
+    # ppzoo's main() here (its exit code and stderr as a process would give them): the
+    # parallel chains are forked from this process; test_interrupt.py signals a real
+    # ppzoo process
     trace, out = tmp_path / "trace", tmp_path / "out"
     args = ["fit", "dpm", "--draws", "1000000", "--tune", "0", "--chains", "2",
             "--cores", "2", "--seed", "1", "--no-progress", "--out", str(out),
             "--trace", str(trace)]
-    proc = _start(args, tmp_path)
     # both chains have stored draws before the signal (the test asserts each stopped
     # with some): wait for that, not for a fixed time
-    _wait_for_draws(proc, trace, 5, every_chain=True)
-    proc.send_signal(signal.SIGINT)
-    _stdout, stderr = proc.communicate(timeout=60)
-    assert proc.returncode == 130, stderr
+    watcher, seen = _sigint_once_stored(trace, 5, every_chain=True)
+    code = main(args)
+    watcher.join()
+    stderr = capsys.readouterr().err
+    assert seen, "a chain stored fewer than 5 draws in 120 s"
+    assert code == 130, stderr
     assert "Traceback" not in stderr
     dt = read_trace(trace)
     assert dt.attrs["pp_models_trace_status"] == "interrupted"
@@ -127,8 +171,8 @@ def test_ppzoo_fit_with_trace_stops_every_chain_on_sigint_leaving_a_partial_trac
     assert "partial (interrupted)" in capsys.readouterr().out
 
 
-def test_trace_and_resume_refuse_bad_paths_before_sampling(tmp_path):
-    m = dpm.model(_data())
+def test_trace_and_resume_refuse_bad_paths_before_sampling(tmp_path, dpm_model):
+    m = dpm_model
     kwargs = dict(draws=5, tune=0, chains=1, progressbar=False)
     afile = tmp_path / "draws.nc"
     afile.write_text("keep me")
@@ -170,54 +214,38 @@ def test_trace_and_resume_refuse_bad_paths_before_sampling(tmp_path):
     assert {p: p.stat().st_mtime_ns for p in done.rglob("*")} == stamp
 
 
-def test_trace_in_a_folder_we_may_not_write_is_refused(tmp_path, monkeypatch):
+def test_trace_in_a_folder_we_may_not_write_is_refused(tmp_path, monkeypatch, dpm_model):
     # tests may run as root, for whom every folder is writable: ask access() to say no
     import inference.trace_store as store
 
     monkeypatch.setattr(store.os, "access", lambda path, mode: False)
-    m = dpm.model(_data())
+    m = dpm_model
     with pytest.raises(ValueError, match="is not writable"):
         fit(m, trace=tmp_path / "run", draws=5, tune=0, chains=1, progressbar=False)
     assert not (tmp_path / "run").exists()
 
 
-PYMC_SCRIPT = """
-import json, sys
-import numpy as np
-import pymc as pm
-from inference import fit
-with pm.Model() as m:
-    mu = pm.Normal("mu", 0, 1, shape=2)
-    s = pm.HalfNormal("s", 1)
-    pm.Normal("y", mu[0], s, observed=np.random.default_rng(0).normal(size=20))
-dt = fit(m, method="nuts", draws=1_000_000, tune=20, chains=3, cores=1, random_seed=2,
-         progressbar=False, trace=sys.argv[1], trace_flush=0.1)
-print(json.dumps({"sizes": dict(dt["posterior"].sizes),
-                  "interrupted": int(dt.attrs.get("pp_models_interrupted", 0))}))
-"""
-
-
 def test_sigint_stops_every_sequential_pymc_chain_leaving_a_partial_trace(tmp_path):
     """pm.sample with cores=1 runs chains one after another and, left alone, starts the
-    next chain after a Ctrl-C: here the run ends (1,000,000 draws per chain would not)."""
-    import json
+    next chain after a Ctrl-C: here the run ends (1,000,000 draws per chain would not).
 
-
+    The SIGINT is real and comes whenever another thread, reading the trace on disk as
+    ``ppzoo check`` would, sees 30 stored draws: at whatever point sampling then is, as
+    from a terminal, without a second interpreter's imports and compile-cache loads."""
     path = tmp_path / "run"
-    proc = _start([str(path)], tmp_path, PYMC_SCRIPT)
-    _wait_for_draws(proc, path, 30)
-    proc.send_signal(signal.SIGINT)
-    stdout, stderr = proc.communicate(timeout=60)
-    assert proc.returncode == 0, stderr
-    assert "Traceback" not in stderr
-    result = json.loads(stdout.strip().splitlines()[-1])
-    assert result["interrupted"] == 1
-    assert result["sizes"]["chain"] == 1 and 30 <= result["sizes"]["draw"] < 1_000_000
+    watcher, seen = _sigint_once_stored(path, 30)
+    with pytest.warns(UserWarning, match="interrupted"):
+        dt = fit(_normal_model(), method="nuts", draws=1_000_000, tune=20, chains=3,
+                 cores=1, random_seed=2, progressbar=False, trace=path, trace_flush=0.1)
+    watcher.join()
+    assert seen, "fewer than 30 draws stored in 120 s"
+    assert dt.attrs["pp_models_interrupted"] == 1
+    sizes = dict(dt["posterior"].sizes)
+    assert sizes["chain"] == 1 and 30 <= sizes["draw"] < 1_000_000
     stored = read_trace(path)
     assert stored.attrs["pp_models_trace_status"] == "interrupted"
     completed = stored.attrs["pp_models_draws_completed"]
     assert completed[0] >= 30 and completed[1:] == [0, 0]
-
 
 
 def _normal_model():

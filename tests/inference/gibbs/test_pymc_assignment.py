@@ -27,7 +27,9 @@ FAMILIES = [entry.name for entry in list_models()]
 def _tiny_model(name):
     entry = next(e for e in list_models() if e.name == name)
     dataset = load(entry.default_dataset)
-    data = dataset.data.iloc[:30] if hasattr(dataset.data, "iloc") else dataset.data[:30]
+    # the 40 rows tests/inference/test_arviz_on_fits.py fits, on the same family worker:
+    # the same graphs, so a cold run compiles the steps' functions once
+    data = dataset.data.iloc[:40] if hasattr(dataset.data, "iloc") else dataset.data[:40]
     return entry.build(dataclasses.replace(dataset, data=data), **entry.defaults)
 
 
@@ -36,10 +38,26 @@ def _zoo_updated(steps) -> set[str]:
             for v in leaf.vars}
 
 
+@pytest.fixture(scope="module")
+def fit_assignment():
+    """family -> (its tiny model, the value variables fit's assignment gives zoo steps).
+
+    Two tests compare with fit's choice; building the steps compiles their functions,
+    so each family's are built once (the comparison itself is made in each test)."""
+    cache = {}
+
+    def get(family):
+        if family not in cache:
+            model = _tiny_model(family)
+            cache[family] = model, _zoo_updated(assign_steps(model, get_info(model), [], None))
+        return cache[family]
+
+    return get
+
+
 @pytest.mark.parametrize("family", FAMILIES)
-def test_pymc_assignment_picks_the_zoo_steps_fit_picks(family):
-    model = _tiny_model(family)
-    expected = _zoo_updated(assign_steps(model, get_info(model), [], None))
+def test_pymc_assignment_picks_the_zoo_steps_fit_picks(fit_assignment, family):
+    model, expected = fit_assignment(family)
     with model:
         _, selected = assign_step_methods(model, None, methods=STEP_METHODS)
     chosen = {v.name for v in selected.get(ZooAssignment, [])}
@@ -76,15 +94,15 @@ def test_user_models_are_left_to_pymc():
 
 
 @pytest.mark.parametrize("family", FAMILIES)
-def test_pp_models_alone_knows_which_variables_want_a_zoo_step(family):
+def test_pp_models_alone_knows_which_variables_want_a_zoo_step(fit_assignment, family):
     # pp_models' warning (no access to inference's registry) must fire for exactly the
     # variables inference would give to a zoo step: no false alarm, nothing missed.
     from pp_models.step_assignment import _wants_zoo_step
 
-    model = _tiny_model(family)
+    model, zoo_values = fit_assignment(family)
     info = get_info(model)
     by_value = {v.name: rv.name for v, rv in model.values_to_rvs.items()}
-    expected = {by_value[v] for v in _zoo_updated(assign_steps(model, info, [], None))}
+    expected = {by_value[v] for v in zoo_values}
     assert {rv.name for rv in model.free_RVs if _wants_zoo_step(rv, info)} == expected
 
 

@@ -14,6 +14,13 @@ from tests.inference.testing import conjugate_normal as cn
 N_DEFAULT_RUN = 4000
 
 
+# The conjugate-normal tests run on one xdist worker with test_sbc.py (--dist loadgroup),
+# which samples the same generative model: its functions compile once in a cold run, and
+# the module-scoped run below is made once. (A marker per test, not pytestmark: xdist
+# joins every group marker of a test into one name, and the mixture tests have their own.)
+ON_THE_CONJUGATE_NORMAL_WORKER = pytest.mark.xdist_group("conjugate_normal")
+
+
 def _gir(bug, n_samples=N_DEFAULT_RUN, seed=20261126, **kwargs):
     return getting_it_right(
         cn.generative_model(),
@@ -25,8 +32,15 @@ def _gir(bug, n_samples=N_DEFAULT_RUN, seed=20261126, **kwargs):
     )
 
 
-def test_correct_step_passes():
-    result = _gir(None)
+@pytest.fixture(scope="module")
+def correct_run():
+    # one run of the correct step: test_correct_step_passes checks it, test_plot draws it
+    return _gir(None)
+
+
+@ON_THE_CONJUGATE_NORMAL_WORKER
+def test_correct_step_passes(correct_run):
+    result = correct_run
     result.assert_passed(0.01)
     assert set(result.table.index) == {"mu", "mu^2", "sigma2", "sigma2^2", "mean(y)",
                                        "mean(y^2)"}
@@ -35,6 +49,7 @@ def test_correct_step_passes():
     assert abs(result.table.loc["sigma2", "mean_marginal"] - 1.0) < 0.05
 
 
+@ON_THE_CONJUGATE_NORMAL_WORKER
 @pytest.mark.parametrize("bug", cn.BUGS)
 def test_planted_bug_is_caught(bug):
     result = _gir(bug)
@@ -42,6 +57,7 @@ def test_planted_bug_is_caught(bug):
     assert len(result.failures(0.01)) >= 1
 
 
+@ON_THE_CONJUGATE_NORMAL_WORKER
 def test_observed_data_are_freed():
     # With the data observed, getting_it_right frees them itself (their observed values
     # are ignored) and builds the step callable on that copy.
@@ -54,6 +70,7 @@ def test_observed_data_are_freed():
     assert abs(result.table.loc["mean(y)", "mean_marginal"]) < 0.2
 
 
+@ON_THE_CONJUGATE_NORMAL_WORKER
 def test_step_instance_on_free_data_model():
     model = cn.generative_model()
     with model:
@@ -106,11 +123,13 @@ def test_zoo_mixture_broken_categorical_step_is_caught():
     assert not result.passed(0.01), str(result)
 
 
-def test_plot_returns_figure():
-    fig = _gir(None, n_samples=200).plot()
+@ON_THE_CONJUGATE_NORMAL_WORKER
+def test_plot_returns_figure(correct_run):
+    fig = correct_run.plot()
     assert len(fig.axes) >= 6
 
 
+@ON_THE_CONJUGATE_NORMAL_WORKER
 def test_method_chooses_the_steps():
     # "nuts": every parameter by NUTS; discrete parameters are refused before any work
     result = getting_it_right(cn.generative_model(), data_vars=["y"], method="nuts",
@@ -121,6 +140,7 @@ def test_method_chooses_the_steps():
         getting_it_right(_mixture(), data_vars=["X"], method="nuts", n_samples=20)
 
 
+@ON_THE_CONJUGATE_NORMAL_WORKER
 def test_errors():
     model = cn.generative_model()
     with pytest.raises(ValueError, match=r"data_vars: 'nope' not a random variable"):

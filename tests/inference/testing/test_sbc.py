@@ -12,7 +12,8 @@ from tests.inference.testing import conjugate_normal as cn
 # One xdist worker runs this module (--dist loadgroup): its tests fit the same model, and
 # on a cold cache the first compiles it (test_correct_... 25 s cold in one process, the
 # next test then 7.6 s, its warm time); spread over two workers, both paid the compile.
-pytestmark = pytest.mark.xdist_group("sbc")
+# test_gir.py's conjugate-normal tests (the same generative model) join the group.
+pytestmark = pytest.mark.xdist_group("conjugate_normal")
 
 # cores=1: chains run one after the other in this process; forking two workers per fit
 # cost more than the 250 sweeps (the draws are the same: each chain has its own seed)
@@ -41,8 +42,14 @@ class _Step:
         return cn.NormalGibbs(model=model, bug=self.bug)
 
 
-def test_correct_inference_has_uniform_ranks():
-    result = _sbc()
+@pytest.fixture(scope="module")
+def correct_run():
+    # one SBC of the correct inference: test_correct_... checks it, test_plot draws it
+    return _sbc()
+
+
+def test_correct_inference_has_uniform_ranks(correct_run):
+    result = correct_run
     assert result.ranks.shape == (60, 4)
     assert result.ranks.to_numpy().min() >= 0 and result.ranks.to_numpy().max() <= 99
     result.assert_passed(0.01)
@@ -57,29 +64,36 @@ def test_miscalibrated_inference_is_caught():
     assert table.loc["mu", "p_chi2_holm"] < 0.01 or table.loc["mu", "p_ks_holm"] < 0.01
 
 
-def test_process_pool_gives_the_same_ranks_as_serial():
-    serial = _sbc(n_simulations=6, seed=9)
+def _serial_ranks(correct_run, n_simulations):
+    """The ranks a serial ``_sbc(n_simulations=n)`` (seed 5) gives: the first n of the
+    module's serial 60-simulation run, since simulation i is seeded by the i-th child of
+    ``SeedSequence(5).spawn(...)``, the same for any number of simulations (checked)."""
+    assert correct_run.seeds[:n_simulations] == [
+        (s.entropy, s.spawn_key) for s in np.random.SeedSequence(5).spawn(n_simulations)]
+    return correct_run.ranks.to_numpy()[:n_simulations]
+
+
+def test_process_pool_gives_the_same_ranks_as_serial(correct_run):
     spawn = multiprocessing.get_context("spawn")  # fork after threads can deadlock
     with ProcessPoolExecutor(max_workers=2, mp_context=spawn) as pool:
-        parallel = _sbc(n_simulations=6, seed=9, executor=pool)
-    np.testing.assert_array_equal(serial.ranks.to_numpy(), parallel.ranks.to_numpy())
+        parallel = _sbc(n_simulations=6, executor=pool)
+    np.testing.assert_array_equal(_serial_ranks(correct_run, 6), parallel.ranks.to_numpy())
 
 
 @pytest.mark.dask
-def test_dask_executor_gives_the_same_ranks_as_serial():
+def test_dask_executor_gives_the_same_ranks_as_serial(correct_run):
     distributed = pytest.importorskip("distributed")
-    serial = _sbc(n_simulations=8, seed=11)
     # one worker process: the Dask plumbing (pickling, futures) is the same with two,
     # each of which imports the whole stack; the process-pool test covers two workers
     with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=True,
                                   dashboard_address=None) as cluster, \
             distributed.Client(cluster) as client:
-        parallel = _sbc(n_simulations=8, seed=11, executor=client.get_executor())
-    np.testing.assert_array_equal(serial.ranks.to_numpy(), parallel.ranks.to_numpy())
+        parallel = _sbc(n_simulations=8, executor=client.get_executor())
+    np.testing.assert_array_equal(_serial_ranks(correct_run, 8), parallel.ranks.to_numpy())
 
 
-def test_plot():
-    fig = _sbc(n_simulations=10).plot()
+def test_plot(correct_run):
+    fig = correct_run.plot()
     assert len(fig.axes) >= 4
 
 
