@@ -107,16 +107,14 @@ def test_every_op_registration_is_keyed_on_the_source(monkeypatch):
             or path.name == "_numba_cache.py", path
 
 
-# A graph with CollapsedLogLik and its gradient: the Ops call their kernels through C
-# entry points that each process registers with LLVM's linker (custom_ops.collapsed).
-COLLAPSED_GRAPH = """
+# The start of a script run by run_twice_on_one_cache: what it imports, and ``compiled``,
+# the functions Numba compiles in that process (none, when everything came from a cache).
+GRAPH_SCRIPT_PRELUDE = """
 import json
 import numpy as np
 import pytensor
 import pytensor.tensor as pt
 from numba.core import event
-
-from custom_ops import _numba_cache, collapsed
 
 compiled = []
 
@@ -130,6 +128,14 @@ class Listener(event.Listener):
 
 
 event.register("numba:compile", Listener())
+"""
+
+
+# A graph with CollapsedLogLik and its gradient: the Ops call their kernels through C
+# entry points that each process registers with LLVM's linker (custom_ops.collapsed).
+COLLAPSED_GRAPH = GRAPH_SCRIPT_PRELUDE + """
+from custom_ops import _numba_cache, collapsed
+
 rng = np.random.default_rng(3)
 z = np.array([0, 2, 2, 5, 0, 5, 5, 1])
 X = rng.normal(size=(8, 3))
@@ -275,28 +281,11 @@ def test_importing_custom_ops_installs_the_lock():
 # BHCEvidence and its gradient (custom_ops.bhc), two likelihoods, one of them with
 # invalid data: the kernels' input checks come back through the C entry points as codes
 # that the graph turns into the Op's ValueErrors.
-BHC_GRAPH = """
-import json
-import numpy as np
-import pytensor
-import pytensor.tensor as pt
-from numba.core import event
+BHC_GRAPH = GRAPH_SCRIPT_PRELUDE + """
 from pytensor.compile.mode import Mode
 
 from custom_ops import _numba_cache, bhc
 
-compiled = []
-
-
-class Listener(event.Listener):
-    def on_start(self, ev):
-        compiled.append(ev.data["dispatcher"].py_func.__qualname__)
-
-    def on_end(self, ev):
-        pass
-
-
-event.register("numba:compile", Listener())
 rng = np.random.default_rng(4)
 n = 9
 # a caterpillar tree: leaves 0 and 1 first, then each next leaf joins the last cluster

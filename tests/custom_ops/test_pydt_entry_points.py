@@ -4,32 +4,14 @@ process finds them, loaded from Numba's cache, and gives the numbers of the kern
 
 import numpy as np
 
-from tests.custom_ops.test_numba_cache import run_twice_on_one_cache
+from tests.custom_ops.test_numba_cache import GRAPH_SCRIPT_PRELUDE, run_twice_on_one_cache
 
 # A multifurcating tree over 5 leaves (root 8 -> 5, 6, leaf 4; slot 7 unused), the value
 # and every gradient with data as a variable (wrt_data=True) and as a constant (False),
 # then invalid parameters (alpha >= 1) through the same graph.
-PYDT_GRAPH = """
-import json
-import numpy as np
-import pytensor
-import pytensor.tensor as pt
-from numba.core import event
-
+PYDT_GRAPH = GRAPH_SCRIPT_PRELUDE + """
 from custom_ops import _numba_cache, pydt
 
-compiled = []
-
-
-class Listener(event.Listener):
-    def on_start(self, ev):
-        compiled.append(ev.data["dispatcher"].py_func.__qualname__)
-
-    def on_end(self, ev):
-        pass
-
-
-event.register("numba:compile", Listener())
 parent = np.array([5, 5, 6, 6, 8, 8, 8, -2, -1])
 log1m_t = np.log1p(-np.array([0.6, 0.8, 0.0, 0.2]))
 X = np.random.default_rng(4).normal(size=(5, 3))
