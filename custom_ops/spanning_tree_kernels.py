@@ -1,5 +1,13 @@
 """Numba kernels for undirected spanning trees (Chow-Liu, mixtures of trees): the
-representation of :mod:`pp_models.trees`' spanning-tree section."""
+representation of :mod:`pp_models.trees`' spanning-tree section.
+
+Why one module of ~750 lines: the matrix-tree kernels (partition function, edge
+marginals, their log-weight forms, exact sampling) and the Chow-Liu statistics (pairwise
+mutual information and BDeu gains, edge tables) all read the same parent-vector and
+weight-matrix layout, and the tree-mixture Ops call both; the Chow-Liu statistics
+(``_fill_pair_table`` to ``tree_log_density_rows``) are the piece to move out if the
+module grows.
+"""
 
 from __future__ import annotations
 
