@@ -123,7 +123,8 @@ Adding a family
 3. in ``dispatch.py``: one branch in each dispatcher (``stats_size``, ``point_stats``,
    ``add``, ``remove``, ``log_marginal``, ``log_marginal_grad``, ``log_predictive``,
    ``data_error``, ``hyper_error``, and the ``state_*`` functions when the statistics
-   vector is not the fastest block state); in ``posterior.py``, one branch of
+   vector is not the fastest block state; ``log_predictive_columns`` for a continuous
+   family the DPM predictive density should show); in ``posterior.py``, one branch of
    :func:`posterior_parameters`;
 4. its public names re-exported here, and tests in
    ``tests/custom_ops/test_conjugate.py`` (values against scipy / brute force,

@@ -46,6 +46,8 @@ class _EvidenceFunction:
     the objective and the priors, so :func:`_evidence_function` reuses one compiled
     instance for every ``learn`` call of that structure instead of compiling three new
     functions per call (the data as constants made every graph new to PyTensor's cache).
+    A cached instance holds one data set at a time: concurrent ``learn`` calls of the same
+    structure from several threads are not supported.
     """
 
     def __init__(self, X, likelihood, alpha, hyper_dict, names, merges, objective, priors):

@@ -242,6 +242,25 @@ def predictive_density(dt: xr.DataTree, m: pm.Model, *, dims=(0, 1), grid=None,
     )
 
 
+def _conjugate_log_pred(spec, pts, sel, Xk, hyperparameters):
+    """log predictive density of points ``pts`` (G, |sel|) marginal on columns ``sel``
+    given the rows ``Xk`` of one cluster (None: the prior predictive); Gaussian families
+    (benchmarks/bench_pydt_heldout.py scores held-out rows with it)."""
+    d = spec.X.shape[1]
+    family = cj.FAMILIES[spec.likelihood]
+    if Xk is None or len(Xk) == 0:
+        st = np.zeros(family.stats_size(d))
+    else:
+        st = family.stats(np.ascontiguousarray(Xk, dtype=np.float64))
+    hp = cj.pack_hyper(spec.likelihood, [np.asarray(hyperparameters[name], dtype=np.float64)
+                                         for name in family.hyper_names])
+    out = np.empty(len(pts))
+    cj.log_predictive_columns(cj.FAMILY_CODES[spec.likelihood],
+                              np.ascontiguousarray(pts, dtype=np.float64),
+                              np.asarray(sel, dtype=np.int64), st, hp, out)
+    return out
+
+
 def _normal_crp_density(dt, spec, labels, alphas, idx, pts, cols):
     """Sum over the draws ``idx`` of non-conjugate CRP draws' predictive density: the
     occupied slots' normals with the Pitman-Yor seating weights, plus a new table's
