@@ -52,6 +52,9 @@ one module each), all ``@numba.njit`` and callable from Python or from other jit
     (for gaussian ``S0`` the gradient of the symmetrised matrix, so it is symmetric).
 ``F_log_predictive(x, stats, hyper) -> float``
     log p(x | D) of one new point: O(d) except gaussian, O(d^3) from raw statistics.
+``F_log_predictive_columns(points, cols, stats, hyper, out)`` (Gaussian families)
+    ``out[g]`` = the predictive's marginal log density on the columns ``cols`` at
+    ``points[g]``; parameters once, then O(|cols|) (diag) or O(|cols|^2) per point.
 
 The multinomial model scores count vectors *with* their multinomial coefficients, so a
 single count vector's marginal equals ``scipy.stats.dirichlet_multinomial``; for one-hot
@@ -80,7 +83,8 @@ an integer code ``fam`` (:data:`FAMILY_CODES`) and all hyperparameters in one fl
 vector ``hp`` (:func:`pack_hyper`; :func:`unpack_hyper`, :func:`flatten_hyper` inside
 Numba, :func:`split_like` for symbolic gradients). Jitted dispatchers ``stats_size``,
 ``point_stats``, ``add``, ``remove``, ``log_marginal``, ``log_marginal_grad`` (flat
-gradient, same layout as ``hp``), ``log_predictive``, ``data_error`` and ``hyper_error``
+gradient, same layout as ``hp``), ``log_predictive``, ``log_predictive_columns``,
+``data_error`` and ``hyper_error``
 (error codes, messages in :data:`DATA_ERRORS` / :data:`HYPER_ERRORS`); block states for
 collapsed samplers ``state_size``, ``state_table``, ``state_init``, ``state_add``,
 ``state_remove``, ``state_log_predictive``, ``state_log_marginal`` (the NIW state keeps
@@ -119,7 +123,8 @@ Adding a family
 3. in ``dispatch.py``: one branch in each dispatcher (``stats_size``, ``point_stats``,
    ``add``, ``remove``, ``log_marginal``, ``log_marginal_grad``, ``log_predictive``,
    ``data_error``, ``hyper_error``, and the ``state_*`` functions when the statistics
-   vector is not the fastest block state); in ``posterior.py``, one branch of
+   vector is not the fastest block state; ``log_predictive_columns`` for a continuous
+   family the DPM predictive density should show); in ``posterior.py``, one branch of
    :func:`posterior_parameters`;
 4. its public names re-exported here, and tests in
    ``tests/custom_ops/test_conjugate.py`` (values against scipy / brute force,
@@ -154,6 +159,7 @@ from custom_ops.conjugate.diag_gaussian import (
     diag_gaussian_log_marginal,
     diag_gaussian_log_marginal_grad,
     diag_gaussian_log_predictive,
+    diag_gaussian_log_predictive_columns,
     diag_gaussian_point_stats,
     diag_gaussian_remove,
     diag_gaussian_stats,
@@ -168,6 +174,7 @@ from custom_ops.conjugate.dispatch import (
     log_marginal,
     log_marginal_grad,
     log_predictive,
+    log_predictive_columns,
     point_stats,
     remove,
     state_add,
@@ -208,6 +215,7 @@ from custom_ops.conjugate.gaussian import (
     gaussian_log_marginal,
     gaussian_log_marginal_grad,
     gaussian_log_predictive,
+    gaussian_log_predictive_columns,
     gaussian_point_stats,
     gaussian_remove,
     gaussian_state,
@@ -261,6 +269,7 @@ __all__ = [
     "diag_gaussian_log_marginal",
     "diag_gaussian_log_marginal_grad",
     "diag_gaussian_log_predictive",
+    "diag_gaussian_log_predictive_columns",
     "diag_gaussian_point_stats",
     "diag_gaussian_remove",
     "diag_gaussian_stats",
@@ -278,6 +287,7 @@ __all__ = [
     "gaussian_log_marginal",
     "gaussian_log_marginal_grad",
     "gaussian_log_predictive",
+    "gaussian_log_predictive_columns",
     "gaussian_point_stats",
     "gaussian_remove",
     "gaussian_state",
@@ -293,6 +303,7 @@ __all__ = [
     "log_marginal",
     "log_marginal_grad",
     "log_predictive",
+    "log_predictive_columns",
     "multinomial_add",
     "multinomial_hyper",
     "multinomial_log_marginal",

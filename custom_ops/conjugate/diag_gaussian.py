@@ -3,7 +3,9 @@
 Data rows are real vectors of length d; ``hyper = (m0, kappa0, a0, b0)``, all float64
 (d,): mu_j | tau_j ~ N(m0_j, 1/(kappa0_j tau_j)), tau_j ~ Gamma(shape a0_j, rate b0_j).
 Statistics ``[n, Σx (d), Σx² (d)]``. Jitted kernels ``diag_gaussian_stats`` ...
-``diag_gaussian_log_predictive`` (signatures in :mod:`custom_ops.conjugate`).
+``diag_gaussian_log_predictive`` (signatures in :mod:`custom_ops.conjugate`);
+``diag_gaussian_log_predictive_columns`` (the predictive's marginal on some columns at
+many points).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ __all__ = [
     "diag_gaussian_log_marginal",
     "diag_gaussian_log_marginal_grad",
     "diag_gaussian_log_predictive",
+    "diag_gaussian_log_predictive_columns",
     "diag_gaussian_point_stats",
     "diag_gaussian_remove",
     "diag_gaussian_stats",
@@ -124,21 +127,52 @@ def diag_gaussian_log_marginal_grad(stats, hyper):
 
 
 @_jit
-def diag_gaussian_log_predictive(x, stats, hyper):
-    """Per dim Student-t_{2an}(x | mn, bn (κn+1) / (an κn))."""
+def _ng_student_t(stats, hyper, j):
+    """(location, dof, squared scale, log normaliser) of dimension j's predictive t."""
     m0, k0, a0, b0 = hyper
     d = m0.shape[0]
     n = stats[0]
+    kn, mn, an, bn = _ng_post(n, stats[1 + j], stats[1 + d + j], m0[j], k0[j], a0[j], b0[j])
+    dof = 2.0 * an
+    scale2 = bn * (kn + 1.0) / (an * kn)
+    log_norm = (
+        math.lgamma(0.5 * (dof + 1.0))
+        - math.lgamma(0.5 * dof)
+        - 0.5 * math.log(dof * math.pi * scale2)
+    )
+    return mn, dof, scale2, log_norm
+
+
+@_jit
+def diag_gaussian_log_predictive(x, stats, hyper):
+    """Per dim Student-t_{2an}(x | mn, bn (κn+1) / (an κn))."""
+    d = hyper[0].shape[0]
     out = 0.0
     for j in range(d):
-        kn, mn, an, bn = _ng_post(n, stats[1 + j], stats[1 + d + j], m0[j], k0[j], a0[j], b0[j])
-        dof = 2.0 * an
-        scale2 = bn * (kn + 1.0) / (an * kn)
+        mn, dof, scale2, log_norm = _ng_student_t(stats, hyper, j)
         z = x[j] - mn
-        out += (
-            math.lgamma(0.5 * (dof + 1.0))
-            - math.lgamma(0.5 * dof)
-            - 0.5 * math.log(dof * math.pi * scale2)
-            - 0.5 * (dof + 1.0) * math.log1p(z * z / (dof * scale2))
-        )
+        out += log_norm - 0.5 * (dof + 1.0) * math.log1p(z * z / (dof * scale2))
     return out
+
+
+@_jit
+def diag_gaussian_log_predictive_columns(points, cols, stats, hyper, out):
+    """``out[g]`` = log p(points[g] | D) of the predictive's marginal on the columns
+    ``cols`` (``points`` (G, len(cols))): the product of :func:`diag_gaussian_log_predictive`'s
+    per-dimension Student-t densities over ``cols`` (the dimensions are independent),
+    their parameters computed once for all points."""
+    p = cols.shape[0]
+    params = np.empty((p, 4))
+    for a in range(p):
+        mn, dof, scale2, log_norm = _ng_student_t(stats, hyper, cols[a])
+        params[a, 0] = mn
+        params[a, 1] = dof
+        params[a, 2] = scale2
+        params[a, 3] = log_norm
+    for g in range(points.shape[0]):
+        acc = 0.0
+        for a in range(p):
+            z = points[g, a] - params[a, 0]
+            dof = params[a, 1]
+            acc += params[a, 3] - 0.5 * (dof + 1.0) * math.log1p(z * z / (dof * params[a, 2]))
+        out[g] = acc

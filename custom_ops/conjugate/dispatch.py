@@ -10,7 +10,8 @@ families. A new family adds one branch to each:
 
 * statistics and marginals: ``stats_size``, ``point_stats``, ``add``, ``remove``,
   ``log_marginal``, ``log_marginal_grad`` (``out += weight * gradient``, flat),
-  ``log_predictive``;
+  ``log_predictive``; ``log_predictive_columns`` (Gaussian families: the predictive's
+  marginal on some columns at many points);
 * support checks returning error codes (messages in :data:`DATA_ERRORS` /
   :data:`HYPER_ERRORS`, raised by the jitted callers): ``data_error``, ``hyper_error``;
 * block states for collapsed samplers: ``state_size``, ``state_table``, ``state_init``,
@@ -38,11 +39,13 @@ from custom_ops.conjugate.diag_gaussian import (
     diag_gaussian_log_marginal,
     diag_gaussian_log_marginal_grad,
     diag_gaussian_log_predictive,
+    diag_gaussian_log_predictive_columns,
     diag_gaussian_point_stats,
     diag_gaussian_remove,
 )
 from custom_ops.conjugate.families import (
     BERNOULLI,
+    DIAG_GAUSSIAN,
     GAUSSIAN,
     MULTINOMIAL,
     bernoulli_view,
@@ -54,6 +57,7 @@ from custom_ops.conjugate.gaussian import (
     gaussian_log_marginal,
     gaussian_log_marginal_grad,
     gaussian_log_predictive,
+    gaussian_log_predictive_columns,
     gaussian_point_stats,
     gaussian_remove,
     gaussian_state,
@@ -78,6 +82,7 @@ __all__ = [
     "log_marginal",
     "log_marginal_grad",
     "log_predictive",
+    "log_predictive_columns",
     "point_stats",
     "remove",
     "state_add",
@@ -201,6 +206,20 @@ def log_predictive(fam, x, stats, hp):
     if fam == GAUSSIAN:
         return gaussian_log_predictive(x, stats, gaussian_view(hp))
     return diag_gaussian_log_predictive(x, stats, diag_gaussian_view(hp))
+
+
+@_jit
+def log_predictive_columns(fam, points, cols, stats, hp, out):
+    """``out[g]`` = log p(x_cols = points[g] | D): the posterior predictive's marginal on
+    the columns ``cols`` (int64 array) at each row of ``points`` (G, len(cols)), its
+    parameters computed once. Gaussian families only (the outputs of continuous mixtures
+    on a grid); other codes raise."""
+    if fam == GAUSSIAN:
+        gaussian_log_predictive_columns(points, cols, stats, gaussian_view(hp), out)
+    elif fam == DIAG_GAUSSIAN:
+        diag_gaussian_log_predictive_columns(points, cols, stats, diag_gaussian_view(hp), out)
+    else:
+        raise ValueError("log_predictive_columns: Gaussian families only")
 
 
 #: Messages of the codes :func:`data_error` returns.

@@ -5,7 +5,8 @@ Data rows are real vectors of length d; ``hyper = (m0, kappa0, nu0, S0)``: m0 (d
 kappa0 > 0 and nu0 > d - 1 floats, S0 (d, d) symmetric positive definite inverse-Wishart
 scale. Statistics ``[n, Σx (d), Σxxᵀ (d*d, row-major)]``. Jitted kernels
 ``gaussian_stats`` ... ``gaussian_log_predictive`` (signatures in
-:mod:`custom_ops.conjugate`), ``_niw_posterior`` (the posterior parameters, also used by
+:mod:`custom_ops.conjugate`), ``gaussian_log_predictive_columns`` (the predictive's
+marginal on some columns at many points), ``_niw_posterior`` (the posterior parameters, also used by
 :mod:`custom_ops.gaussian_tree_mixture`), and the incremental posterior for O(d^2)
 collapsed Gibbs updates: ``gaussian_state`` (posterior ``[n, kappa_n, nu_n, m_n (d),
 L_n (d*d)]`` with L_n the lower Cholesky factor of S_n), ``gaussian_state_add`` /
@@ -31,6 +32,7 @@ __all__ = [
     "gaussian_log_marginal",
     "gaussian_log_marginal_grad",
     "gaussian_log_predictive",
+    "gaussian_log_predictive_columns",
     "gaussian_point_stats",
     "gaussian_remove",
     "gaussian_state",
@@ -200,11 +202,22 @@ def gaussian_log_marginal_grad(stats, hyper):
 
 
 @_jit
-def _student_t_logpdf_chol(x, loc, L, scale_factor, dof):
-    """Multivariate t with shape matrix scale_factor * L Lᵀ."""
+def _student_t_log_normaliser(L, scale_factor, dof):
+    """The x-free part of :func:`_student_t_logpdf_chol`'s log density."""
+    d = L.shape[0]
+    logdet = _logdet_chol(L) + d * math.log(scale_factor)
+    return (
+        math.lgamma(0.5 * (dof + d))
+        - math.lgamma(0.5 * dof)
+        - 0.5 * d * math.log(dof * math.pi)
+        - 0.5 * logdet
+    )
+
+
+@_jit
+def _squared_mahalanobis_chol(x, loc, L, z):
+    """|L⁻¹ (x - loc)|² by forward substitution, O(d^2); ``z`` is scratch (d,)."""
     d = x.shape[0]
-    z = np.empty(d)
-    # forward substitution L z = x - loc, O(d^2)
     for j in range(d):
         acc = x[j] - loc[j]
         for k in range(j):
@@ -213,14 +226,17 @@ def _student_t_logpdf_chol(x, loc, L, scale_factor, dof):
     maha = 0.0
     for j in range(d):
         maha += z[j] * z[j]
+    return maha
+
+
+@_jit
+def _student_t_logpdf_chol(x, loc, L, scale_factor, dof):
+    """Multivariate t with shape matrix scale_factor * L Lᵀ."""
+    d = x.shape[0]
+    maha = _squared_mahalanobis_chol(x, loc, L, np.empty(d))
     maha /= scale_factor
-    logdet = _logdet_chol(L) + d * math.log(scale_factor)
-    return (
-        math.lgamma(0.5 * (dof + d))
-        - math.lgamma(0.5 * dof)
-        - 0.5 * d * math.log(dof * math.pi)
-        - 0.5 * logdet
-        - 0.5 * (dof + d) * math.log1p(maha / dof)
+    return _student_t_log_normaliser(L, scale_factor, dof) - 0.5 * (dof + d) * math.log1p(
+        maha / dof
     )
 
 
@@ -233,6 +249,33 @@ def gaussian_log_predictive(x, stats, hyper):
     dof = nn - d + 1.0
     L = np.linalg.cholesky(Sn)
     return _student_t_logpdf_chol(x, mn, L, (kn + 1.0) / (kn * dof), dof)
+
+
+@_jit
+def gaussian_log_predictive_columns(points, cols, stats, hyper, out):
+    """``out[g]`` = log p(points[g] | D) of the predictive's marginal on the columns
+    ``cols`` (``points`` (G, len(cols))): the Student-t of :func:`gaussian_log_predictive`
+    restricted to the sub-vector (same dof, location m_n[cols], shape sub-matrix). The
+    normaliser and the Cholesky factor are computed once for all points."""
+    m0, kappa0, nu0, S0 = hyper
+    d = m0.shape[0]
+    p = cols.shape[0]
+    kn, nn, mn, Sn = _niw_posterior(stats, m0, kappa0, nu0, S0)
+    dof = nn - d + 1.0
+    scale_factor = (kn + 1.0) / (kn * dof)
+    loc = np.empty(p)
+    sub = np.empty((p, p))
+    for a in range(p):
+        loc[a] = mn[cols[a]]
+        for b in range(p):
+            sub[a, b] = Sn[cols[a], cols[b]]
+    L = np.linalg.cholesky(sub)
+    log_norm = _student_t_log_normaliser(L, scale_factor, dof)
+    z = np.empty(p)
+    for g in range(points.shape[0]):
+        maha = _squared_mahalanobis_chol(points[g], loc, L, z)
+        maha /= scale_factor
+        out[g] = log_norm - 0.5 * (dof + p) * math.log1p(maha / dof)
 
 
 @_jit

@@ -4,6 +4,7 @@ maximum-likelihood optimisation of the hyperparameters."""
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import math
 import numbers
@@ -36,37 +37,86 @@ THETA_BOUND = 12.0
 class _EvidenceFunction:
     """The objective plus the log prior of the log-values, and its gradient in the
     log-scale factors θ of the learned hyperparameters (value = base exp(θ);
-    nu0 = d - 1 + (base - d + 1) exp(θ)), with the tree as a shared variable so changing
-    it does not recompile. The prior of α is on log α = log α_base + θ, the others' on
-    the scale factor's log θ (:mod:`pp_models.bhc.priors`)."""
+    nu0 = d - 1 + (base - d + 1) exp(θ)). The prior of α is on log α = log α_base + θ, the
+    others' on the scale factor's log θ (:mod:`pp_models.bhc.priors`).
+
+    Everything that depends on the data is a shared variable: the data ``X``, the tree's
+    merges, the initial α and the hyperparameters' base values (:meth:`set_data`). The
+    graphs then depend only on the likelihood, the number of columns, the learned names,
+    the objective and the priors, so :func:`_evidence_function` reuses one compiled
+    instance for every ``learn`` call of that structure instead of compiling three new
+    functions per call (the data as constants made every graph new to PyTensor's cache).
+    A cached instance holds one data set at a time: concurrent ``learn`` calls of the same
+    structure from several threads are not supported.
+    """
 
     def __init__(self, X, likelihood, alpha, hyper_dict, names, merges, objective, priors):
+        X = np.asarray(X, dtype=np.float64)
         d = X.shape[1]
         self.names = names
+        hyper_names = cj.FAMILIES[likelihood].hyper_names
+        self.X = pytensor.shared(X, name="X")
         self.merges = pytensor.shared(np.asarray(merges, dtype=np.int64), name="merges")
+        self.alpha = pytensor.shared(np.float64(alpha), name="alpha_base")
+        self.base = {
+            k: pytensor.shared(np.asarray(hyper_dict[k], dtype=np.float64), name=f"{k}_base")
+            for k in hyper_names
+        }
         theta = pt.dvector("theta")
-        vals = {"alpha": alpha, **hyper_dict}
+        vals = {"alpha": self.alpha, **self.base}
         sym = {}
         for pos, name in enumerate(names):
             f = pt.exp(theta[pos])
             if name == "nu0":
                 sym[name] = (d - 1.0) + (vals[name] - (d - 1.0)) * f
             else:
-                sym[name] = pt.as_tensor_variable(np.asarray(vals[name], dtype=float)) * f
-        args = {k: sym.get(k, vals[k]) for k in cj.FAMILIES[likelihood].hyper_names}
-        lp = _objective(objective, X, self.merges, sym.get("alpha", alpha), likelihood, args)
+                sym[name] = vals[name] * f
+        args = {k: sym.get(k, vals[k]) for k in hyper_names}
+        lp = _objective(objective, self.X, self.merges, sym.get("alpha", self.alpha),
+                        likelihood, args)
         log_prior = pt.constant(0.0)
         for pos, name in enumerate(names):
             if priors[name] is not None:
-                u = theta[pos] + (math.log(alpha) if name == "alpha" else 0.0)
+                u = theta[pos] + (pt.log(self.alpha) if name == "alpha" else 0.0)
                 log_prior = log_prior + priors[name].log_density_of_log(u)
         total = lp + log_prior
         self.fn = pytensor.function([theta], [total, pytensor.grad(total, theta)])
         self.parts = pytensor.function([theta], [lp, log_prior])
         self.exprs = pytensor.function([theta], [sym[k] for k in names])
 
+    def set_data(self, X, alpha, hyper_dict, merges):
+        """Point the compiled functions at new data of the same number of columns."""
+        self.X.set_value(np.asarray(X, dtype=np.float64))
+        self.merges.set_value(np.asarray(merges, dtype=np.int64))
+        self.alpha.set_value(np.float64(alpha))
+        for k, shared in self.base.items():
+            shared.set_value(np.asarray(hyper_dict[k], dtype=np.float64))
+
     def values(self, theta):
         return dict(zip(self.names, self.exprs(theta), strict=True))
+
+
+#: Compiled objectives by structure (likelihood, d, names, objective, priors), most
+#: recently used last; a few suffice (a test run or a user's session uses a handful).
+_EVIDENCE_FUNCTIONS: collections.OrderedDict = collections.OrderedDict()
+_EVIDENCE_FUNCTIONS_MAX = 16
+
+
+def _evidence_function(X, likelihood, alpha, hyper_dict, names, merges, objective, priors):
+    """An :class:`_EvidenceFunction` for these data: a cached one of the same structure
+    with its shared variables set to them, else a newly compiled one (then cached)."""
+    key = (likelihood, X.shape[1], tuple(names), objective,
+           tuple((k, priors[k]) for k in names))
+    evfn = _EVIDENCE_FUNCTIONS.pop(key, None)
+    if evfn is None:
+        evfn = _EvidenceFunction(X, likelihood, alpha, hyper_dict, names, merges, objective,
+                                 priors)
+    else:
+        evfn.set_data(X, alpha, hyper_dict, merges)
+    _EVIDENCE_FUNCTIONS[key] = evfn
+    while len(_EVIDENCE_FUNCTIONS) > _EVIDENCE_FUNCTIONS_MAX:
+        _EVIDENCE_FUNCTIONS.popitem(last=False)
+    return evfn
 
 
 def learn(
@@ -158,7 +208,7 @@ def learn(
             X, likelihood=likelihood, alpha=cur_alpha, hyper=cur_hyper, **seed, **builder_kwargs
         )
         if evfn is None:
-            evfn = _EvidenceFunction(
+            evfn = _evidence_function(
                 X, likelihood, alpha, hyper_dict, names, result.merges, objective, priors
             )
         evfn.merges.set_value(result.merges)

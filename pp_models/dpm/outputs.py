@@ -4,7 +4,8 @@
 contingency tables between draws, co-clustering for small n or a subset of items, the
 posterior of K; optional cluster parameters and predictive density);
 :func:`cluster_parameters` and :func:`predictive_density` read the conjugate posterior
-through :mod:`custom_ops.conjugate`.
+through :mod:`custom_ops.conjugate` (the latter's loops over draws in
+:mod:`custom_ops.dpm_kernels`).
 """
 
 from __future__ import annotations
@@ -14,9 +15,12 @@ import numbers
 import numpy as np
 import pymc as pm
 import xarray as xr
-from scipy import special, stats
 
 from custom_ops import conjugate as cj
+from custom_ops.dpm_kernels import (
+    crp_conjugate_predictive_density,
+    normal_mixture_density,
+)
 from pp_models import partitions
 from pp_models.dpm.hyperpriors import learned_hyperparameters, learned_variable_names
 from pp_models.dpm.spec import CONJUGATE, DPMSpec, get_spec
@@ -161,8 +165,11 @@ def predictive_density(dt: xr.DataTree, m: pm.Model, *, dims=(0, 1), grid=None,
     p(x)`` (Pitman-Yor discount d; d = 0 is the Dirichlet process) with
     the conjugate posterior predictives (Student-t; Murphy 2012 Eq. 25.27 with H
     integrated out). Stick-breaking draws: ``sum_k w_k F(x | theta_k)``. Non-conjugate CRP
-    draws: the same as the CRP with ``F(x | theta_k)`` and a Monte Carlo prior predictive.
-    Gaussian-type likelihoods only.
+    draws: the same as the CRP with ``F(x | theta_k)`` and a Monte Carlo prior predictive
+    (500 draws of the base measure from ``default_rng(0)``). Gaussian-type likelihoods
+    only. The sums over draws, tables and grid points run in the Numba kernels of
+    :mod:`custom_ops.dpm_kernels` (the marginal Student-t of each table from
+    :func:`custom_ops.conjugate.log_predictive_columns`).
 
     Parameters
     ----------
@@ -199,54 +206,33 @@ def predictive_density(dt: xr.DataTree, m: pm.Model, *, dims=(0, 1), grid=None,
             raise ValueError("grid must have one axis per shown column")
     mesh = np.meshgrid(*axes, indexing="ij")
     pts = np.stack([g.reshape(-1) for g in mesh], axis=1)  # (G, len(dims))
-    sel = list(dims)
-    dens = np.zeros(pts.shape[0])
+    cols = np.asarray(dims, dtype=np.int64)
     if spec.truncation is not None:
         post = posterior_with_labels(dt)
-        w = np.asarray(post["w"].values).reshape(-1, spec.truncation)
-        mu = np.asarray(post["mu"].values).reshape(-1, spec.truncation, d)
-        sg = np.asarray(post["sigma"].values).reshape(-1, spec.truncation, d)
+        w = np.asarray(post["w"].values, dtype=np.float64).reshape(-1, spec.truncation)
         idx = _thin_index(w.shape[0], max_draws)
-        for s in idx:
-            comp = stats.norm.logpdf(pts[:, None, :], mu[s][None, :, sel], sg[s][None, :, sel])
-            dens += np.exp(special.logsumexp(np.log(w[s])[None] + comp.sum(-1), axis=1))
-        dens /= idx.size
+        mu, sg = (np.ascontiguousarray(np.asarray(post[v].values, dtype=np.float64)
+                                       .reshape(-1, spec.truncation, d)[idx][..., cols])
+                  for v in ("mu", "sigma"))
+        dens = normal_mixture_density(w[idx], mu, sg, pts)
     else:
         Z = _posterior_z(dt)
         idx = _thin_index(Z.shape[0], max_draws)
-        alphas = _posterior_alpha(dt, spec, Z.shape[0])
-        discount = spec.discount
-        n = X.shape[0]
+        alphas = _posterior_alpha(dt, spec, Z.shape[0])[idx].astype(np.float64)
+        labels = np.ascontiguousarray(Z[idx], dtype=np.int64)
         if spec.likelihood == "normal":
-            post = posterior_with_labels(dt)
-            mu = np.asarray(post["mu"].values).reshape(-1, n, d)
-            sg = np.asarray(post["sigma"].values).reshape(-1, n, d)
-            h = spec.prior
-            rng = np.random.default_rng(0)
-            mu0 = rng.normal(h["mu_loc"], h["mu_scale"], size=(500, d))
-            sg0 = np.exp(rng.normal(h["sigma_loc"], h["sigma_scale"], size=(500, d)))
-            prior_pred = np.exp(stats.norm.logpdf(pts[:, None, :], mu0[None][..., sel],
-                                                  sg0[None][..., sel]).sum(-1)).mean(1)
+            dens = _normal_crp_density(dt, spec, labels, alphas, idx, pts, cols)
         else:
             hyper_of = _posterior_hyper(dt, spec)
-        for s in idx:
-            z = Z[s]
-            K = int(z.max()) + 1
-            sizes = np.bincount(z, minlength=K)
-            a = alphas[s]
-            if spec.likelihood != "normal":
-                hyper = hyper_of(s)
-                prior_pred = np.exp(_conjugate_log_pred(spec, pts, sel, None, hyper))
-            # Pitman-Yor seating of a new row (Pitman 2006 Eq. 3.6; discount 0 is the DP)
-            mix = (a + K * discount) / (n + a) * prior_pred
-            for k in range(K):
-                if spec.likelihood == "normal":
-                    lp = stats.norm.logpdf(pts, mu[s, k, sel], sg[s, k, sel]).sum(-1)
-                else:
-                    lp = _conjugate_log_pred(spec, pts, sel, X[z == k], hyper)
-                mix = mix + (sizes[k] - discount) / (n + a) * np.exp(lp)
-            dens += mix
-        dens /= idx.size
+            family = cj.FAMILIES[spec.likelihood]
+            draws = idx if spec.hyperprior else idx[:1]
+            hps = np.stack([cj.pack_hyper(spec.likelihood, [
+                np.asarray(hyper_of(s)[name], dtype=np.float64) for name in family.hyper_names])
+                for s in draws])
+            dens = crp_conjugate_predictive_density(
+                cj.FAMILY_CODES[spec.likelihood], np.ascontiguousarray(X, dtype=np.float64),
+                labels, alphas, float(spec.discount), hps, pts, cols)
+    dens /= idx.size
     names = [spec.feature_names[j] for j in dims]
     return xr.Dataset(
         {"density": (tuple(names), dens.reshape(mesh[0].shape))},
@@ -258,19 +244,46 @@ def predictive_density(dt: xr.DataTree, m: pm.Model, *, dims=(0, 1), grid=None,
 
 def _conjugate_log_pred(spec, pts, sel, Xk, hyperparameters):
     """log predictive density of points ``pts`` (G, |sel|) marginal on columns ``sel``
-    given the rows ``Xk`` of one cluster (None: the prior predictive)."""
+    given the rows ``Xk`` of one cluster (None: the prior predictive); Gaussian families
+    (benchmarks/bench_pydt_heldout.py scores held-out rows with it)."""
     d = spec.X.shape[1]
-    Xk = np.zeros((0, d)) if Xk is None else np.ascontiguousarray(Xk, dtype=np.float64)
     family = cj.FAMILIES[spec.likelihood]
-    hyper = tuple(np.asarray(hyperparameters[name], dtype=np.float64)
-                  for name in family.hyper_names)
-    st = family.stats(Xk) if Xk.shape[0] else np.zeros(family.stats_size(d))
-    df, loc, scale = cj.student_t_predictive(spec.likelihood, st, hyper)
-    if spec.likelihood == "gaussian":
-        # marginal of a multivariate t: same dof, sub-vector / sub-matrix
-        return stats.multivariate_t.logpdf(pts, loc=loc[sel], shape=scale[np.ix_(sel, sel)],
-                                           df=df).reshape(-1)
-    return stats.t.logpdf(pts, df=df[sel], loc=loc[sel], scale=scale[sel]).sum(-1)
+    if Xk is None or len(Xk) == 0:
+        st = np.zeros(family.stats_size(d))
+    else:
+        st = family.stats(np.ascontiguousarray(Xk, dtype=np.float64))
+    hp = cj.pack_hyper(spec.likelihood, [np.asarray(hyperparameters[name], dtype=np.float64)
+                                         for name in family.hyper_names])
+    out = np.empty(len(pts))
+    cj.log_predictive_columns(cj.FAMILY_CODES[spec.likelihood],
+                              np.ascontiguousarray(pts, dtype=np.float64),
+                              np.asarray(sel, dtype=np.int64), st, hp, out)
+    return out
+
+
+def _normal_crp_density(dt, spec, labels, alphas, idx, pts, cols):
+    """Sum over the draws ``idx`` of non-conjugate CRP draws' predictive density: the
+    occupied slots' normals with the Pitman-Yor seating weights, plus a new table's
+    Monte Carlo prior predictive (500 draws of the base measure, fixed seed)."""
+    n, d = spec.X.shape
+    post = posterior_with_labels(dt)
+    mu, sg = (np.ascontiguousarray(
+        np.asarray(post[v].values, dtype=np.float64).reshape(-1, n, d)[idx][..., cols])
+        for v in ("mu", "sigma"))
+    # Pitman-Yor seating of a new row (Pitman 2006 Eq. 3.6; discount 0 is the DP)
+    sizes = np.stack([np.bincount(z, minlength=n) for z in labels]).astype(np.float64)
+    n_tables = labels.max(axis=1) + 1
+    occupied = np.arange(n)[None, :] < n_tables[:, None]
+    weights = np.where(occupied, (sizes - spec.discount) / (n + alphas[:, None]), 0.0)
+    new_table = (alphas + n_tables * spec.discount) / (n + alphas)
+    h = spec.prior
+    rng = np.random.default_rng(0)
+    mu0 = rng.normal(h["mu_loc"], h["mu_scale"], size=(500, d))
+    sg0 = np.exp(rng.normal(h["sigma_loc"], h["sigma_scale"], size=(500, d)))
+    prior_pred = normal_mixture_density(np.full((1, 500), 1.0 / 500),
+                                        np.ascontiguousarray(mu0[None][..., cols]),
+                                        np.ascontiguousarray(sg0[None][..., cols]), pts)
+    return normal_mixture_density(weights, mu, sg, pts) + new_table.sum() * prior_pred
 
 
 def summarize(dt: xr.DataTree, m: pm.Model | None = None, *, loss: str = "binder",

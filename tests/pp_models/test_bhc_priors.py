@@ -15,7 +15,7 @@ from scipy import special, stats
 
 from custom_ops import conjugate as cj
 from pp_models import bhc
-from pp_models.bhc.learning import THETA_BOUND, _EvidenceFunction
+from pp_models.bhc.learning import THETA_BOUND, _evidence_function, _EvidenceFunction
 from pp_models.bhc.priors import resolve_priors
 from tests.pp_models.test_bhc import _objective_np, all_partitions, binary_mixture, log_ml
 
@@ -271,3 +271,40 @@ def test_learn_and_model_priors_bad_input():
         bhc.model(Xg, likelihood="gaussian", priors={"m0": bhc.LogNormal()})
     with pytest.raises(TypeError, match=r"priors\['a'\]"):
         bhc.model(X, priors={"a": "LogNormal"})
+
+
+def test_second_learn_on_new_data_reuses_the_compiled_objective(monkeypatch):
+    # the data, merges, initial alpha and hyperparameter bases are shared variables, so a
+    # second learn on other data of the same width compiles nothing; its objective is
+    # still the NumPy reference bound of the new data (not the first data's)
+    rng = np.random.default_rng(7)
+    X1, _ = binary_mixture(18, 6, 2, 0.1, rng)
+    X2, _ = binary_mixture(23, 6, 3, 0.1, rng)
+    names = ("alpha", "a", "b")
+    bhc.learn(X1, params=names, max_iter=1)
+    compiled = []
+    real_function = pytensor.function
+
+    def counting_function(*args, **kwargs):
+        compiled.append(args)
+        return real_function(*args, **kwargs)
+
+    monkeypatch.setattr(pytensor, "function", counting_function)
+    res = bhc.learn(X2, params=names, max_iter=2)
+    assert compiled == []
+    # the reused objective at the learned values is the reference bound of X2 plus the
+    # default priors' log densities of the logs (alpha LogNormal(0, 1.5), the scale
+    # factors on the default a and b LogNormal(0, 1))
+    tree = bhc.greedy(X2)
+    evfn = _evidence_function(X2, "bernoulli", 1.0, tree.hyper, names, res.merges,
+                              "lower_bound", resolve_priors(None, names))
+    assert compiled == []
+    theta = np.array([math.log(res.alpha), math.log(res.hyper["a"][0] / tree.hyper["a"][0]),
+                      math.log(res.hyper["b"][0] / tree.hyper["b"][0])])
+    ref = (_bernoulli_objective(X2, res.merges, res.alpha, res.hyper["a"], res.hyper["b"])
+           + _norm_logpdf(theta[0], 1.5) + _norm_logpdf(theta[1], 1.0)
+           + _norm_logpdf(theta[2], 1.0))
+    assert float(evfn.fn(theta)[0]) == pytest.approx(ref, rel=1e-10)
+    # learn returns its best round, whose optimised value is this objective
+    best = max(h["optimised_objective"] for h in res.history)
+    assert best == pytest.approx(ref, rel=1e-10)
