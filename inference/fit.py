@@ -9,6 +9,7 @@ the step each variable got, the seed and the package versions.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import numbers
@@ -27,6 +28,7 @@ from pymc.vartypes import discrete_types
 from inference.chains import all_zoo_gibbs, model_cache, sample_gibbs
 from inference.gibbs.registry import PYMC_STEPS, get_step, step_for
 from inference.interrupt import raising_sigint, stop_requested
+from inference.nutpie_cache import reusing_compiled_model
 from inference.progress import compiling, in_ci
 from inference.trace_store import check_trace_path
 from pp_models.model_info import LABELS_GROUP, ZooModelInfo, get_info
@@ -269,7 +271,9 @@ def _fit_mcmc(model, chosen, info, user_steps, sizes, random_seed, progressbar, 
             dt = _pm_sample(model, None, sizes, random_seed, progressbar, kwargs, stop,
                             trace_options)
         else:
-            with raising_sigint(stop):
+            reuse = (reusing_compiled_model(model, progressbar=progressbar)
+                     if sampler == "nutpie" else contextlib.nullcontext())
+            with raising_sigint(stop), reuse:
                 dt = pm.sample(
                     model=model,
                     random_seed=random_seed,
