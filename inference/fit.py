@@ -68,7 +68,10 @@ def fit(
         label-invariant statistics) that ``fit`` uses.
     method : {"auto", "nuts", "gibbs", "advi"}
         - ``"nuts"``: NUTS for an all-continuous model (nutpie when installed and no
-          ``step`` is given, PyMC's own NUTS otherwise).
+          ``step`` is given, PyMC's own NUTS otherwise). nutpie compiles a model once:
+          later fits of the same model object, with other seeds or sizes or with new data
+          values of the same shapes (``pm.set_data``), reuse it (see
+          :mod:`inference.nutpie_cache`).
         - ``"gibbs"``: every free variable gets a step: the user's ``step``, then the
           factory's step hints, then registered zoo steps by distribution, then PyMC's
           assignment (NUTS for continuous variables, its discrete Gibbs/Metropolis for
@@ -271,8 +274,11 @@ def _fit_mcmc(model, chosen, info, user_steps, sizes, random_seed, progressbar, 
             dt = _pm_sample(model, None, sizes, random_seed, progressbar, kwargs, stop,
                             trace_options)
         else:
+            # a second fit of the same model (other seed, sizes or data values) reuses
+            # the first one's compiled model
             reuse = (reusing_compiled_model(model, progressbar=progressbar)
-                     if sampler == "nutpie" else contextlib.nullcontext())
+                     if sampler == "nutpie" and _nutpie_available()
+                     else contextlib.nullcontext())
             with raising_sigint(stop), reuse:
                 dt = pm.sample(
                     model=model,

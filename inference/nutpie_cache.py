@@ -10,9 +10,9 @@ getting-it-right and prediction loops), so :func:`reusing_compiled_model` lets
 builds) and only answers its ``compile_pymc_model`` call from a per-model cache:
 
 - a hit needs the same request (``var_names``, initial values, backend) and an
-  unchanged model: the same variables, transforms, initial values, coordinates, dims
-  and bound checks, and every shared variable the compiled functions read with its
-  shape and dtype (and, for a 0-d one such as a dimension's length, its value);
+  unchanged model: the same variables, transforms, initial values, coordinates, dims,
+  data shapes and bound checks, and every shared variable the compiled functions read
+  with its shape and dtype (and, for a 0-d one such as a dimension's length, its value);
 - data whose values changed (same shapes) are handed to the compiled model with nutpie's
   ``with_data``, which only swaps the arrays the C callbacks read: no new compile;
 - anything else (a changed model, a data shape, another backend, ``freeze_model``, or
@@ -177,6 +177,8 @@ def _model_signature(model: pm.Model) -> tuple:
               for name, values in model.coords.items()),
         tuple((name, _fingerprint(length)) for name, length in model.dim_lengths.items()),
         tuple((name, tuple(dims)) for name, dims in model.named_vars_to_dims.items()),
+        # a dimension without coordinates takes its length from data (X.shape[0])
+        tuple((var, np.shape(var.get_value(borrow=True))) for var in model.data_vars),
     )
 
 

@@ -156,6 +156,15 @@ def test_what_a_compile_depends_on_is_in_the_cache_key():
     model.check_bounds = False
     assert _model_signature(model) != signature
 
+    # a dimension without coordinates: its length is the data's
+    with pm.Model() as free_length:
+        pm.Data("X", np.zeros(5), dims="obs")
+        pm.Normal("z", dims="obs")
+    signature = _model_signature(free_length)
+    with free_length:
+        pm.set_data({"X": np.zeros(6)})
+    assert _model_signature(free_length) != signature
+
     options = {"var_names": None, "backend": "numba"}
     key = _options_key(options)
     assert _options_key(dict(options)) == key
