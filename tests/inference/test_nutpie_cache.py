@@ -7,13 +7,15 @@ functions a new compile would make.
 
 import arviz as az
 import numpy as np
+import nutpie
 import pymc as pm
 import pytest
 
 from inference import fit
 from inference.nutpie_cache import _model_signature, _options_key
 
-nutpie = pytest.importorskip("nutpie")
+# one xdist worker runs this module: its two compiling tests share one model object
+pytestmark = pytest.mark.xdist_group("nutpie_cache")
 
 SIZES = dict(draws=300, tune=200, chains=2, progressbar=False)
 
