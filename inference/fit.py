@@ -9,6 +9,7 @@ the step each variable got, the seed and the package versions.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import numbers
@@ -27,6 +28,7 @@ from pymc.vartypes import discrete_types
 from inference.chains import all_zoo_gibbs, model_cache, sample_gibbs
 from inference.gibbs.registry import PYMC_STEPS, get_step, step_for
 from inference.interrupt import raising_sigint, stop_requested
+from inference.nutpie_cache import reusing_compiled_model
 from inference.progress import compiling, in_ci
 from inference.trace_store import check_trace_path
 from pp_models.model_info import LABELS_GROUP, ZooModelInfo, get_info
@@ -66,7 +68,10 @@ def fit(
         label-invariant statistics) that ``fit`` uses.
     method : {"auto", "nuts", "gibbs", "advi"}
         - ``"nuts"``: NUTS for an all-continuous model (nutpie when installed and no
-          ``step`` is given, PyMC's own NUTS otherwise).
+          ``step`` is given, PyMC's own NUTS otherwise). nutpie compiles a model once:
+          later fits of the same model object, with other seeds or sizes or with new data
+          values of the same shapes (``pm.set_data``), reuse it (see
+          :mod:`inference.nutpie_cache`).
         - ``"gibbs"``: every free variable gets a step: the user's ``step``, then the
           factory's step hints, then registered zoo steps by distribution, then PyMC's
           assignment (NUTS for continuous variables, its discrete Gibbs/Metropolis for
@@ -269,7 +274,12 @@ def _fit_mcmc(model, chosen, info, user_steps, sizes, random_seed, progressbar, 
             dt = _pm_sample(model, None, sizes, random_seed, progressbar, kwargs, stop,
                             trace_options)
         else:
-            with raising_sigint(stop):
+            # a second fit of the same model (other seed, sizes or data values) reuses
+            # the first one's compiled model
+            reuse = (reusing_compiled_model(model, progressbar=progressbar)
+                     if sampler == "nutpie" and _nutpie_available()
+                     else contextlib.nullcontext())
+            with raising_sigint(stop), reuse:
                 dt = pm.sample(
                     model=model,
                     random_seed=random_seed,
