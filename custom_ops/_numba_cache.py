@@ -11,6 +11,17 @@ so several checkouts share the folder without clashing. It does not record the L
 optimisation level (``NUMBA_OPT``), so code compiled at another level than Numba's
 default 3 goes to a folder of its own (``numba-O1``, ...): a test run at ``-O1`` must not
 hand its code to the benchmarks.
+
+Nor does it record the floating-point flags: Numba compiles a kernel that sets no
+``fastmath`` with the flags of the code that first calls it (``inherit_if_not_set`` in
+``numba.core.cpu``) and saves that code. PyTensor's Numba backend compiles its graphs with
+fastmath on, Python calls have it off, so such a kernel gave different numbers depending on
+which came first in the process, or in an earlier process that filled the cache. Every
+kernel in ``custom_ops`` therefore says ``fastmath=False`` (exact IEEE arithmetic, the same
+from Python and from graphs), apart from ``inline="always"`` helpers, whose code becomes
+their caller's; code meant to run with fast flags is inlined into a C entry point that
+names them (:func:`c_entry_points`). ``tests/custom_ops/test_numba_flags.py`` holds every
+kernel to this.
 """
 
 from __future__ import annotations
@@ -168,8 +179,9 @@ def c_entry_points(prefix: str, signature, *, cfunc_options=None, **entries):
     callback cannot): catch exceptions inside and return a status code for the jitted
     caller to turn into an exception.
 
-    ``cfunc_options`` (a dict) go to ``numba.cfunc``, e.g. ``fastmath``: the code it
-    inlines (``numba.njit(inline="always")``) is compiled with them.
+    ``cfunc_options`` (a dict) go to ``numba.cfunc``, e.g. ``fastmath`` (default False):
+    the code it inlines (``numba.njit(inline="always")``) is compiled with them, and so is
+    a kernel without flags of its own that it compiles first.
     """
     import llvmlite.binding as llvm
     import numba
@@ -180,7 +192,8 @@ def c_entry_points(prefix: str, signature, *, cfunc_options=None, **entries):
     for name, function in entries.items():
         symbol = f"ppm_{prefix}_{name}_{version:x}"
         if symbol not in _ENTRY_POINTS:
-            compiled = numba.cfunc(signature, cache=True, **(cfunc_options or {}))(function)
+            options = {"fastmath": False, **(cfunc_options or {})}
+            compiled = numba.cfunc(signature, cache=True, **options)(function)
             llvm.add_symbol(symbol, compiled.address)
             _ENTRY_POINTS[symbol] = compiled
         callables.append(types.ExternalFunction(symbol, signature))

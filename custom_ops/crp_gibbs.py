@@ -44,7 +44,9 @@ __all__ = [
     "split_merge_proposal",
 ]
 
-_jit = numba.njit(cache=True)
+# fastmath=False said explicitly, else a kernel takes its first caller's flags: see
+# custom_ops._numba_cache
+_jit = numba.njit(cache=True, fastmath=False)
 
 # --------------------------------------------------------------------------------------
 # small helpers

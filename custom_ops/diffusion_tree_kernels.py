@@ -28,7 +28,9 @@ __all__ = [
 # §4.3.1), log(1 - t) = -A(t) / c keeps full precision. Leaves sit at t = 1.
 
 
-_tjit = numba.njit(cache=True)
+# fastmath=False said explicitly, else a kernel takes its first caller's flags: see
+# custom_ops._numba_cache
+_tjit = numba.njit(cache=True, fastmath=False)
 
 DIFFUSION_TREE_ERRORS = {
     1: "tree: parent must have length 2 n - 1 and log1m_t length n - 1 for n >= 2 leaves",

@@ -45,14 +45,18 @@ __all__ = [
     "sssl_latent_variances",
 ]
 
+# fastmath=False said explicitly, else a kernel takes its first caller's flags: see
+# custom_ops._numba_cache
+_jit = numba.njit(cache=True, fastmath=False)
 
-@numba.njit(cache=True)
+
+@_jit
 def _is_pd(A):
     """Whether the Cholesky factorisation of ``A`` succeeds (:func:`cholesky_lower`)."""
     return A.shape[0] == 0 or not np.isnan(cholesky_lower(A)[0, 0])
 
 
-@numba.njit(cache=True)
+@_jit
 def draw_bglasso_prior(rng, lam, p, max_tries):
     """A draw from the Bayesian-graphical-lasso prior by rejection (accept if PD).
 
@@ -72,7 +76,7 @@ def draw_bglasso_prior(rng, lam, p, max_tries):
     return omega, max_tries + 1
 
 
-@numba.njit(cache=True)
+@_jit
 def draw_spike_slab_prior(rng, v0, v1, pi, lam, p, max_tries):
     """A draw of ``(Omega, Z)`` from the SSSL joint prior by rejection of whole pairs.
 
@@ -97,7 +101,7 @@ def draw_spike_slab_prior(rng, v0, v1, pi, lam, p, max_tries):
     return omega, z, max_tries + 1
 
 
-@numba.njit(cache=True)
+@_jit
 def inverse_gaussian(rng, mean, shape):
     """An inverse-Gaussian draw (Michael, Schucany & Haas 1976), stable for large means.
 
@@ -117,7 +121,7 @@ def inverse_gaussian(rng, mean, shape):
     return large
 
 
-@numba.njit(cache=True)
+@_jit
 def bglasso_latent_variances(rng, omega, lam):
     """``tau_ij | omega_ij``: ``1/tau_ij ~ InvGaussian(lam / |omega_ij|, lam^2)``."""
     p = omega.shape[0]
@@ -137,7 +141,7 @@ def bglasso_latent_variances(rng, omega, lam):
     return tau
 
 
-@numba.njit(cache=True)
+@_jit
 def spike_slab_inclusion_probability(omega, v0, v1, pi):
     """``P(z_ij = 1 | omega_ij)`` (Wang 2015 Eq. 7), a symmetric (p, p) matrix, 0 diagonal."""
     p = omega.shape[0]
@@ -157,7 +161,7 @@ def spike_slab_inclusion_probability(omega, v0, v1, pi):
     return out
 
 
-@numba.njit(cache=True)
+@_jit
 def sssl_latent_variances(rng, omega, v0, v1, pi):
     """Draw ``Z | Omega`` and return ``(variances, Z)`` with ``v1^2`` / ``v0^2`` entries."""
     prob = spike_slab_inclusion_probability(omega, v0, v1, pi)
@@ -175,7 +179,7 @@ def sssl_latent_variances(rng, omega, v0, v1, pi):
     return tau, z
 
 
-@numba.njit(cache=True)
+@_jit
 def column_sweep(rng, omega, sigma, S, n, lam, tau, gamma_shape_offset):
     """One column-wise block Gibbs sweep, in place on ``omega`` and ``sigma = omega^-1``.
 
@@ -199,7 +203,7 @@ def column_sweep(rng, omega, sigma, S, n, lam, tau, gamma_shape_offset):
         column_update(rng, omega, sigma, S, n, lam, tau, gamma_shape_offset, j)
 
 
-@numba.njit(cache=True)
+@_jit
 def column_update(rng, omega, sigma, S, n, lam, tau, gamma_shape_offset, j):
     """Draw column ``j`` of ``omega`` from its conditional (module docstring), in place."""
     p = omega.shape[0]
@@ -263,7 +267,7 @@ def column_update(rng, omega, sigma, S, n, lam, tau, gamma_shape_offset, j):
     sigma[j, j] = 1.0 / gamma
 
 
-@numba.njit(cache=True)
+@_jit
 def packed_cholesky_forward(omega):
     """``omega`` -> PyMC's ``CholeskyCovTransform`` value: the row-major lower triangle
     of its Cholesky factor with the diagonal logged."""
@@ -278,7 +282,7 @@ def packed_cholesky_forward(omega):
     return out
 
 
-@numba.njit(cache=True)
+@_jit
 def packed_cholesky_backward(value, p):
     """Inverse of :func:`packed_cholesky_forward`: ``L L'`` from the packed vector."""
     L = np.zeros((p, p))
@@ -298,7 +302,7 @@ def packed_cholesky_backward(value, p):
     return out
 
 
-@numba.njit(cache=True)
+@_jit
 def gram(X):
     """``X' X`` by plain loops (see the note above)."""
     n, p = X.shape

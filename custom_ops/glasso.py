@@ -39,6 +39,10 @@ import numpy as np
 
 __all__ = ["glasso_sweeps", "kkt_violation", "precision_from_regressions"]
 
+# fastmath=False said explicitly, else a kernel takes its first caller's flags: see
+# custom_ops._numba_cache
+_jit = numba.njit(cache=True, fastmath=False)
+
 
 @numba.njit(cache=True, inline="always")
 def _soft(x, t):
@@ -49,7 +53,7 @@ def _soft(x, t):
     return 0.0
 
 
-@numba.njit(cache=True)
+@_jit
 def _lasso_column(W, S, B, j, lam, inner_tol, inner_max, r, saved):
     """Coordinate descent for column ``j``; ``r`` ends as ``W11 @ beta`` (rows != j)."""
     p = W.shape[0]
@@ -87,7 +91,7 @@ def _lasso_column(W, S, B, j, lam, inner_tol, inner_max, r, saved):
     return n_inner
 
 
-@numba.njit(cache=True)
+@_jit
 def glasso_sweeps(S, W, B, lam, threshold, max_iter, inner_max):
     """Run block coordinate descent in place on ``W`` (PD on entry) and ``B``.
 
@@ -141,7 +145,7 @@ def glasso_sweeps(S, W, B, lam, threshold, max_iter, inner_max):
     return max_iter, False, n_rejected, n_inner_total
 
 
-@numba.njit(cache=True)
+@_jit
 def precision_from_regressions(W, B):
     """Partitioned inverse of ``W`` from the lasso coefficients (ESL Alg. 17.2 step 3).
 
@@ -173,7 +177,7 @@ def precision_from_regressions(W, B):
     return omega, ok
 
 
-@numba.njit(cache=True)
+@_jit
 def kkt_violation(W, S, omega, lam, penalize_diagonal):
     """Largest violation of the glasso optimality conditions at ``omega``.
 

@@ -74,7 +74,9 @@ __all__ = [
     "n_active",
 ]
 
-_jit = numba.njit(cache=True)
+# fastmath=False said explicitly, else a kernel takes its first caller's flags: see
+# custom_ops._numba_cache
+_jit = numba.njit(cache=True, fastmath=False)
 
 #: Message of the error a draw raises when the buffet needs more columns than slots.
 OVERFLOW_MESSAGE = (

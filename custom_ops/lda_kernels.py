@@ -60,10 +60,14 @@ __all__ = [
     "sample_theta_fixed_phi",
 ]
 
+# fastmath=False said explicitly, else a kernel takes its first caller's flags: see
+# custom_ops._numba_cache
+_jit = numba.njit(cache=True, fastmath=False)
+
 COUNT_DTYPE = np.int32
 
 
-@numba.njit(cache=True)
+@_jit
 def _build_counts(words, doc_ptr, z, n_words, n_topics):
     n_docs = doc_ptr.size - 1
     n_wk = np.zeros((n_words, n_topics), dtype=np.int32)
@@ -99,7 +103,7 @@ def build_counts(words, doc_ptr, z, n_words: int, n_topics: int):
     )
 
 
-@numba.njit(cache=True)
+@_jit
 def _log_joint_symmetric(n_wk, n_dk, n_k, alpha, eta):
     # Tables of lgamma(n + a) - lgamma(a) for integer n make the sum a lookup over the
     # nonzero cells: lgamma dominated the cost otherwise (O(KV) calls per draw).
@@ -140,7 +144,7 @@ def _log_joint_symmetric(n_wk, n_dk, n_k, alpha, eta):
     return ll
 
 
-@numba.njit(cache=True)
+@_jit
 def _log_joint_general(n_wk, n_dk, n_k, alpha, eta):
     n_words, n_topics = n_wk.shape
     n_docs = n_dk.shape[0]
@@ -176,7 +180,7 @@ def _log_joint_general(n_wk, n_dk, n_k, alpha, eta):
     return ll
 
 
-@numba.njit(cache=True)
+@_jit
 def _concentrations(n_wk, n_dk, n_k, alpha, eta):
     n_words, n_topics = n_wk.shape
     n_docs = n_dk.shape[0]
@@ -216,7 +220,7 @@ def lgamma_tables(alpha: float, eta: float, max_word_count: int, max_doc_count: 
     return (gammaln(n_eta + eta) - gammaln(eta), gammaln(n_alpha + alpha) - gammaln(alpha))
 
 
-@numba.njit(cache=True)
+@_jit
 def _draw_summary(n_wk, n_dk, n_k, alpha, eta, table_eta, table_alpha):
     n_words, n_topics = n_wk.shape
     n_docs = n_dk.shape[0]
@@ -318,7 +322,7 @@ def log_joint(n_wk, n_dk, n_k, alpha, eta) -> float:
     )
 
 
-@numba.njit(cache=True)
+@_jit
 def gibbs_sweep_dense(words, doc_ptr, z, n_wk, n_dk, n_k, alpha, eta, rng):
     """One collapsed Gibbs sweep over all tokens, O(K) per token, counts in place.
 
@@ -456,7 +460,7 @@ class SparseLDAState:
         )
 
 
-@numba.njit(cache=True)
+@_jit
 def _fill_topic_lists(counts, ptr, topics, nnz):
     for r in range(counts.shape[0]):
         m = 0
@@ -478,7 +482,7 @@ def _list_remove(topics, start, nnz_ref, row, k):
     nnz_ref[row] = m - 1
 
 
-@numba.njit(cache=True)
+@_jit
 def gibbs_sweep_sparse(
     words,
     doc_ptr,
@@ -632,7 +636,7 @@ def gibbs_sweep_sparse(
 # ---------------------------------------------------------------------------------------
 
 
-@numba.njit(cache=True)
+@_jit
 def sample_theta_fixed_phi(words, doc_ptr, phi_wk, alpha, n_burn, n_samples, rng):
     """Posterior-mean topic proportions of documents given fixed topics ``phi``.
 

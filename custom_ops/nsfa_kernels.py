@@ -54,7 +54,9 @@ __all__ = [
     "residual_into",
 ]
 
-_jit = numba.njit(cache=True)
+# fastmath=False said explicitly, else a kernel takes its first caller's flags: see
+# custom_ops._numba_cache
+_jit = numba.njit(cache=True, fastmath=False)
 
 #: Modes of the loading precision (``lam_mode``) and of the noise (``noise_mode``).
 FIXED, ISOTROPIC_OR_SHARED, PER_ELEMENT = 0, 1, 2

@@ -64,7 +64,9 @@ __all__ = [
 
 # error_model="numpy": a zero or infinite variance (sigma2 or the times at an extreme)
 # gives an infinite or NaN density, which the samplers reject, instead of raising
-_jit = numba.njit(cache=True, error_model="numpy")
+# fastmath=False said explicitly, else a kernel takes its first caller's flags: see
+# custom_ops._numba_cache
+_jit = numba.njit(cache=True, error_model="numpy", fastmath=False)
 _LOG_2PI = math.log(2.0 * math.pi)
 # the floor of custom_ops.pydt: a zero-length leaf edge would give a zero variance
 MIN_VARIANCE = 1e-300

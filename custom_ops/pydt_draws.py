@@ -18,7 +18,9 @@ from custom_ops.pydt import choose_branch, edge_length
 
 __all__ = ["pydt_draw_data", "pydt_draw_tree"]
 
-_jit = numba.njit(cache=True, error_model="numpy")
+# fastmath=False said explicitly, else a kernel takes its first caller's flags: see
+# custom_ops._numba_cache
+_jit = numba.njit(cache=True, error_model="numpy", fastmath=False)
 
 
 @_jit

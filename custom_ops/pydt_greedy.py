@@ -30,7 +30,9 @@ from custom_ops.pydt_cache import (
 )
 
 # as custom_ops.pydt_cache: a NaN or infinite density is rejected, not raised
-_jit = numba.njit(cache=True, error_model="numpy")
+# fastmath=False said explicitly, else a kernel takes its first caller's flags: see
+# custom_ops._numba_cache
+_jit = numba.njit(cache=True, error_model="numpy", fastmath=False)
 
 __all__ = ["pydt_greedy"]
 

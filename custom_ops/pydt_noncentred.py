@@ -49,7 +49,9 @@ from custom_ops.pydt import h_table, parameter_code
 
 __all__ = ["noncentred_times", "variance_shifted_times"]
 
-_jit = numba.njit(cache=True, error_model="numpy")
+# fastmath=False said explicitly, else a kernel takes its first caller's flags: see
+# custom_ops._numba_cache
+_jit = numba.njit(cache=True, error_model="numpy", fastmath=False)
 
 
 @_jit

@@ -109,7 +109,9 @@ def spanning_tree_logp_op(parents, weights):
 
 # Plain numba.njit, not PyTensor's numba_njit: perform calls these from Python, and
 # PyTensor's decorator leaves out the CPython wrapper (a call from Python crashed).
-_jit = numba.njit(cache=True)
+# fastmath=False said explicitly, else a kernel takes its first caller's flags: see
+# custom_ops._numba_cache
+_jit = numba.njit(cache=True, fastmath=False)
 
 
 @_jit

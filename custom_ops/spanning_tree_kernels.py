@@ -59,7 +59,9 @@ __all__ = [
 
 
 
-_tree_jit = numba.njit(cache=True)
+# fastmath=False said explicitly, else a kernel takes its first caller's flags: see
+# custom_ops._numba_cache
+_tree_jit = numba.njit(cache=True, fastmath=False)
 
 
 @_tree_jit

@@ -48,7 +48,9 @@ __all__ = [
     "tree_tables",
 ]
 
-_jit = numba.njit(cache=True)
+# fastmath=False said explicitly, else a kernel takes its first caller's flags: see
+# custom_ops._numba_cache
+_jit = numba.njit(cache=True, fastmath=False)
 
 
 @_jit

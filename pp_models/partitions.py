@@ -37,7 +37,9 @@ __all__ = [
     "variation_of_information",
 ]
 
-_jit = numba.njit(cache=True)
+# fastmath=False said explicitly, else a kernel takes its first caller's flags: see
+# custom_ops._numba_cache
+_jit = numba.njit(cache=True, fastmath=False)
 
 
 def _as_draws(Z, name="Z") -> np.ndarray:

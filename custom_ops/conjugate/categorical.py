@@ -21,7 +21,9 @@ __all__ = [
     "dirichlet_posterior",
 ]
 
-_jit = numba.njit(cache=True)
+# fastmath=False said explicitly, else a kernel takes its first caller's flags: see
+# custom_ops._numba_cache
+_jit = numba.njit(cache=True, fastmath=False)
 
 
 @_jit

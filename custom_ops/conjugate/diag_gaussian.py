@@ -29,7 +29,9 @@ __all__ = [
     "diag_gaussian_stats_size",
 ]
 
-_jit = numba.njit(cache=True)
+# fastmath=False said explicitly, else a kernel takes its first caller's flags: see
+# custom_ops._numba_cache
+_jit = numba.njit(cache=True, fastmath=False)
 
 
 def diag_gaussian_stats_size(d):

@@ -89,7 +89,9 @@ __all__ = [
     "unpack_hyper",
 ]
 
-_jit = numba.njit(cache=True)
+# fastmath=False said explicitly, else a kernel takes its first caller's flags: see
+# custom_ops._numba_cache
+_jit = numba.njit(cache=True, fastmath=False)
 
 # The dispatchers of custom_ops.conjugate.dispatch import these constants and compare
 # ``fam`` against them.

@@ -1,0 +1,104 @@
+"""Every kernel in ``custom_ops`` names its floating-point flags, so it computes the same
+numbers whether Python or a PyTensor graph compiles it first.
+
+Numba compiles a kernel that sets no ``fastmath`` with its first caller's flags and caches
+that code without recording them (``custom_ops._numba_cache``); PyTensor compiles its
+graphs with fastmath on. Reading ``targetoptions`` compiles nothing, so the walk over all
+kernels is cheap; the compiled check uses one small kernel.
+"""
+
+import importlib
+import pkgutil
+import re
+import types
+
+import numba
+from numba.core.dispatcher import Dispatcher
+from pytensor import config
+from pytensor.link.numba.dispatch.basic import numba_njit
+
+import custom_ops
+from custom_ops.ibp import harmonic
+
+# An LLVM floating-point instruction carrying any fast-math flag ("fadd fast", "fmul
+# reassoc nsz", "call contract double @llvm.fma...").
+FAST_INSTRUCTION = re.compile(
+    r"= (?:fadd|fsub|fmul|fdiv|frem|fneg|fcmp|call)"
+    r"(?: (?:fast|reassoc|nnan|ninf|nsz|arcp|contract|afn))+ ")
+
+
+def _custom_ops_modules():
+    yield custom_ops
+    for info in pkgutil.walk_packages(custom_ops.__path__, "custom_ops."):
+        yield importlib.import_module(info.name)
+
+
+def _kernels(module):
+    """The Numba dispatchers defined in ``module`` (not those it imports)."""
+    return {name: obj for name, obj in vars(module).items()
+            if isinstance(obj, Dispatcher) and obj.py_func.__module__ == module.__name__}
+
+
+def kernels_without_fastmath(module):
+    """Names of ``module``'s kernels that would take their caller's fastmath flags.
+
+    ``inline="always"`` kernels are exempt: Numba inlines their IR into the caller, whose
+    flags then apply (custom_ops.pydt compiles the PYDT recursion fast that way).
+    """
+    return sorted(name for name, kernel in _kernels(module).items()
+                  if "fastmath" not in kernel.targetoptions
+                  and kernel.targetoptions.get("inline") != "always")
+
+
+def test_every_custom_ops_kernel_sets_fastmath():
+    n_kernels = 0
+    missing = []
+    for module in _custom_ops_modules():
+        n_kernels += len(_kernels(module))
+        missing += [f"{module.__name__}.{name}" for name in kernels_without_fastmath(module)]
+    assert not missing, f"kernels without an explicit fastmath option: {missing}"
+    # the walk found the kernels (it cannot pass by finding none)
+    assert n_kernels > 250
+
+
+def test_the_walk_catches_a_kernel_without_fastmath():
+    module = types.ModuleType("planted")
+    exec("import numba\n"
+         "@numba.njit\n"
+         "def flagless(x):\n    return x\n"
+         "@numba.njit(fastmath=False)\n"
+         "def exact(x):\n    return x\n"
+         "@numba.njit(inline='always')\n"
+         "def inlined(x):\n    return x\n", vars(module))
+    assert kernels_without_fastmath(module) == ["flagless"]
+
+
+def _first_compiled_by_a_graph(kernel):
+    """A fresh (uncached) copy of ``kernel`` with its own options, compiled first by a
+    caller with PyTensor's graph flags, then called from Python; its LLVM IR."""
+    options = {k: v for k, v in kernel.targetoptions.items() if k != "nopython"}
+    copy = numba.njit(**options)(kernel.py_func)
+
+    def graph_like_caller(n):
+        return copy(n)
+
+    numba_njit(graph_like_caller, final_function=True)(10)
+    copy(10)
+    (signature,) = copy.overloads
+    return copy.inspect_llvm(signature)
+
+
+def test_a_kernel_compiled_from_a_fastmath_graph_first_stays_exact():
+    assert config.numba__fastmath, "PyTensor's graphs are compiled with fastmath on"
+    ir = _first_compiled_by_a_graph(harmonic)
+    assert "fdiv double" in ir and "fadd double" in ir
+    assert not FAST_INSTRUCTION.search(ir), FAST_INSTRUCTION.search(ir).group(0)
+
+
+def test_without_fastmath_the_graph_flags_leak_in():
+    # the same kernel without its explicit option: the check above would see the leak
+    options = {k: v for k, v in harmonic.targetoptions.items()
+               if k not in ("fastmath", "nopython")}
+    flagless = numba.njit(**options)(harmonic.py_func)
+    ir = _first_compiled_by_a_graph(flagless)
+    assert FAST_INSTRUCTION.search(ir)
