@@ -27,7 +27,9 @@ from custom_ops.conjugate import add, log_predictive_columns, stats_size
 
 __all__ = ["crp_conjugate_predictive_density", "normal_mixture_density"]
 
-_jit = numba.njit(cache=True)
+# fastmath=False said explicitly, else a kernel takes its first caller's flags: see
+# custom_ops._numba_cache
+_jit = numba.njit(cache=True, fastmath=False)
 _LOG_SQRT_2PI = 0.5 * math.log(2.0 * math.pi)
 
 
