@@ -1,10 +1,13 @@
 """Numba's cache goes to the user's cache folder, not into the package (unless the user
-chose a folder)."""
+chose a folder); cache writes are process-safe; a graph loaded from PyTensor's cache in a
+new process finds its kernels."""
 
 import os
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -106,93 +109,6 @@ def test_every_op_registration_is_keyed_on_the_source(monkeypatch):
         assert "register_funcify_default_op_cache_key(" not in path.read_text() \
             or path.name == "_numba_cache.py", path
 
-
-# The start of a script run by run_twice_on_one_cache: what it imports, and ``compiled``,
-# the functions Numba compiles in that process (none, when everything came from a cache).
-GRAPH_SCRIPT_PRELUDE = """
-import json
-import numpy as np
-import pytensor
-import pytensor.tensor as pt
-from numba.core import event
-
-compiled = []
-
-
-class Listener(event.Listener):
-    def on_start(self, ev):
-        compiled.append(ev.data["dispatcher"].py_func.__qualname__)
-
-    def on_end(self, ev):
-        pass
-
-
-event.register("numba:compile", Listener())
-"""
-
-
-# A graph with CollapsedLogLik and its gradient: the Ops call their kernels through C
-# entry points that each process registers with LLVM's linker (custom_ops.collapsed).
-COLLAPSED_GRAPH = GRAPH_SCRIPT_PRELUDE + """
-from custom_ops import _numba_cache, collapsed
-
-rng = np.random.default_rng(3)
-z = np.array([0, 2, 2, 5, 0, 5, 5, 1])
-X = rng.normal(size=(8, 3))
-m0, k0, nu0, S0 = pt.dvector("m0"), pt.dscalar("k0"), pt.dscalar("nu0"), pt.dmatrix("S0")
-ll = collapsed.collapsed_loglik("gaussian", z, X, m0, k0, nu0, S0)
-fn = pytensor.function([m0, k0, nu0, S0], [ll, *pytensor.grad(ll, [m0, k0, nu0, S0])],
-                       mode="NUMBA")
-args = (np.zeros(3), np.array(0.5), np.array(4.5), 2.0 * np.eye(3))
-out = [np.asarray(o).tolist() for o in fn(*args)]
-bad = fn(np.zeros(3), np.array(-1.0), np.array(4.5), np.eye(3))  # invalid kappa0
-print(json.dumps({"out": out, "bad": [np.asarray(o).tolist() for o in bad],
-                  "compiled": compiled,
-                  "entry_cache_hits": {symbol: entry.cache_hits for symbol, entry
-                                       in _numba_cache._ENTRY_POINTS.items()},
-                  "reference": collapsed.collapsed_loglik_value(
-                      "gaussian", z, X, [a.tolist() for a in args])}))
-"""
-
-
-def run_twice_on_one_cache(script, tmp_path):
-    """Run ``script`` in two fresh processes sharing one PyTensor and Numba cache; each
-    prints one JSON line last. The second process loads what the first compiled."""
-    import json
-
-    env = dict(os.environ, PYTHONPATH=str(ROOT),
-               PYTENSOR_FLAGS=f"base_compiledir={tmp_path / 'pytensor'}")
-
-    def run():
-        proc = subprocess.run([sys.executable, "-c", script], env=env,
-                              cwd=tmp_path, capture_output=True, text=True, timeout=600)
-        assert proc.returncode == 0, proc.stderr
-        return json.loads(proc.stdout.strip().splitlines()[-1])
-
-    return run(), run()
-
-
-def test_a_collapsed_graph_loaded_from_pytensors_cache_finds_its_kernels(tmp_path):
-    """The second process loads the compiled graph from PyTensor's cache; its calls into
-    the kernels resolve to the C entry points that process registered (a missing symbol
-    would fail at link time) and give the same numbers."""
-    import numpy as np
-
-    first, second = run_twice_on_one_cache(COLLAPSED_GRAPH, tmp_path)
-    assert any("numba_funcified_fgraph" in name for name in first["compiled"])
-    assert not [name for name in second["compiled"]
-                if "fgraph" in name or "collapsed" in name], second["compiled"]
-    hits = second["entry_cache_hits"]
-    assert sorted(symbol.split("_")[2] for symbol in hits) == ["grad", "value"], hits
-    assert all(symbol.startswith("ppm_collapsed_") for symbol in hits), hits
-    assert list(hits.values()) == [1, 1]
-    assert second["out"] == first["out"]
-    assert np.isclose(first["out"][0], first["reference"], rtol=1e-12)
-    # an invalid hyperparameter gives -inf and a zero gradient, as the kernels do
-    assert second["bad"][0] == -np.inf
-    assert not np.any(np.concatenate([np.ravel(g) for g in second["bad"][1:]]))
-
-
 # Two processes save one signature each into the same Numba cache index at the same
 # moment. Numba reads the index, takes the first free data-file number, writes the index,
 # then the data; the delays below force the interleaving that corrupted a cold test run:
@@ -278,67 +194,233 @@ def test_importing_custom_ops_installs_the_lock():
     assert getattr(caching.IndexDataCacheFile.save, "_ppm_locked", False)
 
 
+# --- a graph loaded from PyTensor's cache finds its kernels ------------------------------
+# The Ops of three families (custom_ops.collapsed, bhc, pydt) call their kernels through C
+# entry points that each process registers with LLVM's linker (custom_ops._numba_cache).
+# One script builds a graph of each family's Ops in a first process and loads them in a
+# second one sharing its PyTensor and Numba caches; one pair of processes serves the three
+# families' tests (a cold pair is ~10 CPU-s of interpreter start, imports and compiling).
+
+# The start of the script: its imports, ``compiled``, the functions Numba compiles in that
+# process (none, when everything came from a cache), and ``run``, which records each
+# family's numbers and what was compiled while building that family's graph.
+GRAPH_SCRIPT_PRELUDE = """
+import json
+import numpy as np
+import pytensor
+import pytensor.tensor as pt
+from numba.core import event
+
+from custom_ops import _numba_cache
+
+compiled = []
+
+
+class Listener(event.Listener):
+    def on_start(self, ev):
+        compiled.append(ev.data["dispatcher"].py_func.__qualname__)
+
+    def on_end(self, ev):
+        pass
+
+
+event.register("numba:compile", Listener())
+result = {}
+
+
+def run(family, build):
+    start = len(compiled)
+    result[family] = build()
+    result[family]["compiled"] = compiled[start:]
+"""
+
+# A graph with CollapsedLogLik and its gradient.
+COLLAPSED_GRAPH = """
+def collapsed_graph():
+    from custom_ops import collapsed
+
+    rng = np.random.default_rng(3)
+    z = np.array([0, 2, 2, 5, 0, 5, 5, 1])
+    X = rng.normal(size=(8, 3))
+    m0, k0, nu0, S0 = pt.dvector("m0"), pt.dscalar("k0"), pt.dscalar("nu0"), pt.dmatrix("S0")
+    ll = collapsed.collapsed_loglik("gaussian", z, X, m0, k0, nu0, S0)
+    fn = pytensor.function([m0, k0, nu0, S0], [ll, *pytensor.grad(ll, [m0, k0, nu0, S0])],
+                           mode="NUMBA")
+    args = (np.zeros(3), np.array(0.5), np.array(4.5), 2.0 * np.eye(3))
+    out = [np.asarray(o).tolist() for o in fn(*args)]
+    bad = fn(np.zeros(3), np.array(-1.0), np.array(4.5), np.eye(3))  # invalid kappa0
+    return {"out": out, "bad": [np.asarray(o).tolist() for o in bad],
+            "reference": collapsed.collapsed_loglik_value(
+                "gaussian", z, X, [a.tolist() for a in args])}
+
+
+run("collapsed", collapsed_graph)
+"""
+
 # BHCEvidence and its gradient (custom_ops.bhc), two likelihoods, one of them with
 # invalid data: the kernels' input checks come back through the C entry points as codes
 # that the graph turns into the Op's ValueErrors.
-BHC_GRAPH = GRAPH_SCRIPT_PRELUDE + """
-from pytensor.compile.mode import Mode
+BHC_GRAPH = """
+def bhc_graph():
+    from pytensor.compile.mode import Mode
 
-from custom_ops import _numba_cache, bhc
+    from custom_ops import bhc
 
-rng = np.random.default_rng(4)
-n = 9
-# a caterpillar tree: leaves 0 and 1 first, then each next leaf joins the last cluster
-merges = np.array([[0, 1]] + [[t + 1, n + t - 1] for t in range(1, n - 1)])
-data, tree, alpha = pt.dmatrix("data"), pt.lmatrix("merges"), pt.dscalar("alpha")
-cases = {
-    "bernoulli": ((rng.random((n, 3)) < 0.4).astype(float),
-                  [np.array([1.0, 0.5, 2.0]), np.array([0.7, 1.5, 1.0])]),
-    "gaussian": (rng.normal(size=(n, 3)),
-                 [np.zeros(3), np.array(0.5), np.array(5.5), 2.0 * np.eye(3)]),
-}
-result = {}
-for family, (X, values) in cases.items():
-    names = bhc.cj.FAMILIES[family].hyper_names
-    hyper = [pt.as_tensor_variable(v).type(name) for v, name in zip(values, names)]
-    lp, log_r = bhc.bhc_log_evidence(data, tree, alpha, likelihood=family,
-                                     **dict(zip(names, hyper)))
-    outputs = [lp, log_r, *pytensor.grad(lp + log_r.sum(), [alpha, *hyper])]
-    inputs = [data, tree, alpha, *hyper]
-    fn = pytensor.function(inputs, outputs, mode="NUMBA")
-    by_perform = pytensor.function(inputs, outputs, mode=Mode(linker="py"))
-    args = [X, merges, np.array(1.7), *values]
-    bad_data = X.copy()
-    bad_data[2, 1] = np.nan
-    errors = []
-    for bad in ([bad_data, *args[1:]], [X, merges[::-1], *args[2:]]):
-        try:
-            fn(*bad)
-        except ValueError as error:
-            errors.append(str(error))
-    result[family] = {"out": [np.asarray(o).tolist() for o in fn(*args)],
-                      "perform": [np.asarray(o).tolist() for o in by_perform(*args)],
-                      "errors": errors}
-print(json.dumps({"result": result, "compiled": compiled,
-                  "messages": [bhc.BAD_DATA, bhc.BAD_MERGES],
+    rng = np.random.default_rng(4)
+    n = 9
+    # a caterpillar tree: leaves 0 and 1 first, then each next leaf joins the last cluster
+    merges = np.array([[0, 1]] + [[t + 1, n + t - 1] for t in range(1, n - 1)])
+    data, tree, alpha = pt.dmatrix("data"), pt.lmatrix("merges"), pt.dscalar("alpha")
+    cases = {
+        "bernoulli": ((rng.random((n, 3)) < 0.4).astype(float),
+                      [np.array([1.0, 0.5, 2.0]), np.array([0.7, 1.5, 1.0])]),
+        "gaussian": (rng.normal(size=(n, 3)),
+                     [np.zeros(3), np.array(0.5), np.array(5.5), 2.0 * np.eye(3)]),
+    }
+    by_family = {}
+    for family, (X, values) in cases.items():
+        names = bhc.cj.FAMILIES[family].hyper_names
+        hyper = [pt.as_tensor_variable(v).type(name) for v, name in zip(values, names)]
+        lp, log_r = bhc.bhc_log_evidence(data, tree, alpha, likelihood=family,
+                                         **dict(zip(names, hyper)))
+        outputs = [lp, log_r, *pytensor.grad(lp + log_r.sum(), [alpha, *hyper])]
+        inputs = [data, tree, alpha, *hyper]
+        fn = pytensor.function(inputs, outputs, mode="NUMBA")
+        by_perform = pytensor.function(inputs, outputs, mode=Mode(linker="py"))
+        args = [X, merges, np.array(1.7), *values]
+        bad_data = X.copy()
+        bad_data[2, 1] = np.nan
+        errors = []
+        for bad in ([bad_data, *args[1:]], [X, merges[::-1], *args[2:]]):
+            try:
+                fn(*bad)
+            except ValueError as error:
+                errors.append(str(error))
+        by_family[family] = {"out": [np.asarray(o).tolist() for o in fn(*args)],
+                             "perform": [np.asarray(o).tolist() for o in by_perform(*args)],
+                             "errors": errors}
+    return {"result": by_family, "messages": [bhc.BAD_DATA, bhc.BAD_MERGES]}
+
+
+run("bhc", bhc_graph)
+"""
+
+# PYDTLogProb and its gradient: a multifurcating tree over 5 leaves (root 8 -> 5, 6,
+# leaf 4; slot 7 unused), the value and every gradient with data as a variable
+# (wrt_data=True) and as a constant (False), then invalid parameters (alpha >= 1) through
+# the same graph.
+PYDT_GRAPH = """
+def pydt_graph():
+    from custom_ops import pydt
+
+    parent = np.array([5, 5, 6, 6, 8, 8, 8, -2, -1])
+    log1m_t = np.log1p(-np.array([0.6, 0.8, 0.0, 0.2]))
+    X = np.random.default_rng(4).normal(size=(5, 3))
+    pydt.check_tree(parent, log1m_t, 5)
+    l1, Xv = pt.dvector("log1m_t"), pt.dmatrix("X")
+    c, theta, alpha, sigma2 = (pt.dscalar(name) for name in ("c", "theta", "alpha", "sigma2"))
+    params = [c, theta, alpha, sigma2]
+    lp, ll = pydt.PYDTLogProb()(parent, l1, Xv, *params)
+    total = 0.7 * lp + 1.3 * ll
+    fn = pytensor.function([l1, Xv, *params],
+                           [lp, ll, *pytensor.grad(total, [l1, Xv, *params])], mode="NUMBA")
+    lp_c, ll_c = pydt.PYDTLogProb()(parent, l1, pt.constant(X), *params)
+    fn_const = pytensor.function([l1, *params],
+                                 pytensor.grad(lp_c + ll_c, [l1, *params]), mode="NUMBA")
+    args = (1.5, 0.8, 0.3, 0.9)
+    out = [np.asarray(o).tolist() for o in fn(log1m_t, X, *args)]
+    out_const = [np.asarray(o).tolist() for o in fn_const(log1m_t, *args)]
+    bad = [np.asarray(o).tolist() for o in fn(log1m_t, X, 1.5, 0.8, 1.2, 0.9)]
+    ref = pydt.pydt_value_and_grad(parent, log1m_t, X, *args, 0.7, 1.3)
+    ref_const = pydt.pydt_value_and_grad(parent, log1m_t, X, *args, 1.0, 1.0)
+    return {"out": out, "out_const": out_const, "bad": bad,
+            "reference": [np.asarray(r).tolist() for r in ref],
+            "reference_const": [np.asarray(r).tolist() for r in ref_const]}
+
+
+run("pydt", pydt_graph)
+"""
+
+GRAPHS_SCRIPT = GRAPH_SCRIPT_PRELUDE + COLLAPSED_GRAPH + BHC_GRAPH + PYDT_GRAPH + """
+print(json.dumps({"result": result,
                   "entry_cache_hits": {symbol: entry.cache_hits for symbol, entry
                                        in _numba_cache._ENTRY_POINTS.items()}}))
 """
 
+FAMILIES = ("collapsed", "bhc", "pydt")
 
-def test_a_bhc_graph_loaded_from_pytensors_cache_finds_its_kernels(tmp_path):
+
+def run_twice_on_one_cache(script, tmp_path):
+    """Run ``script`` in two fresh processes sharing one PyTensor and Numba cache; each
+    prints one JSON line last. The second process loads what the first compiled."""
+    import json
+
+    env = dict(os.environ, PYTHONPATH=str(ROOT),
+               PYTENSOR_FLAGS=f"base_compiledir={tmp_path / 'pytensor'}")
+
+    def run():
+        proc = subprocess.run([sys.executable, "-c", script], env=env,
+                              cwd=tmp_path, capture_output=True, text=True, timeout=600)
+        assert proc.returncode == 0, proc.stderr
+        return json.loads(proc.stdout.strip().splitlines()[-1])
+
+    return run(), run()
+
+
+@pytest.fixture(scope="module")
+def graphs_run_twice(tmp_path_factory):
+    return run_twice_on_one_cache(GRAPHS_SCRIPT, tmp_path_factory.mktemp("graphs"))
+
+
+def family_run(graphs_run_twice, family):
+    """(first process's results, second's, second's entry point cache hits) for one
+    family; the second process registered no entry point but the three families'."""
+    first, second = graphs_run_twice
+    hits = second["entry_cache_hits"]
+    assert {symbol.split("_")[1] for symbol in hits} <= set(FAMILIES), hits
+    return (first["result"][family], second["result"][family],
+            {symbol: n for symbol, n in hits.items() if symbol.startswith(f"ppm_{family}_")})
+
+
+# The three families' graphs are built in one pair of processes: their tests share a
+# worker, the BHC one, where the collapsed and PYDT kernels are already in Numba's cache
+# (their families' bigger groups are scheduled first, and PYDT's on that worker).
+on_the_bhc_worker = pytest.mark.xdist_group("family-bhc")
+
+
+@on_the_bhc_worker
+def test_a_collapsed_graph_loaded_from_pytensors_cache_finds_its_kernels(graphs_run_twice):
+    """The second process loads the compiled graph from PyTensor's cache; its calls into
+    the kernels resolve to the C entry points that process registered (a missing symbol
+    would fail at link time) and give the same numbers."""
+    import numpy as np
+
+    first, second, hits = family_run(graphs_run_twice, "collapsed")
+    assert any("numba_funcified_fgraph" in name for name in first["compiled"])
+    assert not [name for name in second["compiled"]
+                if "fgraph" in name or "collapsed" in name], second["compiled"]
+    assert sorted(symbol.split("_")[2] for symbol in hits) == ["grad", "value"], hits
+    assert list(hits.values()) == [1, 1]
+    assert second["out"] == first["out"]
+    assert np.isclose(first["out"][0], first["reference"], rtol=1e-12)
+    # an invalid hyperparameter gives -inf and a zero gradient, as the kernels do
+    assert second["bad"][0] == -np.inf
+    assert not np.any(np.concatenate([np.ravel(g) for g in second["bad"][1:]]))
+
+
+@on_the_bhc_worker
+def test_a_bhc_graph_loaded_from_pytensors_cache_finds_its_kernels(graphs_run_twice):
     """As for the collapsed Ops: the second process compiles no graph and no kernel, its
     graphs call the entry points it loaded from Numba's cache, and they compute what the
     Ops' perform computes, values and gradients; invalid data or trees raise the Op's
     ValueErrors through the entry points' status codes."""
     import numpy as np
 
-    first, second = run_twice_on_one_cache(BHC_GRAPH, tmp_path)
+    first, second, hits = family_run(graphs_run_twice, "bhc")
     assert any("numba_funcified_fgraph" in name for name in first["compiled"])
     assert not [name for name in second["compiled"]
                 if "fgraph" in name or "forward" in name or "grad" in name], \
         second["compiled"]
-    hits = second["entry_cache_hits"]
     assert sorted(symbol.rsplit("_", 1)[0] for symbol in hits) == ["ppm_bhc_forward",
                                                                    "ppm_bhc_grad"], hits
     assert list(hits.values()) == [1, 1], hits
@@ -349,3 +431,35 @@ def test_a_bhc_graph_loaded_from_pytensors_cache_finds_its_kernels(tmp_path):
             np.testing.assert_allclose(value, expected, rtol=1e-12, atol=1e-12)
         assert len(ours["out"]) == 2 + 1 + {"bernoulli": 2, "gaussian": 4}[family]
         assert ours["errors"] == second["messages"], family
+
+
+@on_the_bhc_worker
+def test_a_pydt_graph_loaded_from_pytensors_cache_finds_its_kernels(graphs_run_twice):
+    """PYDTLogProb and its gradient call their kernels through C entry points
+    (custom_ops.pydt, "Numba registrations"): a graph loaded from PyTensor's cache in a
+    new process finds them, loaded from Numba's cache, and gives the numbers of the
+    kernels."""
+    import numpy as np
+
+    first, second, hits = family_run(graphs_run_twice, "pydt")
+    assert any("numba_funcified_fgraph" in name for name in first["compiled"])
+    assert not [name for name in second["compiled"]
+                if "fgraph" in name or "pydt" in name or "entry" in name], second["compiled"]
+    assert sorted(symbol.split("_")[2] for symbol in hits) == ["forward", "grad"], hits
+    assert list(hits.values()) == [1, 1]
+    assert second["out"] == first["out"] and second["out_const"] == first["out_const"]
+    # (lp, ll, d log1m_t, d X, d c, d theta, d alpha, d sigma2), weights 0.7 and 1.3
+    lp, ll, g_l, g_x, *g_params = first["reference"]
+    got = first["out"]
+    np.testing.assert_allclose(got[:2], [lp, ll], rtol=1e-12)
+    # the unused slot's entry of d log1m_t is zero in both
+    np.testing.assert_allclose(got[2], g_l, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(got[3], g_x, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(got[4:], g_params, rtol=1e-10, atol=1e-12)
+    _, _, g_l, _, *g_params = first["reference_const"]
+    np.testing.assert_allclose(first["out_const"][0], g_l, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(first["out_const"][1:], g_params, rtol=1e-10, atol=1e-12)
+    # alpha >= 1 is outside the parameter space: zero density and NaN gradients, as the
+    # kernels give, in the process that loaded everything from the caches
+    assert second["bad"][:2] == [-np.inf, -np.inf]
+    assert all(np.all(np.isnan(g)) for g in second["bad"][2:])

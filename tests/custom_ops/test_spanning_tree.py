@@ -17,7 +17,7 @@ from pp_models.trees import (
     spanning_tree_edges,
     spanning_tree_log_partition,
 )
-from tests.helpers.backends import assert_numba_matches_python
+from tests.helpers.backends import PYTHON_MODE, assert_numba_matches_python
 
 
 def _weights(V, seed):
@@ -116,11 +116,12 @@ def test_op_value_shape_and_gradient():
     all_lp = f(trees, np.broadcast_to(W, (len(trees), V, V)).copy())
     np.testing.assert_allclose(np.exp(all_lp).sum(), 1.0, rtol=1e-12)
     rng = np.random.default_rng(0)
+    # the Ops' perform (test_python_and_numba_backends_agree compares Numba with it)
     pytensor.gradient.verify_grad(lambda w: spanning_tree_logp_op(rows, w).sum() * 1.0,
-                                  [W3 + 0.5], rng=rng)
+                                  [W3 + 0.5], rng=rng, mode=PYTHON_MODE)
     pytensor.gradient.verify_grad(
         lambda w: (spanning_tree_logp_op(rows, w) * np.array([0.3, -1.0, 2.0])).sum(),
-        [W3 + 0.1], rng=rng)
+        [W3 + 0.1], rng=rng, mode=PYTHON_MODE)
     with pytest.raises(TypeError, match="integer"):
         spanning_tree_logp_op(pt.matrix(), weights)
 

@@ -14,7 +14,15 @@ import numpy as np
 import pytensor
 from pytensor.compile.mode import Mode
 
-__all__ = ["assert_numba_matches_python", "compile_numba"]
+__all__ = ["PYTHON_MODE", "assert_numba_matches_python", "compile_numba"]
+
+#: The pure-Python backend (every Op runs its ``perform``) with light rewrites, for
+#: ``verify_grad``: pass this object, not ``mode="FAST_COMPILE"``. verify_grad compiles
+#: its finite-difference cost with ``mode_not_slow(mode)``, which turns the string
+#: "FAST_COMPILE" into FAST_RUN, the Numba backend: one Numba graph (data baked in as
+#: constants, 1-4 s cold) per call, e.g. 31 of test_collapsed.py's 55 cold CPU-s of
+#: gradient checks. A Mode object is kept as given.
+PYTHON_MODE = Mode(linker="py", optimizer="fast_compile")
 
 
 def compile_numba(inputs, outputs, *, op=None, **function_kwargs):
