@@ -54,7 +54,7 @@ one module each), all ``@numba.njit`` and callable from Python or from other jit
     log p(x | D) of one new point: O(d) except gaussian, O(d^3) from raw statistics.
 ``F_log_predictive_columns(points, cols, stats, hyper, out)`` (Gaussian families)
     ``out[g]`` = the predictive's marginal log density on the columns ``cols`` at
-    ``points[g]``; parameters once, then O(|cols|) (diag) or O(|cols|^2) per point.
+    ``points[g]``; parameters once, then O(len(cols)) (diag) or O(len(cols)^2) per point.
 
 The multinomial model scores count vectors *with* their multinomial coefficients, so a
 single count vector's marginal equals ``scipy.stats.dirichlet_multinomial``; for one-hot
