@@ -1,37 +1,10 @@
 """Pitman-Yor diffusion tree: joint log density of a tree, its divergence times and
 Gaussian data at its leaves, as a PyTensor Op with exact reverse-mode gradients.
 
-Knowles (2012) ch. 4 (digest ``knowles-nsfa-pydt.md`` §3). A tree over ``n`` leaves is
-stored as in :mod:`custom_ops.diffusion_tree_kernels`: ``parent`` (2n - 1 node slots, -1 root,
--2 unused)
-and ``log1m_t`` = log(1 - t) of each internal slot, with the divergence function
-``a(t) = c / (1 - t)``, ``A(t) = -c log(1 - t)``.
-
-Prior (structure and times), the product over internal nodes ``v`` with ``K_v``
-children holding ``n_1..n_K`` leaves (``m(v) = sum n_k``):
-
-* Eq. 4.23  ``a(t_v) prod_{k=3}^{K_v} [theta + (k-1) alpha] prod_l Gamma(n_l - alpha)
-  / (Gamma(m(v) + theta) Gamma(1 - alpha)^(K_v - 1))``;
-* Eq. 4.25  ``exp[(A(t_u) - A(t_v)) H_{m(v)-1}]`` over every edge ``[uv]`` into an
-  internal node (the root's from the origin, ``A(0) = 0``), with
-  ``H_n = sum_{i=1}^n Gamma(i - alpha) / Gamma(i + 1 + theta)`` (Eq. 4.24);
-
-together Eq. 4.28 per node. The structure alone (times integrated out) is Markov
-branching: :func:`log_structure_prob` is the product over nodes of Eq. 4.23 without
-``a(t_v)`` divided by ``H_{m(v)-1}`` (the time-change ``u = A(t)`` makes each subtree an
-independent diffusion tree; digest §7 item 20), the split distribution of the
-multifurcating Gibbs fragmentation tree (§4.4.4).
-
-Likelihood: Brownian motion ``x(t) ~ N(0, sigma2 t I)`` along the tree observed at the
-leaves at ``t = 1`` (Eq. 4.26) with the internal locations integrated out by the upward
-Gaussian message recursion of digest §3.9 in O(n D): child ``k`` sends
-``N(x_u; mu_k, r_k)`` with ``r_k = s_k + sigma2 (t_k - t_u)``; the node combines
-``1/s_u = sum 1/r_k``, ``mu_u = s_u sum mu_k / r_k`` and collects
-``-(K-1)/2 log 2 pi - 1/2 sum log r_k + 1/2 log s_u - 1/2 sum (mu_k - mu_u)^2 / r_k``
-per dimension; the root adds ``log N(0; mu_root, s_root + sigma2 t_root)``. This equals
-the dense ``sum_d log N(X[:, d]; 0, sigma2 C)`` with ``C_ij`` the divergence time of the
-pair's most recent common ancestor and ``C_ii = 1``
-(:func:`custom_ops.diffusion_tree_kernels.diffusion_tree_mrca_times`).
+Knowles (2012) ch. 4 (digest ``knowles-nsfa-pydt.md`` §3). The tree representation,
+the prior (Eqs. 4.23-4.28) and the Gaussian message recursion of the likelihood
+(Eq. 4.26, digest §3.9) are written out once, in :mod:`custom_ops.pydt_kernels`, beside
+the code that computes them.
 
 Valid parameters (§4.4.2): ``c > 0``, ``sigma2 > 0``, ``alpha < 1`` and either
 ``alpha >= 0, theta >= -2 alpha`` (``theta = -2 alpha`` is the binary family, the DDT at
