@@ -218,7 +218,7 @@ def _student_t_log_normaliser(L, scale_factor, dof):
 
 @_jit
 def _squared_mahalanobis_chol(x, loc, L, z):
-    """|L⁻¹ (x - loc)|² by forward substitution, O(d^2); ``z`` is scratch (d,)."""
+    """‖L⁻¹ (x - loc)‖² by forward substitution, O(d^2); ``z`` is scratch (d,)."""
     d = x.shape[0]
     for j in range(d):
         acc = x[j] - loc[j]
