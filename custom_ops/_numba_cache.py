@@ -20,8 +20,11 @@ which came first in the process, or in an earlier process that filled the cache.
 kernel in ``custom_ops`` therefore says ``fastmath=False`` (exact IEEE arithmetic, the same
 from Python and from graphs), apart from ``inline="always"`` helpers, whose code becomes
 their caller's; code meant to run with fast flags is inlined into a C entry point that
-names them (:func:`c_entry_points`). ``tests/custom_ops/test_numba_flags.py`` holds every
-kernel to this.
+names them (:func:`c_entry_points`). ``error_model`` is inherited the same way (a kernel
+without one raised ``ZeroDivisionError`` or returned inf/nan depending on whether Python or
+a PYDT kernel, ``error_model="numpy"``, compiled it first), so every kernel names that too:
+``"numpy"`` in the PYDT modules, ``"python"`` (Numba's default) everywhere else.
+``tests/custom_ops/test_numba_flags.py`` holds every kernel to this.
 """
 
 from __future__ import annotations
@@ -179,7 +182,8 @@ def c_entry_points(prefix: str, signature, *, cfunc_options=None, **entries):
     callback cannot): catch exceptions inside and return a status code for the jitted
     caller to turn into an exception.
 
-    ``cfunc_options`` (a dict) go to ``numba.cfunc``, e.g. ``fastmath`` (default False):
+    ``cfunc_options`` (a dict) go to ``numba.cfunc``, e.g. ``fastmath`` (default False)
+    or ``error_model`` (default "python"):
     the code it inlines (``numba.njit(inline="always")``) is compiled with them, and so is
     a kernel without flags of its own that it compiles first.
     """
@@ -192,7 +196,7 @@ def c_entry_points(prefix: str, signature, *, cfunc_options=None, **entries):
     for name, function in entries.items():
         symbol = f"ppm_{prefix}_{name}_{version:x}"
         if symbol not in _ENTRY_POINTS:
-            options = {"fastmath": False, **(cfunc_options or {})}
+            options = {"fastmath": False, "error_model": "python", **(cfunc_options or {})}
             compiled = numba.cfunc(signature, cache=True, **options)(function)
             llvm.add_symbol(symbol, compiled.address)
             _ENTRY_POINTS[symbol] = compiled

@@ -33,7 +33,7 @@ __all__ = [
 
 # fastmath=False said explicitly, else a kernel takes its first caller's flags: see
 # custom_ops._numba_cache
-_jit = numba.njit(cache=True, fastmath=False)
+_jit = numba.njit(cache=True, error_model="python", fastmath=False)
 
 
 @_jit
@@ -130,7 +130,7 @@ def _pair_score(fam, si, sj, ldi, ldj, lpi, lpj, la, H, tmp, use_table, LA, LB, 
     return A - lpk, ldk, lpk
 
 
-@numba.njit(cache=True, nogil=True, fastmath=False)
+@numba.njit(cache=True, nogil=True, error_model="python", fastmath=False)
 def greedy_kernel(fam, init_stats, init_log_d, init_log_p, alpha, H, use_table, LA, LB, LAB,
                   progress):
     """Greedy BHC over ``n0`` initial nodes (points, or clusters with their own subtree's

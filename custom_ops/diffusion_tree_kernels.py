@@ -30,7 +30,7 @@ __all__ = [
 
 # fastmath=False said explicitly, else a kernel takes its first caller's flags: see
 # custom_ops._numba_cache
-_tjit = numba.njit(cache=True, fastmath=False)
+_tjit = numba.njit(cache=True, error_model="python", fastmath=False)
 
 DIFFUSION_TREE_ERRORS = {
     1: "tree: parent must have length 2 n - 1 and log1m_t length n - 1 for n >= 2 leaves",

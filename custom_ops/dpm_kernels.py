@@ -29,7 +29,7 @@ __all__ = ["crp_conjugate_predictive_density", "normal_mixture_density"]
 
 # fastmath=False said explicitly, else a kernel takes its first caller's flags: see
 # custom_ops._numba_cache
-_jit = numba.njit(cache=True, fastmath=False)
+_jit = numba.njit(cache=True, error_model="python", fastmath=False)
 _LOG_SQRT_2PI = 0.5 * math.log(2.0 * math.pi)
 
 

@@ -41,10 +41,10 @@ __all__ = ["glasso_sweeps", "kkt_violation", "precision_from_regressions"]
 
 # fastmath=False said explicitly, else a kernel takes its first caller's flags: see
 # custom_ops._numba_cache
-_jit = numba.njit(cache=True, fastmath=False)
+_jit = numba.njit(cache=True, error_model="python", fastmath=False)
 
 
-@numba.njit(cache=True, inline="always")
+@numba.njit(cache=True, inline="always", error_model="python")
 def _soft(x, t):
     if x > t:
         return x - t

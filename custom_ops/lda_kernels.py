@@ -62,7 +62,7 @@ __all__ = [
 
 # fastmath=False said explicitly, else a kernel takes its first caller's flags: see
 # custom_ops._numba_cache
-_jit = numba.njit(cache=True, fastmath=False)
+_jit = numba.njit(cache=True, error_model="python", fastmath=False)
 
 COUNT_DTYPE = np.int32
 
@@ -471,7 +471,7 @@ def _fill_topic_lists(counts, ptr, topics, nnz):
         nnz[r] = m
 
 
-@numba.njit(cache=True, inline="always")
+@numba.njit(cache=True, inline="always", error_model="python")
 def _list_remove(topics, start, nnz_ref, row, k):
     # swap-with-last removal; the list is unordered
     m = nnz_ref[row]

@@ -15,7 +15,7 @@ import numba
 __all__ = ["sample_log_weights"]
 
 
-@numba.njit(cache=True, fastmath=False)  # custom_ops._numba_cache
+@numba.njit(cache=True, error_model="python", fastmath=False)  # custom_ops._numba_cache
 def sample_log_weights(log_weights, m, rng):
     """Index in ``[0, m)`` with probability proportional to ``exp(log_weights[:m])``.
 

@@ -56,7 +56,7 @@ __all__ = [
 
 # fastmath=False said explicitly, else a kernel takes its first caller's flags: see
 # custom_ops._numba_cache
-_jit = numba.njit(cache=True, fastmath=False)
+_jit = numba.njit(cache=True, error_model="python", fastmath=False)
 
 #: Modes of the loading precision (``lam_mode``) and of the noise (``noise_mode``).
 FIXED, ISOTROPIC_OR_SHARED, PER_ELEMENT = 0, 1, 2

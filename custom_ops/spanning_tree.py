@@ -111,7 +111,7 @@ def spanning_tree_logp_op(parents, weights):
 # PyTensor's decorator leaves out the CPython wrapper (a call from Python crashed).
 # fastmath=False said explicitly, else a kernel takes its first caller's flags: see
 # custom_ops._numba_cache
-_jit = numba.njit(cache=True, fastmath=False)
+_jit = numba.njit(cache=True, error_model="python", fastmath=False)
 
 
 @_jit

@@ -18,7 +18,7 @@ import numpy as np
 __all__ = ["cholesky_lower", "spd_inverse"]
 
 
-@numba.njit(cache=True, fastmath=False)  # custom_ops._numba_cache
+@numba.njit(cache=True, error_model="python", fastmath=False)  # custom_ops._numba_cache
 def cholesky_lower(A):
     """Lower Cholesky factor of a symmetric positive-definite ``A`` (NaN if it is not)."""
     p = A.shape[0]
@@ -39,7 +39,7 @@ def cholesky_lower(A):
     return L
 
 
-@numba.njit(cache=True, fastmath=False)  # custom_ops._numba_cache
+@numba.njit(cache=True, error_model="python", fastmath=False)  # custom_ops._numba_cache
 def spd_inverse(A):
     """Inverse of a symmetric positive-definite matrix through its Cholesky factor."""
     p = A.shape[0]

@@ -47,7 +47,7 @@ __all__ = [
 
 # fastmath=False said explicitly, else a kernel takes its first caller's flags: see
 # custom_ops._numba_cache
-_jit = numba.njit(cache=True, fastmath=False)
+_jit = numba.njit(cache=True, error_model="python", fastmath=False)
 
 
 def gaussian_stats_size(d):
@@ -218,7 +218,7 @@ def _student_t_log_normaliser(L, scale_factor, dof):
 
 @_jit
 def _squared_mahalanobis_chol(x, loc, L, z):
-    """|L⁻¹ (x - loc)|² by forward substitution, O(d^2); ``z`` is scratch (d,)."""
+    """‖L⁻¹ (x - loc)‖² by forward substitution, O(d^2); ``z`` is scratch (d,)."""
     d = x.shape[0]
     for j in range(d):
         acc = x[j] - loc[j]

@@ -13,7 +13,7 @@ __all__ = ["LOG_PI", "digamma", "log_mvgamma", "mvdigamma"]
 LOG_PI = math.log(math.pi)
 # fastmath=False said explicitly, else a kernel takes its first caller's flags: see
 # custom_ops._numba_cache
-_jit = numba.njit(cache=True, fastmath=False)
+_jit = numba.njit(cache=True, error_model="python", fastmath=False)
 
 
 @_jit

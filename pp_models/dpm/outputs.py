@@ -243,7 +243,7 @@ def predictive_density(dt: xr.DataTree, m: pm.Model, *, dims=(0, 1), grid=None,
 
 
 def _conjugate_log_pred(spec, pts, sel, Xk, hyperparameters):
-    """log predictive density of points ``pts`` (G, |sel|) marginal on columns ``sel``
+    """log predictive density of points ``pts`` (G, len(sel)) marginal on columns ``sel``
     given the rows ``Xk`` of one cluster (None: the prior predictive); Gaussian families
     (benchmarks/bench_pydt_heldout.py scores held-out rows with it)."""
     d = spec.X.shape[1]
