@@ -70,6 +70,13 @@ invariant at theta_j), and accept with the accumulated log density increments of
 deterministic steps (plus the symmetric proposal of eps); with the reverse protocol
 using the kernels in reverse order, the move is exact. c could ride along (log c' =
 log c + b eps, b from the ridge's slope) to follow the theta-c correlation.
+A throwaway prototype (ninth session, not in the step, not checked by getting-it-right;
+seed 7, 2000 sweeps, starts true / binary / binary with another seed): J = 20 steps of
+20 branch moves, eps ~ N(0, 0.4^2), c moved along with theta on the shear that keeps
+c H_1(theta) (the cherries' gap rate) fixed: acceptance 0.19-0.21, R-hat of the count
+1.022 and of theta 1.016 (1.036 and 1.045 without it, same starts), ESS per 1000 sweeps
+theta 28-44 (19-36), count 21-31 (18-20), at 1.6 times the time per sweep: no clear
+gain per second. theta alone (c fixed) was accepted 7-15 % of the time and did not help.
 
 Kernel alone (``--kernel``; median of 5, prior-drawn trees, 2026-11-26): n = 200, D = 5:
 a sweep (2n - 2 detach-reattach moves + every time sliced) 6.2 ms, n branch moves 0.7
