@@ -49,6 +49,35 @@ sweeps, like theta's (ESS 4); corr(branch points, theta) = -0.80. The count now 
 theta, which the tree pins (and the tree pins theta): a joint move of theta with the
 structure, not more branch moves, is the next step.
 
+Re-measured 2026-11-27 (ninth session, same command, moves on, 2000 sweeps, 8-10 ms per
+sweep), seeds 5 / 6 / 7: branch points R-hat 1.119 / 1.106 / 1.048 (ESS per 1000
+sweeps 6-21), theta 1.094 / 1.075 / 1.030 (ESS 8-34), alpha 1.033 / 1.058 / 1.014, c
+1.037 / 1.032 / 1.020, sigma2 1.002-1.012. The seeds trade places from run to run (the
+random streams changed with the kernels): the count's R-hat is 1.05-1.12 on any seed.
+Over sweeps 1000-2000 of the binary-start chain (seeds 5, 7): corr(count, theta) -0.81,
+-0.67; corr(theta, c) +0.82, +0.80 (c and theta trade off: the gaps' rates are c
+H_{m-1}(theta, alpha)); corr(count, c) -0.45, -0.25; the count falls 43-48 per unit of
+theta, and its residual given theta has lag-10 autocorrelation 0.30 against 0.58-0.78
+for the count itself: the slow direction is the ridge (theta up, c up, fewer branch
+points) along which theta's update (structure fixed) and the branch moves (theta fixed)
+each take short steps. A joint move along it, not more branch moves, is what is
+missing; candidate (not implemented): a non-equilibrium (NCMC, Nilmeier et al. 2011)
+move of theta: propose log theta' = log theta + eps, go from theta to theta' in J small
+steps, each a deterministic move of the times with the gaps w fixed (the non-centred
+map, custom_ops.pydt_noncentred, Jacobian included) followed by a few branch-point
+moves at the intermediate theta_j (each a reversible Metropolis-Hastings-Green move
+invariant at theta_j), and accept with the accumulated log density increments of the
+deterministic steps (plus the symmetric proposal of eps); with the reverse protocol
+using the kernels in reverse order, the move is exact. c could ride along (log c' =
+log c + b eps, b from the ridge's slope) to follow the theta-c correlation.
+A throwaway prototype (ninth session, not in the step, not checked by getting-it-right;
+seed 7, 2000 sweeps, starts true / binary / binary with another seed): J = 20 steps of
+20 branch moves, eps ~ N(0, 0.4^2), c moved along with theta on the shear that keeps
+c H_1(theta) (the cherries' gap rate) fixed: acceptance 0.19-0.21, R-hat of the count
+1.022 and of theta 1.016 (1.036 and 1.045 without it, same starts), ESS per 1000 sweeps
+theta 28-44 (19-36), count 21-31 (18-20), at 1.6 times the time per sweep: no clear
+gain per second. theta alone (c fixed) was accepted 7-15 % of the time and did not help.
+
 Kernel alone (``--kernel``; median of 5, prior-drawn trees, 2026-11-26): n = 200, D = 5:
 a sweep (2n - 2 detach-reattach moves + every time sliced) 6.2 ms, n branch moves 0.7
 ms (acceptance 0.38); n = 1800, D = 171: 336-361 ms and 72-84 ms (acceptance 0.06).

@@ -83,8 +83,29 @@ def test_pydt_hyperparameters_cover_the_truth_on_prior_data():
     chain sat at alpha ~ 0.44 with ~70 branch points for its 140 sweeps. With the
     branch-point moves on (fourth session, 31 s): c 1.184, sd 0.360, MCSE 0.058, [0.751,
     2.156], z +0.50; sigma2 1.109, sd 0.385, MCSE 0.022, [0.672, 2.128], z +0.28; alpha
-    0.090 (c's sd 0.36 against 0.16 before: one run of 2 x 500 draws, not
-    investigated further)."""
+    0.090.
+
+    c's sd 0.36 against 0.16 before: the sampler without the branch-point moves had not
+    explored c's right tail in 2 x 500 draws (investigated in the ninth session,
+    2026-11-27, benchmarks/bench_pydt_c_posterior.py, same data, 4 chains x 3000 draws
+    after 200 tuning sweeps, fit seeds 11, 12, 13):
+
+    - moves off: c mean 1.146-1.158, sd 0.309-0.361, 95 % [0.71-0.76, 1.98-2.14], MCSE
+      0.034-0.039, ESS 91-152, R-hat 1.03-1.06; number of branch points R-hat
+      1.09-1.20 (ESS 16-42), theta R-hat 1.07-1.10;
+    - moves on: c mean 1.141-1.186, sd 0.351-0.379, [0.70-0.74, 2.04-2.19], MCSE
+      0.016-0.027, ESS 397-625, R-hat 1.003-1.017; branch points R-hat 1.007-1.055
+      (ESS 119-190);
+    - the code of the first measurement (commit 6459329, before the moves): c sd 0.171 at
+      2 x 500 draws (seed 11), 0.396 and 0.415 at 4 x 3000 (seeds 11, 12; mean 1.18,
+      1.21), its chains disagreeing (branch points R-hat 1.33-1.35, theta 1.20-1.22);
+    - at 2 x 500 draws (seeds 11-13) c's sd is 0.22-0.36 without the moves and 0.32-0.47
+      with them: one short run's sd is not a measurement of the posterior's.
+
+    sigma2's sd 0.300 -> 0.385 is the same noise (0.30-0.35 in every long run, with or
+    without the moves). The sampler with the moves matches a posterior computed without
+    it (4 leaves, c, theta, alpha, the number of branch points;
+    tests/pp_models/test_pydt_exact_posterior.py)."""
     X = prior_data()
     result = fit(pydt.model(X), draws=500, tune=200, chains=2, cores=1, random_seed=11,
                  progressbar=False)

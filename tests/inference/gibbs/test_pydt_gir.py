@@ -50,6 +50,14 @@ N_SAMPLES = 800
 # root time 36 (with the updates 96), c 141 (229), alpha 53 (99). With c ~ G(2, 2),
 # theta ~ G(2, 2), 400 draws, seeds 200-229: 2 of 30 rejected with the non-centred update
 # of c, theta, alpha, 3 of 30 without (ESS of the root time down to 2).
+# Branch-point moves on (the factory's n per sweep) / off (branch_moves=0), 1600 draws,
+# seeds 100-109, statistics these plus sigma2 (ninth session, 2026-11-27): with these
+# priors 0 / 1 of 10 rejected (off: seed 101 at alpha, adjusted p 0.004); with c ~ G(2,
+# 2) 0 / 0; with the thesis's c ~ G(1, 1) 1 / 2 (on: seed 109 at mean(X^2), ESS of c 3;
+# off: seeds 104 and 107 at c), and c's smallest raw p <= 0.001 on 3 of 10 seeds either
+# way: the sticky chains at small c described above, with or without the moves. At the
+# thesis's priors the exact posterior of tests/pp_models/test_pydt_exact_posterior.py
+# (independent draws, no regenerated data) is the sharper check.
 GIR_PRIORS = {"precision": (6.0, 6.0), "c": (4.0, 4.0), "theta": (2.0, 4.0)}
 
 
