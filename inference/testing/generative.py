@@ -89,11 +89,8 @@ class GenerativeModel:
         self._value_names = [m.rvs_to_values[rv].name for rv in free_rvs]
         self._params = [m[name] for name in self.param_names]
         self._data = [m[name] for name in self.data_names]
-        # The parameters from their prior, and data given the parameters' values;
-        # compiled on the first seed(). A joint draw is the two in turn, so the data's
-        # draw code (often a Numba kernel of a custom distribution) is compiled into one
-        # graph, not into the prior's graph as well (cold, about a second to three per
-        # getting-it-right test).
+        # Everything jointly from the prior, and data given the parameters' values;
+        # compiled on the first seed().
         self._prior_fn = None
         self._data_fn = None
         self._rngs: list = []
@@ -120,7 +117,7 @@ class GenerativeModel:
     def seed(self, rng: np.random.Generator) -> None:
         """Seed the random functions from ``rng`` (compiling them the first time only)."""
         if self._prior_fn is None:
-            self._prior_fn = compile_pymc(inputs=[], outputs=self._params)
+            self._prior_fn = compile_pymc(inputs=[], outputs=self._params + self._data)
             # Freezing the parameters makes them inputs even when they depend on shared
             # dims or data, which PyMC would otherwise deem volatile and redraw.
             self._data_fn, volatile = compile_forward_sampling_function(
@@ -147,8 +144,8 @@ class GenerativeModel:
     def draw_prior(self) -> dict[str, np.ndarray]:
         """One joint draw of every parameter and data variable, by name."""
         self._require_seeded()
-        params = dict(zip(self.param_names, (np.asarray(v) for v in self._prior_fn())))
-        return params | self.draw_data(params)
+        values = self._prior_fn()
+        return dict(zip(self.param_names + self.data_names, (np.asarray(v) for v in values)))
 
     def draw_data(self, params: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
         """Fresh data given parameter values (random-variable scale), by name."""
