@@ -14,12 +14,14 @@ import warnings
 import arviz as az
 import matplotlib
 import numpy as np
+import pytensor
 import pytest
 
 from inference.fit import fit
 from pp_models.datasets import load
 from pp_models.model_info import LABELS_GROUP, get_info, posterior_with_labels
 from pp_models.registry import list_models
+from tests.helpers.backends import PYTHON_MODE
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
@@ -58,9 +60,13 @@ def fits():
             model = entry.build(_tiny(load(entry.default_dataset)), **entry.defaults)
             extra = {k: v for k, v in entry.fit_defaults.items()
                      if k not in ("draws", "tune", "chains")}
-            with warnings.catch_warnings():
+            with warnings.catch_warnings(), pytensor.config.change_flags(mode=PYTHON_MODE):
                 # ArviZ/PyMC remark that 20 draws are few; that is the point here
                 warnings.simplefilter("ignore")
+                # PyTensor's Python backend: ArviZ reads the result's layout, which the
+                # backend does not change, and each family's fit through the Numba
+                # backend is run by its own tests (cold, the Numba graphs compiled here
+                # were ~25 CPU-s, 12 of them for finite_mixture alone)
                 # cores=1: the chains run one after the other in this process, so a cold
                 # cache compiles each family's kernels once, not once per chain worker
                 cache[name] = (model, fit(model, draws=20, tune=20, chains=2, cores=1,

@@ -114,10 +114,12 @@ def test_collapsed_support_checks():
 
 def test_collapsed_prior_draws_shapes():
     z = np.array([0, 0, 1, 2])
-    g = pm.draw(CollapsedGaussian.dist(z, np.zeros(3), 1.0, 5.0, np.eye(3)), random_seed=1)
-    d = pm.draw(CollapsedDiagGaussian.dist(z, np.zeros(2), 1.0, 2.0, 1.0), random_seed=1)
-    b = pm.draw(CollapsedBernoulli.dist(z, np.ones(5), np.ones(5)), random_seed=1)
-    mm = pm.draw(CollapsedMultinomial.dist(z, np.ones(4), n_trials=[1, 2, 3, 4]), random_seed=1)
+    # one compiled function draws all four (one Numba graph instead of four)
+    g, d, b, mm = pm.draw([CollapsedGaussian.dist(z, np.zeros(3), 1.0, 5.0, np.eye(3)),
+                           CollapsedDiagGaussian.dist(z, np.zeros(2), 1.0, 2.0, 1.0),
+                           CollapsedBernoulli.dist(z, np.ones(5), np.ones(5)),
+                           CollapsedMultinomial.dist(z, np.ones(4), n_trials=[1, 2, 3, 4])],
+                          random_seed=1)
     assert g.shape == (4, 3) and d.shape == (4, 2) and b.shape == (4, 5) and mm.shape == (4, 4)
     assert set(np.unique(b)) <= {0.0, 1.0}
     np.testing.assert_array_equal(mm.sum(1), [1, 2, 3, 4])

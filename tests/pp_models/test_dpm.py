@@ -6,6 +6,7 @@ import warnings
 import numpy as np
 import pandas as pd
 import pymc as pm
+import pytensor
 import pytest
 from scipy import stats
 
@@ -15,6 +16,7 @@ from inference import fit
 from pp_models import datasets, dpm, partitions
 from pp_models.model_info import get_info, posterior_with_labels
 from pp_models.registry import get_model
+from tests.helpers.backends import PYTHON_MODE
 
 warnings.filterwarnings("ignore", category=RuntimeWarning)
 
@@ -219,8 +221,13 @@ def test_stick_breaking_nuts_recovers_the_truth():
 def test_stick_breaking_advi_runs_with_the_same_layout():
     X, _ = three_blobs(n_per=(20, 15, 10))
     m = dpm.model(X, likelihood="diag_gaussian", truncation=5)
-    dt = fit(m, method="advi", draws=100, chains=2, random_seed=0, progressbar=False,
-             n=500)  # the layout, not convergence, is checked
+    # The layout is checked, so the graphs run on PyTensor's Python backend: cold, their
+    # Numba compile was 21-26 of this test's 31 CPU-s. fit's ADVI on a stick-breaking
+    # DPM through the Numba backend runs in tutorials/dirichlet_process_mixture.py
+    # (tests/test_tutorials.py), ADVI's answer in test_fit.py's conjugate check.
+    with pytensor.config.change_flags(mode=PYTHON_MODE):
+        dt = fit(m, method="advi", draws=100, chains=2, random_seed=0, progressbar=False,
+                 n=500)  # the layout, not convergence, is checked
     post = posterior_with_labels(dt)
     assert dict(post.sizes)["chain"] == 2 and dict(post.sizes)["draw"] == 100
     assert post["w"].shape == (2, 100, 5) and post["z"].shape == (2, 100, 45)
