@@ -168,7 +168,12 @@ Xp = (pooled > 8).astype(np.int64)[order[: 300 if FAST else 800]]
 model = mixture_of_trees.model(Xp, 3, alpha=1.0, ess=1.0, split_merge=True)
 dt = fit(model, method="gibbs", draws=50 if FAST else 500, tune=50 if FAST else 200,
          chains=2, random_seed=3, progressbar=False)
-print(az.summary(dt, var_names=["weights_sorted", "n_occupied"], kind="diagnostics"))
+print(az.summary(dt, var_names=["weights_sorted"], kind="diagnostics"))
+# the number of occupied components is often the same in every draw, and R-hat of a
+# constant is undefined (0/0), so we show its posterior as frequencies instead
+occupied, counts = np.unique(dt["posterior"]["n_occupied"].values, return_counts=True)
+print("posterior of the number of occupied components:",
+      dict(zip(occupied.tolist(), (counts / counts.sum()).round(3).tolist())))
 print("log p(X | z, trees) per draw, chain means:",
       dt["sample_stats"]["log_marginal"].mean("draw").values.round(1))
 
