@@ -45,6 +45,7 @@ from custom_ops.pydt import pydt_forward
 from inference import fit
 from inference.gibbs.pydt import PYDTTreeStep
 from pp_models import pydt
+from tests.custom_ops.test_pydt import all_trees  # labelled shapes: 4 over 3 leaves, 26 over 4
 
 #: two pairs: shapes with 1, 2 and 3 internal nodes all have posterior mass (0.48,
 #: 0.34, 0.18) and c's posterior (mean 1.43) moves off its prior's (1)
@@ -55,33 +56,6 @@ HYPER = ("c", "theta", "alpha", "precision")
 
 
 # ------------------------------------------------------------------ the oracle
-def _set_partitions(items):
-    if not items:
-        yield []
-        return
-    first, rest = items[0], items[1:]
-    for part in _set_partitions(rest):
-        for i in range(len(part)):
-            yield [*part[:i], [first] + part[i], *part[i + 1:]]
-        yield [[first], *part]
-
-
-def labelled_shapes(leaves):
-    """Every rooted tree over ``leaves`` whose internal nodes have >= 2 children, as
-    nested tuples (4 over 3 leaves, 26 over 4)."""
-    if len(leaves) == 1:
-        return [leaves[0]]
-    out = []
-    for part in _set_partitions(list(leaves)):
-        if len(part) < 2:
-            continue
-        combos = [()]
-        for block in part:
-            combos = [(*c, s) for c in combos for s in labelled_shapes(tuple(block))]
-        out.extend(combos)
-    return out
-
-
 def _leaves(node):
     return [node] if isinstance(node, int) else [x for ch in node for x in _leaves(ch)]
 
@@ -163,7 +137,7 @@ def exact_posterior(X, priors, n_draws, seed, chunk=100_000):
     posterior probabilities of 1 .. n - 1 internal nodes with their standard errors."""
     rng = np.random.default_rng(seed)
     n, _ = X.shape
-    shapes = [flatten(s, n) for s in labelled_shapes(tuple(range(n)))]
+    shapes = [flatten(s, n) for s in all_trees(tuple(range(n)))]
     n_internal = np.array([len(s[0]) for s in shapes])
     parts = {k: [] for k in ("c", "theta", "alpha", "root_time", "log_w", "p_k")}
     for start in range(0, n_draws, chunk):
@@ -219,7 +193,7 @@ def test_oracle_agrees_with_the_op_and_sums_to_one():
     ``du/dt = 1 / (1 - t)``) and dense-Gaussian likelihood equal ``pydt_forward``."""
     rng = np.random.default_rng(0)
     for n in (3, 4):
-        shapes = labelled_shapes(tuple(range(n)))
+        shapes = all_trees(tuple(range(n)))
         assert len(shapes) == {3: 4, 4: 26}[n]
         for theta, alpha in ((1.3, 0.2), (4.0, 0.7), (0.1, 0.0)):
             total = sum(math.exp(float(log_shape_probability(*flatten(s, n)[1:3], theta,
@@ -228,7 +202,7 @@ def test_oracle_agrees_with_the_op_and_sums_to_one():
     n, d = 4, 2
     X = rng.normal(size=(n, d))
     c, theta, alpha, sigma2 = 0.7, 1.3, 0.2, 1.7
-    for shape in labelled_shapes(tuple(range(n))):
+    for shape in all_trees(tuple(range(n))):
         parent, counts, ms, lca = flatten(shape, n)
         # moderate gaps: a time within ~e^-30 of 1 leaves the dense solve no digits
         w = rng.uniform(0.1, 0.6, size=len(parent))
