@@ -7,6 +7,11 @@
   :class:`CollapsedMultinomial` (Dirichlet).
 - Shrinkage priors on a precision matrix: :class:`BayesianGLassoPrecision` (Wang 2012),
   :class:`SpikeSlabPrecision` (Wang 2015).
+- :class:`IndianBuffet`: Indian buffet process over binary feature matrices.
+- :class:`SpanningTree`: decomposable prior over labelled spanning trees (Meilă &
+  Jaakkola 2006).
+- :class:`PYDiffusionTree` (Pitman-Yor diffusion tree) and :class:`DiffusionTreeGaussian`
+  (Brownian motion down it, observed at the leaves): :mod:`pp_models.distributions.pydt`.
 """
 
 from pp_models.distributions.collapsed import (
