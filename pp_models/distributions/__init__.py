@@ -24,7 +24,7 @@ from pp_models.distributions.collapsed import (
 from pp_models.distributions.crp import CRP, CRPRV
 from pp_models.distributions.indian_buffet import IndianBuffet, IndianBuffetRV
 from pp_models.distributions.precision_priors import BayesianGLassoPrecision, SpikeSlabPrecision
-from pp_models.distributions.pydt import DiffusionTreeGaussian, PYDiffusionTree  # noqa: F401
+from pp_models.distributions.pydt import DiffusionTreeGaussian, PYDiffusionTree
 from pp_models.distributions.spanning_tree import SpanningTree, SpanningTreeRV
 
 __all__ = [
@@ -36,8 +36,10 @@ __all__ = [
     "CollapsedGaussian",
     "CollapsedMultinomial",
     "CollapsedRV",
+    "DiffusionTreeGaussian",
     "IndianBuffet",
     "IndianBuffetRV",
+    "PYDiffusionTree",
     "SpanningTree",
     "SpanningTreeRV",
     "SpikeSlabPrecision",
