@@ -76,8 +76,10 @@ def _wants_zoo_step(var, info) -> bool:
 
 
 class ZooStepsNotLoaded:
-    """Never competent; warns (once per process) when ``pm.sample`` assigns a zoo
-    variable without the zoo's steps being loaded."""
+    """Stands in for the zoo's step provider in a ``pm.sample`` assignment when the zoo's
+    steps are not loaded: loads the provider through the entry point and answers (and
+    builds the steps) for it; with no provider installed it is never competent and warns
+    (once per process) that a zoo variable goes to PyMC's own samplers."""
 
     name = "zoo_steps_not_loaded"
 

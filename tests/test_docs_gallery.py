@@ -3,10 +3,13 @@
 docs/_ext/pp_docs.py turns each ``tutorials/*.py`` (Markdown cells) into a sphinx-gallery
 script (Markdown wrapped in an ``md`` directive). The site build (CI) checks the text;
 this checks the code: the rewritten script compiles, runs the same statements in the
-same order, and carries the tutorial's title.
+same order, and carries the tutorial's title. It also checks, on a one-page Sphinx build,
+that the API reference gives a module its package shadows with a same-name function
+(``inference.fit``) a page of the module's members, not of that function alone.
 """
 
 import ast
+import io
 import sys
 from pathlib import Path
 
@@ -59,3 +62,45 @@ def test_headings_nest_and_fenced_code_is_not_a_heading():
 def test_a_tutorial_without_a_title_is_refused():
     with pytest.raises(ValueError, match="first cell must be Markdown"):
         pp_docs.to_gallery_script("# %%\nx = 1\n", "t.py")
+
+
+def test_api_page_of_a_module_shadowed_by_its_package_lists_its_members(tmp_path, monkeypatch):
+    # a package that imports a function over the submodule of the same name, as
+    # inference/__init__ does with fit: the submodule's page must document the module
+    # (its other members too), not only the function; a one-page Sphinx build with the
+    # site's autosummary template and extension, ~1 s
+    from sphinx.application import Sphinx
+    from sphinx.util.docutils import docutils_namespace, patch_docutils
+
+    package = "pp_docs_shadowed_fixture"
+    (tmp_path / package).mkdir()
+    (tmp_path / package / "__init__.py").write_text(
+        f'"""A package."""\n\nfrom {package}.fit import fit\n')
+    (tmp_path / package / "fit.py").write_text(
+        '"""The module."""\n\n\ndef fit():\n    """The function."""\n\n\n'
+        'class FitResult:\n    """Another member."""\n')
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "conf.py").write_text(
+        'extensions = ["sphinx.ext.autodoc", "sphinx.ext.autosummary", "pp_docs"]\n'
+        f'templates_path = [{str(ROOT / "docs" / "_templates")!r}]\n'
+        "autosummary_generate = True\n")
+    (docs / "index.rst").write_text(
+        f"API\n===\n\n.. autosummary::\n   :toctree: api\n   :recursive:\n\n   {package}\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    for name in [m for m in sys.modules if m.startswith(package)]:
+        monkeypatch.delitem(sys.modules, name)
+    warnings = io.StringIO()
+    try:
+        with patch_docutils(docs), docutils_namespace():
+            app = Sphinx(docs, docs, tmp_path / "out", tmp_path / "doctrees", "text",
+                         status=None, warning=warnings, freshenv=True)
+            app.build()
+    finally:
+        for name in [m for m in sys.modules if m.startswith(package)]:
+            del sys.modules[name]
+    assert warnings.getvalue() == ""
+    page = (tmp_path / "out" / "api" / f"{package}.fit.txt").read_text()
+    assert "The module." in page
+    assert f"class {package}.fit.FitResult" in page
+    assert f"{package}.fit.fit()" in page

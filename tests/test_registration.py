@@ -1,4 +1,5 @@
-"""Registration cannot be forgotten: every family factory and every Gibbs step is found."""
+"""Registration cannot be forgotten: every family factory and every Gibbs step is found,
+and every class or function a package imports from its own modules is in its ``__all__``."""
 
 import importlib
 import inspect
@@ -41,3 +42,27 @@ def test_every_family_has_a_test_worker_group():
 
     missing = [entry.name for entry in list_models() if family_of(entry.name) is None]
     assert not missing, f"add these families to FAMILY_KEYWORDS in tests/conftest.py: {missing}"
+
+
+def test_every_class_and_function_a_package_imports_from_its_modules_is_in_its_all():
+    # a name left out of __all__ is missing from ``from package import *`` and from the
+    # package's documented surface although the package imports it for its users
+    missing = {}
+    for top in ("pp_models", "custom_ops", "inference"):
+        root = importlib.import_module(top)
+        packages = [root] + [importlib.import_module(info.name)
+                             for info in pkgutil.walk_packages(root.__path__, f"{top}.")
+                             if info.ispkg]
+        for package in packages:
+            exported = getattr(package, "__all__", None)
+            if exported is None:  # no __all__: every public name is exported already
+                continue
+            imported = [
+                name for name, value in vars(package).items()
+                if not name.startswith("_")
+                and (inspect.isclass(value) or inspect.isfunction(value))
+                and getattr(value, "__module__", "").startswith(f"{package.__name__}.")
+            ]
+            if left_out := sorted(set(imported) - set(exported)):
+                missing[package.__name__] = left_out
+    assert not missing, f"add these names to their package's __all__: {missing}"

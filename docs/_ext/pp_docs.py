@@ -8,6 +8,14 @@ whose other Markdown is wrapped in the ``md`` directive defined here, which pars
 content with MyST. Nothing is hand-listed: a
 new tutorial appears in the gallery on the next build.
 
+The API reference is autosummary's recursive walk of the packages. A package's
+``__init__`` often imports a function over the submodule of the same name (``inference``
+binds ``fit`` to the function ``inference.fit.fit``); autosummary looks names up
+attribute-first, so it would document the module ``inference.fit`` as that one function.
+:func:`import_by_name_preferring_modules`, installed by :func:`setup`, resolves a dotted
+name that is an importable module to the module, so every module's page lists its
+members.
+
 The notebooks sphinx-gallery offers for download get the Markdown back (the ``md``
 wrapper is removed before its rST-to-Markdown conversion).
 
@@ -19,6 +27,8 @@ table shows them).
 
 from __future__ import annotations
 
+import importlib
+import inspect
 import os
 import re
 import shutil
@@ -212,6 +222,56 @@ def _patch_notebook_markdown() -> None:
     notebook.rst2md = rst2md
 
 
+def import_by_name_preferring_modules(name, prefixes=(None,), *, lookup=None):
+    """Resolve ``name`` as autosummary's ``import_by_name`` does, but a module's name to
+    the module.
+
+    Parameters
+    ----------
+    name : str
+        Dotted name, possibly relative to one of ``prefixes``.
+    prefixes : sequence of str or None
+        Module names to try ``name`` under, in order (``None``: ``name`` as given).
+    lookup : callable, optional
+        The attribute-first lookup to correct (default: autosummary's own).
+
+    Returns
+    -------
+    tuple
+        ``(full name, object, parent, module name)``, as autosummary's lookup returns.
+    """
+    if lookup is None:
+        from sphinx.ext.autosummary import import_by_name as lookup
+    full_name, obj, parent, modname = lookup(name, prefixes)
+    if not inspect.ismodule(obj):
+        try:
+            # the package rebinds a submodule's name (``inference.fit``) to an object
+            # (the function ``fit``); the dotted name still imports the submodule
+            module = importlib.import_module(full_name)
+        except ImportError:
+            pass
+        else:
+            return full_name, module, None, full_name
+    return full_name, obj, parent, modname
+
+
+def _patch_autosummary_lookup() -> None:
+    # autosummary's directive and its stub generator each hold their own reference
+    import sphinx.ext.autosummary as autosummary
+    import sphinx.ext.autosummary.generate as generate
+
+    original = autosummary.import_by_name
+    if getattr(original, "_pp_docs", False):
+        return
+
+    def import_by_name(name, prefixes=(None,)):
+        return import_by_name_preferring_modules(name, prefixes, lookup=original)
+
+    import_by_name._pp_docs = True
+    autosummary.import_by_name = import_by_name
+    generate.import_by_name = import_by_name
+
+
 def _copy_thumbnails(app, exception) -> None:
     if exception is not None or os.environ.get("PP_DOCS_UPDATE_THUMBNAILS", "") in ("", "0"):
         return
@@ -229,5 +289,6 @@ def _copy_thumbnails(app, exception) -> None:
 def setup(app):
     app.add_directive("md", Markdown)
     _patch_notebook_markdown()
+    _patch_autosummary_lookup()
     app.connect("build-finished", _copy_thumbnails)
     return {"version": "1", "parallel_read_safe": True, "parallel_write_safe": True}

@@ -7,6 +7,11 @@
   :class:`CollapsedMultinomial` (Dirichlet).
 - Shrinkage priors on a precision matrix: :class:`BayesianGLassoPrecision` (Wang 2012),
   :class:`SpikeSlabPrecision` (Wang 2015).
+- :class:`IndianBuffet`: Indian buffet process over binary feature matrices.
+- :class:`SpanningTree`: decomposable prior over labelled spanning trees (Meilă &
+  Jaakkola 2006).
+- :class:`PYDiffusionTree` (Pitman-Yor diffusion tree) and :class:`DiffusionTreeGaussian`
+  (Brownian motion down it, observed at the leaves): :mod:`pp_models.distributions.pydt`.
 """
 
 from pp_models.distributions.collapsed import (
@@ -19,7 +24,7 @@ from pp_models.distributions.collapsed import (
 from pp_models.distributions.crp import CRP, CRPRV
 from pp_models.distributions.indian_buffet import IndianBuffet, IndianBuffetRV
 from pp_models.distributions.precision_priors import BayesianGLassoPrecision, SpikeSlabPrecision
-from pp_models.distributions.pydt import DiffusionTreeGaussian, PYDiffusionTree  # noqa: F401
+from pp_models.distributions.pydt import DiffusionTreeGaussian, PYDiffusionTree
 from pp_models.distributions.spanning_tree import SpanningTree, SpanningTreeRV
 
 __all__ = [
@@ -31,8 +36,10 @@ __all__ = [
     "CollapsedGaussian",
     "CollapsedMultinomial",
     "CollapsedRV",
+    "DiffusionTreeGaussian",
     "IndianBuffet",
     "IndianBuffetRV",
+    "PYDiffusionTree",
     "SpanningTree",
     "SpanningTreeRV",
     "SpikeSlabPrecision",

@@ -8,7 +8,7 @@ from the root to the nearest placed leaf (Euclidean) and the midpoint in
 "every branch point" restricted to one path so that a leaf costs O(depth) evaluations
 instead of O(n) (the full message-passing search of ch. 7 is not reproduced). Each
 candidate is scored from cached upward messages in O(depth x D)
-(:func:`custom_ops.pydt_sweep.pydt_greedy`), so the build is O(n^2 D) for the
+(:func:`custom_ops.pydt_greedy.pydt_greedy`), so the build is O(n^2 D) for the
 nearest-neighbour searches and O(n depth^2 D) for the scoring.
 """
 

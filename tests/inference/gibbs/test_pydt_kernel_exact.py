@@ -171,12 +171,13 @@ def test_false_alarm_and_power_over_ten_seeds():
 
 
 def test_tree_step_move_count_is_fixed():
-    """FAILS against inference/gibbs/pydt.py as of 2026-11-26 (owned by the pydtspeed
-    branch): ``PYDTTreeStep.step`` makes ``_n_nonroot(tree)`` detach-reattach moves, a
-    number read off the current tree. Each move leaves the posterior invariant, but a
-    state-dependent number of them does not: on 4 leaves the end states have too many
-    stars and too few binary trees (test_state_dependent_move_count_is_biased). Fix: a
-    count that depends on n only, e.g. ``2 * tree.n_leaves - 2``."""
+    """``PYDTTreeStep.step`` makes the same number of detach-reattach moves from a star
+    and from a binary tree. Each move leaves the posterior invariant, but a
+    state-dependent number of them does not: on 4 leaves the end states had too many
+    stars and too few binary trees (test_state_dependent_move_count_is_biased). This test
+    failed on 2026-11-26, when the step made ``_n_nonroot(tree)`` moves, a number read off
+    the current tree; the step now defaults to ``2 n - 2`` (``moves``), a count that
+    depends on n only."""
     import pymc as pm
 
     import inference.gibbs.pydt as step_module
