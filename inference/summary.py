@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import warnings
 
 import arviz as az
 import pandas as pd
@@ -51,6 +52,14 @@ def summary(
     -------
     pandas.DataFrame
         ArviZ's columns plus ``label_invariant`` (True for the declared statistics).
+
+    Notes
+    -----
+    A statistic that is the same in every draw of every chain (e.g. ``n_occupied`` when
+    no component ever empties) has no defined R-hat (0/0): ArviZ reports it as NaN (and
+    ``mcse_sd`` too), here without the floating-point warnings its diagnostics emit for
+    it. :func:`inference.convergence.check_convergence` counts such a statistic as
+    converged.
     """
     if not isinstance(dt, xr.DataTree) or "posterior" not in dt.children:
         raise TypeError("dt must be an xarray.DataTree with a 'posterior' group")
@@ -69,7 +78,11 @@ def summary(
             raise ValueError(f"var_names: not in the posterior: {', '.join(missing)}")
     if not var_names:
         raise ValueError("nothing to summarise: every posterior variable is a raw label")
-    table = az.summary(posterior[var_names], **kwargs)
+    with warnings.catch_warnings():
+        # numpy's "invalid value encountered in scalar divide" from R-hat / ESS of a
+        # constant statistic; the NaN it produces is the answer, documented above
+        warnings.filterwarnings("ignore", category=RuntimeWarning, module=r"arviz_stats\.")
+        table = az.summary(posterior[var_names], **kwargs)
     table = pd.DataFrame(table)
     row_var = [str(index).split("[")[0] for index in table.index]
     table["label_invariant"] = [v in invariant for v in row_var]

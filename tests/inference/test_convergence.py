@@ -80,3 +80,16 @@ def test_errors():
         check_convergence({"a": 1})
     with pytest.raises(ValueError, match="not in the posterior: nope"):
         summary(_tree({"a": RNG.normal(size=(2, 100))}), var_names="nope")
+
+
+def test_summary_of_a_constant_statistic_has_nan_r_hat_without_warnings():
+    # n_occupied that never changes: R-hat and ESS are 0/0. ArviZ computes them with
+    # numpy floating-point warnings, which the README's first example printed; the
+    # suite's filterwarnings = error turns any of them into a failure here.
+    dt = _tree({"n_occupied": np.full((2, 200), 3.0), "w": RNG.normal(size=(2, 200))},
+               invariant=["n_occupied"])
+    table = summary(dt)
+    assert np.isnan(table.loc["n_occupied", "r_hat"])
+    assert table.loc["n_occupied", "mean"] == 3.0 and table.loc["n_occupied", "sd"] == 0.0
+    assert np.isfinite(table.loc["w", "r_hat"])
+    assert check_convergence(dt, ess_bulk_min=0, ess_tail_min=0).table.loc["n_occupied", "ok"]
