@@ -11,7 +11,7 @@ import numbers
 
 import numpy as np
 
-__all__ = ["as_data_matrix", "check_int", "check_positive"]
+__all__ = ["as_data_matrix", "check_int", "check_positive", "check_random_seed"]
 
 
 def as_data_matrix(
@@ -96,4 +96,24 @@ def check_positive(value, name: str) -> float:
     value = float(value)
     if not np.isfinite(value) or value <= 0:
         raise ValueError(f"{name} must be a finite number > 0, got {value}")
+    return value
+
+
+def check_random_seed(value, name: str = "random_seed"):
+    """``value`` unchanged if it can seed numpy and PyMC, else a ``TypeError`` or
+    ``ValueError`` naming ``name``.
+
+    Accepted: None, an integer >= 0, a sequence of them (one per chain for PyMC), or a
+    numpy ``Generator``, ``SeedSequence``, ``BitGenerator`` or ``RandomState``.
+    """
+    if value is None or isinstance(value, np.random.Generator | np.random.SeedSequence
+                                   | np.random.BitGenerator | np.random.RandomState):
+        return value
+    many = isinstance(value, list | tuple | np.ndarray)
+    for seed in np.ravel(np.asarray(value, dtype=object)) if many else (value,):
+        if isinstance(seed, bool | np.bool_) or not isinstance(seed, numbers.Integral):
+            raise TypeError(f"{name} must be None, an integer >= 0, a sequence of them or a "
+                            f"numpy Generator, got {value!r}")
+        if seed < 0:
+            raise ValueError(f"{name} must be >= 0, got {value!r}")
     return value

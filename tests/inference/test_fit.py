@@ -179,6 +179,66 @@ def test_bad_arguments_raise_before_compiling(normal_model, kwargs, error, match
         fit(model, **kwargs)
 
 
+@pytest.fixture
+def sampling_forbidden(monkeypatch):
+    """``fit`` whose samplers fail the test if reached: an error expected from the
+    argument checks must come before anything is compiled or sampled."""
+    import sys
+
+    def started(*args, **kwargs):
+        raise AssertionError("fit started compiling/sampling before rejecting the argument")
+
+    module = sys.modules["inference.fit"]
+    monkeypatch.setattr(module, "_fit_mcmc", started)
+    monkeypatch.setattr(module, "_fit_advi", started)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "match"),
+    [
+        ({"random_seed": "x"}, TypeError, "random_seed must be None, an integer"),
+        ({"random_seed": 2.5}, TypeError, "random_seed must be None, an integer"),
+        ({"random_seed": -1}, ValueError, "random_seed must be >= 0"),
+        ({"random_seed": [1, True]}, TypeError, "random_seed must be None, an integer"),
+        ({"var_names": ["nope"]}, ValueError, "var_names: 'nope' not in the model; its "
+                                              "variables are mu"),
+        ({"var_names": [1]}, TypeError, "var_names must be a list of variable names"),
+        ({"initvals": {"nope": 0.0}}, ValueError, "initvals: 'nope' not in the model; its free"),
+        ({"initvals": [{"mu": 0.0}, {"sigma": 1.0}]}, ValueError, "initvals: 'sigma'"),
+        ({"initvals": 3.0}, TypeError, "initvals must be a dict"),
+        ({"bogus": 1}, TypeError, "unknown option 'bogus' for method='nuts'"),
+        ({"target_acept": 0.9}, TypeError, "did you mean 'target_accept'"),
+        ({"method": "advi", "bogus": 1}, TypeError, "unknown option 'bogus' for method='advi'"),
+    ],
+)
+def test_bad_sampler_options_raise_before_compiling(normal_model, sampling_forbidden, kwargs,
+                                                    error, match):
+    model, _, _ = normal_model
+    with pytest.raises(error, match=match):
+        fit(model, draws=5, tune=5, chains=1, progressbar=False, **kwargs)
+
+
+def test_var_names_as_one_string_means_that_variable(normal_model, monkeypatch):
+    # PyMC reads a string as a sequence of names (its substrings): fit takes it as [name]
+    import sys
+
+    seen = {}
+
+    class Captured(Exception):
+        pass
+
+    def capture(model, chosen, info, user_steps, sizes, random_seed, progressbar, kwargs,
+                *rest):
+        seen.update(kwargs)
+        raise Captured  # stop here: the options are what this test looks at
+
+    monkeypatch.setattr(sys.modules["inference.fit"], "_fit_mcmc", capture)
+    model, _, _ = normal_model
+    with pytest.raises(Captured):
+        fit(model, draws=5, tune=5, chains=1, progressbar=False, var_names="mu")
+    assert seen["var_names"] == ["mu"]
+
+
 def test_model_must_be_pymc_model():
     with pytest.raises(TypeError, match=r"model must be a pymc\.Model"):
         fit("not a model")
