@@ -371,7 +371,7 @@ def _fit_mcmc(model, chosen, info, user_steps, sizes, random_seed, progressbar, 
 
     if kwargs.pop("nuts_sampler", "pymc") != "pymc":
         raise ValueError("nuts_sampler must be 'pymc' when Gibbs steps are combined with NUTS")
-    step_kwargs = kwargs.pop("step_kwargs", None)
+    step_kwargs = _step_options(kwargs)
     steps = _steps_for(model, info, user_steps, step_kwargs, progressbar)
     if all_zoo_gibbs(steps) and set(kwargs) <= _ZOO_DRIVER_KWARGS:
         dt, _interrupted = sample_gibbs(
@@ -451,6 +451,25 @@ def _pm_sample(model, steps, sizes, random_seed, progressbar, kwargs, stop, trac
     return dt
 
 
+def _step_options(kwargs: dict) -> dict | None:
+    """Pop the options of the steps PyMC assigns out of ``kwargs``: ``step_kwargs``,
+    ``target_accept`` and options by step name (``nuts={...}``).
+
+    ``pm.sample`` applies these only to the steps it assigns itself; ``fit`` hands it
+    every step already built, so they must reach :func:`assign_steps` instead (PyMC
+    would reject them as options for no step).
+    """
+    from pymc.step_methods import STEP_METHODS
+
+    options = {name: dict(values) for name, values in (kwargs.pop("step_kwargs", None)
+                                                         or {}).items()}
+    for name in {getattr(m, "name", None) for m in STEP_METHODS} & set(kwargs):
+        options.setdefault(name, {}).update(kwargs.pop(name))
+    if "target_accept" in kwargs:
+        options.setdefault("nuts", {})["target_accept"] = kwargs.pop("target_accept")
+    return options or None
+
+
 #: pm.sample options the zoo's own chain loop (inference.chains) honours; any other one
 #: sends the run through pm.sample.
 _ZOO_DRIVER_KWARGS = frozenset({"var_names", "initvals", "compute_convergence_checks"})
@@ -507,6 +526,11 @@ def assign_steps(model, info, user_steps, step_kwargs, *, only=None) -> list:
             claimed.add(value)
 
     if not target_values - claimed:
+        if step_kwargs:
+            raise ValueError(
+                f"options for the step(s) {', '.join(sorted(step_kwargs))} (e.g. "
+                "target_accept) have no variable to apply to: every variable already has a "
+                f"step ({', '.join(describe_steps(steps))}); drop them")
         provided, selected = steps, {}
     elif only is None:
         provided, selected = assign_step_methods(model, steps or None, methods=_pymc_methods())

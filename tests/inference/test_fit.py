@@ -239,6 +239,49 @@ def test_var_names_as_one_string_means_that_variable(normal_model, monkeypatch):
     assert seen["var_names"] == ["mu"]
 
 
+def _flag_model():
+    """A binary flag (PyMC's Gibbs step) and a continuous mean (NUTS)."""
+    y = np.random.default_rng(1).normal(size=10)
+    with pm.Model() as model:
+        flag = pm.Bernoulli("flag", 0.5)
+        mu = pm.Normal("mu", 0, 1)
+        pm.Normal("y", mu, 1.0 + 2.0 * flag, observed=y)
+    return model
+
+
+@pytest.mark.parametrize("option", [{"target_accept": 0.93}, {"nuts": {"target_accept": 0.93}}])
+def test_nuts_options_reach_the_nuts_step_of_a_gibbs_fit(option, monkeypatch):
+    # pm.sample applies target_accept only to steps it assigns; fit gives it them all built
+    import sys
+
+    class Captured(Exception):
+        pass
+
+    seen = {}
+
+    def capture(model, steps, sizes, random_seed, progressbar, kwargs, *rest):
+        seen.update(steps=steps, kwargs=kwargs)
+        raise Captured
+
+    monkeypatch.setattr(sys.modules["inference.fit"], "_pm_sample", capture)
+    with pytest.raises(Captured):
+        fit(_flag_model(), method="gibbs", draws=5, tune=5, chains=1, progressbar=False,
+            **option)
+    nuts = [s for s in seen["steps"] if isinstance(s, pm.NUTS)]
+    assert len(nuts) == 1 and nuts[0].target_accept == 0.93
+    assert not {"target_accept", "nuts"} & set(seen["kwargs"])
+
+
+def test_nuts_option_without_a_nuts_step_is_refused():
+    model = _flag_model()
+    with model:
+        steps = [pm.BinaryGibbsMetropolis([model["flag"]]), pm.Slice([model["mu"]])]
+    with pytest.raises(ValueError, match=r"options for the step\(s\) nuts \(e\.g\. "
+                                         r"target_accept\) have no variable to apply to"):
+        fit(model, method="gibbs", step=steps, draws=5, tune=5, chains=1, progressbar=False,
+            target_accept=0.9)
+
+
 def test_model_must_be_pymc_model():
     with pytest.raises(TypeError, match=r"model must be a pymc\.Model"):
         fit("not a model")
