@@ -11,7 +11,8 @@ import numbers
 
 import numpy as np
 
-__all__ = ["as_data_matrix", "check_int", "check_positive", "check_random_seed"]
+__all__ = ["as_data_matrix", "check_feature_names", "check_int", "check_positive",
+           "check_random_seed"]
 
 
 def as_data_matrix(
@@ -77,6 +78,22 @@ def as_data_matrix(
             f"{name} has {int(bad.sum())} {kind}, first at row {i}, column {j}{advice}"
         )
     return arr
+
+
+def check_feature_names(feature_names, n_columns: int) -> list[str] | None:
+    """``feature_names`` as a list of ``n_columns`` strings (None stays None).
+
+    A single string is refused rather than read as one name per character.
+    """
+    if feature_names is None:
+        return None
+    if isinstance(feature_names, str | bytes):
+        raise TypeError(f"feature_names must be a sequence of names, one per column, got the "
+                        f"string {feature_names!r}")
+    names = [str(f) for f in feature_names]
+    if len(names) != n_columns:
+        raise ValueError(f"feature_names has {len(names)} names but X has {n_columns} columns")
+    return names
 
 
 def check_int(value, name: str, *, minimum: int | None = None) -> int:

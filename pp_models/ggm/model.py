@@ -34,7 +34,7 @@ from pp_models.distributions.precision_priors import BayesianGLassoPrecision, Sp
 from pp_models.ggm.nonparanormal import nonparanormal_transform
 from pp_models.ggm.outputs import graph_summary, partial_correlation_array
 from pp_models.model_info import DerivedStatistic, StepHint, ZooModelInfo, attach_info
-from pp_models.validation import as_data_matrix
+from pp_models.validation import as_data_matrix, check_feature_names
 
 __all__ = ["BGLASSO_STEP", "SSSL_STEP", "model"]
 
@@ -127,11 +127,7 @@ def model(
         pi = min(2.0 / (p - 1), 0.5) if edge_prob is None else _positive(edge_prob, "edge_prob")
         if not pi < 1:
             raise ValueError(f"edge_prob must be in (0, 1), got {pi}")
-    if feature_names is None:
-        feature_names = [f"x{j}" for j in range(p)]
-    feature_names = [str(f) for f in feature_names]
-    if len(feature_names) != p:
-        raise ValueError(f"feature_names has {len(feature_names)} names for {p} columns")
+    feature_names = check_feature_names(feature_names, p) or [f"x{j}" for j in range(p)]
     if nonparanormal:
         X = nonparanormal_transform(X)
     X = X - X.mean(axis=0)

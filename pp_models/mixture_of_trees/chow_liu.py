@@ -30,7 +30,7 @@ from pp_models.trees import (
     plot_spanning_tree,
     spanning_tree_edges,
 )
-from pp_models.validation import as_data_matrix
+from pp_models.validation import as_data_matrix, check_feature_names
 
 __all__ = ["TreeModel", "as_discrete_data", "chow_liu", "discrete_statistics"]
 
@@ -300,9 +300,8 @@ def chow_liu(X, *, kind: str = "discrete", weights=None, prior=None, n_categorie
     if isinstance(root, bool) or not isinstance(root, Integral) or not 0 <= root < V:
         raise ValueError(f"root must be a node index in [0, {V}), got {root!r}")
     w = _check_weights(weights, n)
-    names = None if feature_names is None else tuple(str(s) for s in feature_names)
-    if names is not None and len(names) != V:
-        raise ValueError(f"feature_names has {len(names)} entries for {V} columns")
+    names = check_feature_names(feature_names, V)
+    names = None if names is None else tuple(names)
     if kind == "discrete":
         return fit_discrete_tree(codes, K, w, prior, root=root, names=names)
     return fit_gaussian_tree(data, w, prior, root=root, names=names)

@@ -27,7 +27,7 @@ from pp_models.mixture_of_trees.chow_liu import (
     tree_log_density,
 )
 from pp_models.progress import WorkProgress
-from pp_models.validation import as_data_matrix
+from pp_models.validation import as_data_matrix, check_feature_names
 
 __all__ = ["MixtureOfTrees", "em"]
 
@@ -151,7 +151,8 @@ def em(X, n_components: int, *, kind: str = "discrete", n_init: int = 1,
         raise ValueError(f"X needs at least 2 variables (columns) for a tree, got {V}")
     if K > n:
         raise ValueError(f"n_components = {K} exceeds the number of rows {n}")
-    names = None if feature_names is None else tuple(str(s) for s in feature_names)
+    names = check_feature_names(feature_names, V)
+    names = None if names is None else tuple(names)
     rng = np.random.default_rng(random_seed)
     best = None
     finals = []

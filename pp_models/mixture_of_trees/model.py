@@ -37,7 +37,7 @@ from pp_models.model_info import (
     weights_sorted,
 )
 from pp_models.trees import check_tree_weights
-from pp_models.validation import as_data_matrix
+from pp_models.validation import as_data_matrix, check_feature_names
 
 __all__ = ["GAUSSIAN_STEP_NAME", "STEP_NAME", "model"]
 
@@ -135,10 +135,8 @@ def model(X, n_components: int, *, kind: str = "discrete", alpha: float = 1.0,
     off = ~np.eye(V, dtype=bool)
     if np.any(beta[off] <= 0):
         raise ValueError("edge_prior: every off-diagonal weight must be > 0")
-    names = feature_names if feature_names is not None else columns
-    names = [str(c) for c in names] if names is not None else [f"x{j}" for j in range(V)]
-    if len(names) != V:
-        raise ValueError(f"feature_names has {len(names)} names but X has {V} columns")
+    names = check_feature_names(feature_names if feature_names is not None else columns, V)
+    names = names if names is not None else [f"x{j}" for j in range(V)]
 
     coords = {"component": np.arange(Kc), "node": names, "obs": np.arange(n)}
     with pm.Model(coords=coords) as m:
