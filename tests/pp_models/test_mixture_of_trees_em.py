@@ -113,3 +113,10 @@ def test_bad_input(kwargs, match):
     X = np.random.default_rng(0).integers(0, 2, size=(20, 3))
     with pytest.raises(ValueError, match=match):
         em(X, **kwargs)
+
+
+def test_bad_random_seed_is_named():
+    # before: numpy's "SeedSequence expects int or sequence of ints for entropy not x"
+    X = np.random.default_rng(0).integers(0, 2, size=(20, 3))
+    with pytest.raises(TypeError, match="random_seed must be None, an integer"):
+        em(X, 2, random_seed="x", progressbar=False)
