@@ -144,14 +144,16 @@ def fit(
         cores = check_int(cores, "cores", minimum=1)
     random_seed = check_random_seed(random_seed)
     user_steps = _as_step_list(step)
+    if trace_flush is not None and not (isinstance(trace_flush, numbers.Real)
+                                        and not isinstance(trace_flush, bool)
+                                        and trace_flush >= 0):
+        raise ValueError(f"trace_flush must be a number of seconds >= 0, got {trace_flush!r}")
     if trace is not None:
         trace = check_trace_path(trace, resume=bool(resume))
-        if trace_flush is not None and not (isinstance(trace_flush, numbers.Real)
-                                            and trace_flush >= 0):
-            raise ValueError(f"trace_flush must be a number of seconds >= 0, got "
-                             f"{trace_flush!r}")
     elif resume:
         raise ValueError("resume=True needs trace=PATH (the trace to continue)")
+    elif trace_flush is not None:
+        raise ValueError("trace_flush needs trace=PATH (how often the trace is written)")
     # PyMC's bars (NUTS, ADVI with its running loss) and ours are off in CI logs
     progressbar = bool(progressbar) and not in_ci()
 
