@@ -289,6 +289,12 @@ def _check_method_kwargs(model: pm.Model, chosen: str, kwargs: dict) -> dict:
             raise TypeError(f"fit got an unknown option {key!r} for method={chosen!r}{hint}; "
                             f"it takes {where}")
     kwargs = dict(kwargs)
+    target_accept = kwargs.get("target_accept")
+    if target_accept is not None and not (isinstance(target_accept, numbers.Real)
+                                          and not isinstance(target_accept, bool)
+                                          and 0 < target_accept < 1):
+        # PyMC takes any value; NUTS then adapts its step size towards an impossible rate
+        raise ValueError(f"target_accept must be a number in (0, 1), got {target_accept!r}")
     traced = [rv.name for rv in model.unobserved_RVs]
     var_names = kwargs.get("var_names")
     if isinstance(var_names, str):
