@@ -334,7 +334,10 @@ def all_spanning_trees(n_nodes: int) -> np.ndarray:
 def check_tree_weights(weights, name: str = "weights") -> np.ndarray:
     """A symmetric, finite, non-negative (V, V) float64 matrix with positive off-diagonal
     row sums (the support must connect every node to the others)."""
-    W = np.asarray(weights, dtype=np.float64)
+    try:
+        W = np.asarray(weights, dtype=np.float64)
+    except (TypeError, ValueError) as err:
+        raise TypeError(f"{name}: expected a numeric (V, V) matrix: {err}") from None
     if W.ndim != 2 or W.shape[0] != W.shape[1] or W.shape[0] < 1:
         raise ValueError(f"{name}: expected a square (V, V) matrix, got shape {W.shape}")
     if not np.all(np.isfinite(W)) or np.any(W < 0):

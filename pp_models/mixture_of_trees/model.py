@@ -119,6 +119,8 @@ def model(X, n_components: int, *, kind: str = "discrete", alpha: float = 1.0,
         if isinstance(value, bool) or not isinstance(value, Real) or not np.isfinite(value) \
                 or value <= 0:
             raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
+    if not isinstance(split_merge, bool | np.bool_):
+        raise TypeError(f"split_merge must be True or False, got {split_merge!r}")
     if kind == "gaussian" and split_merge:
         raise ValueError("split_merge: the split-merge move exists for kind='discrete' only")
     if kind == "gaussian":

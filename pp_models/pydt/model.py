@@ -33,7 +33,10 @@ def _check_priors(priors, binary):
         raise ValueError(f"priors: unknown {sorted(unknown)}; known {sorted(DEFAULT_PRIORS)}")
     out = {**DEFAULT_PRIORS, **priors}
     for name, pair in out.items():
-        a = np.asarray(pair, dtype=np.float64)
+        try:
+            a = np.asarray(pair, dtype=np.float64)
+        except (TypeError, ValueError):
+            raise TypeError(f"priors: {name} needs two numbers (a, b), got {pair!r}") from None
         if a.shape != (2,) or not np.all(np.isfinite(a)) or np.any(a <= 0):
             raise ValueError(f"priors: {name} needs two finite positive numbers, got {pair!r}")
         out[name] = (float(a[0]), float(a[1]))

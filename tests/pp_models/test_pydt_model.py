@@ -31,6 +31,7 @@ def test_factory_structure_and_hints():
     (np.zeros((4, 1)), {"priors": {"gamma": (1, 1)}}, ValueError, "unknown"),
     (np.zeros((4, 1)), {"priors": {"c": (1.0, -1.0)}}, ValueError, "positive"),
     (np.zeros((4, 1)), {"priors": [1, 2]}, TypeError, "priors"),
+    (np.zeros((4, 1)), {"priors": {"c": "x"}}, TypeError, r"priors: c needs two numbers"),
     (np.zeros((4, 1)), {"binary": "yes"}, TypeError, "binary"),
 ])
 def test_factory_bad_input(X, kwargs, error, match):
