@@ -168,7 +168,11 @@ def as_discrete_data(X, *, n_categories=None, name: str = "X", min_rows: int = 1
     if n_categories is None:
         K = np.maximum(observed, 2).astype(np.int64)
     else:
-        K = np.broadcast_to(np.asarray(n_categories), (codes.shape[1],))
+        K = np.asarray(n_categories)
+        if K.ndim != 0 and K.shape != (codes.shape[1],):
+            raise ValueError(f"n_categories must be one integer or one per column "
+                             f"({codes.shape[1]}), got shape {K.shape}")
+        K = np.broadcast_to(K, (codes.shape[1],))
         if not np.issubdtype(K.dtype, np.integer) or np.any(K < 1):
             raise ValueError("n_categories must be positive integers (one per column)")
         K = K.astype(np.int64)
