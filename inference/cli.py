@@ -290,6 +290,10 @@ def _load_data(csv: Path | None, dataset: str):
         raise UsageError(f"--data: cannot read {csv} as CSV: {err}") from None
     if frame.empty:
         raise UsageError(f"--data: {csv} has no rows")
+    if all(_is_number(c) for c in frame.columns):
+        # pandas took the first row as the header: without this, it would be lost as data
+        raise UsageError(f"--data: the first row of {csv} ({', '.join(map(str, frame.columns))}) "
+                         "is numbers, not column names; add a header row naming the columns")
     non_numeric = [c for c in frame.columns if not pd.api.types.is_numeric_dtype(frame[c])]
     if non_numeric:
         raise UsageError(f"--data: non-numeric column(s) {', '.join(map(str, non_numeric))}")
@@ -297,6 +301,14 @@ def _load_data(csv: Path | None, dataset: str):
 
     return Dataset(name=csv.stem, data=frame.astype(np.float64),
                    feature_names=tuple(map(str, frame.columns)), provenance=str(csv))
+
+
+def _is_number(text) -> bool:
+    try:
+        float(text)
+    except (TypeError, ValueError):
+        return False
+    return True
 
 
 def _run_fit(entry, data, options, method, draws, tune, chains, cores, seed, progress, out,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numbers
 import warnings
 from dataclasses import dataclass
 
@@ -125,6 +126,14 @@ def check_convergence(
     """
     if not isinstance(dt, xr.DataTree) or "posterior" not in dt.children:
         raise TypeError("dt must be an xarray.DataTree with a 'posterior' group")
+    # R-hat is >= 1 and an ESS >= 0: a threshold outside would fail (or pass) every
+    # quantity, and NaN would fail every one, without saying why
+    for name, value, least in (("rhat_max", rhat_max, 1.0), ("ess_bulk_min", ess_bulk_min, 0.0),
+                               ("ess_tail_min", ess_tail_min, 0.0)):
+        if isinstance(value, bool) or not isinstance(value, numbers.Real):
+            raise TypeError(f"{name} must be a number, got {value!r}")
+        if not (np.isfinite(value) and value >= least):
+            raise ValueError(f"{name} must be a finite number >= {least:g}, got {value}")
     posterior = posterior_with_labels(dt)
     if posterior.sizes.get("chain", 0) < 2:
         raise ValueError("convergence checks need at least 2 chains")

@@ -37,7 +37,7 @@ from pp_models.model_info import (
     weights_sorted,
 )
 from pp_models.registry import ModelEntry
-from pp_models.validation import as_data_matrix, check_int, check_positive
+from pp_models.validation import as_data_matrix, check_feature_names, check_int, check_positive
 
 __all__ = ["model"]
 
@@ -72,10 +72,8 @@ def model(
     K = check_int(n_components, "n_components", minimum=1)
     gamma = check_positive(weight_concentration, "weight_concentration")
     n, d = X.shape
-    names = feature_names if feature_names is not None else columns
-    names = [str(c) for c in names] if names is not None else [f"x{j}" for j in range(d)]
-    if len(names) != d:
-        raise ValueError(f"feature_names has {len(names)} names but X has {d} columns")
+    names = check_feature_names(feature_names if feature_names is not None else columns, d)
+    names = names if names is not None else [f"x{j}" for j in range(d)]
 
     center = X.mean(axis=0)
     scale = X.std(axis=0)

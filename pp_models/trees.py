@@ -31,6 +31,7 @@ from custom_ops.diffusion_tree_kernels import (
     diffusion_tree_structure,
 )
 from custom_ops.trees import node_depths, node_sizes, validate_merges
+from pp_models.validation import check_random_seed
 
 __all__ = [
     "DiffusionTree",
@@ -333,7 +334,10 @@ def all_spanning_trees(n_nodes: int) -> np.ndarray:
 def check_tree_weights(weights, name: str = "weights") -> np.ndarray:
     """A symmetric, finite, non-negative (V, V) float64 matrix with positive off-diagonal
     row sums (the support must connect every node to the others)."""
-    W = np.asarray(weights, dtype=np.float64)
+    try:
+        W = np.asarray(weights, dtype=np.float64)
+    except (TypeError, ValueError) as err:
+        raise TypeError(f"{name}: expected a numeric (V, V) matrix: {err}") from None
     if W.ndim != 2 or W.shape[0] != W.shape[1] or W.shape[0] < 1:
         raise ValueError(f"{name}: expected a square (V, V) matrix, got shape {W.shape}")
     if not np.all(np.isfinite(W)) or np.any(W < 0):
@@ -359,7 +363,7 @@ def spanning_tree_edge_marginals(weights) -> np.ndarray:
 
 def sample_spanning_tree(weights, random_seed=None) -> np.ndarray:
     """One exact draw of P(T) ∝ prod_{uv in T} weights[u, v] (Wilson's algorithm)."""
-    rng = np.random.default_rng(random_seed)
+    rng = np.random.default_rng(check_random_seed(random_seed))
     return _tree_kernels.wilson_spanning_tree(rng, check_tree_weights(weights))
 
 

@@ -11,7 +11,8 @@ import numbers
 
 import numpy as np
 
-__all__ = ["as_data_matrix", "check_int", "check_positive"]
+__all__ = ["as_data_matrix", "check_feature_names", "check_int", "check_positive",
+           "check_random_seed"]
 
 
 def as_data_matrix(
@@ -79,6 +80,22 @@ def as_data_matrix(
     return arr
 
 
+def check_feature_names(feature_names, n_columns: int) -> list[str] | None:
+    """``feature_names`` as a list of ``n_columns`` strings (None stays None).
+
+    A single string is refused rather than read as one name per character.
+    """
+    if feature_names is None:
+        return None
+    if isinstance(feature_names, str | bytes):
+        raise TypeError(f"feature_names must be a sequence of names, one per column, got the "
+                        f"string {feature_names!r}")
+    names = [str(f) for f in feature_names]
+    if len(names) != n_columns:
+        raise ValueError(f"feature_names has {len(names)} names but X has {n_columns} columns")
+    return names
+
+
 def check_int(value, name: str, *, minimum: int | None = None) -> int:
     """``value`` as a Python int, at least ``minimum``."""
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
@@ -96,4 +113,24 @@ def check_positive(value, name: str) -> float:
     value = float(value)
     if not np.isfinite(value) or value <= 0:
         raise ValueError(f"{name} must be a finite number > 0, got {value}")
+    return value
+
+
+def check_random_seed(value, name: str = "random_seed"):
+    """``value`` unchanged if it can seed numpy and PyMC, else a ``TypeError`` or
+    ``ValueError`` naming ``name``.
+
+    Accepted: None, an integer >= 0, a sequence of them (one per chain for PyMC), or a
+    numpy ``Generator``, ``SeedSequence``, ``BitGenerator`` or ``RandomState``.
+    """
+    if value is None or isinstance(value, np.random.Generator | np.random.SeedSequence
+                                   | np.random.BitGenerator | np.random.RandomState):
+        return value
+    many = isinstance(value, list | tuple | np.ndarray)
+    for seed in np.ravel(np.asarray(value, dtype=object)) if many else (value,):
+        if isinstance(seed, bool | np.bool_) or not isinstance(seed, numbers.Integral):
+            raise TypeError(f"{name} must be None, an integer >= 0, a sequence of them or a "
+                            f"numpy Generator, got {value!r}")
+        if seed < 0:
+            raise ValueError(f"{name} must be >= 0, got {value!r}")
     return value

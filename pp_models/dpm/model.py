@@ -152,7 +152,7 @@ from pp_models.model_info import (
     weights_sorted,
 )
 from pp_models.registry import ModelEntry
-from pp_models.validation import as_data_matrix, check_int, check_positive
+from pp_models.validation import as_data_matrix, check_feature_names, check_int, check_positive
 
 __all__ = [
     "CONJUGATE",
@@ -268,10 +268,8 @@ def model(
     else:
         learned = check_hyperprior(hyperprior, likelihood, d, truncation, prior)
     hyper = at_hyperprior_mean(hyper, learned, X, kind)
-    names = feature_names if feature_names is not None else columns
-    names = [str(c) for c in names] if names is not None else [f"x{j}" for j in range(d)]
-    if len(names) != d:
-        raise ValueError(f"feature_names has {len(names)} names but X has {d} columns")
+    names = check_feature_names(feature_names if feature_names is not None else columns, d)
+    names = names if names is not None else [f"x{j}" for j in range(d)]
 
     spec = DPMSpec(X, likelihood, hyper, alpha_value, alpha_prior, discount, truncation,
                    tuple(names), learned, kind)

@@ -332,11 +332,11 @@ def graphical_lasso_path(
     data, max_iter, inner_max = _check_common(
         S_or_X, kind, penalize_diagonal, tol, max_iter, inner_max_iter
     )
-    lams = np.asarray(lams, dtype=np.float64).ravel()
-    if lams.size == 0:
+    if lams is None or isinstance(lams, str | bytes) or np.ndim(lams) != 1:
+        raise TypeError(f"lams must be a 1-D sequence of penalties, got {lams!r}")
+    if len(lams) == 0:
         raise ValueError("lams must hold at least one penalty")
-    for i, lam in enumerate(lams):
-        check_penalty(float(lam), f"lams[{i}]")
+    lams = np.array([check_penalty(lam, f"lams[{i}]") for i, lam in enumerate(lams)])
     order = np.argsort(-lams, kind="stable")
     results: list[GraphicalLassoResult | None] = [None] * lams.size
     previous = None

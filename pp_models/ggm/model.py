@@ -34,7 +34,7 @@ from pp_models.distributions.precision_priors import BayesianGLassoPrecision, Sp
 from pp_models.ggm.nonparanormal import nonparanormal_transform
 from pp_models.ggm.outputs import graph_summary, partial_correlation_array
 from pp_models.model_info import DerivedStatistic, StepHint, ZooModelInfo, attach_info
-from pp_models.validation import as_data_matrix
+from pp_models.validation import as_data_matrix, check_feature_names, check_positive
 
 __all__ = ["BGLASSO_STEP", "SSSL_STEP", "model"]
 
@@ -57,14 +57,6 @@ def _check_lam(lam):
     if isinstance(lam, bool) or not isinstance(lam, Real) or not np.isfinite(lam) or lam <= 0:
         raise ValueError(f"lam must be a number > 0 or a Gamma prior (shape, rate), got {lam!r}")
     return float(lam)
-
-
-def _positive(value, name):
-    if isinstance(value, bool) or not isinstance(value, Real) or not np.isfinite(value):
-        raise ValueError(f"{name} must be a finite number, got {value!r}")
-    if value <= 0:
-        raise ValueError(f"{name} must be > 0, got {value}")
-    return float(value)
 
 
 def model(
@@ -117,21 +109,21 @@ def model(
     if not isinstance(nonparanormal, bool):
         raise TypeError(f"nonparanormal must be a bool, got {nonparanormal!r}")
     lam = _check_lam(lam)
+    # checked whatever the prior, so that a bad value is never silently ignored
+    v0 = check_positive(spike_sd, "spike_sd")
+    v1 = check_positive(slab_sd, "slab_sd")
     if prior == "spike_slab":
         if isinstance(lam, tuple):
             raise ValueError("lam: the spike-and-slab prior takes a fixed lam (a number)")
-        v0 = _positive(spike_sd, "spike_sd")
-        v1 = _positive(slab_sd, "slab_sd")
         if v1 <= v0:
             raise ValueError(f"slab_sd ({v1}) must be larger than spike_sd ({v0})")
-        pi = min(2.0 / (p - 1), 0.5) if edge_prob is None else _positive(edge_prob, "edge_prob")
+        pi = (min(2.0 / (p - 1), 0.5) if edge_prob is None
+              else check_positive(edge_prob, "edge_prob"))
         if not pi < 1:
             raise ValueError(f"edge_prob must be in (0, 1), got {pi}")
-    if feature_names is None:
-        feature_names = [f"x{j}" for j in range(p)]
-    feature_names = [str(f) for f in feature_names]
-    if len(feature_names) != p:
-        raise ValueError(f"feature_names has {len(feature_names)} names for {p} columns")
+    elif edge_prob is not None:
+        raise ValueError("edge_prob is an option of prior='spike_slab' only")
+    feature_names = check_feature_names(feature_names, p) or [f"x{j}" for j in range(p)]
     if nonparanormal:
         X = nonparanormal_transform(X)
     X = X - X.mean(axis=0)

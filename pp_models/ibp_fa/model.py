@@ -196,9 +196,10 @@ def model(
             raise ValueError(f"birth_proposal: need factor > 0 and 0 <= pi < 1, got "
                              f"{birth_proposal!r}")
     finite = k_max is not None
+    # checked even when unused (k_max=None), so that a bad value is never silently ignored
+    spike_scale = check_positive(spike_scale, "spike_scale")
     if finite:
         slots = check_int(k_max, "k_max", minimum=1)
-        spike_scale = check_positive(spike_scale, "spike_scale")
     elif capacity is not None:
         slots = check_int(capacity, "capacity", minimum=1)
     else:

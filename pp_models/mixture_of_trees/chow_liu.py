@@ -30,7 +30,7 @@ from pp_models.trees import (
     plot_spanning_tree,
     spanning_tree_edges,
 )
-from pp_models.validation import as_data_matrix
+from pp_models.validation import as_data_matrix, check_feature_names, check_random_seed
 
 __all__ = ["TreeModel", "as_discrete_data", "chow_liu", "discrete_statistics"]
 
@@ -109,7 +109,7 @@ class TreeModel:
         """``n`` independent draws (ancestral sampling for discrete trees)."""
         if isinstance(n, bool) or not isinstance(n, Integral) or n < 0:
             raise ValueError(f"n must be a non-negative integer, got {n!r}")
-        rng = np.random.default_rng(random_seed)
+        rng = np.random.default_rng(check_random_seed(random_seed))
         if self.kind == "gaussian":
             chol = np.linalg.cholesky(self.precision)
             z = rng.standard_normal((n, self.n_nodes))
@@ -168,7 +168,11 @@ def as_discrete_data(X, *, n_categories=None, name: str = "X", min_rows: int = 1
     if n_categories is None:
         K = np.maximum(observed, 2).astype(np.int64)
     else:
-        K = np.broadcast_to(np.asarray(n_categories), (codes.shape[1],))
+        K = np.asarray(n_categories)
+        if K.ndim != 0 and K.shape != (codes.shape[1],):
+            raise ValueError(f"n_categories must be one integer or one per column "
+                             f"({codes.shape[1]}), got shape {K.shape}")
+        K = np.broadcast_to(K, (codes.shape[1],))
         if not np.issubdtype(K.dtype, np.integer) or np.any(K < 1):
             raise ValueError("n_categories must be positive integers (one per column)")
         K = K.astype(np.int64)
@@ -300,9 +304,8 @@ def chow_liu(X, *, kind: str = "discrete", weights=None, prior=None, n_categorie
     if isinstance(root, bool) or not isinstance(root, Integral) or not 0 <= root < V:
         raise ValueError(f"root must be a node index in [0, {V}), got {root!r}")
     w = _check_weights(weights, n)
-    names = None if feature_names is None else tuple(str(s) for s in feature_names)
-    if names is not None and len(names) != V:
-        raise ValueError(f"feature_names has {len(names)} entries for {V} columns")
+    names = check_feature_names(feature_names, V)
+    names = None if names is None else tuple(names)
     if kind == "discrete":
         return fit_discrete_tree(codes, K, w, prior, root=root, names=names)
     return fit_gaussian_tree(data, w, prior, root=root, names=names)

@@ -32,7 +32,7 @@ from pp_models.mixture_of_trees.chow_liu import (
     tree_precision,
 )
 from pp_models.trees import maximum_spanning_tree, spanning_tree_edges
-from pp_models.validation import as_data_matrix
+from pp_models.validation import as_data_matrix, check_feature_names
 
 __all__ = ["forest_log_marginal", "map_forest"]
 
@@ -69,13 +69,16 @@ def map_forest(X, *, score: str = "bdeu", ess: float = 1.0, kind: str = "discret
         raise ValueError(f"kind must be 'discrete' or 'gaussian', got {kind!r}")
     if kind == "gaussian" and score != "bic":
         raise ValueError("kind='gaussian' supports score='bic' only")
-    names = None if feature_names is None else tuple(str(s) for s in feature_names)
     if kind == "gaussian":
-        return _gaussian_bic_forest(as_data_matrix(X, "X", axes=_AXES), names)
+        data = as_data_matrix(X, "X", axes=_AXES)
+        names = check_feature_names(feature_names, data.shape[1])
+        return _gaussian_bic_forest(data, None if names is None else tuple(names))
     codes, K = as_discrete_data(X, n_categories=n_categories)
     n, V = codes.shape
     if V < 2:
         raise ValueError(f"X needs at least 2 variables (columns), got {V}")
+    names = check_feature_names(feature_names, V)
+    names = None if names is None else tuple(names)
     joint, marginal, offsets, total = discrete_statistics(codes, K)
     if score == "bdeu":
         gains = pairwise_bdeu_gain(joint, marginal, offsets, K, float(ess))

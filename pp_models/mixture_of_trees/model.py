@@ -37,7 +37,7 @@ from pp_models.model_info import (
     weights_sorted,
 )
 from pp_models.trees import check_tree_weights
-from pp_models.validation import as_data_matrix
+from pp_models.validation import as_data_matrix, check_feature_names
 
 __all__ = ["GAUSSIAN_STEP_NAME", "STEP_NAME", "model"]
 
@@ -119,6 +119,8 @@ def model(X, n_components: int, *, kind: str = "discrete", alpha: float = 1.0,
         if isinstance(value, bool) or not isinstance(value, Real) or not np.isfinite(value) \
                 or value <= 0:
             raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
+    if not isinstance(split_merge, bool | np.bool_):
+        raise TypeError(f"split_merge must be True or False, got {split_merge!r}")
     if kind == "gaussian" and split_merge:
         raise ValueError("split_merge: the split-merge move exists for kind='discrete' only")
     if kind == "gaussian":
@@ -135,10 +137,8 @@ def model(X, n_components: int, *, kind: str = "discrete", alpha: float = 1.0,
     off = ~np.eye(V, dtype=bool)
     if np.any(beta[off] <= 0):
         raise ValueError("edge_prior: every off-diagonal weight must be > 0")
-    names = feature_names if feature_names is not None else columns
-    names = [str(c) for c in names] if names is not None else [f"x{j}" for j in range(V)]
-    if len(names) != V:
-        raise ValueError(f"feature_names has {len(names)} names but X has {V} columns")
+    names = check_feature_names(feature_names if feature_names is not None else columns, V)
+    names = names if names is not None else [f"x{j}" for j in range(V)]
 
     coords = {"component": np.arange(Kc), "node": names, "obs": np.arange(n)}
     with pm.Model(coords=coords) as m:

@@ -21,6 +21,7 @@ import numpy as np
 from custom_ops.pydt import check_parameters, pydt_forward
 from custom_ops.pydt_greedy import pydt_greedy
 from pp_models.trees import DETACHED, UNUSED_SLOT, DiffusionTree
+from pp_models.validation import as_data_matrix
 
 __all__ = ["GreedyResult", "greedy"]
 
@@ -69,14 +70,15 @@ def greedy(X, *, c=1.0, theta=1.0, alpha=0.0, sigma2=1.0, order=None):
     -------
     GreedyResult
     """
-    X = np.ascontiguousarray(X, dtype=np.float64)
-    if X.ndim != 2 or X.shape[0] < 2 or not np.all(np.isfinite(X)):
-        raise ValueError("X: must be a finite 2-D array with at least 2 rows")
+    X = np.ascontiguousarray(as_data_matrix(X, "X", min_rows=2))
     check_parameters(c, theta, alpha, sigma2)
     n = X.shape[0]
-    order = np.arange(n) if order is None else np.ascontiguousarray(order, dtype=np.int64)
+    order = np.arange(n) if order is None else np.asarray(order)
+    if order.ndim != 1 or (order.size and not np.issubdtype(order.dtype, np.integer)):
+        raise TypeError(f"order: must be a sequence of row indices, got {order!r}")
     if sorted(order.tolist()) != list(range(n)):
         raise ValueError("order: must be a permutation of the rows")
+    order = np.ascontiguousarray(order, dtype=np.int64)
     parent = np.empty(2 * n - 1, dtype=np.int64)
     log1m_t = np.empty(n - 1)
     evaluations = pydt_greedy(parent, log1m_t, X, order, float(c), float(theta),

@@ -12,6 +12,7 @@ import xarray as xr
 from pp_models.distributions.pydt import DiffusionTreeGaussian, PYDiffusionTree
 from pp_models.model_info import DerivedStatistic, StepHint, ZooModelInfo, attach_info
 from pp_models.trees import DiffusionTree
+from pp_models.validation import as_data_matrix
 
 __all__ = ["DEFAULT_PRIORS", "model", "trees_from_posterior"]
 
@@ -20,19 +21,6 @@ __all__ = ["DEFAULT_PRIORS", "model", "trees_from_posterior"]
 #: 1/sigma2 ~ G(1, 1).
 DEFAULT_PRIORS = {"theta": (2.0, 0.5), "alpha": (1.0, 1.0), "c": (1.0, 1.0),
                   "precision": (1.0, 1.0)}
-
-
-def _check_X(X):
-    X = np.asarray(X, dtype=np.float64) if not isinstance(X, np.ndarray) else X
-    if X.ndim != 2:
-        raise ValueError(f"X: must be a 2-D array (n points, D dimensions), got ndim {X.ndim}")
-    if X.shape[0] < 2:
-        raise ValueError(f"X: a diffusion tree needs at least 2 points, got n = {X.shape[0]}")
-    if X.shape[1] < 1:
-        raise ValueError("X: needs at least one column")
-    if not np.issubdtype(X.dtype, np.number) or not np.all(np.isfinite(X)):
-        raise ValueError("X: contains NaN or infinite values")
-    return np.asarray(X, dtype=np.float64)
 
 
 def _check_priors(priors, binary):
@@ -45,7 +33,10 @@ def _check_priors(priors, binary):
         raise ValueError(f"priors: unknown {sorted(unknown)}; known {sorted(DEFAULT_PRIORS)}")
     out = {**DEFAULT_PRIORS, **priors}
     for name, pair in out.items():
-        a = np.asarray(pair, dtype=np.float64)
+        try:
+            a = np.asarray(pair, dtype=np.float64)
+        except (TypeError, ValueError):
+            raise TypeError(f"priors: {name} needs two numbers (a, b), got {pair!r}") from None
         if a.shape != (2,) or not np.all(np.isfinite(a)) or np.any(a <= 0):
             raise ValueError(f"priors: {name} needs two finite positive numbers, got {pair!r}")
         out[name] = (float(a[0]), float(a[1]))
@@ -95,7 +86,7 @@ def model(X, *, priors=None, binary=False):
         ``inference.gibbs.pydt`` for ``tree`` (with the non-centred updates of ``c``,
         ``theta``, ``alpha`` and the precision) and NUTS for the rest.
     """
-    X = _check_X(X)
+    X = as_data_matrix(X, "X", min_rows=2)
     if not isinstance(binary, bool | np.bool_):
         raise TypeError(f"binary: must be a bool, got {binary!r}")
     p = _check_priors(priors, binary)

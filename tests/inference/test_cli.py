@@ -85,6 +85,17 @@ def test_non_numeric_csv(tmp_path, capsys):
     assert "non-numeric column(s) b" in capsys.readouterr().err
 
 
+def test_csv_without_header_row(tmp_path, capsys):
+    # pandas would read the first data row as column names, and the fit would lose it
+    csv = tmp_path / "noheader.csv"
+    csv.write_text("1,2\n3,4\n5,6.5\n")
+    assert main(["fit", "finite_mixture", "--data", str(csv), "--out",
+                 str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert "the first row of" in err and "(1, 2) is numbers, not column names" in err
+    assert not (tmp_path / "out").exists()
+
+
 def test_console_script_usage_error_has_no_traceback():
     proc = subprocess.run([sys.executable, "-m", "inference.cli", "frobnicate"],
                           capture_output=True, text=True)

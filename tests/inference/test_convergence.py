@@ -71,6 +71,20 @@ def test_label_variables_skipped_by_default():
     assert np.isnan(with_labels.loc["mu", "r_hat"]) and np.isfinite(with_labels.loc["mu", "mean"])
 
 
+@pytest.mark.parametrize(("kwargs", "error", "match"), [
+    ({"rhat_max": float("nan")}, ValueError, "rhat_max must be a finite number >= 1"),
+    ({"rhat_max": 0.5}, ValueError, "rhat_max must be a finite number >= 1"),
+    ({"ess_bulk_min": -5}, ValueError, "ess_bulk_min must be a finite number >= 0"),
+    ({"ess_tail_min": float("inf")}, ValueError, "ess_tail_min must be a finite number >= 0"),
+    ({"rhat_max": "1.01"}, TypeError, "rhat_max must be a number"),
+])
+def test_bad_thresholds(kwargs, error, match):
+    # before: NaN or rhat_max < 1 failed every quantity without saying why, a negative
+    # ESS passed every one, a string gave Python's "'<=' not supported"
+    with pytest.raises(error, match=match):
+        check_convergence(_tree({"a": RNG.normal(size=(4, 100))}), **kwargs)
+
+
 def test_errors():
     with pytest.raises(ValueError, match="at least 2 chains"):
         check_convergence(_tree({"a": RNG.normal(size=(1, 100))}))

@@ -179,6 +179,111 @@ def test_bad_arguments_raise_before_compiling(normal_model, kwargs, error, match
         fit(model, **kwargs)
 
 
+@pytest.fixture
+def sampling_forbidden(monkeypatch):
+    """``fit`` whose samplers fail the test if reached: an error expected from the
+    argument checks must come before anything is compiled or sampled."""
+    import sys
+
+    def started(*args, **kwargs):
+        raise AssertionError("fit started compiling/sampling before rejecting the argument")
+
+    module = sys.modules["inference.fit"]
+    monkeypatch.setattr(module, "_fit_mcmc", started)
+    monkeypatch.setattr(module, "_fit_advi", started)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "match"),
+    [
+        ({"random_seed": "x"}, TypeError, "random_seed must be None, an integer"),
+        ({"random_seed": 2.5}, TypeError, "random_seed must be None, an integer"),
+        ({"random_seed": -1}, ValueError, "random_seed must be >= 0"),
+        ({"random_seed": [1, True]}, TypeError, "random_seed must be None, an integer"),
+        ({"var_names": ["nope"]}, ValueError, "var_names: 'nope' not in the model; its "
+                                              "variables are mu"),
+        ({"var_names": [1]}, TypeError, "var_names must be a list of variable names"),
+        ({"initvals": {"nope": 0.0}}, ValueError, "initvals: 'nope' not in the model; its free"),
+        ({"initvals": [{"mu": 0.0}, {"sigma": 1.0}]}, ValueError, "initvals: 'sigma'"),
+        ({"initvals": 3.0}, TypeError, "initvals must be a dict"),
+        ({"bogus": 1}, TypeError, "unknown option 'bogus' for method='nuts'"),
+        ({"target_acept": 0.9}, TypeError, "did you mean 'target_accept'"),
+        ({"method": "advi", "bogus": 1}, TypeError, "unknown option 'bogus' for method='advi'"),
+        ({"trace_flush": 1.0}, ValueError, "trace_flush needs trace=PATH"),
+        ({"target_accept": 1.5}, ValueError, r"target_accept must be a number in \(0, 1\)"),
+    ],
+)
+def test_bad_sampler_options_raise_before_compiling(normal_model, sampling_forbidden, kwargs,
+                                                    error, match):
+    model, _, _ = normal_model
+    with pytest.raises(error, match=match):
+        fit(model, draws=5, tune=5, chains=1, progressbar=False, **kwargs)
+
+
+def test_var_names_as_one_string_means_that_variable(normal_model, monkeypatch):
+    # PyMC reads a string as a sequence of names (its substrings): fit takes it as [name]
+    import sys
+
+    seen = {}
+
+    class Captured(Exception):
+        pass
+
+    def capture(model, chosen, info, user_steps, sizes, random_seed, progressbar, kwargs,
+                *rest):
+        seen.update(kwargs)
+        raise Captured  # stop here: the options are what this test looks at
+
+    monkeypatch.setattr(sys.modules["inference.fit"], "_fit_mcmc", capture)
+    model, _, _ = normal_model
+    with pytest.raises(Captured):
+        fit(model, draws=5, tune=5, chains=1, progressbar=False, var_names="mu")
+    assert seen["var_names"] == ["mu"]
+
+
+def _flag_model():
+    """A binary flag (PyMC's Gibbs step) and a continuous mean (NUTS)."""
+    y = np.random.default_rng(1).normal(size=10)
+    with pm.Model() as model:
+        flag = pm.Bernoulli("flag", 0.5)
+        mu = pm.Normal("mu", 0, 1)
+        pm.Normal("y", mu, 1.0 + 2.0 * flag, observed=y)
+    return model
+
+
+@pytest.mark.parametrize("option", [{"target_accept": 0.93}, {"nuts": {"target_accept": 0.93}}])
+def test_nuts_options_reach_the_nuts_step_of_a_gibbs_fit(option, monkeypatch):
+    # pm.sample applies target_accept only to steps it assigns; fit gives it them all built
+    import sys
+
+    class Captured(Exception):
+        pass
+
+    seen = {}
+
+    def capture(model, steps, sizes, random_seed, progressbar, kwargs, *rest):
+        seen.update(steps=steps, kwargs=kwargs)
+        raise Captured
+
+    monkeypatch.setattr(sys.modules["inference.fit"], "_pm_sample", capture)
+    with pytest.raises(Captured):
+        fit(_flag_model(), method="gibbs", draws=5, tune=5, chains=1, progressbar=False,
+            **option)
+    nuts = [s for s in seen["steps"] if isinstance(s, pm.NUTS)]
+    assert len(nuts) == 1 and nuts[0].target_accept == 0.93
+    assert not {"target_accept", "nuts"} & set(seen["kwargs"])
+
+
+def test_nuts_option_without_a_nuts_step_is_refused():
+    model = _flag_model()
+    with model:
+        steps = [pm.BinaryGibbsMetropolis([model["flag"]]), pm.Slice([model["mu"]])]
+    with pytest.raises(ValueError, match=r"options for the step\(s\) nuts \(e\.g\. "
+                                         r"target_accept\) have no variable to apply to"):
+        fit(model, method="gibbs", step=steps, draws=5, tune=5, chains=1, progressbar=False,
+            target_accept=0.9)
+
+
 def test_model_must_be_pymc_model():
     with pytest.raises(TypeError, match=r"model must be a pymc\.Model"):
         fit("not a model")

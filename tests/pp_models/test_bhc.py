@@ -521,6 +521,13 @@ def test_estimators_bad_input(kwargs, match):
         estimator(X, **args)
 
 
+@pytest.mark.parametrize("method", ["randomized", "embhc", "learn"])
+def test_bad_random_seed_is_named(method):
+    # before: numpy's "SeedSequence expects int or sequence of ints for entropy not x"
+    with pytest.raises(TypeError, match="random_seed must be None, an integer"):
+        getattr(bhc, method)([[0, 1], [1, 1], [0, 0]], random_seed="x")
+
+
 def test_fit_is_a_deprecated_alias_of_the_estimators():
     X = np.array([[0, 1], [1, 1], [0, 0], [1, 0]], dtype=float)
     for method in ("greedy", "randomized", "embhc"):

@@ -172,6 +172,10 @@ def test_constant_columns():
         (np.zeros((5, 3), int), {"weights": np.ones(4)}, "weights"),
         (np.zeros((5, 3), int), {"prior": -1.0}, "prior"),
         (np.full((5, 3), 3), {"n_categories": 2}, "n_categories"),
+        # before: [4] was broadcast to every column without a word, [4, 4] raised numpy's
+        # "operands could not be broadcast together"
+        (np.zeros((5, 3), int), {"n_categories": [4]}, r"one integer or one per column \(3\)"),
+        (np.zeros((5, 3), int), {"n_categories": [4, 4]}, r"one per column \(3\), got shape"),
         (np.array([[0.0, np.inf], [1, 2]]), {"kind": "gaussian"}, "NaN or inf"),
         (np.zeros(5, int), {}, "2-D"),
     ],

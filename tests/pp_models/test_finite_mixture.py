@@ -62,6 +62,9 @@ def test_dataframe_columns_become_feature_names():
         (np.ones((4, 2)), {"n_components": 2.5}, TypeError, "n_components must be an integer"),
         (np.ones((4, 2)), {"weight_concentration": 0}, ValueError, "weight_concentration"),
         (np.ones((4, 2)), {"feature_names": ["a"]}, ValueError, "feature_names has 1"),
+        # one string is not read as one name per character
+        (np.ones((4, 2)), {"feature_names": "ab"}, TypeError, "feature_names must be a "
+                                                              "sequence of names"),
     ],
 )
 def test_bad_input(X, kwargs, error, match):

@@ -195,3 +195,18 @@ def test_glasso_data_input_uses_mle_covariance():
 def test_glasso_bad_input(args, kwargs, error, message):
     with pytest.raises(error, match=message):
         graphical_lasso(*args, **kwargs)
+
+
+@pytest.mark.parametrize(("lams", "error", "message"), [
+    ("x", TypeError, "lams must be a 1-D sequence of penalties, got 'x'"),
+    (None, TypeError, "lams must be a 1-D sequence of penalties, got None"),
+    ([[0.1, 0.2]], TypeError, "lams must be a 1-D sequence"),
+    ([], ValueError, "at least one penalty"),
+    ([0.1, "a"], TypeError, r"lams\[1\] must be a number"),
+    ([0.1, -1.0], ValueError, r"lams\[1\] must be a finite number >= 0"),
+])
+def test_glasso_path_bad_penalties(lams, error, message):
+    # before: numpy's "could not convert string to float: 'x'", "lams[0] ... got nan"
+    # for None, and a 2-D list flattened without a word
+    with pytest.raises(error, match=message):
+        graphical_lasso_path(HTF_S, lams, progressbar=False)

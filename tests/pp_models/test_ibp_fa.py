@@ -38,6 +38,7 @@ def _small_problem(seed=0):
         (np.ones((3, 3)), {"birth_proposal": "fast"}, ValueError, "birth_proposal"),
         (np.ones((3, 3)), {"birth_proposal": (1.0, 1.5)}, ValueError, "birth_proposal"),
         (np.ones((3, 3)), {"k_max": 3, "spike_scale": 0.0}, ValueError, "spike_scale"),
+        (np.ones((3, 3)), {"spike_scale": 0.0}, ValueError, "spike_scale must be a finite"),
     ],
 )
 def test_bad_input_is_rejected_before_compiling(Y, kwargs, err, msg):

@@ -92,6 +92,9 @@ def test_bdeu_gains_symmetric_and_bic_drops_weak_edges():
 @pytest.mark.parametrize(("kwargs", "match"), [
     ({"score": "aic"}, "score"), ({"ess": 0.0}, "ess"), ({"ess": np.nan}, "ess"),
     ({"kind": "gaussian"}, "bic.* only"),
+    ({"feature_names": ["a", "b", "c"]}, "feature_names has 3 names but X has 2 columns"),
+    ({"feature_names": ["a"], "kind": "gaussian", "score": "bic"},
+     "feature_names has 1 names but X has 2 columns"),
 ])
 def test_bad_input(kwargs, match):
     with pytest.raises(ValueError, match=match):

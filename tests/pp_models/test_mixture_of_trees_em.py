@@ -107,8 +107,16 @@ def test_gaussian_mixture_monotone_and_sample():
     ({"n_components": 0}, "n_components"), ({"n_components": 1.5}, "n_components"),
     ({"n_components": 2, "n_init": 0}, "n_init"), ({"n_components": 2, "tol": -1}, "tol"),
     ({"n_components": 2, "kind": "x"}, "kind"), ({"n_components": 50}, "exceeds"),
+    ({"n_components": 2, "feature_names": ["a"]}, "feature_names has 1 names but X has 3"),
 ])
 def test_bad_input(kwargs, match):
     X = np.random.default_rng(0).integers(0, 2, size=(20, 3))
     with pytest.raises(ValueError, match=match):
         em(X, **kwargs)
+
+
+def test_bad_random_seed_is_named():
+    # before: numpy's "SeedSequence expects int or sequence of ints for entropy not x"
+    X = np.random.default_rng(0).integers(0, 2, size=(20, 3))
+    with pytest.raises(TypeError, match="random_seed must be None, an integer"):
+        em(X, 2, random_seed="x", progressbar=False)

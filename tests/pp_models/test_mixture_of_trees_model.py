@@ -84,6 +84,16 @@ def test_bad_input(kwargs, match):
         mixture_of_trees.model(np.array([[0, np.nan], [1, 0]]), 2)
 
 
+@pytest.mark.parametrize(("kwargs", "match"), [
+    # before: numpy's "could not convert string to float: 'x'", and "yes" taken as True
+    ({"edge_prior": "x"}, "edge_prior: expected a numeric"),
+    ({"split_merge": "yes"}, "split_merge must be True or False"),
+])
+def test_bad_option_types(kwargs, match):
+    with pytest.raises(TypeError, match=match):
+        mixture_of_trees.model(np.zeros((5, 4), dtype=int), 2, **kwargs)
+
+
 def test_conditional_edge_marginals_at_tutorial_size():
     """800 binarised pooled digits (the tutorial's size): log edge weights span > 100
     nats; the marginals are finite, in [0, 1] and sum to V - 1 (every tree has V - 1

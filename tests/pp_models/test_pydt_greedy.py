@@ -31,8 +31,15 @@ def test_near_duplicates_become_siblings():
 
 
 def test_greedy_bad_input():
-    with pytest.raises(ValueError, match="X"):
+    with pytest.raises(ValueError, match="X needs at least 2 rows"):
         greedy(np.zeros((1, 2)))
+    # no columns: before, accepted (and the Numba kernel compiled) to build a tree of nothing
+    with pytest.raises(ValueError, match="X has no columns"):
+        greedy(np.zeros((3, 0)))
+    with pytest.raises(TypeError, match="X must be a numeric 2-D array"):
+        greedy([["a"], ["b"], ["c"]])
+    with pytest.raises(TypeError, match="order: must be a sequence of row indices"):
+        greedy(np.zeros((3, 1)), order="x")
     with pytest.raises(ValueError, match="order"):
         greedy(np.zeros((3, 1)), order=[0, 0, 1])
     with pytest.raises(ValueError, match="alpha"):

@@ -23,12 +23,15 @@ def test_factory_structure_and_hints():
 
 
 @pytest.mark.parametrize(("X", "kwargs", "error", "match"), [
-    (np.zeros(5), {}, ValueError, "X: must be a 2-D"),
-    (np.zeros((1, 2)), {}, ValueError, "at least 2 points"),
+    (np.zeros(5), {}, ValueError, "X must be 2-D"),
+    (np.zeros((1, 2)), {}, ValueError, "X needs at least 2 rows"),
     (np.array([[0.0], [np.nan]]), {}, ValueError, "NaN"),
+    (np.zeros((4, 0)), {}, ValueError, "X has no columns"),
+    ([["a"], ["b"]], {}, TypeError, "X must be a numeric 2-D array"),
     (np.zeros((4, 1)), {"priors": {"gamma": (1, 1)}}, ValueError, "unknown"),
     (np.zeros((4, 1)), {"priors": {"c": (1.0, -1.0)}}, ValueError, "positive"),
     (np.zeros((4, 1)), {"priors": [1, 2]}, TypeError, "priors"),
+    (np.zeros((4, 1)), {"priors": {"c": "x"}}, TypeError, r"priors: c needs two numbers"),
     (np.zeros((4, 1)), {"binary": "yes"}, TypeError, "binary"),
 ])
 def test_factory_bad_input(X, kwargs, error, match):

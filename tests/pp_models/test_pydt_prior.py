@@ -145,6 +145,15 @@ def test_sample_prior_bad_input(kwargs, match):
         sample_prior(n, **args)
 
 
+@pytest.mark.parametrize(("seed", "error"), [("x", TypeError), (2.5, TypeError),
+                                             (-1, ValueError)])
+def test_sample_prior_bad_random_seed_is_named(seed, error):
+    # before: numpy's "SeedSequence expects int or sequence of ints" or "expected
+    # non-negative integer", naming no argument
+    with pytest.raises(error, match="random_seed must be"):
+        sample_prior(4, c=1.0, theta=1.0, alpha=0.1, random_seed=seed)
+
+
 def test_distribution_bad_input():
     with pytest.raises(ValueError, match="n_leaves"):
         PYDiffusionTree.dist(1.0, 1.0, 0.0, 1)
