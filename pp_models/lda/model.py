@@ -362,6 +362,12 @@ def _explicit_model(corpus, n_topics, alpha_v, eta_v, coords, batch_size):
 def _build_from_dataset(dataset, **options):
     """The CLI's build: a CSV arrives as a DataFrame of counts; the data set's
     vocabulary (or the CSV's header) labels the words unless ``vocabulary`` is given."""
+    if options.get("collapsed", True) and not options.get("deterministics", True):
+        # the command line records theta and phi per draw (fit_defaults) and draws the
+        # topics from them; without them the fit would fail on its own var_names
+        raise ValueError("deterministics=False: the command line records theta and phi per "
+                         "draw to write the topics; call pp_models.lda.model(...) and "
+                         "inference.fit from Python to fit without them")
     data = dataset.data
     counts = data.to_numpy() if hasattr(data, "to_numpy") else data
     names = tuple(dataset.feature_names or ())

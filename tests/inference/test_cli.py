@@ -67,6 +67,8 @@ def test_fit_from_csv(tmp_path, capsys):
         (["fit", "finite_mixture", "--param", "oops"], "KEY=VALUE"),
         (["fit", "finite_mixture", "--draws", "0"], "draws must be >= 1"),
         (["fit", "finite_mixture", "--method", "advi"], "not available for finite_mixture"),
+        # the LDA entry records theta and phi, which this option removes from the model
+        (["fit", "lda", "--param", "deterministics=False"], "deterministics=False: the "),
         (["check", "/no/such/posterior.nc"], "no such file"),
     ],
 )
