@@ -214,8 +214,8 @@ print(
 # (0.925 against 0.984): the learned Beta prior is sparser ($a, b$ about 0.43 times the
 # empirical values) and $\alpha$ larger (about 4 by the bound, 44 ≈ n/e by
 # $p(\mathcal D|T)$), so handwriting styles split more finely. Over several subsets the
-# picture reverses: `benchmarks/bench_bhc_learning.py` (5 random subsets per set, 4
-# rounds of `learn`) gives, as mean ± s.d. of dendrogram purity,
+# picture reverses: `benchmarks/bench_bhc_learning.py` (5 random subsets per set, up
+# to 5 rounds of `learn`, its default `--max-iter`) gives, as mean ± s.d. of dendrogram purity,
 #
 # | data (n x d) | fixed defaults | MAP (`learn`) | ML (`priors=False`) | MAP >= default |
 # |---|---|---|---|---|
