@@ -34,10 +34,10 @@ from pytensor.link.numba.dispatch import basic as nb
 
 from custom_ops._numba_cache import register_numba_op
 from custom_ops.conjugate import (
-    _niw_posterior,
     gaussian_add,
     gaussian_log_marginal,
     gaussian_log_predictive,
+    gaussian_posterior,
     gaussian_remove,
 )
 from custom_ops.log_weights import sample_log_weights
@@ -229,13 +229,13 @@ def sample_gaussian_tree_mixture_data(rng, z, parents, m0, kappa0, delta, S0, ou
                 p = parents[k, v]
                 if p < 0:
                     m, k0, nu, S = _sub_hyper(m0, kappa0, delta, S0, v, -1)
-                    kn, nn, mn, Sn = _niw_posterior(_sub_stats(stats, V, v, -1), m, k0, nu, S)
+                    kn, nn, mn, Sn = gaussian_posterior(_sub_stats(stats, V, v, -1), m, k0, nu, S)
                     dof = nn
                     out[i, v] = _student_t(rng, mn[0], Sn[0, 0] * (kn + 1.0) / (kn * dof),
                                            dof)
                 else:
                     m, k0, nu, S = _sub_hyper(m0, kappa0, delta, S0, p, v)
-                    kn, nn, mn, Sn = _niw_posterior(_sub_stats(stats, V, p, v), m, k0, nu, S)
+                    kn, nn, mn, Sn = gaussian_posterior(_sub_stats(stats, V, p, v), m, k0, nu, S)
                     dof = nn - 1.0
                     c = (kn + 1.0) / (kn * dof)  # shape matrix c * Sn, dof
                     s11 = c * Sn[0, 0]

@@ -37,9 +37,6 @@ from pytensor.link.numba.dispatch import basic as nb
 from custom_ops._numba_cache import c_entry_points, register_numba_op
 from custom_ops.pydt_kernels import (
     PARAMETER_ERRORS,
-    _forward,
-    _value_and_grad,
-    _value_and_grad_into,
     check_parameters,
     check_tree,
     choose_branch,
@@ -49,7 +46,10 @@ from custom_ops.pydt_kernels import (
     log_structure_prob,
     parameter_code,
     pydt_forward,
+    pydt_forward_inline,
     pydt_value_and_grad,
+    pydt_value_and_grad_flagged,
+    pydt_value_and_grad_into,
 )
 
 __all__ = [
@@ -177,7 +177,7 @@ class PYDTLogProbGrad(Op):
 
     def perform(self, node, inputs, output_storage):
         parent, log1m_t, X, c, theta, alpha, sigma2, g_prior, g_lik = inputs
-        out = _value_and_grad(
+        out = pydt_value_and_grad_flagged(
             np.ascontiguousarray(parent, dtype=np.int64),
             np.ascontiguousarray(log1m_t, dtype=np.float64),
             np.ascontiguousarray(X, dtype=np.float64),
@@ -263,7 +263,7 @@ _ENTRY_OPTIONS = {"fastmath": {"reassoc", "contract", "nsz", "arcp"}, "error_mod
 def _forward_entry(pp, n_nodes, lp_, n_int, xp, n, d, c, theta, alpha, sigma2, outp):
     try:
         out = carray(outp, (2,))
-        out[0], out[1] = _forward(
+        out[0], out[1] = pydt_forward_inline(
             carray(pp, (n_nodes,)), carray(lp_, (n_int,)), carray(xp, (n, d)), c, theta,
             alpha, sigma2)
     except Exception:  # nopython mode catches no narrower class
@@ -276,7 +276,7 @@ def _grad_entry(pp, n_nodes, lp_, n_int, xp, n, d, c, theta, alpha, sigma2, w_pr
     try:
         g_x = carray(gxp, (n, d)) if wrt_data else carray(gxp, (0, 0))
         out = carray(outp, (6,))
-        out[:] = _value_and_grad_into(
+        out[:] = pydt_value_and_grad_into(
             carray(pp, (n_nodes,)), carray(lp_, (n_int,)), carray(xp, (n, d)), c, theta,
             alpha, sigma2, w_prior, w_lik, wrt_data != 0, carray(glp, (n_int,)), g_x)
     except Exception:

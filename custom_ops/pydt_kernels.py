@@ -72,7 +72,10 @@ __all__ = [
     "log_structure_prob",
     "parameter_code",
     "pydt_forward",
+    "pydt_forward_inline",
     "pydt_value_and_grad",
+    "pydt_value_and_grad_flagged",
+    "pydt_value_and_grad_into",
 ]
 
 # error_model="numpy": a zero or infinite variance (sigma2 or the times at an extreme)
@@ -85,8 +88,8 @@ __all__ = [
 # (test_pydt_sweep, test_pydt_branch).
 _jit = numba.njit(cache=True, error_model="numpy", fastmath=False)
 # The recursion's bodies, inlined into their callers and compiled with the callers' flags:
-# pydt_forward and _value_and_grad (exact), and the Op's C entry points (vectorised;
-# custom_ops.pydt).
+# pydt_forward and pydt_value_and_grad_flagged (exact), and the Op's C entry points
+# (vectorised; custom_ops.pydt).
 _inline = numba.njit(inline="always", error_model="numpy")
 _LOG_2PI = math.log(2.0 * math.pi)
 _MIN_VARIANCE = 1e-300
@@ -413,11 +416,13 @@ def choose_branch(u01, v, m, n_children, theta, alpha, first, nxt, n_below):
 @_jit
 def pydt_forward(parent, log1m_t, X, c, theta, alpha, sigma2):
     """(log prior, log likelihood); ``-inf`` for an invalid tree or parameters."""
-    return _forward(parent, log1m_t, X, c, theta, alpha, sigma2)
+    return pydt_forward_inline(parent, log1m_t, X, c, theta, alpha, sigma2)
 
 
 @_inline
-def _forward(parent, log1m_t, X, c, theta, alpha, sigma2):
+def pydt_forward_inline(parent, log1m_t, X, c, theta, alpha, sigma2):
+    """The body of :func:`pydt_forward`, inlined into its callers (the Op's C entry point
+    calls it directly)."""
     # one specialisation of the heavy kernels: C-contiguous data (a no-op for C input;
     # sliced data would otherwise compile them again for layout 'A') and run-time flags
     # (np.bool_(...) keeps a constant from becoming a Literal[bool], a compile of its own)
@@ -436,8 +441,8 @@ def _forward(parent, log1m_t, X, c, theta, alpha, sigma2):
 
 
 @_inline
-def _value_and_grad_into(parent, log1m_t, X, c, theta, alpha, sigma2, w_prior, w_lik,
-                         wrt_data, g_l, g_x):
+def pydt_value_and_grad_into(parent, log1m_t, X, c, theta, alpha, sigma2, w_prior, w_lik,
+                             wrt_data, g_l, g_x):
     """Writes the gradients into ``g_l`` (n - 1,) and, with ``wrt_data``, ``g_x`` (n, d)
     (the C entry point's out buffers, so the leaves' adjoints are never copied); returns
     ``(lp, ll, g_c, g_theta, g_alpha, g_sigma2)``."""
@@ -464,11 +469,14 @@ def _value_and_grad_into(parent, log1m_t, X, c, theta, alpha, sigma2, w_prior, w
 
 
 @_jit
-def _value_and_grad(parent, log1m_t, X, c, theta, alpha, sigma2, w_prior, w_lik, wrt_data):
+def pydt_value_and_grad_flagged(parent, log1m_t, X, c, theta, alpha, sigma2, w_prior, w_lik,
+                                wrt_data):
+    """:func:`pydt_value_and_grad`, with the data's gradient only when ``wrt_data`` (else
+    ``g_X`` is an empty (0, 0) array)."""
     n, d = X.shape
     g_l = np.empty(log1m_t.shape[0])
     g_x = np.empty((n, d)) if wrt_data else np.empty((0, 0))
-    lp, ll, gc, gth, gal, gs2 = _value_and_grad_into(
+    lp, ll, gc, gth, gal, gs2 = pydt_value_and_grad_into(
         parent, log1m_t, X, c, theta, alpha, sigma2, w_prior, w_lik, wrt_data, g_l, g_x)
     return lp, ll, g_l, g_x, gc, gth, gal, gs2
 
@@ -480,8 +488,8 @@ def pydt_value_and_grad(parent, log1m_t, X, c, theta, alpha, sigma2, w_prior, w_
     Returns ``(lp, ll, g_log1m_t, g_X, g_c, g_theta, g_alpha, g_sigma2)``; gradients are
     NaN where the density is zero (invalid tree or parameters).
     """
-    return _value_and_grad(parent, log1m_t, X, c, theta, alpha, sigma2, w_prior, w_lik,
-                           np.bool_(True))
+    return pydt_value_and_grad_flagged(parent, log1m_t, X, c, theta, alpha, sigma2, w_prior,
+                                       w_lik, np.bool_(True))
 
 
 @_jit

@@ -210,13 +210,13 @@ from custom_ops.conjugate.families import (
     unpack_hyper,
 )
 from custom_ops.conjugate.gaussian import (
-    _niw_posterior,  # noqa: F401  (custom_ops.gaussian_tree_mixture imports it from here)
     gaussian_add,
     gaussian_log_marginal,
     gaussian_log_marginal_grad,
     gaussian_log_predictive,
     gaussian_log_predictive_columns,
     gaussian_point_stats,
+    gaussian_posterior,
     gaussian_remove,
     gaussian_state,
     gaussian_state_add,
@@ -289,6 +289,7 @@ __all__ = [
     "gaussian_log_predictive",
     "gaussian_log_predictive_columns",
     "gaussian_point_stats",
+    "gaussian_posterior",
     "gaussian_remove",
     "gaussian_state",
     "gaussian_state_add",

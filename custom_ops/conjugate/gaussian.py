@@ -6,11 +6,11 @@ kappa0 > 0 and nu0 > d - 1 floats, S0 (d, d) symmetric positive definite inverse
 scale. Statistics ``[n, Σx (d), Σxxᵀ (d*d, row-major)]``. Jitted kernels
 ``gaussian_stats`` ... ``gaussian_log_predictive`` (signatures in
 :mod:`custom_ops.conjugate`), ``gaussian_log_predictive_columns`` (the predictive's
-marginal on some columns at many points), ``_niw_posterior`` (the posterior parameters, also used by
-:mod:`custom_ops.gaussian_tree_mixture`), and the incremental posterior for O(d^2)
-collapsed Gibbs updates: ``gaussian_state`` (posterior ``[n, kappa_n, nu_n, m_n (d),
-L_n (d*d)]`` with L_n the lower Cholesky factor of S_n), ``gaussian_state_add`` /
-``gaussian_state_remove`` (rank-1 Cholesky update / downdate),
+marginal on some columns at many points), ``gaussian_posterior`` (the posterior
+parameters, also used by :mod:`custom_ops.gaussian_tree_mixture`), and the incremental
+posterior for O(d^2) collapsed Gibbs updates: ``gaussian_state`` (posterior ``[n,
+kappa_n, nu_n, m_n (d), L_n (d*d)]`` with L_n the lower Cholesky factor of S_n),
+``gaussian_state_add`` / ``gaussian_state_remove`` (rank-1 Cholesky update / downdate),
 ``gaussian_state_log_predictive`` (multivariate Student-t, one triangular solve) and
 ``gaussian_state_log_marginal``.
 
@@ -34,6 +34,7 @@ __all__ = [
     "gaussian_log_predictive",
     "gaussian_log_predictive_columns",
     "gaussian_point_stats",
+    "gaussian_posterior",
     "gaussian_remove",
     "gaussian_state",
     "gaussian_state_add",
@@ -111,7 +112,7 @@ def gaussian_remove(stats, x):
 
 
 @_jit
-def _niw_posterior(stats, m0, kappa0, nu0, S0):
+def gaussian_posterior(stats, m0, kappa0, nu0, S0):
     """(kappa_n, nu_n, m_n, S_n); S_n = S0 + Σxxᵀ + κ0 m0 m0ᵀ - κn mn mnᵀ."""
     d = m0.shape[0]
     n = stats[0]
@@ -151,7 +152,7 @@ def gaussian_log_marginal(stats, hyper):
     m0, kappa0, nu0, S0 = hyper
     d = m0.shape[0]
     n = stats[0]
-    kn, nn, _mn, Sn = _niw_posterior(stats, m0, kappa0, nu0, S0)
+    kn, nn, _mn, Sn = gaussian_posterior(stats, m0, kappa0, nu0, S0)
     ld0 = _logdet_chol(np.linalg.cholesky(_sym(S0)))
     ldn = _logdet_chol(np.linalg.cholesky(Sn))
     return (
@@ -179,7 +180,7 @@ def gaussian_log_marginal_grad(stats, hyper):
     m0, kappa0, nu0, S0 = hyper
     d = m0.shape[0]
     n = stats[0]
-    kn, nn, mn, Sn = _niw_posterior(stats, m0, kappa0, nu0, S0)
+    kn, nn, mn, Sn = gaussian_posterior(stats, m0, kappa0, nu0, S0)
     L0 = np.linalg.cholesky(_sym(S0))
     Ln = np.linalg.cholesky(Sn)
     ld0 = _logdet_chol(L0)
@@ -247,7 +248,7 @@ def gaussian_log_predictive(x, stats, hyper):
     """Student-t_{νn-d+1}(x | mn, Sn (κn+1) / (κn (νn-d+1))), from raw stats: O(d^3)."""
     m0, kappa0, nu0, S0 = hyper
     d = m0.shape[0]
-    kn, nn, mn, Sn = _niw_posterior(stats, m0, kappa0, nu0, S0)
+    kn, nn, mn, Sn = gaussian_posterior(stats, m0, kappa0, nu0, S0)
     dof = nn - d + 1.0
     L = np.linalg.cholesky(Sn)
     return _student_t_logpdf_chol(x, mn, L, (kn + 1.0) / (kn * dof), dof)
@@ -262,7 +263,7 @@ def gaussian_log_predictive_columns(points, cols, stats, hyper, out):
     m0, kappa0, nu0, S0 = hyper
     d = m0.shape[0]
     p = cols.shape[0]
-    kn, nn, mn, Sn = _niw_posterior(stats, m0, kappa0, nu0, S0)
+    kn, nn, mn, Sn = gaussian_posterior(stats, m0, kappa0, nu0, S0)
     dof = nn - d + 1.0
     scale_factor = (kn + 1.0) / (kn * dof)
     loc = np.empty(p)
@@ -284,7 +285,7 @@ def gaussian_log_predictive_columns(points, cols, stats, hyper, out):
 def gaussian_state(stats, hyper):
     m0, kappa0, nu0, S0 = hyper
     d = m0.shape[0]
-    kn, nn, mn, Sn = _niw_posterior(stats, m0, kappa0, nu0, S0)
+    kn, nn, mn, Sn = gaussian_posterior(stats, m0, kappa0, nu0, S0)
     L = np.linalg.cholesky(Sn)
     st = np.empty(3 + d + d * d)
     st[0] = stats[0]
