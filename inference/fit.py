@@ -10,9 +10,7 @@ the step each variable got, the seed and the package versions.
 from __future__ import annotations
 
 import contextlib
-import difflib
 import functools
-import inspect
 import json
 import numbers
 import warnings
@@ -28,6 +26,7 @@ from pymc.step_methods.compound import BlockedStep, CompoundStep, flatten_steps
 from pymc.vartypes import discrete_types
 
 from inference.chains import all_zoo_gibbs, model_cache, sample_gibbs
+from inference.fit_options import check_method_options, pop_step_options
 from inference.gibbs.registry import PYMC_STEPS, get_step, step_for
 from inference.interrupt import raising_sigint, stop_requested
 from inference.nutpie_cache import reusing_compiled_model
@@ -169,7 +168,7 @@ def fit(
         raise ValueError("step is not used by method='advi'; drop it or use method='gibbs'")
     if chosen == "advi" and trace is not None:
         raise ValueError("trace= stores MCMC draws; method='advi' makes none (drop trace=)")
-    method_kwargs = _check_method_kwargs(model, chosen, method_kwargs)
+    method_kwargs = check_method_options(model, chosen, method_kwargs)
     trace_options = (None if trace is None
                      else {"trace": trace, "resume": bool(resume), "flush_seconds": trace_flush})
 
@@ -246,84 +245,6 @@ def _as_step_list(step) -> list:
     return steps
 
 
-#: Options of ``pm.sample`` that ``fit`` sets itself (its own arguments).
-_FIT_OWNED = frozenset({"draws", "tune", "chains", "cores", "random_seed", "progressbar",
-                        "step", "model", "trace"})
-#: ``fit``'s own ADVI options (``_fit_advi``); the rest go to ``Inference.fit``.
-_ADVI_OPTIONS = frozenset({"n", "learning_rate", "fullrank", "obj_optimizer"})
-
-
-def _known_options(chosen: str) -> set[str]:
-    """The ``**method_kwargs`` names that ``chosen`` passes on and understands."""
-    if chosen == "advi":
-        from pymc.variational.inference import Inference
-        from pymc.variational.opvi import ObjectiveFunction
-
-        known = set(_ADVI_OPTIONS)
-        for function in (Inference.fit, ObjectiveFunction.step_function):
-            known.update(p.name for p in inspect.signature(function).parameters.values()
-                         if p.kind is not p.VAR_KEYWORD)
-        return known - {"self"}
-    from pymc.step_methods import STEP_METHODS
-
-    known = {p.name for p in inspect.signature(pm.sample).parameters.values()
-             if p.kind is not p.VAR_KEYWORD}
-    # pm.sample's **kwargs: target_accept, and per-step-method options by step name
-    known |= {"target_accept", "step_kwargs"}
-    known |= {getattr(m, "name", "") for m in STEP_METHODS}
-    return known - _FIT_OWNED
-
-
-def _check_method_kwargs(model: pm.Model, chosen: str, kwargs: dict) -> dict:
-    """Unknown options, and ``var_names`` / ``initvals`` naming no variable of ``model``,
-    raise here, before PyMC compiles anything (it would raise late, or assert)."""
-    known = _known_options(chosen)
-    for key in kwargs:
-        if key not in known:
-            close = difflib.get_close_matches(key, sorted(known), n=1)
-            hint = f" (did you mean {close[0]!r}?)" if close else ""
-            where = ("ADVI options (n, learning_rate, fullrank, obj_optimizer, callbacks, "
-                     "pm.fit options)" if chosen == "advi" else
-                     "pm.sample options, target_accept, or step options by step name such "
-                     "as nuts={...}")
-            raise TypeError(f"fit got an unknown option {key!r} for method={chosen!r}{hint}; "
-                            f"it takes {where}")
-    kwargs = dict(kwargs)
-    target_accept = kwargs.get("target_accept")
-    if target_accept is not None and not (isinstance(target_accept, numbers.Real)
-                                          and not isinstance(target_accept, bool)
-                                          and 0 < target_accept < 1):
-        # PyMC takes any value; NUTS then adapts its step size towards an impossible rate
-        raise ValueError(f"target_accept must be a number in (0, 1), got {target_accept!r}")
-    traced = [rv.name for rv in model.unobserved_RVs]
-    var_names = kwargs.get("var_names")
-    if isinstance(var_names, str):
-        # PyMC would read a string as a sequence and keep variables named by its substrings
-        var_names = kwargs["var_names"] = [var_names]
-    if var_names is not None:
-        if not isinstance(var_names, Sequence) or not all(isinstance(v, str) for v in var_names):
-            raise TypeError(f"var_names must be a list of variable names, got {var_names!r}")
-        unknown = [v for v in var_names if v not in traced]
-        if unknown:
-            raise ValueError(f"var_names: {', '.join(map(repr, unknown))} not in the model; "
-                             f"its variables are {', '.join(traced)}")
-    initvals = kwargs.get("initvals")
-    if initvals is not None:
-        settable = {rv.name for rv in model.free_RVs} | {v.name for v in model.value_vars}
-        per_chain = [initvals] if isinstance(initvals, dict) else initvals
-        if not isinstance(per_chain, Sequence) or not all(
-                d is None or isinstance(d, dict) for d in per_chain):
-            raise TypeError("initvals must be a dict {variable name: value} or a list of "
-                            f"them (one per chain), got {type(initvals).__name__}")
-        for d in per_chain:
-            unknown = sorted(set(d or ()) - settable)
-            if unknown:
-                raise ValueError(f"initvals: {', '.join(map(repr, unknown))} not in the "
-                                 "model; its free variables are "
-                                 f"{', '.join(rv.name for rv in model.free_RVs)}")
-    return kwargs
-
-
 def _resolve_method(
     method: str, info: ZooModelInfo | None, discrete: list[str], user_steps: list
 ) -> str:
@@ -379,7 +300,7 @@ def _fit_mcmc(model, chosen, info, user_steps, sizes, random_seed, progressbar, 
 
     if kwargs.pop("nuts_sampler", "pymc") != "pymc":
         raise ValueError("nuts_sampler must be 'pymc' when Gibbs steps are combined with NUTS")
-    step_kwargs = _step_options(kwargs)
+    step_kwargs = pop_step_options(kwargs)
     steps = _steps_for(model, info, user_steps, step_kwargs, progressbar)
     if all_zoo_gibbs(steps) and set(kwargs) <= _ZOO_DRIVER_KWARGS:
         dt, _interrupted = sample_gibbs(
@@ -457,25 +378,6 @@ def _pm_sample(model, steps, sizes, random_seed, progressbar, kwargs, stop, trac
         if stop.is_set():
             dt.attrs["pp_models_interrupted"] = 1
     return dt
-
-
-def _step_options(kwargs: dict) -> dict | None:
-    """Pop the options of the steps PyMC assigns out of ``kwargs``: ``step_kwargs``,
-    ``target_accept`` and options by step name (``nuts={...}``).
-
-    ``pm.sample`` applies these only to the steps it assigns itself; ``fit`` hands it
-    every step already built, so they must reach :func:`assign_steps` instead (PyMC
-    would reject them as options for no step).
-    """
-    from pymc.step_methods import STEP_METHODS
-
-    options = {name: dict(values) for name, values in (kwargs.pop("step_kwargs", None)
-                                                         or {}).items()}
-    for name in {getattr(m, "name", None) for m in STEP_METHODS} & set(kwargs):
-        options.setdefault(name, {}).update(kwargs.pop(name))
-    if "target_accept" in kwargs:
-        options.setdefault("nuts", {})["target_accept"] = kwargs.pop("target_accept")
-    return options or None
 
 
 #: pm.sample options the zoo's own chain loop (inference.chains) honours; any other one
