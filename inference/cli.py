@@ -11,14 +11,17 @@ Examples
     ppzoo check results/posterior.nc
     ppzoo demo
 
-Bad arguments print one line ``ppzoo: error: ...`` and exit with status 2.
+Bad arguments print one line ``ppzoo: error: ...``, naming the flag given (``--seed``,
+not ``fit``'s ``random_seed``), and exit with status 2.
 """
 
 from __future__ import annotations
 
 import argparse
 import ast
+import contextlib
 import logging
+import re
 import sys
 import time
 import warnings
@@ -31,6 +34,12 @@ DEMO = dict(model="finite_mixture", dataset="iris", method="gibbs", draws=1000, 
 
 
 _FIT_DEFAULTS = {"draws": 1000, "tune": 1000, "chains": 4}
+
+# The library's messages name its arguments; the user typed these flags.
+_FIT_FLAGS = {"draws": "--draws", "tune": "--tune", "chains": "--chains", "cores": "--cores",
+              "random_seed": "--seed", "method": "--method", "trace": "--trace"}
+_CHECK_FLAGS = {"rhat_max": "--rhat-max", "ess_bulk_min": "--ess-min",
+                "ess_tail_min": "--ess-min"}
 
 
 class UsageError(Exception):
@@ -64,6 +73,39 @@ def main(argv: list[str] | None = None) -> int:
             print("ppzoo: interrupted; nothing was written", file=sys.stderr)
             return 130
         raise
+
+
+@contextlib.contextmanager
+def _flags_named(flags: dict[str, str]):
+    """Re-raise a ``ValueError``/``TypeError`` from the library call inside as a
+    ``UsageError`` whose message names the flags (``flags``: argument name -> flag text)
+    instead of the Python arguments they became.
+    """
+    try:
+        yield
+    except (ValueError, TypeError) as err:
+        raise UsageError(_name_flags(str(err), flags)) from None
+
+
+def _name_flags(message: str, flags: dict[str, str]) -> str:
+    """``message`` with the argument names in ``flags`` replaced by their flags.
+
+    The library's messages start with the argument they are about (``draws must be >=
+    1``, ``trace: ...``) and quote others as ``name=value`` (``method='nuts' needs ...``,
+    ``drop trace=``); these become ``--draws must be >= 1``, ``--trace: ...``,
+    ``--method nuts needs ...``, ``drop --trace``. Other words are left alone: an
+    argument's name can also be an ordinary word of the message.
+    """
+    if not flags:
+        return message
+    names = "|".join(map(re.escape, flags))
+    message = re.sub(rf"^({names})(?=[\s:])", lambda m: flags[m[1]], message)
+
+    def flag_value(m: re.Match) -> str:
+        value = m[2] if m[2] is not None else m[3]
+        return f"{flags[m[1]]} {value}" if value else flags[m[1]]
+
+    return re.sub(rf"(?<![\w.-])({names})=(?:'([^']*)'|([^\s,;)]*))", flag_value, message)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -191,7 +233,20 @@ def _cmd_fit(args) -> int:
         extra.update(trace=args.trace, resume=args.resume)
     return _run_fit(entry, data, options, args.method, sizes["draws"], sizes["tune"],
                     sizes["chains"], args.cores, args.seed, not args.no_progress, out,
-                    fit_kwargs=extra)
+                    fit_kwargs=extra, build_flags=_data_flag(entry, args),
+                    fit_flags=_FIT_FLAGS)
+
+
+def _data_flag(entry, args) -> dict[str, str]:
+    """The factory's data argument -> the flag that gave the data (none for the
+    family's default data set, which the user did not name)."""
+    from inference.model_help import data_parameter
+
+    if args.data is not None:
+        return {data_parameter(entry): f"--data {args.data}"}
+    if args.dataset is not None:
+        return {data_parameter(entry): f"--dataset {args.dataset}"}
+    return {}
 
 
 def _cmd_demo(args) -> int:
@@ -220,8 +275,9 @@ def _cmd_check(args) -> int:
         dt = xr.open_datatree(path, engine="h5netcdf")
     except Exception as err:
         raise UsageError(f"cannot read {path} as a posterior: {err}") from None
-    report = check_convergence(dt, rhat_max=args.rhat_max, ess_bulk_min=args.ess_min,
-                               ess_tail_min=args.ess_min)
+    with _flags_named(_CHECK_FLAGS):
+        report = check_convergence(dt, rhat_max=args.rhat_max, ess_bulk_min=args.ess_min,
+                                   ess_tail_min=args.ess_min)
     print(report)
     if not report.passed:
         print(report.advice())
@@ -247,8 +303,9 @@ def _check_trace(args, dt) -> int:
         print("too few draws or chains stored for a convergence check "
               "(needs >= 2 chains with >= 4 draws)")
         return 1
-    report = check_convergence(dt, rhat_max=args.rhat_max, ess_bulk_min=args.ess_min,
-                               ess_tail_min=args.ess_min)
+    with _flags_named(_CHECK_FLAGS):
+        report = check_convergence(dt, rhat_max=args.rhat_max, ess_bulk_min=args.ess_min,
+                                   ess_tail_min=args.ess_min)
     print(report)
     if not report.passed:
         print(report.advice())
@@ -312,9 +369,14 @@ def _is_number(text) -> bool:
 
 
 def _run_fit(entry, data, options, method, draws, tune, chains, cores, seed, progress, out,
-             fit_kwargs=None):
+             fit_kwargs=None, build_flags=None, fit_flags=None):
     """Fit, print the summary, write the results; 130 after a Ctrl-C (what was sampled
-    before it is still written, marked interrupted; a second Ctrl-C abandons it)."""
+    before it is still written, marked interrupted; a second Ctrl-C abandons it).
+
+    ``build_flags`` and ``fit_flags`` map the arguments of the factory and of ``fit`` to
+    the flags they came from, for the messages of bad values (none for the demo, whose
+    values are fixed).
+    """
     from inference.interrupt import stop_requested
     from inference.report import check_output_dir
 
@@ -327,11 +389,12 @@ def _run_fit(entry, data, options, method, draws, tune, chains, cores, seed, pro
         raise UsageError(str(err)) from None
     with stop_requested() as stop:
         return _fit_and_write(entry, data, options, method, draws, tune, chains, cores, seed,
-                              progress, out, fit_kwargs, stop)
+                              progress, out, fit_kwargs, stop, build_flags or {},
+                              fit_flags or {})
 
 
 def _fit_and_write(entry, data, options, method, draws, tune, chains, cores, seed, progress,
-                   out, fit_kwargs, stop):
+                   out, fit_kwargs, stop, build_flags, fit_flags):
     import pandas as pd
 
     from inference.convergence import check_convergence
@@ -343,12 +406,14 @@ def _fit_and_write(entry, data, options, method, draws, tune, chains, cores, see
     warnings.filterwarnings("ignore", category=RuntimeWarning)
     warnings.filterwarnings("ignore", category=FutureWarning)
     warnings.filterwarnings("ignore", message="sampling was interrupted", category=UserWarning)
-    model = entry.build(data, **options)
+    with _flags_named(build_flags):
+        model = entry.build(data, **options)
     print(f"{entry.name}: sampling {chains} chains x {draws} draws (+{tune} tuning); "
           "Ctrl-C stops and keeps the draws made", flush=True)
     start = time.perf_counter()
-    dt = fit(model, method=method, draws=draws, tune=tune, chains=chains, cores=cores,
-             random_seed=seed, progressbar=progress, **(fit_kwargs or {}))
+    with _flags_named(fit_flags):
+        dt = fit(model, method=method, draws=draws, tune=tune, chains=chains, cores=cores,
+                 random_seed=seed, progressbar=progress, **(fit_kwargs or {}))
     elapsed = time.perf_counter() - start
     interrupted = bool(dt.attrs.get("pp_models_interrupted", 0)) or stop.is_set()
     kept_chains = dt["posterior"].sizes.get("chain", 0)

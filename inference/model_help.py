@@ -7,7 +7,8 @@ import inspect
 import re
 from dataclasses import dataclass
 
-__all__ = ["ModelParameter", "describe_model", "factory_of", "model_parameters"]
+__all__ = ["ModelParameter", "data_parameter", "describe_model", "factory_of",
+           "model_parameters"]
 
 
 @dataclass(frozen=True)
@@ -32,6 +33,12 @@ def factory_of(entry):
         if getattr(module, "CLI_ENTRY", None) is entry and callable(getattr(module, "model", None)):
             return module.model
     raise ValueError(f"model {entry.name!r}: no factory `model` beside its CLI entry")
+
+
+def data_parameter(entry) -> str:
+    """The name of the factory's data argument (its first), which ``--data`` /
+    ``--dataset`` fill."""
+    return next(iter(inspect.signature(factory_of(entry)).parameters))
 
 
 def model_parameters(entry) -> list[ModelParameter]:

@@ -31,7 +31,7 @@ from custom_ops.diffusion_tree_kernels import (
     diffusion_tree_structure,
 )
 from custom_ops.trees import node_depths, node_sizes, validate_merges
-from pp_models.validation import check_random_seed
+from pp_models.validation import rng_from_seed
 
 __all__ = [
     "DiffusionTree",
@@ -363,7 +363,7 @@ def spanning_tree_edge_marginals(weights) -> np.ndarray:
 
 def sample_spanning_tree(weights, random_seed=None) -> np.ndarray:
     """One exact draw of P(T) ∝ prod_{uv in T} weights[u, v] (Wilson's algorithm)."""
-    rng = np.random.default_rng(check_random_seed(random_seed))
+    rng = rng_from_seed(random_seed)
     return _tree_kernels.wilson_spanning_tree(rng, check_tree_weights(weights))
 
 

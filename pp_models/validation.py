@@ -12,7 +12,7 @@ import numbers
 import numpy as np
 
 __all__ = ["as_data_matrix", "check_feature_names", "check_int", "check_positive",
-           "check_random_seed"]
+           "check_random_seed", "rng_from_seed"]
 
 
 def as_data_matrix(
@@ -134,3 +134,29 @@ def check_random_seed(value, name: str = "random_seed"):
         if seed < 0:
             raise ValueError(f"{name} must be >= 0, got {value!r}")
     return value
+
+
+def rng_from_seed(random_seed, name: str = "random_seed") -> np.random.Generator:
+    """A numpy ``Generator`` seeded by ``random_seed``, after ``check_random_seed``.
+
+    Parameters
+    ----------
+    random_seed : None, int, sequence of int, or numpy random object
+        Anything ``check_random_seed`` accepts. An integer or sequence gives the same
+        stream as ``numpy.random.default_rng(random_seed)``; None draws fresh entropy;
+        a ``Generator`` is returned as is, so the caller's draws advance it.
+    name : str
+        The argument's name in error messages.
+
+    Returns
+    -------
+    numpy.random.Generator
+
+    Raises
+    ------
+    TypeError
+        ``random_seed`` is not one of the accepted kinds.
+    ValueError
+        ``random_seed`` holds a negative integer.
+    """
+    return np.random.default_rng(check_random_seed(random_seed, name))

@@ -22,7 +22,7 @@ from pp_models.bhc.model import _check_objective, _objective
 from pp_models.bhc.priors import resolve_priors
 from pp_models.bhc.randomized import embhc, randomized
 from pp_models.bhc.result import BHCResult, evaluate
-from pp_models.validation import check_random_seed
+from pp_models.validation import rng_from_seed
 
 __all__ = ["TREE_BUILDERS", "learn"]
 
@@ -199,7 +199,7 @@ def learn(
         raise ValueError(f"max_iter: must be a positive integer, got {max_iter!r}")
     if not (isinstance(tol, numbers.Real) and tol >= 0):
         raise ValueError(f"tol: must be a number >= 0, got {tol!r}")
-    rng = np.random.default_rng(check_random_seed(random_seed))
+    rng = rng_from_seed(random_seed)
 
     cur_alpha, cur_hyper = alpha, dict(hyper_dict)
     best, history, evfn, prev = None, [], None, -np.inf

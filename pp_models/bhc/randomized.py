@@ -15,7 +15,7 @@ from custom_ops import bhc_kernels as kernels
 from pp_models import trees
 from pp_models.bhc.greedy import build_tree
 from pp_models.bhc.result import BHCResult
-from pp_models.validation import check_random_seed
+from pp_models.validation import rng_from_seed
 
 __all__ = ["embhc", "randomized"]
 
@@ -279,7 +279,7 @@ def randomized(
             builder.X.shape[0], "randomized", subsample, leaf_size, 3, filter_prior, split,
             filter_predictive,
         )
-        rng = np.random.default_rng(check_random_seed(random_seed))
+        rng = rng_from_seed(random_seed)
         return _rbhc(builder, rng, m, ls, filter_prior, split, filter_predictive)
 
     return build_tree(X, likelihood, alpha, hyper, "randomized", merges_of,
@@ -330,7 +330,7 @@ def embhc(
             builder.X.shape[0], "embhc", subsample, None, em_iterations, "size", "balanced",
             "tree",
         )
-        rng = np.random.default_rng(check_random_seed(random_seed))
+        rng = rng_from_seed(random_seed)
         return _embhc(builder, rng, m, int(em_iterations))
 
     return build_tree(X, likelihood, alpha, hyper, "embhc", merges_of,

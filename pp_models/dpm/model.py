@@ -152,7 +152,13 @@ from pp_models.model_info import (
     weights_sorted,
 )
 from pp_models.registry import ModelEntry
-from pp_models.validation import as_data_matrix, check_feature_names, check_int, check_positive
+from pp_models.validation import (
+    as_data_matrix,
+    check_feature_names,
+    check_int,
+    check_positive,
+    rng_from_seed,
+)
 
 __all__ = [
     "CONJUGATE",
@@ -410,6 +416,7 @@ def initial_partition(m: pm.Model, *, seed: int = 0) -> np.ndarray:
     k-means partitions, the incoming one), each scored by the collapsed log joint after a
     short pilot run (``crp_collapsed_gibbs``, ``greedy_start``).
     """
+    rng = rng_from_seed(seed, "seed")
     spec = get_spec(m)
     if spec is None or spec.truncation is not None or spec.likelihood not in CONJUGATE:
         raise ValueError("initial_partition needs a collapsed CRP model from dpm.model "
@@ -417,7 +424,7 @@ def initial_partition(m: pm.Model, *, seed: int = 0) -> np.ndarray:
     n = spec.X.shape[0]
     alpha = spec.alpha if spec.alpha is not None else spec.alpha_prior[0] / spec.alpha_prior[1]
     hyper = [spec.prior[k] for k in PRIOR_KEYS[spec.likelihood]]
-    order = np.random.default_rng(seed).permutation(n)
+    order = rng.permutation(n)
     seated = sequential_map_partition(
         spec.X[order], float(alpha), spec.discount, FAMILY_CODES[spec.likelihood],
         pack_hyper(spec.likelihood, hyper),

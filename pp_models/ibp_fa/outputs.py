@@ -160,14 +160,14 @@ def synthetic(D: int = 100, N: int = 100, K: int = 16, *, density: float = 0.1,
     """Knowles §3.3.1's problem with a random sparse ``Z`` (the E. coli matrix is not
     shipped): ``Z_dk ~ Bernoulli(density)`` with every column used by >= 2 rows, ``G = Z o
     V`` with ``V, X ~ N(0, 1)``, white noise of variance ``var(G X) / snr``."""
-    from pp_models.validation import check_int, check_positive
+    from pp_models.validation import check_int, check_positive, rng_from_seed
 
     D = check_int(D, "D", minimum=2)
     N = check_int(N, "N", minimum=1)
     K = check_int(K, "K", minimum=1)
     density = check_positive(density, "density")
     snr = check_positive(snr, "snr")
-    rng = np.random.default_rng(seed)
+    rng = rng_from_seed(seed, "seed")
     Z = (rng.random((D, K)) < density).astype(np.int8)
     for k in range(K):
         while Z[:, k].sum() < 2:

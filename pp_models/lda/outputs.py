@@ -17,7 +17,7 @@ import xarray as xr
 from custom_ops.lda_kernels import sample_theta_fixed_phi
 from pp_models.lda.inputs import _check_concentration, prepare_corpus
 from pp_models.model_info import posterior_with_labels
-from pp_models.validation import check_random_seed
+from pp_models.validation import rng_from_seed
 
 __all__ = ["perplexity", "plot_top_words", "posterior_topics", "top_words"]
 
@@ -96,7 +96,7 @@ def perplexity(
     corpus = prepare_corpus(docs, n_words=None if is_matrix else n_vocab)
     if shuffle is None:
         shuffle = is_matrix
-    rng = np.random.default_rng(check_random_seed(random_seed))
+    rng = rng_from_seed(random_seed)
     obs_words, obs_ptr, test_words, test_doc = [], [0], [], []
     for d in range(corpus.n_docs):
         tokens = corpus.words[corpus.doc_ptr[d] : corpus.doc_ptr[d + 1]].copy()

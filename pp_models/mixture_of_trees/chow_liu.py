@@ -30,7 +30,7 @@ from pp_models.trees import (
     plot_spanning_tree,
     spanning_tree_edges,
 )
-from pp_models.validation import as_data_matrix, check_feature_names, check_random_seed
+from pp_models.validation import as_data_matrix, check_feature_names, rng_from_seed
 
 __all__ = ["TreeModel", "as_discrete_data", "chow_liu", "discrete_statistics"]
 
@@ -109,7 +109,7 @@ class TreeModel:
         """``n`` independent draws (ancestral sampling for discrete trees)."""
         if isinstance(n, bool) or not isinstance(n, Integral) or n < 0:
             raise ValueError(f"n must be a non-negative integer, got {n!r}")
-        rng = np.random.default_rng(check_random_seed(random_seed))
+        rng = rng_from_seed(random_seed)
         if self.kind == "gaussian":
             chol = np.linalg.cholesky(self.precision)
             z = rng.standard_normal((n, self.n_nodes))

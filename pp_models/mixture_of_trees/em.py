@@ -27,7 +27,7 @@ from pp_models.mixture_of_trees.chow_liu import (
     tree_log_density,
 )
 from pp_models.progress import WorkProgress
-from pp_models.validation import as_data_matrix, check_feature_names, check_random_seed
+from pp_models.validation import as_data_matrix, check_feature_names, rng_from_seed
 
 __all__ = ["MixtureOfTrees", "em"]
 
@@ -83,7 +83,7 @@ class MixtureOfTrees:
 
     def sample(self, n: int, random_seed=None):
         """``(X, z)``: ``n`` draws and their components."""
-        rng = np.random.default_rng(check_random_seed(random_seed))
+        rng = rng_from_seed(random_seed)
         z = rng.choice(self.n_components, size=n, p=self.weights)
         parts = [t.sample(int(np.sum(z == k)), random_seed=rng) for k, t in
                  enumerate(self.trees)]
@@ -153,7 +153,7 @@ def em(X, n_components: int, *, kind: str = "discrete", n_init: int = 1,
         raise ValueError(f"n_components = {K} exceeds the number of rows {n}")
     names = check_feature_names(feature_names, V)
     names = None if names is None else tuple(names)
-    rng = np.random.default_rng(check_random_seed(random_seed))
+    rng = rng_from_seed(random_seed)
     best = None
     finals = []
     with WorkProgress("mixture_of_trees.em", n_init * max_iter, unit="iterations",

@@ -14,7 +14,7 @@ from pp_models.model_info import posterior_with_labels
 from pp_models.pydt.attach import children_lists, leaf_counts_from, sample_attach
 from pp_models.pydt.greedy import _grow
 from pp_models.trees import DiffusionTree
-from pp_models.validation import check_random_seed
+from pp_models.validation import rng_from_seed
 
 __all__ = ["log_predictive", "log_predictive_tree", "plot_results"]
 
@@ -170,7 +170,7 @@ def log_predictive_tree(tree, X, X_new, *, c, theta, alpha, sigma2, n_positions=
         return _log_predictive_quadrature(tree, X, X_new, c, theta, alpha, sigma2)
     if isinstance(n_positions, bool) or not isinstance(n_positions, int) or n_positions < 1:
         raise ValueError(f"n_positions: None or an integer >= 1, got {n_positions!r}")
-    rng = np.random.default_rng(check_random_seed(random_seed))
+    rng = rng_from_seed(random_seed)
     n = tree.n_leaves
     base = pydt_forward(tree.parent, tree.log1m_t, X, c, theta, alpha, sigma2)[1]
     parent, log1m_t = _grow(tree.parent, tree.log1m_t, n)
@@ -225,7 +225,7 @@ def _log_predictive_per_draw(posterior, X, X_new, n_positions, max_draws, random
     c, sigma2 = flat("c", 1.0), flat("sigma2", 1.0)
     theta, alpha = flat("theta", 0.0), flat("alpha", 0.0)
     idx = np.unique(np.linspace(0, len(trees) - 1, min(max_draws, len(trees))).astype(int))
-    rng = np.random.default_rng(check_random_seed(random_seed))
+    rng = rng_from_seed(random_seed)
     per_draw = np.array([
         log_predictive_tree(trees[i], X, X_new, c=c[i], theta=theta[i], alpha=alpha[i],
                             sigma2=sigma2[i], n_positions=n_positions, random_seed=rng)

@@ -9,7 +9,7 @@ import numpy as np
 from custom_ops.pydt import check_parameters
 from custom_ops.pydt_draws import pydt_draw_data, pydt_draw_tree
 from pp_models.trees import DiffusionTree
-from pp_models.validation import check_random_seed
+from pp_models.validation import rng_from_seed
 
 __all__ = ["PriorDraw", "sample_prior"]
 
@@ -63,7 +63,7 @@ def sample_prior(n_leaves, *, c, theta, alpha, dim=1, sigma2=1.0, size=1, random
     if isinstance(size, bool) or not isinstance(size, int | np.integer) or size < 1:
         raise ValueError(f"size: must be an integer >= 1, got {size!r}")
     check_parameters(c, theta, alpha, sigma2)
-    rng = np.random.default_rng(check_random_seed(random_seed))
+    rng = rng_from_seed(random_seed)
     n = int(n_leaves)
     draws = []
     for _ in range(size):

@@ -65,7 +65,15 @@ def test_fit_from_csv(tmp_path, capsys):
         (["fit", "finite_mixture", "--data", "/no/such.csv"], "no such file"),
         (["fit", "finite_mixture", "--param", "n_components=0"], "n_components must be >= 1"),
         (["fit", "finite_mixture", "--param", "oops"], "KEY=VALUE"),
-        (["fit", "finite_mixture", "--draws", "0"], "draws must be >= 1"),
+        # a bad value for a flag is named by the flag, not by fit's argument
+        (["fit", "finite_mixture", "--draws", "0"], "error: --draws must be >= 1, got 0"),
+        (["fit", "finite_mixture", "--tune", "-1"], "error: --tune must be >= 0, got -1"),
+        (["fit", "finite_mixture", "--chains", "0"], "error: --chains must be >= 1, got 0"),
+        (["fit", "finite_mixture", "--cores", "0"], "error: --cores must be >= 1, got 0"),
+        (["fit", "finite_mixture", "--seed", "-1"], "error: --seed must be >= 0, got -1"),
+        (["fit", "dpm", "--method", "nuts"],
+         "error: --method nuts needs an all-continuous model, but these free variables are "
+         "discrete: z. Use --method gibbs"),
         (["fit", "finite_mixture", "--method", "advi"], "not available for finite_mixture"),
         # the LDA entry records theta and phi, which this option removes from the model
         (["fit", "lda", "--param", "deterministics=False"], "deterministics=False: the "),
@@ -78,6 +86,43 @@ def test_bad_arguments_exit_2_with_one_line(argv, message, capsys, tmp_path):
     assert err.startswith("ppzoo: error:") and message in err
     assert len(err.splitlines()) == 1
     assert not any(tmp_path.iterdir())
+
+
+def test_bad_trace_flag_is_named(tmp_path, capsys):
+    (tmp_path / "folder").mkdir()
+    out = ["--out", str(tmp_path / "out")]
+    assert main(["fit", "finite_mixture", "--trace", str(tmp_path / "folder"), *out]) == 2
+    assert capsys.readouterr().err.startswith(
+        f"ppzoo: error: --trace: {tmp_path / 'folder'} is an existing folder that is not a "
+        "pp-models trace")
+    assert main(["fit", "bhc", "--method", "advi", "--trace", str(tmp_path / "new"), *out]) == 2
+    assert capsys.readouterr().err.strip() == (
+        "ppzoo: error: --trace stores MCMC draws; --method advi makes none (drop --trace)")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["folder"]
+
+
+def test_bad_data_values_are_named_by_the_data_flag(tmp_path, capsys):
+    csv = tmp_path / "nan.csv"
+    csv.write_text("a,b\n1,2\n3,\n5,6\n")
+    assert main(["fit", "finite_mixture", "--data", str(csv), "--out",
+                 str(tmp_path / "out")]) == 2
+    assert capsys.readouterr().err.startswith(
+        f"ppzoo: error: --data {csv} has 1 non-finite value(s) (NaN or inf)")
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [(["--rhat-max", "0.5"], "--rhat-max must be a finite number >= 1, got 0.5"),
+     (["--ess-min", "-1"], "--ess-min must be a finite number >= 0, got -1.0")],
+)
+def test_check_names_its_bad_flag(argv, message, tmp_path, capsys):
+    rng = np.random.default_rng(0)
+    posterior = xr.Dataset({"mu": (("chain", "draw"), rng.normal(size=(2, 20)))})
+    xr.DataTree.from_dict({"posterior": posterior}).to_netcdf(tmp_path / "posterior.nc",
+                                                              engine="h5netcdf")
+    assert main(["check", str(tmp_path), *argv]) == 2
+    assert capsys.readouterr().err.strip() == f"ppzoo: error: {message}"
 
 
 def test_non_numeric_csv(tmp_path, capsys):

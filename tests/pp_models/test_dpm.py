@@ -298,3 +298,10 @@ def test_initial_partition_is_a_canonical_start_for_fit():
     assert dt["posterior_labels"]["z"].shape == (1, 20, 60)
     with pytest.raises(ValueError, match="collapsed CRP model"):
         dpm.initial_partition(dpm.model(X, likelihood="normal"))
+
+
+@pytest.mark.parametrize("seed,err", [(-1, ValueError), (1.5, TypeError)])
+def test_initial_partition_names_a_bad_seed(seed, err):
+    m = dpm.model(np.arange(12.0).reshape(6, 2))
+    with pytest.raises(err, match="^seed must be"):
+        dpm.initial_partition(m, seed=seed)

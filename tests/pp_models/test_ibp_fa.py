@@ -46,6 +46,12 @@ def test_bad_input_is_rejected_before_compiling(Y, kwargs, err, msg):
         ibp_fa.model(Y, **kwargs)
 
 
+@pytest.mark.parametrize("seed,err", [(-1, ValueError), (1.5, TypeError)])
+def test_synthetic_names_a_bad_seed(seed, err):
+    with pytest.raises(err, match="^seed must be"):
+        ibp_fa.synthetic(10, 10, 2, seed=seed)
+
+
 def test_structure_and_step_hint():
     Y = _small_problem().Y
     m = ibp_fa.model(Y, alpha=(1.0, 1.0), capacity=25)

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from pp_models.validation import as_data_matrix
+from pp_models.validation import as_data_matrix, check_random_seed, rng_from_seed
 
 
 def test_as_data_matrix_returns_float64_copy_of_good_data():
@@ -41,3 +41,31 @@ def test_as_data_matrix_allow_nan_keeps_missing_entries():
     assert np.isnan(arr[0, 1]) and np.isnan(arr).sum() == 1
     with pytest.raises(ValueError, match="Y has 1 non-finite"):
         as_data_matrix(X, "Y")  # NaN is refused unless allowed
+
+
+@pytest.mark.parametrize("seed", [7, np.int64(7), [3, 1], np.random.SeedSequence(7)])
+def test_rng_from_seed_gives_default_rngs_stream(seed):
+    rng = rng_from_seed(seed)
+    assert isinstance(rng, np.random.Generator)
+    np.testing.assert_array_equal(rng.random(5), np.random.default_rng(seed).random(5))
+
+
+def test_rng_from_seed_passes_a_generator_through_and_none_gives_fresh_entropy():
+    gen = np.random.default_rng(0)
+    assert rng_from_seed(gen) is gen
+    assert isinstance(rng_from_seed(None), np.random.Generator)
+
+
+@pytest.mark.parametrize(
+    "seed,err,msg",
+    [(-1, ValueError, "must be >= 0"), ([1, -2], ValueError, "must be >= 0"),
+     (1.5, TypeError, "must be None, an integer"), (True, TypeError, "must be None"),
+     ("7", TypeError, "must be None")],
+)
+def test_rng_from_seed_refuses_what_check_random_seed_refuses(seed, err, msg):
+    with pytest.raises(err, match=f"^seed {msg}"):
+        check_random_seed(seed, "seed")
+    with pytest.raises(err, match=f"^seed {msg}"):
+        rng_from_seed(seed, "seed")
+    with pytest.raises(err, match=f"^random_seed {msg}"):
+        rng_from_seed(seed)
