@@ -118,7 +118,7 @@ CONCURRENT_SAVE = """
 import importlib.util, pickle, sys, time
 from numba.core import caching
 
-folder, name, start_at, index_delay, data_delay, locked = sys.argv[1:7]
+folder, name, ready_dir, index_delay, data_delay, locked = sys.argv[1:7]
 spec = importlib.util.spec_from_file_location("nc", r"{module}")
 nc = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(nc)
@@ -150,7 +150,14 @@ caching.IndexDataCacheFile._load_index = slow_read
 caching.IndexDataCacheFile._save_index = slow_index_write
 caching.IndexDataCacheFile._save_data = slow_write
 cache = caching.IndexDataCacheFile(folder, "kernel", source_stamp=0)
-time.sleep(max(0.0, float(start_at) - time.time()))
+# start together: on a loaded machine importing numba takes seconds and varies by more
+# than the delays above, so each process waits until all four have imported it
+import pathlib
+ready = pathlib.Path(ready_dir)
+(ready / (locked + name)).touch()
+deadline = time.time() + 100
+while len(list(ready.iterdir())) < 4 and time.time() < deadline:
+    time.sleep(0.005)
 cache.save(("signature", name), "code of " + name)
 """
 
@@ -164,13 +171,14 @@ def test_the_cache_lock_keeps_each_signature_with_its_code(tmp_path):
     from numba.core import caching
 
     script = CONCURRENT_SAVE.replace("{module}", str(ROOT / "custom_ops" / "_numba_cache.py"))
-    start_at = time.time() + 3.0  # after every interpreter has imported numba
+    ready_dir = tmp_path / "ready"
+    ready_dir.mkdir()
     runs = {}
     for locked in ("1", "0"):
         folder = tmp_path / f"locked{locked}"
         folder.mkdir()
         runs[locked] = folder, [
-            subprocess.Popen([sys.executable, "-c", script, str(folder), name, str(start_at),
+            subprocess.Popen([sys.executable, "-c", script, str(folder), name, str(ready_dir),
                               index_delay, data_delay, locked],
                              stderr=subprocess.PIPE, text=True)
             for name, index_delay, data_delay in (("int32", "0.0", "1.2"),
