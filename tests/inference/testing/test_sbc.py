@@ -80,7 +80,8 @@ def test_process_pool_gives_the_same_ranks_as_serial(correct_run):
     np.testing.assert_array_equal(_serial_ranks(correct_run, 6), parallel.ranks.to_numpy())
 
 
-@pytest.mark.dask
+@pytest.mark.slow  # 22 cold worker-s: Dask is one optional executor; the process-pool
+@pytest.mark.dask  # test above checks the executor contract (seeds, pickling) by default
 def test_dask_executor_gives_the_same_ranks_as_serial(correct_run):
     distributed = pytest.importorskip("distributed")
     # one worker process: the Dask plumbing (pickling, futures) is the same with two,
