@@ -230,7 +230,11 @@ def _check_op_inputs(fam, data, merges):
 # what samplers move: outside their range (alpha <= 0, S0 not SPD, nu0 <= d - 1, which
 # an exp() under- or overflowing in a long NUTS trajectory produces) the evidence is
 # -inf, as PyMC's own densities give, so the sampler rejects the point instead of
-# stopping. The model factories validate fixed values before sampling.
+# stopping. Inside the range, where the NIW posterior scale is numerically not positive
+# definite (kappa0 ~ e^100, S0 ~ e^-30), the conjugate kernel's NaN marginal makes the
+# value and the gradient NaN: a divergence for NUTS, not an exception (one place:
+# custom_ops.conjugate.gaussian). The model factories validate fixed values before
+# sampling.
 @_jit
 def _forward(fam, data, merges, alpha, hp):
     """The Op's value for checked ``data`` and ``merges``."""

@@ -343,8 +343,9 @@ def test_infer_shape_without_computing():
     assert lp.ndim == 0 and lr.ndim == 1
 
 
-@pytest.mark.parametrize("family", FAMS)
-def test_numba_backend_no_object_mode_and_matches_python(family):
+def _symbolic_case(family):
+    """A 6-point case with alpha and the hyperparameters symbolic: (inputs, [log p, log r,
+    gradients of log p + Σ log r], the case's hyperparameter values)."""
     rng = np.random.default_rng(5)
     X, hyper = make_case(family, 6, 2, rng)
     merges = random_merges(6, rng)
@@ -358,8 +359,28 @@ def test_numba_backend_no_object_mode_and_matches_python(family):
         X, merges, alpha, likelihood=family, **dict(zip(names, hv, strict=True))
     )
     grads = pytensor.grad(lp + lr.sum(), [alpha, *hv])
-    args = [1.7, *[np.asarray(h, dtype=float) for h in hyper]]
-    assert_numba_matches_python([alpha, *hv], [lp, lr, *grads], args, op=bhc.BHCEvidence)
+    return [alpha, *hv], [lp, lr, *grads], [np.asarray(h, dtype=float) for h in hyper]
+
+
+@pytest.mark.parametrize("family", FAMS)
+def test_numba_backend_no_object_mode_and_matches_python(family):
+    inputs, outputs, hyper = _symbolic_case(family)
+    assert_numba_matches_python(inputs, outputs, [1.7, *hyper], op=bhc.BHCEvidence)
+
+
+def test_posterior_scale_not_pd_gives_nan_not_an_error():
+    """At kappa0 = e^100 (legal; a NUTS trajectory of `ppzoo fit bhc` reached it) the NIW
+    posterior scale S_n cancels to a matrix that is not positive definite: the evidence
+    and its gradient are NaN, the same on both backends, where the Op raised before
+    (LinAlgError from perform, "BHCEvidenceGrad: the Numba kernel raised an exception"
+    from the Numba graph) and stopped PyMC's NUTS. The graph is the one of
+    test_numba_backend_no_object_mode_and_matches_python[gaussian], so no new compile."""
+    inputs, outputs, (m0, _kappa0, nu0, S0) = _symbolic_case("gaussian")
+    args = [1.7, m0, np.asarray(math.exp(100.0)), nu0, S0]
+    f = assert_numba_matches_python(inputs, outputs, args, op=bhc.BHCEvidence)
+    lp, _lr, *grads = f(*args)
+    assert np.isnan(lp)
+    assert all(np.all(np.isnan(g)) for g in grads)
 
 
 # ------------------------------------------------------------------ bad input

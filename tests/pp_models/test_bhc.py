@@ -17,6 +17,7 @@ from custom_ops import conjugate as cj
 from inference import fit as zoo_fit
 from pp_models import bhc
 from pp_models.metrics import adjusted_rand_index, dendrogram_purity, purity
+from tests.helpers.backends import PYTHON_MODE
 
 # -------------------------------------------------------------------------- helpers
 
@@ -577,11 +578,48 @@ def test_model_and_learn_bad_input():
         bhc.greedy(X).predictive_logpdf([0.0, 1.0, 1.0])
 
 
-def test_registered_for_the_cli():
+@pytest.fixture(scope="module")
+def cli_model():
+    """The model `ppzoo fit bhc` samples: the registry's factory on its default data set."""
+    from pp_models import datasets
+    from pp_models.registry import get_model
+
+    entry = get_model("bhc")
+    return entry.build(datasets.load(entry.default_dataset), **entry.defaults)
+
+
+def test_registered_for_the_cli(cli_model):
+    m = cli_model
+    assert {v.name for v in m.free_RVs} == {"alpha", "kappa0_scale", "nu0_scale", "S0_scale"}
+    assert np.isfinite(m.compile_logp()(m.initial_point()))
+
+
+@pytest.mark.parametrize("mode", ["NUMBA", "py"])
+def test_cli_model_logp_and_gradient_at_extreme_points_are_nan_not_an_error(cli_model, mode):
+    """`ppzoo fit bhc --method nuts --seed 1 --draws 200 --tune 200 --chains 2 --trace P`
+    (PyMC's NUTS) stopped with "BHCEvidenceGrad: the Numba kernel raised an exception":
+    its trajectories reached legal points where the NIW posterior scale is numerically not
+    positive definite. There the log density and its gradient are NaN, which NUTS takes
+    as a divergence, on both backends (the pure-Python one raised LinAlgError)."""
+    m = cli_model
+    kwargs = {"mode": PYTHON_MODE} if mode == "py" else {}
+    logp, dlogp = m.compile_logp(**kwargs), m.compile_dlogp(**kwargs)
+    for name, value in (("kappa0_scale_log__", 100.0), ("S0_scale_log__", -30.0)):
+        point = {**m.initial_point(), name: np.array(value)}
+        assert np.isnan(logp(point)), name
+        assert np.all(np.isnan(dlogp(point))), name
+
+
+@pytest.mark.slow
+def test_cli_nuts_run_goes_on_through_nan_points():
+    """The reported run itself, through `fit` (PyMC's NUTS, as with --trace): it raised
+    before; now it finishes (about 30 s)."""
     from pp_models import datasets
     from pp_models.registry import get_model
 
     entry = get_model("bhc")
     m = entry.build(datasets.load(entry.default_dataset), **entry.defaults)
-    assert {v.name for v in m.free_RVs} == {"alpha", "kappa0_scale", "nu0_scale", "S0_scale"}
-    assert np.isfinite(m.compile_logp()(m.initial_point()))
+    dt = zoo_fit(m, method="nuts", nuts_sampler="pymc", draws=200, tune=200, chains=2,
+                 cores=1, random_seed=1, progressbar=False)
+    assert dt.posterior.sizes["draw"] == 200
+    assert np.all(np.isfinite(dt.posterior["kappa0_scale"].values))
