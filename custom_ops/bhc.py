@@ -578,8 +578,13 @@ def bhc_dpm_lower_bound(data, merges, alpha=1.0, *, likelihood="bernoulli", **hy
     :func:`bhc_log_evidence` (same parameters)."""
     lp, _lr, ld = _bhc_apply(data, merges, alpha, likelihood, hyper)
     alpha_t = lp.owner.inputs[2]
-    n = pt.cast(lp.owner.inputs[0].shape[0], "float64")
-    return ld + pt.gammaln(alpha_t) - pt.gammaln(n + alpha_t) + lp
+    n = lp.owner.inputs[0].shape[0]
+    # log Γ(α)/Γ(n + α) = -Σ_{i<n} log(α + i), not gammaln(α) - gammaln(n + α): those
+    # two are ~α log α and cancel (every digit lost by α ~ e^36, where the Numba graph's
+    # fast-math reassociation returned 0 for the whole bound); these n terms cancel only
+    # against log d_root ~ n log α
+    log_gamma_ratio = -pt.sum(pt.log(alpha_t + pt.arange(n, dtype="float64")))
+    return ld + log_gamma_ratio + lp
 
 
 def _bhc_apply(data, merges, alpha, likelihood, hyper):

@@ -133,7 +133,10 @@ class BHCResult:
         """Heller (2007) Corollary 3.1: log[d_root Γ(α) / Γ(n + α)] + log p(D | T), a lower
         bound on the DP-mixture marginal likelihood log p(D)."""
         n, a = self.n, self.alpha
-        return float(self.log_d[-1] + math.lgamma(a) - math.lgamma(n + a) + self.log_evidence)
+        # log Γ(α)/Γ(n + α) without cancelling two lgammas ~α log α (as in
+        # custom_ops.bhc.bhc_dpm_lower_bound)
+        log_gamma_ratio = -np.sum(np.log(a + np.arange(n)))
+        return float(self.log_d[-1] + log_gamma_ratio + self.log_evidence)
 
     def plot(self, ax=None, threshold=0.5, heights="log", **dendrogram_kwargs):
         """Dendrogram coloured by r_k: merges with r_k < ``threshold`` (where the tree is

@@ -501,3 +501,28 @@ def test_dpm_lower_bound_value_and_gradient(family):
     a = pt.dscalar("a")
     g = pytensor.grad(fn(a, *[pt.as_tensor_variable(v) for v in point[1:]]), a)
     assert_numba_matches_python([a], g, [alpha])
+
+
+def test_dpm_lower_bound_keeps_its_digits_at_large_alpha():
+    """log[Γ(α)/Γ(n + α)] written as gammaln(α) - gammaln(n + α) cancels two numbers
+    ~α log α: at α = e^36 the Numba graph gave -32.0 for a bound of -32.697, at e^40 and
+    e^100 it gave 0 (fast-math reassociation; PyMC's logp of the BHC model then read 0.0,
+    far above the typical set, where NUTS trajectories can reach). Reference: the exact
+    identity Γ(n + α)/Γ(α) = Π_{i<n} (α + i), summed in Python with fsum."""
+    rng = np.random.default_rng(31)
+    n, d = 7, 2
+    X, hyper = make_case("gaussian", n, d, rng)
+    merges = random_merges(n, rng)
+    names = cj.FAMILIES["gaussian"].hyper_names
+    a = pt.dscalar("a")
+    lb = bhc.bhc_dpm_lower_bound(X, merges, a, likelihood="gaussian",
+                                 **dict(zip(names, hyper, strict=True)))
+    f = assert_numba_matches_python([a], [lb, pytensor.grad(lb, a)], [math.exp(40.0)],
+                                    op=bhc.BHCEvidence, rtol=1e-12, atol=1e-9)
+    for log_alpha in (0.5, 20.0, 36.0, 40.0, 100.0):
+        alpha = math.exp(log_alpha)
+        log_p, _r, _q, log_d, _ml, _s = forward("gaussian", X, merges, alpha, hyper)
+        ref = log_d[-1] - math.fsum(math.log(alpha + i) for i in range(n)) + log_p[-1]
+        value, grad = f(alpha)
+        assert float(value) == pytest.approx(ref, rel=1e-12, abs=1e-9), log_alpha
+        assert np.isfinite(grad)

@@ -269,6 +269,19 @@ def test_dpm_lower_bound_against_exact_enumeration():
         assert lb == pytest.approx(ref)
 
 
+
+def test_dpm_lower_bound_keeps_its_digits_at_large_alpha():
+    """lgamma(α) - lgamma(n + α) cancels two numbers ~α log α (~1e16 at α = e^33.5, where
+    a double's spacing is 2: the bound was off by 2 there, by 2.4e-4 at e^25); the
+    identity Γ(n + α)/Γ(α) = Π_{i<n} (α + i) does not cancel."""
+    X, _ = binary_mixture(7, 5, 2, 0.15, np.random.default_rng(7))
+    for log_alpha in (25.0, 31.5, 33.5):
+        alpha = math.exp(log_alpha)
+        res = bhc.greedy(X, alpha=alpha)
+        log_ratio = -math.fsum(math.log(alpha + i) for i in range(7))
+        ref = res.log_d[-1] + log_ratio + res.log_evidence
+        assert res.dpm_lower_bound() == pytest.approx(ref, rel=1e-12), log_alpha
+
 # -------------------------------------------------------------------------- randomized
 @pytest.mark.parametrize("method", ["randomized", "embhc"])
 def test_randomized_methods_build_valid_trees(method):
