@@ -21,11 +21,15 @@ The posterior scale S_n is positive definite whenever S0 is, but computed in flo
 point it can lose that at extreme legal hyperparameters (kappa0 ~ e^100 cancels
 κ0 m0 m0ᵀ against κn mn mnᵀ; S0 ~ e^-30 is below the rounding of the data's scatter),
 points a sampler's long trajectory proposes. There ``gaussian_log_marginal`` and
-``gaussian_log_marginal_grad`` return NaN (value and every gradient) instead of raising:
-a C entry point cannot raise, and the callers' samplers treat a non-finite log density as
-a divergence or a rejection and go on. The Cholesky factors come from
+``gaussian_log_marginal_grad`` return NaN (value and every gradient), and the
+predictives ``gaussian_log_predictive(_columns)`` NaN, instead of raising: a C entry
+point cannot raise, the callers' samplers treat a non-finite log density as a divergence
+or a rejection and go on, and the BHC estimators refuse a tree whose evidence is NaN with
+a message naming the hyperparameters. The Cholesky factors come from
 :func:`custom_ops.spd_kernels.cholesky_lower` (NaN, not an exception, when not positive
-definite).
+definite). The incremental state (``gaussian_state``, used by the collapsed Gibbs sweeps)
+still raises: a Gibbs sweep has no rejection, and a NaN state would give garbage
+assignment weights.
 """
 
 from __future__ import annotations
@@ -268,12 +272,13 @@ def _student_t_logpdf_chol(x, loc, L, scale_factor, dof):
 
 @_jit
 def gaussian_log_predictive(x, stats, hyper):
-    """Student-t_{νn-d+1}(x | mn, Sn (κn+1) / (κn (νn-d+1))), from raw stats: O(d^3)."""
+    """Student-t_{νn-d+1}(x | mn, Sn (κn+1) / (κn (νn-d+1))), from raw stats: O(d^3);
+    NaN where Sn is numerically not positive definite (module docstring)."""
     m0, kappa0, nu0, S0 = hyper
     d = m0.shape[0]
     kn, nn, mn, Sn = gaussian_posterior(stats, m0, kappa0, nu0, S0)
     dof = nn - d + 1.0
-    L = np.linalg.cholesky(Sn)
+    L = cholesky_lower(Sn)
     return _student_t_logpdf_chol(x, mn, L, (kn + 1.0) / (kn * dof), dof)
 
 
@@ -282,7 +287,8 @@ def gaussian_log_predictive_columns(points, cols, stats, hyper, out):
     """``out[g]`` = log p(points[g] | D) of the predictive's marginal on the columns
     ``cols`` (``points`` (G, len(cols))): the Student-t of :func:`gaussian_log_predictive`
     restricted to the sub-vector (same dof, location m_n[cols], shape sub-matrix). The
-    normaliser and the Cholesky factor are computed once for all points."""
+    normaliser and the Cholesky factor are computed once for all points. NaN where the
+    shape sub-matrix is numerically not positive definite (module docstring)."""
     m0, kappa0, nu0, S0 = hyper
     d = m0.shape[0]
     p = cols.shape[0]
@@ -295,7 +301,7 @@ def gaussian_log_predictive_columns(points, cols, stats, hyper, out):
         loc[a] = mn[cols[a]]
         for b in range(p):
             sub[a, b] = Sn[cols[a], cols[b]]
-    L = np.linalg.cholesky(sub)
+    L = cholesky_lower(sub)
     log_norm = _student_t_log_normaliser(L, scale_factor, dof)
     z = np.empty(p)
     for g in range(points.shape[0]):

@@ -365,7 +365,8 @@ def _extreme_kappa0_case():
 
 def test_gaussian_marginal_is_nan_not_an_error_where_the_posterior_scale_is_not_pd():
     """A C entry point cannot raise, and a sampler needs a non-finite value (a divergence)
-    there, not a stopped run: before, np.linalg.cholesky raised LinAlgError."""
+    there, not a stopped run: before, np.linalg.cholesky raised LinAlgError (marginal,
+    gradient and predictives)."""
     s, h = _extreme_kappa0_case()
     assert np.isnan(cj.gaussian_log_marginal(s, h))
     value, grads = cj.gaussian_log_marginal_grad(s, h)
@@ -378,6 +379,11 @@ def test_gaussian_marginal_is_nan_not_an_error_where_the_posterior_scale_is_not_
     assert np.isnan(cj.log_marginal(fam, s, hp))
     assert np.isnan(cj.log_marginal_grad(fam, s, hp, out, 1.0))
     assert np.all(np.isnan(out))
+    # the predictives, same S_n
+    assert np.isnan(cj.log_predictive(fam, np.zeros(2), s, hp))
+    columns = np.empty(3)
+    cj.log_predictive_columns(fam, np.zeros((3, 2)), np.array([0, 1]), s, hp, columns)
+    assert np.all(np.isnan(columns))
 
 
 # ---------------------------------------------------------------- use from jitted code

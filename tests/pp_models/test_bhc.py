@@ -535,6 +535,18 @@ def test_estimators_bad_input(kwargs, match):
         estimator(X, **args)
 
 
+@pytest.mark.parametrize("method", ["greedy", "randomized", "embhc"])
+def test_estimators_name_hyperparameters_at_which_the_evidence_is_nan(method):
+    """kappa0 = 1e40 is legal but the NIW posterior scale is then not numerically positive
+    definite: the marginals are NaN (embhc's filter states raise LinAlgError), and the
+    estimators refuse with a message naming the hyperparameters (before the NaN kernels:
+    LinAlgError "Matrix is not positive definite."; with them and no check, greedy and
+    randomized returned a tree with evidence NaN)."""
+    X = np.random.default_rng(0).normal(size=(8, 2))
+    with pytest.raises(ValueError, match="hyper: the evidence cannot be computed.*kappa0 or S0"):
+        getattr(bhc, method)(X, likelihood="gaussian", hyper={"kappa0": 1e40})
+
+
 @pytest.mark.parametrize("method", ["randomized", "embhc", "learn"])
 def test_bad_random_seed_is_named(method):
     # before: numpy's "SeedSequence expects int or sequence of ints for entropy not x"
