@@ -230,7 +230,11 @@ def _check_op_inputs(fam, data, merges):
 # what samplers move: outside their range (alpha <= 0, S0 not SPD, nu0 <= d - 1, which
 # an exp() under- or overflowing in a long NUTS trajectory produces) the evidence is
 # -inf, as PyMC's own densities give, so the sampler rejects the point instead of
-# stopping. The model factories validate fixed values before sampling.
+# stopping. Inside the range, where the NIW posterior scale is numerically not positive
+# definite (kappa0 ~ e^100, S0 ~ e^-30), the conjugate kernel's NaN marginal makes the
+# value and the gradient NaN: a divergence for NUTS, not an exception (one place:
+# custom_ops.conjugate.gaussian). The model factories validate fixed values before
+# sampling.
 @_jit
 def _forward(fam, data, merges, alpha, hp):
     """The Op's value for checked ``data`` and ``merges``."""
@@ -574,8 +578,13 @@ def bhc_dpm_lower_bound(data, merges, alpha=1.0, *, likelihood="bernoulli", **hy
     :func:`bhc_log_evidence` (same parameters)."""
     lp, _lr, ld = _bhc_apply(data, merges, alpha, likelihood, hyper)
     alpha_t = lp.owner.inputs[2]
-    n = pt.cast(lp.owner.inputs[0].shape[0], "float64")
-    return ld + pt.gammaln(alpha_t) - pt.gammaln(n + alpha_t) + lp
+    n = lp.owner.inputs[0].shape[0]
+    # log Γ(α)/Γ(n + α) = -Σ_{i<n} log(α + i), not gammaln(α) - gammaln(n + α): those
+    # two are ~α log α and cancel (every digit lost by α ~ e^36, where the Numba graph's
+    # fast-math reassociation returned 0 for the whole bound); these n terms cancel only
+    # against log d_root ~ n log α
+    log_gamma_ratio = -pt.sum(pt.log(alpha_t + pt.arange(n, dtype="float64")))
+    return ld + log_gamma_ratio + lp
 
 
 def _bhc_apply(data, merges, alpha, likelihood, hyper):

@@ -18,9 +18,11 @@ Families and their hyperparameter inputs (in this order, after ``z`` and ``X``):
 ==================  ==================================================================
 
 Labels may be any non-negative integers (blocks are the sets of equal labels); a
-negative label or invalid hyperparameters give ``-inf``. Gradients: with respect to every
-hyperparameter (``custom_ops.conjugate`` ``*_log_marginal_grad`` summed over blocks);
-``z`` is discrete (undefined) and ``X`` is data (not implemented).
+negative label or invalid hyperparameters give ``-inf``; legal NIW hyperparameters at
+which a block's posterior scale is numerically not positive definite (an extreme kappa0
+or S0, :mod:`custom_ops.conjugate.gaussian`) give NaN, value and gradient. Gradients:
+with respect to every hyperparameter (``custom_ops.conjugate`` ``*_log_marginal_grad``
+summed over blocks); ``z`` is discrete (undefined) and ``X`` is data (not implemented).
 """
 
 from __future__ import annotations

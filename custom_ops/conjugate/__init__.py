@@ -46,7 +46,9 @@ one module each), all ``@numba.njit`` and callable from Python or from other jit
     In-place update by one point: O(d) (O(d^2) for gaussian).
 ``F_log_marginal(stats, hyper) -> float``
     log p(D) of the set, θ integrated out; exact, in log space (lgamma throughout).
-    O(d) except gaussian, O(d^3) (two Cholesky factorisations).
+    O(d) except gaussian, O(d^3) (two Cholesky factorisations); gaussian gives NaN (and
+    ``F_log_marginal_grad`` NaN gradients) where the posterior scale is numerically not
+    positive definite, at extreme legal hyperparameters, instead of raising.
 ``F_log_marginal_grad(stats, hyper) -> (value, grads)``
     ``grads`` is a tuple shaped like ``hyper`` holding ∂ log p(D) / ∂ each hyperparameter
     (for gaussian ``S0`` the gradient of the symmetrised matrix, so it is symmetric).

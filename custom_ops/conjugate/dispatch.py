@@ -152,7 +152,10 @@ def remove(fam, stats, x):
 
 @_jit
 def log_marginal(fam, stats, hp):
-    """log p(D) of the set with statistics ``stats`` (Heller 2007 Eq. 3.1's p(D | H1))."""
+    """log p(D) of the set with statistics ``stats`` (Heller 2007 Eq. 3.1's p(D | H1));
+    NaN, not an exception, where the NIW posterior scale is numerically not positive
+    definite (:mod:`custom_ops.conjugate.gaussian`), as for ``log_marginal_grad`` and
+    the predictives."""
     if fam == BERNOULLI:
         return bernoulli_log_marginal(stats, bernoulli_view(hp))
     if fam == MULTINOMIAL:

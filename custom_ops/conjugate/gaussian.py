@@ -16,6 +16,20 @@ kappa_n, nu_n, m_n (d), L_n (d*d)]`` with L_n the lower Cholesky factor of S_n),
 
 Raw-moment statistics lose precision when the data sit far from the origin relative to
 their spread (cancellation in Σxxᵀ - n x̄x̄ᵀ); centre or standardise the data first.
+
+The posterior scale S_n is positive definite whenever S0 is, but computed in floating
+point it can lose that at extreme legal hyperparameters (kappa0 ~ e^100 cancels
+κ0 m0 m0ᵀ against κn mn mnᵀ; S0 ~ e^-30 is below the rounding of the data's scatter),
+points a sampler's long trajectory proposes. There ``gaussian_log_marginal`` and
+``gaussian_log_marginal_grad`` return NaN (value and every gradient), and the
+predictives ``gaussian_log_predictive(_columns)`` NaN, instead of raising: a C entry
+point cannot raise, the callers' samplers treat a non-finite log density as a divergence
+or a rejection and go on, and the BHC estimators refuse a tree whose evidence is NaN with
+a message naming the hyperparameters. The Cholesky factors come from
+:func:`custom_ops.spd_kernels.cholesky_lower` (NaN, not an exception, when not positive
+definite). The incremental state (``gaussian_state``, used by the collapsed Gibbs sweeps)
+still raises: a Gibbs sweep has no rejection, and a NaN state would give garbage
+assignment weights.
 """
 
 from __future__ import annotations
@@ -26,6 +40,7 @@ import numba
 import numpy as np
 
 from custom_ops.conjugate.special import LOG_PI, log_mvgamma, mvdigamma
+from custom_ops.spd_kernels import cholesky_lower
 
 __all__ = [
     "gaussian_add",
@@ -147,14 +162,22 @@ def _logdet_chol(L):
 
 
 @_jit
+def _not_positive_definite(L):
+    """True if :func:`cholesky_lower` found its matrix not positive definite (NaN factor)."""
+    return L.shape[0] > 0 and np.isnan(L[0, 0])
+
+
+@_jit
 def gaussian_log_marginal(stats, hyper):
-    """``π^{-nd/2} (κ0/κn)^{d/2} |S0|^{ν0/2} |Sn|^{-νn/2} Γ_d(νn/2) / Γ_d(ν0/2)``."""
+    """``π^{-nd/2} (κ0/κn)^{d/2} |S0|^{ν0/2} |Sn|^{-νn/2} Γ_d(νn/2) / Γ_d(ν0/2)``; NaN
+    where S0 or Sn is numerically not positive definite (module docstring)."""
     m0, kappa0, nu0, S0 = hyper
     d = m0.shape[0]
     n = stats[0]
     kn, nn, _mn, Sn = gaussian_posterior(stats, m0, kappa0, nu0, S0)
-    ld0 = _logdet_chol(np.linalg.cholesky(_sym(S0)))
-    ldn = _logdet_chol(np.linalg.cholesky(Sn))
+    # a NaN factor gives a NaN log-determinant, hence a NaN value
+    ld0 = _logdet_chol(cholesky_lower(_sym(S0)))
+    ldn = _logdet_chol(cholesky_lower(Sn))
     return (
         -0.5 * n * d * LOG_PI
         + 0.5 * d * (math.log(kappa0) - math.log(kn))
@@ -176,13 +199,17 @@ def _chol_inverse(L):
 def gaussian_log_marginal_grad(stats, hyper):
     """Gradients: ∂/∂m0 = νn κ0 Sn⁻¹ (mn - m0); ∂/∂κ0 = d/2 (1/κ0 - 1/κn)
     - νn/2 (m0-mn)ᵀ Sn⁻¹ (m0-mn); ∂/∂ν0 = ½ log|S0| - ½ log|Sn| + ½ Σ_j [ψ((νn+1-j)/2)
-    - ψ((ν0+1-j)/2)]; ∂/∂S0 = ν0/2 S0⁻¹ - νn/2 Sn⁻¹."""
+    - ψ((ν0+1-j)/2)]; ∂/∂S0 = ν0/2 S0⁻¹ - νn/2 Sn⁻¹. All NaN where S0 or Sn is
+    numerically not positive definite (module docstring)."""
     m0, kappa0, nu0, S0 = hyper
     d = m0.shape[0]
     n = stats[0]
     kn, nn, mn, Sn = gaussian_posterior(stats, m0, kappa0, nu0, S0)
-    L0 = np.linalg.cholesky(_sym(S0))
-    Ln = np.linalg.cholesky(Sn)
+    L0 = cholesky_lower(_sym(S0))
+    Ln = cholesky_lower(Sn)
+    if _not_positive_definite(L0) or _not_positive_definite(Ln):
+        # before the inverses: LAPACK's solve raises on a NaN factor
+        return np.nan, (np.full(d, np.nan), np.nan, np.nan, np.full((d, d), np.nan))
     ld0 = _logdet_chol(L0)
     ldn = _logdet_chol(Ln)
     value = (
@@ -245,12 +272,13 @@ def _student_t_logpdf_chol(x, loc, L, scale_factor, dof):
 
 @_jit
 def gaussian_log_predictive(x, stats, hyper):
-    """Student-t_{νn-d+1}(x | mn, Sn (κn+1) / (κn (νn-d+1))), from raw stats: O(d^3)."""
+    """Student-t_{νn-d+1}(x | mn, Sn (κn+1) / (κn (νn-d+1))), from raw stats: O(d^3);
+    NaN where Sn is numerically not positive definite (module docstring)."""
     m0, kappa0, nu0, S0 = hyper
     d = m0.shape[0]
     kn, nn, mn, Sn = gaussian_posterior(stats, m0, kappa0, nu0, S0)
     dof = nn - d + 1.0
-    L = np.linalg.cholesky(Sn)
+    L = cholesky_lower(Sn)
     return _student_t_logpdf_chol(x, mn, L, (kn + 1.0) / (kn * dof), dof)
 
 
@@ -259,7 +287,8 @@ def gaussian_log_predictive_columns(points, cols, stats, hyper, out):
     """``out[g]`` = log p(points[g] | D) of the predictive's marginal on the columns
     ``cols`` (``points`` (G, len(cols))): the Student-t of :func:`gaussian_log_predictive`
     restricted to the sub-vector (same dof, location m_n[cols], shape sub-matrix). The
-    normaliser and the Cholesky factor are computed once for all points."""
+    normaliser and the Cholesky factor are computed once for all points. NaN where the
+    shape sub-matrix is numerically not positive definite (module docstring)."""
     m0, kappa0, nu0, S0 = hyper
     d = m0.shape[0]
     p = cols.shape[0]
@@ -272,7 +301,7 @@ def gaussian_log_predictive_columns(points, cols, stats, hyper, out):
         loc[a] = mn[cols[a]]
         for b in range(p):
             sub[a, b] = Sn[cols[a], cols[b]]
-    L = np.linalg.cholesky(sub)
+    L = cholesky_lower(sub)
     log_norm = _student_t_log_normaliser(L, scale_factor, dof)
     z = np.empty(p)
     for g in range(points.shape[0]):

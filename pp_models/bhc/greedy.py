@@ -14,7 +14,7 @@ from custom_ops import bhc as ops
 from custom_ops import bhc_kernels as kernels
 from custom_ops import conjugate as cj
 from pp_models.bhc.defaults import check_alpha, check_data, resolve_hyper
-from pp_models.bhc.result import BHCResult, evaluate
+from pp_models.bhc.result import NOT_COMPUTABLE, BHCResult, evaluate
 from pp_models.progress import WorkProgress
 
 __all__ = ["MAX_GREEDY_N", "TreeBuilder", "build_tree", "greedy"]
@@ -151,7 +151,12 @@ def build_tree(X, likelihood, alpha, hyper, method, merges_of, *,
         bar = WorkProgress(f"bhc.{method}", n, unit="points", enabled=progressbar)
         builder.progress = bar
     with bar:
-        merges = merges_of(builder)
+        try:
+            merges = merges_of(builder)
+        except np.linalg.LinAlgError as err:
+            # the NIW block states of the filters (embhc, randomized) factor their
+            # posterior scale and raise where it is not numerically positive definite
+            raise ValueError(NOT_COMPUTABLE) from err
     return evaluate(
         X, likelihood, alpha, hyper_tuple, hyper_dict, merges, method, builder.n_scored
     )

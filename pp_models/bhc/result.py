@@ -14,7 +14,7 @@ from custom_ops import bhc_kernels as kernels
 from custom_ops import conjugate as cj
 from pp_models import trees
 
-__all__ = ["BHCResult", "evaluate"]
+__all__ = ["NOT_COMPUTABLE", "BHCResult", "evaluate"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -133,7 +133,10 @@ class BHCResult:
         """Heller (2007) Corollary 3.1: log[d_root Γ(α) / Γ(n + α)] + log p(D | T), a lower
         bound on the DP-mixture marginal likelihood log p(D)."""
         n, a = self.n, self.alpha
-        return float(self.log_d[-1] + math.lgamma(a) - math.lgamma(n + a) + self.log_evidence)
+        # log Γ(α)/Γ(n + α) without cancelling two lgammas ~α log α (as in
+        # custom_ops.bhc.bhc_dpm_lower_bound)
+        log_gamma_ratio = -np.sum(np.log(a + np.arange(n)))
+        return float(self.log_d[-1] + log_gamma_ratio + self.log_evidence)
 
     def plot(self, ax=None, threshold=0.5, heights="log", **dendrogram_kwargs):
         """Dendrogram coloured by r_k: merges with r_k < ``threshold`` (where the tree is
@@ -186,13 +189,28 @@ def readable_linkage(merges: np.ndarray, log_rk: np.ndarray) -> np.ndarray:
     return Z
 
 
+#: Why an estimator cannot score a tree: the conjugate posterior of some cluster is not
+#: numerically valid (its marginal is NaN, or a filter's block state could not be made).
+NOT_COMPUTABLE = (
+    "hyper: the evidence cannot be computed at these hyperparameter values: the conjugate "
+    "posterior of some cluster is not numerically valid (gaussian: its scale matrix is not "
+    "positive definite, e.g. kappa0 or S0 extreme for the data); use less extreme values, "
+    "or standardise X"
+)
+
+
 def evaluate(X, likelihood, alpha, hyper_tuple, hyper_dict, merges, method, n_scored):
+    """The :class:`BHCResult` of the tree ``merges`` built by ``method``; ``ValueError``
+    if the evidence is NaN (a NaN marginal at any node reaches the root), so that a tree
+    built on NaN scores is not returned."""
     fam = cj.FAMILY_CODES[likelihood]
     H = cj.pack_hyper(likelihood, hyper_tuple)
     n = X.shape[0]
     log_p, log_r, _q, log_d, _ml, _s = ops.tree_forward(
         fam, cj.point_stats(fam, X), merges, alpha, H
     )
+    if np.isnan(log_p[-1]):
+        raise ValueError(NOT_COMPUTABLE)
     height = np.zeros(2 * n - 1)
     sizes = trees.node_sizes(merges)
     Z = np.empty((n - 1, 4))

@@ -343,8 +343,9 @@ def test_infer_shape_without_computing():
     assert lp.ndim == 0 and lr.ndim == 1
 
 
-@pytest.mark.parametrize("family", FAMS)
-def test_numba_backend_no_object_mode_and_matches_python(family):
+def _symbolic_case(family):
+    """A 6-point case with alpha and the hyperparameters symbolic: (inputs, [log p, log r,
+    gradients of log p + Σ log r], the case's hyperparameter values)."""
     rng = np.random.default_rng(5)
     X, hyper = make_case(family, 6, 2, rng)
     merges = random_merges(6, rng)
@@ -358,8 +359,28 @@ def test_numba_backend_no_object_mode_and_matches_python(family):
         X, merges, alpha, likelihood=family, **dict(zip(names, hv, strict=True))
     )
     grads = pytensor.grad(lp + lr.sum(), [alpha, *hv])
-    args = [1.7, *[np.asarray(h, dtype=float) for h in hyper]]
-    assert_numba_matches_python([alpha, *hv], [lp, lr, *grads], args, op=bhc.BHCEvidence)
+    return [alpha, *hv], [lp, lr, *grads], [np.asarray(h, dtype=float) for h in hyper]
+
+
+@pytest.mark.parametrize("family", FAMS)
+def test_numba_backend_no_object_mode_and_matches_python(family):
+    inputs, outputs, hyper = _symbolic_case(family)
+    assert_numba_matches_python(inputs, outputs, [1.7, *hyper], op=bhc.BHCEvidence)
+
+
+def test_posterior_scale_not_pd_gives_nan_not_an_error():
+    """At kappa0 = e^100 (legal; a NUTS trajectory of `ppzoo fit bhc` reached it) the NIW
+    posterior scale S_n cancels to a matrix that is not positive definite: the evidence
+    and its gradient are NaN, the same on both backends, where the Op raised before
+    (LinAlgError from perform, "BHCEvidenceGrad: the Numba kernel raised an exception"
+    from the Numba graph) and stopped PyMC's NUTS. The graph is the one of
+    test_numba_backend_no_object_mode_and_matches_python[gaussian], so no new compile."""
+    inputs, outputs, (m0, _kappa0, nu0, S0) = _symbolic_case("gaussian")
+    args = [1.7, m0, np.asarray(math.exp(100.0)), nu0, S0]
+    f = assert_numba_matches_python(inputs, outputs, args, op=bhc.BHCEvidence)
+    lp, _lr, *grads = f(*args)
+    assert np.isnan(lp)
+    assert all(np.all(np.isnan(g)) for g in grads)
 
 
 # ------------------------------------------------------------------ bad input
@@ -480,3 +501,28 @@ def test_dpm_lower_bound_value_and_gradient(family):
     a = pt.dscalar("a")
     g = pytensor.grad(fn(a, *[pt.as_tensor_variable(v) for v in point[1:]]), a)
     assert_numba_matches_python([a], g, [alpha])
+
+
+def test_dpm_lower_bound_keeps_its_digits_at_large_alpha():
+    """log[Γ(α)/Γ(n + α)] written as gammaln(α) - gammaln(n + α) cancels two numbers
+    ~α log α: at α = e^36 the Numba graph gave -32.0 for a bound of -32.697, at e^40 and
+    e^100 it gave 0 (fast-math reassociation; PyMC's logp of the BHC model then read 0.0,
+    far above the typical set, where NUTS trajectories can reach). Reference: the exact
+    identity Γ(n + α)/Γ(α) = Π_{i<n} (α + i), summed in Python with fsum."""
+    rng = np.random.default_rng(31)
+    n, d = 7, 2
+    X, hyper = make_case("gaussian", n, d, rng)
+    merges = random_merges(n, rng)
+    names = cj.FAMILIES["gaussian"].hyper_names
+    a = pt.dscalar("a")
+    lb = bhc.bhc_dpm_lower_bound(X, merges, a, likelihood="gaussian",
+                                 **dict(zip(names, hyper, strict=True)))
+    f = assert_numba_matches_python([a], [lb, pytensor.grad(lb, a)], [math.exp(40.0)],
+                                    op=bhc.BHCEvidence, rtol=1e-12, atol=1e-9)
+    for log_alpha in (0.5, 20.0, 36.0, 40.0, 100.0):
+        alpha = math.exp(log_alpha)
+        log_p, _r, _q, log_d, _ml, _s = forward("gaussian", X, merges, alpha, hyper)
+        ref = log_d[-1] - math.fsum(math.log(alpha + i) for i in range(n)) + log_p[-1]
+        value, grad = f(alpha)
+        assert float(value) == pytest.approx(ref, rel=1e-12, abs=1e-9), log_alpha
+        assert np.isfinite(grad)

@@ -135,6 +135,27 @@ def test_gradients_with_respect_to_every_hyperparameter(family):
     assert_numba_matches_python(hv, pytensor.grad(out, hv), hyper, op=CollapsedLogLikGrad)
 
 
+def test_posterior_scale_not_pd_gives_nan_not_an_error():
+    """At kappa0 = e^100 (legal, where a long NUTS trajectory can go) the NIW posterior
+    scale cancels to a matrix that is not positive definite: value and gradient are NaN on
+    both backends (a divergence for NUTS), where the Op raised before. The graphs are
+    those of the two tests above (no new compile)."""
+    zv, Xv = pt.lvector(), pt.dmatrix()
+    X_value, hyper = _case("gaussian", np.random.default_rng(11))
+    hyper[1] = np.array(np.exp(100.0))  # kappa0
+    hv = [pt.as_tensor_variable(h).type() for h in hyper]
+    value_fn = assert_numba_matches_python(
+        [zv, Xv, *hv], collapsed_loglik("gaussian", zv, Xv, *hv), [Z, X_value, *hyper],
+        op=CollapsedLogLik,
+    )
+    assert np.isnan(value_fn(Z, X_value, *hyper))
+    X_grad, _ = _case("gaussian", np.random.default_rng(12))
+    out = collapsed_loglik("gaussian", Z, X_grad, *hv)
+    grad_fn = assert_numba_matches_python(hv, pytensor.grad(out, hv), hyper,
+                                          op=CollapsedLogLikGrad)
+    assert all(np.all(np.isnan(g)) for g in grad_fn(*hyper))
+
+
 def test_no_gradient_for_labels_or_data():
     zv, Xv = pt.lvector(), pt.dmatrix()
     out = collapsed_loglik("bernoulli", zv, Xv, np.ones(2), np.ones(2))

@@ -1,6 +1,7 @@
 """Conjugate kernels against independent references (scipy, brute-force integration)."""
 
 import itertools
+import math
 
 import numba
 import numpy as np
@@ -346,6 +347,43 @@ def test_gaussian_S0_gradient_is_symmetric():
     h = _hyper("gaussian", d, RNG)
     _, (_, _, _, gS) = cj.gaussian_log_marginal_grad(cj.gaussian_stats(X), h)
     np.testing.assert_allclose(gS, gS.T, atol=1e-12)
+
+
+def _extreme_kappa0_case():
+    """Stats and NIW hyperparameters at kappa0 = e^100, a legal value a NUTS trajectory of
+    the BHC model reached: kappa0 m0 m0ᵀ - kappa_n m_n m_nᵀ cancels to rounding noise
+    ~1e27 that swamps S0 + Σxxᵀ, so the computed posterior scale S_n is not positive
+    definite."""
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(3, 2))
+    h = cj.gaussian_hyper(2, rng.normal(size=2), math.exp(100.0), 3.0, np.eye(2))
+    s = cj.gaussian_stats(X)
+    _kn, _nn, _mn, Sn = cj.gaussian_posterior(s, *h)
+    assert np.linalg.eigvalsh(Sn).min() <= 0.0  # the premise: S_n not positive definite
+    return s, h
+
+
+def test_gaussian_marginal_is_nan_not_an_error_where_the_posterior_scale_is_not_pd():
+    """A C entry point cannot raise, and a sampler needs a non-finite value (a divergence)
+    there, not a stopped run: before, np.linalg.cholesky raised LinAlgError (marginal,
+    gradient and predictives)."""
+    s, h = _extreme_kappa0_case()
+    assert np.isnan(cj.gaussian_log_marginal(s, h))
+    value, grads = cj.gaussian_log_marginal_grad(s, h)
+    assert np.isnan(value)
+    assert all(np.all(np.isnan(g)) for g in grads)
+    # through the dispatchers the BHC and collapsed kernels call, flat layout
+    fam = cj.FAMILY_CODES["gaussian"]
+    hp = cj.pack_hyper("gaussian", h)
+    out = np.zeros(hp.shape[0])
+    assert np.isnan(cj.log_marginal(fam, s, hp))
+    assert np.isnan(cj.log_marginal_grad(fam, s, hp, out, 1.0))
+    assert np.all(np.isnan(out))
+    # the predictives, same S_n
+    assert np.isnan(cj.log_predictive(fam, np.zeros(2), s, hp))
+    columns = np.empty(3)
+    cj.log_predictive_columns(fam, np.zeros((3, 2)), np.array([0, 1]), s, hp, columns)
+    assert np.all(np.isnan(columns))
 
 
 # ---------------------------------------------------------------- use from jitted code

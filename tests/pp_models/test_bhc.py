@@ -17,6 +17,7 @@ from custom_ops import conjugate as cj
 from inference import fit as zoo_fit
 from pp_models import bhc
 from pp_models.metrics import adjusted_rand_index, dendrogram_purity, purity
+from tests.helpers.backends import PYTHON_MODE
 
 # -------------------------------------------------------------------------- helpers
 
@@ -267,6 +268,19 @@ def test_dpm_lower_bound_against_exact_enumeration():
         ref = res.log_d[-1] + math.lgamma(alpha) - math.lgamma(7 + alpha) + res.log_evidence
         assert lb == pytest.approx(ref)
 
+
+
+def test_dpm_lower_bound_keeps_its_digits_at_large_alpha():
+    """lgamma(α) - lgamma(n + α) cancels two numbers ~α log α (~1e16 at α = e^33.5, where
+    a double's spacing is 2: the bound was off by 2 there, by 2.4e-4 at e^25); the
+    identity Γ(n + α)/Γ(α) = Π_{i<n} (α + i) does not cancel."""
+    X, _ = binary_mixture(7, 5, 2, 0.15, np.random.default_rng(7))
+    for log_alpha in (25.0, 31.5, 33.5):
+        alpha = math.exp(log_alpha)
+        res = bhc.greedy(X, alpha=alpha)
+        log_ratio = -math.fsum(math.log(alpha + i) for i in range(7))
+        ref = res.log_d[-1] + log_ratio + res.log_evidence
+        assert res.dpm_lower_bound() == pytest.approx(ref, rel=1e-12), log_alpha
 
 # -------------------------------------------------------------------------- randomized
 @pytest.mark.parametrize("method", ["randomized", "embhc"])
@@ -521,6 +535,18 @@ def test_estimators_bad_input(kwargs, match):
         estimator(X, **args)
 
 
+@pytest.mark.parametrize("method", ["greedy", "randomized", "embhc"])
+def test_estimators_name_hyperparameters_at_which_the_evidence_is_nan(method):
+    """kappa0 = 1e40 is legal but the NIW posterior scale is then not numerically positive
+    definite: the marginals are NaN (embhc's filter states raise LinAlgError), and the
+    estimators refuse with a message naming the hyperparameters (before the NaN kernels:
+    LinAlgError "Matrix is not positive definite."; with them and no check, greedy and
+    randomized returned a tree with evidence NaN)."""
+    X = np.random.default_rng(0).normal(size=(8, 2))
+    with pytest.raises(ValueError, match="hyper: the evidence cannot be computed.*kappa0 or S0"):
+        getattr(bhc, method)(X, likelihood="gaussian", hyper={"kappa0": 1e40})
+
+
 @pytest.mark.parametrize("method", ["randomized", "embhc", "learn"])
 def test_bad_random_seed_is_named(method):
     # before: numpy's "SeedSequence expects int or sequence of ints for entropy not x"
@@ -577,11 +603,48 @@ def test_model_and_learn_bad_input():
         bhc.greedy(X).predictive_logpdf([0.0, 1.0, 1.0])
 
 
-def test_registered_for_the_cli():
+@pytest.fixture(scope="module")
+def cli_model():
+    """The model `ppzoo fit bhc` samples: the registry's factory on its default data set."""
+    from pp_models import datasets
+    from pp_models.registry import get_model
+
+    entry = get_model("bhc")
+    return entry.build(datasets.load(entry.default_dataset), **entry.defaults)
+
+
+def test_registered_for_the_cli(cli_model):
+    m = cli_model
+    assert {v.name for v in m.free_RVs} == {"alpha", "kappa0_scale", "nu0_scale", "S0_scale"}
+    assert np.isfinite(m.compile_logp()(m.initial_point()))
+
+
+@pytest.mark.parametrize("mode", ["NUMBA", "py"])
+def test_cli_model_logp_and_gradient_at_extreme_points_are_nan_not_an_error(cli_model, mode):
+    """`ppzoo fit bhc --method nuts --seed 1 --draws 200 --tune 200 --chains 2 --trace P`
+    (PyMC's NUTS) stopped with "BHCEvidenceGrad: the Numba kernel raised an exception":
+    its trajectories reached legal points where the NIW posterior scale is numerically not
+    positive definite. There the log density and its gradient are NaN, which NUTS takes
+    as a divergence, on both backends (the pure-Python one raised LinAlgError)."""
+    m = cli_model
+    kwargs = {"mode": PYTHON_MODE} if mode == "py" else {}
+    logp, dlogp = m.compile_logp(**kwargs), m.compile_dlogp(**kwargs)
+    for name, value in (("kappa0_scale_log__", 100.0), ("S0_scale_log__", -30.0)):
+        point = {**m.initial_point(), name: np.array(value)}
+        assert np.isnan(logp(point)), name
+        assert np.all(np.isnan(dlogp(point))), name
+
+
+@pytest.mark.slow
+def test_cli_nuts_run_goes_on_through_nan_points():
+    """The reported run itself, through `fit` (PyMC's NUTS, as with --trace): it raised
+    before; now it finishes (about 30 s)."""
     from pp_models import datasets
     from pp_models.registry import get_model
 
     entry = get_model("bhc")
     m = entry.build(datasets.load(entry.default_dataset), **entry.defaults)
-    assert {v.name for v in m.free_RVs} == {"alpha", "kappa0_scale", "nu0_scale", "S0_scale"}
-    assert np.isfinite(m.compile_logp()(m.initial_point()))
+    dt = zoo_fit(m, method="nuts", nuts_sampler="pymc", draws=200, tune=200, chains=2,
+                 cores=1, random_seed=1, progressbar=False)
+    assert dt.posterior.sizes["draw"] == 200
+    assert np.all(np.isfinite(dt.posterior["kappa0_scale"].values))
