@@ -10,7 +10,9 @@ installed package, which may be read-only or shared between users and environmen
 so several checkouts share the folder without clashing. It does not record the LLVM
 optimisation level (``NUMBA_OPT``), so code compiled at another level than Numba's
 default 3 goes to a folder of its own (``numba-O1``, ...): a test run at ``-O1`` must not
-hand its code to the benchmarks.
+hand its code to the benchmarks. Nor does it notice an edit of a kernel that a cached
+kernel calls from another file, so the folder is emptied when ``custom_ops``' source
+changes (:func:`clear_if_stale`; a user's own ``NUMBA_CACHE_DIR`` is not touched).
 
 Nor does it record the floating-point flags: Numba compiles a kernel that sets no
 ``fastmath`` with the flags of the code that first calls it (``inherit_if_not_set`` in
@@ -37,6 +39,7 @@ from pathlib import Path
 
 __all__ = [
     "c_entry_points",
+    "clear_if_stale",
     "kernel_source_version",
     "make_cache_writes_process_safe",
     "register_numba_op",
@@ -69,6 +72,7 @@ def use_user_cache_dir() -> str | None:
         folder.mkdir(parents=True, exist_ok=True)
     except OSError:
         return None  # no writable home: Numba's own default
+    clear_if_stale(folder)
     os.environ["NUMBA_CACHE_DIR"] = str(folder)
     if "numba" in sys.modules:
         # numba read its configuration when first imported; its cache locators read
@@ -77,6 +81,49 @@ def use_user_cache_dir() -> str | None:
 
         config.CACHE_DIR = str(folder)
     return str(folder)
+
+
+#: The file in the cache folder that names the custom_ops source the folder was filled by.
+SOURCE_MARKER = "custom_ops-source-version"
+
+
+def clear_if_stale(folder: Path) -> bool:
+    """Empty Numba's cache ``folder`` when ``custom_ops``' source changed since it was
+    filled; returns whether it did.
+
+    Numba re-checks only the stamp of a cached function's own file, but a kernel's cached
+    machine code holds every kernel it calls from other files: after an edit of
+    ``conjugate/gaussian.py`` alone, ``bhc_kernels.py``'s cached code kept running the old
+    marginal (seen in the eleventh session: a fixed exception still raised until the cache
+    was deleted). That happens to a checkout or an editable install after ``git pull`` too.
+    So the folder records :func:`kernel_source_version` and its ``.nbi`` / ``.nbc`` files
+    are deleted when that changes (under a file lock; a process still reading a deleted
+    file gets a cache miss, which Numba handles by compiling).
+    """
+    marker = folder / SOURCE_MARKER
+    version = f"{kernel_source_version():x}"
+
+    def current() -> bool:
+        try:
+            return marker.read_text() == version
+        except OSError:
+            return False
+
+    if current():
+        return False
+    from filelock import FileLock
+
+    try:
+        with FileLock(str(folder / (SOURCE_MARKER + ".lock"))):
+            if current():
+                return False
+            for path in folder.rglob("*"):
+                if path.suffix in (".nbi", ".nbc"):
+                    path.unlink(missing_ok=True)
+            marker.write_text(version)
+    except OSError:
+        return False  # a read-only cache: Numba's own stamps only
+    return True
 
 
 def make_cache_writes_process_safe() -> None:

@@ -46,6 +46,26 @@ def test_kernels_are_cached_in_the_user_cache_folder(tmp_path):
     assert list(folder.rglob("*.nbi")), "no Numba index written there"
 
 
+def test_the_cache_is_emptied_when_the_kernels_source_changes(tmp_path):
+    """A cached kernel holds the code of the kernels it calls from other files, which
+    Numba's per-file stamps do not re-check: the folder records custom_ops' source version
+    and is emptied when it differs (a stale entry is planted, the version marker changed)."""
+    from custom_ops._numba_cache import SOURCE_MARKER
+
+    env = {"XDG_CACHE_HOME": str(tmp_path / "cache")}
+    folder = _run(env, tmp_path)
+    marker = folder / SOURCE_MARKER
+    version = marker.read_text()
+    stale = folder / "stale_kernel-1.py312.nbi"
+    stale.write_bytes(b"old code")
+    assert _run(env, tmp_path) == folder and stale.exists()  # same source: kept
+    marker.write_text("0")  # as if custom_ops had been edited since
+    assert _run(env, tmp_path) == folder
+    assert not stale.exists()
+    assert marker.read_text() == version
+    assert list(folder.rglob("*.nbi")), "the kernel run after the clear was not cached"
+
+
 def test_a_users_numba_cache_dir_is_kept(tmp_path):
     mine = tmp_path / "mine"
     assert _run({"NUMBA_CACHE_DIR": str(mine), "XDG_CACHE_HOME": str(tmp_path / "c")},
