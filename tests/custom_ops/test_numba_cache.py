@@ -186,7 +186,6 @@ def test_the_cache_lock_keeps_each_signature_with_its_code(tmp_path):
     """With the lock both signatures keep their code. Without it (Numba's own save, run at
     the same time in another folder, so this test can fail) one signature is lost and the
     other maps to the wrong code."""
-    import time
 
     from numba.core import caching
 
