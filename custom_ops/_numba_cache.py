@@ -11,8 +11,8 @@ so several checkouts share the folder without clashing. It does not record the L
 optimisation level (``NUMBA_OPT``), so code compiled at another level than Numba's
 default 3 goes to a folder of its own (``numba-O1``, ...): a test run at ``-O1`` must not
 hand its code to the benchmarks. Nor does it notice an edit of a kernel that a cached
-kernel calls from another file, so the folder is emptied when ``custom_ops``' source
-changes (:func:`clear_if_stale`; a user's own ``NUMBA_CACHE_DIR`` is not touched).
+kernel calls from another file, so each ``custom_ops`` source gets a subfolder of its own
+(:func:`source_cache_folder`; a user's own ``NUMBA_CACHE_DIR`` is used as it is).
 
 Nor does it record the floating-point flags: Numba compiles a kernel that sets no
 ``fastmath`` with the flags of the code that first calls it (``inherit_if_not_set`` in
@@ -39,10 +39,10 @@ from pathlib import Path
 
 __all__ = [
     "c_entry_points",
-    "clear_if_stale",
     "kernel_source_version",
     "make_cache_writes_process_safe",
     "register_numba_op",
+    "source_cache_folder",
     "use_user_cache_dir",
     "user_cache_dir",
 ]
@@ -62,17 +62,17 @@ def user_cache_dir() -> Path:
 
 def use_user_cache_dir() -> str | None:
     """Set Numba's cache folder to ``user_cache_dir() / "numba"`` (``"numba-O<level>"``
-    when ``NUMBA_OPT`` names another level than 3) unless the user set
+    when ``NUMBA_OPT`` names another level than 3), in the subfolder of the current
+    ``custom_ops`` source (:func:`source_cache_folder`), unless the user set
     ``NUMBA_CACHE_DIR``; returns the folder used (None if left to the user or Numba)."""
     if os.environ.get("NUMBA_CACHE_DIR"):
         return None
     level = os.environ.get("NUMBA_OPT", "").strip()
-    folder = user_cache_dir() / ("numba" if level in ("", "3") else f"numba-O{level}")
+    base = user_cache_dir() / ("numba" if level in ("", "3") else f"numba-O{level}")
     try:
-        folder.mkdir(parents=True, exist_ok=True)
+        folder = source_cache_folder(base)
     except OSError:
         return None  # no writable home: Numba's own default
-    clear_if_stale(folder)
     os.environ["NUMBA_CACHE_DIR"] = str(folder)
     if "numba" in sys.modules:
         # numba read its configuration when first imported; its cache locators read
@@ -83,47 +83,40 @@ def use_user_cache_dir() -> str | None:
     return str(folder)
 
 
-#: The file in the cache folder that names the custom_ops source the folder was filled by.
-SOURCE_MARKER = "custom_ops-source-version"
+#: Days after which the cache folder of another ``custom_ops`` source is deleted.
+STALE_AFTER_DAYS = 14
 
 
-def clear_if_stale(folder: Path) -> bool:
-    """Empty Numba's cache ``folder`` when ``custom_ops``' source changed since it was
-    filled; returns whether it did.
+def source_cache_folder(base: Path) -> Path:
+    """The subfolder of ``base`` for the current ``custom_ops`` source, created and marked
+    as used now; the subfolders of other sources unused for :data:`STALE_AFTER_DAYS` are
+    deleted.
 
     Numba re-checks only the stamp of a cached function's own file, but a kernel's cached
     machine code holds every kernel it calls from other files: after an edit of
     ``conjugate/gaussian.py`` alone, ``bhc_kernels.py``'s cached code kept running the old
     marginal (seen in the eleventh session: a fixed exception still raised until the cache
-    was deleted). That happens to a checkout or an editable install after ``git pull`` too.
-    So the folder records :func:`kernel_source_version` and its ``.nbi`` / ``.nbc`` files
-    are deleted when that changes (under a file lock; a process still reading a deleted
-    file gets a cache miss, which Numba handles by compiling).
+    was deleted), as it would in a checkout or an editable install after ``git pull``. So
+    each :func:`kernel_source_version` gets its own subfolder ``src-<version>``; two
+    checkouts of different sources each keep theirs.
     """
-    marker = folder / SOURCE_MARKER
-    version = f"{kernel_source_version():x}"
+    import shutil
+    import time
 
-    def current() -> bool:
+    folder = base / f"src-{kernel_source_version():x}"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "last-used").touch()
+    cutoff = time.time() - STALE_AFTER_DAYS * 86400
+    for other in base.glob("src-*"):
+        if other == folder:
+            continue
         try:
-            return marker.read_text() == version
+            used = (other / "last-used").stat().st_mtime
         except OSError:
-            return False
-
-    if current():
-        return False
-    from filelock import FileLock
-
-    try:
-        with FileLock(str(folder / (SOURCE_MARKER + ".lock"))):
-            if current():
-                return False
-            for path in folder.rglob("*"):
-                if path.suffix in (".nbi", ".nbc"):
-                    path.unlink(missing_ok=True)
-            marker.write_text(version)
-    except OSError:
-        return False  # a read-only cache: Numba's own stamps only
-    return True
+            used = other.stat().st_mtime
+        if used < cutoff:
+            shutil.rmtree(other, ignore_errors=True)
+    return folder
 
 
 def make_cache_writes_process_safe() -> None:

@@ -42,28 +42,30 @@ def _run(env_extra, tmp_path):
 
 def test_kernels_are_cached_in_the_user_cache_folder(tmp_path):
     folder = _run({"XDG_CACHE_HOME": str(tmp_path / "cache")}, tmp_path)
-    assert folder == tmp_path / "cache" / "pp-models" / "numba"
+    assert folder.parent == tmp_path / "cache" / "pp-models" / "numba"
     assert list(folder.rglob("*.nbi")), "no Numba index written there"
 
 
-def test_the_cache_is_emptied_when_the_kernels_source_changes(tmp_path):
+def test_each_kernel_source_gets_its_own_cache_folder(tmp_path):
     """A cached kernel holds the code of the kernels it calls from other files, which
-    Numba's per-file stamps do not re-check: the folder records custom_ops' source version
-    and is emptied when it differs (a stale entry is planted, the version marker changed)."""
-    from custom_ops._numba_cache import SOURCE_MARKER
+    Numba's per-file stamps do not re-check: the cache folder is named by custom_ops'
+    source version; another source's folder is kept while recently used and deleted once
+    unused for STALE_AFTER_DAYS."""
+    from custom_ops._numba_cache import STALE_AFTER_DAYS, kernel_source_version
 
-    env = {"XDG_CACHE_HOME": str(tmp_path / "cache")}
-    folder = _run(env, tmp_path)
-    marker = folder / SOURCE_MARKER
-    version = marker.read_text()
-    stale = folder / "stale_kernel-1.py312.nbi"
-    stale.write_bytes(b"old code")
-    assert _run(env, tmp_path) == folder and stale.exists()  # same source: kept
-    marker.write_text("0")  # as if custom_ops had been edited since
-    assert _run(env, tmp_path) == folder
-    assert not stale.exists()
-    assert marker.read_text() == version
-    assert list(folder.rglob("*.nbi")), "the kernel run after the clear was not cached"
+    base = tmp_path / "cache" / "pp-models" / "numba"
+    recent, old = base / "src-1", base / "src-2"
+    for other, age_days in ((recent, 1), (old, STALE_AFTER_DAYS + 1)):
+        other.mkdir(parents=True)
+        (other / "kernel-1.py312.nbi").write_bytes(b"code of another source")
+        used = other / "last-used"
+        used.touch()
+        stamp = used.stat().st_mtime - age_days * 86400
+        os.utime(used, (stamp, stamp))
+    folder = _run({"XDG_CACHE_HOME": str(tmp_path / "cache")}, tmp_path)
+    assert folder == base / f"src-{kernel_source_version():x}"
+    assert list(folder.rglob("*.nbi")), "no Numba index written there"
+    assert recent.exists() and not old.exists()
 
 
 def test_a_users_numba_cache_dir_is_kept(tmp_path):
@@ -77,7 +79,7 @@ def test_code_compiled_at_another_level_is_cached_apart(tmp_path):
     """Numba's cache index does not record NUMBA_OPT: -O1 code (the test run's) must not
     be loaded by an -O3 run (a user's, a benchmark's)."""
     folder = _run({"XDG_CACHE_HOME": str(tmp_path / "cache"), "NUMBA_OPT": "1"}, tmp_path)
-    assert folder == tmp_path / "cache" / "pp-models" / "numba-O1"
+    assert folder.parent == tmp_path / "cache" / "pp-models" / "numba-O1"
     assert list(folder.rglob("*.nbi"))
     assert not (tmp_path / "cache" / "pp-models" / "numba").exists()
 
