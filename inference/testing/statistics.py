@@ -54,8 +54,15 @@ def evaluate_statistics(
 ) -> np.ndarray:
     """Values of every statistic at ``state``; a non-scalar result is an error."""
     out = np.empty(len(statistics))
+    # A zoo factory's derived statistics share one xarray view of the state, and the
+    # elements of a vector-valued one one evaluation: building a Dataset per statistic
+    # per state was most of getting-it-right's time on the finite mixture (6 of 14 s).
+    derived_values: dict = {}
     for i, (name, fn) in enumerate(statistics.items()):
-        value = np.asarray(fn(state))
+        if isinstance(fn, _DerivedAt):
+            value = np.asarray(fn.at(state, derived_values))
+        else:
+            value = np.asarray(fn(state))
         if value.size != 1:
             raise ValueError(
                 f"statistics: {name!r} must return a scalar, got shape {value.shape}"
@@ -119,14 +126,23 @@ class _DerivedAt:
         self.function, self.flat = function, flat
 
     def __call__(self, state):
-        dataset = xr.Dataset(
-            {
-                k: (("chain", "draw", *[f"{k}_{i}" for i in range(np.ndim(v))]),
-                    np.asarray(v)[None, None])
-                for k, v in state.items()
-            }
-        )
-        value = np.asarray(self.function(dataset)).reshape(-1)
+        return self.at(state, {})
+
+    def at(self, state, values: dict):
+        """The statistic at ``state``; ``values`` holds what other statistics of the same
+        state computed (the state's Dataset under ``None``, each function's values under
+        the function), and is filled with what this one computes."""
+        if self.function not in values:
+            if None not in values:
+                values[None] = xr.Dataset(
+                    {
+                        k: (("chain", "draw", *[f"{k}_{i}" for i in range(np.ndim(v))]),
+                            np.asarray(v)[None, None])
+                        for k, v in state.items()
+                    }
+                )
+            values[self.function] = np.asarray(self.function(values[None])).reshape(-1)
+        value = values[self.function]
         return value if self.flat is None else value[self.flat]
 
 
