@@ -98,13 +98,25 @@ def correct_runs():
     def get(label):
         if label not in cache:
             make_model, step = CORRECT[label]
-            cache[label] = _gir(make_model, step, seed=11)
+            cache[label] = _gir(make_model, step, seed=11,
+                                n_samples=SAMPLES.get(label, N_SAMPLES))
         return cache[label]
 
     return get
 
 
-@pytest.mark.parametrize("label", list(CORRECT))
+# Split-merge alone mixes slowly (ESS of n_clusters ~40 in 1500 draws): its false-alarm
+# run (seeds 100-119, 2026-11-27) rejected 2 of 20 at 1500 draws (seed 106 on alpha and
+# n_clusters, 118 by the KS test on mean(z^2)) and 1 of 20 at 4000 (seed 100, mean(X^2));
+# twins 20 of 20. So it runs at 4000 draws, in -m slow: the default run's exact test of
+# the same move (test_crp_steps.py, "split-merge only" against the enumerated partition
+# posterior) guards it there.
+SAMPLES = {"split-merge only": 4000}
+
+
+@pytest.mark.parametrize("label", [
+    pytest.param(label, marks=pytest.mark.slow) if label in SAMPLES else label
+    for label in CORRECT])
 def test_correct_steps_pass(correct_runs, label):
     result = correct_runs(label)
     print(f"\n{label}:\n{result}")
@@ -134,7 +146,8 @@ def test_planted_bugs_are_caught(label):
 def test_false_alarm_and_power():
     """20 seeds each at N_SAMPLES: correct steps rarely rejected, twins always."""
     seeds = range(100, 120)
-    correct = {k: sum(not _gir(*v, seed=s).passed(0.01) for s in seeds)
+    correct = {k: sum(not _gir(*v, seed=s, n_samples=SAMPLES.get(k, N_SAMPLES)).passed(0.01)
+                      for s in seeds)
                for k, v in CORRECT.items()}
     twins = {k: sum(not _gir(*v, seed=s).passed(0.01) for s in seeds)
              for k, v in TWINS.items()}
