@@ -231,6 +231,17 @@ def _cmd_fit(args) -> int:
             # the results replace the output folder whole, which would take the trace along
             raise UsageError(f"--trace {args.trace} must not be inside --out {out}")
         extra.update(trace=args.trace, resume=args.resume)
+    from pp_models.validation import check_int, check_random_seed
+
+    with _flags_named(_FIT_FLAGS):
+        # fit checks these again; here a bad one is refused before the model is built and
+        # the "sampling 4 chains x 0 draws" line is printed
+        check_int(sizes["draws"], "draws", minimum=1)
+        check_int(sizes["tune"], "tune", minimum=0)
+        check_int(sizes["chains"], "chains", minimum=1)
+        if args.cores is not None:
+            check_int(args.cores, "cores", minimum=1)
+        check_random_seed(args.seed)
     return _run_fit(entry, data, options, args.method, sizes["draws"], sizes["tune"],
                     sizes["chains"], args.cores, args.seed, not args.no_progress, out,
                     fit_kwargs=extra, build_flags=_data_flag(entry, args),

@@ -82,8 +82,11 @@ def test_fit_from_csv(tmp_path, capsys):
 )
 def test_bad_arguments_exit_2_with_one_line(argv, message, capsys, tmp_path):
     assert main([*argv, *(["--out", str(tmp_path)] if argv[0] == "fit" else [])]) == 2
-    err = capsys.readouterr().err.strip()
+    out, err = capsys.readouterr()
+    err = err.strip()
     assert err.startswith("ppzoo: error:") and message in err
+    if argv[0] == "fit" and {"--draws", "--tune", "--chains", "--cores", "--seed"} & set(argv):
+        assert "sampling" not in out  # refused before the model was built
     assert len(err.splitlines()) == 1
     assert not any(tmp_path.iterdir())
 
