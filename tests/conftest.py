@@ -21,7 +21,7 @@ warnings.filterwarnings("ignore", message="PyTensor could not link to a BLAS")
 # changes, only 1988 -> 1889 worker-s. Our kernels use no fastmath, so their floating
 # point is the same at every level; the tests compare with tolerances anyway. The -O1 code is
 # cached apart from the -O3 code users and the benchmarks get, since neither Numba's nor
-# PyTensor's cache index records the level: custom_ops._numba_cache names its folder by
+# PyTensor's cache index records the level: custom_ops.jit names its folder by
 # level, and PyTensor's compile folder is set here. Set NUMBA_OPT yourself to override.
 # This must run before numba is imported (conftest is imported before any test module).
 if "NUMBA_OPT" not in os.environ:
@@ -33,7 +33,7 @@ if "NUMBA_OPT" not in os.environ:
                         f"base_compiledir={_compiledir}") if f)
 
 # Both xdist workers share one compile cache, and Numba's cache writes race between
-# processes (custom_ops._numba_cache.make_cache_writes_process_safe): custom_ops installs
+# processes (custom_ops.jit.make_cache_writes_process_safe): custom_ops installs
 # a lock when imported; import it before any test can compile a graph without it.
 import custom_ops  # noqa: E402,F401
 

@@ -30,7 +30,7 @@
 #
 # The probability of a tree and its times has a closed form (Eqs. 4.23, 4.25), and the
 # Gaussian likelihood with the internal locations integrated out is an $O(ND)$ message
-# passing recursion. Both are one PyTensor Op (`custom_ops.pydt`) with exact gradients,
+# passing recursion. Both are one PyTensor Op (`custom_ops.pydt.ops`) with exact gradients,
 # so `pp_models.pydt.model` is an ordinary PyMC model: the tree is sampled by
 # detach-and-reattach moves, slice-sampled times and moves that collapse an internal
 # edge or expand a branch point (so the number of branch points mixes), the

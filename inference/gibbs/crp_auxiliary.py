@@ -10,7 +10,7 @@ builds)::
 
 Slots ``k >= K`` are unused and, given everything else, distributed as ``H``. One step:
 
-1. Algorithm 8 sweep over the items (Numba, :func:`~custom_ops.crp_gibbs.
+1. Algorithm 8 sweep over the items (Numba, :func:`~custom_ops.dpm.gibbs.
    auxiliary_sweeps`): item ``i`` joins block ``k`` with weight ``(n_{k,-i} - d)
    F(x_i | theta_k)`` or one of ``m`` fresh components ``phi_j ~ H`` with weight
    ``(alpha + K_{-i} d) / m * F(x_i | phi_j)``; a singleton's own parameter is one of the
@@ -20,7 +20,7 @@ Slots ``k >= K`` are unused and, given everything else, distributed as ``H``. On
 
 The occupied blocks' parameters are updated by another step (NUTS, which ``fit``
 assigns), completing Algorithm 8's second stage. The component density ``F`` is one of
-:data:`~custom_ops.crp_gibbs.COMPONENT_CODES` (``"normal"``, ``"poisson"``,
+:data:`~custom_ops.dpm.gibbs.COMPONENT_CODES` (``"normal"``, ``"poisson"``,
 ``"bernoulli"``), given by name with the names of the parameter variables.
 """
 
@@ -30,7 +30,7 @@ import numpy as np
 import pytensor
 import pytensor.tensor as pt
 
-from custom_ops.crp_gibbs import COMPONENT_CODES, auxiliary_sweeps
+from custom_ops.dpm.gibbs import COMPONENT_CODES, auxiliary_sweeps
 from inference.gibbs.base import ZooGibbsStep, depends_directly
 from inference.gibbs.registry import register_step
 from pp_models.distributions.crp import CRPRV

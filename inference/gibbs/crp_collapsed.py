@@ -3,7 +3,7 @@
 Neal (2000) Algorithm 3 (Murphy 2012 §25.2.4, Algorithm 25.1 with the erratum fixed: the
 weights multiply the CRP prior by the posterior predictive, Eq. 25.33), mixed every
 ``split_merge_every`` sweeps with Jain & Neal (2004) split-merge proposals built from a
-restricted-Gibbs launch state. The hot loops are in :mod:`custom_ops.crp_gibbs`.
+restricted-Gibbs launch state. The hot loops are in :mod:`custom_ops.dpm.gibbs`.
 
 The step claims a :class:`~pp_models.distributions.CRP` variable ``z`` automatically when
 the only other term of the model that depends on ``z`` is one collapsed likelihood
@@ -20,10 +20,10 @@ import math
 import numpy as np
 import pymc as pm
 
-from custom_ops.collapsed import collapsed_loglik_value
 from custom_ops.conjugate import FAMILY_CODES, pack_hyper
-from custom_ops.crp import canonicalize, crp_logp
-from custom_ops.crp_gibbs import (
+from custom_ops.dpm.collapsed import collapsed_loglik_value
+from custom_ops.dpm.crp import canonicalize, crp_logp
+from custom_ops.dpm.gibbs import (
     collapsed_sweeps,
     kmeans_partition,
     sequential_map_partition,
@@ -109,9 +109,9 @@ class CRPCollapsedGibbs(ZooGibbsStep):
         When the chain tunes (``tune > 0`` in ``pm.sample`` / ``fit``), the first step
         chooses the chain's start among several candidate partitions: the incoming one,
         the items seated greedily in a random order (each at the table maximising Eq.
-        25.33 given those seated before, :func:`~custom_ops.crp_gibbs.
+        25.33 given those seated before, :func:`~custom_ops.dpm.gibbs.
         sequential_map_partition`) and k-means partitions for each k of
-        ``start_kmeans`` (:func:`~custom_ops.crp_gibbs.kmeans_partition`). Each
+        ``start_kmeans`` (:func:`~custom_ops.dpm.gibbs.kmeans_partition`). Each
         candidate runs ``start_pilot`` iterations of this step's own kernel (sweeps and
         split-merge proposals), and the chain continues from the pilot end state with the
         highest collapsed log joint ``log p(z) + log p(X | z)`` at the current

@@ -38,7 +38,7 @@ from pytensor.tensor.random.basic import GammaRV, MvNormalRV
 from scipy import stats
 
 from custom_ops.conjugate import gaussian_stats, posterior_parameters
-from custom_ops.crp import canonicalize
+from custom_ops.dpm.crp import canonicalize
 from inference.gibbs.base import ZooGibbsStep, terms_depending_on
 from inference.gibbs.registry import register_step
 from pp_models.distributions.collapsed import CollapsedRV

@@ -10,8 +10,8 @@ import numbers
 
 import numpy as np
 
-from custom_ops import bhc as ops
-from custom_ops import bhc_kernels as kernels
+from custom_ops.bhc import builders as kernels
+from custom_ops.bhc import evidence as ops
 from pp_models import trees
 from pp_models.bhc.greedy import build_tree
 from pp_models.bhc.result import BHCResult

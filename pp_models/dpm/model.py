@@ -111,7 +111,7 @@ from scipy import special, stats
 
 from custom_ops import conjugate as cj
 from custom_ops.conjugate import FAMILY_CODES, pack_hyper
-from custom_ops.crp_gibbs import sequential_map_partition
+from custom_ops.dpm.gibbs import sequential_map_partition
 from pp_models import partitions
 from pp_models.distributions import (
     CRP,

@@ -65,7 +65,7 @@ def model(X, *, priors=None, binary=False):
 
     ``tree ~ PYDiffusionTree(c, theta, alpha)`` over the ``n`` rows, the rows are
     Brownian motion with variance ``sigma2`` down the tree observed at ``t = 1``; the
-    internal locations are integrated out (custom_ops.pydt).
+    internal locations are integrated out (custom_ops.pydt.ops).
 
     Parameters
     ----------

@@ -12,8 +12,8 @@ from pytensor.gradient import NullTypeGradError
 from scipy import special
 from scipy.cluster.hierarchy import linkage
 
-from custom_ops import bhc
 from custom_ops import conjugate as cj
+from custom_ops.bhc import evidence as bhc
 from custom_ops.trees import validate_merges
 from tests.helpers.backends import PYTHON_MODE, assert_numba_matches_python
 

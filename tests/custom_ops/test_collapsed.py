@@ -7,7 +7,7 @@ import pytensor.tensor as pt
 import pytest
 from scipy import special, stats
 
-from custom_ops.collapsed import (
+from custom_ops.dpm.collapsed import (
     CollapsedLogLik,
     CollapsedLogLikGrad,
     collapsed_loglik,

@@ -8,7 +8,7 @@ import pytensor.tensor as pt
 import pytest
 from scipy import special
 
-from custom_ops.crp import (
+from custom_ops.dpm.crp import (
     CRPLogp,
     block_sizes,
     canonicalize,

@@ -8,7 +8,7 @@ import pytensor.tensor as pt
 import pytest
 from scipy import stats
 
-from custom_ops.gaussian_tree_mixture import (
+from custom_ops.mixture_of_trees.gaussian import (
     GaussianTreeMixtureLogp,
     gaussian_component_stats,
     gaussian_tree_log_marginal,

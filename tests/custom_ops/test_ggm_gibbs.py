@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from custom_ops.ggm_gibbs import (
+from custom_ops.ggm.gibbs import (
     column_sweep,
     column_update,
     gram,

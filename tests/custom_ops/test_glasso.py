@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from custom_ops.glasso import glasso_sweeps, kkt_violation, precision_from_regressions
+from custom_ops.ggm.glasso import glasso_sweeps, kkt_violation, precision_from_regressions
 
 
 def _spd(p, seed):

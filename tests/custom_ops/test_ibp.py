@@ -12,7 +12,7 @@ import pytensor.tensor as pt
 import pytest
 from scipy import special, stats
 
-from custom_ops.ibp import (
+from custom_ops.ibp_fa.ibp import (
     IBPLogp,
     harmonic,
     ibp_dlogp_dalpha,

@@ -9,7 +9,7 @@ import pytest
 from scipy.optimize import minimize
 from scipy.special import gammaln
 
-from custom_ops import lda_kernels as lk
+from custom_ops.lda import gibbs as lk
 
 # a tiny corpus: 3 documents, V = 3, 7 tokens
 WORDS = np.array([0, 1, 1, 2, 0, 1, 2], dtype=np.int32)

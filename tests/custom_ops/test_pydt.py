@@ -15,8 +15,9 @@ import pytest
 from pytensor.compile.mode import Mode
 from scipy import integrate, special, stats
 
-from custom_ops import pydt, pydt_draws
-from custom_ops.diffusion_tree_kernels import diffusion_tree_mrca_times
+from custom_ops.pydt import draws as pydt_draws
+from custom_ops.pydt import ops as pydt
+from custom_ops.trees.diffusion import diffusion_tree_mrca_times
 from pp_models.trees import DiffusionTree
 
 

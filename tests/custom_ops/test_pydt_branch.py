@@ -1,8 +1,8 @@
-"""The PYDT branch-point moves (custom_ops.pydt_branch): collapse an internal edge /
+"""The PYDT branch-point moves (custom_ops.pydt.branch): collapse an internal edge /
 expand a branch point.
 
 - The log acceptance ratio the kernel uses equals an independent recomputation: the
-  Op's full log density (``custom_ops.pydt.pydt_logp``, compiled once) of the tree
+  Op's full log density (``custom_ops.pydt.ops.pydt_logp``, compiled once) of the tree
   before and after, plus the proposal probabilities counted here from the two parent
   vectors (collapsible edges, nodes of >= 3 children, subsets by ``math.comb``) and the
   time proposal's density written in ``t`` with ``A(t) = -c log(1 - t)`` and ``H`` from
@@ -27,8 +27,9 @@ import pytest
 from scipy import stats
 from scipy.special import gammaln
 
-from custom_ops import pydt, pydt_draws
-from custom_ops.pydt_branch import (
+from custom_ops.pydt import draws as pydt_draws
+from custom_ops.pydt import ops as pydt
+from custom_ops.pydt.branch import (
     COLLAPSE,
     EXPAND,
     VOID,

@@ -1,4 +1,4 @@
-"""The non-centred map of the PYDT divergence times (custom_ops.pydt_noncentred) against
+"""The non-centred map of the PYDT divergence times (custom_ops.pydt.noncentred) against
 independent references: it keeps the standardised gaps ``w_v = c H_{m(v)-1} (u_v -
 u_parent)`` (H by scipy's log-gamma), its log-Jacobian ``log |dt/dw|`` equals a
 finite-difference determinant, and with it the times' prior cancels to the structure
@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 from scipy.special import gammaln
 
-from custom_ops.pydt import check_tree, log_structure_prob, pydt_forward
-from custom_ops.pydt_noncentred import noncentred_times
+from custom_ops.pydt.noncentred import noncentred_times
+from custom_ops.pydt.ops import check_tree, log_structure_prob, pydt_forward
 from pp_models.pydt import sample_prior
 
 CASES = [

@@ -1,5 +1,5 @@
-"""The Numba PYDT sweep with cached messages (custom_ops.pydt_sweep): its cached log
-density equals the full O(n D) recursion of custom_ops.pydt after every move and every
+"""The Numba PYDT sweep with cached messages (custom_ops.pydt.sweep): its cached log
+density equals the full O(n D) recursion of custom_ops.pydt.ops after every move and every
 slice update over long random sequences; on the prior alone (D = 0) the chain's tree
 shapes match the closed-form Markov-branching probabilities and its root times match
 independent prior draws; planted bugs in the Metropolis-Hastings ratio are caught by the
@@ -12,8 +12,9 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from custom_ops import pydt, pydt_draws
-from custom_ops.pydt_sweep import pydt_sweep, sweep_inputs_valid
+from custom_ops.pydt import draws as pydt_draws
+from custom_ops.pydt import ops as pydt
+from custom_ops.pydt.sweep import pydt_sweep, sweep_inputs_valid
 from pp_models.pydt import sample_prior
 from pp_models.pydt.greedy import greedy
 from pp_models.trees import DETACHED, UNUSED_SLOT, DiffusionTree

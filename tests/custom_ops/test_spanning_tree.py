@@ -7,8 +7,8 @@ import pytest
 from scipy import stats
 from scipy.sparse.csgraph import minimum_spanning_tree
 
-from custom_ops import spanning_tree_kernels as kernels
-from custom_ops.spanning_tree import SpanningTreeLogpGrad, spanning_tree_logp_op
+from custom_ops.mixture_of_trees.spanning_tree import SpanningTreeLogpGrad, spanning_tree_logp_op
+from custom_ops.trees import spanning as kernels
 from pp_models.trees import (
     all_spanning_trees,
     check_spanning_tree,

@@ -9,7 +9,7 @@ import pytensor.tensor as pt
 import pytest
 from scipy import stats
 
-from custom_ops.tree_mixture import (
+from custom_ops.mixture_of_trees.discrete import (
     TreeMixtureLogp,
     assignment_sweep,
     sample_tree_mixture_data,
@@ -122,11 +122,11 @@ def test_tree_integrated_evidence_equals_enumeration():
     trees on 4 nodes of the prior times the directly counted BDeu marginal, for mixed
     category counts, a non-uniform edge prior and a subset of rows; the log partition
     from the elimination pivots equals the Laplacian determinant."""
-    from custom_ops.spanning_tree_kernels import (
+    from custom_ops.mixture_of_trees.discrete import tree_marginal_log_evidence
+    from custom_ops.trees.spanning import (
         spanning_tree_log_partition,
         spanning_tree_log_partition_log_weights,
     )
-    from custom_ops.tree_mixture import tree_marginal_log_evidence
     from pp_models.trees import all_spanning_trees, spanning_tree_edges
 
     rng = np.random.default_rng(5)

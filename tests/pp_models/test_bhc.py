@@ -12,8 +12,8 @@ import pytest
 from scipy import integrate, special, stats
 from scipy.cluster.hierarchy import dendrogram, is_valid_linkage, linkage
 
-from custom_ops import bhc as ops
 from custom_ops import conjugate as cj
+from custom_ops.bhc import evidence as ops
 from inference import fit as zoo_fit
 from pp_models import bhc
 from pp_models.metrics import adjusted_rand_index, dendrogram_purity, purity

@@ -8,7 +8,7 @@ import pytensor.tensor as pt
 import pytest
 from scipy import special
 
-from custom_ops.collapsed import collapsed_loglik_value
+from custom_ops.dpm.collapsed import collapsed_loglik_value
 from pp_models.distributions import (
     CRP,
     CRPRV,

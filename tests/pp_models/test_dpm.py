@@ -10,8 +10,8 @@ import pytensor
 import pytest
 from scipy import stats
 
-from custom_ops.collapsed import collapsed_loglik_value
-from custom_ops.crp import crp_logp
+from custom_ops.dpm.collapsed import collapsed_loglik_value
+from custom_ops.dpm.crp import crp_logp
 from inference import fit
 from pp_models import datasets, dpm, partitions
 from pp_models.model_info import get_info, posterior_with_labels

@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from custom_ops.collapsed import collapsed_loglik_value
-from custom_ops.crp import crp_logp
+from custom_ops.dpm.collapsed import collapsed_loglik_value
+from custom_ops.dpm.crp import crp_logp
 from inference.gibbs import CRPCollapsedGibbs
 from pp_models import dpm
 from pp_models.model_info import get_info

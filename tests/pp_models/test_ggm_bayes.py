@@ -284,7 +284,7 @@ def test_bglasso_posterior_mode_is_the_graphical_lasso():
     """Wang (2012): the mode is glasso with S = X'X / n and penalty lam / n (diagonal
     penalised). The model's log density (no Jacobian) is highest at our glasso solution
     among random perturbations of it."""
-    from custom_ops.ggm_gibbs import packed_cholesky_forward
+    from custom_ops.ggm.gibbs import packed_cholesky_forward
 
     rng = np.random.default_rng(0)
     X = rng.normal(size=(40, 4))

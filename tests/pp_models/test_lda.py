@@ -8,7 +8,7 @@ import pytest
 import scipy.sparse as sp
 from scipy.stats import dirichlet, multinomial
 
-from custom_ops.lda_kernels import build_counts, log_joint
+from custom_ops.lda.gibbs import build_counts, log_joint
 from pp_models import lda
 from pp_models.model_info import get_info
 

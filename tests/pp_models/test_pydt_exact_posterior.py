@@ -41,7 +41,7 @@ import numpy as np
 import pytest
 from scipy.special import gammaln
 
-from custom_ops.pydt import pydt_forward
+from custom_ops.pydt.ops import pydt_forward
 from inference import fit
 from inference.gibbs.pydt import PYDTTreeStep
 from pp_models import pydt

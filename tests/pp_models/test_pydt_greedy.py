@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from custom_ops.pydt import pydt_forward
+from custom_ops.pydt.ops import pydt_forward
 from pp_models import pydt
 from pp_models.pydt.greedy import greedy
 

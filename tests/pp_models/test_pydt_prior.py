@@ -10,7 +10,7 @@ import pytensor.tensor as pt
 import pytest
 from scipy import stats
 
-from custom_ops import pydt as pydt_ops
+from custom_ops.pydt import ops as pydt_ops
 from pp_models.distributions import DiffusionTreeGaussian, PYDiffusionTree
 from pp_models.pydt import sample_prior
 from pp_models.trees import DiffusionTree

@@ -55,7 +55,7 @@ def test_hyperparameters_cover_the_truth_on_prior_data():
     1000 sweeps 119-221 against 9-18), number of branch points 1.2-1.9 (ESS 3-19 per
     1000 sweeps; chain means 114-159): the tree's structure is the slow part, which
     the hyperparameter moves do not address. The branch-point moves (collapse an edge /
-    expand a branch point, custom_ops.pydt_branch; n per sweep, the step's default since
+    expand a branch point, custom_ops.pydt.branch; n per sweep, the step's default since
     the fourth session) bring it to R-hat 1.05-1.12 and ESS 7-37 per 1000 sweeps over
     three chain seeds (theta's R-hat 1.19-1.58 -> 1.02-1.07; benchmarks/bench_pydt_mixing.py).
     """

@@ -3,7 +3,7 @@ realistic mistake, and getting-it-right must catch it."""
 
 import numpy as np
 
-from custom_ops.ggm_gibbs import sssl_latent_variances
+from custom_ops.ggm.gibbs import sssl_latent_variances
 from inference.gibbs.ggm import BGLassoBlockGibbs, SSSLBlockGibbs
 
 

@@ -17,8 +17,8 @@ import pytest
 from pymc.step_methods.compound import BlockedStep
 from scipy import integrate, special, stats
 
-from custom_ops.collapsed import collapsed_loglik_value
-from custom_ops.crp import crp_logp
+from custom_ops.dpm.collapsed import collapsed_loglik_value
+from custom_ops.dpm.crp import crp_logp
 from inference.gibbs import (
     CRPAuxiliaryGibbs,
     CRPCollapsedGibbs,
@@ -436,7 +436,7 @@ def test_start_search_only_while_tuning_and_returns_the_best_scored_candidate():
 
 
 def test_kmeans_partition_recovers_separated_blocks_and_handles_ties():
-    from custom_ops.crp_gibbs import kmeans_partition
+    from custom_ops.dpm.gibbs import kmeans_partition
 
     X = np.repeat([[0.0, 0.0], [4.0, 0.0], [0.0, 4.0]], 20, axis=0) + RNG.normal(0, 0.3, (60, 2))
     z = kmeans_partition(X, 3, np.random.default_rng(1))

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from custom_ops.lda_kernels import build_counts, log_joint
+from custom_ops.lda.gibbs import build_counts, log_joint
 from inference.gibbs import CollapsedLDAGibbs
 from inference.testing import getting_it_right
 from pp_models import lda

@@ -8,7 +8,7 @@ import pymc as pm
 import pytest
 from scipy.optimize import linear_sum_assignment
 
-from custom_ops.lda_kernels import build_counts, log_joint
+from custom_ops.lda.gibbs import build_counts, log_joint
 from inference import fit
 from inference.gibbs import CollapsedLDAGibbs, get_step
 from pp_models import lda

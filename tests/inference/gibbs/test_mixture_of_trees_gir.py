@@ -35,7 +35,7 @@ def _agreeing_with_majority(rows):
 
 def _log_marginal(state):
     """log p(X | z, trees) with the model's CPT prior integrated out."""
-    from custom_ops.tree_mixture import tree_mixture_logp
+    from custom_ops.mixture_of_trees.discrete import tree_mixture_logp
 
     return tree_mixture_logp(state["X"].astype(np.int64), state["z"].astype(np.int64),
                              state["trees"].astype(np.int64), np.array([2, 2, 2, 2]), 0.5)
@@ -59,7 +59,7 @@ class RemovesNothing(MixtureOfTreesGibbs):
     """Bug: x_i's own counts stay in its component's tables when it is reassigned."""
 
     def update_assignments(self, codes, z, trees, log_w):
-        from custom_ops.tree_mixture import tree_tables
+        from custom_ops.mixture_of_trees.discrete import tree_tables
 
         n_changed = 0
         for i in range(codes.shape[0]):

@@ -8,7 +8,7 @@ every divergence time) to each, and compare the ``R`` end states with the exact 
 
 - the labelled topology (15 binary + 11 multifurcating shapes over 4 leaves) by a
   chi-square test against the closed-form structure probabilities
-  (``custom_ops.pydt.log_structure_prob``, which sum to one over all shapes);
+  (``custom_ops.pydt.density.log_structure_prob``, which sum to one over all shapes);
 - the number of branch points (1, 2 or 3: how many multifurcations) by a chi-square
   test against the same closed form summed by shape; the shortcut twin makes too few
   multifurcations (a pilot run, seed 5, found this the most sensitive statistic);
@@ -29,7 +29,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from custom_ops.pydt import log_structure_prob
+from custom_ops.pydt.ops import log_structure_prob
 from inference.gibbs.pydt import _n_nonroot, detach_reattach, slice_time
 from pp_models import pydt
 

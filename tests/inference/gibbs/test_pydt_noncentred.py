@@ -1,5 +1,5 @@
 """The non-centred hyperparameter update of the PYDT tree step
-(``PYDTTreeStep(noncentred=...)``, custom_ops.pydt_noncentred) alone:
+(``PYDTTreeStep(noncentred=...)``, custom_ops.pydt.noncentred) alone:
 
 - its target against the closed form of the issue: with theta and alpha fixed the move
   is ``c -> lambda c``, ``u -> u / lambda`` (``u = -log(1 - t)``), and the log density
@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from custom_ops.pydt import log_structure_prob
+from custom_ops.pydt.ops import log_structure_prob
 from inference.gibbs.pydt import PYDTTreeStep
 from inference.testing.generative import GenerativeModel
 from pp_models import pydt
