@@ -76,7 +76,7 @@ by 6.9-62 nats on every one.
 - ``hyperprior="wishart"`` (``"gaussian"``, CRP form): the conjugate hierarchy of
   Rasmussen (2000) and Gorur & Rasmussen (2010), ``S0 ~ Wishart``, ``kappa0 ~ Gamma``,
   ``m0 ~ N`` centred on the data (:func:`default_wishart_hyperprior`, ``nu0`` fixed),
-  updated exactly by the ``niw_hyper_gibbs`` step (``inference/gibbs/niw_hyper.py``:
+  updated exactly by the ``niw_hyper_gibbs`` step (``inference/gibbs/dpm/niw_hyper.py``:
   cluster parameters instantiated, then conjugate draws).
 - ``hyperprior=True`` or a dict (``"gaussian"`` and ``"diag_gaussian"``, CRP form):
   ``kappa0``, the degrees of freedom (``nu0`` / ``a0``) and the scale of ``S0`` / ``b0``

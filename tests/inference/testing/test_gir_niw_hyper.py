@@ -15,7 +15,7 @@ import pymc as pm
 import pytest
 
 from inference.gibbs import CRPCollapsedGibbs
-from inference.gibbs.niw_hyper import NIWHyperGibbs
+from inference.gibbs.dpm.niw_hyper import NIWHyperGibbs
 from inference.testing import getting_it_right
 from pp_models.distributions import CRP, CollapsedGaussian
 
