@@ -16,7 +16,7 @@ exactly (``fit`` would replace it by the step's greedy start while tuning).
     PYTHONPATH=$PWD python benchmarks/bench_pydt_mixing.py --kernel  # cost of the moves
 
 Measured 2026-11-26 (2000 sweeps, 10-15 ms per sweep): see the docstring of
-tests/pp_models/test_pydt_recovery.py::test_hyperparameters_cover_the_truth_on_prior_data.
+tests/pp_models/pydt/test_recovery.py::test_hyperparameters_cover_the_truth_on_prior_data.
 
 Branch-point moves off / on (``--branch-moves 0 -1``; on = n = 200 per sweep, the step's
 default), measured 2026-11-26, 2000 sweeps, statistics over sweeps 1000-2000, chain

@@ -102,8 +102,8 @@ plt.show()
 # with fewer branch points got fewer moves, and a Markov kernel applied a number of
 # times chosen by the state does not keep its target. On 4 leaves, from exact prior
 # draws, 12 such sweeps left 20.3 % stars against the exact 19.0 % and 24.5 % binary
-# trees against 26.1 % (chi-square p = 4e-7; `tests/inference/gibbs/
-# test_pydt_kernel_exact.py`); with a fixed number of moves per sweep ($2n - 2$, what
+# trees against 26.1 % (chi-square p = 4e-7; `tests/inference/gibbs/pydt/
+# test_kernel_exact.py`); with a fixed number of moves per sweep ($2n - 2$, what
 # `pydt.model` now asks for) the same test gives p = 0.61, and the 40- and 100-point
 # versions of this example keep $\alpha$ near 0.3 (10-90 %: 0.04-0.55 and 0.05-0.65).
 #

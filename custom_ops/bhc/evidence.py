@@ -423,7 +423,7 @@ class BHCEvidenceGrad(Op):
 # Instead the kernels are compiled once, for every family (the code is a run-time
 # argument), as C entry points (``custom_ops.jit.c_entry_points``, cached on disk), and the
 # graph holds only a thin wrapper that calls them. Cold, one process, the BHC tests
-# (tests/custom_ops/test_bhc.py, tests/pp_models/test_bhc*.py) compile 238 graphs: 170
+# (tests/custom_ops/bhc/, tests/pp_models/bhc/) compile 238 graphs: 170
 # CPU-s with the kernels linked in, 97 through the entry points (235 -> 165 CPU-s for the
 # whole run). Warm, n = 500, d = 8, CPU time of a call, best of 40 x 200 (a loaded
 # machine): bernoulli value and gradient 1.49-1.60 -> 1.65-1.69 ms (probably because the

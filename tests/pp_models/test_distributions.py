@@ -17,7 +17,7 @@ from pp_models.distributions import (
     CollapsedGaussian,
     CollapsedMultinomial,
 )
-from tests.custom_ops.test_crp import restricted_growth_strings
+from tests.custom_ops.dpm.test_crp import restricted_growth_strings
 
 
 def test_crp_pymc_logp_sums_to_one_over_partitions():
