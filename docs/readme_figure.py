@@ -10,13 +10,10 @@ of Murphy's Fig. 26.18 with 18 edges. Run from the repository root:
 
 from pathlib import Path
 
-import matplotlib
+import matplotlib.pyplot as plt
+import numpy as np
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-
-from pp_models import bhc, datasets, ggm  # noqa: E402
+from pp_models import bhc, datasets, ggm
 
 OUT = Path(__file__).resolve().parent / "_static" / "readme.png"
 
