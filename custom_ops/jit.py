@@ -115,9 +115,9 @@ def source_cache_folder(base: Path) -> Path:
 
     Numba re-checks only the stamp of a cached function's own file, but a kernel's cached
     machine code holds every kernel it calls from other files: after an edit of
-    ``conjugate/gaussian.py`` alone, ``bhc/builders.py``'s cached code kept running the old
-    marginal (seen in the eleventh session: a fixed exception still raised until the cache
-    was deleted), as it would in a checkout or an editable install after ``git pull``. So
+    ``conjugate/gaussian.py`` alone, ``bhc/builders.py``'s cached code would keep running
+    the old marginal (a fixed exception would still be raised until the cache was
+    deleted), in a checkout or an editable install after ``git pull``. So
     each :func:`kernel_source_version` gets its own subfolder ``src-<version>``; two
     checkouts of different sources each keep theirs.
     """
@@ -147,9 +147,9 @@ def make_cache_writes_process_safe() -> None:
     first free data-file number, writing the index, then the data file, without a lock
     (numba/numba#10128). Two processes compiling the same function at once (two test
     workers, parallel chains on a cold cache) can both take number k: the index then maps
-    one signature to the other's machine code. Seen in a cold test run (two xdist workers,
-    one compile cache): PyTensor's ``scalar_from_tensor`` index mapped ``int32`` to a file
-    holding the ``float64`` code, and every later process failed to type that graph. Here
+    one signature to the other's machine code (say PyTensor's ``scalar_from_tensor``
+    ``int32`` entry to a file holding the ``float64`` code), and every later process fails
+    to type that graph. Here
     the read-number-write sequence runs under a file lock beside the index, so each
     process sees the numbers the others took. PyTensor's graph cache uses the same Numba
     class, so it is covered too. A cache folder where no lock file can be created (read
@@ -227,8 +227,8 @@ def c_entry_points(prefix: str, signature, *, cfunc_options=None, **entries):
 
     PyTensor's Numba backend links the code of every function a graph calls into that
     graph's LLVM module and optimises and code-generates it again, so a kernel called
-    from many distinct graphs was compiled once per graph (issue #9: 603 of 695 CPU-s of
-    a cold test run were compiling). A kernel compiled once as ``numba.cfunc(signature,
+    from many distinct graphs would be compiled once per graph, which is most of a cold
+    test run's time. A kernel compiled once as ``numba.cfunc(signature,
     cache=True)`` and called through a symbol is not: the graph holds only the call.
 
     Each entry ``name=function`` becomes the LLVM symbol

@@ -419,18 +419,12 @@ class BHCEvidenceGrad(Op):
 #
 # PyTensor's Numba backend links the code of every function a graph calls into that
 # graph's LLVM module and optimises it again there, so each distinct graph containing
-# these Ops re-generated the whole recursion and conjugate-marginal code (issue #9).
-# Instead the kernels are compiled once, for every family (the code is a run-time
-# argument), as C entry points (``custom_ops.jit.c_entry_points``, cached on disk), and the
-# graph holds only a thin wrapper that calls them. Cold, one process, the BHC tests
-# (tests/custom_ops/bhc/, tests/pp_models/bhc/) compile 238 graphs: 170
-# CPU-s with the kernels linked in, 97 through the entry points (235 -> 165 CPU-s for the
-# whole run). Warm, n = 500, d = 8, CPU time of a call, best of 40 x 200 (a loaded
-# machine): bernoulli value and gradient 1.49-1.60 -> 1.65-1.69 ms (probably because the
-# family code is no longer a constant folded into the graph), value 0.45-0.49 ->
-# 0.48-0.51 ms; gaussian value and gradient 2.92-3.19 -> 3.02-3.09 ms, value 1.20-1.24 ->
-# 1.13-1.15 ms. A C callback cannot raise: it returns an :func:`_op_input_error` code (or
-# _KERNEL_FAILED), the wrapper raises.
+# these Ops would re-generate the whole recursion and conjugate-marginal code. Instead
+# the kernels are compiled once, for every family (the code is a run-time argument), as
+# C entry points (``custom_ops.jit.c_entry_points``, cached on disk), and the graph holds
+# only a thin wrapper that calls them: much less compiling, about the same warm speed
+# (docs/development.md). A C callback cannot raise: it returns an
+# :func:`_op_input_error` code (or _KERNEL_FAILED), the wrapper raises.
 # --------------------------------------------------------------------------------------
 _KERNEL_FAILED = 4
 _FORWARD_FAILED = ("BHCEvidence: the Numba kernel raised an exception; the same inputs "

@@ -209,12 +209,11 @@ def collapsed_loglik(family: str, z, X, *hyper):
 #
 # PyTensor's Numba backend links the code of every function a graph calls into that
 # graph's LLVM module and optimises it again there, so each distinct graph containing
-# these Ops re-generated the whole conjugate-marginal code (issue #9; cold, one process,
-# test_collapsed + test_dpm_learned + test_gir_dpm_hyper: 128 CPU-s compiling with the
-# kernels linked in, 82 through the entry points). Instead the kernels are compiled once,
-# for every family (the code is a run-time argument), as C entry points
+# these Ops would re-generate the whole conjugate-marginal code. Instead the kernels are
+# compiled once, for every family (the code is a run-time argument), as C entry points
 # (``custom_ops.jit.c_entry_points``), and the graph holds only a thin wrapper that calls
-# them. A C callback cannot raise: it returns a status, the wrapper raises.
+# them: less compiling, the same warm speed (docs/development.md). A C callback cannot
+# raise: it returns a status, the wrapper raises.
 # --------------------------------------------------------------------------------------
 _ENTRY_SIG = types.int64(
     types.int64,  # family code

@@ -80,13 +80,14 @@ __all__ = [
 ]
 
 # Kernels are @njit_exact_numpy. error_model="numpy": a zero or infinite variance (sigma2
-# or the times at an extreme) gives an infinite or NaN density, which the samplers reject,
-# instead of raising. fastmath=False said explicitly: Numba compiles a kernel that sets no
-# flags with its caller's, and its cache does not record them, so these kernels got
-# PyTensor's fastmath whenever a graph compiled them first (pydt_forward then ran in
-# 355 µs instead of 690 at N = 2000, D = 171) and were exact otherwise. The samplers need
-# them exact: with reassociation the sweeps' comparisons of cached and full densities at
-# alpha < 0 fail (tests/custom_ops/pydt/test_sweep.py, test_branch.py).
+# or the times at an extreme) gives an infinite or NaN density, which the samplers
+# reject, instead of raising.
+# fastmath=False said explicitly: Numba compiles a kernel that sets no flags with its
+# caller's, and its cache does not record them, so these kernels would get PyTensor's
+# fastmath whenever a graph compiled them first (faster, through vectorised sums) and be
+# exact otherwise. The samplers need them exact: with
+# reassociation the sweeps' comparisons of cached and full densities at alpha < 0 fail
+# (tests/custom_ops/pydt/test_sweep.py, test_branch.py).
 # The recursion's bodies, inlined into their callers and compiled with the callers' flags:
 # pydt_forward and pydt_value_and_grad_flagged (exact), and the Op's C entry points
 # (vectorised; custom_ops.pydt.ops).
@@ -284,8 +285,8 @@ def _likelihood(parent, log1m_t, X, order, child_ptr, child_idx, sigma2, want_gr
     returns (value, d/dsigma2).
 
     Messages and adjoints are stored for the internal nodes only (leaves read ``X``), in
-    one workspace: fresh pages are expensive where this runs (a second 5 MB allocation
-    per call measured 11 ms, ten times the sweep itself)."""
+    one workspace: fresh pages are expensive (a second allocation of that size per call
+    would cost more than the sweep itself)."""
     n, d = X.shape
     nn = parent.shape[0]
     work = np.empty((2 if want_grad else 1, nn - n, d))

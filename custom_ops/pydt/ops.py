@@ -202,18 +202,14 @@ class PYDTLogProbGrad(Op):
 #
 # PyTensor's Numba backend links the code of every function a graph calls into that
 # graph's LLVM module and optimises it again there, so each distinct graph holding these
-# Ops (every model variant, every gradient graph) re-generated the whole tree recursion
-# (issue #9; the PYDT tests build 9 graphs with PYDTLogProb and 4 with PYDTLogProbGrad).
-# Instead the kernels are compiled once as C entry points (``custom_ops.jit.c_entry_points``,
-# cached on disk) and the graph holds only a thin wrapper calling them; the gradient
-# writes straight into the wrapper's output arrays. Cold (empty HOME), one process, every
-# PYDT test file: 169 CPU-s with the kernels linked in, 136 through the entry points (the
-# run's 80 graph compiles 136 -> 74 CPU-s; the entry points cost some back, once). Warm
-# value + gradient at N = 2000, D = 171 unchanged (~1.1 ms, value alone ~380 µs, fastest
-# of 100 on a shared box). The kernels raise nothing for bad input (an invalid tree or
-# parameters give -inf and NaN gradients); any exception escaping them (a C callback
-# cannot raise) becomes a status, raised by the thin wrapper as a RuntimeError naming
-# the Op.
+# Ops (every model variant, every gradient graph) would re-generate the whole tree
+# recursion. Instead the kernels are compiled once as C entry points
+# (``custom_ops.jit.c_entry_points``, cached on disk) and the graph holds only a thin wrapper
+# calling them; the gradient writes straight into the wrapper's output arrays: less
+# compiling, the same warm speed (docs/development.md). The kernels raise nothing for
+# bad input (an invalid tree or parameters give -inf and NaN gradients); any exception
+# escaping them (a C callback cannot raise) becomes a status, raised by the thin wrapper
+# as a RuntimeError naming the Op.
 # --------------------------------------------------------------------------------------
 _TREE_AND_DATA = (
     types.CPointer(types.int64),  # parent, C-contiguous
@@ -249,14 +245,13 @@ _GRAD_FAILED = ("PYDTLogProbGrad: the Numba kernel raised an exception; the same
 
 
 # Vectorised: the sums over the D dimensions (``qw += diff * diff``) are vectorised by
-# LLVM only if it may reassociate. Linked into PyTensor's graphs (compiled with fastmath)
-# the recursion got that, so the entry points keep it: value alone at N = 2000, D = 171,
-# 355 µs against 690 µs without. Not 'nnan'/'ninf': the checks for NaN and the -inf of an
+# LLVM only if it may reassociate, which makes the value markedly faster at large D, so the
+# entry points allow it. Not 'nnan'/'ninf': the checks for NaN and the -inf of an
 # invalid tree stay (and error_model="numpy", as for every kernel here). The bodies are
 # inlined into the entry points, so the exact pydt_forward the samplers call is another
 # compiled function, and the recursion is compiled once more per process, not twice (a
 # jitted function in between would be compiled, then linked into the entry point and
-# optimised again: 6.6 CPU-s of a cold run).
+# optimised again).
 _ENTRY_OPTIONS = {"fastmath": {"reassoc", "contract", "nsz", "arcp"}, "error_model": "numpy"}
 
 

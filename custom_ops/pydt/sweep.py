@@ -254,9 +254,9 @@ def pydt_sweep(rng, parent, log1m_t, X, c, theta, alpha, sigma2, n_moves, slice_
     n_moves : int
         Detach-reattach proposals; negative means ``2 n - 2``, the number of subtrees of
         a binary tree. The count must not depend on the current tree: repeating an
-        invariant move the current number of subtrees times (``n + #internal - 1``, the
-        first session's sweep) is not invariant, and it drew about 1 % too few
-        internal nodes at n = 4-5 (z = -11 to -15 over 300 000 sweeps of the prior).
+        invariant move the current number of subtrees times (``n + #internal - 1``) is
+        not invariant: it draws too few internal nodes (about 1 % at n = 4-5, caught by
+        the exact-prior test of the sweep).
     slice_times : bool
         Slice-sample every divergence time after the moves.
     exact_ratio, proposal_ratio, time_jacobian : bool

@@ -587,7 +587,7 @@ def effective_conductance(conductance, a, b):
     reduction as :func:`eliminate_nodes`, in linear space (destroys ``conductance``).
     For graphs whose conductances are <= the one of a direct a-b edge (the sequential
     sampler rescales so): the result is >= that edge's, so contributions that underflow
-    (below 1e-308 of it) cannot matter, and no exp/log is needed (~10x faster)."""
+    (below 1e-308 of it) cannot matter, and no exp/log is needed."""
     n = conductance.shape[0]
     alive = np.ones(n, dtype=np.bool_)
     for k in range(n):

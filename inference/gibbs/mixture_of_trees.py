@@ -62,11 +62,10 @@ class MixtureOfTreesGibbs(ZooGibbsStep):
     data : str
         Name of the data variable (observed or free).
     split_merge : bool
-        Add the split-merge (reallocation) move for every pair of components. Measured
-        acceptance: 14 % on 16 rows of 4 binary variables; 0.2-0.4 % on the tutorial's
-        800 pooled digits (K = 3, +15 % time per sweep); none in 800 moves on the
-        Reuters word-presence default of ``ppzoo fit`` (395 x 30, K = 2, +30-80 %
-        time). Hence off unless the model asks for it (``split_merge=True``).
+        Add the split-merge (reallocation) move for every pair of components. It is
+        accepted often on small data but rarely at hundreds of rows, where it adds to
+        the time of a sweep (docs/families/mixture_of_trees.md). Hence off unless the
+        model asks for it (``split_merge=True``).
 
     Notes
     -----

@@ -240,10 +240,9 @@ class PYDTTreeStep(ZooGibbsStep):
         Build that tree binary (``theta = alpha = 0`` in the build, the DDT's greedy;
         default True) and let the sampler merge branch points into multifurcations.
         Built at the initial ``theta``, ``alpha`` instead (``theta = 4``, ``alpha = 0.5``
-        for the thesis's priors) the greedy tree of 200 points from the DDT had 2-5
-        branch points, and the chain needed 300-550 sweeps to grow the ~140 of the
-        posterior; from the binary build it got there within 10 sweeps (measured
-        2026-11-26, N = 200, D = 5).
+        for the thesis's priors) the greedy tree has far fewer branch points than the
+        posterior, and the chain needs hundreds of sweeps to grow them; from the binary
+        build it gets there within a few (docs/families/pydt.md).
     noncentred : sequence of str, optional
         Names of the tree's hyperparameters (its ``c``, ``theta``, ``alpha``, or a
         scalar free variable its data's variance depends on; free random variables) to

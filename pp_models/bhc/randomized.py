@@ -302,10 +302,9 @@ def embhc(
 
     Heller's Prop. 3.3 counts O(k n m) for the filter and EM passes and a tree over the
     m clusters; the tree here goes on down to the points, with greedy BHC inside every
-    cluster: about n^2 / m pair scores more (n^1.5 with the default m = sqrt(n)).
-    Measured on 1797 binarised digits: 0.10 million pairs and 0.19 s, against 3.2
-    million and 4.0 s for :func:`~pp_models.bhc.greedy` (kernels compiled; the first
-    call in a process compiles them, seconds on an empty Numba cache).
+    cluster: about n^2 / m pair scores more (n^1.5 with the default m = sqrt(n)), a
+    small fraction of :func:`~pp_models.bhc.greedy`'s n^2 (the first call in a process
+    compiles the kernels).
 
     Parameters
     ----------

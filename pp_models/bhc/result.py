@@ -174,7 +174,7 @@ def readable_linkage(merges: np.ndarray, log_rk: np.ndarray) -> np.ndarray:
     """scipy linkage of a BHC tree with readable heights: a merge's height is its taller
     child's plus 0.2 + log(1 - log r_k). Monotone like BHC's own height
     max(children) - log r_k, so the drawing keeps its order, but on a log scale: the
-    few very doubtful top merges (-log r_k in the hundreds) no longer squash the rest
+    few very doubtful top merges (-log r_k in the hundreds) do not squash the rest
     of the tree flat, and confident merges (r_k near 1) keep a visible step."""
     merges = np.asarray(merges)
     n = merges.shape[0] + 1

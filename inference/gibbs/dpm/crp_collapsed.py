@@ -123,12 +123,10 @@ class CRPCollapsedGibbs(ZooGibbsStep):
         The k of the k-means candidates (values >= n are skipped).
     start_pilot : int
         Pilot iterations per candidate before they are compared. The raw candidates'
-        joints say little about where a chain goes: on breast cancer (569 x 30, the
-        default ``dpm.model``) the greedy seating scored highest raw on 4 of 5 seeds
-        and led to a mode about 170 nats below the best on 1 of them, while after 10 pilot
-        iterations the best candidate led to the best mode on 5 of 5 (issue #11). The
-        search costs about (2 + len(start_kmeans)) x start_pilot iterations, once per
-        chain: 0.95 s on breast cancer and 0.67 s on digits-PCA10 (1797 x 10).
+        joints say little about where a chain goes: a candidate with the best raw joint
+        can lead to a mode far below the best, while the best candidate after a short
+        pilot leads to the best mode (docs/families/dpm.md). The search costs about
+        (2 + len(start_kmeans)) x start_pilot iterations, once per chain.
 
     Notes
     -----

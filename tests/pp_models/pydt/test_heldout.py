@@ -11,7 +11,7 @@ seeds (0-19) -0.004 +- 0.010, 9 of 20 positive. A tie, not a win: the data are a
 Gaussian mixture, the DPM's own model class (both are ~0.15 nats below the generating
 density, -2.07 to -2.19 per point on seeds 0-4). The requirement "beats" is not met, so
 that test is a strict xfail; on data from the PYDT prior (D = 5, 100 training points)
-the PYDT wins by +2.39 +- 0.68 nats per point over 5 seeds (README).
+the PYDT wins by +2.39 +- 0.68 nats per point over 5 seeds (docs/families/pydt.md).
 """
 
 import importlib.util
