@@ -7,7 +7,7 @@ import pymc as pm
 import pytest
 from scipy import stats
 
-from custom_ops.collapsed import collapsed_loglik_value
+from custom_ops.dpm.collapsed import collapsed_loglik_value
 from inference import fit
 from inference.gibbs import CategoricalGibbs, CRPCollapsedGibbs, EscobarWestAlpha
 from inference.gibbs.base import ZooGibbsStep

@@ -16,7 +16,7 @@ import pytest
 from scipy import special, stats
 
 from inference.gibbs import CRPAuxiliaryGibbs, CRPCollapsedGibbs, EscobarWestAlpha
-from inference.gibbs.niw_hyper import NIWHyperGibbs
+from inference.gibbs.dpm.niw_hyper import NIWHyperGibbs
 from pp_models.distributions import CRP, CollapsedGaussian
 from tests.inference.tempering import oracles
 from tests.inference.tempering.twins import (

@@ -2,7 +2,7 @@
 realistic way, and the exact power-posterior tests must catch it."""
 
 from inference.gibbs import CRPAuxiliaryGibbs, CRPCollapsedGibbs
-from inference.gibbs.niw_hyper import NIWHyperGibbs
+from inference.gibbs.dpm.niw_hyper import NIWHyperGibbs
 from inference.tempering.nuts import TemperedNUTS
 
 
