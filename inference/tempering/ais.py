@@ -61,11 +61,11 @@ def annealed_importance_sampling(model, *, n_temperatures: int, particles: int, 
     in this process."""
     from inference.tempering.evidence import EvidenceResult
 
-    info = get_info(model)
-    plan = plan_steps(model, info, [])  # refuses a step that cannot temper, compiles nothing
     cache = model_cache(model)
     steps = cache.get("tempered_steps")
     if steps is None:
+        # refuses a step that cannot temper before anything compiles
+        plan = plan_steps(model, get_info(model), [])
         steps = cache["tempered_steps"] = build_steps(model, plan,
                                                       initial_point=initial_point(model))
     loglik = log_likelihood_function(model)

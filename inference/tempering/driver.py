@@ -65,13 +65,18 @@ class TemperedStep(ZooGibbsStep):
         Update the ladder while tuning.
     prior_draws : bool
         Forward-sample the prior at ``beta = 0`` (when the ladder starts at 0).
+    hold_swaps : bool
+        While the ladder is being adapted (the first half of the tuning), measure the
+        swaps' acceptance probabilities but do not exchange states, so that each
+        replica's own adaptation (NUTS's step size and mass matrix) sees only states of
+        its temperature; swaps start with the last ladder update.
     rng : seed or Generator, optional
     """
 
     name = "parallel_tempering"
 
     def __init__(self, steps, *, model, ladder, adapt: bool = True,
-                 prior_draws: bool = True, rng=None, blocked=True):
+                 prior_draws: bool = True, hold_swaps: bool = True, rng=None, blocked=True):
         templates = [leaf for s in steps for leaf in flatten_steps(s)]
         super().__init__([v for leaf in templates for v in leaf.vars], model=model, rng=rng)
         for leaf in templates:
@@ -82,6 +87,7 @@ class TemperedStep(ZooGibbsStep):
         self.initial_ladder = check_ladder(ladder)
         self.n_temperatures = self.initial_ladder.size
         self.adapt = bool(adapt)
+        self.hold_swaps = bool(hold_swaps)
         self._loglik = log_likelihood_function(self.model)
         self._prior = (PriorDraws.for_model(self.model)
                        if prior_draws and self.initial_ladder[0] == 0.0 else None)
@@ -124,6 +130,7 @@ class TemperedStep(ZooGibbsStep):
         self._points = None
         self._iteration = 0
         self._round_ends = set(adaptation_rounds(tune)) if self.adapt else set()
+        self._swaps_from = max(self._round_ends, default=0) if self.hold_swaps else 0
         self._reject_sum = np.zeros(n - 1)
         self._attempts = np.zeros(n - 1)
         self._trips = RoundTrips(n)
@@ -165,6 +172,11 @@ class TemperedStep(ZooGibbsStep):
             points[r] = p
         logliks = np.array([self._loglik(p) for p in points])
         perm, probs = deo_swap(self.ladder, logliks, self._iteration % 2, self._swap_rng)
+        if self.tune and self._iteration < self._swaps_from:
+            # while the ladder is adapted, each replica's steps adapt to their own
+            # temperature (NUTS's step size and mass matrix): the swaps' probabilities are
+            # measured for the schedule but not applied
+            perm = np.arange(n)
         self._points = [points[j] for j in perm]
         logliks = logliks[perm]
         self._trips.apply(perm)
@@ -207,6 +219,7 @@ class TemperedStep(ZooGibbsStep):
             "ladder": self.ladder,
             "iteration": self._iteration,
             "round_ends": sorted(self._round_ends),
+            "swaps_from": self._swaps_from,
             "reject_sum": self._reject_sum,
             "attempts": self._attempts,
             "trips": self._trips.state(),
@@ -229,6 +242,7 @@ class TemperedStep(ZooGibbsStep):
         self._iteration = int(saved["iteration"])
         # a resumed chain is given the tuning iterations left, not the schedule's
         self._round_ends = set(saved["round_ends"])
+        self._swaps_from = int(saved["swaps_from"])
         self._reject_sum = np.asarray(saved["reject_sum"], dtype=np.float64)
         self._attempts = np.asarray(saved["attempts"], dtype=np.float64)
         self._trips.restore(saved["trips"])

@@ -45,11 +45,13 @@ def fit_tempered(model, info, user_steps, options: TemperingOptions, *, sizes, r
     if step_kwargs:
         raise ValueError(f"tempering: options for {', '.join(sorted(step_kwargs))} have no "
                          "step to apply to (a tempered run uses NUTS and zoo steps)")
-    plan = plan_steps(model, info, user_steps)
     cacheable = not user_steps and not nuts_options
     cache = model_cache(model) if cacheable else {}
     steps = cache.get("tempered_steps")
     if steps is None:
+        # builds PyMC's log density symbolically to choose the rest's steps (a second
+        # of graph walking on a small model): once per model
+        plan = plan_steps(model, info, user_steps)
         family = f" ({info.family})" if info is not None and info.family else ""
         with compiling(f"the tempered samplers of the model{family}", enabled=progressbar):
             steps = build_steps(model, plan, initial_point=initial_point(model),
