@@ -96,7 +96,7 @@ def mixing(temperatures: int):
             if tempering:
                 extra += (f"; acceptance {row['acceptance']}, Lambda {row['barrier']:.2f}, "
                           f"round trips {row['round_trips']}")
-            print(f"{label:34} {str(tempering or '-'):>9} {row['rhat_max']:9.3f} "
+            print(f"{label:34} {tempering or '-'!s:>9} {row['rhat_max']:9.3f} "
                   f"{row['ess_min']:8.0f} {row['ess_per_s']:7.2f} "
                   f"{'pass' if row['passed'] else 'FAIL':>6} {row['seconds']:7.1f} "
                   f"{row['compile_s']:9.1f}  {extra}", flush=True)
