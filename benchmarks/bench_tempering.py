@@ -51,6 +51,8 @@ def _report(dt, seconds):
     table = report.table
     ess = float(np.nanmin(table["ess_bulk"].values))
     row = {"rhat_max": float(np.nanmax(table["r_hat"].values)), "ess_min": ess,
+           "ess_tail_min": float(np.nanmin(table["ess_tail"].values)),
+           "divergences": int(report.n_divergent or 0),
            "ess_per_s": ess / seconds, "passed": bool(report.passed), "seconds": seconds,
            "worst": str(table.sort_values("r_hat").index[-1])}
     if "tempering" in dt.children:
@@ -92,7 +94,8 @@ def mixing(temperatures: int):
     for label, build, seed in cases:
         for tempering in (None, temperatures):
             row = _fit_row(label, build, sizes, seed, tempering)
-            extra = row["worst"]
+            extra = (f"{row['worst']}; tail ESS min {row['ess_tail_min']:.0f}, "
+                     f"{row['divergences']} divergences")
             if tempering:
                 extra += (f"; acceptance {row['acceptance']}, Lambda {row['barrier']:.2f}, "
                           f"round trips {row['round_trips']}")
