@@ -91,11 +91,9 @@ class ZooStepsNotLoaded:
             return _provider[0].competence(var, has_grad)
         if zoo_steps_loaded():
             return Competence.INCOMPATIBLE
-        import pymc as pm
+        from pp_models.model_info import get_info, zoo_model_of
 
-        from pp_models.model_info import get_info
-
-        model = pm.Model.get_context(error_if_none=False)
+        model = zoo_model_of(var)  # the context, or the zoo model of pm.sample(model=)
         info = get_info(model) if model is not None else None
         if info is None or not _wants_zoo_step(var, info):
             return Competence.INCOMPATIBLE
