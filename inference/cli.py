@@ -161,10 +161,11 @@ def _add_sampling_options(p: argparse.ArgumentParser) -> None:
 
 def _cmd_list(args) -> int:
     from pp_models.datasets import list_datasets
-    from pp_models.registry import list_models
+    from pp_models.registry import list_model_summaries
 
     print("Models:")
-    for entry in list_models():
+    # read from the families' sources: no family (and no PyMC) is imported
+    for entry in list_model_summaries():
         print(f"  {entry.name:<22} [{', '.join(entry.methods)}]  {entry.description}")
     print("Data sets:")
     for info in list_datasets():
@@ -174,19 +175,21 @@ def _cmd_list(args) -> int:
 
 def _cmd_describe(args) -> int:
     from inference.model_help import describe_model
-    from pp_models.registry import get_model
+    from pp_models.registry import get_model, get_summary
 
+    get_summary(args.model)  # an unknown name is refused before a family is imported
     print(describe_model(get_model(args.model)))
     return 0
 
 
 def _fit_help(parser, name: str) -> int:
     from inference.model_help import describe_model
-    from pp_models.registry import get_model
+    from pp_models.registry import get_model, get_summary
 
     fit_parser = parser._subparsers._group_actions[0].choices["fit"]
     fit_parser.print_help()
     try:
+        get_summary(name)  # an unknown name is refused before a family is imported
         print("\n" + describe_model(get_model(name)))
     except ValueError as err:
         print(f"ppzoo: error: {err}", file=sys.stderr)
@@ -211,28 +214,15 @@ def _check_param_keys(entry, options: dict) -> None:
 
 
 def _cmd_fit(args) -> int:
-    from pp_models.registry import get_model
-
-    entry = get_model(args.model)
-    options = dict(entry.defaults)
-    given = _parse_params(args.param)
-    _check_param_keys(entry, given)
-    options.update(given)
-    data = _load_data(args.data, args.dataset or entry.default_dataset)
-    out = args.out or Path("ppzoo-out") / entry.name
-    sizes = {**_FIT_DEFAULTS, **{k: v for k, v in entry.fit_defaults.items()
-                                  if k in _FIT_DEFAULTS}}
-    sizes.update({k: getattr(args, k) for k in sizes if getattr(args, k) is not None})
-    extra = {k: v for k, v in entry.fit_defaults.items() if k not in _FIT_DEFAULTS}
-    if args.resume and args.trace is None:
-        raise UsageError("--resume needs --trace PATH (the run to continue)")
-    if args.trace is not None:
-        if args.trace.resolve().is_relative_to(out.resolve()):
-            # the results replace the output folder whole, which would take the trace along
-            raise UsageError(f"--trace {args.trace} must not be inside --out {out}")
-        extra.update(trace=args.trace, resume=args.resume)
+    from pp_models.registry import get_model, get_summary
     from pp_models.validation import check_int, check_random_seed
 
+    # the arguments that need no family are checked before one is imported (seconds)
+    summary = get_summary(args.model)
+    out = args.out or Path("ppzoo-out") / summary.name
+    sizes = {**_FIT_DEFAULTS, **{k: v for k, v in summary.fit_defaults.items()
+                                  if k in _FIT_DEFAULTS}}
+    sizes.update({k: getattr(args, k) for k in sizes if getattr(args, k) is not None})
     with _flags_named(_FIT_FLAGS):
         # fit checks these again; here a bad one is refused before the model is built and
         # the "sampling 4 chains x 0 draws" line is printed
@@ -242,6 +232,24 @@ def _cmd_fit(args) -> int:
         if args.cores is not None:
             check_int(args.cores, "cores", minimum=1)
         check_random_seed(args.seed)
+    if args.resume and args.trace is None:
+        raise UsageError("--resume needs --trace PATH (the run to continue)")
+    if args.trace is not None and args.trace.resolve().is_relative_to(out.resolve()):
+        # the results replace the output folder whole, which would take the trace along
+        raise UsageError(f"--trace {args.trace} must not be inside --out {out}")
+    _check_method(summary, args.method)
+    if args.data is not None and not args.data.exists():
+        raise UsageError(f"--data: no such file: {args.data}")
+
+    entry = get_model(args.model)
+    options = dict(entry.defaults)
+    given = _parse_params(args.param)
+    _check_param_keys(entry, given)
+    options.update(given)
+    data = _load_data(args.data, args.dataset or entry.default_dataset)
+    extra = {k: v for k, v in entry.fit_defaults.items() if k not in _FIT_DEFAULTS}
+    if args.trace is not None:
+        extra.update(trace=args.trace, resume=args.resume)
     return _run_fit(entry, data, options, args.method, sizes["draws"], sizes["tune"],
                     sizes["chains"], args.cores, args.seed, not args.no_progress, out,
                     fit_kwargs=extra, build_flags=_data_flag(entry, args),
@@ -391,9 +399,7 @@ def _run_fit(entry, data, options, method, draws, tune, chains, cores, seed, pro
     from inference.interrupt import stop_requested
     from inference.report import check_output_dir
 
-    if method not in entry.methods and method != "auto":
-        raise UsageError(f"--method {method!r} is not available for {entry.name}; "
-                         f"choose from {', '.join(entry.methods)}")
+    _check_method(entry, method)
     try:
         out = check_output_dir(out)  # before any sampling: nothing is overwritten or mixed
     except ValueError as err:
@@ -402,6 +408,12 @@ def _run_fit(entry, data, options, method, draws, tune, chains, cores, seed, pro
         return _fit_and_write(entry, data, options, method, draws, tune, chains, cores, seed,
                               progress, out, fit_kwargs, stop, build_flags or {},
                               fit_flags or {})
+
+
+def _check_method(entry, method: str) -> None:
+    if method not in entry.methods and method != "auto":
+        raise UsageError(f"--method {method!r} is not available for {entry.name}; "
+                         f"choose from {', '.join(entry.methods)}")
 
 
 def _fit_and_write(entry, data, options, method, draws, tune, chains, cores, seed, progress,
