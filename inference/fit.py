@@ -30,9 +30,10 @@ from inference.fit_options import check_method_options, pop_step_options
 from inference.gibbs.registry import PYMC_STEPS, get_step, step_for
 from inference.interrupt import raising_sigint, stop_requested
 from inference.nutpie_cache import reusing_compiled_model
+from inference.posterior_layout import add_derived, move_labels
 from inference.progress import compiling, in_ci
 from inference.trace_store import check_trace_path
-from pp_models.model_info import LABELS_GROUP, ZooModelInfo, get_info
+from pp_models.model_info import ZooModelInfo, get_info
 from pp_models.validation import check_int, check_random_seed
 
 __all__ = ["METHODS", "assign_steps", "describe_steps", "fit"]
@@ -198,18 +199,20 @@ def fit(
             dt.attrs["pp_models_interrupted"] = 1
 
     with stop_requested() as stop:
+        stop.arm()  # there are draws to keep: a Ctrl-C now skips the optional outputs
         interrupted = bool(dt.attrs.get("pp_models_interrupted", 0)) or stop.is_set()
-        derived = _add_derived(dt, info)
+        derived = add_derived(dt, info)
         if postprocess and info is not None and info.postprocess is not None:
             if interrupted:
                 # the user asked to stop: keep the draws, skip the optional outputs
                 dt.attrs["pp_models_postprocess_skipped"] = 1
             else:
                 dt = info.postprocess(dt)
-        _move_labels(dt, info)
+        move_labels(dt, info)
         interrupted = interrupted or stop.is_set()
     if interrupted:
         dt.attrs["pp_models_interrupted"] = 1
+        dt.attrs["pp_models_draws_requested"] = draws
         warnings.warn(
             "sampling was interrupted (Ctrl-C): the result holds the draws completed "
             f"before it ({dt['posterior'].sizes.get('draw', 0)} per chain); "
@@ -556,71 +559,6 @@ def _fit_advi(model, draws, chains, random_seed, progressbar, kwargs):
     kind = "FullRankADVI" if fullrank else "ADVI"
     names = [_untransformed(v.name) for v in model.value_vars]
     return dt, {kind: names}, kind.lower()
-
-
-def _add_derived(dt: xr.DataTree, info: ZooModelInfo | None) -> list[str]:
-    if info is None or not info.derived:
-        return []
-    posterior = dt["posterior"].to_dataset()
-    # a statistic may come from the step's per-draw stats (e.g. computed from counts the
-    # step holds) instead of traced variables: offer both, the posterior's names first
-    source = posterior
-    if "sample_stats" in dt.children:
-        stats = dt["sample_stats"].to_dataset()
-        extra = {k: v for k, v in stats.data_vars.items() if k not in posterior}
-        if extra:
-            source = posterior.assign(extra)
-    added = {}
-    for stat in info.derived:
-        try:
-            value = stat.function(source)
-        except KeyError:
-            # A variable the statistic needs was left out of the trace (var_names).
-            continue
-        value = value.assign_coords(chain=posterior["chain"], draw=posterior["draw"])
-        # ArviZ's plots select by coordinate: every dim needs one (as PyMC gives its own)
-        value = value.assign_coords({d: np.arange(value.sizes[d]) for d in value.dims
-                                     if d not in value.coords})
-        if stat.description:
-            value.attrs["description"] = stat.description
-        added[stat.name] = _plottable(value)
-    dt["posterior"] = xr.DataTree(posterior.assign(added))
-    return list(added)
-
-
-def _plottable(value: xr.DataArray) -> xr.DataArray:
-    """``value`` as floats when it is an integer statistic with an element constant over
-    every draw (e.g. the number of occupied components): ArviZ's rank plot of a
-    constant integer fails (its discrete ECDF needs two distinct values)."""
-    if not np.issubdtype(value.dtype, np.integer):
-        return value
-    flat = np.asarray(value.values).reshape(value.shape[0] * value.shape[1], -1)
-    if flat.size and np.any(np.ptp(flat, axis=0) == 0):
-        return value.astype(np.float64)
-    return value
-
-
-def _move_labels(dt: xr.DataTree, info: ZooModelInfo | None) -> None:
-    """Move the model's raw labelled variables from ``posterior`` to ``posterior_labels``.
-
-    ArviZ summarises and plots the ``posterior`` group by default; there the labels'
-    R-hat looks like a failed fit (chains visit different permutations) and LDA's are
-    tens of thousands of rows. They stay in the result, one group over
-    (:func:`pp_models.model_info.posterior_with_labels` joins the two).
-    """
-    if info is None or not info.label_variables:
-        return
-    posterior = dt["posterior"].to_dataset()
-    moved = [v for v in info.label_variables if v in posterior.data_vars]
-    if not moved:
-        return
-    labels = posterior[moved]
-    kept = posterior.drop_vars(moved)
-    used = {d for v in kept.data_vars.values() for d in v.dims} | {"chain", "draw"}
-    # coordinates of dimensions only the labels had would show as empty dims
-    kept = kept.drop_vars([c for c in kept.coords if not set(kept[c].dims) <= used])
-    dt["posterior"] = xr.DataTree(kept)
-    dt[LABELS_GROUP] = xr.DataTree(labels)
 
 
 def _trim_unfinished(dt: xr.DataTree) -> xr.DataTree:
