@@ -1,8 +1,7 @@
 """``ppzoo`` answers what needs no model without importing PyMC, PyTensor or Numba.
 
-Importing a family costs seconds (9-13 s measured for ``ppzoo list`` when it imported
-every family); these run the command line in a fresh interpreter and look at what it
-imported, not at a clock.
+Importing a family costs seconds (PyMC, PyTensor, Numba); these run the command line in a
+fresh interpreter and look at what it imported, not at a clock.
 """
 
 from __future__ import annotations

@@ -291,7 +291,7 @@ def test_draws_never_made_are_trimmed_after_an_interrupted_pymc_or_nutpie_run():
 @pytest.mark.parametrize("moment", ["import", "compile"])
 def test_sigint_before_sampling_ends_the_run_at_once(tmp_path, moment):
     # During imports a KeyboardInterrupt escaped from matplotlib as a traceback; during
-    # the compile the first Ctrl-C only set the flag, and the run went on compiling (28 s)
+    # the compile the first Ctrl-C only set the flag, and the run went on compiling
     # until its first draw. Nothing is drawn yet, so the first Ctrl-C ends it there.
     out = tmp_path / "out"
     proc, marker = _ppzoo(tmp_path, moment, _fit_args(out, 1000, 2, 1))
