@@ -25,6 +25,8 @@ _LAZY = {
     "METHODS": "inference.fit",
     "fit": "inference.fit",
     "summary": "inference.summary",
+    "compute_log_likelihood": "inference.log_likelihood",
+    "sample_posterior_predictive": "inference.predictive",
 }
 
 __all__ = sorted(_LAZY)

@@ -29,6 +29,7 @@ from inference.chains import all_zoo_gibbs, model_cache, sample_gibbs
 from inference.fit_options import check_method_options, pop_step_options
 from inference.gibbs.registry import PYMC_STEPS, get_step, step_for
 from inference.interrupt import raising_sigint, stop_requested
+from inference.log_likelihood import compute_log_likelihood, needed_for_log_likelihood
 from inference.nutpie_cache import reusing_compiled_model
 from inference.posterior_layout import add_derived, move_labels
 from inference.progress import compiling, in_ci
@@ -59,6 +60,7 @@ def fit(
     trace=None,
     resume: bool = False,
     trace_flush: float | None = None,
+    log_likelihood: bool = False,
     **method_kwargs,
 ) -> xr.DataTree:
     """Sample (or approximate) the posterior of ``model``.
@@ -111,6 +113,13 @@ def fit(
     trace_flush : float, optional
         Seconds between two writes of each chain's new draws (default 5; ``0``: after
         every draw).
+    log_likelihood : bool
+        Add the pointwise log-likelihood as a ``log_likelihood`` group, so ``az.loo(dt)``
+        and ``az.compare`` work (:func:`inference.log_likelihood.compute_log_likelihood`:
+        for collapsed models the conditional predictive of each observation given the
+        others, otherwise its density with its own latent variable summed out). Variables
+        it needs that the model does not record by default are recorded (collapsed LDA:
+        ``z``). Skipped after a Ctrl-C.
     **method_kwargs
         Passed on: to ``pm.sample`` for ``"nuts"``/``"gibbs"`` (e.g. ``target_accept``,
         ``nuts_sampler``, ``initvals``, ``var_names``); for ``"advi"``: ``n``
@@ -120,6 +129,11 @@ def fit(
     Returns
     -------
     xarray.DataTree
+        The raw labels of a zoo model are in the ``posterior_labels`` group, so PyMC's
+        :func:`pymc.sample_posterior_predictive` and :func:`pymc.compute_log_likelihood`
+        do not find them there (and cannot draw a collapsed model's posterior predictive);
+        use :func:`inference.sample_posterior_predictive` and
+        :func:`inference.compute_log_likelihood`, which take the same arguments.
         After a Ctrl-C during sampling by the zoo's chain loop (every variable updated by
         a zoo Gibbs step): the draws every chain had completed, root attributes
         ``pp_models_interrupted = 1`` and ``pp_models_draws_completed`` (per chain),
@@ -169,6 +183,11 @@ def fit(
         raise ValueError("step is not used by method='advi'; drop it or use method='gibbs'")
     if chosen == "advi" and trace is not None:
         raise ValueError("trace= stores MCMC draws; method='advi' makes none (drop trace=)")
+    if log_likelihood and chosen != "advi":
+        # record what the pointwise terms need (collapsed LDA: z) before any sampling
+        needed = needed_for_log_likelihood(model, method_kwargs.get("var_names"))
+        if needed is not None:
+            method_kwargs["var_names"] = needed
     method_kwargs = check_method_options(model, chosen, method_kwargs)
     trace_options = (None if trace is None
                      else {"trace": trace, "resume": bool(resume), "flush_seconds": trace_flush})
@@ -210,6 +229,8 @@ def fit(
                 dt = info.postprocess(dt)
         move_labels(dt, info)
         interrupted = interrupted or stop.is_set()
+        if log_likelihood and not interrupted:
+            compute_log_likelihood(dt, model)
     if interrupted:
         dt.attrs["pp_models_interrupted"] = 1
         dt.attrs["pp_models_draws_requested"] = draws

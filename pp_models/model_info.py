@@ -24,8 +24,11 @@ __all__ = [
     "StepHint",
     "ZooModelInfo",
     "attach_info",
+    "draws_dataset",
     "get_info",
+    "observed_data",
     "posterior_with_labels",
+    "row_dim",
     "weights_sorted",
     "zoo_model_of",
 ]
@@ -154,6 +157,38 @@ def zoo_model_of(var) -> pm.Model | None:
         if get_info(model) is not None and any(rv is var for rv in model.free_RVs):
             return model
     return None
+
+
+def observed_data(model: pm.Model, name: str) -> np.ndarray:
+    """The values observed for the variable ``name`` of ``model`` (a constant or
+    ``pm.Data``)."""
+    data = model.rvs_to_values[model[name]]
+    return np.asarray(data.get_value() if hasattr(data, "get_value") else data.data)
+
+
+def draws_dataset(posterior: xr.Dataset, model: pm.Model, name: str, values,
+                  dims=None) -> xr.Dataset:
+    """``{name: values}`` with dims ``(chain, draw, *dims)`` and the posterior's chain and
+    draw coordinates; ``dims`` default to the model's dims of ``name`` (named
+    ``<name>_dim_<i>`` when it has none), with the model's coordinates where it has them
+    (as PyMC lays out its own draws)."""
+    values = np.asarray(values)
+    if dims is None:
+        dims = model.named_vars_to_dims.get(name) or tuple(
+            f"{name}_dim_{i}" for i in range(values.ndim - 2))
+    coords = {"chain": posterior["chain"].values, "draw": posterior["draw"].values}
+    for d, size in zip(dims, values.shape[2:], strict=True):
+        known = model.coords.get(d)
+        coords[d] = (np.asarray(known) if known is not None and len(known) == size
+                     else np.arange(size))
+    return xr.Dataset({name: (("chain", "draw", *dims), values)}, coords=coords)
+
+
+def row_dim(model: pm.Model, name: str) -> str:
+    """The dimension of the observed variable ``name`` that indexes its observations
+    (its first: the model's name for it, or PyMC's ``<name>_dim_0``)."""
+    dims = model.named_vars_to_dims.get(name)
+    return dims[0] if dims else f"{name}_dim_0"
 
 
 def weights_sorted(posterior: xr.Dataset, name: str = "w") -> xr.DataArray:
