@@ -11,8 +11,8 @@ import numbers
 
 import numpy as np
 
-__all__ = ["as_data_matrix", "check_feature_names", "check_int", "check_positive",
-           "check_random_seed", "rng_from_seed"]
+__all__ = ["as_data_matrix", "check_binary", "check_feature_names", "check_int",
+           "check_positive", "check_positive_vector", "check_random_seed", "rng_from_seed"]
 
 
 def as_data_matrix(
@@ -114,6 +114,36 @@ def check_positive(value, name: str) -> float:
     if not np.isfinite(value) or value <= 0:
         raise ValueError(f"{name} must be a finite number > 0, got {value}")
     return value
+
+
+def check_positive_vector(value, name: str, size: int) -> np.ndarray:
+    """``value`` (a number or ``size`` numbers) as a float64 vector of length ``size``,
+    every entry finite and > 0."""
+    if isinstance(value, bool | str | bytes):
+        raise TypeError(f"{name} must be a positive number or {size} of them, got {value!r}")
+    try:
+        arr = np.asarray(value, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise TypeError(f"{name} must be a positive number or {size} of them, got "
+                        f"{value!r}") from None
+    if arr.ndim > 1 or (arr.ndim == 1 and arr.size != size):
+        raise ValueError(f"{name} must be a number or a vector of {size}, got shape "
+                         f"{arr.shape}")
+    if not np.all(np.isfinite(arr)) or np.any(arr <= 0):
+        raise ValueError(f"{name} must be finite and > 0, got {value!r}")
+    return np.ascontiguousarray(np.broadcast_to(arr, (size,)), dtype=np.float64)
+
+
+def check_binary(X: np.ndarray, name: str = "X", *, why: str = "") -> np.ndarray:
+    """``X`` (a float array from :func:`as_data_matrix`) unchanged if every entry is 0 or
+    1, else a ``ValueError`` naming ``name``, the first other value and where it is."""
+    bad = (X != 0) & (X != 1)
+    if bad.any():
+        i, j = np.argwhere(bad)[0]
+        reason = f" ({why})" if why else ""
+        raise ValueError(f"{name} must be binary (0/1){reason}; found {X[i, j]!r} at row "
+                         f"{i}, column {j} ({int(bad.sum())} such entries)")
+    return X
 
 
 def check_random_seed(value, name: str = "random_seed"):

@@ -53,6 +53,7 @@ FAMILY_KEYWORDS = (
                           "spanning_tree", "chow_liu", "map_forest")),
     ("bhc", ("bhc", "hierarchical_clustering")),
     ("lda", ("lda",)),
+    ("iomm", ("iomm", "overlapping")),
     ("ibp_fa", ("ibp",)),
     ("ggm", ("ggm", "glasso", "graphical")),
     ("finite_mixture", ("finite_mixture",)),
