@@ -141,7 +141,7 @@ def check_binary(X: np.ndarray, name: str = "X", *, why: str = "") -> np.ndarray
     if bad.any():
         i, j = np.argwhere(bad)[0]
         reason = f" ({why})" if why else ""
-        raise ValueError(f"{name} must be binary (0/1){reason}; found {X[i, j]!r} at row "
+        raise ValueError(f"{name} must be binary (0/1){reason}; found {X[i, j]:g} at row "
                          f"{i}, column {j} ({int(bad.sum())} such entries)")
     return X
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 import numpy as np
 import pytensor
 import pytensor.tensor as pt
+from scipy.special import expit, logit
 
 from custom_ops.ibp_fa.ibp import harmonic
 from custom_ops.iomm.experts import BERNOULLI, GAUSSIAN
@@ -35,6 +36,9 @@ from pp_models.iomm.model import IOMMSpec, parameter_names
 from pp_models.validation import check_int
 
 __all__ = ["IOMMMemberships", "IOMMParameters"]
+
+_TINY = np.finfo(np.float64).tiny
+_EPS = np.finfo(np.float64).epsneg
 
 
 def _spec_or_error(spec, step: str) -> IOMMSpec:
@@ -63,8 +67,10 @@ class _NaturalValues:
             self.natural = lambda point: np.exp(point[self.key])
             self.value = np.log
         elif kind == "LogOddsTransform":
-            self.natural = lambda point: 1.0 / (1.0 + np.exp(-point[self.key]))
-            self.value = lambda x: np.log(x) - np.log1p(-x)
+            # a logit beyond +-700 rounds to 0 or 1; keep it inside (0, 1), where the
+            # kernels' logs are finite
+            self.natural = lambda point: np.clip(expit(point[self.key]), _TINY, 1 - _EPS)
+            self.value = logit
         else:
             x = pt.tensor(dtype="float64", shape=(None,) * rv.ndim)
             forward = pytensor.function([x], transform.forward(x, *rv.owner.inputs))
@@ -151,7 +157,7 @@ class IOMMMemberships(ZooGibbsStep):
         """Every slot's natural parameters ``E`` (C, D, S)."""
         if self._code == BERNOULLI:
             theta = self._params[0].natural(point)
-            return np.ascontiguousarray((np.log(theta) - np.log1p(-theta))[:, :, None])
+            return np.ascontiguousarray(logit(theta)[:, :, None])
         mu = self._params[0].natural(point)
         tau = self._params[1].natural(point)
         return np.ascontiguousarray(np.stack([tau, tau * mu], axis=-1))

@@ -27,7 +27,11 @@ parameters summed (Eq. 7.4):
 memberships, Metropolis-Hastings on each point's own clusters, and ``alpha`` when
 random) and the step ``"iomm_parameters"`` (Metropolis-Hastings on every used cluster's
 parameters, Eq. 7.13; unused slots redrawn from the prior). Which slot a cluster
-occupies is arbitrary; the derived statistics are label-invariant.
+occupies is arbitrary; the derived statistics are label-invariant. With the default
+capacity each chain starts from a prior draw of ``Z`` (``initval="prior"``): from the
+empty matrix, clusters appear only through the moves on points' own clusters, whose
+prior-drawn parameters rarely fit, and short runs stay near empty. With a capacity of
+the caller's, chains start empty (a prior draw might need more slots).
 """
 
 from __future__ import annotations
@@ -159,7 +163,8 @@ def model(
         a Gamma(a, rate b) prior.
     capacity : int, optional
         Slots of ``Z``, the most clusters a state can hold. Default
-        :func:`default_capacity` at the prior mean of alpha.
+        :func:`default_capacity` at the prior mean of alpha, and each chain starts from
+        a prior draw of ``Z``; with a capacity given, chains start from the empty matrix.
     theta_prior : (a, b), optional
         Beta prior of the Bernoulli experts' ``theta_kd`` (numbers or vectors of D).
         Default ``(1, 1)``, uniform.
@@ -259,7 +264,8 @@ def model(
         else:
             alpha_var = pm.Gamma("alpha", alpha_prior[0], alpha_prior[1])
         Z = IndianBuffet("Z", alpha=alpha_var, n_rows=N, k_max=slots,
-                         dims=("point", "cluster"))
+                         dims=("point", "cluster"),
+                         initval="prior" if capacity is None else None)
         Zf = pt.cast(Z, "float64")
         if likelihood == "bernoulli":
             theta = pm.Beta("theta", prior["a"], prior["b"], dims=("cluster", "feature"))
