@@ -75,11 +75,17 @@ def ks_after_moves(move, density, start, args, seed, to_param=lambda v: v,
     return stats.kstest(out, density.cdf).pvalue
 
 
+BUF = np.empty(len(ROWS))
+
+
 def _bernoulli_start(rng, theta, move, args):
     a, b, omega, beta = args
     eta = ETA_REST + np.log(theta / (1 - theta))
+    ll = X_BIN * eta - np.logaddexp(0, eta)
     for _ in range(MOVES):
-        theta = move(rng, X_BIN, eta, ROWS, theta, a, b, omega, beta)
+        theta = move(rng, X_BIN, eta, ll, ROWS, theta, a, b, omega, beta, BUF)
+    # the cached log densities follow the accepted moves
+    np.testing.assert_allclose(ll, X_BIN * eta - np.logaddexp(0, eta), rtol=1e-9, atol=1e-12)
     return theta
 
 
@@ -105,12 +111,18 @@ TAU = 1.7
 MU = 0.4
 
 
+def _gaussian_ll(P, H):
+    return stats.norm.logpdf(X_REAL, H / P, 1 / np.sqrt(P))
+
+
 def _mean_start(rng, mu, move, args):
     m0, s0, omega, beta = args
     P = P_REST + TAU
     H = H_REST + TAU * mu
+    ll = _gaussian_ll(P, H)
     for _ in range(MOVES):
-        mu = move(rng, X_REAL, P, H, ROWS, mu, TAU, m0, s0, omega, beta)
+        mu = move(rng, X_REAL, P, H, ll, ROWS, mu, TAU, m0, s0, omega, beta, BUF)
+    np.testing.assert_allclose(ll, _gaussian_ll(P, H), rtol=1e-10)
     return mu
 
 
@@ -129,8 +141,10 @@ def _precision_start(rng, tau, move, args):
     shape, rate, omega, beta = args
     P = P_REST + tau
     H = H_REST + tau * MU
+    ll = _gaussian_ll(P, H)
     for _ in range(MOVES):
-        tau = move(rng, X_REAL, P, H, ROWS, MU, tau, shape, rate, omega, beta)
+        tau = move(rng, X_REAL, P, H, ll, ROWS, MU, tau, shape, rate, omega, beta, BUF)
+    np.testing.assert_allclose(ll, _gaussian_ll(P, H), rtol=1e-10)
     return tau
 
 

@@ -19,7 +19,12 @@ import math
 import numpy as np
 
 from custom_ops.iomm.experts import dim_loglik
-from custom_ops.iomm.parameters import cluster_members, gaussian_mean_move
+from custom_ops.iomm.parameters import (
+    bernoulli_sweep_state,
+    cluster_members,
+    gaussian_mean_move,
+    gaussian_sweep_state,
+)
 from custom_ops.jit import njit_exact
 from inference.gibbs.iomm import IOMMMemberships, IOMMParameters
 
@@ -41,7 +46,7 @@ class OtherPointsOddsMemberships(IOMMMemberships):
 
 
 @njit_exact
-def no_hastings_coordinate_move(rng, x, eta, rows, theta, a, b, omega, beta):
+def no_hastings_coordinate_move(rng, x, eta, ll, rows, theta, a, b, omega, beta, buf):
     proposal = rng.beta(omega * theta, omega * (1.0 - theta))
     if not 0.0 < proposal < 1.0:
         return theta
@@ -50,44 +55,36 @@ def no_hastings_coordinate_move(rng, x, eta, rows, theta, a, b, omega, beta):
     delta = 0.0
     for j in range(rows.shape[0]):
         i = rows[j]
-        delta += (dim_loglik(0, x[i], eta[i] + shift, 0.0, False, 0.0, 1.0)
-                  - dim_loglik(0, x[i], eta[i], 0.0, False, 0.0, 1.0))
+        buf[j] = dim_loglik(0, x[i], eta[i] + shift, 0.0, False, 0.0, 1.0)
+        delta += buf[j] - ll[i]
     log_ratio = (beta * delta
                  + (a - 1.0) * (math.log(proposal) - math.log(theta))
                  + (b - 1.0) * (math.log1p(-proposal) - math.log1p(-theta)))
     if log_ratio >= 0.0 or rng.random() < math.exp(log_ratio):
         for j in range(rows.shape[0]):
             eta[rows[j]] += shift
+            ll[rows[j]] = buf[j]
         return proposal
     return theta
 
 
 @njit_exact
 def _no_hastings_sweep(rng, X, Z, theta, prior_a, prior_b, omega, beta):
-    N, C = Z.shape
+    C = Z.shape[1]
     D = X.shape[1]
-    eta = np.zeros((D, N))
-    for i in range(N):
-        for k in range(C):
-            if Z[i, k] != 0:
-                for d in range(D):
-                    eta[d, i] += math.log(theta[k, d]) - math.log1p(-theta[k, d])
-    Xt = np.ascontiguousarray(X.T)
+    eta, ll, Xt = bernoulli_sweep_state(X, Z, theta)
     start, rows = cluster_members(Z)
-    accepted = proposed = 0
+    buf = np.empty(Z.shape[0])
     for k in range(C):
         members = rows[start[k]:start[k + 1]]
         for d in range(D):
             if members.shape[0] == 0:
                 theta[k, d] = rng.beta(prior_a[d], prior_b[d])
                 continue
-            new = no_hastings_coordinate_move(rng, Xt[d], eta[d], members, theta[k, d],
-                                              prior_a[d], prior_b[d], omega, beta)
-            proposed += 1
-            if new != theta[k, d]:
-                accepted += 1
-            theta[k, d] = new
-    return accepted, proposed
+            theta[k, d] = no_hastings_coordinate_move(rng, Xt[d], eta[d], ll[d], members,
+                                                      theta[k, d], prior_a[d], prior_b[d],
+                                                      omega, beta, buf)
+    return 0, 1
 
 
 class NoHastingsParameters(IOMMParameters):
@@ -98,40 +95,34 @@ class NoHastingsParameters(IOMMParameters):
 
 
 @njit_exact
-def no_jacobian_precision_move(rng, x, P, H, rows, mu, tau, shape0, rate0, omega, beta):
+def no_jacobian_precision_move(rng, x, P, H, ll, rows, mu, tau, shape0, rate0, omega, beta,
+                               buf):
     proposal = tau * math.exp(rng.standard_normal() / math.sqrt(omega))
     dP = proposal - tau
     dH = dP * mu
     delta = 0.0
     for j in range(rows.shape[0]):
         i = rows[j]
-        delta += (dim_loglik(1, x[i], P[i] + dP, H[i] + dH, False, 0.0, 1.0)
-                  - dim_loglik(1, x[i], P[i], H[i], False, 0.0, 1.0))
+        buf[j] = dim_loglik(1, x[i], P[i] + dP, H[i] + dH, False, 0.0, 1.0)
+        delta += buf[j] - ll[i]
     log_ratio = (beta * delta + (shape0 - 1.0) * (math.log(proposal) - math.log(tau))
                  - rate0 * (proposal - tau))
     if log_ratio >= 0.0 or rng.random() < math.exp(log_ratio):
         for j in range(rows.shape[0]):
             P[rows[j]] += dP
             H[rows[j]] += dH
+            ll[rows[j]] = buf[j]
         return proposal
     return tau
 
 
 @njit_exact
 def _no_jacobian_sweep(rng, X, Z, mu, tau, mean0, sd0, shape0, rate0, omega, beta):
-    N, C = Z.shape
+    C = Z.shape[1]
     D = X.shape[1]
-    P = np.zeros((D, N))
-    H = np.zeros((D, N))
-    for i in range(N):
-        for k in range(C):
-            if Z[i, k] != 0:
-                for d in range(D):
-                    P[d, i] += tau[k, d]
-                    H[d, i] += tau[k, d] * mu[k, d]
-    Xt = np.ascontiguousarray(X.T)
+    P, H, ll, Xt = gaussian_sweep_state(X, Z, mu, tau)
     start, rows = cluster_members(Z)
-    accepted = proposed = 0
+    buf = np.empty(Z.shape[0])
     for k in range(C):
         members = rows[start[k]:start[k + 1]]
         for d in range(D):
@@ -139,13 +130,13 @@ def _no_jacobian_sweep(rng, X, Z, mu, tau, mean0, sd0, shape0, rate0, omega, bet
                 mu[k, d] = mean0[d] + sd0[d] * rng.standard_normal()
                 tau[k, d] = rng.gamma(shape0[d], 1.0 / rate0[d])
                 continue
-            mu[k, d] = gaussian_mean_move(rng, Xt[d], P[d], H[d], members, mu[k, d],
-                                          tau[k, d], mean0[d], sd0[d], omega, beta)
-            tau[k, d] = no_jacobian_precision_move(rng, Xt[d], P[d], H[d], members,
+            mu[k, d] = gaussian_mean_move(rng, Xt[d], P[d], H[d], ll[d], members,
+                                          mu[k, d], tau[k, d], mean0[d], sd0[d], omega,
+                                          beta, buf)
+            tau[k, d] = no_jacobian_precision_move(rng, Xt[d], P[d], H[d], ll[d], members,
                                                    mu[k, d], tau[k, d], shape0[d],
-                                                   rate0[d], omega, beta)
-            proposed += 2
-    return accepted, proposed
+                                                   rate0[d], omega, beta, buf)
+    return 0, 1
 
 
 class NoJacobianParameters(IOMMParameters):
@@ -153,4 +144,3 @@ class NoJacobianParameters(IOMMParameters):
 
     name = "test_iomm_no_jacobian"
     gaussian_sweep = staticmethod(_no_jacobian_sweep)
-
