@@ -34,6 +34,7 @@ from pp_models.registry import ModelEntry
 
 __all__ = [
     "CLI_ENTRY",
+    "CLI_WORDS",
     "DEFAULT_OMEGA",
     "LIKELIHOODS",
     "STEP_MEMBERSHIPS",
