@@ -29,7 +29,13 @@ from pp_models.iomm.outputs import (
     plot_results,
     shared_clusters,
 )
-from pp_models.iomm.synthetic import Agreement, SyntheticIOMM, agreement, synthetic
+from pp_models.iomm.synthetic import (
+    THESIS_TABLE_7_1,
+    Agreement,
+    SyntheticIOMM,
+    agreement,
+    synthetic,
+)
 from pp_models.registry import ModelEntry
 
 __all__ = [
@@ -39,6 +45,7 @@ __all__ = [
     "LIKELIHOODS",
     "STEP_MEMBERSHIPS",
     "STEP_PARAMETERS",
+    "THESIS_TABLE_7_1",
     "Agreement",
     "IOMMSpec",
     "SyntheticIOMM",
