@@ -89,18 +89,23 @@ print("theta~ of a point in both Bernoulli clusters (Eq. 7.7):",
 #
 # Memberships from the IBP, cluster parameters from their prior, and each point from the
 # product of its clusters (the thesis's Fig. 7.4 draws full-covariance Gaussians; ours
-# are diagonal). Points in two clusters gather where the two overlap.
+# are diagonal). Points in two clusters gather where the two overlap: here the points
+# with z = 0011, between the clusters 0010 and 0001. Points in no cluster (z = 0000) come
+# from the broad background.
 
 # %%
-gen = iomm.synthetic(300, 2, 5, likelihood="gaussian", alpha=1.5, mean_sd=3.0,
-                     precision_prior=(3.0, 2.0), seed=4)
-patterns = ["".join(map(str, row)) for row in gen.Z]
-fig, ax = plt.subplots(figsize=(5.5, 5))
-for pattern in sorted(set(patterns), key=patterns.count, reverse=True)[:10]:
-    pts = gen.X[np.array(patterns) == pattern]
+gen = iomm.synthetic(300, 2, 4, likelihood="gaussian", alpha=1.2, mean_sd=3.0,
+                     precision_prior=(4.0, 2.0), seed=2)
+patterns = np.array(["".join(map(str, row)) for row in gen.Z])
+fig, ax = plt.subplots(figsize=(5.5, 4.5))
+for pattern in sorted(set(patterns), key=list(patterns).count, reverse=True):
+    pts = gen.X[patterns == pattern]
     ax.scatter(*pts.T, s=10, label=f"z = {pattern} ({len(pts)})")
 for mu, tau in zip(gen.params["mu"], gen.params["tau"]):
     ax.add_patch(Ellipse(mu, 2 / np.sqrt(tau[0]), 2 / np.sqrt(tau[1]), fill=False, lw=1.5))
+lo, hi = np.percentile(gen.X[gen.Z.any(axis=1)], [0.5, 99.5], axis=0)
+ax.set_xlim(lo[0] - 1, hi[0] + 1)
+ax.set_ylim(lo[1] - 1, hi[1] + 1)
 ax.set_title("A draw from the IOMM (ellipses: each cluster at 1 sd)")
 ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1, 1))
 plt.savefig("iomm_draw.png", dpi=80, bbox_inches="tight")
