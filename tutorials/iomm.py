@@ -122,7 +122,7 @@ plt.show()
 
 # %%
 data = iomm.synthetic(seed=2)
-iterations, burn = (600, 200) if FAST else (4000, 1000)
+iterations, burn = (300, 100) if FAST else (4000, 1000)
 model = iomm.model(data.X, alpha=2.0, theta_prior=(0.5, 0.5))
 dt = fit(model, draws=iterations - burn, tune=burn, chains=1, random_seed=2,
          progressbar=False)
@@ -176,7 +176,7 @@ summary(dt)
 reuters = load("reuters")
 X, words = binary_word_presence(reuters.data, reuters.feature_names, iomm.CLI_WORDS)
 model = iomm.model(X, feature_names=words)
-draws = 150 if FAST else 1000
+draws = 60 if FAST else 1000
 dt = fit(model, draws=draws, tune=draws, chains=2, random_seed=1, progressbar=False)
 print(summary(dt).loc[["n_clusters", "mean_memberships", "unassigned"]])
 

@@ -22,7 +22,7 @@ from tests.inference.gibbs.iomm.twins import OtherPointsOddsMemberships
 
 N, C, D = 3, 3, 2
 ALPHA = 1.3
-N_DRAWS = 12_000
+N_DRAWS = 8000
 
 STATES = np.array([np.array(bits, dtype=np.int8).reshape(N, C)
                    for bits in itertools.product([0, 1], repeat=N * C)])

@@ -23,8 +23,8 @@ from tests.inference.gibbs.iomm.twins import (
     no_jacobian_precision_move,
 )
 
-N_DRAWS = 6000
-MOVES = 4
+N_DRAWS = 4000
+MOVES = 3
 ROWS = np.arange(5)
 X_BIN = np.array([1.0, 1.0, 0.0, 1.0, 1.0])
 ETA_REST = np.array([0.0, 1.2, -0.4, 0.0, 2.0])  # the other clusters' logit sums
