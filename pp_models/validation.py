@@ -136,13 +136,22 @@ def as_binary_matrix(X, name: str = "X", *, min_rows: int = 1):
         raise ValueError(f"{name} needs at least {min_rows} rows, got {X.shape[0]}")
     if X.shape[1] < 1:
         raise ValueError(f"{name} has no columns")
-    bad = (values != 0) & (values != 1)
-    if bad.any():
+    if values.dtype != np.bool_ and not _all_binary(values):
+        bad = (values != 0) & (values != 1)
         first = values[np.argmax(bad)]
         kind = "a sparse matrix's stored values" if sp.issparse(X) else "its entries"
         raise ValueError(f"{name} must be binary (0/1): {int(bad.sum())} of {kind} are not, "
                          f"e.g. {first!r}")
     return X
+
+
+def _all_binary(values, chunk: int = 1 << 18) -> bool:
+    # in chunks: temporaries that stay in cache, not two more arrays the size of the data
+    for start in range(0, values.size, chunk):
+        v = values[start:start + chunk]
+        if ((v != 0) & (v != 1)).any():
+            return False
+    return True
 
 
 def check_row_indices(indices, name: str, n_rows: int) -> np.ndarray:

@@ -179,9 +179,12 @@ def rank(X, query, *, top=10, exclude_query=False, kappa=2.0, alpha=None,
         raise TypeError(f"exclude_query must be True or False, got {exclude_query!r}")
     w = _weights(X, query, resolve_prior(X, kappa, alpha, beta))
     s = _apply(X, w)
-    candidates = np.arange(X.shape[0])
     if exclude_query:
-        candidates = np.setdiff1d(candidates, query, assume_unique=True)
+        keep = np.ones(X.shape[0], dtype=bool)
+        keep[query] = False
+        candidates = np.flatnonzero(keep)
+    else:
+        candidates = np.arange(X.shape[0])
     k = min(top, candidates.size)
     if k == 0:
         return Ranking(np.zeros(0, np.int64), np.zeros(0), w)
