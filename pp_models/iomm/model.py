@@ -47,8 +47,8 @@ import xarray as xr
 from pp_models.distributions import IndianBuffet
 from pp_models.model_info import DerivedStatistic, StepHint, ZooModelInfo, attach_info
 from pp_models.validation import (
+    as_binary_matrix,
     as_data_matrix,
-    check_binary,
     check_feature_names,
     check_int,
     check_positive,
@@ -199,10 +199,14 @@ def model(
     """
     if likelihood not in LIKELIHOODS:
         raise ValueError(f"likelihood must be one of {LIKELIHOODS}, got {likelihood!r}")
-    data = as_data_matrix(X, "X", min_rows=2)
+    if likelihood == "bernoulli":
+        data = as_binary_matrix(X, "X", min_rows=2)
+        data = np.asarray(data.toarray() if hasattr(data, "toarray") else data,
+                          dtype=np.float64)
+    else:
+        data = as_data_matrix(X, "X", min_rows=2)
     N, D = data.shape
     if likelihood == "bernoulli":
-        check_binary(data, "X", why="the bernoulli likelihood")
         for name, value in (("mean_prior", mean_prior), ("precision_prior", precision_prior),
                             ("background", background)):
             if value is not None:
