@@ -244,12 +244,16 @@ def _add_sampling_options(p: argparse.ArgumentParser) -> None:
 
 def _cmd_list(args) -> int:
     from pp_models.datasets import list_datasets
-    from pp_models.registry import list_model_summaries
+    from pp_models.registry import list_model_summaries, no_cli_entries
 
     print("Models:")
     # read from the families' sources: no family (and no PyMC) is imported
     for entry in list_model_summaries():
         print(f"  {entry.name:<22} [{', '.join(entry.methods)}]  {entry.description}")
+    if others := no_cli_entries():
+        print("Families without a ppzoo entry (use them from Python):")
+        for entry in others:
+            print(f"  {entry.name:<22} {entry.reason}")
     print("Data sets:")
     for info in list_datasets():
         print(f"  {info.name:<22} {info.kind:<7} {info.description}")

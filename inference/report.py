@@ -37,6 +37,7 @@ FAMILY_PLOTS = {
     "dpm": ("clustering", "pp_models.dpm.outputs:plot_results"),
     "ggm": ("graph", "pp_models.ggm.outputs:plot_results"),
     "ibp_fa": ("features", "pp_models.ibp_fa.outputs:plot_results"),
+    "iomm": ("memberships", "pp_models.iomm.outputs:plot_results"),
     "lda": ("topics", "pp_models.lda:plot_top_words"),
     "mixture_of_trees": ("structure", "pp_models.mixture_of_trees.outputs:plot_structure"),
     "pydt": ("tree", "pp_models.pydt.outputs:plot_results"),
