@@ -23,6 +23,8 @@ therefore gives, per family (each family's module says which and how):
   models that sample parameters: the finite mixture (``log sum_k w_k N(x_i | mu_k,
   sigma_k)``), the stick-breaking DP mixture, IBP factor analysis (``log N(y_n | 0, G G^T
   + Psi)``, the factor scores integrated out);
+- the row given its own sampled latent variables for the infinite overlapping mixture
+  (its memberships: summing them out is a sum over every subset of the clusters);
 - PyMC's own elementwise ``logp`` otherwise (the GGM's rows given ``Omega``, the explicit
   LDA's documents, the non-conjugate DP mixture's rows given their cluster's
   parameters, any model not built by a zoo factory).
@@ -50,6 +52,7 @@ FAMILY_POINTWISE = {
     "dpm": "pp_models.dpm.predictive:pointwise_log_likelihood",
     "finite_mixture": "pp_models.finite_mixture_predictive:pointwise_log_likelihood",
     "ibp_fa": "pp_models.ibp_fa.predictive:pointwise_log_likelihood",
+    "iomm": "pp_models.iomm.predictive:pointwise_log_likelihood",
     "lda": "pp_models.lda.predictive:pointwise_log_likelihood",
     "mixture_of_trees": "pp_models.mixture_of_trees.predictive:pointwise_log_likelihood",
     "pydt": "pp_models.pydt.predictive:pointwise_log_likelihood",
