@@ -76,6 +76,12 @@ def test_summaries_read_from_the_source_match_the_entries():
             dict(entry.defaults), dict(entry.fit_defaults))
         module = sys.modules[s.module]
         assert module.CLI_ENTRY is entry
+    # the families without a ppzoo entry too
+    from pp_models.registry import NoCLIEntry, family_modules, no_cli_entries
+
+    declared = [m.CLI_ENTRY for m in family_modules()
+                if isinstance(getattr(m, "CLI_ENTRY", None), NoCLIEntry)]
+    assert declared and no_cli_entries() == sorted(declared, key=lambda e: e.name)
 
 
 def test_the_package_attributes_are_the_functions():
