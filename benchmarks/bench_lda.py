@@ -59,7 +59,7 @@ def bench_ours_sparse(corpus, n_topics, sweeps, seed):
     state = SparseLDAState(corpus.words, corpus.doc_ptr, z0, corpus.n_words, n_topics)
     t0 = time.perf_counter()
     for _ in range(sweeps):
-        state.sweep(alpha, eta, rng)
+        state.sweep(alpha, eta, 1.0, rng)
     elapsed = time.perf_counter() - t0
     return elapsed, log_joint(state.n_wk, state.n_dk, state.n_k, ALPHA, ETA)
 
@@ -72,7 +72,8 @@ def bench_ours_dense(corpus, n_topics, sweeps, seed):
     n_wk, n_dk, n_k = build_counts(corpus.words, corpus.doc_ptr, z, corpus.n_words, n_topics)
     t0 = time.perf_counter()
     for _ in range(sweeps):
-        gibbs_sweep_dense(corpus.words, corpus.doc_ptr, z, n_wk, n_dk, n_k, alpha, eta, rng)
+        gibbs_sweep_dense(corpus.words, corpus.doc_ptr, z, n_wk, n_dk, n_k, alpha, eta, 1.0,
+                          rng)
     elapsed = time.perf_counter() - t0
     return elapsed, log_joint(n_wk, n_dk, n_k, ALPHA, ETA)
 

@@ -20,7 +20,7 @@ Kernels
 - :func:`build_counts`: counts from ``(words, doc_ptr, z)``.
 - :func:`log_joint`: log p(w, z | alpha, eta), Murphy (2012) Eqs. 27.34 and 27.36.
 - :func:`gibbs_sweep_dense`: one collapsed Gibbs sweep (Griffiths & Steyvers 2004,
-  Murphy Eq. 27.37), O(K) per token.
+  Murphy Eq. 27.37), O(K) per token, of the posterior or a power posterior (below).
 - :class:`SparseLDAState` and :func:`gibbs_sweep_sparse`: the same Markov chain by
   SparseLDA's bucket decomposition (Yao, Mimno & McCallum 2009), whose cost per token
   grows with the number of topics present in the token's word and document rather
@@ -32,7 +32,20 @@ Kernels
 - :func:`concentrations`: label-invariant summaries of the conditional posterior means
   of phi and theta, from the counts.
 
-Why one module of ~750 lines: every kernel reads and writes the same count layout
+Tempering. The sweeps take an inverse temperature ``beta`` in [0, 1] and sample the
+power posterior of the collapsed model, ``p_beta(z | w) ∝ p(z | alpha) p(w | z,
+eta)^beta`` (the likelihood is the collapsed word term, Murphy Eq. 27.36). Removing token
+``i`` and putting it back in topic ``k`` multiplies ``p(w | z, eta)`` by the predictive
+``(n^{-i}_{w_i k} + eta_{w_i}) / (n^{-i}_k + sum eta)`` (the Pólya urn of topic ``k``)
+and ``p(z | alpha)`` by ``(n^{-i}_{d_i k} + alpha_k) / (L_d - 1 + sum alpha)``, so
+
+.. math:: p_\\beta(z_i = k \\mid z_{-i}, w) \\propto (n^{-i}_{d_i k} + \\alpha_k)
+    \\Big(\\frac{n^{-i}_{w_i k} + \\eta_{w_i}}{n^{-i}_k + \\sum_v\\eta_v}\\Big)^\\beta .
+
+``beta = 1`` takes the untempered code (no powers); ``beta = 0`` samples the prior
+``p(z | alpha)``.
+
+Why one module of ~800 lines: every kernel reads and writes the same count layout
 (``n_wk`` word-major, ``n_dk``, ``n_k``, CSR tokens), and the dense and sparse sweeps
 must stay the same Markov chain, which is easiest to keep true side by side; the
 evaluation kernels (:func:`sample_theta_fixed_phi`, :func:`minka_alpha_update`) are the
@@ -58,6 +71,7 @@ __all__ = [
     "log_joint",
     "minka_alpha_update",
     "sample_theta_fixed_phi",
+    "tempered_powers",
 ]
 
 # fastmath=False said explicitly, else a kernel takes its first caller's flags: see
@@ -322,15 +336,24 @@ def log_joint(n_wk, n_dk, n_k, alpha, eta) -> float:
     )
 
 
+@numba.njit(cache=True, inline="always", error_model="python")
+def _topic_factor(n_k, eta_sum, beta):
+    """``(n_k + sum eta)^-beta``: the topic's denominator of the tempered predictive."""
+    if beta == 1.0:
+        return 1.0 / (n_k + eta_sum)
+    return (n_k + eta_sum) ** -beta
+
+
 @_jit
-def gibbs_sweep_dense(words, doc_ptr, z, n_wk, n_dk, n_k, alpha, eta, rng):
+def gibbs_sweep_dense(words, doc_ptr, z, n_wk, n_dk, n_k, alpha, eta, beta, rng):
     """One collapsed Gibbs sweep over all tokens, O(K) per token, counts in place.
 
     For each token: remove it from the counts, draw its topic from Murphy (2012)
-    Eq. 27.37 (Griffiths & Steyvers 2004 Eq. 5),
+    Eq. 27.37 (Griffiths & Steyvers 2004 Eq. 5) with the word's predictive to the power
+    ``beta`` (module docstring, Tempering),
 
-    .. math:: p(z_i = k \\mid z_{-i}, w) \\propto
-        \\frac{n^{-i}_{w_i k} + \\eta_{w_i}}{n^{-i}_k + \\sum_v\\eta_v}
+    .. math:: p_\\beta(z_i = k \\mid z_{-i}, w) \\propto
+        \\Big(\\frac{n^{-i}_{w_i k} + \\eta_{w_i}}{n^{-i}_k + \\sum_v\\eta_v}\\Big)^\\beta
         \\,(n^{-i}_{d_i k} + \\alpha_k),
 
     and add it back.
@@ -345,10 +368,13 @@ def gibbs_sweep_dense(words, doc_ptr, z, n_wk, n_dk, n_k, alpha, eta, rng):
         Counts of ``z``, updated in place.
     alpha : float64 (K,), eta : float64 (V,)
         Dirichlet parameters.
+    beta : float
+        Inverse temperature of the likelihood, in [0, 1] (1: the posterior).
     rng : numpy.random.Generator
         Source of the uniforms; its state advances.
     """
     n_topics = n_k.size
+    tempered = beta != 1.0
     n_docs = doc_ptr.size - 1
     eta_sum = 0.0
     for v in range(eta.size):
@@ -357,9 +383,9 @@ def gibbs_sweep_dense(words, doc_ptr, z, n_wk, n_dk, n_k, alpha, eta, rng):
     # divisions per token by two.
     inv = np.empty(n_topics)
     for k in range(n_topics):
-        inv[k] = 1.0 / (n_k[k] + eta_sum)
-    # (n_dk + alpha_k) / (n_k + sum eta), the document's factor, also changes for two
-    # topics per token; with it the inner loop is one multiply-add per topic.
+        inv[k] = _topic_factor(n_k[k], eta_sum, beta)
+    # (n_dk + alpha_k) / (n_k + sum eta)^beta, the document's factor, also changes for
+    # two topics per token; with it the inner loop is one multiply-add per topic.
     coef = np.empty(n_topics)
     cum = np.empty(n_topics)
     for d in range(n_docs):
@@ -371,13 +397,18 @@ def gibbs_sweep_dense(words, doc_ptr, z, n_wk, n_dk, n_k, alpha, eta, rng):
             n_wk[w, t] -= 1
             n_dk[d, t] -= 1
             n_k[t] -= 1
-            inv[t] = 1.0 / (n_k[t] + eta_sum)
+            inv[t] = _topic_factor(n_k[t], eta_sum, beta)
             coef[t] = (n_dk[d, t] + alpha[t]) * inv[t]
             eta_w = eta[w]
             total = 0.0
-            for k in range(n_topics):
-                total += (n_wk[w, k] + eta_w) * coef[k]
-                cum[k] = total
+            if tempered:
+                for k in range(n_topics):
+                    total += (n_wk[w, k] + eta_w) ** beta * coef[k]
+                    cum[k] = total
+            else:
+                for k in range(n_topics):
+                    total += (n_wk[w, k] + eta_w) * coef[k]
+                    cum[k] = total
             u = rng.random() * total
             # binary search for the first k with cum[k] > u
             lo = 0
@@ -393,7 +424,7 @@ def gibbs_sweep_dense(words, doc_ptr, z, n_wk, n_dk, n_k, alpha, eta, rng):
             n_wk[w, t] += 1
             n_dk[d, t] += 1
             n_k[t] += 1
-            inv[t] = 1.0 / (n_k[t] + eta_sum)
+            inv[t] = _topic_factor(n_k[t], eta_sum, beta)
             coef[t] = (n_dk[d, t] + alpha[t]) * inv[t]
 
 
@@ -438,9 +469,29 @@ class SparseLDAState:
         self.d_nnz = np.zeros(doc_len.size, dtype=np.int32)
         _fill_topic_lists(self.n_wk, self.w_ptr, self.w_topics, self.w_nnz)
         _fill_topic_lists(self.n_dk, self.d_ptr, self.d_topics, self.d_nnz)
+        # the tempered sweep's tables (tempered_powers), made on the first sweep at a
+        # beta != 1 and kept while beta and eta stay the same: ``(key, tables)`` or None.
+        # They depend on the corpus only through its word frequencies, so a new state of
+        # the same corpus may take them over (assign ``powers``).
+        self.pow_offset = np.zeros(self.n_words + 1, dtype=np.int64)
+        np.cumsum(word_freq + 1, out=self.pow_offset[1:])
+        self.powers = None
+        self._no_powers = (np.empty(0), np.empty(0))
 
-    def sweep(self, alpha, eta, rng) -> None:
-        """One SparseLDA Gibbs sweep (see :func:`gibbs_sweep_sparse`)."""
+    def _powers(self, eta, beta: float):
+        if beta == 1.0:
+            return self._no_powers
+        key = (beta, np.asarray(eta, dtype=np.float64).tobytes())
+        if self.powers is None or self.powers[0] != key:
+            tables = tempered_powers(self.pow_offset, np.asarray(eta, dtype=np.float64),
+                                     float(beta), self.words.size)
+            self.powers = (key, tables)
+        return self.powers[1]
+
+    def sweep(self, alpha, eta, beta, rng) -> None:
+        """One SparseLDA Gibbs sweep at inverse temperature ``beta`` (see
+        :func:`gibbs_sweep_sparse`)."""
+        word_pow, topic_pow = self._powers(eta, beta)
         gibbs_sweep_sparse(
             self.words,
             self.doc_ptr,
@@ -456,6 +507,10 @@ class SparseLDAState:
             self.d_nnz,
             alpha,
             eta,
+            beta,
+            self.pow_offset,
+            word_pow,
+            topic_pow,
             rng,
         )
 
@@ -483,6 +538,25 @@ def _list_remove(topics, start, nnz_ref, row, k):
 
 
 @_jit
+def tempered_powers(pow_offset, eta, beta, n_tokens):
+    """The tables of :func:`gibbs_sweep_sparse` at inverse temperature ``beta``:
+    ``word_pow[pow_offset[v] + c] = (c + eta_v)^beta`` for ``c = 0..freq_v`` (the counts
+    word ``v`` can have in a topic; ``pow_offset`` the cumulative ``freq_v + 1``) and
+    ``topic_pow[n] = (n + sum eta)^-beta`` for ``n = 0..n_tokens``."""
+    eta_sum = 0.0
+    for v in range(eta.size):
+        eta_sum += eta[v]
+    word_pow = np.empty(pow_offset[-1])
+    for v in range(eta.size):
+        for i in range(pow_offset[v], pow_offset[v + 1]):
+            word_pow[i] = (i - pow_offset[v] + eta[v]) ** beta
+    topic_pow = np.empty(n_tokens + 1)
+    for n in range(n_tokens + 1):
+        topic_pow[n] = (n + eta_sum) ** -beta
+    return word_pow, topic_pow
+
+
+@_jit
 def gibbs_sweep_sparse(
     words,
     doc_ptr,
@@ -498,6 +572,10 @@ def gibbs_sweep_sparse(
     d_nnz,
     alpha,
     eta,
+    beta,
+    pow_offset,
+    word_pow,
+    topic_pow,
     rng,
 ):
     """One collapsed Gibbs sweep by SparseLDA's three buckets (Yao et al. 2009 §3).
@@ -517,19 +595,38 @@ def gibbs_sweep_sparse(
     in the smoothing bucket ``s`` walk all K topics. The Markov chain is exactly that of
     :func:`gibbs_sweep_dense` (same conditional, different way of drawing from it).
 
+    At inverse temperature ``beta`` (module docstring, Tempering) the same split holds
+    with ``T(c) = (c + eta_w)^beta`` and ``H_k = (n_k + H)^beta``:
+
+    .. math::
+        \\frac{T(n_{wk})\\,(n_{dk}+\\alpha_k)}{H_k}
+        = T(0)\\frac{\\alpha_k}{H_k} + T(0)\\frac{n_{dk}}{H_k}
+        + \\big(T(n_{wk}) - T(0)\\big)\\frac{n_{dk}+\\alpha_k}{H_k},
+
+    the last term again zero unless the word has the topic (``T(c) - T(0) = c`` and
+    ``T(0) = eta_w`` at ``beta = 1``). Counts are integers, so the powers are looked up in
+    the tables of :func:`tempered_powers` (``word_pow``, ``topic_pow``) and a token costs
+    no power (a power per lookup made the tempered sweep several times slower).
+
     Arguments are the :class:`SparseLDAState` arrays (all updated in place) plus
-    ``alpha`` (K,), ``eta`` (V,) and the generator ``rng``.
+    ``alpha`` (K,), ``eta`` (V,), the inverse temperature ``beta``, ``pow_offset`` and
+    the tables :func:`tempered_powers` made for this ``beta`` and ``eta`` (unused, and may
+    be empty, at ``beta = 1``), and the generator ``rng``.
     """
     n_topics = n_k.size
     n_docs = doc_ptr.size - 1
     eta_sum = 0.0
     for v in range(eta.size):
         eta_sum += eta[v]
+    tempered = beta != 1.0
     inv = np.empty(n_topics)
     for k in range(n_topics):
-        inv[k] = 1.0 / (n_k[k] + eta_sum)
-    # coef[k] = (n_dk + alpha_k) / (n_k + H) for the current document; equals
-    # alpha_k / (n_k + H) for topics absent from it.
+        if tempered:
+            inv[k] = topic_pow[n_k[k]]
+        else:
+            inv[k] = 1.0 / (n_k[k] + eta_sum)
+    # coef[k] = (n_dk + alpha_k) / (n_k + H)^beta for the current document; equals
+    # alpha_k / (n_k + H)^beta for topics absent from it.
     coef = np.empty(n_topics)
     for k in range(n_topics):
         coef[k] = alpha[k] * inv[k]
@@ -555,7 +652,10 @@ def gibbs_sweep_sparse(
             n_wk[w, t] -= 1
             n_dk[d, t] -= 1
             n_k[t] -= 1
-            inv[t] = 1.0 / (n_k[t] + eta_sum)
+            if tempered:
+                inv[t] = topic_pow[n_k[t]]
+            else:
+                inv[t] = 1.0 / (n_k[t] + eta_sum)
             s_sum += alpha[t] * inv[t]
             r_sum += n_dk[d, t] * inv[t]
             coef[t] = (n_dk[d, t] + alpha[t]) * inv[t]
@@ -564,17 +664,27 @@ def gibbs_sweep_sparse(
             ws = w_ptr[w]
             if n_wk[w, t] == 0:
                 _list_remove(w_topics, ws, w_nnz, w, t)
-            # q bucket over the word's topics
+            # q bucket over the word's topics; t0 = T(0), the s and r buckets' factor
             q_sum = 0.0
             m = w_nnz[w]
-            for j in range(m):
-                k = w_topics[ws + j]
-                val = n_wk[w, k] * coef[k]
-                qv[j] = val
-                q_sum += val
             eta_w = eta[w]
-            r_mass = eta_w * r_sum
-            s_mass = eta_w * s_sum
+            if not tempered:
+                t0 = eta_w
+                for j in range(m):
+                    k = w_topics[ws + j]
+                    val = n_wk[w, k] * coef[k]
+                    qv[j] = val
+                    q_sum += val
+            else:
+                po = pow_offset[w]
+                t0 = word_pow[po]
+                for j in range(m):
+                    k = w_topics[ws + j]
+                    val = (word_pow[po + n_wk[w, k]] - t0) * coef[k]
+                    qv[j] = val
+                    q_sum += val
+            r_mass = t0 * r_sum
+            s_mass = t0 * s_sum
             u = rng.random() * (q_sum + r_mass + s_mass)
             t = -1
             if u < q_sum:
@@ -588,7 +698,7 @@ def gibbs_sweep_sparse(
             else:
                 u -= q_sum
                 if u < r_mass:
-                    u /= eta_w
+                    u /= t0
                     for j in range(ds, ds + d_nnz[d]):
                         k = d_topics[j]
                         u -= n_dk[d, k] * inv[k]
@@ -598,7 +708,7 @@ def gibbs_sweep_sparse(
                     if t < 0 and d_nnz[d] > 0:  # rounding: the walk ran off the end
                         t = d_topics[ds + d_nnz[d] - 1]
                 else:
-                    u = (u - r_mass) / eta_w
+                    u = (u - r_mass) / t0
                 if t < 0:  # smoothing bucket: rare, O(K)
                     for k in range(n_topics):
                         u -= alpha[k] * inv[k]
@@ -620,7 +730,10 @@ def gibbs_sweep_sparse(
             n_wk[w, t] += 1
             n_dk[d, t] += 1
             n_k[t] += 1
-            inv[t] = 1.0 / (n_k[t] + eta_sum)
+            if tempered:
+                inv[t] = topic_pow[n_k[t]]
+            else:
+                inv[t] = 1.0 / (n_k[t] + eta_sum)
             s_sum += alpha[t] * inv[t]
             r_sum += n_dk[d, t] * inv[t]
             coef[t] = (n_dk[d, t] + alpha[t]) * inv[t]

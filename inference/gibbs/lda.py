@@ -33,7 +33,14 @@ class CollapsedLDAGibbs(ZooGibbsStep):
 
     The count matrices live in the step between calls and are updated in place; they
     are rebuilt from the point only when ``z`` or the words differ from what the step
-    last returned (e.g. another step changed them).
+    last returned (e.g. another step changed them, or a tempered run swapped states).
+
+    It tempers (``can_temper``): at inverse temperature ``beta`` it samples ``p(z |
+    alpha) p(w | z, eta)^beta`` (the model's likelihood is the collapsed word term,
+    Murphy Eq. 27.36), the word's predictive ``(n_wk + eta_w) / (n_k + sum eta)`` raised
+    to ``beta`` in each token's conditional (derivation in
+    :mod:`custom_ops.lda_kernels`, Tempering). :meth:`replica` gives each copy its own
+    counts.
 
     Parameters
     ----------
@@ -68,6 +75,7 @@ class CollapsedLDAGibbs(ZooGibbsStep):
     """
 
     name = "lda_collapsed_gibbs"
+    can_temper = True
     stats_dtypes_shapes = {
         "log_joint": (np.float64, []),
         "n_changed": (np.int64, []),
@@ -144,6 +152,17 @@ class CollapsedLDAGibbs(ZooGibbsStep):
         self._tables = None
         self._last_z = None
 
+    def replica(self):
+        """A copy for another temperature: it shares the compiled word function and the
+        priors, and builds its own counts from the first point it is given (the counts
+        are updated in place by every sweep)."""
+        new = super().replica()
+        new._state = None
+        new._state_words = None
+        new._tables = None
+        new._last_z = None
+        return new
+
     # ------------------------------------------------------------------ helpers
     def _check_words(self, words) -> np.ndarray:
         words = np.asarray(words)
@@ -166,7 +185,13 @@ class CollapsedLDAGibbs(ZooGibbsStep):
             raise ValueError(f"{self._z_name} has shape {z.shape}, expected ({self.n_tokens},)")
         if z.size and (z.min() < 0 or z.max() >= self.n_topics):
             raise ValueError(f"{self._z_name} must hold topics in [0, {self.n_topics})")
+        old = self._state
         self._state = SparseLDAState(words, self.doc_ptr, z, self.n_words, self.n_topics)
+        if old is not None and words is self._state_words:
+            # same corpus (a tempered run's swaps rebuild the counts often): its tables
+            # stay valid, the tempered sweep's depending only on beta and eta besides
+            self._state.powers = old.powers
+            return
         self._state_words = words
         self._tables = None
         if np.ndim(self._alpha_ll) == 0 and np.ndim(self._eta_ll) == 0 and self.n_tokens:
@@ -183,10 +208,11 @@ class CollapsedLDAGibbs(ZooGibbsStep):
         """
         s = self._state
         if self.sampler == "sparse":
-            s.sweep(self.alpha, self.eta, self.rng)
+            s.sweep(self.alpha, self.eta, self.beta, self.rng)
         else:
             gibbs_sweep_dense(
-                s.words, s.doc_ptr, s.z, s.n_wk, s.n_dk, s.n_k, self.alpha, self.eta, self.rng
+                s.words, s.doc_ptr, s.z, s.n_wk, s.n_dk, s.n_k, self.alpha, self.eta,
+                self.beta, self.rng
             )
 
     # -------------------------------------------------------------------- step

@@ -109,7 +109,7 @@ def test_dense_sweep_leaves_the_exact_posterior_invariant():
     z = np.zeros(WORDS.size, dtype=np.int32)
     n_wk, n_dk, n_k = lk.build_counts(WORDS, DOC_PTR, z, V, K)
     mean, mcse = _state_frequencies(
-        lambda: lk.gibbs_sweep_dense(WORDS, DOC_PTR, z, n_wk, n_dk, n_k, ALPHA, ETA, rng),
+        lambda: lk.gibbs_sweep_dense(WORDS, DOC_PTR, z, n_wk, n_dk, n_k, ALPHA, ETA, 1.0, rng),
         lambda: z,
         40_000,
         states,
@@ -122,7 +122,7 @@ def test_sparse_sweep_leaves_the_exact_posterior_invariant():
     rng = np.random.default_rng(3)
     state = lk.SparseLDAState(WORDS, DOC_PTR, np.zeros(WORDS.size), V, K)
     mean, mcse = _state_frequencies(
-        lambda: state.sweep(ALPHA, ETA, rng), lambda: state.z, 40_000, states
+        lambda: state.sweep(ALPHA, ETA, 1.0, rng), lambda: state.z, 40_000, states
     )
     _assert_matches_exact(mean, mcse, p)
 
@@ -161,7 +161,7 @@ def test_sparse_state_stays_consistent_and_matches_dense_statistically():
     eta = rng.uniform(0.01, 0.2, n_words)
     state = lk.SparseLDAState(words, doc_ptr, rng.integers(0, n_topics, 150), n_words, n_topics)
     for _ in range(50):
-        state.sweep(alpha, eta, rng)
+        state.sweep(alpha, eta, 1.0, rng)
     counts = lk.build_counts(words, doc_ptr, state.z, n_words, n_topics)
     for got, want in zip((state.n_wk, state.n_dk, state.n_k), counts, strict=True):
         np.testing.assert_array_equal(got, want)
@@ -179,7 +179,7 @@ def test_sweeps_are_reproducible_from_the_generator():
         state = lk.SparseLDAState(WORDS, DOC_PTR, np.zeros(WORDS.size), V, K)
         zs = []
         for _ in range(20):
-            state.sweep(ALPHA, ETA, rng)
+            state.sweep(ALPHA, ETA, 1.0, rng)
             zs.append(state.z.copy())
         return np.array(zs)
 

@@ -1,0 +1,126 @@
+"""The tempered collapsed LDA step samples p(z | alpha) p(w | z, eta)^beta: on a 7-token
+corpus every assignment is enumerated (by sequential Pólya urns, independently of the
+kernels) and the step's state frequencies at beta in {0, 0.3, 1}, with either sampler,
+must match within their Monte Carlo error; two replicas interleaved as a tempered run
+interleaves them each sample their own temperature; the twin that ignores beta is
+caught. The model's likelihood is PyMC's datalogp: the collapsed word term."""
+
+import itertools
+
+import numpy as np
+import pytest
+
+from inference.gibbs.lda import CollapsedLDAGibbs
+from inference.tempering import log_likelihood_function
+from pp_models import lda
+from pp_models.model_info import get_info
+from tests.helpers.stationary import compare_with_exact
+from tests.inference.gibbs.lda.twins import IgnoresBetaLDA
+
+DOCS = [[0, 1, 1], [2, 0], [1, 2]]
+V, K = 3, 2
+ALPHA = np.array([0.5, 0.9])
+ETA = np.array([0.3, 0.7, 0.4])
+N_SWEEPS = 12_000
+STATES = np.array(list(itertools.product(range(K), repeat=7)))
+#: comparisons of the correct chains in this module (6 runs + 2 interleaved) x states
+N_COMPARISONS = 8 * len(STATES)
+
+
+def polya_parts(z):
+    """(log p(z | alpha), log p(w | z, eta)) by Pólya urns: documents draw topics,
+    topics draw words."""
+    lp = ll = 0.0
+    n_kw = np.zeros((K, V))
+    i = 0
+    for doc in DOCS:
+        n_dk = np.zeros(K)
+        for j, w in enumerate(doc):
+            k = z[i]
+            lp += np.log((n_dk[k] + ALPHA[k]) / (j + ALPHA.sum()))
+            ll += np.log((n_kw[k, w] + ETA[w]) / (n_kw[k].sum() + ETA.sum()))
+            n_dk[k] += 1
+            n_kw[k, w] += 1
+            i += 1
+    return lp, ll
+
+
+PARTS = np.array([polya_parts(s) for s in STATES])
+
+
+def power_posterior(beta):
+    logp = PARTS[:, 0] + beta * PARTS[:, 1]
+    p = np.exp(logp - logp.max())
+    return p / p.sum()
+
+
+@pytest.fixture(scope="module")
+def model():
+    return lda.model(DOCS, n_topics=K, alpha=ALPHA, eta=ETA, n_words=V)
+
+
+def build(model, cls=CollapsedLDAGibbs, **overrides):
+    hint = get_info(model).step_hints[0]
+    return cls.from_model(model, hint.var_names, **{**hint.options(model), **overrides})
+
+
+def state_index(z):
+    return int(np.dot(z, K ** np.arange(6, -1, -1)))
+
+
+def run(steps, model, n=N_SWEEPS):
+    """Each step on its own chain, the steps called in turn (as replicas are)."""
+    points = [model.initial_point() for _ in steps]
+    visits = np.zeros((len(steps), n), dtype=np.int64)
+    for t in range(n):
+        for r, step in enumerate(steps):
+            points[r], _ = step.step(points[r])
+            visits[r, t] = state_index(points[r]["z"])
+    return visits
+
+
+def check(visits, beta):
+    p = power_posterior(beta)
+    draws = {i: (visits == i).astype(float) for i in range(len(STATES))}
+    return compare_with_exact(draws, dict(enumerate(p)),
+                              exact_sd=dict(enumerate(np.sqrt(p * (1 - p)))),
+                              n_comparisons=N_COMPARISONS)
+
+
+def test_the_likelihood_tempered_is_the_collapsed_word_term(model):
+    loglik = log_likelihood_function(model)
+    for s in (0, 37, 127):
+        point = model.initial_point() | {"z": STATES[s]}
+        assert loglik(point) == pytest.approx(PARTS[s, 1], rel=1e-12)
+
+
+@pytest.mark.parametrize("beta", [0.0, 0.3, 1.0])
+@pytest.mark.parametrize("sampler", ["sparse", "dense"])
+def test_tempered_step_samples_the_power_posterior(model, sampler, beta):
+    step = build(model, sampler=sampler)
+    step.set_inverse_temperature(beta)
+    step.rng = np.random.default_rng(31)
+    result = check(run([step], model)[0], beta)
+    print(result.table.sort_values("|z|").tail(3))
+    assert result.passed
+
+
+def test_interleaved_replicas_each_sample_their_temperature(model):
+    cold = build(model)
+    hot = cold.replica()
+    hot.set_inverse_temperature(0.3)
+    cold.rng, hot.rng = np.random.default_rng(32), np.random.default_rng(33)
+    visits = run([hot, cold], model)
+    assert hot._state is not cold._state
+    for r, beta in ((0, 0.3), (1, 1.0)):
+        assert check(visits[r], beta).passed, beta
+
+
+@pytest.mark.parametrize("beta", [0.0, 0.3])
+def test_twin_that_ignores_beta_is_caught(model, beta):
+    step = build(model, cls=IgnoresBetaLDA)
+    step.set_inverse_temperature(beta)
+    step.rng = np.random.default_rng(31)
+    result = check(run([step], model, n=N_SWEEPS // 2)[0], beta)
+    print(result.table.sort_values("|z|").tail(3))
+    assert not result.passed
