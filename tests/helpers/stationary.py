@@ -21,7 +21,7 @@ import pandas as pd
 import xarray as xr
 from scipy import stats
 
-__all__ = ["StationaryCheck", "compare_with_exact", "z_bound"]
+__all__ = ["StationaryCheck", "compare_with_draws", "compare_with_exact", "ess_mean", "z_bound"]
 
 
 def z_bound(n_comparisons: int, alpha: float = 0.01) -> float:
@@ -30,7 +30,7 @@ def z_bound(n_comparisons: int, alpha: float = 0.01) -> float:
     return float(stats.norm.isf(alpha / (2 * n_comparisons)))
 
 
-def _ess_mean(x: np.ndarray) -> float:
+def ess_mean(x: np.ndarray) -> float:
     if np.ptp(x) == 0:
         return 1.0
     with warnings.catch_warnings():
@@ -65,7 +65,7 @@ def compare_with_exact(draws: dict[str, np.ndarray], exact_mean: dict[str, float
     rows = []
     for name, mean in exact_mean.items():
         x = np.asarray(draws[name], dtype=np.float64)
-        ess = _ess_mean(x)
+        ess = ess_mean(x)
         sd = float(x.std(ddof=1))
         if exact_sd is not None and name in exact_sd:
             sd = max(sd, float(exact_sd[name]))
@@ -73,6 +73,28 @@ def compare_with_exact(draws: dict[str, np.ndarray], exact_mean: dict[str, float
         diff = float(x.mean()) - float(mean)
         z = abs(diff) / se if se > 0 else (0.0 if diff == 0 else math.inf)
         rows.append(dict(statistic=name, exact=float(mean), chain=float(x.mean()), se=se,
+                         ess=ess, **{"|z|": z}))
+    table = pd.DataFrame(rows).set_index("statistic")
+    return StationaryCheck(table, z_bound(n_comparisons or len(rows), alpha))
+
+
+def compare_with_draws(draws: dict[str, np.ndarray], reference: dict[str, np.ndarray], *,
+                       n_comparisons: int | None = None,
+                       alpha: float = 0.01) -> StationaryCheck:
+    """Chain averages of ``draws`` against the averages of independent draws
+    ``reference`` from the target (getting-it-right's comparison): the standard error
+    counts both, ``sd^2 / n_reference + sd^2 / ESS``, with ``sd`` the larger of the two
+    samples'."""
+    rows = []
+    for name, y in reference.items():
+        x = np.asarray(draws[name], dtype=np.float64)
+        y = np.asarray(y, dtype=np.float64)
+        ess = ess_mean(x)
+        var = max(float(np.var(y, ddof=1)), float(np.var(x, ddof=1)))
+        se = math.sqrt(var / y.size + var / ess)
+        diff = float(x.mean() - y.mean())
+        z = abs(diff) / se if se > 0 else (0.0 if diff == 0 else math.inf)
+        rows.append(dict(statistic=name, exact=float(y.mean()), chain=float(x.mean()), se=se,
                          ess=ess, **{"|z|": z}))
     table = pd.DataFrame(rows).set_index("statistic")
     return StationaryCheck(table, z_bound(n_comparisons or len(rows), alpha))
