@@ -6,7 +6,7 @@ import numpy as np
 from pytensor.graph.basic import Variable
 from pytensor.graph.traversal import explicit_graph_inputs
 
-from custom_ops.lda_kernels import (
+from custom_ops.lda.gibbs import (
     SparseLDAState,
     concentrations,
     draw_summary,
@@ -39,7 +39,7 @@ class CollapsedLDAGibbs(ZooGibbsStep):
     alpha) p(w | z, eta)^beta`` (the model's likelihood is the collapsed word term,
     Murphy Eq. 27.36), the word's predictive ``(n_wk + eta_w) / (n_k + sum eta)`` raised
     to ``beta`` in each token's conditional (derivation in
-    :mod:`custom_ops.lda_kernels`, Tempering). :meth:`replica` gives each copy its own
+    :mod:`custom_ops.lda.gibbs`, Tempering). :meth:`replica` gives each copy its own
     counts.
 
     Parameters

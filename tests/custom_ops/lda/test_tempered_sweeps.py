@@ -10,7 +10,7 @@ import math
 import numpy as np
 import pytest
 
-from custom_ops import lda_kernels as lk
+from custom_ops.lda import gibbs as lk
 
 WORDS = np.array([0, 1, 1, 2, 0, 1, 2], dtype=np.int32)
 DOC_PTR = np.array([0, 3, 5, 7], dtype=np.int64)

@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from custom_ops.ggm_gibbs import draw_bglasso_prior, packed_cholesky_forward
+from custom_ops.ggm.gibbs import draw_bglasso_prior, packed_cholesky_forward
 from inference.gibbs.ggm import BGLassoBlockGibbs, SSSLBlockGibbs
 from inference.testing.generative import free_data_model
 from pp_models import ggm

@@ -14,7 +14,7 @@ oracle needs it; its update involves no likelihood term, so beta does not enter 
 import numpy as np
 import pytest
 
-from custom_ops.nsfa_kernels import FIXED, PER_ELEMENT, collapsed_singleton_log_ratio, nsfa_sweep
+from custom_ops.ibp_fa.nsfa import FIXED, PER_ELEMENT, collapsed_singleton_log_ratio, nsfa_sweep
 from inference.gibbs.ibp_fa import NSFAGibbs
 from pp_models import ibp_fa
 from tests.helpers.stationary import compare_with_exact
