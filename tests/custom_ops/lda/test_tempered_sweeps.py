@@ -1,16 +1,14 @@
 """The LDA sweeps at an inverse temperature beta leave the power posterior
 p(z | alpha) p(w | z, eta)^beta invariant: every assignment of a 7-token corpus
-enumerated (independently of the kernels, by sequential Pólya urns), both sweeps, a
-symmetric eta (the sparse sweep's table) and an asymmetric one, beta in {0, 0.3, 1}; and
-a planted bug (the topic's denominator left untempered) caught by the same check."""
-
-import itertools
-import math
+enumerated (``tests/inference/gibbs/lda/oracle.py``, by sequential Pólya urns), both
+sweeps, a symmetric and an asymmetric eta, beta in {0, 0.3, 1}; and a planted bug (the
+topic's denominator left untempered) caught by the same check."""
 
 import numpy as np
 import pytest
 
 from custom_ops.lda import gibbs as lk
+from tests.inference.gibbs.lda.oracle import LDAEnumeration
 
 WORDS = np.array([0, 1, 1, 2, 0, 1, 2], dtype=np.int32)
 DOC_PTR = np.array([0, 3, 5, 7], dtype=np.int64)
@@ -18,34 +16,17 @@ V, K = 3, 2
 ALPHA = np.array([0.5, 0.9])
 ETAS = {"asymmetric": np.array([0.3, 0.7, 0.4]), "symmetric": np.full(V, 0.25)}
 N_SWEEPS = 30_000
-STATES = list(itertools.product(range(K), repeat=WORDS.size))
+DOCS = [WORDS[DOC_PTR[d]:DOC_PTR[d + 1]].tolist() for d in range(DOC_PTR.size - 1)]
+ENUMS = {name: LDAEnumeration(DOCS, K, ALPHA, eta) for name, eta in ETAS.items()}
+STATES = ENUMS["symmetric"].states
 
 
-def log_prior_and_likelihood(z, eta):
-    """(log p(z | alpha), log p(w | z, eta)), each by its Pólya urns: documents draw
-    topics, topics draw words."""
-    lp = ll = 0.0
-    n_kw = np.zeros((K, V))
-    for d in range(DOC_PTR.size - 1):
-        n_dk = np.zeros(K)
-        for j, i in enumerate(range(DOC_PTR[d], DOC_PTR[d + 1])):
-            k, w = z[i], WORDS[i]
-            lp += math.log((n_dk[k] + ALPHA[k]) / (j + ALPHA.sum()))
-            ll += math.log((n_kw[k, w] + eta[w]) / (n_kw[k].sum() + eta.sum()))
-            n_dk[k] += 1
-            n_kw[k, w] += 1
-    return lp, ll
-
-
-def power_posterior(beta, eta):
-    parts = np.array([log_prior_and_likelihood(np.array(s), eta) for s in STATES])
-    logp = parts[:, 0] + beta * parts[:, 1]
-    p = np.exp(logp - logp.max())
-    return p / p.sum()
+def power_posterior(beta, eta_name):
+    return ENUMS[eta_name].power_posterior(beta)
 
 
 def state_frequencies(run_sweep, get_z, n_sweeps=N_SWEEPS, n_batches=40):
-    index = {s: i for i, s in enumerate(STATES)}
+    index = {tuple(s): i for i, s in enumerate(STATES)}
     batch = n_sweeps // n_batches
     freq = np.zeros((n_batches, len(STATES)))
     for b in range(n_batches):
@@ -107,13 +88,13 @@ def untempered_denominator_chain(beta, eta, seed):
 def test_sweep_leaves_the_power_posterior_invariant(chain, beta, eta_name):
     eta = ETAS[eta_name]
     mean, mcse = chain(beta, eta, seed=21)
-    assert max_z(mean, mcse, power_posterior(beta, eta)) < 5
+    assert max_z(mean, mcse, power_posterior(beta, eta_name)) < 5
 
 
 def test_power_posteriors_differ_enough_to_test():
     """The check can tell the temperatures apart: total variation between them."""
-    for eta in ETAS.values():
-        p = {b: power_posterior(b, eta) for b in (0.0, 0.3, 1.0)}
+    for eta_name in ETAS:
+        p = {b: power_posterior(b, eta_name) for b in (0.0, 0.3, 1.0)}
         assert 0.5 * np.abs(p[0.0] - p[1.0]).sum() > 0.2
         assert 0.5 * np.abs(p[0.3] - p[1.0]).sum() > 0.1
 
@@ -121,5 +102,5 @@ def test_power_posteriors_differ_enough_to_test():
 def test_untempered_denominator_is_caught():
     eta = ETAS["asymmetric"]
     mean, mcse = untempered_denominator_chain(0.3, eta, seed=22)
-    assert max_z(mean, mcse, power_posterior(0.3, eta)) >= 5
+    assert max_z(mean, mcse, power_posterior(0.3, "asymmetric")) >= 5
 

@@ -1,11 +1,9 @@
 """The tempered collapsed LDA step samples p(z | alpha) p(w | z, eta)^beta: on a 7-token
-corpus every assignment is enumerated (by sequential Pólya urns, independently of the
-kernels) and the step's state frequencies at beta in {0, 0.3, 1}, with either sampler,
+corpus every assignment is enumerated (``oracle.py``: sequential Pólya urns, independent
+of the kernels) and the step's state frequencies at beta in {0, 0.3, 1}, with either sampler,
 must match within their Monte Carlo error; two replicas interleaved as a tempered run
 interleaves them each sample their own temperature; the twin that ignores beta is
 caught. The model's likelihood is PyMC's datalogp: the collapsed word term."""
-
-import itertools
 
 import numpy as np
 import pytest
@@ -15,6 +13,7 @@ from inference.tempering import log_likelihood_function
 from pp_models import lda
 from pp_models.model_info import get_info
 from tests.helpers.stationary import compare_with_exact
+from tests.inference.gibbs.lda.oracle import LDAEnumeration
 from tests.inference.gibbs.lda.twins import IgnoresBetaLDA
 
 DOCS = [[0, 1, 1], [2, 0], [1, 2]]
@@ -22,36 +21,12 @@ V, K = 3, 2
 ALPHA = np.array([0.5, 0.9])
 ETA = np.array([0.3, 0.7, 0.4])
 N_SWEEPS = 12_000
-STATES = np.array(list(itertools.product(range(K), repeat=7)))
+ENUM = LDAEnumeration(DOCS, K, ALPHA, ETA)
+STATES = ENUM.states
+PARTS = ENUM.parts
 #: comparisons of the correct chains in this module (6 runs + 2 interleaved) x states
 N_COMPARISONS = 8 * len(STATES)
-
-
-def polya_parts(z):
-    """(log p(z | alpha), log p(w | z, eta)) by Pólya urns: documents draw topics,
-    topics draw words."""
-    lp = ll = 0.0
-    n_kw = np.zeros((K, V))
-    i = 0
-    for doc in DOCS:
-        n_dk = np.zeros(K)
-        for j, w in enumerate(doc):
-            k = z[i]
-            lp += np.log((n_dk[k] + ALPHA[k]) / (j + ALPHA.sum()))
-            ll += np.log((n_kw[k, w] + ETA[w]) / (n_kw[k].sum() + ETA.sum()))
-            n_dk[k] += 1
-            n_kw[k, w] += 1
-            i += 1
-    return lp, ll
-
-
-PARTS = np.array([polya_parts(s) for s in STATES])
-
-
-def power_posterior(beta):
-    logp = PARTS[:, 0] + beta * PARTS[:, 1]
-    p = np.exp(logp - logp.max())
-    return p / p.sum()
+power_posterior = ENUM.power_posterior
 
 
 @pytest.fixture(scope="module")
@@ -64,10 +39,6 @@ def build(model, cls=CollapsedLDAGibbs, **overrides):
     return cls.from_model(model, hint.var_names, **{**hint.options(model), **overrides})
 
 
-def state_index(z):
-    return int(np.dot(z, K ** np.arange(6, -1, -1)))
-
-
 def run(steps, model, n=N_SWEEPS):
     """Each step on its own chain, the steps called in turn (as replicas are)."""
     points = [model.initial_point() for _ in steps]
@@ -75,7 +46,7 @@ def run(steps, model, n=N_SWEEPS):
     for t in range(n):
         for r, step in enumerate(steps):
             points[r], _ = step.step(points[r])
-            visits[r, t] = state_index(points[r]["z"])
+            visits[r, t] = ENUM.index(points[r]["z"])
     return visits
 
 
