@@ -74,6 +74,7 @@ __all__ = [
     "minka_alpha_update",
     "sample_theta_fixed_phi",
     "tempered_powers",
+    "tempering_tables",
 ]
 
 
@@ -335,16 +336,9 @@ def log_joint(n_wk, n_dk, n_k, alpha, eta) -> float:
     )
 
 
-@numba.njit(cache=True, inline="always", error_model="python")
-def _topic_factor(n_k, eta_sum, beta):
-    """``(n_k + sum eta)^-beta``: the topic's denominator of the tempered predictive."""
-    if beta == 1.0:
-        return 1.0 / (n_k + eta_sum)
-    return (n_k + eta_sum) ** -beta
-
-
 @njit_exact
-def gibbs_sweep_dense(words, doc_ptr, z, n_wk, n_dk, n_k, alpha, eta, beta, rng):
+def gibbs_sweep_dense(words, doc_ptr, z, n_wk, n_dk, n_k, alpha, eta, beta, pow_offset,
+                      word_pow, topic_pow, rng):
     """One collapsed Gibbs sweep over all tokens, O(K) per token, counts in place.
 
     For each token: remove it from the counts, draw its topic from Murphy (2012)
@@ -369,6 +363,10 @@ def gibbs_sweep_dense(words, doc_ptr, z, n_wk, n_dk, n_k, alpha, eta, beta, rng)
         Dirichlet parameters.
     beta : float
         Inverse temperature of the likelihood, in [0, 1] (1: the posterior).
+    pow_offset : int64 (V + 1,), word_pow, topic_pow : float64
+        At ``beta != 1``, the powers of :func:`tempered_powers` at this ``beta`` and
+        ``eta`` (a token then costs K lookups, as at ``beta = 1`` it costs K
+        multiply-adds); unused, and may be empty, at ``beta = 1``.
     rng : numpy.random.Generator
         Source of the uniforms; its state advances.
     """
@@ -382,7 +380,7 @@ def gibbs_sweep_dense(words, doc_ptr, z, n_wk, n_dk, n_k, alpha, eta, beta, rng)
     # divisions per token by two.
     inv = np.empty(n_topics)
     for k in range(n_topics):
-        inv[k] = _topic_factor(n_k[k], eta_sum, beta)
+        inv[k] = topic_pow[n_k[k]] if tempered else 1.0 / (n_k[k] + eta_sum)
     # (n_dk + alpha_k) / (n_k + sum eta)^beta, the document's factor, also changes for
     # two topics per token; with it the inner loop is one multiply-add per topic.
     coef = np.empty(n_topics)
@@ -396,13 +394,14 @@ def gibbs_sweep_dense(words, doc_ptr, z, n_wk, n_dk, n_k, alpha, eta, beta, rng)
             n_wk[w, t] -= 1
             n_dk[d, t] -= 1
             n_k[t] -= 1
-            inv[t] = _topic_factor(n_k[t], eta_sum, beta)
+            inv[t] = topic_pow[n_k[t]] if tempered else 1.0 / (n_k[t] + eta_sum)
             coef[t] = (n_dk[d, t] + alpha[t]) * inv[t]
             eta_w = eta[w]
             total = 0.0
             if tempered:
+                po = pow_offset[w]
                 for k in range(n_topics):
-                    total += (n_wk[w, k] + eta_w) ** beta * coef[k]
+                    total += word_pow[po + n_wk[w, k]] * coef[k]
                     cum[k] = total
             else:
                 for k in range(n_topics):
@@ -423,7 +422,7 @@ def gibbs_sweep_dense(words, doc_ptr, z, n_wk, n_dk, n_k, alpha, eta, beta, rng)
             n_wk[w, t] += 1
             n_dk[d, t] += 1
             n_k[t] += 1
-            inv[t] = _topic_factor(n_k[t], eta_sum, beta)
+            inv[t] = topic_pow[n_k[t]] if tempered else 1.0 / (n_k[t] + eta_sum)
             coef[t] = (n_dk[d, t] + alpha[t]) * inv[t]
 
 
@@ -468,29 +467,31 @@ class SparseLDAState:
         self.d_nnz = np.zeros(doc_len.size, dtype=np.int32)
         _fill_topic_lists(self.n_wk, self.w_ptr, self.w_topics, self.w_nnz)
         _fill_topic_lists(self.n_dk, self.d_ptr, self.d_topics, self.d_nnz)
-        # the tempered sweep's tables (tempered_powers), made on the first sweep at a
+        # the tempered sweeps' tables (tempered_powers), made on the first sweep at a
         # beta != 1 and kept while beta and eta stay the same: ``(key, tables)`` or None.
         # They depend on the corpus only through its word frequencies, so a new state of
-        # the same corpus may take them over (assign ``powers``).
+        # the same corpus may take them over (assign ``power_tables``).
         self.pow_offset = np.zeros(self.n_words + 1, dtype=np.int64)
         np.cumsum(word_freq + 1, out=self.pow_offset[1:])
-        self.powers = None
+        self.power_tables = None
         self._no_powers = (np.empty(0), np.empty(0))
 
-    def _powers(self, eta, beta: float):
+    def powers(self, eta, beta: float):
+        """``(word_pow, topic_pow)`` of :func:`tempered_powers` at ``beta`` and ``eta``,
+        made once and kept while they stay the same (empty arrays at ``beta = 1``)."""
         if beta == 1.0:
             return self._no_powers
         key = (beta, np.asarray(eta, dtype=np.float64).tobytes())
-        if self.powers is None or self.powers[0] != key:
+        if self.power_tables is None or self.power_tables[0] != key:
             tables = tempered_powers(self.pow_offset, np.asarray(eta, dtype=np.float64),
                                      float(beta), self.words.size)
-            self.powers = (key, tables)
-        return self.powers[1]
+            self.power_tables = (key, tables)
+        return self.power_tables[1]
 
     def sweep(self, alpha, eta, beta, rng) -> None:
         """One SparseLDA Gibbs sweep at inverse temperature ``beta`` (see
         :func:`gibbs_sweep_sparse`)."""
-        word_pow, topic_pow = self._powers(eta, beta)
+        word_pow, topic_pow = self.powers(eta, beta)
         gibbs_sweep_sparse(
             self.words,
             self.doc_ptr,
@@ -534,6 +535,20 @@ def _list_remove(topics, start, nnz_ref, row, k):
             topics[j] = topics[start + m - 1]
             break
     nnz_ref[row] = m - 1
+
+
+def tempering_tables(words, n_words: int, eta, beta: float):
+    """``(pow_offset, word_pow, topic_pow)`` for a sweep of the corpus ``words`` at
+    inverse temperature ``beta`` (:func:`tempered_powers`; the two tables are empty at
+    ``beta = 1``, where the sweeps do not read them)."""
+    freq = np.bincount(np.asarray(words), minlength=int(n_words))
+    pow_offset = np.zeros(int(n_words) + 1, dtype=np.int64)
+    np.cumsum(freq + 1, out=pow_offset[1:])
+    if beta == 1.0:
+        return pow_offset, np.empty(0), np.empty(0)
+    eta = np.ascontiguousarray(np.broadcast_to(np.asarray(eta, dtype=np.float64),
+                                               (int(n_words),)))
+    return (pow_offset, *tempered_powers(pow_offset, eta, float(beta), int(freq.sum())))
 
 
 @njit_exact

@@ -109,7 +109,8 @@ def test_dense_sweep_leaves_the_exact_posterior_invariant():
     z = np.zeros(WORDS.size, dtype=np.int32)
     n_wk, n_dk, n_k = lk.build_counts(WORDS, DOC_PTR, z, V, K)
     mean, mcse = _state_frequencies(
-        lambda: lk.gibbs_sweep_dense(WORDS, DOC_PTR, z, n_wk, n_dk, n_k, ALPHA, ETA, 1.0, rng),
+        lambda: lk.gibbs_sweep_dense(WORDS, DOC_PTR, z, n_wk, n_dk, n_k, ALPHA, ETA, 1.0,
+                                     *lk.tempering_tables(WORDS, V, ETA, 1.0), rng),
         lambda: z,
         40_000,
         states,

@@ -47,8 +47,10 @@ def dense_chain(beta, eta, seed):
     rng = np.random.default_rng(seed)
     z = np.zeros(WORDS.size, dtype=np.int32)
     n_wk, n_dk, n_k = lk.build_counts(WORDS, DOC_PTR, z, V, K)
+    tables = lk.tempering_tables(WORDS, V, eta, beta)
     return state_frequencies(
-        lambda: lk.gibbs_sweep_dense(WORDS, DOC_PTR, z, n_wk, n_dk, n_k, ALPHA, eta, beta, rng),
+        lambda: lk.gibbs_sweep_dense(WORDS, DOC_PTR, z, n_wk, n_dk, n_k, ALPHA, eta, beta,
+                                     *tables, rng),
         lambda: z)
 
 

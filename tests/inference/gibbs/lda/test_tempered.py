@@ -1,9 +1,10 @@
 """The tempered collapsed LDA step samples p(z | alpha) p(w | z, eta)^beta: on a 7-token
 corpus every assignment is enumerated (``oracle.py``: sequential Pólya urns, independent
-of the kernels) and the step's state frequencies at beta in {0, 0.3, 1}, with either sampler,
-must match within their Monte Carlo error; two replicas interleaved as a tempered run
+of the kernels) and the step's state frequencies at beta in {0, 0.3, 1}, with either
+sampler, must match within their Monte Carlo error; two replicas interleaved as a tempered run
 interleaves them each sample their own temperature; the twin that ignores beta is
-caught. The model's likelihood is PyMC's datalogp: the collapsed word term."""
+caught. The model's likelihood is PyMC's datalogp: the collapsed word term. The default
+sampler ("auto": sparse at beta = 1, dense below) is the interleaved replicas'."""
 
 import numpy as np
 import pytest
@@ -95,3 +96,25 @@ def test_twin_that_ignores_beta_is_caught(model, beta):
     result = check(run([step], model, n=N_SWEEPS // 2)[0], beta)
     print(result.table.sort_values("|z|").tail(3))
     assert not result.passed
+
+
+def test_auto_sampler_rebuilds_the_sparse_lists_after_dense_sweeps(model):
+    """``sampler="auto"`` sweeps densely below beta = 1 (leaving SparseLDA's topic lists
+    stale) and sparsely at 1: the lists must be rebuilt before a sparse sweep reads them."""
+    step = build(model)
+    step.rng = np.random.default_rng(34)
+    step.set_inverse_temperature(0.3)
+    point = model.initial_point()
+    for _ in range(5):
+        point, _ = step.step(point)
+    step.set_inverse_temperature(1.0)
+    for _ in range(3):
+        point, _ = step.step(point)
+        s = step._state
+        np.testing.assert_array_equal(s.z, point["z"])
+        for v in range(V):
+            listed = s.w_topics[s.w_ptr[v]:s.w_ptr[v] + s.w_nnz[v]]
+            assert sorted(listed) == list(np.flatnonzero(s.n_wk[v]))
+        for d in range(len(DOCS)):
+            listed = s.d_topics[s.d_ptr[d]:s.d_ptr[d] + s.d_nnz[d]]
+            assert sorted(listed) == list(np.flatnonzero(s.n_dk[d]))
