@@ -9,6 +9,7 @@ import pytest
 from scipy.optimize import minimize
 from scipy.special import gammaln
 
+from custom_ops.lda import evaluation as lda_eval
 from custom_ops.lda import gibbs as lk
 
 # a tiny corpus: 3 documents, V = 3, 7 tokens
@@ -205,7 +206,8 @@ def test_theta_given_fixed_topics_matches_enumeration():
         den += weight
     expected = num / den
     rng = np.random.default_rng(6)
-    theta = lk.sample_theta_fixed_phi(doc, np.array([0, doc.size]), phi_wk, alpha, 100, 40_000, rng)
+    theta = lda_eval.sample_theta_fixed_phi(doc, np.array([0, doc.size]), phi_wk, alpha, 100,
+                                            40_000, rng)
     assert theta.shape == (1, 2)
     # 40k correlated sweeps of a 5-token document: MCSE of the mean is ~1e-3
     np.testing.assert_allclose(theta[0], expected, atol=6e-3)
@@ -226,10 +228,10 @@ def test_minka_fixed_point_maximises_the_dirichlet_multinomial_likelihood():
         )
 
     ref = np.exp(minimize(neg_loglik, np.zeros(3), method="BFGS", options={"gtol": 1e-10}).x)
-    got = lk.minka_alpha_update(n_dk, np.ones(3), n_iter=2000, tol=1e-12)
+    got = lda_eval.minka_alpha_update(n_dk, np.ones(3), n_iter=2000, tol=1e-12)
     np.testing.assert_allclose(got, ref, rtol=1e-4)
     # one step from a poor start already increases the likelihood (monotone ascent)
-    one = lk.minka_alpha_update(n_dk, np.ones(3), n_iter=1)
+    one = lda_eval.minka_alpha_update(n_dk, np.ones(3), n_iter=1)
     assert neg_loglik(np.log(one)) < neg_loglik(np.zeros(3))
 
 
