@@ -15,7 +15,7 @@ DOC_PTR = np.array([0, 3, 5, 7], dtype=np.int64)
 V, K = 3, 2
 ALPHA = np.array([0.5, 0.9])
 ETAS = {"asymmetric": np.array([0.3, 0.7, 0.4]), "symmetric": np.full(V, 0.25)}
-N_SWEEPS = 30_000
+N_SWEEPS = 20_000
 DOCS = [WORDS[DOC_PTR[d]:DOC_PTR[d + 1]].tolist() for d in range(DOC_PTR.size - 1)]
 ENUMS = {name: LDAEnumeration(DOCS, K, ALPHA, eta) for name, eta in ETAS.items()}
 STATES = ENUMS["symmetric"].states

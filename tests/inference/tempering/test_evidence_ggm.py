@@ -80,7 +80,7 @@ def test_the_model_has_the_graph_zero():
 
 def test_decomposable_ggm_evidence_matches_the_closed_form(model):
     exact = exact_log_evidence()
-    dt = fit(model, draws=600, tune=400, chains=2, cores=1, random_seed=5,
+    dt = fit(model, draws=400, tune=300, chains=2, cores=1, random_seed=5,
              progressbar=False, tempering=8)
     for method in ("stepping_stone", "thermodynamic"):
         result = estimate_from_tempering(dt, method)

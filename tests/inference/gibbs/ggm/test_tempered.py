@@ -36,7 +36,7 @@ SSSL = dict(spike_sd=0.3, slab_sd=1.5, edge_prob=0.3)
 PRIORS = {"bglasso": dict(prior="bglasso", lam=LAM),
           "spike_slab": dict(prior="spike_slab", lam=LAM, v0=0.3, v1=1.5, pi=0.3)}
 BETAS = (0.0, 0.3, 1.0)
-N_SWEEPS = 5000
+N_SWEEPS = 3000
 #: comparisons of the correct p = 2 chains (7 or 8 statistics per run)
 N_COMPARISONS = 15 * len(BETAS)
 
@@ -111,7 +111,7 @@ def test_tempered_step_samples_the_power_posterior(prior, beta):
     ids=["ignores beta, 0", "ignores beta, 0.3", "sssl ignores beta, 0.3",
          "tempers S not n, 0.3"])
 def test_twins_are_caught(prior, twin, beta):
-    result = check2(prior, beta, chain2(prior, twin, beta, seed=41, n=2500))
+    result = check2(prior, beta, chain2(prior, twin, beta, seed=41, n=1500))
     print(result)
     assert not result.passed
 

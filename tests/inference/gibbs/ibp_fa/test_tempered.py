@@ -25,7 +25,7 @@ Y = np.array([[2.2], [-1.4]])
 LAM = 1.0
 NOISE = (3.0, 2.0)
 CAPACITY = 20
-N_SWEEPS = 6000
+N_SWEEPS = 4000
 BETAS = (0.0, 0.3, 1.0)
 CONFIGS = {
     "diagonal, alpha ~ Gamma": dict(noise="diagonal", alpha=(2.0, 2.0)),
