@@ -9,5 +9,6 @@
 
 from inference.fit import METHODS, fit
 from inference.summary import summary
+from inference.tempering.evidence import EvidenceResult, evidence
 
-__all__ = ["METHODS", "fit", "summary"]
+__all__ = ["METHODS", "EvidenceResult", "evidence", "fit", "summary"]

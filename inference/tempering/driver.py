@@ -120,6 +120,7 @@ class TemperedStep(ZooGibbsStep):
             self._prior.seed(streams[n + 1])
         self.ladder = self.initial_ladder.copy()
         self._set_betas()
+        # fresh replicas, so nothing to reset: PyMC's NUTS starts its adaptation anew
         self._points = None
         self._iteration = 0
         self._round_ends = set(adaptation_rounds(tune)) if self.adapt else set()
@@ -132,12 +133,6 @@ class TemperedStep(ZooGibbsStep):
         for beta, leaves in zip(self.ladder, self._replicas, strict=True):
             for leaf in leaves:
                 leaf.set_inverse_temperature(float(beta))
-
-    def reset_tuning(self):
-        for leaves in self._replicas or ():
-            for leaf in leaves:
-                if hasattr(leaf, "reset_tuning"):
-                    leaf.reset_tuning()
 
     def stop_tuning(self):
         self.tune = False
@@ -173,10 +168,10 @@ class TemperedStep(ZooGibbsStep):
         self._points = [points[j] for j in perm]
         logliks = logliks[perm]
         self._trips.apply(perm)
+        tried = ~np.isnan(probs)
+        self._reject_sum[tried] += 1.0 - probs[tried]
+        self._attempts[tried] += 1
         if self.tune and self._round_ends:
-            tried = ~np.isnan(probs)
-            self._reject_sum[tried] += 1.0 - probs[tried]
-            self._attempts[tried] += 1
             if self._iteration + 1 in self._round_ends:
                 rates = self._reject_sum / np.maximum(self._attempts, 1)
                 self.ladder = update_schedule(self.ladder, rates)
@@ -193,6 +188,15 @@ class TemperedStep(ZooGibbsStep):
         })
         return self._points[n - 1], [cold_stats]
 
+    # ------------------------------------------------------------------ for AIS
+    def rejection_rates(self) -> np.ndarray:
+        """Mean swap rejection probability of each pair since the last ladder update."""
+        return self._reject_sum / np.maximum(self._attempts, 1)
+
+    def replica_steps(self, r: int) -> list:
+        """The steps of the replica at temperature ``r`` (after ``setup_chain``)."""
+        return self._replicas[r]
+
     # ------------------------------------------------------------------ stored chains
     def chain_state(self) -> dict:
         """Everything the next iteration depends on besides the cold state (which the
@@ -202,6 +206,7 @@ class TemperedStep(ZooGibbsStep):
             "points": self._points[:-1] if self._points is not None else None,
             "ladder": self.ladder,
             "iteration": self._iteration,
+            "round_ends": sorted(self._round_ends),
             "reject_sum": self._reject_sum,
             "attempts": self._attempts,
             "trips": self._trips.state(),
@@ -222,6 +227,8 @@ class TemperedStep(ZooGibbsStep):
         self.ladder = np.asarray(saved["ladder"], dtype=np.float64)
         self._set_betas()
         self._iteration = int(saved["iteration"])
+        # a resumed chain is given the tuning iterations left, not the schedule's
+        self._round_ends = set(saved["round_ends"])
         self._reject_sum = np.asarray(saved["reject_sum"], dtype=np.float64)
         self._attempts = np.asarray(saved["attempts"], dtype=np.float64)
         self._trips.restore(saved["trips"])

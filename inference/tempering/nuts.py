@@ -8,8 +8,8 @@ function (``GradientSharedStep(logp_dlogp_func=...)``). :class:`TemperedNUTS` is
 compiled once per model and set of variables and shared by every replica: a replica
 sets the weight to its own beta before each of its steps (the other inputs, the values
 of the variables it does not update, are set from the point at every step by PyMC
-anyway). A copy per replica (``ValueGradFunction.copy``) would re-link the Numba graph,
-about a third of a second each.
+anyway). A copy per replica (``ValueGradFunction.copy``) would re-link the Numba graph
+for each replica.
 """
 
 from __future__ import annotations

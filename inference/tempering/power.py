@@ -24,6 +24,7 @@ import numpy as np
 import pymc as pm
 from pymc.pytensorf import compile as compile_pymc
 from pymc.pytensorf import reseed_rngs
+from pytensor.compile.mode import Mode
 from pytensor.tensor.random.type import RandomGeneratorType
 
 __all__ = ["PriorDraws", "check_has_likelihood", "has_likelihood", "log_likelihood_function"]
@@ -83,7 +84,10 @@ class PriorDraws:
                            else transform.forward(rv, *rv.owner.inputs))
         self._names = [model.rvs_to_values[rv].name for rv in rvs]
         self._dtypes = [model.rvs_to_values[rv].dtype for rv in rvs]
-        self._fn = compile_pymc(inputs=[], outputs=outputs)
+        # PyTensor's Python linker: a graph of random draws gains nothing from Numba, and
+        # some of PyMC's draws (stick-breaking weights) have no Numba implementation
+        self._fn = compile_pymc(inputs=[], outputs=outputs,
+                                mode=Mode(linker="py", optimizer="fast_compile"))
         self._rngs = [v for v in self._fn.get_shared()
                       if isinstance(v.type, RandomGeneratorType)]
 

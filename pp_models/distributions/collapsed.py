@@ -22,7 +22,7 @@ distribution                component F, prior H               hyperparameters
                             categorical)                        totals (default 1)
 ==========================  =================================  ==========================
 
-``logp`` is the :class:`~custom_ops.collapsed.CollapsedLogLik` Op (Numba kernels, gradients
+``logp`` is the :class:`~custom_ops.dpm.collapsed.CollapsedLogLik` Op (Numba kernels, gradients
 with respect to every hyperparameter). Forward draws (``pm.draw``, prior predictive)
 draw each block's parameters from the prior and then its rows, in Numba. The labels
 ``z`` are discrete and get no gradient.
@@ -38,13 +38,14 @@ from pytensor.link.numba.dispatch.random import numba_core_rv_funcify
 from pytensor.tensor.random.op import RandomVariable
 from pytensor.tensor.variable import TensorConstant
 
-from custom_ops.collapsed import (
+from custom_ops.dpm.collapsed import (
     collapsed_loglik,
     draw_bernoulli,
     draw_diag_gaussian,
     draw_gaussian,
     draw_multinomial,
 )
+from custom_ops.jit import kernel_source_version
 
 __all__ = [
     "CollapsedBernoulli",
@@ -195,7 +196,7 @@ def _numba_core_collapsed_gaussian(op, node):
         return out
 
     random_fn.handles_out = True
-    return random_fn, 1
+    return random_fn, kernel_source_version()
 
 
 @numba_core_rv_funcify.register(CollapsedDiagGaussianRV)
@@ -208,7 +209,7 @@ def _numba_core_collapsed_diag_gaussian(op, node):
         return out
 
     random_fn.handles_out = True
-    return random_fn, 1
+    return random_fn, kernel_source_version()
 
 
 @numba_core_rv_funcify.register(CollapsedBernoulliRV)
@@ -221,7 +222,7 @@ def _numba_core_collapsed_bernoulli(op, node):
         return out
 
     random_fn.handles_out = True
-    return random_fn, 1
+    return random_fn, kernel_source_version()
 
 
 @numba_core_rv_funcify.register(CollapsedMultinomialRV)
@@ -234,7 +235,7 @@ def _numba_core_collapsed_multinomial(op, node):
         return out
 
     random_fn.handles_out = True
-    return random_fn, 1
+    return random_fn, kernel_source_version()
 
 
 def _core_only(value, name):

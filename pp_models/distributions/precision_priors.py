@@ -25,7 +25,7 @@ Both take PyMC's :class:`~pymc.distributions.transforms.CholeskyCovTransform` as
 default transform (``Omega = L L'`` with a log diagonal; log-Jacobian ``p log 2 +
 sum_k (p - k + 2) log L_kk``), so NUTS moves in an unconstrained space and never
 leaves the PD cone. Prior draws are by rejection of independent entries (Numba,
-:mod:`custom_ops.ggm_gibbs`): exact, but only practical for small p.
+:mod:`custom_ops.ggm.gibbs`): exact, but only practical for small p.
 """
 
 from __future__ import annotations
@@ -39,7 +39,8 @@ from pytensor.link.numba.dispatch import basic as numba_basic
 from pytensor.link.numba.dispatch.random import numba_core_rv_funcify
 from pytensor.tensor.random.op import RandomVariable
 
-from custom_ops.ggm_gibbs import draw_bglasso_prior, draw_spike_slab_prior
+from custom_ops.ggm.gibbs import draw_bglasso_prior, draw_spike_slab_prior
+from custom_ops.jit import kernel_source_version
 
 __all__ = [
     "BayesianGLassoPrecision",
@@ -141,7 +142,7 @@ def _numba_core_bglasso(op, node):
             raise RuntimeError("no positive-definite prior draw (p too large for rejection)")
         return out
 
-    return random_fn, 1
+    return random_fn, kernel_source_version()
 
 
 @numba_core_rv_funcify.register(SpikeSlabPrecisionRV)
@@ -155,7 +156,7 @@ def _numba_core_spike_slab(op, node):
             raise RuntimeError("no positive-definite prior draw (p too large for rejection)")
         return out
 
-    return random_fn, 1
+    return random_fn, kernel_source_version()
 
 
 def _pd_and_parts(value):

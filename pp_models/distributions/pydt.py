@@ -12,7 +12,7 @@ draw into a tree object.
 ``sigma2`` per unit time run down the tree from the origin and observed at the leaves at
 ``t = 1`` (Eq. 4.26), an ``(n, dim)`` matrix.
 
-Both ``logp``\\ s come from :class:`custom_ops.pydt.PYDTLogProb`: the tree's is
+Both ``logp``\\ s come from :class:`custom_ops.pydt.ops.PYDTLogProb`: the tree's is
 log p(structure, times | c, theta, alpha) (Eqs. 4.23 x 4.25, a density in the times
 ``t``), the data's log p(X | tree, sigma2) with the internal locations integrated out.
 Prior draws run the sequential generative process (§4.3.1) and Brownian motion as
@@ -31,8 +31,9 @@ from pytensor.link.numba.dispatch import basic as numba_basic
 from pytensor.link.numba.dispatch.random import numba_core_rv_funcify
 from pytensor.tensor.random.op import RandomVariable
 
-from custom_ops.pydt import PYDTLogProb
-from custom_ops.pydt_draws import pydt_draw_data, pydt_draw_tree
+from custom_ops.jit import kernel_source_version
+from custom_ops.pydt.draws import pydt_draw_data, pydt_draw_tree
+from custom_ops.pydt.ops import PYDTLogProb
 
 __all__ = [
     "DiffusionTreeGaussian",
@@ -124,7 +125,7 @@ def _numba_core_pydt(op, node):
             out[m + k, 1] = log1m_t[k]
         return out
 
-    return random_fn, 1
+    return random_fn, kernel_source_version()
 
 
 class PYDiffusionTree(Continuous):
@@ -242,7 +243,7 @@ def _numba_core_dt_gaussian(op, node):
         pydt_draw_data(rng, parent, log1m_t, float(sigma2), d, out)
         return out
 
-    return random_fn, 1
+    return random_fn, kernel_source_version()
 
 
 class DiffusionTreeGaussian(Continuous):

@@ -23,8 +23,9 @@ from pytensor.link.numba.dispatch import basic as numba_basic
 from pytensor.link.numba.dispatch.random import numba_core_rv_funcify
 from pytensor.tensor.random.op import RandomVariable
 
-from custom_ops.spanning_tree import spanning_tree_logp_op
-from custom_ops.spanning_tree_kernels import wilson_spanning_tree
+from custom_ops.jit import kernel_source_version
+from custom_ops.mixture_of_trees.spanning_tree import spanning_tree_logp_op
+from custom_ops.trees.spanning import wilson_spanning_tree
 
 __all__ = ["SpanningTree", "SpanningTreeRV", "spanning_tree"]
 
@@ -62,7 +63,7 @@ def _numba_core_spanning_tree(op, node):
         return out
 
     random_fn.handles_out = True
-    return random_fn, 1
+    return random_fn, kernel_source_version()
 
 
 class SpanningTree(Discrete):

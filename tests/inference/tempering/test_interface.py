@@ -7,9 +7,9 @@ import pymc as pm
 import pytest
 from scipy import stats
 
-from custom_ops.collapsed import collapsed_loglik_value
+from custom_ops.dpm.collapsed import collapsed_loglik_value
 from inference import fit
-from inference.gibbs import CategoricalGibbs, EscobarWestAlpha
+from inference.gibbs import CategoricalGibbs, CRPCollapsedGibbs, EscobarWestAlpha
 from inference.gibbs.base import ZooGibbsStep
 from inference.tempering import PriorDraws, TemperedNUTS, log_likelihood_function
 from inference.tempering.steps import plan_steps
@@ -103,7 +103,7 @@ def test_log_likelihood_is_the_likelihood_the_steps_condition_on(mixture):
 
 
 def test_zoo_steps_of_the_mixtures_can_temper():
-    assert CategoricalGibbs.can_temper
+    assert CategoricalGibbs.can_temper and CRPCollapsedGibbs.can_temper
     # alpha enters only the partition's prior, so its update ignores beta
     assert EscobarWestAlpha.can_temper and EscobarWestAlpha.tempering_error({}) is None
     assert ZooGibbsStep.tempering_error({}) is not None

@@ -9,9 +9,9 @@ enumerated over every assignment of n = 5 rows to K = 2 components and every spa
 tree of each component (16 over 4 nodes, 3 over 3): 8192 and 288 states. The marginal
 ``p(D_k | T_k)`` is computed here independently of the kernels: BDeu by direct counting
 with ``gammaln`` (Murphy 2012 Eq. 26.28), Gaussian by the chain rule of Student-t
-predictives (``tests.custom_ops.test_gaussian_tree_mixture``).
+predictives (``tests.custom_ops.mixture_of_trees.test_gaussian``).
 
-Test (no autocorrelation, as ``tests/inference/gibbs/test_pydt_kernel_exact.py``): R
+Test (no autocorrelation, as ``tests/inference/gibbs/pydt/test_kernel_exact.py``): R
 independent exact draws of ``(z, T)`` from ``pi_beta`` (and ``w`` from its conditional
 ``Dirichlet(alpha + counts)``) are each pushed through one call of the step at beta; the
 end states must be draws of ``pi_beta`` again. Chi-square tests of the marginals of
@@ -32,13 +32,20 @@ import pytest
 from scipy import stats
 from scipy.special import gammaln
 
-from custom_ops.gaussian_tree_mixture import gaussian_assignment_sweep, gaussian_component_stats
-from custom_ops.tree_mixture import assignment_sweep, propose_reallocation, tree_tables
+from custom_ops.mixture_of_trees.discrete import (
+    assignment_sweep,
+    propose_reallocation,
+    tree_tables,
+)
+from custom_ops.mixture_of_trees.gaussian import (
+    gaussian_assignment_sweep,
+    gaussian_component_stats,
+)
 from inference.gibbs.mixture_of_trees import GaussianMixtureOfTreesGibbs, MixtureOfTreesGibbs
 from pp_models import mixture_of_trees
 from pp_models.model_info import get_info
 from pp_models.trees import all_spanning_trees, spanning_tree_edges
-from tests.custom_ops.test_gaussian_tree_mixture import _chain_rule_log_marginal
+from tests.custom_ops.mixture_of_trees.test_gaussian import _chain_rule_log_marginal
 
 N_ROWS = 5
 K = 2

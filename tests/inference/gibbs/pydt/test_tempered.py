@@ -2,7 +2,7 @@
 posterior ``p(phi) p(T | c, theta, alpha) p(X | T, sigma2)^beta`` on 4 leaves.
 
 The exact draws (independent of the kernels under test) extend the oracle of
-``tests/pp_models/test_pydt_exact_posterior.py``: a labelled shape from its closed-form
+``tests/pp_models/pydt/test_exact_posterior.py``: a labelled shape from its closed-form
 probability (Eqs. 4.23-4.25 over ``H``), the standardised gaps ``w_v ~ Exponential(1)``
 giving the times, the likelihood a dense Gaussian ``N(X_d; 0, sigma2 C)`` by NumPy; and
 ``c, theta, alpha`` from their priors when they are free. Rejection sampling turns
@@ -13,7 +13,7 @@ stops the test). With the precision free, it is integrated out of the tempered
 likelihood in closed form (``Gamma(a + beta n d / 2, b + beta q / 2)`` is its
 conditional, drawn after acceptance), and the bound is on that marginal.
 
-Test (no autocorrelation, as ``test_pydt_kernel_exact.py``): R exact draws each pushed
+Test (no autocorrelation, as ``test_kernel_exact.py``): R exact draws each pushed
 through one call of the step at beta must be draws of the power posterior again:
 two-sample tests against R fresh exact draws (chi-square on the number of branch points
 and on the labelled shape, Kolmogorov-Smirnov on the root time and on each free
@@ -38,10 +38,10 @@ from inference.gibbs.pydt import PYDTTreeStep
 from pp_models import pydt
 from pp_models.distributions import DiffusionTreeGaussian, PYDiffusionTree
 from pp_models.trees import UNUSED_SLOT, DiffusionTree
-from tests.custom_ops.test_pydt import all_trees
+from tests.custom_ops.pydt.test_ops import all_trees
 from tests.helpers.backends import PYTHON_MODE
-from tests.inference.gibbs.test_pydt_kernel_exact import topology
-from tests.pp_models.test_pydt_exact_posterior import (
+from tests.inference.gibbs.pydt.test_kernel_exact import topology
+from tests.pp_models.pydt.test_exact_posterior import (
     flatten,
     log_shape_probability,
     node_log_times,
