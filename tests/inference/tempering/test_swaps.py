@@ -2,6 +2,7 @@
 on a small discrete space), a twin with a wrong acceptance ratio is caught; the ladder
 schedule equalises rejection rates; round trips are counted as Syed et al. define them."""
 
+import itertools
 import math
 
 import numpy as np
@@ -134,3 +135,79 @@ def test_initial_ladder_and_rounds():
     assert adaptation_rounds(20) == []
     with pytest.raises(ValueError, match="n_temperatures must be >= 2"):
         initial_ladder(1)
+
+
+# ---------------------------------------------------------------------- round-trip rate
+def count_trips(ladder, n_iter, seed, *, trips_class=RoundTrips):
+    """Each iteration every replica draws exactly and independently from its power
+    posterior of the 6-state target (efficient local exploration), then the even/odd swaps;
+    returns the round trips counted."""
+    rng = np.random.default_rng(seed)
+    ladder = np.asarray(ladder, dtype=np.float64)
+    cdf = np.cumsum([power(b) for b in ladder], axis=1)
+    draws = (rng.random((n_iter, ladder.size, 1)) > cdf[None]).sum(axis=2)
+    trips = trips_class(ladder.size)
+    for t in range(n_iter):
+        x = np.minimum(draws[t], M - 1)
+        perm, _ = deo_swap(ladder, LOGLIK[x], t % 2, rng)
+        trips.apply(perm)
+    return trips.count
+
+
+def exact_rejection(ladder):
+    """r_i = 1 - E[min(1, exp((b_{i+1} - b_i)(l(x) - l(y))))], x ~ pi_i, y ~ pi_{i+1}."""
+    out = []
+    for lo, hi in itertools.pairwise(ladder):
+        a = np.minimum(1.0, np.exp((hi - lo) * np.subtract.outer(LOGLIK, LOGLIK)))
+        out.append(1.0 - power(lo) @ a @ power(hi))
+    return np.array(out)
+
+
+@pytest.mark.parametrize("n", [2, 3, 5, 8])
+def test_round_trips_when_every_swap_is_accepted(n):
+    """All swaps accepted: a state arrives at the reference every second iteration, and
+    every arrival but the first of each of the N - 1 states that did not start there
+    completes a round trip (Syed et al. 2022: rate 1/2 when Lambda = 0)."""
+    rng = np.random.default_rng(0)
+    trips, ladder = RoundTrips(n), np.linspace(0.0, 1.0, n)
+    n_iter = 2 * n * 25
+    for t in range(n_iter):
+        perm, probs = deo_swap(ladder, np.zeros(n), t % 2, rng)
+        assert np.all(probs[~np.isnan(probs)] == 1.0)
+        trips.apply(perm)
+    assert trips.count == n_iter // 2 - (n - 1)
+
+
+class TripsNeverReset(RoundTrips):
+    """Twin: a state that completed a round trip is not sent back to 'left the
+    reference', so each later iteration it spends at the reference counts again."""
+
+    def _mark(self):
+        n = self.index.size
+        at_ref, at_target = self.index[0], self.index[n - 1]
+        if self._phase[at_ref] == 2:
+            self.count += 1
+        else:
+            self._phase[at_ref] = 1
+        if self._phase[at_target] == 1:
+            self._phase[at_target] = 2
+
+
+def test_round_trip_rate_matches_the_index_process_theory():
+    """With exact independent draws at each temperature the swap outcomes are independent
+    with the rejection rates r_i of the ladder, and the non-reversible scheme's round-trip
+    rate is 1 / (2 + 2 sum_i r_i / (1 - r_i)) (Syed et al. 2022, Theorem 1; 1 / (2 + 2
+    Lambda) for small r_i). The count over 6,000 iterations is a renewal count: its sd is
+    below sqrt(count)."""
+    ladder = np.array([0.0, 0.05, 0.2, 0.5, 1.0])
+    r = exact_rejection(ladder)
+    rate = 1.0 / (2.0 + 2.0 * np.sum(r / (1.0 - r)))
+    n_iter = 6000
+    count = count_trips(ladder, n_iter, seed=3)
+    expected = rate * n_iter
+    print(f"rejection {np.round(r, 3)}, rate {rate:.4f}: expected {expected:.0f} round "
+          f"trips, counted {count}")
+    assert 0.2 < r.max() < 0.8  # a ladder where the rate differs from both 0 and 1/2
+    assert abs(count - expected) < 4 * math.sqrt(expected), (count, expected)
+    broken = count_trips(ladder, n_iter, seed=3, trips_class=TripsNeverReset)
+    assert abs(broken - expected) > 8 * math.sqrt(expected), (broken, expected)
