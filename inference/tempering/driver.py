@@ -65,18 +65,23 @@ class TemperedStep(ZooGibbsStep):
         Update the ladder while tuning.
     prior_draws : bool
         Forward-sample the prior at ``beta = 0`` (when the ladder starts at 0).
-    hold_swaps : bool
+    hold_swaps : bool or None
         While the ladder is being adapted (the first half of the tuning), measure the
         swaps' acceptance probabilities but do not exchange states, so that each
         replica's own adaptation (NUTS's step size and mass matrix) sees only states of
-        its temperature; swaps start with the last ladder update.
+        its temperature; swaps start with the last ladder update. ``None`` (default):
+        hold only when a step adapts while tuning (NUTS). Without such a step the swaps
+        run from the first iteration, as in Syed et al.'s Algorithm 4: the rejection
+        rates that adapt the ladder are then measured on replicas that exchange states,
+        as they will after tuning, not on independent chains each still near its start.
     rng : seed or Generator, optional
     """
 
     name = "parallel_tempering"
 
     def __init__(self, steps, *, model, ladder, adapt: bool = True,
-                 prior_draws: bool = True, hold_swaps: bool = True, rng=None, blocked=True):
+                 prior_draws: bool = True, hold_swaps: bool | None = None, rng=None,
+                 blocked=True):
         templates = [leaf for s in steps for leaf in flatten_steps(s)]
         super().__init__([v for leaf in templates for v in leaf.vars], model=model, rng=rng)
         for leaf in templates:
@@ -87,6 +92,9 @@ class TemperedStep(ZooGibbsStep):
         self.initial_ladder = check_ladder(ladder)
         self.n_temperatures = self.initial_ladder.size
         self.adapt = bool(adapt)
+        if hold_swaps is None:
+            hold_swaps = any(getattr(leaf, "adapts_while_tuning", False)
+                             for leaf in templates)
         self.hold_swaps = bool(hold_swaps)
         self._loglik = log_likelihood_function(self.model)
         self._prior = (PriorDraws.for_model(self.model)

@@ -65,6 +65,9 @@ class TemperedNUTS(pm.NUTS):
 
     can_temper = True
     beta = 1.0
+    #: its step size and mass matrix adapt while tuning (the tempered run then holds the
+    #: swaps while the ladder adapts, :class:`~inference.tempering.driver.TemperedStep`)
+    adapts_while_tuning = True
 
     def __init__(self, vars, *, model, initial_point, **options):
         model = pm.modelcontext(model)

@@ -107,3 +107,48 @@ def test_interrupted_tempered_run_resumes_to_the_uninterrupted_run(tmp_path):
     for group, name in (("posterior_labels", "mu"), ("posterior_labels", "z"),
                         (TEMPERING_GROUP, "log_likelihood"), (TEMPERING_GROUP, "beta")):
         np.testing.assert_array_equal(resumed[group][name].values, whole[group][name].values)
+
+
+def _first_swap(tempered, point, iterations=100):
+    """The first tuning iteration after which some state left its temperature (the index
+    process is no longer the identity), or None."""
+    tempered.setup_chain(np.random.default_rng(0), 200, 0)
+    identity = np.arange(tempered.n_temperatures)
+    for t in range(iterations):
+        point, (stats,) = tempered.step(point)
+        if not np.array_equal(stats["tempering_index"], identity):
+            return t
+    return None
+
+
+def test_swaps_are_held_while_tuning_only_when_a_step_adapts(model_and_exact):
+    """Gibbs steps alone swap from the first tuning iteration (Syed et al.'s Algorithm 4:
+    the ladder adapts to the rejections of replicas that exchange states); NUTS, whose
+    step size and mass matrix adapt to its replica's temperature, holds the swaps until
+    the last ladder update (iteration 48 of a 200-iteration tuning)."""
+    import pymc as pm
+
+    from inference.chains import initial_point
+    from inference.tempering import TemperedNUTS
+    from inference.tempering.driver import TemperedStep
+    from inference.tempering.ladder import adaptation_rounds, initial_ladder
+    from inference.tempering.steps import build_steps, plan_steps
+    from pp_models.model_info import get_info
+
+    assert adaptation_rounds(200) == [16, 48]
+    m = model_and_exact[0]
+    start = initial_point(m)
+    steps = build_steps(m, plan_steps(m, get_info(m), []), initial_point=start)
+    gibbs = TemperedStep(steps, model=m, ladder=initial_ladder(4))
+    assert not gibbs.hold_swaps
+    assert _first_swap(gibbs, dict(start)) < 16
+    held = TemperedStep(steps, model=m, ladder=initial_ladder(4), hold_swaps=True)
+    assert _first_swap(held, dict(start)) >= 48
+
+    with pm.Model() as normal:
+        mu = pm.Normal("mu", 0.0, 1.0)
+        pm.Normal("y", mu, 1.0, observed=[0.3, 1.2, 2.0, 0.7])
+    nuts = TemperedNUTS([mu], model=normal, initial_point=normal.initial_point())
+    tempered = TemperedStep([nuts], model=normal, ladder=initial_ladder(3))
+    assert tempered.hold_swaps
+    assert 48 <= _first_swap(tempered, normal.initial_point()) < 100
