@@ -19,7 +19,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.interpolate import PchipInterpolator
 
-from pp_models.validation import check_int, check_ladder
+from pp_models.validation import check_int, check_inverse_temperature, check_ladder
 
 __all__ = [
     "INITIAL_EXPONENT",
@@ -40,10 +40,19 @@ INITIAL_EXPONENT = 1.0 / 0.3
 _MIN_REJECTION = 1e-6
 
 
-def initial_ladder(n_temperatures: int) -> np.ndarray:
-    """``n_temperatures`` inverse temperatures from 0 to 1, ``(i / (N-1))^(1/0.3)``."""
+def initial_ladder(n_temperatures: int, beta_min: float = 0.0) -> np.ndarray:
+    """``n_temperatures`` inverse temperatures from ``beta_min`` to 1:
+    ``(i / (N-1))^(1/0.3)`` from 0, geometric from ``beta_min > 0`` (equal ratios, the
+    spacing of a ladder that does not reach the prior)."""
     n = check_int(n_temperatures, "n_temperatures", minimum=2)
-    return check_ladder((np.arange(n) / (n - 1)) ** INITIAL_EXPONENT)
+    beta_min = check_inverse_temperature(beta_min, "beta_min")
+    if beta_min >= 1.0:
+        raise ValueError(f"beta_min must be below 1, got {beta_min}")
+    if beta_min == 0.0:
+        return check_ladder((np.arange(n) / (n - 1)) ** INITIAL_EXPONENT)
+    ladder = beta_min ** (1.0 - np.arange(n) / (n - 1))
+    ladder[-1] = 1.0
+    return check_ladder(ladder)
 
 
 def cumulative_barrier(rejection: np.ndarray) -> np.ndarray:

@@ -9,14 +9,14 @@ from dataclasses import dataclass
 import numpy as np
 
 from inference.tempering.ladder import initial_ladder
-from pp_models.validation import check_int, check_ladder
+from pp_models.validation import check_int, check_inverse_temperature, check_ladder
 
 __all__ = ["DEFAULT_TEMPERATURES", "TemperingOptions", "check_tempering"]
 
 #: Temperatures of ``tempering=True``.
 DEFAULT_TEMPERATURES = 8
 
-_KEYS = ("n_temperatures", "ladder", "adapt", "prior_draws")
+_KEYS = ("n_temperatures", "beta_min", "ladder", "adapt", "prior_draws")
 
 
 @dataclass(frozen=True)
@@ -47,8 +47,10 @@ class TemperingOptions:
 def check_tempering(value, name: str = "tempering") -> TemperingOptions | None:
     """``fit``'s ``tempering``: ``None``/``False`` (off), ``True`` (8 temperatures), an
     int ``N >= 2`` (N temperatures), a ladder (a sequence of inverse temperatures,
-    strictly increasing, ending at 1), or a dict with keys ``n_temperatures`` or
-    ``ladder``, ``adapt`` (default True), ``prior_draws`` (default True).
+    strictly increasing, ending at 1), or a dict with keys ``n_temperatures`` (and
+    optionally ``beta_min``, the hottest temperature: a ladder that stops short of the
+    prior, above a phase change its states would not cross) or ``ladder``, ``adapt``
+    (default True), ``prior_draws`` (default True).
 
     Returns ``TemperingOptions`` or ``None``; ``TypeError``/``ValueError`` naming the
     argument otherwise.
@@ -64,14 +66,19 @@ def check_tempering(value, name: str = "tempering") -> TemperingOptions | None:
         unknown = sorted(set(value) - set(_KEYS))
         if unknown:
             raise ValueError(f"{name}: unknown key(s) {unknown}; allowed: {list(_KEYS)}")
-        if "ladder" in value and "n_temperatures" in value:
-            raise ValueError(f"{name}: give n_temperatures or ladder, not both")
+        if "ladder" in value and ("n_temperatures" in value or "beta_min" in value):
+            raise ValueError(f"{name}: give n_temperatures (and beta_min) or ladder, not "
+                             "both")
         if "ladder" in value:
             ladder = check_ladder(value["ladder"], f"{name}['ladder']")
         else:
             n = check_int(value.get("n_temperatures", DEFAULT_TEMPERATURES),
                           f"{name}['n_temperatures']", minimum=2)
-            ladder = initial_ladder(n)
+            beta_min = check_inverse_temperature(value.get("beta_min", 0.0),
+                                                 f"{name}['beta_min']")
+            if beta_min >= 1.0:
+                raise ValueError(f"{name}['beta_min'] must be below 1, got {beta_min}")
+            ladder = initial_ladder(n, beta_min)
         flags = {}
         for key in ("adapt", "prior_draws"):
             flag = value.get(key, True)

@@ -187,6 +187,9 @@ def test_plan_refuses_a_step_that_cannot_temper_before_compiling(monkeypatch):
      ({"n_temperatures": 1}, ValueError, "must be >= 2"),
      ({"ladder": [0.0, 0.5]}, ValueError, "end at 1"),
      ({"ladder": [0.5, 1.0], "n_temperatures": 3}, ValueError, "not both"),
+     ({"ladder": [0.5, 1.0], "beta_min": 0.1}, ValueError, "not both"),
+     ({"n_temperatures": 3, "beta_min": 1.0}, ValueError, r"\['beta_min'\] must be below 1"),
+     ({"n_temperatures": 3, "beta_min": "0.1"}, TypeError, r"\['beta_min'\]"),
      ({"bogus": 1}, ValueError, "unknown key"),
      ([0.0, 1.2, 1.0], ValueError, "must be in")],
 )
@@ -199,3 +202,11 @@ def test_bad_tempering_arguments_are_refused(mixture, value, error, match, monke
     monkeypatch.setattr(sys.modules["inference.fit"], "_fit_mcmc", started)
     with pytest.raises(error, match=match):
         fit(mixture, tempering=value, progressbar=False)
+
+
+def test_tempering_dict_with_beta_min_starts_the_ladder_there():
+    from inference.tempering.options import check_tempering
+
+    options = check_tempering({"n_temperatures": 3, "beta_min": 0.1})
+    np.testing.assert_allclose(options.ladder, [0.1, 0.1 ** 0.5, 1.0], rtol=1e-12)
+    assert check_tempering({"n_temperatures": 3, "beta_min": 0.0}).ladder[0] == 0.0

@@ -135,6 +135,12 @@ def test_initial_ladder_and_rounds():
     assert adaptation_rounds(20) == []
     with pytest.raises(ValueError, match="n_temperatures must be >= 2"):
         initial_ladder(1)
+    # from beta_min > 0: equal ratios 0.01, 0.1, 1 (a ladder stopping short of the prior)
+    np.testing.assert_allclose(initial_ladder(3, 0.01), [0.01, 0.1, 1.0], rtol=1e-12)
+    assert initial_ladder(4, 0.0)[0] == 0.0
+    for bad, match in ((1.0, "beta_min must be below 1"), (-0.5, "beta_min must be in")):
+        with pytest.raises(ValueError, match=match):
+            initial_ladder(4, bad)
 
 
 # ---------------------------------------------------------------------- round-trip rate
