@@ -659,6 +659,10 @@ def _fit_and_write(entry, data, options, method, draws, tune, chains, cores, see
         print("\n" + str(report).splitlines()[0])
         if not report.passed:
             print(report.advice())
+    if "tempering" in dt.children and not interrupted:
+        from inference.tempering.driver import describe_tempering
+
+        print("\n" + "\n".join(describe_tempering(dt)))
     stop.arm()  # a result to write: the first Ctrl-C now lets the writing finish
     _RUN["stage"] = "writing"
     paths = write_results(dt, table, out)

@@ -1,4 +1,5 @@
-"""Writing a fit's results to disk: posterior, summary table, trace plot.
+"""Writing a fit's results to disk: posterior, summary table, trace plot (and the
+family's picture, and for a tempered run the ladder's, ``tempering.png``).
 
 The files are written into a hidden staging folder that then replaces the output folder
 by renames, so an interrupted run never leaves a truncated file under the final name nor
@@ -21,7 +22,8 @@ import xarray as xr
 
 from inference.summary import label_variable_names
 
-__all__ = ["RESULT_FILES", "check_output_dir", "holds_complete_result", "plot_trace",
+__all__ = ["RESULT_FILES", "TEMPERING_PLOT", "check_output_dir", "holds_complete_result",
+           "plot_trace",
            "result_folder", "write_results"]
 
 
@@ -44,8 +46,13 @@ FAMILY_PLOTS = {
 }
 
 
+#: The picture of a tempered run (a DataTree with a ``tempering`` group).
+TEMPERING_PLOT = "tempering.png"
+
+
 def _result_names() -> set[str]:
-    return set(RESULT_FILES) | {f"{stem}.png" for stem, _ in FAMILY_PLOTS.values()}
+    return (set(RESULT_FILES) | {f"{stem}.png" for stem, _ in FAMILY_PLOTS.values()}
+            | {TEMPERING_PLOT})
 
 
 def check_output_dir(out_dir: str | os.PathLike) -> Path:
@@ -138,6 +145,12 @@ def write_results(dt: xr.DataTree, table: pd.DataFrame, out_dir: str | os.PathLi
             if not _draw_picture(staging / f"{name}.png", lambda tmp: plot(dt, tmp),
                                  quiet=quiet):
                 family_plot = None
+        tempered = "tempering" in dt.children
+        if tempered:
+            from inference.tempering.plots import plot_tempering
+
+            tempered = _draw_picture(staging / TEMPERING_PLOT,
+                                     lambda tmp: plot_tempering(dt, tmp))
         umask = os.umask(0)
         os.umask(umask)
         os.chmod(staging, 0o777 & ~umask)
@@ -150,6 +163,8 @@ def write_results(dt: xr.DataTree, table: pd.DataFrame, out_dir: str | os.PathLi
              if (out / name).exists()}
     if family_plot is not None:
         paths[family_plot[0]] = out / f"{family_plot[0]}.png"
+    if tempered:
+        paths["tempering"] = out / TEMPERING_PLOT
     return paths
 
 

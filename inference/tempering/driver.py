@@ -38,7 +38,8 @@ from inference.tempering.power import PriorDraws, log_likelihood_function
 from inference.tempering.swaps import RoundTrips, deo_swap
 from pp_models.validation import check_ladder
 
-__all__ = ["TEMPERING_GROUP", "TEMPERING_STATS", "TemperedStep", "tempering_group"]
+__all__ = ["TEMPERING_GROUP", "TEMPERING_STATS", "TemperedStep", "describe_tempering",
+           "swaps_accepted", "tempering_group"]
 
 #: Name of the DataTree group holding the tempering diagnostics.
 TEMPERING_GROUP = "tempering"
@@ -305,6 +306,9 @@ def tempering_group(dt: xr.DataTree, *, tune: int = 0) -> xr.DataTree:
         np.stack([cumulative_barrier(r) for r in rejection.values]),
         dims=("chain", "temperature"))
     ds["barrier"] = rejection.sum("pair")
+    ds["swaps_accepted"] = xr.DataArray(
+        np.stack([swaps_accepted(ds["index"].values[c], ds["swap_prob"].values[c])
+                  for c in range(ds.sizes["chain"])]), dims=("chain", "pair"))
     trips = ds["round_trips_total"]
     ds["round_trips"] = trips.isel(draw=-1) - trips.isel(draw=0)
     ds.attrs.update({
@@ -315,3 +319,53 @@ def tempering_group(dt: xr.DataTree, *, tune: int = 0) -> xr.DataTree:
     dt["sample_stats"] = xr.DataTree(stats.drop_vars(list(names)))
     dt[TEMPERING_GROUP] = xr.DataTree(ds)
     return dt
+
+
+def swaps_accepted(index: np.ndarray, swap_prob: np.ndarray) -> np.ndarray:
+    """The swaps each neighbouring pair made, from one chain's index process.
+
+    ``index`` (draws, N): the state at each temperature after each iteration's swaps;
+    ``swap_prob`` (draws, N-1): NaN where the pair was not tried. A pair tried at draw
+    ``t`` swapped when the state below it is the one that was above it at ``t - 1``.
+    Unlike the mean acceptance probability, this shows a pair no state crosses: the
+    acceptance probability can be high there while the swaps only exchange states that
+    came from the same side (the power posteriors change phase between the two
+    temperatures, and each replica's own moves do not leave the phase its state is in).
+    """
+    index = np.asarray(index)
+    tried = ~np.isnan(np.asarray(swap_prob, dtype=float))[1:]
+    moved = (index[1:, :-1] == index[:-1, 1:]) & (index[1:, :-1] != index[:-1, :-1])
+    return (tried & moved).sum(axis=0).astype(np.int64)
+
+
+def describe_tempering(dt: xr.DataTree) -> list[str]:
+    """Lines telling how a tempered fit's states travelled along the ladder: the barrier
+    Lambda against the temperatures it calls for (about ``2 Lambda``, the rule of thumb
+    of Syed et al. 2022), the round trips, and the pairs no state crossed."""
+    if TEMPERING_GROUP not in dt.children:
+        return []
+    g = dt[TEMPERING_GROUP].to_dataset()
+    n = g.sizes["temperature"]
+    barrier = g["barrier"].values
+    trips = g["round_trips"].values.astype(int)
+    acc = g["swap_acceptance"].values
+    lines = [f"tempering: {n} temperatures, swap acceptance {np.nanmin(acc):.2f}-"
+             f"{np.nanmax(acc):.2f}, barrier Lambda {np.nanmax(barrier):.1f} (about "
+             f"{int(np.ceil(2 * np.nanmax(barrier)))} temperatures suggested), round trips "
+             f"per chain {', '.join(str(t) for t in trips)}"]
+    crossed = g["swaps_accepted"].values  # (chain, pair)
+    ladder = g["ladder"].values
+    loglik = g["log_likelihood"].values
+    walls = []
+    for c in range(crossed.shape[0]):
+        for i in np.flatnonzero(crossed[c] == 0):
+            lo, hi = np.nanmedian(loglik[c, :, i]), np.nanmedian(loglik[c, :, i + 1])
+            walls.append(f"chain {c}: beta {ladder[c, i]:.3g} to {ladder[c, i + 1]:.3g} "
+                         f"(median log-likelihood {lo:.0f} to {hi:.0f})")
+    if walls:
+        lines.append("  no state crossed " + "; ".join(walls[:4])
+                     + ("; ..." if len(walls) > 4 else "")
+                     + ": the power posteriors change phase there, the states above never "
+                     "came from the prior, and more temperatures do not carry them across "
+                     "(docs/benchmarks.md, 'Tempering and evidence')")
+    return lines

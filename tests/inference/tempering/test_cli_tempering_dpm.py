@@ -27,7 +27,10 @@ def test_fit_with_tempering_writes_the_tempering_group(csv, tmp_path, capsys):
     assert dict(dt["tempering"]["log_likelihood"].sizes) == {
         "chain": 2, "draw": 60, "temperature": 3}
     assert {p.name for p in out.iterdir()} >= {"posterior.nc", "summary.csv", "trace.png",
-                                               "clustering.png"}
+                                               "clustering.png", "tempering.png"}
+    printed = capsys.readouterr().out
+    assert "tempering: 3 temperatures, swap acceptance" in printed
+    assert "round trips per chain" in printed
 
 
 def test_evidence_prints_the_log_evidence(csv, capsys):
