@@ -12,7 +12,7 @@ import numbers
 import numpy as np
 
 __all__ = ["as_data_matrix", "check_feature_names", "check_int", "check_positive",
-           "check_random_seed", "rng_from_seed"]
+           "check_positive_columns", "check_random_seed", "rng_from_seed"]
 
 
 def as_data_matrix(
@@ -114,6 +114,20 @@ def check_positive(value, name: str) -> float:
     if not np.isfinite(value) or value <= 0:
         raise ValueError(f"{name} must be a finite number > 0, got {value}")
     return value
+
+
+def check_positive_columns(value, name: str, n_columns: int) -> np.ndarray:
+    """``value`` (one number, or one per column) as a float64 array of ``n_columns``
+    finite numbers > 0."""
+    if isinstance(value, str | bytes):
+        raise TypeError(f"{name} must be a positive number or one per column, got {value!r}")
+    if np.ndim(value) == 0:
+        return np.full(n_columns, check_positive(value, name))
+    values = list(np.ravel(np.asarray(value, dtype=object)))
+    if np.ndim(value) != 1 or len(values) != n_columns:
+        raise ValueError(f"{name} must be one number or {n_columns} (one per column), got "
+                         f"shape {np.shape(value)}")
+    return np.array([check_positive(v, f"{name}[{j}]") for j, v in enumerate(values)])
 
 
 def check_random_seed(value, name: str = "random_seed"):
