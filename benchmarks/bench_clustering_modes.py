@@ -37,10 +37,10 @@ import time
 import numpy as np
 from bench_clustering import load
 
-from custom_ops.collapsed import collapsed_loglik_value
 from custom_ops.conjugate import FAMILY_CODES, pack_hyper
-from custom_ops.crp import canonicalize, crp_logp
-from custom_ops.crp_gibbs import collapsed_sweeps, split_merge_proposal
+from custom_ops.dpm.collapsed import collapsed_loglik_value
+from custom_ops.dpm.crp import canonicalize, crp_logp
+from custom_ops.dpm.gibbs import collapsed_sweeps, split_merge_proposal
 
 
 class Joint:
@@ -101,7 +101,7 @@ def _row(label, z, y, joint):
 
 def diagnose(name, seeds, old_start):
     from inference.fit import fit
-    from inference.gibbs.crp_collapsed import CRPCollapsedGibbs
+    from inference.gibbs.dpm.crp_collapsed import CRPCollapsedGibbs
     from pp_models import dpm, partitions
     from pp_models.model_info import posterior_with_labels
 

@@ -8,7 +8,7 @@ same problem.
 
 Figures: wall-clock seconds for the whole path through the user path
 (``graphical_lasso_path``) after a warm-up call (Numba compile time reported apart),
-the kernel alone (``custom_ops.glasso.glasso_sweeps`` with warm starts), scikit-learn's
+the kernel alone (``custom_ops.ggm.glasso.glasso_sweeps`` with warm starts), scikit-learn's
 ``graphical_lasso`` per lambda and its warm-start path, gglasso's ``ADMM_SGL`` if
 installed; for every answer the KKT gap (evaluated the same way for every solver),
 whether the precision is positive definite, and the edge F1 against the truth. Peak RSS
@@ -41,7 +41,7 @@ import warnings
 
 import numpy as np
 
-from custom_ops.glasso import glasso_sweeps, kkt_violation
+from custom_ops.ggm.glasso import glasso_sweeps, kkt_violation
 from pp_models.ggm import graphical_lasso, graphical_lasso_path, lambda_max
 
 

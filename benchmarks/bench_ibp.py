@@ -83,7 +83,7 @@ def _state(prob, C=60, seed=0, truth=False):
 
 
 def kernel_time_to_quality(prob, seed, max_sweeps=3000):
-    from custom_ops.nsfa_kernels import nsfa_sweep
+    from custom_ops.ibp_fa.nsfa import nsfa_sweep
     from pp_models import ibp_fa
 
     Z, V, X, lam, tau = _state(prob, seed=seed)
@@ -105,7 +105,7 @@ def kernel_time_to_quality(prob, seed, max_sweeps=3000):
 
 
 def kernel_seconds_per_sweep(prob, sweeps=20, C=60):
-    from custom_ops.nsfa_kernels import nsfa_sweep
+    from custom_ops.ibp_fa.nsfa import nsfa_sweep
 
     Z, V, X, lam, tau = _state(prob, C=C, truth=True)
     rng = np.random.default_rng(0)

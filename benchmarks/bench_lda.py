@@ -6,7 +6,7 @@ number of sweeps for every sampler from the same kind of start (``lda``'s balanc
 token-updates per second (tokens x sweeps / sampling wall time, initialisation
 excluded) and the final joint log likelihood log p(w, z).
 
-- ours/sparse: SparseLDA buckets (``custom_ops.lda_kernels.gibbs_sweep_sparse``), the
+- ours/sparse: SparseLDA buckets (``custom_ops.lda.gibbs.gibbs_sweep_sparse``), the
   kernel the ``lda_collapsed_gibbs`` step uses by default;
 - ours/dense: the O(K) Griffiths-Steyvers kernel (``gibbs_sweep_dense``);
 - ours/fit: the user's path, ``inference.fit(model, method="gibbs", draws=sweeps,
@@ -39,7 +39,7 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from benchmarks._memory import PeakRSS
-from custom_ops.lda_kernels import (
+from custom_ops.lda.gibbs import (
     SparseLDAState,
     build_counts,
     gibbs_sweep_dense,

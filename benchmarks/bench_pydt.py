@@ -36,8 +36,8 @@ import warnings
 
 import numpy as np
 
-from custom_ops.pydt import pydt_forward, pydt_value_and_grad
-from custom_ops.pydt_sweep import pydt_sweep
+from custom_ops.pydt.ops import pydt_forward, pydt_value_and_grad
+from custom_ops.pydt.sweep import pydt_sweep
 from inference.gibbs.pydt import _log_post, _n_nonroot, detach_reattach, slice_time
 from pp_models import pydt
 from pp_models.pydt.greedy import greedy

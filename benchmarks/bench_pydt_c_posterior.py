@@ -1,5 +1,5 @@
 """Posterior of the PYDT's smoothness c with the branch-point moves off and on (the data
-of tests/pp_models/test_pydt_recovery.py::test_pydt_hyperparameters_cover_the_truth_on_prior_data:
+of tests/pp_models/pydt/test_recovery.py::test_pydt_hyperparameters_cover_the_truth_on_prior_data:
 N = 200, D = 5 from the DDT prior with c = 1, sigma2 = 1, seed 7).
 
 ``fit`` with the factory's steps (PYDTTreeStep with 2n - 2 moves and the non-centred
@@ -35,7 +35,7 @@ branch points   142.9 sd 18.0, R-hat 1.125       141.0 sd 20.1, R-hat 1.022
 The same posterior either way; the moves give 3-5 times the ESS. With 2 chains x 500
 draws (the recovery test's run) c's sd is 0.22-0.36 off and 0.32-0.47 on over the three
 seeds: the 0.16 once measured without the moves was a short chain that had not reached
-c's right tail (tests/pp_models/test_pydt_recovery.py, second test's docstring).
+c's right tail (tests/pp_models/pydt/test_recovery.py, second test's docstring).
 """
 
 from __future__ import annotations
@@ -56,7 +56,7 @@ NAMES = ("c", "sigma2", "theta", "alpha", "n_internal")
 
 
 def prior_data(seed=7, n=200, d=5):
-    """The recovery test's data (tests/pp_models/test_pydt_recovery.py::prior_data)."""
+    """The recovery test's data (tests/pp_models/pydt/test_recovery.py::prior_data)."""
     return pydt.sample_prior(n, c=1.0, theta=0.0, alpha=0.0, dim=d, sigma2=1.0,
                              random_seed=seed)[0].X
 

@@ -3,7 +3,7 @@ sigma2 = 1; Knowles 2012 §7.7.2): chains from three starts (the true tree, the 
 built at the initial theta and alpha, the binary greedy tree), R-hat across the starts
 and ESS per chain of alpha, c, theta, sigma2 and the number of branch points; with
 ``--branch-moves 0 200`` the same chains (same starts and seeds) without and with the
-branch-point moves of :mod:`custom_ops.pydt_branch`, side by side (ESS per 1000 sweeps
+branch-point moves of :mod:`custom_ops.pydt.branch`, side by side (ESS per 1000 sweeps
 and per second of the chain's own run time).
 
 The factory's steps (``PYDTTreeStep`` with 2n - 2 moves and the non-centred updates,
@@ -16,7 +16,7 @@ exactly (``fit`` would replace it by the step's greedy start while tuning).
     PYTHONPATH=$PWD python benchmarks/bench_pydt_mixing.py --kernel  # cost of the moves
 
 Measured 2026-11-26 (2000 sweeps, 10-15 ms per sweep): see the docstring of
-tests/pp_models/test_pydt_recovery.py::test_hyperparameters_cover_the_truth_on_prior_data.
+tests/pp_models/pydt/test_recovery.py::test_hyperparameters_cover_the_truth_on_prior_data.
 
 Branch-point moves off / on (``--branch-moves 0 -1``; on = n = 200 per sweep, the step's
 default), measured 2026-11-26, 2000 sweeps, statistics over sweeps 1000-2000, chain
@@ -64,7 +64,7 @@ each take short steps. A joint move along it, not more branch moves, is what is
 missing; candidate (not implemented): a non-equilibrium (NCMC, Nilmeier et al. 2011)
 move of theta: propose log theta' = log theta + eps, go from theta to theta' in J small
 steps, each a deterministic move of the times with the gaps w fixed (the non-centred
-map, custom_ops.pydt_noncentred, Jacobian included) followed by a few branch-point
+map, custom_ops.pydt.noncentred, Jacobian included) followed by a few branch-point
 moves at the intermediate theta_j (each a reversible Metropolis-Hastings-Green move
 invariant at theta_j), and accept with the accumulated log density increments of the
 deterministic steps (plus the symmetric proposal of eps); with the reverse protocol
@@ -93,9 +93,9 @@ import numpy as np
 import pymc as pm
 from pymc.step_methods.compound import CompoundStep
 
-from custom_ops import pydt_draws
-from custom_ops.pydt_branch import pydt_branch_moves
-from custom_ops.pydt_sweep import pydt_sweep
+from custom_ops.pydt import draws as pydt_draws
+from custom_ops.pydt.branch import pydt_branch_moves
+from custom_ops.pydt.sweep import pydt_sweep
 from inference.gibbs.pydt import PYDTTreeStep
 from pp_models import pydt
 from pp_models.pydt.greedy import greedy

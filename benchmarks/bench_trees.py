@@ -26,7 +26,7 @@ import time
 import numpy as np
 from scipy.sparse.csgraph import minimum_spanning_tree
 
-from custom_ops.spanning_tree_kernels import (
+from custom_ops.trees.spanning import (
     maximum_spanning_forest,
     pairwise_mutual_information,
 )

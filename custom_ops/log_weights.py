@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import math
 
-import numba
+from custom_ops.jit import njit_exact
 
 __all__ = ["sample_log_weights"]
 
 
-@numba.njit(cache=True, error_model="python", fastmath=False)  # custom_ops._numba_cache
+@njit_exact
 def sample_log_weights(log_weights, m, rng):
     """Index in ``[0, m)`` with probability proportional to ``exp(log_weights[:m])``.
 

@@ -2,23 +2,24 @@
 Cholesky factor (NaN, not an exception, when the matrix is not positive definite, so a
 kernel can test and branch) and the inverse through it.
 
-Why loops and not ``numpy.linalg``: at p ~ 100 these run in about a millisecond
-single-threaded, while a multi-threaded BLAS call on a loaded machine can take hundreds
-(measured: ``numpy.linalg.inv`` 277 ms at p = 100 on 2 busy cores); and inside Numba
+Why loops and not ``numpy.linalg``: at p ~ 100 these are cheap single-threaded, while a
+multi-threaded BLAS call on a loaded machine can spend orders of magnitude longer
+contending for the cores; and inside Numba
 ``np.linalg.cholesky`` raises a generic error that a validation kernel cannot turn into
-an error code. Used by the GGM samplers (:mod:`custom_ops.ggm_gibbs`) and the conjugate
+an error code. Used by the GGM samplers (:mod:`custom_ops.ggm.gibbs`) and the conjugate
 families' hyperparameter checks (:mod:`custom_ops.conjugate`).
 """
 
 from __future__ import annotations
 
-import numba
 import numpy as np
+
+from custom_ops.jit import njit_exact
 
 __all__ = ["cholesky_lower", "spd_inverse"]
 
 
-@numba.njit(cache=True, error_model="python", fastmath=False)  # custom_ops._numba_cache
+@njit_exact
 def cholesky_lower(A):
     """Lower Cholesky factor of a symmetric positive-definite ``A`` (NaN if it is not)."""
     p = A.shape[0]
@@ -39,7 +40,7 @@ def cholesky_lower(A):
     return L
 
 
-@numba.njit(cache=True, error_model="python", fastmath=False)  # custom_ops._numba_cache
+@njit_exact
 def spd_inverse(A):
     """Inverse of a symmetric positive-definite matrix through its Cholesky factor."""
     p = A.shape[0]

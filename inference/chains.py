@@ -279,12 +279,11 @@ def _compile_before_fork(step, spec, start, tune, draws, announce):
     the first draw needs already compiled.
 
     Numba (and PyTensor's Numba backend) compiles at a function's first call; without
-    this each worker compiled the same kernels again, in parallel (on a cold cache a
-    minute of CPU per worker), and this process, which never drew, compiled them again
-    at its next fit. The steps' attributes (arrays copied) are put back afterwards and
-    each chain calls ``setup_chain`` with its own generator as before, so the chains
-    are the ones they were. A failing draw is left to the chains, which report it as
-    they did.
+    this each worker would compile the same kernels again, in parallel, and this
+    process, which never drew, would compile them again at its next fit. The steps'
+    attributes (arrays copied) are put back afterwards and each chain calls
+    ``setup_chain`` with its own generator, so the chains are the ones they would be
+    without the throwaway draw. A failing draw is left to the chains, which report it.
     """
     objects = list({id(o): o for o in [step, *flatten_steps(step)]}.values())
     saved = [{k: v.copy() if isinstance(v, np.ndarray) else v for k, v in vars(o).items()}

@@ -2,8 +2,8 @@
 
 ``pm.sample(nuts_sampler="nutpie")`` calls ``nutpie.compile_pymc_model`` on every call:
 PyTensor builds the log density and its gradient, and Numba compiles two C callbacks
-that it cannot cache on disk (they hold the data's addresses), 1-5 CPU-s per call even
-on a warm cache. ``fit`` often samples one model object several times (other seeds,
+that it cannot cache on disk (they hold the data's addresses): seconds of CPU per call
+even on a warm cache. ``fit`` often samples one model object several times (other seeds,
 draws or chains; new data through ``pm.set_data`` in simulation-based calibration,
 getting-it-right and prediction loops), so :func:`reusing_compiled_model` lets
 ``pm.sample`` keep doing everything it does (seeding, the progress bar, the DataTree it

@@ -158,7 +158,8 @@ def _chunk_draws(shape, dtype, draws) -> int:
 
 def _write_dataset(group, ds: xr.Dataset) -> None:
     """``ds`` into ``group`` as xarray lays a Dataset out in Zarr v3 (dimension names on
-    every array), written directly: ``Dataset.to_zarr`` costs most of a second here."""
+    every array), written directly: ``Dataset.to_zarr`` is much slower for these small
+    writes."""
     for name, var in {**ds.coords, **ds.data_vars}.items():
         values = np.asarray(var.values)
         arr = group.create_array(str(name), shape=values.shape, dtype=values.dtype,

@@ -19,10 +19,10 @@ from __future__ import annotations
 
 import math
 
-import numba
 import numpy as np
 
-from custom_ops.crp import canonicalize
+from custom_ops.dpm.crp import canonicalize
+from custom_ops.jit import njit_exact
 
 __all__ = [
     "adjusted_rand_index",
@@ -37,9 +37,6 @@ __all__ = [
     "variation_of_information",
 ]
 
-# fastmath=False said explicitly, else a kernel takes its first caller's flags: see
-# custom_ops._numba_cache
-_jit = numba.njit(cache=True, error_model="python", fastmath=False)
 
 
 def _as_draws(Z, name="Z") -> np.ndarray:
@@ -69,7 +66,7 @@ def n_blocks(Z) -> np.ndarray:
     return np.array([np.unique(row).size for row in Z])
 
 
-@_jit
+@njit_exact
 def _coclustering(Z):
     S, n = Z.shape
     P = np.zeros((n, n))
@@ -104,7 +101,7 @@ def coclustering(Z, items=None) -> np.ndarray:
     return _coclustering(Z)
 
 
-@_jit
+@njit_exact
 def _binder(z, P):
     n = z.shape[0]
     out = 0.0
@@ -124,7 +121,7 @@ def expected_binder_loss(z, P) -> float:
     return float(_binder(z, P))
 
 
-@_jit
+@njit_exact
 def _vi(a, b):
     n = a.shape[0]
     Ka = a.max() + 1
@@ -163,7 +160,7 @@ def variation_of_information(a, b) -> float:
     return float(_vi(a, b))
 
 
-@_jit
+@njit_exact
 def _expected_vi_many(candidates, Z):
     out = np.zeros(candidates.shape[0])
     for c in range(candidates.shape[0]):
@@ -181,7 +178,7 @@ def expected_vi(z, Z) -> float:
     return float(_expected_vi_many(z[None, :], Z)[0])
 
 
-@_jit
+@njit_exact
 def _binder_local_search(z, P, max_passes):
     """Greedy single-item moves (to another block or a new one) while the expected Binder
     loss decreases."""
@@ -316,7 +313,7 @@ def adjusted_rand_index(a, b) -> float:
 # O(S K) per item.
 
 
-@_jit
+@njit_exact
 def _draw_block_counts(Zc):
     """Per-draw block sizes (S, K_max) of canonical draws, and K per draw."""
     S, n = Zc.shape
@@ -334,17 +331,17 @@ def _draw_block_counts(Zc):
     return counts, ks
 
 
-@_jit
+@njit_exact
 def _xlogx(x):
     return x * math.log(x) if x > 0 else 0.0
 
 
-@_jit
+@njit_exact
 def _c2(x):
     return 0.5 * x * (x - 1.0)
 
 
-@_jit
+@njit_exact
 def _draws_constant(draw_counts, loss_vi):
     """(1/S) sum_s sum_l f(n^s_l), the part of the expected loss that does not depend on
     the candidate (f = C(., 2) for Binder, x log x for VI)."""
@@ -357,7 +354,7 @@ def _draws_constant(draw_counts, loss_vi):
     return acc / S
 
 
-@_jit
+@njit_exact
 def _expected_losses(candidates, Zc, draw_counts, loss_vi):
     """Expected Binder (loss_vi=False) or VI loss of every candidate (rows, canonical)."""
     C, n = candidates.shape
@@ -391,7 +388,7 @@ def _expected_losses(candidates, Zc, draw_counts, loss_vi):
     return out
 
 
-@_jit
+@njit_exact
 def _greedy_search(z, Zc, kz, loss_vi, max_passes):
     """Single-item moves (to another block or a new one) while the expected loss drops.
 

@@ -9,9 +9,9 @@ Sections (each owns its kind; families import from here, never re-derive):
 - undirected spanning trees (Chow-Liu, mixtures of trees): edge lists over V nodes.
 
 Numba kernels behind them live in :mod:`custom_ops.trees` (merge trees),
-:mod:`custom_ops.spanning_tree_kernels` and :mod:`custom_ops.diffusion_tree_kernels`.
+:mod:`custom_ops.trees.spanning` and :mod:`custom_ops.trees.diffusion`.
 
-Why one module of ~710 lines: it is the one home of tree representations (issue #9), so
+Why one module of ~710 lines: it is the one home of tree representations, so
 the three kinds sit side by side with their conversions; each section is self-contained
 and would be the module to split off if a fourth kind arrives.
 """
@@ -24,13 +24,13 @@ from dataclasses import dataclass as _dataclass
 
 import numpy as np
 
-from custom_ops import spanning_tree_kernels as _tree_kernels
-from custom_ops.diffusion_tree_kernels import (
+from custom_ops.trees import node_depths, node_sizes, validate_merges
+from custom_ops.trees import spanning as _tree_kernels
+from custom_ops.trees.diffusion import (
     DIFFUSION_TREE_ERRORS,
     diffusion_tree_mrca_times,
     diffusion_tree_structure,
 )
-from custom_ops.trees import node_depths, node_sizes, validate_merges
 from pp_models.validation import rng_from_seed
 
 __all__ = [

@@ -21,7 +21,7 @@ warnings.filterwarnings("ignore", message="PyTensor could not link to a BLAS")
 # changes, only 1988 -> 1889 worker-s. Our kernels use no fastmath, so their floating
 # point is the same at every level; the tests compare with tolerances anyway. The -O1 code is
 # cached apart from the -O3 code users and the benchmarks get, since neither Numba's nor
-# PyTensor's cache index records the level: custom_ops._numba_cache names its folder by
+# PyTensor's cache index records the level: custom_ops.jit names its folder by
 # level, and PyTensor's compile folder is set here. Set NUMBA_OPT yourself to override.
 # This must run before numba is imported (conftest is imported before any test module).
 if "NUMBA_OPT" not in os.environ:
@@ -33,7 +33,7 @@ if "NUMBA_OPT" not in os.environ:
                         f"base_compiledir={_compiledir}") if f)
 
 # Both xdist workers share one compile cache, and Numba's cache writes race between
-# processes (custom_ops._numba_cache.make_cache_writes_process_safe): custom_ops installs
+# processes (custom_ops.jit.make_cache_writes_process_safe): custom_ops installs
 # a lock when imported; import it before any test can compile a graph without it.
 import custom_ops  # noqa: E402,F401
 
@@ -41,16 +41,19 @@ import custom_ops  # noqa: E402,F401
 # A cold run (fresh clone, empty HOME) spends most of its time compiling Numba kernels and
 # PyTensor graphs. With the tests of one family spread over both workers, each worker
 # compiles that family's kernels again: the PYDT tests alone took 267 CPU-s on two workers
-# against 173 CPU-s on one (cold, same tests). So every test whose node id names a family
-# is sent to that family's worker (--dist loadgroup in pyproject's addopts); tests that
-# name none are spread one by one. First match wins, so the more specific keys come first.
+# against 173 CPU-s on one (cold, same tests). So every test of a family is sent to that
+# family's worker (--dist loadgroup in pyproject's addopts): a test under a folder named
+# for the family (tests/custom_ops/pydt/, tests/pp_models/pydt/, tests/inference/gibbs/
+# pydt/, ...), else one whose node id (file or parameters) names a keyword of the family;
+# tests that name none are spread one by one. First match wins, so the more specific keys
+# come first.
 FAMILY_KEYWORDS = (
     ("pydt", ("pydt", "pitman_yor")),
     ("mixture_of_trees", ("tree_mixture", "mixture_of_trees", "mixtures_of_trees",
                           "spanning_tree", "chow_liu", "map_forest")),
     ("bhc", ("bhc", "hierarchical_clustering")),
     ("lda", ("lda",)),
-    ("ibp", ("ibp",)),
+    ("ibp_fa", ("ibp",)),
     ("ggm", ("ggm", "glasso", "graphical")),
     ("finite_mixture", ("finite_mixture",)),
     # write_your_own_model builds its model from the DPM's CRP and collapsed Ops
@@ -59,7 +62,12 @@ FAMILY_KEYWORDS = (
 
 
 def family_of(nodeid: str) -> str | None:
-    """The family a test's node id names (its file or its parameters), or None."""
+    """The family of a test: the family folder its file is in, else the first family whose
+    keyword its node id (file or parameters) names; None for neither."""
+    folders = nodeid.split("::")[0].split("/")[:-1]
+    for family, _ in FAMILY_KEYWORDS:
+        if family in folders:
+            return family
     low = nodeid.lower()
     for family, keys in FAMILY_KEYWORDS:
         if any(key in low for key in keys):

@@ -72,8 +72,8 @@ def test_the_checks_see_violations():
         "pp_models.trees"]
     assert upward_imports("pp_models", "import inference.fit\n") == ["inference.fit"]
     assert upward_imports("pp_models", "from custom_ops import pydt\n") == []
-    source = "from custom_ops.pydt_kernels import (\n    _forward,\n    pydt_forward,\n)\n"
-    assert private_imports("custom_ops.pydt", source) == ["custom_ops.pydt_kernels:_forward"]
+    source = "from custom_ops.pydt.density import (\n    _forward,\n    pydt_forward,\n)\n"
+    assert private_imports("custom_ops.pydt.ops", source) == ["custom_ops.pydt.density:_forward"]
     # a module's own private names, and dunders, are not shared names
-    assert private_imports("custom_ops.pydt", "from custom_ops.pydt import _x\n") == []
-    assert private_imports("custom_ops.pydt", "from custom_ops import __version__\n") == []
+    assert private_imports("custom_ops.pydt.ops", "from custom_ops.pydt.ops import _x\n") == []
+    assert private_imports("custom_ops.pydt.ops", "from custom_ops import __version__\n") == []

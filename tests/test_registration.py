@@ -4,6 +4,7 @@ and every class or function a package imports from its own modules is in its ``_
 import importlib
 import inspect
 import pkgutil
+import sys
 
 import inference.gibbs
 from inference.gibbs.base import ZooGibbsStep
@@ -22,8 +23,15 @@ def test_every_family_with_a_factory_declares_a_cli_entry():
 
 def test_every_gibbs_step_class_is_registered():
     steps = registered_steps()
-    for info in pkgutil.iter_modules(inference.gibbs.__path__):
-        module = importlib.import_module(f"inference.gibbs.{info.name}")
+    names = [info.name for info in
+             pkgutil.walk_packages(inference.gibbs.__path__, "inference.gibbs.")]
+    # the walk reaches the steps in subpackages (the DPM's are in inference.gibbs.dpm),
+    # and importing inference.gibbs imported every one of them (so every step registered)
+    assert "inference.gibbs.dpm.crp_collapsed" in names
+    missed = [name for name in names
+              if name not in sys.modules and not name.rpartition(".")[2].startswith("_")]
+    assert not missed, f"import inference.gibbs does not import {missed}"
+    for module in map(importlib.import_module, names):
         for _, cls in inspect.getmembers(module, inspect.isclass):
             if (
                 issubclass(cls, ZooGibbsStep)

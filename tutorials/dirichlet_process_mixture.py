@@ -238,5 +238,5 @@ print(params[["size", "mean", "variance"]].to_dataframe().round(2))
 # - The prior on the cluster parameters decides how many clusters real data get. For
 #   full covariances, `likelihood="gaussian"`'s default (prior cluster covariance 1.5 x
 #   the data's, weak `nu0`, vague means) was chosen on the real-data panel of
-#   `benchmarks/bench_clustering.py` (README); `hyperprior="wishart"` learns the base
+#   `benchmarks/bench_clustering.py` (docs/families/dpm.md); `hyperprior="wishart"` learns the base
 #   measure instead (Rasmussen 2000), which suits iris but over-splits skewed data.

@@ -258,7 +258,7 @@ print(f"ADVI: reconstruction error {ibp_fa.reconstruction_error(prob.GX, rec_adv
 # * The prior birth proposal (`birth_proposal="prior"`) against the tuned one, and
 #   watch how fast the number of features burns in (Knowles §3.3.2).
 # * Hide 10 % of the entries of `Y` (NaN) and score the held-out predictions.
-# * Check the sampler yourself: `tests/inference/gibbs/test_ibp_fa_gir.py` runs
+# * Check the sampler yourself: `tests/inference/gibbs/ibp_fa/test_gir.py` runs
 #   Knowles' getting-it-right test and catches two planted bugs (see the
 #   `testing_your_sampler` tutorial).
 #

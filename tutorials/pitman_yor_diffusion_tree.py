@@ -30,7 +30,7 @@
 #
 # The probability of a tree and its times has a closed form (Eqs. 4.23, 4.25), and the
 # Gaussian likelihood with the internal locations integrated out is an $O(ND)$ message
-# passing recursion. Both are one PyTensor Op (`custom_ops.pydt`) with exact gradients,
+# passing recursion. Both are one PyTensor Op (`custom_ops.pydt.ops`) with exact gradients,
 # so `pp_models.pydt.model` is an ordinary PyMC model: the tree is sampled by
 # detach-and-reattach moves, slice-sampled times and moves that collapse an internal
 # edge or expand a branch point (so the number of branch points mixes), the
@@ -102,8 +102,8 @@ plt.show()
 # with fewer branch points got fewer moves, and a Markov kernel applied a number of
 # times chosen by the state does not keep its target. On 4 leaves, from exact prior
 # draws, 12 such sweeps left 20.3 % stars against the exact 19.0 % and 24.5 % binary
-# trees against 26.1 % (chi-square p = 4e-7; `tests/inference/gibbs/
-# test_pydt_kernel_exact.py`); with a fixed number of moves per sweep ($2n - 2$, what
+# trees against 26.1 % (chi-square p = 4e-7; `tests/inference/gibbs/pydt/
+# test_kernel_exact.py`); with a fixed number of moves per sweep ($2n - 2$, what
 # `pydt.model` now asks for) the same test gives p = 0.61, and the 40- and 100-point
 # versions of this example keep $\alpha$ near 0.3 (10-90 %: 0.04-0.55 and 0.05-0.65).
 #

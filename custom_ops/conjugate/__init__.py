@@ -1,7 +1,7 @@
 """Conjugate-exponential-family kernels: sufficient statistics, marginal likelihoods,
 posterior predictives and hyperparameter gradients, jitted with Numba.
 
-Shared by Bayesian hierarchical clustering (``custom_ops.bhc``) and the collapsed
+Shared by Bayesian hierarchical clustering (``custom_ops.bhc.evidence``) and the collapsed
 samplers of Dirichlet-process mixtures. Formulas: Heller (2007) §2.1.1 (Eqs. 2.12-2.14)
 and the standard forms given in ``specs/heller-bhc.md`` §1.2.
 

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import math
 
-import numba
 import numpy as np
 
 from custom_ops.conjugate.special import digamma
+from custom_ops.jit import njit_exact
 
 __all__ = [
     "bernoulli_add",
@@ -27,16 +27,13 @@ __all__ = [
     "bernoulli_stats_size",
 ]
 
-# fastmath=False said explicitly, else a kernel takes its first caller's flags: see
-# custom_ops._numba_cache
-_jit = numba.njit(cache=True, error_model="python", fastmath=False)
 
 
 def bernoulli_stats_size(d):
     return 1 + d
 
 
-@_jit
+@njit_exact
 def bernoulli_stats(X):
     n, d = X.shape
     s = np.zeros(1 + d)
@@ -47,7 +44,7 @@ def bernoulli_stats(X):
     return s
 
 
-@_jit
+@njit_exact
 def bernoulli_point_stats(X):
     n, d = X.shape
     s = np.empty((n, 1 + d))
@@ -58,21 +55,21 @@ def bernoulli_point_stats(X):
     return s
 
 
-@_jit
+@njit_exact
 def bernoulli_add(stats, x):
     stats[0] += 1.0
     for j in range(x.shape[0]):
         stats[1 + j] += x[j]
 
 
-@_jit
+@njit_exact
 def bernoulli_remove(stats, x):
     stats[0] -= 1.0
     for j in range(x.shape[0]):
         stats[1 + j] -= x[j]
 
 
-@_jit
+@njit_exact
 def bernoulli_log_marginal(stats, hyper):
     """Π_j Γ(a+b)Γ(a+m)Γ(b+N-m) / (Γ(a)Γ(b)Γ(a+b+N)) (Heller 2007 §2.1.1)."""
     a, b = hyper
@@ -93,7 +90,7 @@ def bernoulli_log_marginal(stats, hyper):
     return out
 
 
-@_jit
+@njit_exact
 def bernoulli_log_marginal_grad(stats, hyper):
     a, b = hyper
     n = stats[0]
@@ -107,7 +104,7 @@ def bernoulli_log_marginal_grad(stats, hyper):
     return bernoulli_log_marginal(stats, hyper), (ga, gb)
 
 
-@_jit
+@njit_exact
 def bernoulli_log_predictive(x, stats, hyper):
     """p(x_j = 1 | D) = (a_j + m_j) / (a_j + b_j + N), independently per dimension."""
     a, b = hyper

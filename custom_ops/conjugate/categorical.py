@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import math
 
-import numba
 import numpy as np
+
+from custom_ops.jit import njit_exact
 
 __all__ = [
     "dirichlet_categorical_log_marginal",
@@ -21,12 +22,9 @@ __all__ = [
     "dirichlet_posterior",
 ]
 
-# fastmath=False said explicitly, else a kernel takes its first caller's flags: see
-# custom_ops._numba_cache
-_jit = numba.njit(cache=True, error_model="python", fastmath=False)
 
 
-@_jit
+@njit_exact
 def dirichlet_categorical_log_marginal(counts, cell):
     """log p(D) of categorical data with these counts, a symmetric Dirichlet(cell)
     integrated out: lgamma(K a) - lgamma(N + K a) + sum_k [lgamma(n_k + a) - lgamma(a)]
@@ -41,7 +39,7 @@ def dirichlet_categorical_log_marginal(counts, cell):
     return out + math.lgamma(K * cell) - math.lgamma(n + K * cell)
 
 
-@_jit
+@njit_exact
 def dirichlet_categorical_table_log_marginal(table, cell):
     """Sum of :func:`dirichlet_categorical_log_marginal` over the rows of ``table``
     (child counts per parent value: the BDeu local score, Murphy Eq. 26.28)."""

@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import math
 
-import numba
 import numpy as np
 
 from custom_ops.conjugate.special import digamma
+from custom_ops.jit import njit_exact
 
 __all__ = [
     "diag_gaussian_add",
@@ -29,16 +29,13 @@ __all__ = [
     "diag_gaussian_stats_size",
 ]
 
-# fastmath=False said explicitly, else a kernel takes its first caller's flags: see
-# custom_ops._numba_cache
-_jit = numba.njit(cache=True, error_model="python", fastmath=False)
 
 
 def diag_gaussian_stats_size(d):
     return 1 + 2 * d
 
 
-@_jit
+@njit_exact
 def diag_gaussian_stats(X):
     n, d = X.shape
     s = np.zeros(1 + 2 * d)
@@ -50,7 +47,7 @@ def diag_gaussian_stats(X):
     return s
 
 
-@_jit
+@njit_exact
 def diag_gaussian_point_stats(X):
     n, d = X.shape
     s = np.empty((n, 1 + 2 * d))
@@ -62,7 +59,7 @@ def diag_gaussian_point_stats(X):
     return s
 
 
-@_jit
+@njit_exact
 def diag_gaussian_add(stats, x):
     d = x.shape[0]
     stats[0] += 1.0
@@ -71,7 +68,7 @@ def diag_gaussian_add(stats, x):
         stats[1 + d + j] += x[j] * x[j]
 
 
-@_jit
+@njit_exact
 def diag_gaussian_remove(stats, x):
     d = x.shape[0]
     stats[0] -= 1.0
@@ -80,7 +77,7 @@ def diag_gaussian_remove(stats, x):
         stats[1 + d + j] -= x[j] * x[j]
 
 
-@_jit
+@njit_exact
 def _ng_post(n, s, q, m0, k0, a0, b0):
     kn = k0 + n
     mn = (k0 * m0 + s) / kn
@@ -89,7 +86,7 @@ def _ng_post(n, s, q, m0, k0, a0, b0):
     return kn, mn, an, bn
 
 
-@_jit
+@njit_exact
 def diag_gaussian_log_marginal(stats, hyper):
     """Per dim: Γ(an)/Γ(a0) b0^a0 / bn^an (κ0/κn)^½ (2π)^{-n/2}."""
     m0, k0, a0, b0 = hyper
@@ -108,7 +105,7 @@ def diag_gaussian_log_marginal(stats, hyper):
     return out
 
 
-@_jit
+@njit_exact
 def diag_gaussian_log_marginal_grad(stats, hyper):
     m0, k0, a0, b0 = hyper
     d = m0.shape[0]
@@ -128,7 +125,7 @@ def diag_gaussian_log_marginal_grad(stats, hyper):
     return diag_gaussian_log_marginal(stats, hyper), (gm, gk, ga, gb)
 
 
-@_jit
+@njit_exact
 def _ng_student_t(stats, hyper, j):
     """(location, dof, squared scale, log normaliser) of dimension j's predictive t."""
     m0, k0, a0, b0 = hyper
@@ -145,7 +142,7 @@ def _ng_student_t(stats, hyper, j):
     return mn, dof, scale2, log_norm
 
 
-@_jit
+@njit_exact
 def diag_gaussian_log_predictive(x, stats, hyper):
     """Per dim Student-t_{2an}(x | mn, bn (κn+1) / (an κn))."""
     d = hyper[0].shape[0]
@@ -157,7 +154,7 @@ def diag_gaussian_log_predictive(x, stats, hyper):
     return out
 
 
-@_jit
+@njit_exact
 def diag_gaussian_log_predictive_columns(points, cols, stats, hyper, out):
     """``out[g]`` = log p(points[g] | D) of the predictive's marginal on the columns
     ``cols`` (``points`` (G, len(cols))): the product of :func:`diag_gaussian_log_predictive`'s

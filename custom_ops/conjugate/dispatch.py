@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import math
 
-import numba
 import numpy as np
 
 from custom_ops.conjugate.bernoulli import (
@@ -71,6 +70,7 @@ from custom_ops.conjugate.multinomial import (
     multinomial_point_stats,
     multinomial_remove,
 )
+from custom_ops.jit import njit_exact
 from custom_ops.spd_kernels import cholesky_lower
 
 __all__ = [
@@ -95,12 +95,9 @@ __all__ = [
     "stats_size",
 ]
 
-# fastmath=False said explicitly, else a kernel takes its first caller's flags: see
-# custom_ops._numba_cache
-_jit = numba.njit(cache=True, error_model="python", fastmath=False)
 
 
-@_jit
+@njit_exact
 def stats_size(fam, d):
     """Length of the sufficient-statistics vector for data with ``d`` columns."""
     if fam == BERNOULLI:
@@ -112,7 +109,7 @@ def stats_size(fam, d):
     return 1 + 2 * d
 
 
-@_jit
+@njit_exact
 def point_stats(fam, X):
     """One row of sufficient statistics per row of ``X``."""
     if fam == BERNOULLI:
@@ -124,7 +121,7 @@ def point_stats(fam, X):
     return diag_gaussian_point_stats(X)
 
 
-@_jit
+@njit_exact
 def add(fam, stats, x):
     """Add the point ``x`` to ``stats`` in place."""
     if fam == BERNOULLI:
@@ -137,7 +134,7 @@ def add(fam, stats, x):
         diag_gaussian_add(stats, x)
 
 
-@_jit
+@njit_exact
 def remove(fam, stats, x):
     """Remove the point ``x`` from ``stats`` in place."""
     if fam == BERNOULLI:
@@ -150,7 +147,7 @@ def remove(fam, stats, x):
         diag_gaussian_remove(stats, x)
 
 
-@_jit
+@njit_exact
 def log_marginal(fam, stats, hp):
     """log p(D) of the set with statistics ``stats`` (Heller 2007 Eq. 3.1's p(D | H1));
     NaN, not an exception, where the NIW posterior scale is numerically not positive
@@ -165,7 +162,7 @@ def log_marginal(fam, stats, hp):
     return diag_gaussian_log_marginal(stats, diag_gaussian_view(hp))
 
 
-@_jit
+@njit_exact
 def log_marginal_grad(fam, stats, hp, out, weight):
     """``out += weight * ∂ log p(D) / ∂ hp`` (flat layout); returns log p(D)."""
     if fam == BERNOULLI:
@@ -201,7 +198,7 @@ def log_marginal_grad(fam, stats, hp, out, weight):
     return v
 
 
-@_jit
+@njit_exact
 def log_predictive(fam, x, stats, hp):
     """log p(x | D) of one new point given the set with statistics ``stats``."""
     if fam == BERNOULLI:
@@ -213,7 +210,7 @@ def log_predictive(fam, x, stats, hp):
     return diag_gaussian_log_predictive(x, stats, diag_gaussian_view(hp))
 
 
-@_jit
+@njit_exact
 def log_predictive_columns(fam, points, cols, stats, hp, out):
     """``out[g]`` = log p(x_cols = points[g] | D): the posterior predictive's marginal on
     the columns ``cols`` (int64 array) at each row of ``points`` (G, len(cols)), its
@@ -243,7 +240,7 @@ HYPER_ERRORS = {
 }
 
 
-@_jit
+@njit_exact
 def data_error(fam, X):
     """0 if every row of ``X`` is in the family's support, else a :data:`DATA_ERRORS` code."""
     n, d = X.shape
@@ -259,7 +256,7 @@ def data_error(fam, X):
     return 0
 
 
-@_jit
+@njit_exact
 def _all_positive(v):
     for x in v:
         if not (np.isfinite(x) and x > 0.0):
@@ -267,7 +264,7 @@ def _all_positive(v):
     return True
 
 
-@_jit
+@njit_exact
 def _all_finite(v):
     for x in v:
         if not np.isfinite(x):
@@ -275,7 +272,7 @@ def _all_finite(v):
     return True
 
 
-@_jit
+@njit_exact
 def _spd_error(S, strict_symmetry):
     """0 if S is SPD, else 4. Without ``strict_symmetry`` only the symmetric part must be
     positive definite (the kernels symmetrise S0, and ``verify_grad`` perturbs one entry)."""
@@ -293,7 +290,7 @@ def _spd_error(S, strict_symmetry):
     return 0
 
 
-@_jit
+@njit_exact
 def hyper_error(fam, hp, d, strict_symmetry):
     """0 if ``hp`` is a valid packed hyperparameter vector for data with ``d`` columns,
     else a :data:`HYPER_ERRORS` code (the jitted callers raise the message)."""
@@ -334,7 +331,7 @@ def hyper_error(fam, hp, d, strict_symmetry):
 # (the multivariate Student-t of Murphy 2012 Eq. 4.215 / the Heller digest §1.2).
 # Everything but log|L Lᵀ| depends only on the block size, so ``state_table`` tabulates it
 # once per kernel call and a refresh costs d logarithms.
-@_jit
+@njit_exact
 def state_size(fam, d):
     """Length of one block state."""
     if fam == GAUSSIAN:
@@ -343,7 +340,7 @@ def state_size(fam, d):
     return stats_size(fam, d)
 
 
-@_jit
+@njit_exact
 def state_table(fam, hp, d, nmax):
     """Rows [c + log|L|, w, e] for block sizes 0..nmax (one dummy row for other families)."""
     if fam != GAUSSIAN:
@@ -366,7 +363,7 @@ def state_table(fam, hp, d, nmax):
     return tab
 
 
-@_jit
+@njit_exact
 def _niw_refresh(state, d, tab):
     base = 3 + d + d * d
     row = int(state[0])
@@ -378,7 +375,7 @@ def _niw_refresh(state, d, tab):
     state[base + 2] = tab[row, 2]
 
 
-@_jit
+@njit_exact
 def _niw_update(state, x, sign, tab):
     """Add (sign = +1) or remove (sign = -1) one item from a NIW block state in place:
     :func:`gaussian_state_add` / ``_remove`` without their scratch allocation. Adding x:
@@ -423,7 +420,7 @@ def _niw_update(state, x, sign, tab):
     _niw_refresh(state, d, tab)
 
 
-@_jit
+@njit_exact
 def state_init(fam, state, hp, d, tab):
     """The state of an empty block, in place."""
     if fam == GAUSSIAN:
@@ -434,7 +431,7 @@ def state_init(fam, state, hp, d, tab):
         state[:] = 0.0
 
 
-@_jit
+@njit_exact
 def state_add(fam, state, x, tab):
     if fam == GAUSSIAN:
         _niw_update(state, x, 1.0, tab)
@@ -442,7 +439,7 @@ def state_add(fam, state, x, tab):
         add(fam, state, x)
 
 
-@_jit
+@njit_exact
 def state_remove(fam, state, x, tab):
     if fam == GAUSSIAN:
         _niw_update(state, x, -1.0, tab)
@@ -450,7 +447,7 @@ def state_remove(fam, state, x, tab):
         remove(fam, state, x)
 
 
-@_jit
+@njit_exact
 def state_log_predictive(fam, x, state, hp, work):
     """log p(x | the block's items): the posterior predictive (``work``: scratch (d,))."""
     if fam == GAUSSIAN:
@@ -470,7 +467,7 @@ def state_log_predictive(fam, x, state, hp, work):
     return log_predictive(fam, x, state, hp)
 
 
-@_jit
+@njit_exact
 def state_log_marginal(fam, state, hp, d):
     """log p(the block's items), component parameters integrated out."""
     if fam == GAUSSIAN:

@@ -20,7 +20,6 @@ from __future__ import annotations
 import math
 from typing import NamedTuple
 
-import numba
 import numpy as np
 from numba import literal_unroll
 
@@ -64,6 +63,7 @@ from custom_ops.conjugate.multinomial import (
     multinomial_stats,
     multinomial_stats_size,
 )
+from custom_ops.jit import njit_exact
 
 __all__ = [
     "BERNOULLI",
@@ -89,9 +89,6 @@ __all__ = [
     "unpack_hyper",
 ]
 
-# fastmath=False said explicitly, else a kernel takes its first caller's flags: see
-# custom_ops._numba_cache
-_jit = numba.njit(cache=True, error_model="python", fastmath=False)
 
 # The dispatchers of custom_ops.conjugate.dispatch import these constants and compare
 # ``fam`` against them.
@@ -140,7 +137,7 @@ def unpack_hyper(family, flat, d):
     return tuple(out)
 
 
-@_jit
+@njit_exact
 def flatten_hyper(hyper):
     """:func:`pack_hyper` inside jitted code: a tuple of 0-d, 1-d and 2-d arrays (an Op's
     hyperparameter inputs, whatever the family) as one float64 vector."""
@@ -168,21 +165,21 @@ def split_like(flat, like):
     return out
 
 
-@_jit
+@njit_exact
 def bernoulli_view(hp):
     """The ``(a, b)`` tuple of a packed bernoulli ``hp`` (views, no copy)."""
     d = hp.shape[0] // 2
     return (hp[:d], hp[d : 2 * d])
 
 
-@_jit
+@njit_exact
 def gaussian_view(hp):
     """The ``(m0, kappa0, nu0, S0)`` tuple of a packed gaussian ``hp`` (views, no copy)."""
     d = int(math.sqrt(hp.shape[0] - 2))  # len(hp) = d^2 + d + 2
     return (hp[:d], hp[d], hp[d + 1], hp[d + 2 : d + 2 + d * d].reshape((d, d)))
 
 
-@_jit
+@njit_exact
 def diag_gaussian_view(hp):
     """The ``(m0, kappa0, a0, b0)`` tuple of a packed diag_gaussian ``hp`` (views)."""
     d = hp.shape[0] // 4

@@ -7,7 +7,7 @@ scale. Statistics ``[n, Σx (d), Σxxᵀ (d*d, row-major)]``. Jitted kernels
 ``gaussian_stats`` ... ``gaussian_log_predictive`` (signatures in
 :mod:`custom_ops.conjugate`), ``gaussian_log_predictive_columns`` (the predictive's
 marginal on some columns at many points), ``gaussian_posterior`` (the posterior
-parameters, also used by :mod:`custom_ops.gaussian_tree_mixture`), and the incremental
+parameters, also used by :mod:`custom_ops.mixture_of_trees.gaussian`), and the incremental
 posterior for O(d^2) collapsed Gibbs updates: ``gaussian_state`` (posterior ``[n,
 kappa_n, nu_n, m_n (d), L_n (d*d)]`` with L_n the lower Cholesky factor of S_n),
 ``gaussian_state_add`` / ``gaussian_state_remove`` (rank-1 Cholesky update / downdate),
@@ -36,10 +36,10 @@ from __future__ import annotations
 
 import math
 
-import numba
 import numpy as np
 
 from custom_ops.conjugate.special import LOG_PI, log_mvgamma, mvdigamma
+from custom_ops.jit import njit_exact
 from custom_ops.spd_kernels import cholesky_lower
 
 __all__ = [
@@ -61,9 +61,6 @@ __all__ = [
     "gaussian_stats_size",
 ]
 
-# fastmath=False said explicitly, else a kernel takes its first caller's flags: see
-# custom_ops._numba_cache
-_jit = numba.njit(cache=True, error_model="python", fastmath=False)
 
 
 def gaussian_stats_size(d):
@@ -74,7 +71,7 @@ def gaussian_state_size(d):
     return 3 + d + d * d
 
 
-@_jit
+@njit_exact
 def gaussian_stats(X):
     n, d = X.shape
     s = np.zeros(1 + d + d * d)
@@ -89,7 +86,7 @@ def gaussian_stats(X):
     return s
 
 
-@_jit
+@njit_exact
 def gaussian_point_stats(X):
     n, d = X.shape
     s = np.empty((n, 1 + d + d * d))
@@ -104,7 +101,7 @@ def gaussian_point_stats(X):
     return s
 
 
-@_jit
+@njit_exact
 def gaussian_add(stats, x):
     d = x.shape[0]
     stats[0] += 1.0
@@ -115,7 +112,7 @@ def gaussian_add(stats, x):
             stats[base + k] += x[j] * x[k]
 
 
-@_jit
+@njit_exact
 def gaussian_remove(stats, x):
     d = x.shape[0]
     stats[0] -= 1.0
@@ -126,7 +123,7 @@ def gaussian_remove(stats, x):
             stats[base + k] -= x[j] * x[k]
 
 
-@_jit
+@njit_exact
 def gaussian_posterior(stats, m0, kappa0, nu0, S0):
     """(kappa_n, nu_n, m_n, S_n); S_n = S0 + Σxxᵀ + κ0 m0 m0ᵀ - κn mn mnᵀ."""
     d = m0.shape[0]
@@ -148,12 +145,12 @@ def gaussian_posterior(stats, m0, kappa0, nu0, S0):
     return kn, nn, mn, Sn
 
 
-@_jit
+@njit_exact
 def _sym(S):
     return 0.5 * (S + S.T)
 
 
-@_jit
+@njit_exact
 def _logdet_chol(L):
     out = 0.0
     for j in range(L.shape[0]):
@@ -161,13 +158,13 @@ def _logdet_chol(L):
     return 2.0 * out
 
 
-@_jit
+@njit_exact
 def _not_positive_definite(L):
     """True if :func:`cholesky_lower` found its matrix not positive definite (NaN factor)."""
     return L.shape[0] > 0 and np.isnan(L[0, 0])
 
 
-@_jit
+@njit_exact
 def gaussian_log_marginal(stats, hyper):
     """``π^{-nd/2} (κ0/κn)^{d/2} |S0|^{ν0/2} |Sn|^{-νn/2} Γ_d(νn/2) / Γ_d(ν0/2)``; NaN
     where S0 or Sn is numerically not positive definite (module docstring)."""
@@ -188,14 +185,14 @@ def gaussian_log_marginal(stats, hyper):
     )
 
 
-@_jit
+@njit_exact
 def _chol_inverse(L):
     d = L.shape[0]
     Linv = np.linalg.solve(L, np.eye(d))
     return Linv.T @ Linv
 
 
-@_jit
+@njit_exact
 def gaussian_log_marginal_grad(stats, hyper):
     """Gradients: ∂/∂m0 = νn κ0 Sn⁻¹ (mn - m0); ∂/∂κ0 = d/2 (1/κ0 - 1/κn)
     - νn/2 (m0-mn)ᵀ Sn⁻¹ (m0-mn); ∂/∂ν0 = ½ log|S0| - ½ log|Sn| + ½ Σ_j [ψ((νn+1-j)/2)
@@ -231,7 +228,7 @@ def gaussian_log_marginal_grad(stats, hyper):
     return value, (g_m0, g_kappa0, g_nu0, g_S0)
 
 
-@_jit
+@njit_exact
 def _student_t_log_normaliser(L, scale_factor, dof):
     """The x-free part of :func:`_student_t_logpdf_chol`'s log density."""
     d = L.shape[0]
@@ -244,7 +241,7 @@ def _student_t_log_normaliser(L, scale_factor, dof):
     )
 
 
-@_jit
+@njit_exact
 def _squared_mahalanobis_chol(x, loc, L, z):
     """‖L⁻¹ (x - loc)‖² by forward substitution, O(d^2); ``z`` is scratch (d,)."""
     d = x.shape[0]
@@ -259,7 +256,7 @@ def _squared_mahalanobis_chol(x, loc, L, z):
     return maha
 
 
-@_jit
+@njit_exact
 def _student_t_logpdf_chol(x, loc, L, scale_factor, dof):
     """Multivariate t with shape matrix scale_factor * L Lᵀ."""
     d = x.shape[0]
@@ -270,7 +267,7 @@ def _student_t_logpdf_chol(x, loc, L, scale_factor, dof):
     )
 
 
-@_jit
+@njit_exact
 def gaussian_log_predictive(x, stats, hyper):
     """Student-t_{νn-d+1}(x | mn, Sn (κn+1) / (κn (νn-d+1))), from raw stats: O(d^3);
     NaN where Sn is numerically not positive definite (module docstring)."""
@@ -282,7 +279,7 @@ def gaussian_log_predictive(x, stats, hyper):
     return _student_t_logpdf_chol(x, mn, L, (kn + 1.0) / (kn * dof), dof)
 
 
-@_jit
+@njit_exact
 def gaussian_log_predictive_columns(points, cols, stats, hyper, out):
     """``out[g]`` = log p(points[g] | D) of the predictive's marginal on the columns
     ``cols`` (``points`` (G, len(cols))): the Student-t of :func:`gaussian_log_predictive`
@@ -310,7 +307,7 @@ def gaussian_log_predictive_columns(points, cols, stats, hyper, out):
         out[g] = log_norm - 0.5 * (dof + p) * math.log1p(maha / dof)
 
 
-@_jit
+@njit_exact
 def gaussian_state(stats, hyper):
     m0, kappa0, nu0, S0 = hyper
     d = m0.shape[0]
@@ -325,7 +322,7 @@ def gaussian_state(stats, hyper):
     return st
 
 
-@_jit
+@njit_exact
 def _chol_rank1(L, v, sign):
     """In place: L Lᵀ ± v vᵀ (sign = +1 update, -1 downdate); v is overwritten. O(d^2)."""
     d = L.shape[0]
@@ -343,7 +340,7 @@ def _chol_rank1(L, v, sign):
             v[i] = c * v[i] - s * L[i, k]
 
 
-@_jit
+@njit_exact
 def gaussian_state_add(state, x):
     """Add x: Sn += κn/(κn+1) (x-mn)(x-mn)ᵀ, mn ← (κn mn + x)/(κn+1), κn, νn += 1."""
     d = x.shape[0]
@@ -362,7 +359,7 @@ def gaussian_state_add(state, x):
     state[2] += 1.0
 
 
-@_jit
+@njit_exact
 def gaussian_state_remove(state, x):
     """Exact inverse of :func:`gaussian_state_add` (rank-1 Cholesky downdate)."""
     d = x.shape[0]
@@ -382,7 +379,7 @@ def gaussian_state_remove(state, x):
     state[2] -= 1.0
 
 
-@_jit
+@njit_exact
 def gaussian_state_log_predictive(x, state):
     d = x.shape[0]
     kn = state[1]
@@ -393,7 +390,7 @@ def gaussian_state_log_predictive(x, state):
     return _student_t_logpdf_chol(x, mn, L, (kn + 1.0) / (kn * dof), dof)
 
 
-@_jit
+@njit_exact
 def gaussian_state_log_marginal(state, hyper):
     m0, kappa0, nu0, S0 = hyper
     d = m0.shape[0]

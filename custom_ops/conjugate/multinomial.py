@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import math
 
-import numba
 import numpy as np
 
 from custom_ops.conjugate.special import digamma
+from custom_ops.jit import njit_exact
 
 __all__ = [
     "multinomial_add",
@@ -29,16 +29,13 @@ __all__ = [
     "multinomial_stats_size",
 ]
 
-# fastmath=False said explicitly, else a kernel takes its first caller's flags: see
-# custom_ops._numba_cache
-_jit = numba.njit(cache=True, error_model="python", fastmath=False)
 
 
 def multinomial_stats_size(K):
     return 2 + K
 
 
-@_jit
+@njit_exact
 def _log_multinomial_coefficient(x):
     tot = 0.0
     out = 0.0
@@ -48,7 +45,7 @@ def _log_multinomial_coefficient(x):
     return out + math.lgamma(tot + 1.0)
 
 
-@_jit
+@njit_exact
 def multinomial_stats(X):
     n, K = X.shape
     s = np.zeros(2 + K)
@@ -60,7 +57,7 @@ def multinomial_stats(X):
     return s
 
 
-@_jit
+@njit_exact
 def multinomial_point_stats(X):
     n, K = X.shape
     s = np.empty((n, 2 + K))
@@ -72,7 +69,7 @@ def multinomial_point_stats(X):
     return s
 
 
-@_jit
+@njit_exact
 def multinomial_add(stats, x):
     stats[0] += 1.0
     stats[1] += _log_multinomial_coefficient(x)
@@ -80,7 +77,7 @@ def multinomial_add(stats, x):
         stats[2 + k] += x[k]
 
 
-@_jit
+@njit_exact
 def multinomial_remove(stats, x):
     stats[0] -= 1.0
     stats[1] -= _log_multinomial_coefficient(x)
@@ -88,7 +85,7 @@ def multinomial_remove(stats, x):
         stats[2 + k] -= x[k]
 
 
-@_jit
+@njit_exact
 def multinomial_log_marginal(stats, hyper):
     """Γ(A) Π_k Γ(α_k + m_k) / (Γ(A + M) Π_k Γ(α_k)) × Π_i multinomial coefficients."""
     (alpha,) = hyper
@@ -102,7 +99,7 @@ def multinomial_log_marginal(stats, hyper):
     return out + math.lgamma(A) - math.lgamma(A + M)
 
 
-@_jit
+@njit_exact
 def multinomial_log_marginal_grad(stats, hyper):
     (alpha,) = hyper
     A = 0.0
@@ -117,7 +114,7 @@ def multinomial_log_marginal_grad(stats, hyper):
     return multinomial_log_marginal(stats, hyper), (g,)
 
 
-@_jit
+@njit_exact
 def multinomial_log_predictive(x, stats, hyper):
     """Dirichlet-multinomial pmf of count vector x under the posterior Dir(α + m)."""
     (alpha,) = hyper

@@ -6,17 +6,14 @@ from __future__ import annotations
 
 import math
 
-import numba
+from custom_ops.jit import njit_exact
 
 __all__ = ["LOG_PI", "digamma", "log_mvgamma", "mvdigamma"]
 
 LOG_PI = math.log(math.pi)
-# fastmath=False said explicitly, else a kernel takes its first caller's flags: see
-# custom_ops._numba_cache
-_jit = numba.njit(cache=True, error_model="python", fastmath=False)
 
 
-@_jit
+@njit_exact
 def digamma(x):
     """ψ(x) for x > 0: recurrence up to x >= 10, then the asymptotic series (``|err| < 1e-13``)."""
     r = 0.0
@@ -32,7 +29,7 @@ def digamma(x):
     )
 
 
-@_jit
+@njit_exact
 def log_mvgamma(x, d):
     """log Γ_d(x) = d(d-1)/4 log π + Σ_j log Γ(x + (1 - j)/2)."""
     out = 0.25 * d * (d - 1) * LOG_PI
@@ -41,7 +38,7 @@ def log_mvgamma(x, d):
     return out
 
 
-@_jit
+@njit_exact
 def mvdigamma(x, d):
     """d/dx log Γ_d(x)."""
     out = 0.0

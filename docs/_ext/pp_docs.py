@@ -21,8 +21,8 @@ wrapper is removed before its rST-to-Markdown conversion).
 
 ``PP_DOCS_FAST=1`` in the environment makes :func:`reset_argv` pass ``--fast`` to every
 tutorial (a quick executed build); ``PP_DOCS_UPDATE_THUMBNAILS=1`` copies each executed
-tutorial's thumbnail to ``docs/_static/thumbnails/<tutorial>.png`` (the README's gallery
-table shows them).
+tutorial's thumbnail to ``docs/_static/thumbnails/<tutorial>.png`` (the family pages
+under ``docs/families/`` show them).
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@
   sampler of Wang (2012, §2.4). Each call draws the latent variances ``tau_ij |
   omega_ij`` (``1/tau_ij ~ InvGaussian(lam / |omega_ij|, lam^2)``, Park & Casella
   2008), sweeps the columns of ``Omega`` given them (gamma / normal block updates of
-  :func:`custom_ops.ggm_gibbs.column_sweep`) and, with ``lam ~ Gamma(a, rate b)``,
+  :func:`custom_ops.ggm.gibbs.column_sweep`) and, with ``lam ~ Gamma(a, rate b)``,
   draws ``lam | Omega ~ Gamma(a + p(p+1)/2, rate b + ||Omega||_1 / 2)`` (the prior's
   normaliser does not depend on lam).
 - :class:`SSSLBlockGibbs` (``"sssl_block_gibbs"``): stochastic search structure
@@ -25,7 +25,7 @@ import pytensor.tensor as pt
 from pymc.distributions.transforms import CholeskyCovTransform
 from pytensor.tensor.random.basic import GammaRV
 
-from custom_ops.ggm_gibbs import (
+from custom_ops.ggm.gibbs import (
     bglasso_latent_variances,
     column_sweep,
     gram,

@@ -1,6 +1,6 @@
 """Knowles' NSFA sampler (Algorithm 1 of Knowles 2012 ch. 3) as one zoo Gibbs step.
 
-One ``step`` runs ``sweeps`` sweeps of :func:`custom_ops.nsfa_kernels.nsfa_sweep`: per
+One ``step`` runs ``sweeps`` sweeps of :func:`custom_ops.ibp_fa.nsfa.nsfa_sweep`: per
 row, Gibbs on the shared features' ``Z_dk`` with the loading collapsed, one
 Metropolis-Hastings move on the row's singleton features with their factor rows
 integrated out (prior or tuned proposal, Eq. 3.10), then ``X`` jointly, then the
@@ -20,7 +20,7 @@ import numpy as np
 import pytensor
 import pytensor.tensor as pt
 
-from custom_ops.nsfa_kernels import FIXED, ISOTROPIC_OR_SHARED, PER_ELEMENT, nsfa_sweep
+from custom_ops.ibp_fa.nsfa import FIXED, ISOTROPIC_OR_SHARED, PER_ELEMENT, nsfa_sweep
 from inference.gibbs.base import ZooGibbsStep
 from inference.gibbs.registry import register_step
 from pp_models.validation import check_int
@@ -56,7 +56,7 @@ class NSFAGibbs(ZooGibbsStep):
         "birth_proposals": (np.int64, []),
         "capacity_rejections": (np.int64, []),
     }
-    #: Planted-bug switches for tests (see custom_ops.nsfa_kernels); never set otherwise.
+    #: Planted-bug switches for tests (see custom_ops.ibp_fa.nsfa); never set otherwise.
     _odds_offset = 0
     _delete_singletons = False
 

@@ -6,7 +6,7 @@ import numpy as np
 from pytensor.graph.basic import Variable
 from pytensor.graph.traversal import explicit_graph_inputs
 
-from custom_ops.lda_kernels import (
+from custom_ops.lda.gibbs import (
     SparseLDAState,
     concentrations,
     draw_summary,

@@ -7,12 +7,12 @@ One step updates the weights ``w``, the assignments ``z`` and the component tree
 2. each ``T_k`` exactly from ``P(T | z, X) ∝ prod_{uv in T} beta_uv BF_uv`` (BF_uv the
    edge's BDeu Bayes factor on the rows of component k; Meilă & Jaakkola 2006), by
    sequential matrix-tree sampling
-   (:func:`custom_ops.spanning_tree_kernels.sequential_spanning_tree`);
+   (:func:`custom_ops.trees.spanning.sequential_spanning_tree`);
 3. for every pair of components, a split-merge move: all their rows reallocated at once
    by a restricted-Gibbs scan from a random launch, both trees redrawn exactly,
    accepted by Metropolis-Hastings
    with the trees integrated out of the target (matrix-tree theorem;
-   :func:`custom_ops.tree_mixture.propose_reallocation`). One-row updates of ``z`` move
+   :func:`custom_ops.mixture_of_trees.discrete.propose_reallocation`). One-row updates of ``z`` move
    between partitions very slowly (the tutorial's chains stayed in different modes);
    this move merges or splits whole groups of rows in one step;
 4. ``w ~ Dirichlet(alpha + counts(z))``.
@@ -23,19 +23,19 @@ from __future__ import annotations
 import numpy as np
 import pytensor
 
-from custom_ops.gaussian_tree_mixture import (
-    gaussian_assignment_sweep,
-    gaussian_component_stats,
-    gaussian_tree_edge_log_weights,
-    gaussian_tree_mixture_logp,
-)
-from custom_ops.spanning_tree_kernels import sequential_spanning_tree
-from custom_ops.tree_mixture import (
+from custom_ops.mixture_of_trees.discrete import (
     assignment_sweep,
     propose_reallocation,
     tree_mixture_logp,
     tree_tables,
 )
+from custom_ops.mixture_of_trees.gaussian import (
+    gaussian_assignment_sweep,
+    gaussian_component_stats,
+    gaussian_tree_edge_log_weights,
+    gaussian_tree_mixture_logp,
+)
+from custom_ops.trees.spanning import sequential_spanning_tree
 from inference.gibbs.base import ZooGibbsStep
 from inference.gibbs.registry import register_step
 from pp_models.mixture_of_trees.outputs import edge_log_weights
@@ -62,11 +62,10 @@ class MixtureOfTreesGibbs(ZooGibbsStep):
     data : str
         Name of the data variable (observed or free).
     split_merge : bool
-        Add the split-merge (reallocation) move for every pair of components. Measured
-        acceptance: 14 % on 16 rows of 4 binary variables; 0.2-0.4 % on the tutorial's
-        800 pooled digits (K = 3, +15 % time per sweep); none in 800 moves on the
-        Reuters word-presence default of ``ppzoo fit`` (395 x 30, K = 2, +30-80 %
-        time). Hence off unless the model asks for it (``split_merge=True``).
+        Add the split-merge (reallocation) move for every pair of components. It is
+        accepted often on small data but rarely at hundreds of rows, where it adds to
+        the time of a sweep (docs/families/mixture_of_trees.md). Hence off unless the
+        model asks for it (``split_merge=True``).
 
     Notes
     -----
@@ -204,9 +203,9 @@ class GaussianMixtureOfTreesGibbs(MixtureOfTreesGibbs):
 
     The same scheme as :class:`MixtureOfTreesGibbs` with the hyper-Markov
     Normal-Inverse-Wishart parameters integrated out
-    (:mod:`custom_ops.gaussian_tree_mixture`): the assignments by their collapsed
+    (:mod:`custom_ops.mixture_of_trees.gaussian`): the assignments by their collapsed
     Student-t predictives, each tree exactly from its decomposable conditional
-    (:func:`custom_ops.spanning_tree_kernels.sequential_spanning_tree`), then ``w``. No
+    (:func:`custom_ops.trees.spanning.sequential_spanning_tree`), then ``w``. No
     split-merge move (the reallocation proposal is written for the discrete model).
 
     Parameters

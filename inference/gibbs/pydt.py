@@ -30,7 +30,7 @@ One :class:`PYDTTreeStep` call is a sweep over the tree variable of a
    the factory's choice): each named hyperparameter is slice-sampled on its unconstrained scale with
    the standardised gaps ``w_v = c H_{m(v)-1}(theta, alpha) (u_v - u_parent)``,
    ``u = -log(1 - t)``, held fixed, so every divergence time moves with it
-   (:mod:`custom_ops.pydt_noncentred`). The target is the model's joint log density at
+   (:mod:`custom_ops.pydt.noncentred`). The target is the model's joint log density at
    the moved times plus ``log |dt/dw|``; the ``w`` are ``Exponential(1)`` a priori whatever
    the hyperparameters, so this is a Gibbs update in the coordinates ``(phi, w,
    structure)``. It complements the centred updates (NUTS on the hyperparameters with
@@ -38,14 +38,14 @@ One :class:`PYDTTreeStep` call is a sweep over the tree variable of a
    slowly when few data pin the times: ``c`` and the scale of ``u`` trade off.
    A name on which the data's variance ``sigma2`` depends (the model's ``precision``)
    is moved the same way with every ``sigma2 (1 - t_v)`` held fixed instead (all times
-   shifted in ``log(1 - t)``, :func:`custom_ops.pydt_noncentred.variance_shifted_times`):
+   shifted in ``log(1 - t)``, :func:`custom_ops.pydt.noncentred.variance_shifted_times`):
    every edge variance below the root is then unchanged, the direction along which
    many data leave ``sigma2`` and the times trading off.
 
 4. **Branch-point moves** (``branch_moves``, default ``n``): collapse a non-root
    internal node into its parent, or expand a node of ``>= 3`` children by moving a
    subset of them under a new node, each accepted by its exact
-   Metropolis-Hastings-Green ratio (:mod:`custom_ops.pydt_branch`, where the ratio is
+   Metropolis-Hastings-Green ratio (:mod:`custom_ops.pydt.branch`, where the ratio is
    derived). Detach-and-reattach changes the number of branch points only one subtree
    at a time, through trees of low density; these moves change it in one step.
 
@@ -53,7 +53,7 @@ Hyperparameters (``c``, ``theta``, ``alpha``, the precision) are otherwise left 
 or slice (the factory's hints); internal locations stay integrated out.
 
 :class:`PYDTTreeStep` runs the sweep as one Numba call
-(:func:`custom_ops.pydt_sweep.pydt_sweep`) that keeps every node's upward message and
+(:func:`custom_ops.pydt.sweep.pydt_sweep`) that keeps every node's upward message and
 density terms cached and updates only the root paths a move or a new time touches:
 O(depth x D) per proposal instead of the O(n D) recursion. :func:`detach_reattach` and
 :func:`slice_time` below are the same moves written with the full recursion (the
@@ -68,10 +68,10 @@ import numpy as np
 import pytensor.tensor as pt
 from pytensor.graph.traversal import ancestors
 
-from custom_ops.pydt import pydt_forward
-from custom_ops.pydt_branch import pydt_branch_moves
-from custom_ops.pydt_noncentred import noncentred_times, variance_shifted_times
-from custom_ops.pydt_sweep import pydt_sweep, sweep_inputs_valid
+from custom_ops.pydt.branch import pydt_branch_moves
+from custom_ops.pydt.noncentred import noncentred_times, variance_shifted_times
+from custom_ops.pydt.ops import pydt_forward
+from custom_ops.pydt.sweep import pydt_sweep, sweep_inputs_valid
 from inference.gibbs.base import ZooGibbsStep, terms_depending_on
 from inference.gibbs.registry import register_step
 from pp_models.distributions.pydt import DiffusionTreeGaussianRV, PYDiffusionTreeRV
@@ -240,10 +240,9 @@ class PYDTTreeStep(ZooGibbsStep):
         Build that tree binary (``theta = alpha = 0`` in the build, the DDT's greedy;
         default True) and let the sampler merge branch points into multifurcations.
         Built at the initial ``theta``, ``alpha`` instead (``theta = 4``, ``alpha = 0.5``
-        for the thesis's priors) the greedy tree of 200 points from the DDT had 2-5
-        branch points, and the chain needed 300-550 sweeps to grow the ~140 of the
-        posterior; from the binary build it got there within 10 sweeps (measured
-        2026-11-26, N = 200, D = 5).
+        for the thesis's priors) the greedy tree has far fewer branch points than the
+        posterior, and the chain needs hundreds of sweeps to grow them; from the binary
+        build it gets there within a few (docs/families/pydt.md).
     noncentred : sequence of str, optional
         Names of the tree's hyperparameters (its ``c``, ``theta``, ``alpha``, or a
         scalar free variable its data's variance depends on; free random variables) to
@@ -273,7 +272,7 @@ class PYDTTreeStep(ZooGibbsStep):
     time_jacobian = True
     #: ``log |dt/dw|`` in the non-centred hyperparameter update; a planted-bug twin drops it
     noncentred_jacobian = True
-    #: planted-bug code of the branch-point moves (0: correct; see custom_ops.pydt_branch)
+    #: planted-bug code of the branch-point moves (0: correct; see custom_ops.pydt.branch)
     branch_bug = 0
 
     def __init__(self, vars, *, model=None, rng=None, blocked=True, moves=None,
@@ -400,7 +399,7 @@ class PYDTTreeStep(ZooGibbsStep):
                     log_joint = built.log_joint
                 if log_joint > current:
                     tree, current = built.tree, log_joint
-        # the whole sweep in one Numba call with cached messages (custom_ops.pydt_sweep);
+        # the whole sweep in one Numba call with cached messages (custom_ops.pydt.sweep);
         # detach_reattach / slice_time above are the same moves in Python
         if not sweep_inputs_valid(tree.parent, tree.log1m_t, X, c, theta, alpha, sigma2):
             # a zero-density state: every proposal would be rejected

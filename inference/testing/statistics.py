@@ -56,7 +56,7 @@ def evaluate_statistics(
     out = np.empty(len(statistics))
     # A zoo factory's derived statistics share one xarray view of the state, and the
     # elements of a vector-valued one one evaluation: building a Dataset per statistic
-    # per state was most of getting-it-right's time on the finite mixture (6 of 14 s).
+    # per state would be most of getting-it-right's time on the finite mixture.
     derived_values: dict = {}
     for i, (name, fn) in enumerate(statistics.items()):
         if isinstance(fn, _DerivedAt):

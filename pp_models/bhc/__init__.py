@@ -14,14 +14,14 @@ linkage, evidence, r_k, tree cut, predictive, DPM lower bound, dendrogram plot):
 
 :func:`model` (``model.py``) is the PyMC model of the DP concentration and the conjugate
 prior's hyperparameters for a fixed tree: its potential is the tree-consistent evidence
-log p(D | T) (:class:`custom_ops.bhc.BHCEvidence`), so NUTS or ``find_MAP`` apply.
+log p(D | T) (:class:`custom_ops.bhc.evidence.BHCEvidence`), so NUTS or ``find_MAP`` apply.
 ``fit`` is the deprecated name of the tree builders (``bhc.fit(X, method=...)``).
 
 Likelihoods (conjugate families of :mod:`custom_ops.conjugate`): ``"bernoulli"`` (binary
 data, Beta prior per dimension), ``"multinomial"`` (count vectors, Dirichlet),
 ``"gaussian"`` (Normal-Inverse-Wishart, full covariance), ``"diag_gaussian"``
 (independent Normal-Gamma per dimension). The hot loops are in
-:mod:`custom_ops.bhc_kernels` and :mod:`custom_ops.bhc`; the tree representation in
+:mod:`custom_ops.bhc.builders` and :mod:`custom_ops.bhc.evidence`; the tree representation in
 :mod:`pp_models.trees`.
 """
 

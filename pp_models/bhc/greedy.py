@@ -1,7 +1,7 @@
 """Greedy Bayesian hierarchical clustering (Heller 2007 Alg. 3.2): :func:`greedy`.
 
 Also the :class:`TreeBuilder` the randomized builders share (greedy BHC on subsets of the
-rows, the filters' assignment); the hot loops are in :mod:`custom_ops.bhc_kernels`.
+rows, the filters' assignment); the hot loops are in :mod:`custom_ops.bhc.builders`.
 """
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ import math
 
 import numpy as np
 
-from custom_ops import bhc as ops
-from custom_ops import bhc_kernels as kernels
 from custom_ops import conjugate as cj
+from custom_ops.bhc import builders as kernels
+from custom_ops.bhc import evidence as ops
 from pp_models.bhc.defaults import check_alpha, check_data, resolve_hyper
 from pp_models.bhc.result import NOT_COMPUTABLE, BHCResult, evaluate
 from pp_models.progress import WorkProgress
@@ -78,7 +78,7 @@ class TreeBuilder:
         return stats[-1], log_d[-1], log_p[-1]
 
     def assign(self, X, cstats, log_w, group=None, n_groups=None):
-        """Filter rows ``X`` into nodes (:func:`custom_ops.bhc_kernels.assign_kernel`)."""
+        """Filter rows ``X`` into nodes (:func:`custom_ops.bhc.builders.assign_kernel`)."""
         if group is None:
             group = np.arange(cstats.shape[0])
             n_groups = cstats.shape[0]

@@ -2,7 +2,7 @@
 Bayesian hierarchical clustering for a fixed tree (Heller 2007 ch. 3): :func:`model`.
 
 Its potential is the tree-consistent evidence log p(D | T)
-(:class:`custom_ops.bhc.BHCEvidence`, with gradients) or Corollary 3.1's lower bound on
+(:class:`custom_ops.bhc.evidence.BHCEvidence`, with gradients) or Corollary 3.1's lower bound on
 the DP-mixture evidence, so NUTS or ``find_MAP`` apply.
 """
 
@@ -12,8 +12,8 @@ import numpy as np
 import pymc as pm
 import pytensor.tensor as pt
 
-from custom_ops import bhc as ops
 from custom_ops import conjugate as cj
+from custom_ops.bhc import evidence as ops
 from pp_models.bhc.defaults import LEARNABLE, check_alpha, check_data, resolve_hyper
 from pp_models.bhc.greedy import greedy
 from pp_models.bhc.outputs import TreeAtPosteriorMedian
@@ -72,7 +72,7 @@ def model(
     """PyMC model of the DP concentration and conjugate hyperparameters given a tree.
 
     The potential ``bhc_log_evidence`` is log p(D | T, alpha, hyper) computed by
-    :class:`custom_ops.bhc.BHCEvidence` (with gradients), so the model can be sampled with
+    :class:`custom_ops.bhc.evidence.BHCEvidence` (with gradients), so the model can be sampled with
     NUTS or optimised with ``find_MAP``.
 
     Parameters

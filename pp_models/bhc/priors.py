@@ -4,7 +4,7 @@ NUTS (:func:`~pp_models.bhc.model`).
 Type-II maximum likelihood of the DP concentration on small data runs away: Corollary
 3.1's lower bound on the DPM evidence tends to the one-cluster evidence as α → 0 and on
 n = 8 points its maximiser can sit at α ≤ 0.001 while the exact DPM evidence peaks near
-1 (issue #11); a Beta-Bernoulli ``a`` or ``b`` runs to 0 when a column is constant. A
+1; a Beta-Bernoulli ``a`` or ``b`` runs to 0 when a column is constant. A
 proper prior in the log of each learned quantity makes the MAP finite and unconstrained.
 
 Each prior is a density on one positive quantity:

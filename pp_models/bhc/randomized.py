@@ -10,8 +10,8 @@ import numbers
 
 import numpy as np
 
-from custom_ops import bhc as ops
-from custom_ops import bhc_kernels as kernels
+from custom_ops.bhc import builders as kernels
+from custom_ops.bhc import evidence as ops
 from pp_models import trees
 from pp_models.bhc.greedy import build_tree
 from pp_models.bhc.result import BHCResult
@@ -302,10 +302,9 @@ def embhc(
 
     Heller's Prop. 3.3 counts O(k n m) for the filter and EM passes and a tree over the
     m clusters; the tree here goes on down to the points, with greedy BHC inside every
-    cluster: about n^2 / m pair scores more (n^1.5 with the default m = sqrt(n)).
-    Measured on 1797 binarised digits: 0.10 million pairs and 0.19 s, against 3.2
-    million and 4.0 s for :func:`~pp_models.bhc.greedy` (kernels compiled; the first
-    call in a process compiles them, seconds on an empty Numba cache).
+    cluster: about n^2 / m pair scores more (n^1.5 with the default m = sqrt(n)), a
+    small fraction of :func:`~pp_models.bhc.greedy`'s n^2 (the first call in a process
+    compiles the kernels).
 
     Parameters
     ----------

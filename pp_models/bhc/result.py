@@ -9,9 +9,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from custom_ops import bhc as ops
-from custom_ops import bhc_kernels as kernels
 from custom_ops import conjugate as cj
+from custom_ops.bhc import builders as kernels
+from custom_ops.bhc import evidence as ops
 from pp_models import trees
 
 __all__ = ["NOT_COMPUTABLE", "BHCResult", "evaluate"]
@@ -134,7 +134,7 @@ class BHCResult:
         bound on the DP-mixture marginal likelihood log p(D)."""
         n, a = self.n, self.alpha
         # log Γ(α)/Γ(n + α) without cancelling two lgammas ~α log α (as in
-        # custom_ops.bhc.bhc_dpm_lower_bound)
+        # custom_ops.bhc.evidence.bhc_dpm_lower_bound)
         log_gamma_ratio = -np.sum(np.log(a + np.arange(n)))
         return float(self.log_d[-1] + log_gamma_ratio + self.log_evidence)
 
@@ -174,7 +174,7 @@ def readable_linkage(merges: np.ndarray, log_rk: np.ndarray) -> np.ndarray:
     """scipy linkage of a BHC tree with readable heights: a merge's height is its taller
     child's plus 0.2 + log(1 - log r_k). Monotone like BHC's own height
     max(children) - log r_k, so the drawing keeps its order, but on a log scale: the
-    few very doubtful top merges (-log r_k in the hundreds) no longer squash the rest
+    few very doubtful top merges (-log r_k in the hundreds) do not squash the rest
     of the tree flat, and confident merges (r_k near 1) keep a visible step."""
     merges = np.asarray(merges)
     n = merges.shape[0] + 1

@@ -22,7 +22,7 @@ distribution                component F, prior H               hyperparameters
                             categorical)                        totals (default 1)
 ==========================  =================================  ==========================
 
-``logp`` is the :class:`~custom_ops.collapsed.CollapsedLogLik` Op (Numba kernels, gradients
+``logp`` is the :class:`~custom_ops.dpm.collapsed.CollapsedLogLik` Op (Numba kernels, gradients
 with respect to every hyperparameter). Forward draws (``pm.draw``, prior predictive)
 draw each block's parameters from the prior and then its rows, in Numba. The labels
 ``z`` are discrete and get no gradient.
@@ -38,7 +38,7 @@ from pytensor.link.numba.dispatch.random import numba_core_rv_funcify
 from pytensor.tensor.random.op import RandomVariable
 from pytensor.tensor.variable import TensorConstant
 
-from custom_ops.collapsed import (
+from custom_ops.dpm.collapsed import (
     collapsed_loglik,
     draw_bernoulli,
     draw_diag_gaussian,

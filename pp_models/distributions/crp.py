@@ -27,7 +27,7 @@ from pytensor.link.numba.dispatch import basic as numba_basic
 from pytensor.link.numba.dispatch.random import numba_core_rv_funcify
 from pytensor.tensor.random.op import RandomVariable
 
-from custom_ops.crp import crp_draw, crp_logp_op
+from custom_ops.dpm.crp import crp_draw, crp_logp_op
 
 __all__ = ["CRP", "CRPRV", "crp"]
 

@@ -13,7 +13,7 @@ probability of Eq. 2.12 (Griffiths & Ghahramani 2011) times the probability
 ``(C - K+)! prod_h K_h! / C!`` of its arrangement in the slots. It is invariant to
 permuting the columns and sums to ``P(K+ <= k_max)`` over all binary matrices, 1 up to
 the truncation. The class probability itself (which sums to 1 over classes) is
-:func:`custom_ops.ibp.ibp_log_lof`. Both have the gradient ``K+ / alpha - H_D``.
+:func:`custom_ops.ibp_fa.ibp.ibp_log_lof`. Both have the gradient ``K+ / alpha - H_D``.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from pytensor.link.numba.dispatch import basic as numba_basic
 from pytensor.link.numba.dispatch.random import numba_core_rv_funcify
 from pytensor.tensor.random.op import RandomVariable
 
-from custom_ops.ibp import ibp_draw, ibp_logp_op
+from custom_ops.ibp_fa.ibp import ibp_draw, ibp_logp_op
 
 __all__ = ["IndianBuffet", "IndianBuffetRV", "indian_buffet", "left_ordered"]
 

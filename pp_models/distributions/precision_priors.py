@@ -25,7 +25,7 @@ Both take PyMC's :class:`~pymc.distributions.transforms.CholeskyCovTransform` as
 default transform (``Omega = L L'`` with a log diagonal; log-Jacobian ``p log 2 +
 sum_k (p - k + 2) log L_kk``), so NUTS moves in an unconstrained space and never
 leaves the PD cone. Prior draws are by rejection of independent entries (Numba,
-:mod:`custom_ops.ggm_gibbs`): exact, but only practical for small p.
+:mod:`custom_ops.ggm.gibbs`): exact, but only practical for small p.
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ from pytensor.link.numba.dispatch import basic as numba_basic
 from pytensor.link.numba.dispatch.random import numba_core_rv_funcify
 from pytensor.tensor.random.op import RandomVariable
 
-from custom_ops.ggm_gibbs import draw_bglasso_prior, draw_spike_slab_prior
+from custom_ops.ggm.gibbs import draw_bglasso_prior, draw_spike_slab_prior
 
 __all__ = [
     "BayesianGLassoPrecision",

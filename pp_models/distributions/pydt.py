@@ -12,7 +12,7 @@ draw into a tree object.
 ``sigma2`` per unit time run down the tree from the origin and observed at the leaves at
 ``t = 1`` (Eq. 4.26), an ``(n, dim)`` matrix.
 
-Both ``logp``\\ s come from :class:`custom_ops.pydt.PYDTLogProb`: the tree's is
+Both ``logp``\\ s come from :class:`custom_ops.pydt.ops.PYDTLogProb`: the tree's is
 log p(structure, times | c, theta, alpha) (Eqs. 4.23 x 4.25, a density in the times
 ``t``), the data's log p(X | tree, sigma2) with the internal locations integrated out.
 Prior draws run the sequential generative process (§4.3.1) and Brownian motion as
@@ -31,8 +31,8 @@ from pytensor.link.numba.dispatch import basic as numba_basic
 from pytensor.link.numba.dispatch.random import numba_core_rv_funcify
 from pytensor.tensor.random.op import RandomVariable
 
-from custom_ops.pydt import PYDTLogProb
-from custom_ops.pydt_draws import pydt_draw_data, pydt_draw_tree
+from custom_ops.pydt.draws import pydt_draw_data, pydt_draw_tree
+from custom_ops.pydt.ops import PYDTLogProb
 
 __all__ = [
     "DiffusionTreeGaussian",

@@ -23,8 +23,8 @@ from pytensor.link.numba.dispatch import basic as numba_basic
 from pytensor.link.numba.dispatch.random import numba_core_rv_funcify
 from pytensor.tensor.random.op import RandomVariable
 
-from custom_ops.spanning_tree import spanning_tree_logp_op
-from custom_ops.spanning_tree_kernels import wilson_spanning_tree
+from custom_ops.mixture_of_trees.spanning_tree import spanning_tree_logp_op
+from custom_ops.trees.spanning import wilson_spanning_tree
 
 __all__ = ["SpanningTree", "SpanningTreeRV", "spanning_tree"]
 

@@ -4,8 +4,8 @@ The factory :func:`model` (and :func:`initial_partition`) is in ``model.py``, th
 (:func:`summarize`, :func:`cluster_parameters`, :func:`predictive_density`) in
 ``outputs.py``; see ``model.py``'s
 docstring for the three representations and the likelihoods. The Gibbs steps are in
-``inference/gibbs/crp_collapsed.py``, ``crp_auxiliary.py``, ``escobar_west.py`` and
-``niw_hyper.py``, the hot loops in :mod:`custom_ops.crp_gibbs`, the conjugate families in
+``inference/gibbs/dpm/crp_collapsed.py``, ``crp_auxiliary.py``, ``escobar_west.py`` and
+``niw_hyper.py``, the hot loops in :mod:`custom_ops.dpm.gibbs`, the conjugate families in
 :mod:`custom_ops.conjugate`.
 """
 

@@ -64,8 +64,8 @@ def default_hyperprior(likelihood: str, d: int) -> dict:
 
 def check_hyperprior(hyperprior, likelihood, d, truncation, prior):
     """{key: (shape, rate)} of the learned keys (empty: nothing learned)."""
-    # Fixed by default: the learned base measure split breast cancer and digits-PCA10 of
-    # benchmarks/bench_clustering.py into 7-10 and 35 clusters (model.py's docstring).
+    # Fixed by default: a learned base measure splits data with broad, overlapping
+    # classes into many clusters (model.py's docstring).
     if hyperprior is False or hyperprior is None:
         return {}
     learnable = likelihood in LEARNABLE and truncation is None

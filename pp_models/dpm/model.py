@@ -46,37 +46,29 @@ Likelihoods and their priors ``H`` (keys of ``prior``; defaults scale with the d
                     LogNormal(l_j, r) (non-conjugate)         ``rate_scale`` (1.5)
 ==================  ========================================  =============================
 
-The ``"gaussian"`` defaults were chosen on the clustering panel of
-``benchmarks/bench_clustering.py`` (issue #11; README): a prior cluster covariance of 1.5
-times the data's with weak ``nu0`` and vague cluster means, against 0.1 and ``kappa0`` =
-0.05 before, which split breast cancer into 8 clusters and digits-PCA10 into 46.
+The ``"gaussian"`` defaults (a prior cluster covariance of 1.5 times the data's, weak
+``nu0``, vague cluster means; :data:`~pp_models.dpm.spec.GAUSSIAN_SCALE`) are chosen on a
+panel of real and synthetic data sets (``benchmarks/bench_clustering.py``; its figures
+are on the family's page of the documentation, ``docs/families/dpm.md``). A much smaller
+prior cluster covariance makes every tight group of points cheap to model as its own
+cluster and splits real data into many clusters.
 
-Learned base measures are not the default. Measured on that panel (300 draws after 200
-tuning, 2 chains, alpha = 1; issue #11): they are the only priors that find the three
-iris species (``hyperprior=True``: ARI 0.904 on 2 of 2 seeds; ``"wishart"``: 0.904 and
-0.834) but they split the other real data sets, because a learned cluster scale follows
-the tightest clusters the sampler has found and makes more of them cheap. On breast
-cancer the posterior of the scale sits about 10 times below the fixed default (harmonic
-mean cluster variance 0.005 of the data's against 0.047) and K is 7-10 (ARI 0.53-0.75),
-even under a Gamma hyperprior centred on the default with a coefficient of variation of
-0.25; the Wishart hierarchy gives 16-28 clusters; on digits-PCA10 ``hyperprior=True``
-gives 35 (ARI 0.52, fixed default 19 and 0.67). No fixed scale passes both iris and
-breast cancer either: iris finds three clusters only with a prior cluster covariance
-below about 0.3 of the data's (at 0.28, the true classes' own within-class fraction, K = 2
-on 3 of 3 seeds), while breast cancer needs more than its within-class fraction (at
-0.72: 7 clusters; at 1.5, the default: 3-4). So the default keeps breast cancer and
-digits right and merges versicolor with virginica (as the BIC-selected Gaussian mixture
-does); pass ``hyperprior=True`` where small, well-separated clusters are expected. That
-merge is the posterior's, not the sampler's (``benchmarks/bench_clustering_modes.py``):
-under the default the K = 2 partition's collapsed log joint is -466.1, the true species'
--496.8, and chains started at the species move to K = 2; over 28 NIW priors (cluster
-covariance 0.05-1.5 of the data's, two ``nu0``, two ``kappa0``) K = 2 beats the species
-by 6.9-62 nats on every one.
+Learned base measures are not the default: a learned cluster scale follows the tightest
+clusters the sampler has found and makes more of them cheap, so they find small,
+well-separated clusters (the three iris species) but split data whose classes are broad
+and overlap (breast cancer, digits), even under a Gamma hyperprior centred on the
+default; no fixed scale suits both kinds either. The default merges versicolor with
+virginica on iris, as the BIC-selected Gaussian mixture does, and that merge is the
+posterior's, not the sampler's: the two-cluster partition has a higher collapsed log
+joint than the species under every Normal-inverse-Wishart prior of a wide grid, and
+chains started at the species move to it (``benchmarks/bench_clustering_modes.py``).
+Pass ``hyperprior=True`` (or ``"wishart"``) where small, well-separated clusters are
+expected.
 
 - ``hyperprior="wishart"`` (``"gaussian"``, CRP form): the conjugate hierarchy of
   Rasmussen (2000) and Gorur & Rasmussen (2010), ``S0 ~ Wishart``, ``kappa0 ~ Gamma``,
   ``m0 ~ N`` centred on the data (:func:`default_wishart_hyperprior`, ``nu0`` fixed),
-  updated exactly by the ``niw_hyper_gibbs`` step (``inference/gibbs/niw_hyper.py``:
+  updated exactly by the ``niw_hyper_gibbs`` step (``inference/gibbs/dpm/niw_hyper.py``:
   cluster parameters instantiated, then conjugate draws).
 - ``hyperprior=True`` or a dict (``"gaussian"`` and ``"diag_gaussian"``, CRP form):
   ``kappa0``, the degrees of freedom (``nu0`` / ``a0``) and the scale of ``S0`` / ``b0``
@@ -111,7 +103,7 @@ from scipy import special, stats
 
 from custom_ops import conjugate as cj
 from custom_ops.conjugate import FAMILY_CODES, pack_hyper
-from custom_ops.crp_gibbs import sequential_map_partition
+from custom_ops.dpm.gibbs import sequential_map_partition
 from pp_models import partitions
 from pp_models.distributions import (
     CRP,
@@ -313,7 +305,7 @@ def _check_alpha(alpha):
             raise TypeError("alpha: a distribution for alpha must be pm.Gamma.dist(a, b)")
         shape, scale = alpha.owner.op.dist_params(alpha.owner)
         # evaluated by the Python linker: two constants, where the default (Numba) linker
-        # compiled a new function for every pair of values (0.7 CPU-s per model)
+        # would compile a new function for every pair of values
         python_mode = Mode(linker="py", optimizer=None)
         try:
             a = float(shape.eval(mode=python_mode))

@@ -5,7 +5,7 @@ contingency tables between draws, co-clustering for small n or a subset of items
 posterior of K; optional cluster parameters and predictive density);
 :func:`cluster_parameters` and :func:`predictive_density` read the conjugate posterior
 through :mod:`custom_ops.conjugate` (the latter's loops over draws in
-:mod:`custom_ops.dpm_kernels`).
+:mod:`custom_ops.dpm.predictive`).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import pymc as pm
 import xarray as xr
 
 from custom_ops import conjugate as cj
-from custom_ops.dpm_kernels import (
+from custom_ops.dpm.predictive import (
     crp_conjugate_predictive_density,
     normal_mixture_density,
 )
@@ -168,7 +168,7 @@ def predictive_density(dt: xr.DataTree, m: pm.Model, *, dims=(0, 1), grid=None,
     draws: the same as the CRP with ``F(x | theta_k)`` and a Monte Carlo prior predictive
     (500 draws of the base measure from ``default_rng(0)``). Gaussian-type likelihoods
     only. The sums over draws, tables and grid points run in the Numba kernels of
-    :mod:`custom_ops.dpm_kernels` (the marginal Student-t of each table from
+    :mod:`custom_ops.dpm.predictive` (the marginal Student-t of each table from
     :func:`custom_ops.conjugate.log_predictive_columns`).
 
     Parameters

@@ -66,12 +66,12 @@ def get_spec(m: pm.Model) -> DPMSpec | None:
 
 
 #: Default NIW prior of ``likelihood="gaussian"`` (chosen on the clustering panel of
-#: benchmarks/bench_clustering.py, issue #11): S0 = GAUSSIAN_SCALE x diag(column
+#: benchmarks/bench_clustering.py): S0 = GAUSSIAN_SCALE x diag(column
 #: variances) x (nu0 - d - 1), i.e. a cluster covariance a priori GAUSSIAN_SCALE times the
 #: data's (for nu0 = d + 2, weak: the posterior adapts it to each cluster), and a vague
-#: prior on the cluster means (sd sqrt(GAUSSIAN_SCALE / GAUSSIAN_KAPPA0) data sds). The
-#: old defaults (0.1 and 0.05) made every tight group of points cheap to model as its own
-#: cluster: 8 clusters on breast cancer, 46 on digits-PCA10.
+#: prior on the cluster means (sd sqrt(GAUSSIAN_SCALE / GAUSSIAN_KAPPA0) data sds). A
+#: small scale (0.1, with kappa0 = 0.05) makes every tight group of points cheap to model
+#: as its own cluster and splits breast cancer and digits-PCA10 into many clusters.
 GAUSSIAN_SCALE = 1.5
 GAUSSIAN_KAPPA0 = 0.01
 

@@ -70,8 +70,8 @@ CLI_ENTRY = ModelEntry(
     build=_build,
     default_dataset="sachs",
     defaults={"prior": "spike_slab"},
-    # On Sachs the edges plcg-PKC / plcg-P38 switch in and out slowly (bulk ESS ~75 in
-    # 2 x 5000 draws): 4 x 15000 passed `ppzoo check` with the worst bulk ESS 471, so
-    # the default leaves a margin (measured in the README's "Default fits" table).
+    # On Sachs the edges plcg-PKC / plcg-P38 switch in and out slowly: a run just long
+    # enough to pass `ppzoo check` leaves no margin, so the default runs longer
+    # (docs/families/ggm.md).
     fit_defaults={"draws": 20000, "tune": 1000, "chains": 4},
 )

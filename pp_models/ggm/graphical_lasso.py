@@ -11,7 +11,7 @@ over positive-definite ``Omega``. Two conventions:
 - ``penalize_diagonal=False`` (scikit-learn's ``graphical_lasso``): off-diagonal only,
   ``W_jj = S_jj``.
 
-The Numba kernels are in :mod:`custom_ops.glasso`.
+The Numba kernels are in :mod:`custom_ops.ggm.glasso`.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from custom_ops.glasso import glasso_sweeps, kkt_violation, precision_from_regressions
+from custom_ops.ggm.glasso import glasso_sweeps, kkt_violation, precision_from_regressions
 from pp_models.ggm.inputs import as_covariance, check_penalty
 from pp_models.progress import WorkProgress
 from pp_models.validation import check_int
@@ -53,7 +53,7 @@ class GraphicalLassoResult:
         The mean absolute change of ``W`` in the last sweep fell below the threshold.
     kkt_gap : float
         Largest violation of the optimality conditions, evaluated with
-        ``inv(precision)`` (see :func:`custom_ops.glasso.kkt_violation`).
+        ``inv(precision)`` (see :func:`custom_ops.ggm.glasso.kkt_violation`).
     objective : float
         ``J(precision)``.
     precision_source : str
@@ -178,7 +178,7 @@ def _solve(S, lam, penalize_diagonal, warm_start, tol, max_iter, inner_max):
     precision, ok = precision_from_regressions(W, B)
     source = "regressions"
     if not (ok and _is_pd(precision)):
-        # W is PD by construction (custom_ops.glasso); its inverse is the fallback
+        # W is PD by construction (custom_ops.ggm.glasso); its inverse is the fallback
         precision = np.linalg.inv(W)
         precision = 0.5 * (precision + precision.T)
         source = "inverse"

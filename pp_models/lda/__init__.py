@@ -5,7 +5,7 @@ The factory :func:`model` (collapsed for the Gibbs step, or explicit for NUTS / 
 corpus layout (:func:`prepare_corpus`, :class:`TokenCorpus`) in ``inputs.py``, the
 outputs (:func:`perplexity`, :func:`top_words`, :func:`posterior_topics`) in
 ``outputs.py``. The collapsed Gibbs step is in ``inference/gibbs/lda.py``, its hot loops
-in :mod:`custom_ops.lda_kernels`.
+in :mod:`custom_ops.lda.gibbs`.
 """
 
 from pp_models.lda.inputs import TokenCorpus, prepare_corpus

@@ -233,7 +233,7 @@ def _collapsed_model(corpus, n_topics, alpha_v, eta_v, coords, deterministics, t
     n_docs, n_tokens, n_vocab = corpus.n_docs, corpus.n_tokens, corpus.n_words
     words = corpus.words.astype(np.int64)
     # a tensor, not a NumPy array: PyTensor inspects a NumPy index element by element in
-    # Python when building the graph (half a second for 84,000 tokens)
+    # Python when building the graph, slow for a corpus of tens of thousands of tokens
     doc_ids = pt.as_tensor(corpus.doc_ids.astype(np.int64))
 
     def z_dist(alpha, size):

@@ -20,7 +20,7 @@ from numbers import Integral, Real
 
 import numpy as np
 
-from custom_ops.spanning_tree_kernels import (
+from custom_ops.trees.spanning import (
     pairwise_mutual_information,
     tree_edge_tables,
     tree_log_density_rows,
@@ -359,7 +359,7 @@ def fit_gaussian_tree(data, weights, ridge, *, root=0, names=None):
 
 
 def _reroot(parents, root):
-    from custom_ops.spanning_tree_kernels import reroot
+    from custom_ops.trees.spanning import reroot
 
     return reroot(parents, root) if root != 0 else parents
 

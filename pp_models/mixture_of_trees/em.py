@@ -212,10 +212,9 @@ def _initial_responsibilities(data, kind, K, rng):
 
 
 def _stacked_joints(one_hot, resp, max_elements=60_000_000, min_elements=2_000_000):
-    """``Z^T diag(gamma_k) Z`` of every component from one matrix product (1.6-3x faster
-    than K separate ones measured at 10,000 x 100, K = 5), or None when the stacked
-    operand would be too large, or so small that K separate products are faster
-    (measured: 20x slower stacked at 3,000 x 12, K = 3)."""
+    """``Z^T diag(gamma_k) Z`` of every component from one matrix product (faster than K
+    separate ones on large data), or None when the stacked operand would be too large,
+    or so small that K separate products are faster."""
     Z = one_hot[0]
     n, D = Z.shape
     K = resp.shape[1]

@@ -2,12 +2,13 @@
 
 ``X ~ TreeMixtureData(z, trees, n_categories, ess)``: rows with ``z_i = k`` follow tree
 ``trees[k]`` whose CPTs have BDeu Dirichlet priors (equivalent sample size ``ess``)
-integrated out; ``logp`` is ``sum_k log p(D_k | T_k)`` (:mod:`custom_ops.tree_mixture`).
-Draws sample every component's CPTs from their priors, then the rows (Numba).
+integrated out; ``logp`` is ``sum_k log p(D_k | T_k)``
+(:mod:`custom_ops.mixture_of_trees.discrete`). Draws sample every component's CPTs from
+their priors, then the rows (Numba).
 
 ``X ~ GaussianTreeMixtureData(z, trees, m0, kappa0, delta, S0)``: the Gaussian
 counterpart, hyper-Markov Normal-Inverse-Wishart parameters integrated out
-(:mod:`custom_ops.gaussian_tree_mixture`); draws are Pólya-urn draws of the marginal.
+(:mod:`custom_ops.mixture_of_trees.gaussian`); draws are Pólya-urn draws of the marginal.
 """
 
 from __future__ import annotations
@@ -19,11 +20,11 @@ from pytensor.link.numba.dispatch import basic as numba_basic
 from pytensor.link.numba.dispatch.random import numba_core_rv_funcify
 from pytensor.tensor.random.op import RandomVariable
 
-from custom_ops.gaussian_tree_mixture import (
+from custom_ops.mixture_of_trees.discrete import TreeMixtureLogp, sample_tree_mixture_data
+from custom_ops.mixture_of_trees.gaussian import (
     GaussianTreeMixtureLogp,
     sample_gaussian_tree_mixture_data,
 )
-from custom_ops.tree_mixture import TreeMixtureLogp, sample_tree_mixture_data
 
 __all__ = ["GaussianTreeMixtureData", "GaussianTreeMixtureDataRV", "TreeMixtureData",
            "TreeMixtureDataRV"]
@@ -121,7 +122,7 @@ def _numba_core_gaussian_tree_mixture_data(op, node):
 
 class GaussianTreeMixtureData(Continuous):
     """Data of a mixture of Gaussian trees given ``z`` and the trees, the hyper-Markov
-    NIW parameters integrated out (:mod:`custom_ops.gaussian_tree_mixture`)."""
+    NIW parameters integrated out (:mod:`custom_ops.mixture_of_trees.gaussian`)."""
 
     rv_op = gaussian_tree_mixture_data
 

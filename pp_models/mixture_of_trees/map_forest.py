@@ -15,7 +15,7 @@ from numbers import Real
 import numpy as np
 
 from custom_ops.conjugate import dirichlet_categorical_log_marginal
-from custom_ops.spanning_tree_kernels import (
+from custom_ops.trees.spanning import (
     pairwise_bdeu_gain,
     pairwise_mutual_information,
     tree_edge_tables,

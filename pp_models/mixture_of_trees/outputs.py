@@ -7,7 +7,7 @@ matrix-tree theorem in O(V^3) (:func:`conditional_edge_marginals`, Meilă & Jaak
 2006). With hundreds of rows the log weights span hundreds of nats, far more than one
 Laplacian in double precision can hold, so the effective conductances come from a
 positive-only log-space Kron reduction
-(:func:`custom_ops.spanning_tree_kernels.spanning_tree_log_edge_marginals`, the same
+(:func:`custom_ops.trees.spanning.spanning_tree_log_edge_marginals`, the same
 kernel the tree sampler's decisions use). ``fit`` reports their average over the draws
 of each chain given that draw's assignments (Rao-Blackwellised,
 :func:`rao_blackwell_edge_probabilities`), next to the plain frequencies of the edges in
@@ -19,11 +19,11 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
-from custom_ops.gaussian_tree_mixture import (
+from custom_ops.mixture_of_trees.gaussian import (
     gaussian_component_stats,
     gaussian_tree_edge_log_weights,
 )
-from custom_ops.spanning_tree_kernels import (
+from custom_ops.trees.spanning import (
     pairwise_bdeu_gain,
     spanning_tree_log_edge_marginals,
 )
@@ -46,7 +46,7 @@ def edge_log_weights(codes, n_categories, ess, edge_prior):
 
 def gaussian_edge_log_weights(X, m0, kappa0, delta, S0, edge_prior):
     """``log beta_uv + g_uv`` for the rows ``X`` of one Gaussian component (``g`` the
-    hyper-Markov NIW edge term, :mod:`custom_ops.gaussian_tree_mixture`)."""
+    hyper-Markov NIW edge term, :mod:`custom_ops.mixture_of_trees.gaussian`)."""
     X = np.ascontiguousarray(X, dtype=np.float64)
     stats = gaussian_component_stats(X, np.zeros(X.shape[0], dtype=np.int64), 1)[0]
     gain, _alone = gaussian_tree_edge_log_weights(stats, m0, float(kappa0), float(delta),

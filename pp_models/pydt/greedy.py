@@ -2,13 +2,13 @@
 
 Leaves are added one at a time (in the given order); leaf ``i`` goes to the candidate
 position of highest joint density p(tree, times, X_{0..i} | c, theta, alpha, sigma2) of
-the partial tree (:mod:`custom_ops.pydt`). Candidates are the branch points on the path
+the partial tree (:mod:`custom_ops.pydt.ops`). Candidates are the branch points on the path
 from the root to the nearest placed leaf (Euclidean) and the midpoint in
 ``log(1 - t)`` of every edge on that path, the thesis's "midpoint of every branch" and
 "every branch point" restricted to one path so that a leaf costs O(depth) evaluations
 instead of O(n) (the full message-passing search of ch. 7 is not reproduced). Each
 candidate is scored from cached upward messages in O(depth x D)
-(:func:`custom_ops.pydt_greedy.pydt_greedy`), so the build is O(n^2 D) for the
+(:func:`custom_ops.pydt.greedy.pydt_greedy`), so the build is O(n^2 D) for the
 nearest-neighbour searches and O(n depth^2 D) for the scoring.
 """
 
@@ -18,8 +18,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from custom_ops.pydt import check_parameters, pydt_forward
-from custom_ops.pydt_greedy import pydt_greedy
+from custom_ops.pydt.greedy import pydt_greedy
+from custom_ops.pydt.ops import check_parameters, pydt_forward
 from pp_models.trees import DETACHED, UNUSED_SLOT, DiffusionTree
 from pp_models.validation import as_data_matrix
 

@@ -65,7 +65,7 @@ def model(X, *, priors=None, binary=False):
 
     ``tree ~ PYDiffusionTree(c, theta, alpha)`` over the ``n`` rows, the rows are
     Brownian motion with variance ``sigma2`` down the tree observed at ``t = 1``; the
-    internal locations are integrated out (custom_ops.pydt).
+    internal locations are integrated out (custom_ops.pydt.ops).
 
     Parameters
     ----------
@@ -110,7 +110,7 @@ def model(X, *, priors=None, binary=False):
         preferred_method="gibbs",
         # a fixed number of detach-reattach moves per sweep (2n - 2, the non-root nodes of
         # a binary tree): a count read off the current tree (the step's default) is not
-        # invariant (tests/inference/gibbs/test_pydt_kernel_exact.py)
+        # invariant (tests/inference/gibbs/pydt/test_kernel_exact.py)
         # noncentred: the hyperparameters also moved with the times following them (c
         # and the times trade off, and sigma2 and the times; inference/gibbs/pydt.py,
         # item 3)

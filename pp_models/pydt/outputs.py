@@ -9,7 +9,7 @@ import numpy as np
 import xarray as xr
 from scipy.special import logsumexp
 
-from custom_ops.pydt import check_parameters, pydt_forward
+from custom_ops.pydt.ops import check_parameters, pydt_forward
 from pp_models.model_info import posterior_with_labels
 from pp_models.pydt.attach import children_lists, leaf_counts_from, sample_attach
 from pp_models.pydt.greedy import _grow

@@ -6,8 +6,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from custom_ops.pydt import check_parameters
-from custom_ops.pydt_draws import pydt_draw_data, pydt_draw_tree
+from custom_ops.pydt.draws import pydt_draw_data, pydt_draw_tree
+from custom_ops.pydt.ops import check_parameters
 from pp_models.trees import DiffusionTree
 from pp_models.validation import rng_from_seed
 
@@ -43,7 +43,7 @@ def sample_prior(n_leaves, *, c, theta, alpha, dim=1, sigma2=1.0, size=1, random
         Number of leaves (>= 2).
     c, theta, alpha : float
         Divergence function ``a(t) = c / (1 - t)``, concentration and discount (ranges
-        in :mod:`custom_ops.pydt`).
+        in :mod:`custom_ops.pydt.ops`).
     dim : int
         Columns of the data (0 for trees alone).
     sigma2 : float

@@ -51,7 +51,7 @@ def test_each_kernel_source_gets_its_own_cache_folder(tmp_path):
     Numba's per-file stamps do not re-check: the cache folder is named by custom_ops'
     source version; another source's folder is kept while recently used and deleted once
     unused for STALE_AFTER_DAYS."""
-    from custom_ops._numba_cache import STALE_AFTER_DAYS, kernel_source_version
+    from custom_ops.jit import STALE_AFTER_DAYS, kernel_source_version
 
     base = tmp_path / "cache" / "pp-models" / "numba"
     recent, old = base / "src-1", base / "src-2"
@@ -92,7 +92,7 @@ def test_an_edited_kernel_changes_the_graph_cache_key(tmp_path):
 
     copy = tmp_path / "custom_ops"
     shutil.copytree(ROOT / "custom_ops", copy, ignore=shutil.ignore_patterns("__pycache__"))
-    module = copy / "_numba_cache.py"
+    module = copy / "jit.py"
     script = ("import importlib.util, sys\n"
               f"spec = importlib.util.spec_from_file_location('nc', r'{module}')\n"
               "m = importlib.util.module_from_spec(spec); spec.loader.exec_module(m)\n"
@@ -115,8 +115,8 @@ def test_every_op_registration_is_keyed_on_the_source(monkeypatch):
     import pytensor.tensor as pt
     from pytensor.link.numba.dispatch.basic import numba_funcify_and_cache_key
 
-    import custom_ops._numba_cache as cache
-    from custom_ops.crp import crp_logp_op
+    import custom_ops.jit as cache
+    from custom_ops.dpm.crp import crp_logp_op
 
     node = crp_logp_op(pt.as_tensor(np.array([0, 0, 1])), pt.scalar("a"),
                        pt.scalar("d")).owner
@@ -129,7 +129,7 @@ def test_every_op_registration_is_keyed_on_the_source(monkeypatch):
     # and no Op in custom_ops registers around it
     for path in (ROOT / "custom_ops").rglob("*.py"):
         assert "register_funcify_default_op_cache_key(" not in path.read_text() \
-            or path.name == "_numba_cache.py", path
+            or path.name == "jit.py", path
 
 # Two processes save one signature each into the same Numba cache index at the same
 # moment. Numba reads the index, takes the first free data-file number, writes the index,
@@ -191,7 +191,7 @@ def test_the_cache_lock_keeps_each_signature_with_its_code(tmp_path):
 
     from numba.core import caching
 
-    script = CONCURRENT_SAVE.replace("{module}", str(ROOT / "custom_ops" / "_numba_cache.py"))
+    script = CONCURRENT_SAVE.replace("{module}", str(ROOT / "custom_ops" / "jit.py"))
     ready_dir = tmp_path / "ready"
     ready_dir.mkdir()
     runs = {}
@@ -224,8 +224,8 @@ def test_importing_custom_ops_installs_the_lock():
 
 
 # --- a graph loaded from PyTensor's cache finds its kernels ------------------------------
-# The Ops of three families (custom_ops.collapsed, bhc, pydt) call their kernels through C
-# entry points that each process registers with LLVM's linker (custom_ops._numba_cache).
+# The Ops of three families (custom_ops.dpm.collapsed, bhc, pydt) call their kernels through C
+# entry points that each process registers with LLVM's linker (custom_ops.jit).
 # One script builds a graph of each family's Ops in a first process and loads them in a
 # second one sharing its PyTensor and Numba caches; one pair of processes serves the three
 # families' tests (a cold pair is ~10 CPU-s of interpreter start, imports and compiling).
@@ -240,7 +240,7 @@ import pytensor
 import pytensor.tensor as pt
 from numba.core import event
 
-from custom_ops import _numba_cache
+from custom_ops import jit
 
 compiled = []
 
@@ -266,7 +266,7 @@ def run(family, build):
 # A graph with CollapsedLogLik and its gradient.
 COLLAPSED_GRAPH = """
 def collapsed_graph():
-    from custom_ops import collapsed
+    from custom_ops.dpm import collapsed
 
     rng = np.random.default_rng(3)
     z = np.array([0, 2, 2, 5, 0, 5, 5, 1])
@@ -286,14 +286,14 @@ def collapsed_graph():
 run("collapsed", collapsed_graph)
 """
 
-# BHCEvidence and its gradient (custom_ops.bhc), two likelihoods, one of them with
+# BHCEvidence and its gradient (custom_ops.bhc.evidence), two likelihoods, one of them with
 # invalid data: the kernels' input checks come back through the C entry points as codes
 # that the graph turns into the Op's ValueErrors.
 BHC_GRAPH = """
 def bhc_graph():
     from pytensor.compile.mode import Mode
 
-    from custom_ops import bhc
+    from custom_ops.bhc import evidence as bhc
 
     rng = np.random.default_rng(4)
     n = 9
@@ -340,7 +340,7 @@ run("bhc", bhc_graph)
 # the same graph.
 PYDT_GRAPH = """
 def pydt_graph():
-    from custom_ops import pydt
+    from custom_ops.pydt import ops as pydt
 
     parent = np.array([5, 5, 6, 6, 8, 8, 8, -2, -1])
     log1m_t = np.log1p(-np.array([0.6, 0.8, 0.0, 0.2]))
@@ -373,7 +373,7 @@ run("pydt", pydt_graph)
 GRAPHS_SCRIPT = GRAPH_SCRIPT_PRELUDE + COLLAPSED_GRAPH + BHC_GRAPH + PYDT_GRAPH + """
 print(json.dumps({"result": result,
                   "entry_cache_hits": {symbol: entry.cache_hits for symbol, entry
-                                       in _numba_cache._ENTRY_POINTS.items()}}))
+                                       in jit._ENTRY_POINTS.items()}}))
 """
 
 FAMILIES = ("collapsed", "bhc", "pydt")
@@ -465,7 +465,7 @@ def test_a_bhc_graph_loaded_from_pytensors_cache_finds_its_kernels(graphs_run_tw
 @on_the_bhc_worker
 def test_a_pydt_graph_loaded_from_pytensors_cache_finds_its_kernels(graphs_run_twice):
     """PYDTLogProb and its gradient call their kernels through C entry points
-    (custom_ops.pydt, "Numba registrations"): a graph loaded from PyTensor's cache in a
+    (custom_ops.pydt.ops, "Numba registrations"): a graph loaded from PyTensor's cache in a
     new process finds them, loaded from Numba's cache, and gives the numbers of the
     kernels."""
     import numpy as np

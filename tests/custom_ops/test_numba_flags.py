@@ -3,7 +3,7 @@ flags and its error model, so it computes the same numbers, and raises on the sa
 whether Python, a PyTensor graph or another kernel compiles it first.
 
 Numba compiles a kernel that sets no ``fastmath`` with its first caller's flags and caches
-that code without recording them (``custom_ops._numba_cache``); PyTensor compiles its
+that code without recording them (``custom_ops.jit``); PyTensor compiles its
 graphs with fastmath on. ``error_model`` is inherited the same way (``inherit_if_not_set``
 in ``numba.core.cpu``): a kernel without one, first compiled from a PYDT kernel
 (``error_model="numpy"``), returns inf or nan on a division by zero where it raises
@@ -26,7 +26,7 @@ from pytensor.link.numba.dispatch.basic import numba_njit
 import custom_ops
 import pp_models.partitions
 from custom_ops.conjugate.special import digamma
-from custom_ops.ibp import harmonic
+from custom_ops.ibp_fa.ibp import harmonic
 
 # An LLVM floating-point instruction carrying any fast-math flag ("fadd fast", "fmul
 # reassoc nsz", "call contract double @llvm.fma...").
@@ -52,7 +52,7 @@ def kernels_without_fastmath(module):
     """Names of ``module``'s kernels that would take their caller's fastmath flags.
 
     ``inline="always"`` kernels are exempt: Numba inlines their IR into the caller, whose
-    flags then apply (custom_ops.pydt compiles the PYDT recursion fast that way).
+    flags then apply (custom_ops.pydt.ops compiles the PYDT recursion fast that way).
     """
     return sorted(name for name, kernel in _kernels(module).items()
                   if "fastmath" not in kernel.targetoptions

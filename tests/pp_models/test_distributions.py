@@ -8,7 +8,7 @@ import pytensor.tensor as pt
 import pytest
 from scipy import special
 
-from custom_ops.collapsed import collapsed_loglik_value
+from custom_ops.dpm.collapsed import collapsed_loglik_value
 from pp_models.distributions import (
     CRP,
     CRPRV,
@@ -17,7 +17,7 @@ from pp_models.distributions import (
     CollapsedGaussian,
     CollapsedMultinomial,
 )
-from tests.custom_ops.test_crp import restricted_growth_strings
+from tests.custom_ops.dpm.test_crp import restricted_growth_strings
 
 
 def test_crp_pymc_logp_sums_to_one_over_partitions():

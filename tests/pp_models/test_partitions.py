@@ -7,7 +7,7 @@ import pytest
 from sklearn.metrics import adjusted_rand_score
 
 from pp_models import partitions
-from tests.custom_ops.test_crp import restricted_growth_strings
+from tests.custom_ops.dpm.test_crp import restricted_growth_strings
 
 
 def test_coclustering_by_hand():

@@ -1,0 +1,7 @@
+"""IBP factor analysis: the Ops and kernels behind :mod:`pp_models.ibp_fa`.
+
+- :mod:`custom_ops.ibp_fa.ibp`: the Indian buffet process log probability of a binary
+  feature matrix as an Op;
+- :mod:`custom_ops.ibp_fa.nsfa`: the sweep of Knowles' non-parametric sparse factor
+  analysis sampler (NSFA).
+"""

@@ -1,0 +1,6 @@
+"""Latent Dirichlet allocation: the kernels behind :mod:`pp_models.lda`.
+
+- :mod:`custom_ops.lda.gibbs`: collapsed Gibbs sampling of the topic assignments (dense
+  and SparseLDA sweeps), the counts and log joint they keep, document completion and
+  Minka's update of the document-topic concentration.
+"""

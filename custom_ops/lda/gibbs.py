@@ -1,0 +1,757 @@
+"""Numba kernels for latent Dirichlet allocation with the topics collapsed out.
+
+Notation (Murphy 2012 §27.3.4, in the LDA paper's letters): token ``i`` of the corpus
+has word ``w_i``, document ``d_i`` and topic ``z_i``; the counts are
+
+- ``n_wk[v, k]``: tokens of word ``v`` assigned to topic ``k`` (word-major, so the
+  ``K`` counts of one word are contiguous: the inner loop of a token update reads them),
+- ``n_dk[d, k]``: tokens of document ``d`` assigned to topic ``k``,
+- ``n_k[k]``: tokens assigned to topic ``k``.
+
+Tokens are stored document by document: ``words[doc_ptr[d]:doc_ptr[d + 1]]`` are the
+words of document ``d`` (CSR layout), ``z`` is aligned with ``words``.
+
+Every sampling kernel takes a ``numpy.random.Generator`` and draws its uniforms from
+it inside the compiled loop (Numba advances the generator's state in place), so a sweep
+is reproducible from the generator a PyMC step owns.
+
+Kernels
+-------
+- :func:`build_counts`: counts from ``(words, doc_ptr, z)``.
+- :func:`log_joint`: log p(w, z | alpha, eta), Murphy (2012) Eqs. 27.34 and 27.36.
+- :func:`gibbs_sweep_dense`: one collapsed Gibbs sweep (Griffiths & Steyvers 2004,
+  Murphy Eq. 27.37), O(K) per token.
+- :class:`SparseLDAState` and :func:`gibbs_sweep_sparse`: the same Markov chain by
+  SparseLDA's bucket decomposition (Yao, Mimno & McCallum 2009), whose cost per token
+  grows with the number of topics present in the token's word and document rather
+  than with K.
+- :func:`sample_theta_fixed_phi`: Gibbs sampling of a document's topics with the
+  topics ``phi`` held fixed (document completion, Wallach et al. 2009 §4).
+- :func:`minka_alpha_update`: Minka's (2000) fixed point for the document-topic
+  Dirichlet parameter.
+- :func:`concentrations`: label-invariant summaries of the conditional posterior means
+  of phi and theta, from the counts.
+
+Why one module of ~750 lines: every kernel reads and writes the same count layout
+(``n_wk`` word-major, ``n_dk``, ``n_k``, CSR tokens), and the dense and sparse sweeps
+must stay the same Markov chain, which is easiest to keep true side by side; the
+evaluation kernels (:func:`sample_theta_fixed_phi`, :func:`minka_alpha_update`) are the
+piece to move out if the module grows.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numba
+import numpy as np
+from scipy.special import digamma
+
+from custom_ops.jit import njit_exact
+
+__all__ = [
+    "SparseLDAState",
+    "build_counts",
+    "concentrations",
+    "draw_summary",
+    "gibbs_sweep_dense",
+    "gibbs_sweep_sparse",
+    "lgamma_tables",
+    "log_joint",
+    "minka_alpha_update",
+    "sample_theta_fixed_phi",
+]
+
+
+COUNT_DTYPE = np.int32
+
+
+@njit_exact
+def _build_counts(words, doc_ptr, z, n_words, n_topics):
+    n_docs = doc_ptr.size - 1
+    n_wk = np.zeros((n_words, n_topics), dtype=np.int32)
+    n_dk = np.zeros((n_docs, n_topics), dtype=np.int32)
+    n_k = np.zeros(n_topics, dtype=np.int32)
+    for d in range(n_docs):
+        for i in range(doc_ptr[d], doc_ptr[d + 1]):
+            k = z[i]
+            n_wk[words[i], k] += 1
+            n_dk[d, k] += 1
+            n_k[k] += 1
+    return n_wk, n_dk, n_k
+
+
+def build_counts(words, doc_ptr, z, n_words: int, n_topics: int):
+    """Count matrices ``(n_wk (V, K), n_dk (D, K), n_k (K,))`` of an assignment ``z``.
+
+    Parameters
+    ----------
+    words, z : int arrays (N,)
+        Word id and topic of every token, document by document.
+    doc_ptr : int array (D + 1,)
+        Token offsets of the documents.
+    n_words, n_topics : int
+        Vocabulary size V and number of topics K.
+    """
+    return _build_counts(
+        np.ascontiguousarray(words, dtype=np.int32),
+        np.ascontiguousarray(doc_ptr, dtype=np.int64),
+        np.ascontiguousarray(z, dtype=np.int32),
+        int(n_words),
+        int(n_topics),
+    )
+
+
+@njit_exact
+def _log_joint_symmetric(n_wk, n_dk, n_k, alpha, eta):
+    # Tables of lgamma(n + a) - lgamma(a) for integer n make the sum a lookup over the
+    # nonzero cells: lgamma dominated the cost otherwise (O(KV) calls per draw).
+    n_words, n_topics = n_wk.shape
+    n_docs = n_dk.shape[0]
+    max_count = 0
+    for k in range(n_topics):
+        if n_k[k] > max_count:
+            max_count = n_k[k]
+    lg_eta0 = math.lgamma(eta)
+    lg_alpha0 = math.lgamma(alpha)
+    table_eta = np.empty(max_count + 1)
+    table_alpha = np.empty(max_count + 1)
+    for n in range(max_count + 1):
+        table_eta[n] = math.lgamma(n + eta) - lg_eta0
+        table_alpha[n] = math.lgamma(n + alpha) - lg_alpha0
+    v_eta = n_words * eta
+    k_alpha = n_topics * alpha
+    # log p(w | z, eta), Murphy Eq. 27.36
+    ll = n_topics * math.lgamma(v_eta)
+    for k in range(n_topics):
+        ll -= math.lgamma(v_eta + n_k[k])
+    for v in range(n_words):
+        for k in range(n_topics):
+            c = n_wk[v, k]
+            if c > 0:
+                ll += table_eta[c]
+    # log p(z | alpha), Murphy Eq. 27.34
+    ll += n_docs * math.lgamma(k_alpha)
+    for d in range(n_docs):
+        length = 0
+        for k in range(n_topics):
+            c = n_dk[d, k]
+            if c > 0:
+                ll += table_alpha[c]
+                length += c
+        ll -= math.lgamma(k_alpha + length)
+    return ll
+
+
+@njit_exact
+def _log_joint_general(n_wk, n_dk, n_k, alpha, eta):
+    n_words, n_topics = n_wk.shape
+    n_docs = n_dk.shape[0]
+    eta_sum = 0.0
+    for v in range(n_words):
+        eta_sum += eta[v]
+    alpha_sum = 0.0
+    for k in range(n_topics):
+        alpha_sum += alpha[k]
+    lg_eta = np.empty(n_words)
+    for v in range(n_words):
+        lg_eta[v] = math.lgamma(eta[v])
+    lg_alpha = np.empty(n_topics)
+    for k in range(n_topics):
+        lg_alpha[k] = math.lgamma(alpha[k])
+    ll = n_topics * math.lgamma(eta_sum)
+    for k in range(n_topics):
+        ll -= math.lgamma(eta_sum + n_k[k])
+    for v in range(n_words):
+        for k in range(n_topics):
+            c = n_wk[v, k]
+            if c > 0:
+                ll += math.lgamma(c + eta[v]) - lg_eta[v]
+    ll += n_docs * math.lgamma(alpha_sum)
+    for d in range(n_docs):
+        length = 0
+        for k in range(n_topics):
+            c = n_dk[d, k]
+            if c > 0:
+                ll += math.lgamma(c + alpha[k]) - lg_alpha[k]
+                length += c
+        ll -= math.lgamma(alpha_sum + length)
+    return ll
+
+
+@njit_exact
+def _concentrations(n_wk, n_dk, n_k, alpha, eta):
+    n_words, n_topics = n_wk.shape
+    n_docs = n_dk.shape[0]
+    eta_sum = eta.sum()
+    alpha_sum = alpha.sum()
+    sq = np.zeros(n_topics)
+    for v in range(n_words):
+        for k in range(n_topics):
+            x = n_wk[v, k] + eta[v]
+            sq[k] += x * x
+    phi_c = 0.0
+    for k in range(n_topics):
+        denom = n_k[k] + eta_sum
+        phi_c += sq[k] / (denom * denom)
+    theta_c = 0.0
+    for d in range(n_docs):
+        acc = 0.0
+        length = 0
+        for k in range(n_topics):
+            x = n_dk[d, k] + alpha[k]
+            acc += x * x
+            length += n_dk[d, k]
+        denom = length + alpha_sum
+        theta_c += acc / (denom * denom)
+    return phi_c / n_topics, theta_c / max(n_docs, 1)
+
+
+def lgamma_tables(alpha: float, eta: float, max_word_count: int, max_doc_count: int):
+    """``lgamma(n + eta) - lgamma(eta)`` for n <= ``max_word_count`` and the same for
+    ``alpha`` up to ``max_doc_count``: the lookups of :func:`draw_summary` (symmetric
+    priors). A word's count in a topic is at most its corpus frequency and a document's
+    count at most its length, so tables sized by those serve every state."""
+    n_eta = np.arange(max_word_count + 1, dtype=np.float64)
+    n_alpha = np.arange(max_doc_count + 1, dtype=np.float64)
+    from scipy.special import gammaln
+
+    return (gammaln(n_eta + eta) - gammaln(eta), gammaln(n_alpha + alpha) - gammaln(alpha))
+
+
+@njit_exact
+def _draw_summary(n_wk, n_dk, n_k, alpha, eta, table_eta, table_alpha):
+    n_words, n_topics = n_wk.shape
+    n_docs = n_dk.shape[0]
+    v_eta = n_words * eta
+    k_alpha = n_topics * alpha
+    # sum_v (c + eta)^2 = sum_v c^2 + 2 eta n_k + V eta^2: only the nonzero cells count
+    ll = n_topics * math.lgamma(v_eta)
+    sq = np.zeros(n_topics, dtype=np.int64)
+    for v in range(n_words):
+        for k in range(n_topics):
+            c = n_wk[v, k]
+            if c > 0:
+                ll += table_eta[c]
+                sq[k] += c * c
+    phi_c = 0.0
+    for k in range(n_topics):
+        ll -= math.lgamma(v_eta + n_k[k])
+        denom = n_k[k] + v_eta
+        phi_c += (sq[k] + 2.0 * eta * n_k[k] + n_words * eta * eta) / (denom * denom)
+    ll += n_docs * math.lgamma(k_alpha)
+    theta_c = 0.0
+    for d in range(n_docs):
+        length = 0
+        acc = 0
+        for k in range(n_topics):
+            c = n_dk[d, k]
+            if c > 0:
+                ll += table_alpha[c]
+                length += c
+                acc += c * c
+        ll -= math.lgamma(k_alpha + length)
+        denom = length + k_alpha
+        theta_c += (acc + 2.0 * alpha * length + n_topics * alpha * alpha) / (denom * denom)
+    return ll, phi_c / n_topics, theta_c / max(n_docs, 1)
+
+
+def draw_summary(n_wk, n_dk, n_k, alpha: float, eta: float, tables) -> tuple[float, float, float]:
+    """``(log_joint, phi concentration, theta concentration)`` in one pass over the
+    counts, for symmetric priors, with the tables of :func:`lgamma_tables`: what the
+    collapsed step reports every draw (same values as :func:`log_joint` and
+    :func:`concentrations`)."""
+    ll, phi_c, theta_c = _draw_summary(n_wk, n_dk, n_k, float(alpha), float(eta), *tables)
+    return float(ll), float(phi_c), float(theta_c)
+
+
+def concentrations(n_wk, n_dk, n_k, alpha, eta) -> tuple[float, float]:
+    """``(mean_k sum_v phi_kv^2, mean_d sum_k theta_dk^2)`` of the conditional means.
+
+    ``phi_kv = (n_vk + eta_v) / (n_k + sum eta)`` and ``theta_dk = (n_dk + alpha_k) /
+    (L_d + sum alpha)`` are E[phi | z, w] and E[theta | z] (Murphy 2012 Eqs. 27.35 and
+    27.33's Dirichlet posteriors); the sums of squares are inverse effective vocabulary
+    sizes / numbers of topics, invariant to relabelling topics.
+
+    Parameters
+    ----------
+    n_wk, n_dk, n_k : int arrays
+        Counts as returned by :func:`build_counts`.
+    alpha : float array (K,), eta : float array (V,)
+    """
+    phi_c, theta_c = _concentrations(n_wk, n_dk, n_k, np.asarray(alpha, dtype=np.float64),
+                                     np.asarray(eta, dtype=np.float64))
+    return float(phi_c), float(theta_c)
+
+
+def log_joint(n_wk, n_dk, n_k, alpha, eta) -> float:
+    """Collapsed joint log p(w, z | alpha, eta) from the counts.
+
+    Murphy (2012) Eq. 27.34 (log p(z | alpha)) plus Eq. 27.36 (log p(w | z, eta), with
+    the erratum gamma for beta):
+
+    .. math::
+        \\sum_k \\Big[\\log\\Gamma(\\textstyle\\sum_v\\eta_v)
+        - \\log\\Gamma(n_k + \\sum_v\\eta_v)
+        + \\sum_v \\log\\frac{\\Gamma(n_{vk}+\\eta_v)}{\\Gamma(\\eta_v)}\\Big]
+        + \\sum_d \\Big[\\log\\Gamma(\\textstyle\\sum_k\\alpha_k)
+        - \\log\\Gamma(L_d + \\sum_k\\alpha_k)
+        + \\sum_k \\log\\frac{\\Gamma(n_{dk}+\\alpha_k)}{\\Gamma(\\alpha_k)}\\Big]
+
+    Parameters
+    ----------
+    n_wk, n_dk, n_k : int arrays
+        Counts as returned by :func:`build_counts`.
+    alpha, eta : float or float arrays (K,) / (V,)
+        Dirichlet parameters; scalars mean symmetric priors.
+    """
+    alpha_arr = np.asarray(alpha, dtype=np.float64)
+    eta_arr = np.asarray(eta, dtype=np.float64)
+    if alpha_arr.ndim == 0 and eta_arr.ndim == 0:
+        return float(_log_joint_symmetric(n_wk, n_dk, n_k, float(alpha_arr), float(eta_arr)))
+    n_words, n_topics = n_wk.shape
+    return float(
+        _log_joint_general(
+            n_wk,
+            n_dk,
+            n_k,
+            np.broadcast_to(alpha_arr, (n_topics,)).copy(),
+            np.broadcast_to(eta_arr, (n_words,)).copy(),
+        )
+    )
+
+
+@njit_exact
+def gibbs_sweep_dense(words, doc_ptr, z, n_wk, n_dk, n_k, alpha, eta, rng):
+    """One collapsed Gibbs sweep over all tokens, O(K) per token, counts in place.
+
+    For each token: remove it from the counts, draw its topic from Murphy (2012)
+    Eq. 27.37 (Griffiths & Steyvers 2004 Eq. 5),
+
+    .. math:: p(z_i = k \\mid z_{-i}, w) \\propto
+        \\frac{n^{-i}_{w_i k} + \\eta_{w_i}}{n^{-i}_k + \\sum_v\\eta_v}
+        \\,(n^{-i}_{d_i k} + \\alpha_k),
+
+    and add it back.
+
+    Parameters
+    ----------
+    words : int32 (N,), doc_ptr : int64 (D + 1,)
+        The corpus, document by document.
+    z : int32 (N,)
+        Topics, updated in place.
+    n_wk : int32 (V, K), n_dk : int32 (D, K), n_k : int32 (K,)
+        Counts of ``z``, updated in place.
+    alpha : float64 (K,), eta : float64 (V,)
+        Dirichlet parameters.
+    rng : numpy.random.Generator
+        Source of the uniforms; its state advances.
+    """
+    n_topics = n_k.size
+    n_docs = doc_ptr.size - 1
+    eta_sum = 0.0
+    for v in range(eta.size):
+        eta_sum += eta[v]
+    # 1 / (n_k + sum eta) changes for two topics per token: caching it replaces K
+    # divisions per token by two.
+    inv = np.empty(n_topics)
+    for k in range(n_topics):
+        inv[k] = 1.0 / (n_k[k] + eta_sum)
+    # (n_dk + alpha_k) / (n_k + sum eta), the document's factor, also changes for two
+    # topics per token; with it the inner loop is one multiply-add per topic.
+    coef = np.empty(n_topics)
+    cum = np.empty(n_topics)
+    for d in range(n_docs):
+        for k in range(n_topics):
+            coef[k] = (n_dk[d, k] + alpha[k]) * inv[k]
+        for i in range(doc_ptr[d], doc_ptr[d + 1]):
+            w = words[i]
+            t = z[i]
+            n_wk[w, t] -= 1
+            n_dk[d, t] -= 1
+            n_k[t] -= 1
+            inv[t] = 1.0 / (n_k[t] + eta_sum)
+            coef[t] = (n_dk[d, t] + alpha[t]) * inv[t]
+            eta_w = eta[w]
+            total = 0.0
+            for k in range(n_topics):
+                total += (n_wk[w, k] + eta_w) * coef[k]
+                cum[k] = total
+            u = rng.random() * total
+            # binary search for the first k with cum[k] > u
+            lo = 0
+            hi = n_topics - 1
+            while lo < hi:
+                mid = (lo + hi) >> 1
+                if cum[mid] > u:
+                    hi = mid
+                else:
+                    lo = mid + 1
+            t = lo
+            z[i] = t
+            n_wk[w, t] += 1
+            n_dk[d, t] += 1
+            n_k[t] += 1
+            inv[t] = 1.0 / (n_k[t] + eta_sum)
+            coef[t] = (n_dk[d, t] + alpha[t]) * inv[t]
+
+
+# ---------------------------------------------------------------------------------------
+# SparseLDA (Yao, Mimno & McCallum 2009)
+# ---------------------------------------------------------------------------------------
+
+
+class SparseLDAState:
+    """Counts of an assignment plus the sparse topic lists SparseLDA walks.
+
+    For every word ``v`` the topics with ``n_wk[v, k] > 0`` are kept in
+    ``w_topics[w_ptr[v] : w_ptr[v] + w_nnz[v]]`` (unordered), and likewise the topics of
+    every document in ``d_topics``. Capacities are ``min(K, tokens of v)`` and
+    ``min(K, L_d)``, which can never overflow.
+
+    Parameters
+    ----------
+    words, doc_ptr, z : arrays
+        The corpus and its current topics (``z`` is copied).
+    n_words, n_topics : int
+    """
+
+    def __init__(self, words, doc_ptr, z, n_words: int, n_topics: int):
+        self.words = np.ascontiguousarray(words, dtype=np.int32)
+        self.doc_ptr = np.ascontiguousarray(doc_ptr, dtype=np.int64)
+        self.z = np.array(z, dtype=np.int32, copy=True)
+        self.n_words = int(n_words)
+        self.n_topics = int(n_topics)
+        self.n_wk, self.n_dk, self.n_k = build_counts(
+            self.words, self.doc_ptr, self.z, self.n_words, self.n_topics
+        )
+        word_freq = np.bincount(self.words, minlength=self.n_words)
+        doc_len = np.diff(self.doc_ptr)
+        self.w_ptr = np.zeros(self.n_words + 1, dtype=np.int64)
+        np.cumsum(np.minimum(word_freq, self.n_topics), out=self.w_ptr[1:])
+        self.d_ptr = np.zeros(doc_len.size + 1, dtype=np.int64)
+        np.cumsum(np.minimum(doc_len, self.n_topics), out=self.d_ptr[1:])
+        self.w_topics = np.zeros(int(self.w_ptr[-1]), dtype=np.int32)
+        self.d_topics = np.zeros(int(self.d_ptr[-1]), dtype=np.int32)
+        self.w_nnz = np.zeros(self.n_words, dtype=np.int32)
+        self.d_nnz = np.zeros(doc_len.size, dtype=np.int32)
+        _fill_topic_lists(self.n_wk, self.w_ptr, self.w_topics, self.w_nnz)
+        _fill_topic_lists(self.n_dk, self.d_ptr, self.d_topics, self.d_nnz)
+
+    def sweep(self, alpha, eta, rng) -> None:
+        """One SparseLDA Gibbs sweep (see :func:`gibbs_sweep_sparse`)."""
+        gibbs_sweep_sparse(
+            self.words,
+            self.doc_ptr,
+            self.z,
+            self.n_wk,
+            self.n_dk,
+            self.n_k,
+            self.w_ptr,
+            self.w_topics,
+            self.w_nnz,
+            self.d_ptr,
+            self.d_topics,
+            self.d_nnz,
+            alpha,
+            eta,
+            rng,
+        )
+
+
+@njit_exact
+def _fill_topic_lists(counts, ptr, topics, nnz):
+    for r in range(counts.shape[0]):
+        m = 0
+        for k in range(counts.shape[1]):
+            if counts[r, k] > 0:
+                topics[ptr[r] + m] = k
+                m += 1
+        nnz[r] = m
+
+
+@numba.njit(cache=True, inline="always", error_model="python")
+def _list_remove(topics, start, nnz_ref, row, k):
+    # swap-with-last removal; the list is unordered
+    m = nnz_ref[row]
+    for j in range(start, start + m):
+        if topics[j] == k:
+            topics[j] = topics[start + m - 1]
+            break
+    nnz_ref[row] = m - 1
+
+
+@njit_exact
+def gibbs_sweep_sparse(
+    words,
+    doc_ptr,
+    z,
+    n_wk,
+    n_dk,
+    n_k,
+    w_ptr,
+    w_topics,
+    w_nnz,
+    d_ptr,
+    d_topics,
+    d_nnz,
+    alpha,
+    eta,
+    rng,
+):
+    """One collapsed Gibbs sweep by SparseLDA's three buckets (Yao et al. 2009 §3).
+
+    The unnormalised conditional of Murphy (2012) Eq. 27.37 splits as
+
+    .. math::
+        \\frac{(n_{wk}+\\eta_w)(n_{dk}+\\alpha_k)}{n_k+H}
+        = \\underbrace{\\eta_w\\frac{\\alpha_k}{n_k+H}}_{s}
+        + \\underbrace{\\eta_w\\frac{n_{dk}}{n_k+H}}_{r}
+        + \\underbrace{n_{wk}\\frac{n_{dk}+\\alpha_k}{n_k+H}}_{q},
+        \\qquad H = \\textstyle\\sum_v \\eta_v .
+
+    ``S = sum_k alpha_k / (n_k + H)`` is kept for all topics, ``R`` over the topics of
+    the current document and ``q`` is computed over the topics of the current word, so a
+    token costs O(#topics of w + #topics of d) instead of O(K); the rare draws that land
+    in the smoothing bucket ``s`` walk all K topics. The Markov chain is exactly that of
+    :func:`gibbs_sweep_dense` (same conditional, different way of drawing from it).
+
+    Arguments are the :class:`SparseLDAState` arrays (all updated in place) plus
+    ``alpha`` (K,), ``eta`` (V,) and the generator ``rng``.
+    """
+    n_topics = n_k.size
+    n_docs = doc_ptr.size - 1
+    eta_sum = 0.0
+    for v in range(eta.size):
+        eta_sum += eta[v]
+    inv = np.empty(n_topics)
+    for k in range(n_topics):
+        inv[k] = 1.0 / (n_k[k] + eta_sum)
+    # coef[k] = (n_dk + alpha_k) / (n_k + H) for the current document; equals
+    # alpha_k / (n_k + H) for topics absent from it.
+    coef = np.empty(n_topics)
+    for k in range(n_topics):
+        coef[k] = alpha[k] * inv[k]
+    qv = np.empty(n_topics)
+    for d in range(n_docs):
+        # S and R are recomputed per document so that rounding in their running
+        # updates cannot accumulate over the sweep.
+        s_sum = 0.0
+        for k in range(n_topics):
+            s_sum += alpha[k] * inv[k]
+        ds = d_ptr[d]
+        r_sum = 0.0
+        for j in range(ds, ds + d_nnz[d]):
+            k = d_topics[j]
+            r_sum += n_dk[d, k] * inv[k]
+            coef[k] = (n_dk[d, k] + alpha[k]) * inv[k]
+        for i in range(doc_ptr[d], doc_ptr[d + 1]):
+            w = words[i]
+            t = z[i]
+            # remove token i
+            s_sum -= alpha[t] * inv[t]
+            r_sum -= n_dk[d, t] * inv[t]
+            n_wk[w, t] -= 1
+            n_dk[d, t] -= 1
+            n_k[t] -= 1
+            inv[t] = 1.0 / (n_k[t] + eta_sum)
+            s_sum += alpha[t] * inv[t]
+            r_sum += n_dk[d, t] * inv[t]
+            coef[t] = (n_dk[d, t] + alpha[t]) * inv[t]
+            if n_dk[d, t] == 0:
+                _list_remove(d_topics, ds, d_nnz, d, t)
+            ws = w_ptr[w]
+            if n_wk[w, t] == 0:
+                _list_remove(w_topics, ws, w_nnz, w, t)
+            # q bucket over the word's topics
+            q_sum = 0.0
+            m = w_nnz[w]
+            for j in range(m):
+                k = w_topics[ws + j]
+                val = n_wk[w, k] * coef[k]
+                qv[j] = val
+                q_sum += val
+            eta_w = eta[w]
+            r_mass = eta_w * r_sum
+            s_mass = eta_w * s_sum
+            u = rng.random() * (q_sum + r_mass + s_mass)
+            t = -1
+            if u < q_sum:
+                for j in range(m):
+                    u -= qv[j]
+                    if u < 0.0:
+                        t = w_topics[ws + j]
+                        break
+                if t < 0:  # rounding: the walk ran off the end
+                    t = w_topics[ws + m - 1]
+            else:
+                u -= q_sum
+                if u < r_mass:
+                    u /= eta_w
+                    for j in range(ds, ds + d_nnz[d]):
+                        k = d_topics[j]
+                        u -= n_dk[d, k] * inv[k]
+                        if u < 0.0:
+                            t = k
+                            break
+                    if t < 0 and d_nnz[d] > 0:  # rounding: the walk ran off the end
+                        t = d_topics[ds + d_nnz[d] - 1]
+                else:
+                    u = (u - r_mass) / eta_w
+                if t < 0:  # smoothing bucket: rare, O(K)
+                    for k in range(n_topics):
+                        u -= alpha[k] * inv[k]
+                        if u < 0.0:
+                            t = k
+                            break
+                    if t < 0:
+                        t = n_topics - 1
+            # add token i back with topic t
+            z[i] = t
+            s_sum -= alpha[t] * inv[t]
+            r_sum -= n_dk[d, t] * inv[t]
+            if n_dk[d, t] == 0:
+                d_topics[ds + d_nnz[d]] = t
+                d_nnz[d] += 1
+            if n_wk[w, t] == 0:
+                w_topics[ws + w_nnz[w]] = t
+                w_nnz[w] += 1
+            n_wk[w, t] += 1
+            n_dk[d, t] += 1
+            n_k[t] += 1
+            inv[t] = 1.0 / (n_k[t] + eta_sum)
+            s_sum += alpha[t] * inv[t]
+            r_sum += n_dk[d, t] * inv[t]
+            coef[t] = (n_dk[d, t] + alpha[t]) * inv[t]
+        # leave coef as alpha_k / (n_k + H) for the next document (topics that left
+        # the document already have that value)
+        for j in range(ds, ds + d_nnz[d]):
+            k = d_topics[j]
+            coef[k] = alpha[k] * inv[k]
+
+
+# ---------------------------------------------------------------------------------------
+# Document completion and hyperparameters
+# ---------------------------------------------------------------------------------------
+
+
+@njit_exact
+def sample_theta_fixed_phi(words, doc_ptr, phi_wk, alpha, n_burn, n_samples, rng):
+    """Posterior-mean topic proportions of documents given fixed topics ``phi``.
+
+    Gibbs-samples each document's topic assignments from
+    ``p(z_i = k | z_-i, w, phi) ∝ phi[w_i, k] (n_dk^-i + alpha_k)`` (the topics are
+    known, so only the document's counts enter), discards ``n_burn`` sweeps and averages
+    the Rao-Blackwellised ``(n_dk + alpha_k) / (L_d + sum alpha)`` over ``n_samples``
+    sweeps: Wallach et al. (2009) §4's estimate of theta from the observed half of a
+    held-out document.
+
+    Parameters
+    ----------
+    words : int32 (N,), doc_ptr : int64 (D + 1,)
+    phi_wk : float64 (V, K)
+        Topic-word probabilities, word-major.
+    alpha : float64 (K,)
+    n_burn, n_samples : int
+    rng : numpy.random.Generator
+
+    Returns
+    -------
+    theta : float64 (D, K)
+    """
+    n_topics = phi_wk.shape[1]
+    n_docs = doc_ptr.size - 1
+    alpha_sum = 0.0
+    for k in range(n_topics):
+        alpha_sum += alpha[k]
+    theta = np.zeros((n_docs, n_topics))
+    cum = np.empty(n_topics)
+    counts = np.zeros(n_topics, dtype=np.int64)
+    for d in range(n_docs):
+        start = doc_ptr[d]
+        stop = doc_ptr[d + 1]
+        length = stop - start
+        if length == 0:
+            for k in range(n_topics):
+                theta[d, k] = alpha[k] / alpha_sum
+            continue
+        zd = np.empty(length, dtype=np.int64)
+        counts[:] = 0
+        for i in range(length):
+            # initialise from p(z | w, phi) ∝ phi[w, k] alpha_k (no document counts)
+            w = words[start + i]
+            total = 0.0
+            for k in range(n_topics):
+                total += phi_wk[w, k] * alpha[k]
+                cum[k] = total
+            u = rng.random() * total
+            t = 0
+            while t < n_topics - 1 and cum[t] <= u:
+                t += 1
+            zd[i] = t
+            counts[t] += 1
+        for sweep in range(n_burn + n_samples):
+            for i in range(length):
+                w = words[start + i]
+                counts[zd[i]] -= 1
+                total = 0.0
+                for k in range(n_topics):
+                    total += phi_wk[w, k] * (counts[k] + alpha[k])
+                    cum[k] = total
+                u = rng.random() * total
+                t = 0
+                while t < n_topics - 1 and cum[t] <= u:
+                    t += 1
+                zd[i] = t
+                counts[t] += 1
+            if sweep >= n_burn:
+                for k in range(n_topics):
+                    theta[d, k] += (counts[k] + alpha[k]) / (length + alpha_sum)
+        for k in range(n_topics):
+            theta[d, k] /= n_samples
+    return theta
+
+
+def minka_alpha_update(n_dk, alpha, *, n_iter: int = 20, tol: float = 1e-6):
+    """Minka's fixed point for the Dirichlet parameter of the document-topic proportions.
+
+    Iterates (Minka 2000, "Estimating a Dirichlet distribution", Eq. 55; Wallach 2008
+    §2.2.2 for topic counts)
+
+    .. math:: \\alpha_k \\leftarrow \\alpha_k
+        \\frac{\\sum_d \\psi(n_{dk} + \\alpha_k) - D\\,\\psi(\\alpha_k)}
+             {\\sum_d \\psi(L_d + \\alpha_0) - D\\,\\psi(\\alpha_0)},
+        \\quad \\alpha_0 = \\textstyle\\sum_k \\alpha_k,
+
+    which increases the Dirichlet-multinomial likelihood p(z | alpha) (Murphy Eq.
+    27.34) of the current topic counts.
+
+    Parameters
+    ----------
+    n_dk : int array (D, K)
+    alpha : float array (K,)
+    n_iter : int
+    tol : float
+        Stop when the largest relative change is below ``tol``.
+
+    Returns
+    -------
+    float64 array (K,), the updated alpha.
+    """
+    counts = np.asarray(n_dk, dtype=np.float64)
+    a = np.array(alpha, dtype=np.float64, copy=True)
+    keep = counts.sum(axis=1) > 0  # empty documents carry no information about alpha
+    counts = counts[keep]
+    n_docs = counts.shape[0]
+    lengths = counts.sum(axis=1)
+    for _ in range(n_iter):
+        a0 = a.sum()
+        numer = digamma(counts + a).sum(axis=0) - n_docs * digamma(a)
+        denom = digamma(lengths + a0).sum() - n_docs * digamma(a0)
+        new = a * numer / denom
+        new = np.maximum(new, 1e-10)
+        change = np.max(np.abs(new - a) / a)
+        a = new
+        if change < tol:
+            break
+    return a

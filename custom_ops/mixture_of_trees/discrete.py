@@ -1,0 +1,448 @@
+"""Kernels of the Bayesian mixture of trees with Dirichlet (BDeu) CPTs integrated out.
+
+Component ``k`` has a spanning tree (parent vector ``parents[k]`` rooted at node 0) and
+CPTs with BDeu priors of equivalent sample size ``ess``: a root's distribution
+``Dir(ess / K_root)`` per cell, a child's row per parent value ``Dir(ess / (K_pa K_v))``
+per cell (Murphy 2012 Eqs. 26.28-26.30). Integrating them out (Dirichlet-categorical,
+:mod:`custom_ops.conjugate`) gives ``p(D_k | T_k) = prod_v prod_j ML(N_vj; cell_v)``
+where ``N_vj`` counts the child's values among the rows of component ``k`` whose parent
+takes value ``j`` (the root's counts are row 0).
+
+State: ``tables[k, v, j, c]`` (float64 counts), updated in place by the sweeps.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytensor.tensor as pt
+from pytensor.gradient import grad_undefined
+from pytensor.graph.basic import Apply
+from pytensor.graph.op import Op
+from pytensor.link.numba.dispatch import basic as nb
+
+from custom_ops.conjugate import dirichlet_categorical_log_marginal
+from custom_ops.jit import njit_exact, register_numba_op
+from custom_ops.log_weights import sample_log_weights
+from custom_ops.trees.spanning import (
+    breadth_first_order,
+    max_categories,
+    pairwise_bdeu_gain,
+    sequential_spanning_tree,
+    spanning_tree_log_partition_log_weights,
+)
+
+__all__ = [
+    "TreeMixtureLogp",
+    "as_integer_tensor",
+    "assignment_sweep",
+    "collapsed_log_marginal",
+    "component_edge_log_weights",
+    "propose_reallocation",
+    "row_log_predictive",
+    "sample_tree_mixture_data",
+    "tree_marginal_log_evidence",
+    "tree_mixture_logp",
+    "tree_tables",
+]
+
+
+
+@njit_exact
+def _parent_categories(parents_k, v, n_categories):
+    p = parents_k[v]
+    return 1 if p < 0 else n_categories[p]
+
+
+@njit_exact
+def tree_tables(codes, z, parents, n_categories):
+    """Counts ``tables[k, v, j, c]`` of every component's (parent value, child value)."""
+    n, V = codes.shape
+    n_components = parents.shape[0]
+    k_max = max_categories(n_categories)
+    tables = np.zeros((n_components, V, k_max, k_max))
+    for i in range(n):
+        k = z[i]
+        for v in range(V):
+            p = parents[k, v]
+            j = codes[i, p] if p >= 0 else 0
+            tables[k, v, j, codes[i, v]] += 1.0
+    return tables
+
+
+@njit_exact
+def collapsed_log_marginal(tables, parents, n_categories, ess):
+    """sum_k log p(D_k | T_k), CPTs integrated out."""
+    n_components, V = parents.shape
+    out = 0.0
+    for k in range(n_components):
+        for v in range(V):
+            Kv = n_categories[v]
+            Kp = _parent_categories(parents[k], v, n_categories)
+            cell = ess / (Kp * Kv)
+            for j in range(Kp):
+                out += dirichlet_categorical_log_marginal(tables[k, v, j, :Kv], cell)
+    return out
+
+
+@njit_exact
+def _update(tables, codes_i, parents_k, k, delta):
+    for v in range(codes_i.shape[0]):
+        p = parents_k[v]
+        j = codes_i[p] if p >= 0 else 0
+        tables[k, v, j, codes_i[v]] += delta
+
+
+@njit_exact
+def row_log_predictive(tables, codes_i, parents_k, k, n_categories, ess):
+    """log p(x_i | rows counted in ``tables[k]``, tree ``parents_k``), CPTs integrated
+    out: ``sum_v log (N_v,x_pa,x_v + a_v) - log (N_v,x_pa + K_v a_v)``."""
+    s = 0.0
+    for v in range(codes_i.shape[0]):
+        p = parents_k[v]
+        Kv = n_categories[v]
+        Kp = 1 if p < 0 else n_categories[p]
+        a = ess / (Kp * Kv)
+        j = codes_i[p] if p >= 0 else 0
+        row = 0.0
+        for c in range(Kv):
+            row += tables[k, v, j, c]
+        s += math.log(tables[k, v, j, codes_i[v]] + a) - math.log(row + Kv * a)
+    return s
+
+
+@njit_exact
+def assignment_sweep(rng, codes, z, parents, tables, log_weights, n_categories, ess,
+                     counts):
+    """One collapsed Gibbs sweep over the assignments, in place on ``z``, ``tables`` and
+    ``counts`` (rows per component): ``p(z_i = k | ...) ∝ w_k prod_v (N_k,v,x_pa,x_v +
+    a_v) / (N_k,v,x_pa + K_v a_v)`` (the tree's posterior predictive with ``x_i``
+    removed). Returns the number of changed assignments."""
+    n = codes.shape[0]
+    n_components = parents.shape[0]
+    logp = np.empty(n_components)
+    changed = 0
+    for i in range(n):
+        old = z[i]
+        _update(tables, codes[i], parents[old], old, -1.0)
+        counts[old] -= 1
+        for k in range(n_components):
+            logp[k] = log_weights[k] + row_log_predictive(tables, codes[i], parents[k], k,
+                                                          n_categories, ess)
+        new = sample_log_weights(logp, n_components, rng)
+        z[i] = new
+        _update(tables, codes[i], parents[new], new, 1.0)
+        counts[new] += 1
+        if new != old:
+            changed += 1
+    return changed
+
+
+@njit_exact
+def sample_tree_mixture_data(rng, z, parents, n_categories, ess, out):
+    """Data given assignments and trees: draw every component's BDeu CPTs, then each row
+    by ancestral sampling (parents before children: :func:`breadth_first_order`)."""
+    n_components, V = parents.shape
+    k_max = max_categories(n_categories)
+    for k in range(n_components):
+        order = breadth_first_order(parents[k])
+        cpt = np.zeros((V, k_max, k_max))
+        for v in range(V):
+            Kv = n_categories[v]
+            Kp = _parent_categories(parents[k], v, n_categories)
+            a = ess / (Kp * Kv)
+            for j in range(Kp):
+                s = 0.0
+                for c in range(Kv):
+                    g = rng.gamma(a, 1.0)
+                    cpt[v, j, c] = g
+                    s += g
+                if s <= 0.0:  # every gamma draw underflowed: a point mass at random
+                    cpt[v, j, int(rng.random() * Kv)] = 1.0
+                    s = 1.0
+                for c in range(Kv):
+                    cpt[v, j, c] /= s
+        for i in np.nonzero(z == k)[0]:
+            for v in order:
+                p = parents[k, v]
+                j = out[i, p] if p >= 0 else 0
+                u = rng.random()
+                acc = 0.0
+                Kv = n_categories[v]
+                choice = Kv - 1
+                for c in range(Kv):
+                    acc += cpt[v, j, c]
+                    if u < acc:
+                        choice = c
+                        break
+                out[i, v] = choice
+    return out
+
+
+# ---------------------------------------------------------------------------------------
+# Trees integrated out too: the evidence of a component, and a reallocation move
+# ---------------------------------------------------------------------------------------
+
+
+@njit_exact
+def _count_statistics(codes, rows, n_categories):
+    """Pairwise count matrices of the rows with ``rows[i]`` in the layout of
+    :func:`custom_ops.trees.spanning.pairwise_bdeu_gain`: ``joint`` over the
+    indicators of every variable's categories but the last, ``marginal[v, k]``."""
+    n, V = codes.shape
+    offsets = np.zeros(V, dtype=np.int64)
+    for v in range(1, V):
+        offsets[v] = offsets[v - 1] + n_categories[v - 1] - 1
+    width = offsets[V - 1] + n_categories[V - 1] - 1
+    k_max = max_categories(n_categories)
+    joint = np.zeros((width, width))
+    marginal = np.zeros((V, k_max))
+    on = np.empty(V, dtype=np.int64)
+    for i in range(n):
+        if not rows[i]:
+            continue
+        m = 0
+        for v in range(V):
+            c = codes[i, v]
+            marginal[v, c] += 1.0
+            if c < n_categories[v] - 1:
+                on[m] = offsets[v] + c
+                m += 1
+        for a in range(m):
+            for b in range(m):
+                joint[on[a], on[b]] += 1.0
+    return joint, marginal, offsets
+
+
+@njit_exact
+def component_edge_log_weights(codes, rows, n_categories, ess, log_beta):
+    """Log edge weights of the tree posterior of the rows ``rows``: ``log beta_uv`` plus
+    the edge's BDeu log Bayes factor; and ``sum_v`` of the variables' BDeu log marginals
+    alone (the empty tree's score), so that ``log p(D | T) = alone + sum_{uv in T} g_uv``
+    (Murphy 2012 Eq. 26.14)."""
+    joint, marginal, offsets = _count_statistics(codes, rows, n_categories)
+    gain = pairwise_bdeu_gain(joint, marginal, offsets, n_categories, ess)
+    V = codes.shape[1]
+    alone = 0.0
+    for v in range(V):
+        Kv = n_categories[v]
+        alone += dirichlet_categorical_log_marginal(marginal[v, :Kv], ess / Kv)
+    out = np.empty((V, V))
+    for u in range(V):
+        for v in range(V):
+            out[u, v] = log_beta[u, v] + gain[u, v] if u != v else 0.0
+    return out, alone
+
+
+@njit_exact
+def tree_marginal_log_evidence(codes, rows, n_categories, ess, log_beta):
+    """``log sum_T P(T) p(D | T)`` of the rows ``rows`` with the CPTs *and* the tree
+    integrated out: ``alone + log Z(beta * BF) - log Z(beta)`` (matrix-tree theorem;
+    Meilă & Jaakkola 2006 Eq. 11), both determinants by the positive-only elimination."""
+    lw, alone = component_edge_log_weights(codes, rows, n_categories, ess, log_beta)
+    return alone + spanning_tree_log_partition_log_weights(lw) \
+        - spanning_tree_log_partition_log_weights(log_beta)
+
+
+@njit_exact
+def _restricted_scan(rng, codes, order, start, labels, trees2, a, b, log_weights,
+                     n_categories, ess, draw):
+    """One Gibbs scan of the rows ``order`` restricted to components ``a`` and ``b``
+    (Jain & Neal 2004), from the allocation ``start``: row t, removed from its side,
+    goes to c with probability ∝ w_c p(x_t | the other rows now on c, tree
+    ``trees2[0 or 1]``). With ``draw`` the new labels are sampled into ``labels``;
+    otherwise ``labels`` is read as the scan's outcome. Returns its log probability."""
+    V = codes.shape[1]
+    k_max = max_categories(n_categories)
+    tables = np.zeros((2, V, k_max, k_max))
+    for t in range(order.shape[0]):
+        _update(tables, codes[order[t]], trees2[0 if start[t] == a else 1],
+                0 if start[t] == a else 1, 1.0)
+    log_q = 0.0
+    for t in range(order.shape[0]):
+        i = order[t]
+        old = 0 if start[t] == a else 1
+        _update(tables, codes[i], trees2[old], old, -1.0)
+        la = log_weights[a] + row_log_predictive(tables, codes[i], trees2[0], 0,
+                                                 n_categories, ess)
+        lb = log_weights[b] + row_log_predictive(tables, codes[i], trees2[1], 1,
+                                                 n_categories, ess)
+        top = max(la, lb)
+        log_norm = top + math.log(math.exp(la - top) + math.exp(lb - top))
+        if draw:
+            labels[t] = a if rng.random() < math.exp(la - log_norm) else b
+        side = 0 if labels[t] == a else 1
+        log_q += (la if side == 0 else lb) - log_norm
+        _update(tables, codes[i], trees2[side], side, 1.0)
+    return log_q
+
+
+@njit_exact
+def propose_reallocation(rng, codes, z, parents, a, b, log_weights, n_categories, ess,
+                         log_beta, n_launch):
+    """A Metropolis-Hastings proposal that reallocates every row of components ``a`` and
+    ``b`` at once: a split-merge move with a restricted-Gibbs launch (Jain & Neal 2004)
+    for a finite mixture with instantiated weights.
+
+    Launch: the rows of a and b, in a random order, are split at random and refined by
+    ``n_launch`` restricted Gibbs scans under the *independence* model (every variable
+    a root), which does not depend on the state beyond the set of rows, so the launch
+    is the same auxiliary variable for the move and its reverse. Forward: one more scan
+    from the launch under the current trees gives ``z'``; both trees are then drawn
+    exactly from ``P(T | z', X)``. Reverse: the probability that the same scan from the
+    launch under the *new* trees gives the current ``z``. Because the trees are redrawn
+    from their conditionals, the acceptance ratio is ``pi(z') q(z | L, T') / (pi(z)
+    q(z' | L, T))`` with ``pi`` the trees-integrated target ``prod w_{z_i} m(D_a)
+    m(D_b)`` (:func:`tree_marginal_log_evidence`).
+
+    Returns ``(new_labels, order, tree_a, tree_b, log_target_new, log_target_old,
+    log_q_forward, log_q_reverse)``: ``new_labels[t]`` is the proposed label of row
+    ``order[t]``; accepting means writing them into ``z`` and the trees into
+    ``parents[a]``, ``parents[b]``.
+    """
+    n = codes.shape[0]
+    m = 0
+    for i in range(n):
+        if z[i] == a or z[i] == b:
+            m += 1
+    order = np.empty(m, dtype=np.int64)
+    m = 0
+    for i in range(n):
+        if z[i] == a or z[i] == b:
+            order[m] = i
+            m += 1
+    rng.shuffle(order)
+    V = codes.shape[1]
+    launch = np.empty(m, dtype=np.int64)
+    for t in range(m):
+        launch[t] = a if rng.random() < 0.5 else b
+    independent = np.full((2, V), -1, dtype=np.int64)
+    scanned = np.empty(m, dtype=np.int64)
+    for _ in range(n_launch):
+        _restricted_scan(rng, codes, order, launch, scanned, independent, a, b,
+                         log_weights, n_categories, ess, True)
+        launch[:] = scanned
+    current_trees = np.empty((2, V), dtype=np.int64)
+    current_trees[0] = parents[a]
+    current_trees[1] = parents[b]
+    new_labels = np.empty(m, dtype=np.int64)
+    log_q_forward = _restricted_scan(rng, codes, order, launch, new_labels, current_trees,
+                                     a, b, log_weights, n_categories, ess, True)
+    proposed = parents.copy()
+    log_target_new = 0.0
+    log_target_old = 0.0
+    for side in range(2):
+        c = a if side == 0 else b
+        rows_new = np.zeros(n, dtype=np.bool_)
+        rows_old = np.zeros(n, dtype=np.bool_)
+        count_new = 0
+        count_old = 0
+        for t in range(m):
+            if new_labels[t] == c:
+                rows_new[order[t]] = True
+                count_new += 1
+            if z[order[t]] == c:
+                rows_old[order[t]] = True
+                count_old += 1
+        lw, alone = component_edge_log_weights(codes, rows_new, n_categories, ess, log_beta)
+        proposed[c] = sequential_spanning_tree(rng, lw)
+        log_z_beta = spanning_tree_log_partition_log_weights(log_beta)
+        log_target_new += count_new * log_weights[c] + alone \
+            + spanning_tree_log_partition_log_weights(lw) - log_z_beta
+        log_target_old += count_old * log_weights[c] + tree_marginal_log_evidence(
+            codes, rows_old, n_categories, ess, log_beta)
+    current = np.empty(m, dtype=np.int64)
+    for t in range(m):
+        current[t] = z[order[t]]
+    new_trees = np.empty((2, V), dtype=np.int64)
+    new_trees[0] = proposed[a]
+    new_trees[1] = proposed[b]
+    log_q_reverse = _restricted_scan(rng, codes, order, launch, current, new_trees, a, b,
+                                     log_weights, n_categories, ess, False)
+    return (new_labels, order, proposed[a].copy(), proposed[b].copy(), log_target_new,
+            log_target_old, log_q_forward, log_q_reverse)
+
+
+# ---------------------------------------------------------------------------------------
+# Op: the collapsed log likelihood log p(X | z, trees)
+# ---------------------------------------------------------------------------------------
+
+
+@njit_exact
+def tree_mixture_logp(codes, z, parents, n_categories, ess):
+    """log p(X | z, trees) with the CPTs integrated out; -inf for codes or labels out of
+    range or a parent vector that is not a tree."""
+    n, V = codes.shape
+    n_components = parents.shape[0]
+    if z.shape[0] != n or parents.shape[1] != V:
+        return -np.inf
+    for i in range(n):
+        if z[i] < 0 or z[i] >= n_components:
+            return -np.inf
+        for v in range(V):
+            if codes[i, v] < 0 or codes[i, v] >= n_categories[v]:
+                return -np.inf
+    for k in range(n_components):
+        if parents[k, 0] != -1:
+            return -np.inf
+        for v in range(1, V):
+            if parents[k, v] < 0 or parents[k, v] >= V:
+                return -np.inf
+    tables = tree_tables(codes, z, parents, n_categories)
+    return collapsed_log_marginal(tables, parents, n_categories, ess)
+
+
+def as_integer_tensor(x, name, ndim):
+    """``x`` as an int64 tensor of ``ndim`` dimensions (labels, trees, codes of the
+    mixture Ops); ``TypeError``/``ValueError`` naming ``name`` otherwise."""
+    x = pt.as_tensor_variable(x)
+    if not x.dtype.startswith(("int", "uint")):
+        raise TypeError(f"{name} must be an integer tensor, got {x.dtype}")
+    if x.ndim != ndim:
+        raise ValueError(f"{name} must be {ndim}-D, got {x.ndim}-D")
+    return pt.cast(x, "int64")
+
+
+class TreeMixtureLogp(Op):
+    """``log p(X | z, T_1..T_K)`` of the mixture of trees with BDeu CPTs integrated out.
+
+    Inputs: codes int (n, V), z int (n,), parents int (K, V), n_categories int (V,),
+    ess float scalar. Codes, labels and trees are discrete and ``ess`` a constant
+    hyperparameter here: no gradient.
+    """
+
+    __props__ = ()
+
+    def make_node(self, codes, z, parents, n_categories, ess):
+        ins = [as_integer_tensor(x, name, ndim) for name, x, ndim in (
+            ("codes", codes, 2), ("z", z, 1), ("parents", parents, 2),
+            ("n_categories", n_categories, 1))]
+        ess = pt.as_tensor_variable(ess, dtype="float64")
+        if ess.ndim != 0:
+            raise ValueError("ess must be a scalar")
+        return Apply(self, [*ins, ess], [pt.scalar(dtype="float64")])
+
+    def perform(self, node, inputs, output_storage):
+        codes, z, parents, n_categories, ess = inputs
+        output_storage[0][0] = np.asarray(tree_mixture_logp(
+            np.ascontiguousarray(codes), np.ascontiguousarray(z),
+            np.ascontiguousarray(parents), np.ascontiguousarray(n_categories), float(ess)))
+
+    def infer_shape(self, node, input_shapes):
+        return [()]
+
+    def pullback(self, inputs, outputs, cotangents):
+        return [grad_undefined(self, i, x, "not differentiable here")
+                for i, x in enumerate(inputs)]
+
+
+@register_numba_op(TreeMixtureLogp)
+def _numba_tree_mixture_logp(op, node, **kwargs):
+    @nb.numba_njit
+    def tree_mixture_logp_numba(codes, z, parents, n_categories, ess):
+        return np.asarray(tree_mixture_logp(
+            np.ascontiguousarray(codes), np.ascontiguousarray(z),
+            np.ascontiguousarray(parents), np.ascontiguousarray(n_categories), ess.item()))
+
+    return tree_mixture_logp_numba

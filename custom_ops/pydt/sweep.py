@@ -1,0 +1,422 @@
+"""One MCMC sweep of the Pitman-Yor diffusion tree sampler in Numba (Knowles 2012
+§4.6.1; digest ``knowles-nsfa-pydt.md`` §3.8-3.9), on the cached upward messages of
+:mod:`custom_ops.pydt.messages`: each proposal costs O(depth x children x D) instead of
+the O(n D) full recursion, and one Numba call runs the whole sweep (no Python per
+move). :func:`custom_ops.pydt.density.pydt_forward` stays the reference: ``check=True``
+compares the cached total with it after every update.
+
+The moves are exactly those of ``inference.gibbs.pydt`` (its module docstring): the
+subtree root drawn uniformly among the non-root nodes, a new position drawn from the
+generative process on the rest (restarted until it diverges before the subtree's root,
+at most 200 tries, else the move is void), the full Metropolis-Hastings ratio with the
+proposal densities and the ratio of the numbers of subtrees; then every divergence time
+slice-sampled (Neal 2003, stepping out and shrinkage) in ``log(1 - t)`` with its
+Jacobian, in a random order. The ``exact_ratio``, ``proposal_ratio`` and
+``time_jacobian`` flags exist only for the planted-bug twins of the tests.
+
+Random numbers come from a NumPy ``Generator`` passed in (Numba draws from its bit
+generator, so the caller's generator advances and a seed reproduces a chain).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from custom_ops.jit import njit_exact_numpy
+from custom_ops.pydt.messages import (
+    EDGE,
+    NODE,
+    attach,
+    cached_total,
+    clear_node,
+    detach,
+    free_slots,
+    full_state,
+    journal,
+    log1m_time,
+    new_journal,
+    node_likelihood,
+    node_prior,
+    prior_tables,
+    refresh_path,
+    refresh_prior,
+    restore,
+    root_term,
+)
+from custom_ops.pydt.ops import choose_branch, parameter_code, pydt_forward
+from custom_ops.trees.diffusion import diffusion_tree_structure
+
+# @njit_exact_numpy, as custom_ops.pydt.messages: a NaN or infinite density is rejected,
+# not raised
+
+__all__ = ["pydt_sweep", "sweep_inputs_valid"]
+
+_MAX_TRIES = 200
+_MAX_SHRINK = 200
+_MAX_STEPS = 50
+# a proposal that found no position (after _MAX_TRIES restarts of the generative process)
+_FAIL = 2
+
+
+@njit_exact_numpy
+def _sample_attach(rng, root, topo, lt, n, l_limit, c, theta, alpha, rate):
+    """The generative process for one new point on the tree under ``root`` (Eqs.
+    4.9-4.11), restarted until it diverges before ``log(1 - t) = l_limit``; as
+    pp_models.pydt.attach.sample_attach. Returns ``(mode, anchor, log1m_t)``."""
+    first = topo[1]
+    nxt = topo[2]
+    nch = topo[4]
+    nb = topo[5]
+    u_limit = -l_limit
+    for _ in range(_MAX_TRIES):
+        v = root
+        u_top = 0.0
+        while True:
+            m = nb[v]
+            u_d = u_top + rng.exponential() / (c * rate[m])
+            u_v = -log1m_time(lt, n, v)
+            if u_d < u_v:
+                if u_d >= u_limit:
+                    break
+                return EDGE, v, -u_d
+            if u_v >= u_limit:
+                break
+            chosen = choose_branch(rng.random(), v, m, nch[v], theta, alpha, first, nxt, nb)
+            if chosen < 0:
+                return NODE, v, math.nan
+            u_top = u_v
+            v = chosen
+    return _FAIL, -1, math.nan
+
+
+@njit_exact_numpy
+def _log_attach_density(root, topo, lt, n, mode, anchor, l_attach, c, theta, alpha,
+                        rate, path):
+    """log density (in t) of the generative process placing one point at ``(mode,
+    anchor, l_attach)``; as pp_models.pydt.attach.log_attach_density."""
+    parent = topo[0]
+    nch = topo[4]
+    nb = topo[5]
+    k = 0
+    u = anchor
+    while True:
+        path[k] = u
+        k += 1
+        if u == root:
+            break
+        u = parent[u]
+    total = 0.0
+    u_top = 0.0
+    for j in range(k - 1, -1, -1):
+        w = path[j]
+        m = nb[w]
+        g = rate[m]
+        if j == 0 and mode == EDGE:
+            u_d = -l_attach
+            return total - c * (u_d - u_top) * g + math.log(c * g) + u_d
+        u_w = -log1m_time(lt, n, w)
+        total -= c * (u_w - u_top) * g
+        if j == 0:
+            return total + math.log((theta + alpha * nch[w]) / (m + theta))
+        total += math.log((nb[path[j - 1]] - alpha) / (m + theta))
+        u_top = u_w
+    return math.nan
+
+
+@njit_exact_numpy
+def _slice_eval(x, v, topo, lt, n, mu, s, rr, ll, lp, sigma2, tables, c, root_box, lo, hi,
+                dummy_i, dummy_f):
+    """Move the caches to ``log(1 - t_v) = x`` and return the sum of the terms that
+    depend on it: the edge factors of ``v``'s internal children, ``v``'s prior and
+    likelihood terms, its ancestors' likelihood terms and the root term (-inf, with
+    nothing changed, outside the open interval (lo, hi))."""
+    if not (lo < x < hi):
+        return -np.inf
+    parent = topo[0]
+    first = topo[1]
+    nxt = topo[2]
+    lt[v - n] = x
+    total = 0.0
+    w = first[v]
+    while w >= 0:
+        if w >= n:
+            lp[w] = node_prior(w, topo, lt, n, tables, c)
+            total += lp[w]
+        w = nxt[w]
+    lp[v] = node_prior(v, topo, lt, n, tables, c)
+    total += lp[v]
+    u = v
+    while u >= 0:
+        ll[u] = node_likelihood(u, topo, lt, n, mu, s, rr, sigma2)
+        total += ll[u]
+        u = parent[u]
+    return total + root_term(root_box[0], lt, n, mu, s, sigma2)
+
+
+@njit_exact_numpy
+def _check_value(value, lt, parent, check_X, c, theta, alpha, sigma2, errs):
+    """With ``check``: compare a log density the sampler is about to use with the full
+    recursion on the current tree (largest relative error kept in ``errs[0]``)."""
+    if check_X.shape[0] == 0 or not math.isfinite(value):
+        return value
+    ref_p, ref_l = pydt_forward(parent, lt, check_X, c, theta, alpha, sigma2)
+    err = abs(ref_p + ref_l - value) / (1.0 + abs(ref_p) + abs(ref_l))
+    if not err <= errs[0]:
+        errs[0] = err
+    return value
+
+
+@njit_exact_numpy
+def _slice_time(rng, v, topo, lt, n, mu, s, rr, ll, lp, sigma2, tables, c, tot,
+                root_box, jac, dummy_i, dummy_f, check_X, theta, alpha, errs):
+    """Slice-sample log(1 - t_v) as inference.gibbs.pydt.slice_time (Neal 2003). The
+    target at ``x`` is ``tot - base + _slice_eval(x) + jac x`` with ``base`` the changed
+    terms at the current value, so repeated evaluations do not accumulate rounding."""
+    parent = topo[0]
+    first = topo[1]
+    nxt = topo[2]
+    p = parent[v]
+    hi = 0.0 if p < 0 else lt[p - n]
+    lo = -np.inf
+    base = lp[v]
+    w = first[v]
+    while w >= 0:
+        if w >= n:
+            base += lp[w]
+            if lt[w - n] > lo:
+                lo = lt[w - n]
+        w = nxt[w]
+    u = v
+    while u >= 0:
+        base += ll[u]
+        u = parent[u]
+    base += root_term(root_box[0], lt, n, mu, s, sigma2)
+    rest = tot[0] + tot[1] - base
+    x0 = lt[v - n]
+    f0 = tot[0] + tot[1] + jac * x0
+    if not math.isfinite(f0):
+        return
+    log_y = f0 + math.log(rng.random())
+    if math.isfinite(lo):
+        left = lo
+        right = hi
+    else:
+        width = 1.0 + abs(hi)
+        left = x0 - width * rng.random()
+        right = min(left + width, hi)
+        j = int(_MAX_STEPS * rng.random())
+        kk = _MAX_STEPS - 1 - j
+        while j > 0 and jac * left + _check_value(rest + _slice_eval(
+            left, v, topo, lt, n, mu, s, rr, ll, lp, sigma2, tables, c, root_box, lo, hi,
+            dummy_i, dummy_f,
+        ), lt, parent, check_X, c, theta, alpha, sigma2, errs) > log_y:
+            left -= width
+            j -= 1
+        while kk > 0 and right < hi and jac * right + _check_value(rest + _slice_eval(
+            right, v, topo, lt, n, mu, s, rr, ll, lp, sigma2, tables, c, root_box, lo, hi,
+            dummy_i, dummy_f,
+        ), lt, parent, check_X, c, theta, alpha, sigma2, errs) > log_y:
+            right = min(right + width, hi)
+            kk -= 1
+    for _ in range(_MAX_SHRINK):
+        x1 = left + (right - left) * rng.random()
+        if not lo < x1 < hi:
+            continue
+        f1 = jac * x1 + _check_value(
+            rest + _slice_eval(x1, v, topo, lt, n, mu, s, rr, ll, lp, sigma2, tables, c,
+                               root_box, lo, hi, dummy_i, dummy_f),
+            lt, parent, check_X, c, theta, alpha, sigma2, errs)
+        if f1 > log_y:
+            return
+        if x1 < x0:
+            left = x1
+        else:
+            right = x1
+    # the bracket collapsed in floating point without hitting the slice: stay put
+    _slice_eval(x0, v, topo, lt, n, mu, s, rr, ll, lp, sigma2, tables, c, root_box, lo, hi,
+                dummy_i, dummy_f)
+
+
+@njit_exact_numpy
+def pydt_sweep(rng, parent, log1m_t, X, c, theta, alpha, sigma2, n_moves, slice_times,
+               exact_ratio, proposal_ratio, time_jacobian, check):
+    """One sweep of the PYDT tree sampler (module docstring), in place on ``parent`` and
+    ``log1m_t`` (a valid tree; see :mod:`custom_ops.trees.diffusion`).
+
+    Parameters
+    ----------
+    rng : numpy.random.Generator
+    parent, log1m_t : int64 (2n - 1,), float64 (n - 1,) arrays, edited in place
+    X : (n, D) float64 array
+    c, theta, alpha, sigma2 : float
+    n_moves : int
+        Detach-reattach proposals; negative means ``2 n - 2``, the number of subtrees of
+        a binary tree. The count must not depend on the current tree: repeating an
+        invariant move the current number of subtrees times (``n + #internal - 1``) is
+        not invariant: it draws too few internal nodes (about 1 % at n = 4-5, caught by
+        the exact-prior test of the sweep).
+    slice_times : bool
+        Slice-sample every divergence time after the moves.
+    exact_ratio, proposal_ratio, time_jacobian : bool
+        True for the correct sampler (False only in the tests' planted-bug twins).
+    check : bool
+        Compare with :func:`custom_ops.pydt.density.pydt_forward` (O(n D) each; for tests): the
+        change of the log density each Metropolis-Hastings ratio uses, every value the
+        slice sampler compares with its level, and the cached total after every move
+        and every slice update.
+
+    Returns
+    -------
+    (accepted, log_prior, log_lik, max_error)
+        Accepted moves; the log prior and log likelihood of the final tree from the
+        caches; the largest relative error ``abs(cached - recomputed) / (1 + abs(recomputed))``
+        (prior plus likelihood) seen with ``check`` (else 0).
+    """
+    n, d = X.shape
+    nn = parent.shape[0]
+    tables = prior_tables(n, theta, alpha)
+    rate = tables[4]
+    topo, mu, s, rr, ll, lp, root = full_state(parent, log1m_t, X, c, sigma2, tables)
+    lt = log1m_t
+    root_box = np.array([root])
+    free, free_top, n_internal = free_slots(parent, n)
+    tot = np.zeros(2)  # log prior, log likelihood
+    tot[0], tot[1] = cached_total(topo, n, ll, lp, root, lt, mu, s, sigma2)
+    # journal of the cached values a move changes
+    jr, jnodes, jmu, jsc, mark = new_journal(nn, d)
+    path = np.empty(nn, dtype=np.int64)
+    dummy_i = np.zeros(0, dtype=np.int64)
+    dummy_f = np.zeros((0, 0))
+    max_err = 0.0
+    errs = np.zeros(1)
+    check_X = X if check else np.zeros((0, d))
+    accepted = 0
+    if n_moves < 0:
+        n_moves = 2 * n - 2
+    acc = np.zeros(2)
+    for move in range(n_moves):
+        n_before = n + n_internal - 1
+        while True:
+            v = int(rng.random() * nn)
+            if v < nn and parent[v] >= 0:
+                break
+        l_limit = log1m_time(lt, n, v)
+        acc[0] = 0.0
+        acc[1] = 0.0
+        jr[0] = 0
+        root_before = root_box[0]
+        root_term_before = root_term(root_before, lt, n, mu, s, sigma2)
+        if check:
+            ref0_p, ref0_l = pydt_forward(parent, lt, X, c, theta, alpha, sigma2)
+        # cut: the old parent's messages (or the new root's) change
+        mode0, anchor0, l_old, freed, start = detach(v, topo, lt, n, root_box, free,
+                                                      free_top)
+        if freed >= 0:
+            clear_node(freed, n, mu, s, ll, lp, acc, jr, jnodes, jmu, jsc, mark, move)
+            refresh_prior(anchor0, topo, lt, n, mu, s, ll, lp, tables, c, acc, jr,
+                           jnodes, jmu, jsc, mark, move, True)
+        refresh_path(start, topo, lt, n, mu, s, rr, ll, lp, sigma2, tables, c, True, acc,
+                      jr, jnodes, jmu, jsc, mark, move, True)
+        journal(v, jr, jnodes, jmu, jsc, mark, move, mu, s, ll, lp)
+        if v >= n:
+            acc[0] -= lp[v]
+            lp[v] = 0.0
+        mode1, anchor1, l_new = _sample_attach(rng, root_box[0], topo, lt, n, l_limit, c,
+                                               theta, alpha, rate)
+        log_ratio = -np.inf
+        slot = -1
+        if mode1 != _FAIL:
+            log_q_new = _log_attach_density(root_box[0], topo, lt, n, mode1, anchor1,
+                                            l_new, c, theta, alpha, rate, path)
+            log_q_old = _log_attach_density(root_box[0], topo, lt, n, mode0, anchor0,
+                                            l_old, c, theta, alpha, rate, path)
+            if mode1 == EDGE:
+                free_top[0] -= 1
+                slot = free[free_top[0]]
+                journal(slot, jr, jnodes, jmu, jsc, mark, move, mu, s, ll, lp)
+            start = attach(v, mode1, anchor1, l_new, slot, topo, lt, n, root_box)
+            if mode1 == EDGE:
+                refresh_prior(anchor1, topo, lt, n, mu, s, ll, lp, tables, c, acc, jr,
+                               jnodes, jmu, jsc, mark, move, True)
+            refresh_prior(v, topo, lt, n, mu, s, ll, lp, tables, c, acc, jr, jnodes, jmu,
+                           jsc, mark, move, True)
+            refresh_path(start, topo, lt, n, mu, s, rr, ll, lp, sigma2, tables, c, True,
+                          acc, jr, jnodes, jmu, jsc, mark, move, True)
+            new_root_term = root_term(root_box[0], lt, n, mu, s, sigma2)
+            acc[1] += new_root_term - root_term_before
+            n_after = n + n_internal - 1 + (1 if mode1 == EDGE else 0) - (
+                1 if freed >= 0 else 0)
+            if exact_ratio:
+                log_ratio = acc[0] + acc[1] + math.log(n_before) - math.log(n_after)
+                if proposal_ratio:
+                    log_ratio += log_q_old - log_q_new
+            else:
+                # the prior-as-proposal shortcut (planted bug): likelihood ratio alone
+                log_ratio = acc[1]
+            if not math.isfinite(acc[0] + acc[1]):
+                log_ratio = -np.inf
+            if check:
+                # the change the ratio uses, against two full recursions
+                ref1_p, ref1_l = pydt_forward(parent, lt, X, c, theta, alpha, sigma2)
+                if math.isfinite(ref1_p + ref1_l):
+                    err = (abs(ref1_p - ref0_p - acc[0]) / (1.0 + abs(ref1_p))
+                           + abs(ref1_l - ref0_l - acc[1]) / (1.0 + abs(ref1_l)))
+                    if not err <= max_err:
+                        max_err = err
+        if mode1 != _FAIL and math.log(rng.random()) < log_ratio:
+            accepted += 1
+            tot[0], tot[1] = cached_total(topo, n, ll, lp, root_box[0], lt, mu, s, sigma2)
+            n_internal += (1 if mode1 == EDGE else 0) - (1 if freed >= 0 else 0)
+        else:
+            # undo the structure edits (LIFO slots), then the cached values
+            if mode1 != _FAIL:
+                detach(v, topo, lt, n, root_box, free, free_top)
+            slot0 = -1
+            if mode0 == EDGE:
+                free_top[0] -= 1
+                slot0 = free[free_top[0]]
+            attach(v, mode0, anchor0, l_old, slot0, topo, lt, n, root_box)
+            restore(jr, jnodes, jmu, jsc, mu, s, ll, lp)
+            root_box[0] = root_before
+        if check:
+            ref_p, ref_l = pydt_forward(parent, lt, X, c, theta, alpha, sigma2)
+            err = (abs(ref_p - tot[0]) / (1.0 + abs(ref_p))
+                   + abs(ref_l - tot[1]) / (1.0 + abs(ref_l)))
+            if not err <= max_err:
+                max_err = err
+    if slice_times:
+        jac = 1.0 if time_jacobian else 0.0
+        internal = np.empty(n_internal, dtype=np.int64)
+        k = 0
+        for v in range(n, nn):
+            if parent[v] != -2:
+                internal[k] = v
+                k += 1
+        for i in range(n_internal - 1, 0, -1):
+            j = int(rng.random() * (i + 1))
+            internal[i], internal[j] = internal[j], internal[i]
+        for i in range(n_internal):
+            _slice_time(rng, internal[i], topo, lt, n, mu, s, rr, ll, lp, sigma2, tables,
+                        c, tot, root_box, jac, dummy_i, dummy_f, check_X, theta, alpha,
+                        errs)
+            # the total from the cached terms (O(n) scalars), not a running sum
+            tot[0], tot[1] = cached_total(topo, n, ll, lp, root_box[0], lt, mu, s, sigma2)
+            if check:
+                ref_p, ref_l = pydt_forward(parent, lt, X, c, theta, alpha, sigma2)
+                err = (abs(ref_p - tot[0]) / (1.0 + abs(ref_p))
+                   + abs(ref_l - tot[1]) / (1.0 + abs(ref_l)))
+                if not err <= max_err:
+                    max_err = err
+    for v in range(n, nn):
+        if parent[v] == -2:
+            lt[v - n] = 0.0
+    tp, tl = cached_total(topo, n, ll, lp, root_box[0], lt, mu, s, sigma2)
+    return accepted, tp, tl, max(max_err, errs[0])
+
+
+def sweep_inputs_valid(parent, log1m_t, X, c, theta, alpha, sigma2):
+    """Whether :func:`pydt_sweep` may run: parameters in range and a valid tree (O(n))."""
+    return (parameter_code(float(c), float(theta), float(alpha), float(sigma2)) == 0
+            and diffusion_tree_structure(parent, log1m_t, X.shape[0])[0] == 0)
