@@ -15,12 +15,12 @@ from __future__ import annotations
 
 import math
 
-import numba
+from custom_ops.jit import njit_exact
 
 __all__ = ["floored_half_normal_draw"]
 
 
-@numba.njit(cache=True, fastmath=False, error_model="numpy")
+@njit_exact
 def floored_half_normal_draw(rng, scale, floor):
     """One draw of ``x > 0`` with density ``∝ exp(-x^2/(2 scale^2) - floor^2/(2 x^2))``.
 
