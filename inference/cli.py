@@ -76,15 +76,20 @@ def main(argv: list[str] | None = None) -> int:
 
 
 @contextlib.contextmanager
-def _flags_named(flags: dict[str, str]):
+def _flags_named(flags: dict[str, str], params=()):
     """Re-raise a ``ValueError``/``TypeError`` from the library call inside as a
     ``UsageError`` whose message names the flags (``flags``: argument name -> flag text)
-    instead of the Python arguments they became.
+    instead of the Python arguments they became; a factory option in ``params`` quoted as
+    ``name=...`` becomes ``--param name=...``.
     """
     try:
         yield
     except (ValueError, TypeError) as err:
-        raise UsageError(_name_flags(str(err), flags)) from None
+        message = _name_flags(str(err), flags)
+        if params:
+            names = "|".join(map(re.escape, params))
+            message = re.sub(rf"(?<![\w.-])({names})=", r"--param \1=", message)
+        raise UsageError(message) from None
 
 
 def _name_flags(message: str, flags: dict[str, str]) -> str:
@@ -417,8 +422,13 @@ def _fit_and_write(entry, data, options, method, draws, tune, chains, cores, see
     warnings.filterwarnings("ignore", category=RuntimeWarning)
     warnings.filterwarnings("ignore", category=FutureWarning)
     warnings.filterwarnings("ignore", message="sampling was interrupted", category=UserWarning)
+    from inference.fit import check_method
+    from inference.model_help import model_parameters
+
     with _flags_named(build_flags):
         model = entry.build(data, **options)
+    with _flags_named(fit_flags, params=[p.name for p in model_parameters(entry)]):
+        check_method(model, method)  # a method the model cannot take: said before the run
     print(f"{entry.name}: sampling {chains} chains x {draws} draws (+{tune} tuning); "
           "Ctrl-C stops and keeps the draws made", flush=True)
     start = time.perf_counter()

@@ -35,7 +35,7 @@ from inference.trace_store import check_trace_path
 from pp_models.model_info import LABELS_GROUP, ZooModelInfo, get_info
 from pp_models.validation import check_int, check_random_seed
 
-__all__ = ["METHODS", "assign_steps", "describe_steps", "fit"]
+__all__ = ["METHODS", "assign_steps", "check_method", "describe_steps", "fit"]
 
 #: The methods ``fit`` understands.
 METHODS = ("auto", "nuts", "gibbs", "advi")
@@ -159,11 +159,7 @@ def fit(
     info = get_info(model)
     discrete = [rv.name for rv in model.free_RVs if rv.dtype in discrete_types]
     chosen = _resolve_method(method, info, discrete, user_steps)
-    if chosen in ("nuts", "advi") and discrete:
-        raise ValueError(
-            f"method={chosen!r} needs an all-continuous model, but these free variables "
-            f"are discrete: {', '.join(discrete)}. Use method='gibbs' (or 'auto')."
-        )
+    _check_continuous(chosen, info, discrete)
     if chosen == "advi" and user_steps:
         raise ValueError("step is not used by method='advi'; drop it or use method='gibbs'")
     if chosen == "advi" and trace is not None:
@@ -243,6 +239,36 @@ def _as_step_list(step) -> list:
                 f"step must be an instantiated PyMC step method (or a list of them), got {s!r}"
             )
     return steps
+
+
+def check_method(model: pm.Model, method: str = "auto") -> str:
+    """The method ``fit(model, method=method)`` would use, or the ``ValueError`` it would
+    raise for it (an unknown method; NUTS or ADVI for a model with discrete free
+    variables, naming the factory option that builds a continuous form when there is
+    one, e.g. the DP mixture's ``truncation=``). Compiles nothing: callers (the CLI)
+    ask before announcing a run.
+    """
+    if not isinstance(model, pm.Model):
+        raise TypeError(f"model must be a pymc.Model, got {type(model).__name__}")
+    if not isinstance(method, str) or method not in METHODS:
+        raise ValueError(f"method must be one of {', '.join(map(repr, METHODS))}; got {method!r}")
+    info = get_info(model)
+    discrete = [rv.name for rv in model.free_RVs if rv.dtype in discrete_types]
+    chosen = _resolve_method(method, info, discrete, [])
+    _check_continuous(chosen, info, discrete)
+    return chosen
+
+
+def _check_continuous(chosen: str, info: ZooModelInfo | None, discrete: list[str]) -> None:
+    if chosen not in ("nuts", "advi") or not discrete:
+        return
+    alternative = ""
+    if info is not None and info.continuous_form:
+        alternative = f", or build the model with {info.continuous_form}"
+    raise ValueError(
+        f"method={chosen!r} needs an all-continuous model, but these free variables "
+        f"are discrete: {', '.join(discrete)}. Use method='gibbs' (or 'auto'){alternative}."
+    )
 
 
 def _resolve_method(

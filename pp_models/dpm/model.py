@@ -21,7 +21,9 @@ Generative model (Murphy Eqs. 25.29-25.32), in the Chinese-restaurant representa
   (``crp_auxiliary_gibbs``), occupied parameters by NUTS.
 - **truncated stick-breaking** (``truncation=T``): ``w ~ StickBreakingWeights(alpha,
   T - 1)`` (T weights, Ishwaran & James 2001), explicit component parameters with the same
-  priors as above, assignments summed out: all continuous, for NUTS and ADVI.
+  priors as above, assignments summed out: all continuous, for NUTS and ADVI. For
+  ``"gaussian"`` the precision is ``U U'`` with ``U`` from Bartlett's decomposition of its
+  Wishart prior and the mean non-centred (``_niw_components``).
 
 Likelihoods and their priors ``H`` (keys of ``prior``; defaults scale with the data):
 
@@ -29,13 +31,13 @@ Likelihoods and their priors ``H`` (keys of ``prior``; defaults scale with the d
 ``likelihood``      component F and prior H                   ``prior`` keys (defaults)
 ==================  ========================================  =============================
 ``"gaussian"``      N(mu, Sigma), Normal-Inverse-Wishart      ``m0`` (column means),
-                    (collapsed CRP only)                      ``kappa0`` (0.01), ``nu0``
+                    (stick-breaking: Bartlett, see below)     ``kappa0`` (0.01), ``nu0``
                                                               (d + 2), ``S0`` (1.5 x
                                                               (nu0 - d - 1) x diag of
                                                               column variances)
-``diag_gaussian``   N(mu_j, 1/tau_j) per column,              ``m0``, ``kappa0`` (0.05),
-                    tau_j ~ Gamma(a0, b0), mu_j | tau_j ~     ``a0`` (2), ``b0`` (0.1 x
-                    N(m0_j, 1/(kappa0 tau_j))                 column variances)
+``diag_gaussian``   N(mu_j, 1/tau_j) per column,              ``m0``, ``kappa0`` (0.01),
+                    tau_j ~ Gamma(a0, b0), mu_j | tau_j ~     ``a0`` (2), ``b0`` (1.5 x
+                    N(m0_j, 1/(kappa0 tau_j))                 (a0 - 1) x column variances)
 ``"bernoulli"``     Bernoulli(p_j), p_j ~ Beta(a, b)          ``a`` (1), ``b`` (1)
 ``"multinomial"``   Multinomial(N_i, p), p ~ Dirichlet        ``concentration`` (1)
 ``"normal"``        N(mu_j, sigma_j), mu_j ~ N(m_j, s_j),     ``mu_loc``, ``mu_scale``
@@ -51,7 +53,11 @@ The ``"gaussian"`` defaults (a prior cluster covariance of 1.5 times the data's,
 panel of real and synthetic data sets (``benchmarks/bench_clustering.py``; its figures
 are on the family's page of the documentation, ``docs/families/dpm.md``). A much smaller
 prior cluster covariance makes every tight group of points cheap to model as its own
-cluster and splits real data into many clusters.
+cluster and splits real data into many clusters. ``"diag_gaussian"`` takes the same
+scale per column (a prior mean cluster variance ``b0 / (a0 - 1)`` of 1.5 times the
+column's, ``kappa0`` = 0.01): with the older 0.1 and 0.05 its collapsed Gibbs sampler put
+K at 7-10 on iris (mean 8.3, alpha 1.6; 3 with these defaults), so a stick-breaking fit
+truncated at T = 10 had K piled at T.
 
 Learned base measures are not the default: a learned cluster scale follows the tightest
 clusters the sampler has found and makes more of them cheap, so they find small,
@@ -93,6 +99,7 @@ the learned base measures (``hyperprior=``) in :mod:`pp_models.dpm.hyperpriors`.
 from __future__ import annotations
 
 import numbers
+import warnings
 from functools import partial
 
 import numpy as np
@@ -135,6 +142,7 @@ from pp_models.dpm.spec import (
     DPMSpec,
     get_spec,
 )
+from pp_models.dpm.start import stick_breaking_start
 from pp_models.model_info import (
     DerivedStatistic,
     StepHint,
@@ -193,7 +201,8 @@ def model(
         DP concentration: a fixed value > 0, or a Gamma(a, rate b) prior.
     truncation : int, optional
         ``None``: the CRP representation. ``T >= 2``: truncated stick-breaking with T
-        components (not for ``"gaussian"``: use ``"diag_gaussian"``).
+        components, all continuous (``fit`` samples it with NUTS; ``"gaussian"`` through
+        Bartlett's decomposition of the precision, see ``_niw_components``).
     prior : dict, optional
         Hyperparameters of H fixed at these values (module docstring for the defaults).
         With a learned base measure (``hyperprior``), the keys not given here are learned.
@@ -237,12 +246,6 @@ def model(
     alpha_value, alpha_prior = _check_alpha(alpha)
     if truncation is not None:
         truncation = check_int(truncation, "truncation", minimum=2)
-        if likelihood == "gaussian":
-            raise ValueError(
-                "truncation: the stick-breaking form of the full-covariance NIW mixture is "
-                "not implemented; use likelihood='diag_gaussian' (same model as the collapsed "
-                "'diag_gaussian') or truncation=None"
-            )
     if isinstance(discount, bool) or not isinstance(discount, numbers.Real):
         raise TypeError(f"discount must be a number in [0, 1), got {discount!r}")
     discount = float(discount)
@@ -351,8 +354,9 @@ def _prior(likelihood, X, prior):
     if likelihood == "diag_gaussian":
         a0 = prior.get("a0", 2.0)
         m0, k0, a0, b0 = cj.diag_gaussian_hyper(
-            d, prior.get("m0", mean), prior.get("kappa0", 0.05), a0,
-            prior.get("b0", 0.1 * var * np.maximum(np.asarray(a0, dtype=float) - 1.0, 1.0)),
+            d, prior.get("m0", mean), prior.get("kappa0", GAUSSIAN_KAPPA0), a0,
+            prior.get("b0", GAUSSIAN_SCALE * var
+                      * np.maximum(np.asarray(a0, dtype=float) - 1.0, 1.0)),
         )
         return {"m0": m0, "kappa0": k0, "a0": a0, "b0": b0}
     if likelihood == "bernoulli":
@@ -508,8 +512,15 @@ def _crp_model(spec, coords, split_merge_every, auxiliary):
         label_variables=tuple(labels),
         postprocess=_Summarize(m),
         notes=notes,
+        continuous_form="truncation=T (truncated stick-breaking with T components, "
+                        "e.g. truncation=20: all continuous, for NUTS and ADVI)",
     )
     return attach_info(m, info)
+
+
+#: Share of draws with every stick-breaking component occupied above which ``fit`` warns
+#: that the truncation cuts the posterior.
+TRUNCATION_WARN = 0.05
 
 
 class _Summarize:
@@ -519,11 +530,28 @@ class _Summarize:
         self.model = m
 
     def __call__(self, dt: xr.DataTree) -> xr.DataTree:
-        if "z" not in posterior_with_labels(dt).data_vars:
+        posterior = posterior_with_labels(dt)
+        if "z" not in posterior.data_vars:
             return dt  # labels not traced: nothing to summarise
         from pp_models.dpm import outputs  # outputs imports this module
 
+        spec = get_spec(self.model)
+        if spec.truncation is not None and "n_clusters" in posterior.data_vars:
+            warn_if_truncated(posterior["n_clusters"].values, spec.truncation)
         return outputs.summarize(dt, self.model)
+
+
+def warn_if_truncated(n_clusters, truncation: int) -> float:
+    """Warn when more than :data:`TRUNCATION_WARN` of the draws occupy every one of the
+    ``truncation`` stick-breaking components (the truncation then cuts the posterior of
+    K); returns that share."""
+    at_t = float((np.asarray(n_clusters) >= truncation).mean())
+    if at_t > TRUNCATION_WARN:
+        warnings.warn(
+            f"the number of clusters reached the truncation T = {truncation} in "
+            f"{at_t:.0%} of the draws: the truncation cuts the posterior of K; fit again "
+            f"with a larger truncation= (e.g. {2 * truncation})", UserWarning, stacklevel=3)
+    return at_t
 
 
 def _n_clusters(posterior: xr.Dataset) -> xr.DataArray:
@@ -544,16 +572,25 @@ def _largest_cluster(posterior: xr.Dataset) -> xr.DataArray:
 # --------------------------------------------------------------------------------------
 def _stick_breaking_model(spec, coords):
     X, lik, h, T = spec.X, spec.likelihood, spec.prior, spec.truncation
-    coords = dict(coords, component=np.arange(T))
+    coords = dict(coords, component=np.arange(T), feature_=list(spec.feature_names))
+    # components start from a partition of the data (start.py), not all at the prior mean
+    start = stick_breaking_start(spec) if lik in ("gaussian", "diag_gaussian") else {}
     with pm.Model(coords=coords) as m:
         alpha = _alpha_variable(spec)
-        w = pm.StickBreakingWeights("w", alpha=alpha, K=T - 1, dims="component")
+        w = pm.StickBreakingWeights("w", alpha=alpha, K=T - 1, dims="component",
+                                    initval=start.get("w"))
         Xc = pt.as_tensor_variable(X)
-        if lik == "diag_gaussian":
-            # same prior as the collapsed Normal-Gamma model
-            tau = pm.Gamma("tau", alpha=h["a0"], beta=h["b0"], dims=("component", "feature"))
-            mu_raw = pm.Normal("mu_raw", 0.0, 1.0, dims=("component", "feature"))
-            mu = pm.Deterministic("mu", h["m0"] + mu_raw / pt.sqrt(h["kappa0"] * tau),
+        if lik == "gaussian":
+            comp = _niw_components(h, Xc, T, start)
+        elif lik == "diag_gaussian":
+            # same prior as the collapsed Normal-Gamma model; the mean whitened by the
+            # component's sd (not by the prior's, 1/sqrt(kappa0) times wider), so a unit
+            # of mu_raw, e.g. the start's jitter, is one sd of the component
+            tau = pm.Gamma("tau", alpha=h["a0"], beta=h["b0"], dims=("component", "feature"),
+                           initval=start.get("tau"))
+            mu_raw = pm.Normal("mu_raw", 0.0, 1.0 / np.sqrt(h["kappa0"]),
+                               dims=("component", "feature"), initval=start.get("mu_raw"))
+            mu = pm.Deterministic("mu", h["m0"] + mu_raw / pt.sqrt(tau),
                                   dims=("component", "feature"))
             sigma = pm.Deterministic("sigma", 1.0 / pt.sqrt(tau), dims=("component", "feature"))
             comp = _normal_logp(Xc, mu, sigma)
@@ -578,7 +615,8 @@ def _stick_breaking_model(spec, coords):
                     - pt.gammaln(Xc[:, None, :] + 1)).sum(-1)
         # assignments summed out: log p(x_i) = logsumexp_k (log w_k + log F(x_i | theta_k))
         pm.Potential("X_loglik", pm.math.logsumexp(pt.log(w)[None, :] + comp, axis=1).sum())
-    param_names = {"diag_gaussian": ("mu", "sigma"), "normal": ("mu", "sigma"),
+    param_names = {"gaussian": ("mu", "precision_chol"),
+                   "diag_gaussian": ("mu", "sigma"), "normal": ("mu", "sigma"),
                    "bernoulli": ("p",), "multinomial": ("p",), "poisson": ("rate",)}[lik]
     info = ZooModelInfo(
         family="dpm",
@@ -592,12 +630,56 @@ def _stick_breaking_model(spec, coords):
             DerivedStatistic("weights_sorted", weights_sorted,
                              "stick-breaking weights in decreasing order"),
         ),
-        label_variables=("w", "mu_raw", "tau", *param_names),
+        # z: one drawn assignment per row and draw, for the outputs; per-row R-hat of
+        # it means nothing, so it sits with the labels, out of the summary
+        label_variables=("w", "mu_raw", "tau", "bartlett_diag", "bartlett_offdiag",
+                         *param_names, "z"),
         postprocess=_Summarize(m),
         notes=(f"truncated stick-breaking (T={T}); assignments summed out; NUTS or ADVI. "
                "Component labels are not identified."),
     )
     return attach_info(m, info)
+
+
+def _niw_components(h, Xc, T, start):
+    """(n, T) log N(x_i | mu_k, Lambda_k^-1) under the collapsed model's NIW prior,
+    ``Sigma_k ~ IW(nu0, S0)``, ``mu_k | Sigma_k ~ N(m0, Sigma_k / kappa0)``, with
+    free variables NUTS can move in.
+
+    The precision ``Lambda_k = Sigma_k^-1 ~ Wishart(nu0, S0^-1)`` by Bartlett's
+    decomposition: ``Lambda_k = U_k U_k'``, ``U_k = L A_k``, ``L`` the Cholesky factor of
+    ``S0^-1``, ``A_k`` lower triangular with ``A_k[j, j]^2 ~ chi2(nu0 - j)``
+    (``bartlett_diag``) and standard normal entries below the diagonal
+    (``bartlett_offdiag``). The mean is whitened by the component's covariance:
+    ``mu_k = m0 + U_k^-T r_k`` with ``r_k ~ N(0, I / kappa0)`` (``mu_raw``), which has
+    covariance ``(kappa0 Lambda_k)^-1``; a unit of ``r_k`` (e.g. the start's jitter) is
+    one sd of the component, and ``U_k'(x - mu_k) = U_k'(x - m0) - r_k``, so the
+    likelihood needs no solve. ``mu`` and ``precision_chol`` (``U_k``) are kept as
+    deterministics. ``start``: initial values by name (:mod:`pp_models.dpm.start`).
+    """
+    m0, kappa0, nu0, S0 = (np.asarray(h[k], dtype=np.float64) for k in ("m0", "kappa0",
+                                                                         "nu0", "S0"))
+    d = m0.size
+    L = np.linalg.cholesky(np.linalg.inv(S0))
+    below = np.tril_indices(d, -1)
+    diag = pm.ChiSquared("bartlett_diag", nu=float(nu0) - np.arange(d),
+                         dims=("component", "feature"), initval=start.get("bartlett_diag"))
+    A = pt.zeros((T, d, d))
+    A = A[:, np.arange(d), np.arange(d)].set(pt.sqrt(diag))
+    if d > 1:
+        off = pm.Normal("bartlett_offdiag", 0.0, 1.0, shape=(T, below[0].size),
+                        initval=start.get("bartlett_offdiag"))
+        A = A[:, below[0], below[1]].set(off)
+    U = pm.Deterministic("precision_chol", pt.matmul(L, A),
+                         dims=("component", "feature", "feature_"))
+    mu_raw = pm.Normal("mu_raw", 0.0, 1.0 / np.sqrt(float(kappa0)),
+                       dims=("component", "feature"), initval=start.get("mu_raw"))
+    pm.Deterministic("mu", m0 + pt.linalg.solve_triangular(
+        U.transpose(0, 2, 1), mu_raw[..., None], lower=False)[..., 0],
+        dims=("component", "feature"))
+    y = pt.matmul(Xc - m0, U) - mu_raw[:, None, :]  # (T, n, d): U_k'(x_i - mu_k)
+    log_det = np.log(np.diag(L)).sum() + 0.5 * pt.log(diag).sum(-1)  # log |Lambda_k|^1/2
+    return (-0.5 * pt.sqr(y).sum(-1) + log_det[:, None] - 0.5 * d * np.log(2 * np.pi)).T
 
 
 def _normal_logp(Xc, mu, sigma):
@@ -608,6 +690,11 @@ def _normal_logp(Xc, mu, sigma):
 def _component_logp_np(spec, params, X):
     """(n, T) log F(x_i | theta_k) from one draw's parameter arrays (NumPy)."""
     lik = spec.likelihood
+    if lik == "gaussian":
+        mu, U = params  # (T, d), (T, d, d): Lambda_k = U_k U_k'
+        y = np.einsum("nkj,kji->nki", X[:, None, :] - mu[None], U)
+        log_det = np.log(np.diagonal(U, axis1=1, axis2=2)).sum(-1)
+        return -0.5 * (y**2).sum(-1) + log_det[None] - 0.5 * X.shape[1] * np.log(2 * np.pi)
     if lik in ("diag_gaussian", "normal"):
         mu, sigma = params
         return stats.norm.logpdf(X[:, None, :], mu[None], sigma[None]).sum(-1)
