@@ -129,8 +129,8 @@ def test_nuts_k_on_iris_agrees_with_collapsed_gibbs(iris, likelihood):
     nuts = fit(dpm.model(iris.data, likelihood=likelihood, alpha=(1.0, 1.0), truncation=10),
                method="nuts", draws=500, tune=500, chains=4, cores=2, random_seed=3,
                progressbar=False)
-    k_gibbs = gibbs["posterior"]["n_clusters"].values
-    k_nuts = nuts["posterior"]["n_clusters"].values
+    k_gibbs = gibbs["posterior"]["n_clusters"].values.astype(int)
+    k_nuts = nuts["posterior"]["n_clusters"].values.astype(int)
     print(likelihood, "Gibbs K", np.bincount(k_gibbs.ravel()) / k_gibbs.size,
           "NUTS K", np.bincount(k_nuts.ravel()) / k_nuts.size)
     assert np.mean(k_nuts == 10) == 0
