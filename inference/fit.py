@@ -30,7 +30,15 @@ from inference.fit_options import check_method_options, pop_step_options
 from inference.gibbs.registry import PYMC_STEPS, get_step, step_for
 from inference.interrupt import raising_sigint, stop_requested
 from inference.nutpie_cache import reusing_compiled_model
-from inference.progress import compiling, in_ci
+from inference.progress import (
+    ChainProgress,
+    DrawCounter,
+    ElapsedProgress,
+    compiling,
+    in_ci,
+    progress_enabled,
+    pymc_table_fits,
+)
 from inference.trace_store import check_trace_path
 from pp_models.model_info import LABELS_GROUP, ZooModelInfo, get_info
 from pp_models.validation import check_int, check_random_seed
@@ -312,11 +320,17 @@ def _fit_mcmc(model, chosen, info, user_steps, sizes, random_seed, progressbar, 
             reuse = (reusing_compiled_model(model, progressbar=progressbar)
                      if sampler == "nutpie" and _nutpie_available()
                      else contextlib.nullcontext())
-            with raising_sigint(stop), reuse:
+            # nutpie reports to PyMC's table only; where the table would be cut, a line
+            # with the elapsed time stands in for it
+            own_line = bool(progressbar) and progress_enabled(True) and not pymc_table_fits()
+            waiting = ElapsedProgress(
+                f"sampling {sizes['chains']} chains x {sizes['draws']:,} draws "
+                f"(+{sizes['tune']:,} tuning) with {sampler}", enabled=own_line)
+            with raising_sigint(stop), reuse, waiting:
                 dt = pm.sample(
                     model=model,
                     random_seed=random_seed,
-                    progressbar=progressbar,
+                    progressbar=progressbar and not own_line,
                     nuts_sampler=sampler,
                     **sizes,
                     **kwargs,
@@ -380,8 +394,16 @@ def _pm_sample(model, steps, sizes, random_seed, progressbar, kwargs, stop, trac
         kwargs["initvals"] = resume_initvals(model, states)
         if steps is None:
             kwargs.setdefault("init", "adapt_diag")  # no jitter away from the stored point
+    user = kwargs.pop("callback", None)
+    # PyMC's table needs ~100 columns (rich cuts its columns below): a narrower terminal
+    # gets the zoo's one-line progress instead, counted by a callback
+    own_bar = bool(progressbar) and progress_enabled(True) and not pymc_table_fits()
+    bar = ChainProgress(sizes["chains"], sizes["tune"] + sizes["draws"], enabled=own_bar)
+    if own_bar:
+        user = DrawCounter(bar, sizes["chains"], then=user)
+        progressbar = False
     callback = SampleCallback(
-        model, stop, user=kwargs.pop("callback", None),
+        model, stop, user=user,
         trace=None if trace_options is None else trace_options["trace"],
         sizes=None if trace_options is None else dict(
             draws=sizes["draws"], tune=sizes["tune"], chains=sizes["chains"]),
@@ -389,9 +411,10 @@ def _pm_sample(model, steps, sizes, random_seed, progressbar, kwargs, stop, trac
         resume_states=states, store=store)
     step_kwarg = {} if steps is None else {"step": steps}
     try:
-        dt = pm.sample(model=model, random_seed=random_seed, progressbar=progressbar,
-                       nuts_sampler="pymc", callback=callback, **step_kwarg, **sizes,
-                       **kwargs)
+        with bar:
+            dt = pm.sample(model=model, random_seed=random_seed, progressbar=progressbar,
+                           nuts_sampler="pymc", callback=callback, **step_kwarg, **sizes,
+                           **kwargs)
     except ValueError as err:
         if stop.is_set() and "Not enough samples" in str(err):
             raise SamplingInterrupted(None) from None
