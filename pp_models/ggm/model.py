@@ -93,13 +93,15 @@ def model(
         Spike-and-slab prior inclusion probability; default ``2 / (p - 1)`` (Wang 2015),
         capped at 0.5.
     feature_names : sequence of str, optional
-        Coordinates of the two node dimensions.
+        Coordinates of the two node dimensions (default: a DataFrame's columns, else
+        ``x0, x1, ...``).
 
     Returns
     -------
     pymc.Model
         Free variable ``Omega`` (and ``lam`` with a Gamma prior), observed ``X``.
     """
+    columns = list(X.columns) if hasattr(X, "columns") else None
     X = as_data_matrix(X, "X", min_rows=2)
     p = X.shape[1]
     if p < 2:
@@ -123,7 +125,9 @@ def model(
             raise ValueError(f"edge_prob must be in (0, 1), got {pi}")
     elif edge_prob is not None:
         raise ValueError("edge_prob is an option of prior='spike_slab' only")
-    feature_names = check_feature_names(feature_names, p) or [f"x{j}" for j in range(p)]
+    feature_names = (check_feature_names(feature_names if feature_names is not None
+                                         else columns, p)
+                     or [f"x{j}" for j in range(p)])
     if nonparanormal:
         X = nonparanormal_transform(X)
     X = X - X.mean(axis=0)
