@@ -5,7 +5,7 @@ import numpy as np
 import xarray as xr
 
 from pp_models.mixture_of_trees.outputs import plot_structure
-from pp_models.trees import centred_parents, maximum_spanning_tree, spanning_tree_edges
+from pp_models.trees import maximum_spanning_tree, spanning_tree_edges
 
 WORDS = ["international", "government", "president", "company", "market", "shares",
          "billion", "percent", "trading", "exchange", "official", "minister", "economic",
@@ -66,6 +66,8 @@ def test_structure_is_compact_named_inside_boxes_and_explained():
 
 
 def test_centred_parents_halves_a_path():
+    from pp_models.trees import centred_parents
+
     path = np.array([-1, 0, 1, 2, 3, 4, 5])  # 0-1-2-...-6 rooted at an end: depth 6
     centred = centred_parents(path)
     assert centred[3] == -1
