@@ -168,9 +168,15 @@ def _cmd_list(args) -> int:
     from pp_models.datasets import list_datasets
     from pp_models.registry import list_models
 
+    import textwrap
+
     print("Models:")
     for entry in list_models():
         print(f"  {entry.name:<22} [{', '.join(entry.methods)}]  {entry.description}")
+        if entry.check_note:
+            print(textwrap.fill(f"default run does not pass `ppzoo check`: {entry.check_note}",
+                                width=78, initial_indent=" " * 25,
+                                subsequent_indent=" " * 25))
     print("Data sets:")
     for info in list_datasets():
         print(f"  {info.name:<22} {info.kind:<7} {info.description}")

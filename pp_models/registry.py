@@ -29,7 +29,10 @@ class ModelEntry:
     :class:`~pp_models.datasets.Dataset` (its ``data``, ``feature_names``, ``extras``);
     ``defaults`` are the options the CLI uses unless told otherwise, ``fit_defaults``
     the sampling sizes (``draws``, ``tune``, ``chains``) it uses for this family and any
-    other ``fit`` keyword it passes (e.g. ``var_names``).
+    other ``fit`` keyword it passes (e.g. ``var_names``), sized by measurement
+    (``benchmarks/bench_defaults.py``). ``check_note``: for a family whose default run
+    does not pass ``ppzoo check``, why not and what to do instead (``ppzoo list`` prints
+    it).
     """
 
     name: str
@@ -39,6 +42,7 @@ class ModelEntry:
     default_dataset: str
     defaults: dict[str, Any] = field(default_factory=dict)
     fit_defaults: dict[str, Any] = field(default_factory=dict)
+    check_note: str = ""
 
 
 _MODELS: dict[str, ModelEntry] = {}
