@@ -739,8 +739,9 @@ CLI_ENTRY = ModelEntry(
     build=lambda dataset, **options: model(dataset.data, **options),
     default_dataset="iris",
     defaults={"alpha": (1.0, 1.0)},
-    # On iris the chains move rarely between "versicolor and virginica one cluster" and
-    # "two" (largest_cluster 100 vs 50): 4 x 1000 draws gave R-hat 1.17 and bulk ESS 21
-    # on largest_cluster, 4 x 5000 R-hat 1.06; 4 x 20000 passed `ppzoo check` (ESS 525).
-    fit_defaults={"draws": 20000, "tune": 2000, "chains": 4},
+    # Under the data-scaled default prior iris has one mode, K = 2 (setosa and the rest):
+    # 4 x 1000 draws give bulk ESS ~1000 on n_clusters, the slowest quantity
+    # (docs/benchmarks.md, "Defaults, measured"); the old 4 x 20000 was sized for the
+    # previous prior, under which the chains rarely moved between K = 2 and 3.
+    fit_defaults={"draws": 1000, "tune": 500, "chains": 4},
 )
