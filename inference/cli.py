@@ -165,10 +165,10 @@ def _add_sampling_options(p: argparse.ArgumentParser) -> None:
 
 
 def _cmd_list(args) -> int:
+    import textwrap
+
     from pp_models.datasets import list_datasets
     from pp_models.registry import list_models
-
-    import textwrap
 
     print("Models:")
     for entry in list_models():
