@@ -51,6 +51,7 @@ __all__ = [
     "njit_exact",
     "njit_exact_numpy",
     "register_numba_op",
+    "rv_draw_cache_key",
     "source_cache_folder",
     "use_user_cache_dir",
     "user_cache_dir",
@@ -214,6 +215,22 @@ def register_numba_op(op_type):
         return funcify
 
     return decorator
+
+
+def rv_draw_cache_key(module_file) -> int:
+    """The cache key a random variable's Numba draw returns from PyTensor's
+    ``numba_core_rv_funcify`` (its second value).
+
+    PyTensor caches a compiled graph holding a random variable under a key made of the
+    variable's type, its props and this integer, with the draw kernel compiled into it. A
+    constant key kept running an edited (or moved) kernel's old code from the cache,
+    e.g. a draw whose kernel module was renamed failed to import its old module. The key
+    combines :func:`kernel_source_version` (the kernels the draw calls) with the source of
+    ``module_file``, the module that defines the draw function itself.
+    """
+    digest = hashlib.sha256(str(kernel_source_version()).encode())
+    digest.update(Path(module_file).read_bytes())
+    return int(digest.hexdigest()[:15], 16)
 
 
 # Compiled C entry points, kept alive as long as the process: LLVM's JIT holds only their

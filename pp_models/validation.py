@@ -11,8 +11,10 @@ import numbers
 
 import numpy as np
 
-__all__ = ["as_data_matrix", "check_feature_names", "check_int", "check_positive",
-           "check_positive_columns", "check_random_seed", "rng_from_seed"]
+__all__ = ["as_binary_matrix", "as_data_matrix", "check_feature_names", "check_int",
+           "check_inverse_temperature", "check_ladder", "check_positive",
+           "check_positive_vector", "check_random_seed", "check_row_indices",
+           "rng_from_seed"]
 
 
 def as_data_matrix(
@@ -80,6 +82,111 @@ def as_data_matrix(
     return arr
 
 
+def as_binary_matrix(X, name: str = "X", *, min_rows: int = 1):
+    """``X`` as a binary (0/1) 2-D matrix: a ``scipy.sparse`` CSR matrix stays sparse, any
+    other input becomes a float64 C-contiguous array.
+
+    A sparse matrix is never densified: its stored values are checked, its explicit
+    zeros kept (they are zeros), and a CSR or CSC matrix is returned as is (other formats
+    are converted to CSR). Booleans and integers are accepted.
+
+    Parameters
+    ----------
+    X : array_like or scipy.sparse matrix
+        The data.
+    name : str
+        The argument's name in error messages.
+    min_rows : int
+        Fewest rows accepted.
+
+    Returns
+    -------
+    scipy.sparse.csr_matrix, scipy.sparse.csc_matrix or ndarray
+
+    Raises
+    ------
+    TypeError
+        ``X`` is not numeric.
+    ValueError
+        ``X`` is not 2-D, has too few rows or no columns, or holds a value other than 0
+        and 1 (NaN included), naming the first one.
+    """
+    import scipy.sparse as sp
+
+    if sp.issparse(X):
+        if X.ndim != 2:
+            raise ValueError(f"{name} must be 2-D (n_observations, n_features), got "
+                             f"{X.ndim}-D shape {X.shape}")
+        if not (np.issubdtype(X.dtype, np.number) or np.issubdtype(X.dtype, np.bool_)):
+            raise TypeError(f"{name} must be numeric, got dtype {X.dtype}")
+        if X.format not in ("csr", "csc"):
+            X = X.tocsr()
+        values = X.data
+    else:
+        if hasattr(X, "to_numpy"):
+            X = X.to_numpy()
+        try:
+            X = np.ascontiguousarray(X, dtype=np.float64)
+        except (TypeError, ValueError) as err:
+            raise TypeError(f"{name} must be a numeric 2-D array: {err}") from None
+        if X.ndim != 2:
+            raise ValueError(f"{name} must be 2-D (n_observations, n_features), got "
+                             f"{X.ndim}-D shape {X.shape}")
+        values = X.ravel()
+    if X.shape[0] < min_rows:
+        raise ValueError(f"{name} needs at least {min_rows} rows, got {X.shape[0]}")
+    if X.shape[1] < 1:
+        raise ValueError(f"{name} has no columns")
+    if values.dtype != np.bool_ and not _all_binary(values):
+        bad = (values != 0) & (values != 1)
+        first = values[np.argmax(bad)]
+        kind = "a sparse matrix's stored values" if sp.issparse(X) else "its entries"
+        raise ValueError(f"{name} must be binary (0/1): {int(bad.sum())} of {kind} are not, "
+                         f"e.g. {first!r}")
+    return X
+
+
+def _all_binary(values, chunk: int = 1 << 18) -> bool:
+    # in chunks: temporaries that stay in cache, not two more arrays the size of the data
+    for start in range(0, values.size, chunk):
+        v = values[start:start + chunk]
+        if ((v != 0) & (v != 1)).any():
+            return False
+    return True
+
+
+def check_row_indices(indices, name: str, n_rows: int) -> np.ndarray:
+    """``indices`` as a non-empty int64 array of distinct row numbers in ``[0, n_rows)``.
+
+    Negative numbers are refused rather than counted from the end, and booleans rather
+    than read as 0 and 1.
+
+    Raises
+    ------
+    TypeError
+        ``indices`` does not hold integers.
+    ValueError
+        ``indices`` is empty, not 1-D, out of range or repeats a row, naming the offender.
+    """
+    arr = np.asarray(indices)
+    if arr.dtype == np.bool_ or not (arr.size == 0 or np.issubdtype(arr.dtype, np.integer)):
+        raise TypeError(f"{name} must be a sequence of integer row numbers, got {indices!r}")
+    if arr.ndim != 1:
+        raise ValueError(f"{name} must be a 1-D sequence of row numbers, got shape {arr.shape}")
+    if arr.size == 0:
+        raise ValueError(f"{name} is empty: give at least one row number")
+    arr = arr.astype(np.int64)
+    out = (arr < 0) | (arr >= n_rows)
+    if out.any():
+        raise ValueError(f"{name} holds row {int(arr[np.argmax(out)])}, out of range for "
+                         f"{n_rows} rows (0..{n_rows - 1})")
+    uniq, counts = np.unique(arr, return_counts=True)
+    if (counts > 1).any():
+        raise ValueError(f"{name} repeats row {int(uniq[np.argmax(counts > 1)])}; give each "
+                         "row once")
+    return arr
+
+
 def check_feature_names(feature_names, n_columns: int, *, name: str = "feature_names",
                         counted: str = "X has {n} columns") -> list[str] | None:
     """``feature_names`` as a list of ``n_columns`` strings (None stays None).
@@ -118,18 +225,24 @@ def check_positive(value, name: str) -> float:
     return value
 
 
-def check_positive_columns(value, name: str, n_columns: int) -> np.ndarray:
-    """``value`` (one number, or one per column) as a float64 array of ``n_columns``
-    finite numbers > 0."""
-    if isinstance(value, str | bytes):
-        raise TypeError(f"{name} must be a positive number or one per column, got {value!r}")
-    if np.ndim(value) == 0:
-        return np.full(n_columns, check_positive(value, name))
-    values = list(np.ravel(np.asarray(value, dtype=object)))
-    if np.ndim(value) != 1 or len(values) != n_columns:
-        raise ValueError(f"{name} must be one number or {n_columns} (one per column), got "
-                         f"shape {np.shape(value)}")
-    return np.array([check_positive(v, f"{name}[{j}]") for j, v in enumerate(values)])
+def check_positive_vector(value, name: str, size: int) -> np.ndarray:
+    """``value`` (a number, broadcast, or a sequence of ``size`` numbers) as a float64
+    array of shape ``(size,)``, every entry finite and > 0."""
+    try:
+        arr = np.asarray(value, dtype=np.float64)
+    except (TypeError, ValueError) as err:
+        raise TypeError(f"{name} must be a positive number or {size} of them: {err}") from None
+    if arr.ndim == 0:
+        arr = np.full(size, float(arr))
+    if arr.shape != (size,):
+        raise ValueError(f"{name} must be a number or have shape ({size},), got shape "
+                         f"{arr.shape}")
+    bad = ~np.isfinite(arr) | (arr <= 0)
+    if bad.any():
+        j = int(np.argmax(bad))
+        raise ValueError(f"{name} must be finite and > 0: {int(bad.sum())} entries are not, "
+                         f"first at {j} ({arr[j]})")
+    return np.ascontiguousarray(arr)
 
 
 def check_random_seed(value, name: str = "random_seed"):
@@ -176,3 +289,30 @@ def rng_from_seed(random_seed, name: str = "random_seed") -> np.random.Generator
         ``random_seed`` holds a negative integer.
     """
     return np.random.default_rng(check_random_seed(random_seed, name))
+
+
+def check_inverse_temperature(value, name: str = "beta") -> float:
+    """``value`` as a float in [0, 1]: the inverse temperature of a power posterior
+    p(theta) p(X | theta)^beta (0: the prior, 1: the posterior)."""
+    if isinstance(value, bool | np.bool_) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a number in [0, 1], got {value!r}")
+    value = float(value)
+    if not 0.0 <= value <= 1.0:  # NaN fails too
+        raise ValueError(f"{name} must be in [0, 1] (an inverse temperature), got {value}")
+    return value
+
+
+def check_ladder(values, name: str = "ladder") -> np.ndarray:
+    """``values`` as a float64 array of inverse temperatures: at least 2, each in
+    [0, 1], strictly increasing, the last one 1 (the posterior)."""
+    if isinstance(values, str | bytes) or not hasattr(values, "__len__"):
+        raise TypeError(f"{name} must be a sequence of inverse temperatures, got {values!r}")
+    betas = [check_inverse_temperature(v, f"{name}[{i}]") for i, v in enumerate(values)]
+    if len(betas) < 2:
+        raise ValueError(f"{name} needs at least 2 temperatures, got {len(betas)}")
+    arr = np.asarray(betas, dtype=np.float64)
+    if np.any(np.diff(arr) <= 0):
+        raise ValueError(f"{name} must be strictly increasing, got {arr.tolist()}")
+    if arr[-1] != 1.0:
+        raise ValueError(f"{name} must end at 1 (the posterior), got {arr[-1]}")
+    return arr

@@ -26,10 +26,12 @@ TUTORIALS = sorted((Path(__file__).parents[1] / "tutorials").glob("*.py"))
 # tutorial stem -> command-line arguments for the test run (one row per tutorial)
 FAST_ARGS = {
     "bayesian_hierarchical_clustering": ["--fast"],
+    "bayesian_sets": ["--fast"],
     "dirichlet_process_mixture": ["--fast"],
     "lda_topics": ["--fast"],
     "gaussian_graphical_models": ["--fast"],
     "ibp_factor_analysis": ["--fast"],
+    "iomm": ["--fast"],
     "mixtures_of_trees": ["--fast"],
     "pitman_yor_diffusion_tree": ["--fast"],
     "testing_your_sampler": ["--fast"],

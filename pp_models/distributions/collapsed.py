@@ -45,6 +45,7 @@ from custom_ops.dpm.collapsed import (
     draw_gaussian,
     draw_multinomial,
 )
+from custom_ops.jit import rv_draw_cache_key
 
 __all__ = [
     "CollapsedBernoulli",
@@ -195,7 +196,7 @@ def _numba_core_collapsed_gaussian(op, node):
         return out
 
     random_fn.handles_out = True
-    return random_fn, 1
+    return random_fn, rv_draw_cache_key(__file__)
 
 
 @numba_core_rv_funcify.register(CollapsedDiagGaussianRV)
@@ -208,7 +209,7 @@ def _numba_core_collapsed_diag_gaussian(op, node):
         return out
 
     random_fn.handles_out = True
-    return random_fn, 1
+    return random_fn, rv_draw_cache_key(__file__)
 
 
 @numba_core_rv_funcify.register(CollapsedBernoulliRV)
@@ -221,7 +222,7 @@ def _numba_core_collapsed_bernoulli(op, node):
         return out
 
     random_fn.handles_out = True
-    return random_fn, 1
+    return random_fn, rv_draw_cache_key(__file__)
 
 
 @numba_core_rv_funcify.register(CollapsedMultinomialRV)
@@ -234,7 +235,7 @@ def _numba_core_collapsed_multinomial(op, node):
         return out
 
     random_fn.handles_out = True
-    return random_fn, 1
+    return random_fn, rv_draw_cache_key(__file__)
 
 
 def _core_only(value, name):

@@ -28,6 +28,7 @@ from pytensor.link.numba.dispatch.random import numba_core_rv_funcify
 from pytensor.tensor.random.op import RandomVariable
 
 from custom_ops.dpm.crp import crp_draw, crp_logp_op
+from custom_ops.jit import rv_draw_cache_key
 
 __all__ = ["CRP", "CRPRV", "crp"]
 
@@ -83,7 +84,7 @@ def _numba_core_crp(op, node):
         return out
 
     random_fn.handles_out = True
-    return random_fn, 1
+    return random_fn, rv_draw_cache_key(__file__)
 
 
 class CRP(Discrete):

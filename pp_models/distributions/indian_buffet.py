@@ -28,6 +28,7 @@ from pytensor.link.numba.dispatch.random import numba_core_rv_funcify
 from pytensor.tensor.random.op import RandomVariable
 
 from custom_ops.ibp_fa.ibp import ibp_draw, ibp_logp_op
+from custom_ops.jit import rv_draw_cache_key
 
 __all__ = ["IndianBuffet", "IndianBuffetRV", "indian_buffet", "left_ordered"]
 
@@ -79,7 +80,7 @@ def _numba_core_indian_buffet(op, node):
         return out
 
     random_fn.handles_out = True
-    return random_fn, 1
+    return random_fn, rv_draw_cache_key(__file__)
 
 
 class IndianBuffet(Discrete):

@@ -40,6 +40,7 @@ from pytensor.link.numba.dispatch.random import numba_core_rv_funcify
 from pytensor.tensor.random.op import RandomVariable
 
 from custom_ops.ggm.gibbs import draw_bglasso_prior, draw_spike_slab_prior
+from custom_ops.jit import rv_draw_cache_key
 
 __all__ = [
     "BayesianGLassoPrecision",
@@ -141,7 +142,7 @@ def _numba_core_bglasso(op, node):
             raise RuntimeError("no positive-definite prior draw (p too large for rejection)")
         return out
 
-    return random_fn, 1
+    return random_fn, rv_draw_cache_key(__file__)
 
 
 @numba_core_rv_funcify.register(SpikeSlabPrecisionRV)
@@ -155,7 +156,7 @@ def _numba_core_spike_slab(op, node):
             raise RuntimeError("no positive-definite prior draw (p too large for rejection)")
         return out
 
-    return random_fn, 1
+    return random_fn, rv_draw_cache_key(__file__)
 
 
 def _pd_and_parts(value):

@@ -31,6 +31,7 @@ from pytensor.link.numba.dispatch import basic as numba_basic
 from pytensor.link.numba.dispatch.random import numba_core_rv_funcify
 from pytensor.tensor.random.op import RandomVariable
 
+from custom_ops.jit import rv_draw_cache_key
 from custom_ops.pydt.draws import pydt_draw_data, pydt_draw_tree
 from custom_ops.pydt.ops import PYDTLogProb
 
@@ -124,7 +125,7 @@ def _numba_core_pydt(op, node):
             out[m + k, 1] = log1m_t[k]
         return out
 
-    return random_fn, 1
+    return random_fn, rv_draw_cache_key(__file__)
 
 
 class PYDiffusionTree(Continuous):
@@ -242,7 +243,7 @@ def _numba_core_dt_gaussian(op, node):
         pydt_draw_data(rng, parent, log1m_t, float(sigma2), d, out)
         return out
 
-    return random_fn, 1
+    return random_fn, rv_draw_cache_key(__file__)
 
 
 class DiffusionTreeGaussian(Continuous):

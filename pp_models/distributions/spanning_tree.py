@@ -23,6 +23,7 @@ from pytensor.link.numba.dispatch import basic as numba_basic
 from pytensor.link.numba.dispatch.random import numba_core_rv_funcify
 from pytensor.tensor.random.op import RandomVariable
 
+from custom_ops.jit import rv_draw_cache_key
 from custom_ops.mixture_of_trees.spanning_tree import spanning_tree_logp_op
 from custom_ops.trees.spanning import wilson_spanning_tree
 
@@ -62,7 +63,7 @@ def _numba_core_spanning_tree(op, node):
         return out
 
     random_fn.handles_out = True
-    return random_fn, 1
+    return random_fn, rv_draw_cache_key(__file__)
 
 
 class SpanningTree(Discrete):

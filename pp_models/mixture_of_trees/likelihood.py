@@ -20,6 +20,7 @@ from pytensor.link.numba.dispatch import basic as numba_basic
 from pytensor.link.numba.dispatch.random import numba_core_rv_funcify
 from pytensor.tensor.random.op import RandomVariable
 
+from custom_ops.jit import rv_draw_cache_key
 from custom_ops.mixture_of_trees.discrete import TreeMixtureLogp, sample_tree_mixture_data
 from custom_ops.mixture_of_trees.gaussian import (
     GaussianTreeMixtureLogp,
@@ -62,7 +63,7 @@ def _numba_core_tree_mixture_data(op, node):
                                         np.ascontiguousarray(n_categories).astype(np.int64),
                                         float(ess), out)
 
-    return random_fn, 1
+    return random_fn, rv_draw_cache_key(__file__)
 
 
 class TreeMixtureData(Discrete):
@@ -117,7 +118,7 @@ def _numba_core_gaussian_tree_mixture_data(op, node):
             np.ascontiguousarray(trees).astype(np.int64), np.ascontiguousarray(m0),
             float(kappa0), float(delta), np.ascontiguousarray(S0), out)
 
-    return random_fn, 1
+    return random_fn, rv_draw_cache_key(__file__)
 
 
 class GaussianTreeMixtureData(Continuous):

@@ -71,11 +71,10 @@ def test_dataframe_columns_become_feature_names():
         (np.ones((4, 2)), {"n_components": 2.5}, TypeError, "n_components must be an integer"),
         (np.ones((4, 2)), {"weight_concentration": 0}, ValueError, "weight_concentration"),
         (np.ones((4, 2)), {"feature_names": ["a"]}, ValueError, "feature_names has 1"),
-        (np.ones((4, 2)), {"resolution": 0.0}, ValueError, "resolution must be a finite "
-                                                           "number > 0"),
-        (np.ones((4, 2)), {"resolution": [0.1, -1.0]}, ValueError, r"resolution\[1\] must"),
-        (np.ones((4, 2)), {"resolution": [0.1]}, ValueError, "resolution must be one number "
-                                                             "or 2"),
+        (np.ones((4, 2)), {"resolution": 0.0}, ValueError, "resolution must be finite and > 0"),
+        (np.ones((4, 2)), {"resolution": [0.1, -1.0]}, ValueError, "first at 1"),
+        (np.ones((4, 2)), {"resolution": [0.1]}, ValueError, r"resolution must be a number or "
+                                                            r"have shape \(2,\)"),
         # one string is not read as one name per character
         (np.ones((4, 2)), {"feature_names": "ab"}, TypeError, "feature_names must be a "
                                                               "sequence of names"),
