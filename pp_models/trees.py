@@ -11,7 +11,8 @@ Sections (each owns its kind; families import from here, never re-derive):
 Numba kernels behind them live in :mod:`custom_ops.trees` (merge trees),
 :mod:`custom_ops.trees.spanning` and :mod:`custom_ops.trees.diffusion`.
 
-Why one module of ~710 lines: it is the one home of tree representations, so
+Why one module of ~820 lines: it is the one home of tree representations (and their
+pictures), so
 the three kinds sit side by side with their conversions; each section is self-contained
 and would be the module to split off if a fourth kind arrives.
 """

@@ -23,7 +23,8 @@ Generative model (Murphy Eqs. 25.29-25.32), in the Chinese-restaurant representa
   T - 1)`` (T weights, Ishwaran & James 2001), explicit component parameters with the same
   priors as above, assignments summed out: all continuous, for NUTS and ADVI. For
   ``"gaussian"`` the precision is ``U U'`` with ``U`` from Bartlett's decomposition of its
-  Wishart prior and the mean non-centred (``_niw_components``).
+  Wishart prior and the mean whitened by the component's covariance
+  (:func:`pp_models.dpm.stick_breaking.niw_components`).
 
 Likelihoods and their priors ``H`` (keys of ``prior``; defaults scale with the data):
 
@@ -99,14 +100,13 @@ the learned base measures (``hyperprior=``) in :mod:`pp_models.dpm.hyperpriors`.
 from __future__ import annotations
 
 import numbers
-import warnings
 from functools import partial
 
 import numpy as np
 import pymc as pm
 import pytensor.tensor as pt
 import xarray as xr
-from scipy import special, stats
+from scipy import special
 
 from custom_ops import conjugate as cj
 from custom_ops.conjugate import FAMILY_CODES, pack_hyper
@@ -143,6 +143,13 @@ from pp_models.dpm.spec import (
     get_spec,
 )
 from pp_models.dpm.start import stick_breaking_start
+from pp_models.dpm.stick_breaking import (
+    niw_components,
+    normal_logp,
+    sb_assignments,
+    sb_n_clusters,
+    warn_if_truncated,
+)
 from pp_models.model_info import (
     DerivedStatistic,
     StepHint,
@@ -202,7 +209,8 @@ def model(
     truncation : int, optional
         ``None``: the CRP representation. ``T >= 2``: truncated stick-breaking with T
         components, all continuous (``fit`` samples it with NUTS; ``"gaussian"`` through
-        Bartlett's decomposition of the precision, see ``_niw_components``).
+        Bartlett's decomposition of the precision, see
+        :func:`~pp_models.dpm.stick_breaking.niw_components`).
     prior : dict, optional
         Hyperparameters of H fixed at these values (module docstring for the defaults).
         With a learned base measure (``hyperprior``), the keys not given here are learned.
@@ -518,11 +526,6 @@ def _crp_model(spec, coords, split_merge_every, auxiliary):
     return attach_info(m, info)
 
 
-#: Share of draws with every stick-breaking component occupied above which ``fit`` warns
-#: that the truncation cuts the posterior.
-TRUNCATION_WARN = 0.05
-
-
 class _Summarize:
     """``fit``'s post-fit hook: :func:`summarize` with its defaults."""
 
@@ -539,19 +542,6 @@ class _Summarize:
         if spec.truncation is not None and "n_clusters" in posterior.data_vars:
             warn_if_truncated(posterior["n_clusters"].values, spec.truncation)
         return outputs.summarize(dt, self.model)
-
-
-def warn_if_truncated(n_clusters, truncation: int) -> float:
-    """Warn when more than :data:`TRUNCATION_WARN` of the draws occupy every one of the
-    ``truncation`` stick-breaking components (the truncation then cuts the posterior of
-    K); returns that share."""
-    at_t = float((np.asarray(n_clusters) >= truncation).mean())
-    if at_t > TRUNCATION_WARN:
-        warnings.warn(
-            f"the number of clusters reached the truncation T = {truncation} in "
-            f"{at_t:.0%} of the draws: the truncation cuts the posterior of K; fit again "
-            f"with a larger truncation= (e.g. {2 * truncation})", UserWarning, stacklevel=3)
-    return at_t
 
 
 def _n_clusters(posterior: xr.Dataset) -> xr.DataArray:
@@ -581,7 +571,7 @@ def _stick_breaking_model(spec, coords):
                                     initval=start.get("w"))
         Xc = pt.as_tensor_variable(X)
         if lik == "gaussian":
-            comp = _niw_components(h, Xc, T, start)
+            comp = niw_components(h, Xc, T, start)
         elif lik == "diag_gaussian":
             # same prior as the collapsed Normal-Gamma model; the mean whitened by the
             # component's sd (not by the prior's, 1/sqrt(kappa0) times wider), so a unit
@@ -593,13 +583,13 @@ def _stick_breaking_model(spec, coords):
             mu = pm.Deterministic("mu", h["m0"] + mu_raw / pt.sqrt(tau),
                                   dims=("component", "feature"))
             sigma = pm.Deterministic("sigma", 1.0 / pt.sqrt(tau), dims=("component", "feature"))
-            comp = _normal_logp(Xc, mu, sigma)
+            comp = normal_logp(Xc, mu, sigma)
         elif lik == "normal":
             mu = pm.Normal("mu", mu=h["mu_loc"], sigma=h["mu_scale"],
                            dims=("component", "feature"))
             sigma = pm.LogNormal("sigma", mu=h["sigma_loc"], sigma=h["sigma_scale"],
                                  dims=("component", "feature"))
-            comp = _normal_logp(Xc, mu, sigma)
+            comp = normal_logp(Xc, mu, sigma)
         elif lik == "bernoulli":
             p = pm.Beta("p", alpha=h["a"], beta=h["b"], dims=("component", "feature"))
             comp = (Xc[:, None, :] * pt.log(p)[None] + (1 - Xc[:, None, :])
@@ -622,9 +612,9 @@ def _stick_breaking_model(spec, coords):
         family="dpm",
         preferred_method="nuts",
         derived=(
-            DerivedStatistic("z", partial(_sb_assignments, spec=spec, params=param_names),
+            DerivedStatistic("z", partial(sb_assignments, spec=spec, params=param_names),
                              "assignments drawn from p(z | w, theta, X), seeded per draw"),
-            DerivedStatistic("n_clusters", partial(_sb_n_clusters, spec=spec,
+            DerivedStatistic("n_clusters", partial(sb_n_clusters, spec=spec,
                                                    params=param_names),
                              "occupied components among the drawn assignments"),
             DerivedStatistic("weights_sorted", weights_sorted,
@@ -639,96 +629,6 @@ def _stick_breaking_model(spec, coords):
                "Component labels are not identified."),
     )
     return attach_info(m, info)
-
-
-def _niw_components(h, Xc, T, start):
-    """(n, T) log N(x_i | mu_k, Lambda_k^-1) under the collapsed model's NIW prior,
-    ``Sigma_k ~ IW(nu0, S0)``, ``mu_k | Sigma_k ~ N(m0, Sigma_k / kappa0)``, with
-    free variables NUTS can move in.
-
-    The precision ``Lambda_k = Sigma_k^-1 ~ Wishart(nu0, S0^-1)`` by Bartlett's
-    decomposition: ``Lambda_k = U_k U_k'``, ``U_k = L A_k``, ``L`` the Cholesky factor of
-    ``S0^-1``, ``A_k`` lower triangular with ``A_k[j, j]^2 ~ chi2(nu0 - j)``
-    (``bartlett_diag``) and standard normal entries below the diagonal
-    (``bartlett_offdiag``). The mean is whitened by the component's covariance:
-    ``mu_k = m0 + U_k^-T r_k`` with ``r_k ~ N(0, I / kappa0)`` (``mu_raw``), which has
-    covariance ``(kappa0 Lambda_k)^-1``; a unit of ``r_k`` (e.g. the start's jitter) is
-    one sd of the component, and ``U_k'(x - mu_k) = U_k'(x - m0) - r_k``, so the
-    likelihood needs no solve. ``mu`` and ``precision_chol`` (``U_k``) are kept as
-    deterministics. ``start``: initial values by name (:mod:`pp_models.dpm.start`).
-    """
-    m0, kappa0, nu0, S0 = (np.asarray(h[k], dtype=np.float64) for k in ("m0", "kappa0",
-                                                                         "nu0", "S0"))
-    d = m0.size
-    L = np.linalg.cholesky(np.linalg.inv(S0))
-    below = np.tril_indices(d, -1)
-    diag = pm.ChiSquared("bartlett_diag", nu=float(nu0) - np.arange(d),
-                         dims=("component", "feature"), initval=start.get("bartlett_diag"))
-    A = pt.zeros((T, d, d))
-    A = A[:, np.arange(d), np.arange(d)].set(pt.sqrt(diag))
-    if d > 1:
-        off = pm.Normal("bartlett_offdiag", 0.0, 1.0, shape=(T, below[0].size),
-                        initval=start.get("bartlett_offdiag"))
-        A = A[:, below[0], below[1]].set(off)
-    U = pm.Deterministic("precision_chol", pt.matmul(L, A),
-                         dims=("component", "feature", "feature_"))
-    mu_raw = pm.Normal("mu_raw", 0.0, 1.0 / np.sqrt(float(kappa0)),
-                       dims=("component", "feature"), initval=start.get("mu_raw"))
-    pm.Deterministic("mu", m0 + pt.linalg.solve_triangular(
-        U.transpose(0, 2, 1), mu_raw[..., None], lower=False)[..., 0],
-        dims=("component", "feature"))
-    y = pt.matmul(Xc - m0, U) - mu_raw[:, None, :]  # (T, n, d): U_k'(x_i - mu_k)
-    log_det = np.log(np.diag(L)).sum() + 0.5 * pt.log(diag).sum(-1)  # log |Lambda_k|^1/2
-    return (-0.5 * pt.sqr(y).sum(-1) + log_det[:, None] - 0.5 * d * np.log(2 * np.pi)).T
-
-
-def _normal_logp(Xc, mu, sigma):
-    r = (Xc[:, None, :] - mu[None]) / sigma[None]
-    return (-0.5 * r**2 - pt.log(sigma)[None] - 0.5 * np.log(2 * np.pi)).sum(-1)
-
-
-def _component_logp_np(spec, params, X):
-    """(n, T) log F(x_i | theta_k) from one draw's parameter arrays (NumPy)."""
-    lik = spec.likelihood
-    if lik == "gaussian":
-        mu, U = params  # (T, d), (T, d, d): Lambda_k = U_k U_k'
-        y = np.einsum("nkj,kji->nki", X[:, None, :] - mu[None], U)
-        log_det = np.log(np.diagonal(U, axis1=1, axis2=2)).sum(-1)
-        return -0.5 * (y**2).sum(-1) + log_det[None] - 0.5 * X.shape[1] * np.log(2 * np.pi)
-    if lik in ("diag_gaussian", "normal"):
-        mu, sigma = params
-        return stats.norm.logpdf(X[:, None, :], mu[None], sigma[None]).sum(-1)
-    if lik == "bernoulli":
-        (p,) = params
-        return (X[:, None, :] * np.log(p)[None] + (1 - X[:, None, :]) * np.log1p(-p)[None]).sum(-1)
-    if lik == "multinomial":
-        (p,) = params
-        coef = special.gammaln(X.sum(1) + 1) - special.gammaln(X + 1).sum(1)
-        return (X[:, None, :] * np.log(p)[None]).sum(-1) + coef[:, None]
-    (rate,) = params
-    return stats.poisson.logpmf(X[:, None, :], rate[None]).sum(-1)
-
-
-def _sb_assignments(posterior: xr.Dataset, spec: DPMSpec, params) -> xr.DataArray:
-    w = posterior["w"].values
-    arrays = [posterior[p].values for p in params]
-    C, S = w.shape[:2]
-    X = spec.X
-    out = np.empty((C, S, X.shape[0]), dtype=np.int64)
-    for c in range(C):
-        for s in range(S):
-            logits = np.log(w[c, s])[None, :] + _component_logp_np(
-                spec, [a[c, s] for a in arrays], X)
-            rng = np.random.default_rng([c, s])
-            g = rng.gumbel(size=logits.shape)
-            out[c, s] = partitions.canonical_labels(np.argmax(logits + g, axis=1))
-    return xr.DataArray(out, dims=("chain", "draw", "obs"))
-
-
-def _sb_n_clusters(posterior: xr.Dataset, spec: DPMSpec, params) -> xr.DataArray:
-    z = _sb_assignments(posterior, spec, params).values
-    return xr.DataArray(partitions.n_blocks(z.reshape(-1, z.shape[-1])).reshape(z.shape[:2]),
-                        dims=("chain", "draw"))
 
 
 CLI_ENTRY = ModelEntry(

@@ -112,7 +112,7 @@ def test_clustering_picture_draws_one_boundary_per_cluster_change():
 
 
 def test_warns_when_k_reaches_the_truncation():
-    from pp_models.dpm.model import warn_if_truncated
+    from pp_models.dpm.stick_breaking import warn_if_truncated
 
     with pytest.warns(UserWarning, match=r"reached the truncation T = 10 in 50%"):
         assert warn_if_truncated(np.array([[10, 9], [10, 8]]), 10) == 0.5
