@@ -122,7 +122,7 @@ def gaussian_problem():
 def _run(problem, step_cls, beta=1.0, seed=0):
     m, point, loglik = problem
     step = step_cls.from_model(m, ["Z"], spec=iomm.get_spec(m))
-    step.beta = beta
+    step.set_inverse_temperature(beta)
     step.rng = np.random.default_rng(seed + 100)
     probs = exact_conditional(loglik, beta)
     counts = transported(step, dict(point), probs, seed)
