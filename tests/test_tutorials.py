@@ -33,6 +33,7 @@ FAST_ARGS = {
     "ibp_factor_analysis": ["--fast"],
     "iomm": ["--fast"],
     "mixtures_of_trees": ["--fast"],
+    "model_comparison": ["--fast"],
     "pitman_yor_diffusion_tree": ["--fast"],
     "testing_your_sampler": ["--fast"],
     "write_your_own_model": ["--fast"],
