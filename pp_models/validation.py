@@ -11,9 +11,9 @@ import numbers
 
 import numpy as np
 
-__all__ = ["as_binary_matrix", "as_data_matrix", "check_feature_names", "check_int",
-           "check_positive", "check_positive_vector", "check_random_seed",
-           "check_row_indices", "rng_from_seed"]
+__all__ = ["as_binary_matrix", "as_data_matrix", "check_dask_client", "check_executor",
+           "check_feature_names", "check_int", "check_positive", "check_positive_vector",
+           "check_random_seed", "check_row_indices", "rng_from_seed"]
 
 
 def as_data_matrix(
@@ -286,3 +286,48 @@ def rng_from_seed(random_seed, name: str = "random_seed") -> np.random.Generator
         ``random_seed`` holds a negative integer.
     """
     return np.random.default_rng(check_random_seed(random_seed, name))
+
+
+def check_executor(value, name: str = "executor"):
+    """``value`` if it is a ``concurrent.futures.Executor`` that still takes work.
+
+    Raises ``TypeError`` for anything else (a Dask ``Client`` itself is named: its
+    ``get_executor()`` is the executor) and ``ValueError`` for an executor that was shut
+    down or whose pool broke, or a Dask client's executor whose client is closed: before
+    any work is sent.
+    """
+    from concurrent.futures import Executor
+
+    if not isinstance(value, Executor):
+        hint = (" (for a Dask client pass client.get_executor())"
+                if _is_dask_client(value) else "")
+        raise TypeError(f"{name} must be a concurrent.futures.Executor{hint}, got "
+                        f"{type(value).__name__}")
+    client = getattr(value, "_client", None)
+    if client is not None and _is_dask_client(client):
+        check_dask_client(client, name)
+    # the standard pools mark a shut-down or broken pool on these attributes
+    if getattr(value, "_shutdown_thread", False) or getattr(value, "_shutdown", False):
+        raise ValueError(f"{name}: the executor was shut down; it takes no more work")
+    if getattr(value, "_broken", False):
+        raise ValueError(f"{name}: the executor's pool is broken (a worker died): "
+                         f"{value._broken}")
+    return value
+
+
+def check_dask_client(value, name: str = "client"):
+    """``value`` if it is a running ``dask.distributed.Client`` (``TypeError`` for
+    another kind of object, ``ValueError`` for a closed client), without importing Dask.
+    """
+    if not _is_dask_client(value):
+        raise TypeError(f"{name} must be a dask.distributed.Client, got {type(value).__name__}")
+    status = getattr(value, "status", None)
+    if status != "running":
+        raise ValueError(f"{name}: the Dask client is {status or 'not connected'}; "
+                         "connect a running one (Client(address))")
+    return value
+
+
+def _is_dask_client(value) -> bool:
+    cls = type(value)
+    return cls.__name__ == "Client" and cls.__module__.split(".")[0] == "distributed"

@@ -1,0 +1,204 @@
+"""fit(..., executor=...): chains as tasks of a process pool or a Dask cluster.
+
+The contract: the same seed gives bit-identical draws locally, on a process pool and on
+a Dask LocalCluster, for a zoo-Gibbs family (collapsed LDA, the zoo's chain loop) and a
+NUTS model with a custom Op (BHC's evidence Op, PyMC's sampler); a worker killed
+mid-fit loses only the chain it held; bad executors are refused before any work.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import signal
+import warnings
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
+
+import numpy as np
+import pytest
+
+from inference import fit
+from inference.executors import ChainsLost
+from pp_models import bhc, lda
+from pp_models.model_info import posterior_with_labels
+
+# the LDA and BHC kernels these fits load are the lda worker's (one compile per run)
+pytestmark = pytest.mark.xdist_group("family-lda")
+
+LDA_FIT = dict(draws=15, tune=5, chains=3, random_seed=7, progressbar=False,
+               var_names=["phi"])
+NUTS_FIT = dict(method="nuts", nuts_sampler="pymc", draws=20, tune=20, chains=2,
+                random_seed=3, progressbar=False, compute_convergence_checks=False)
+
+
+def _corpus(seed=0, n_docs=24, n_words=15):
+    rng = np.random.default_rng(seed)
+    return rng.poisson(0.6, size=(n_docs, n_words)) + (np.arange(n_words) % 3 == 0)
+
+
+@pytest.fixture(scope="module")
+def lda_model():
+    return lda.model(_corpus(), n_topics=3)
+
+
+@pytest.fixture(scope="module")
+def bhc_model():
+    X = (np.random.default_rng(1).random((10, 4)) < 0.4).astype(float)
+    return bhc.model(X)
+
+
+@pytest.fixture(scope="module")
+def pool():
+    # spawn: forking a process that holds threads can deadlock
+    with ProcessPoolExecutor(max_workers=2,
+                             mp_context=multiprocessing.get_context("spawn")) as ex:
+        yield ex
+
+
+@pytest.fixture(scope="module")
+def dask_executor():
+    distributed = pytest.importorskip("distributed")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # Dask's start-up notices (ports, memory limits)
+        cluster = distributed.LocalCluster(n_workers=1, threads_per_worker=1,
+                                           processes=True, dashboard_address=None)
+        client = distributed.Client(cluster)
+    try:
+        yield client.get_executor()
+    finally:
+        client.close()
+        cluster.close()
+
+
+@pytest.fixture(scope="module")
+def local_runs(lda_model, bhc_model):
+    return {"lda": fit(lda_model, **LDA_FIT), "nuts": fit(bhc_model, **NUTS_FIT)}
+
+
+def _same_draws(a, b):
+    pa, pb = posterior_with_labels(a), posterior_with_labels(b)
+    assert set(pa.data_vars) == set(pb.data_vars)
+    for name in pa.data_vars:
+        np.testing.assert_array_equal(pa[name].values, pb[name].values, err_msg=name)
+    sa, sb = a["sample_stats"].to_dataset(), b["sample_stats"].to_dataset()
+    for name in ("log_joint", "lp", "step_size", "tree_depth"):
+        if name in sa:
+            np.testing.assert_array_equal(sa[name].values, sb[name].values, err_msg=name)
+
+
+def test_process_pool_gives_the_local_draws(local_runs, lda_model, bhc_model, pool):
+    remote = fit(lda_model, executor=pool, **LDA_FIT)
+    assert remote.attrs["pp_models_sampler"] == "zoo"
+    assert remote["posterior"].sizes["chain"] == 3
+    _same_draws(local_runs["lda"], remote)
+    remote = fit(bhc_model, executor=pool, **NUTS_FIT)
+    _same_draws(local_runs["nuts"], remote)
+
+
+@pytest.mark.dask
+def test_dask_executor_gives_the_local_draws(local_runs, lda_model, bhc_model,
+                                             dask_executor):
+    _same_draws(local_runs["lda"], fit(lda_model, executor=dask_executor, **LDA_FIT))
+    _same_draws(local_runs["nuts"], fit(bhc_model, executor=dask_executor, **NUTS_FIT))
+
+
+def test_a_lost_worker_loses_only_its_chain():
+    from inference.executors import run_chain_tasks
+
+    # the executor-level contract, with a real worker death: chain 1's task kills its
+    # own process; chain 0 finished before it on the same single worker
+    ctx = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(max_workers=1, mp_context=ctx) as ex:
+        results, lost = run_chain_tasks(ex, _chain_or_die, {0: (0,), 1: (1,)}, _Never())
+    assert results == {0: "chain 0 done"}
+    assert list(lost) == [1] and "BrokenProcessPool" in lost[1]
+
+
+def test_a_worker_killed_mid_fit_then_resume(local_runs, lda_model, pool, tmp_path):
+    """Chain 2's worker dies after 8 iterations: the fit warns naming chain 2 and returns
+    chains 0 and 1 (the local run's draws); the trace keeps chain 2's stored draws and
+    ``resume=True`` on another executor finishes it: all three are the local run's."""
+    from inference.trace_store import TraceStore
+
+    path = tmp_path / "run"
+    ctx = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(max_workers=1, mp_context=ctx, initializer=_arm_killer,
+                             initargs=(2, 8)) as ex:
+        with pytest.warns(ChainsLost, match=r"chain 2: its worker was lost"):
+            dt = fit(lda_model, executor=ex, trace=path, trace_flush=0, **LDA_FIT)
+    assert dt.attrs["pp_models_lost_chains"] == [2]
+    assert "pp_models_interrupted" not in dt.attrs
+    local = posterior_with_labels(local_runs["lda"])["phi"].values
+    np.testing.assert_array_equal(posterior_with_labels(dt)["phi"].values, local[:2])
+    store = TraceStore(path)
+    assert store.attrs["status"] == "interrupted"
+    assert store.completed() == [15, 15, 3]  # 5 tuning + 3 kept draws before the kill
+
+    resumed = fit(lda_model, executor=pool, trace=path, resume=True, **LDA_FIT)
+    _same_draws(local_runs["lda"], resumed)
+    assert TraceStore(path).attrs["status"] == "complete"
+
+
+def test_bad_executors_are_refused_before_any_work(lda_model, bhc_model):
+    with pytest.raises(TypeError, match="executor must be a concurrent.futures.Executor"):
+        fit(lda_model, executor="tcp://127.0.0.1:8786")
+    closed = ThreadPoolExecutor(1)
+    closed.shutdown()
+    with pytest.raises(ValueError, match="executor: the executor was shut down"):
+        fit(lda_model, executor=closed)
+    with pytest.raises(ValueError, match="cores is for chains in local processes"):
+        fit(lda_model, executor=ThreadPoolExecutor(1), cores=2)
+    with pytest.raises(ValueError, match="nuts_sampler='pymc'"):
+        fit(bhc_model, method="nuts", executor=ThreadPoolExecutor(1),
+            nuts_sampler="nutpie")
+    with pytest.raises(ValueError, match="method='advi' has none"):
+        fit(bhc_model, method="advi", executor=ThreadPoolExecutor(1))
+
+
+@pytest.mark.dask
+def test_a_closed_dask_client_is_refused(dask_executor, lda_model):
+    distributed = pytest.importorskip("distributed")
+    client = distributed.Client(dask_executor._client.scheduler.address)
+    executor = client.get_executor()
+    client.close()
+    with pytest.raises(ValueError, match="executor: the Dask client is closed"):
+        fit(lda_model, executor=executor)
+    with pytest.raises(TypeError, match=r"pass client.get_executor\(\)"):
+        fit(lda_model, executor=client)
+
+
+# ------------------------------------------------------------------ worker-side helpers
+class _Never:
+    def is_set(self):
+        return False
+
+
+def _chain_or_die(chain):
+    if chain == 1:
+        os.kill(os.getpid(), signal.SIGKILL)
+    return f"chain {chain} done"
+
+
+def _arm_killer(chain, after):
+    """Worker initializer: the process dies at the ``after``-th iteration of chain
+    ``chain`` (checked between iterations, where a kill from outside could land)."""
+    import inference.chains as chains
+
+    original = chains._run_chain
+
+    class Countdown:
+        def __init__(self):
+            self.left = after
+
+        def is_set(self):
+            self.left -= 1
+            if self.left < 0:
+                os.kill(os.getpid(), signal.SIGKILL)
+            return False
+
+    def run_chain(step, spec, start, rng, tune, draws, flag, progress, c, *args):
+        if c == chain:
+            flag = Countdown()
+        return original(step, spec, start, rng, tune, draws, flag, progress, c, *args)
+
+    chains._run_chain = run_chain
