@@ -75,6 +75,9 @@ class ADLDAResult:
     sweep_seconds, compute_seconds : float64 (sweeps,)
         Wall time of each sweep, and the slowest partition's own time in it (its copy
         of the counts and its sweep); the rest is the reduce and broadcast.
+    compute_cpu_seconds : float64 (sweeps, P)
+        CPU time of each partition's own work in each sweep (its thread's CPU clock:
+        what it costs whatever else shares the machine).
     """
 
     topic_word: np.ndarray
@@ -88,6 +91,7 @@ class ADLDAResult:
     beta: np.ndarray
     sweep_seconds: np.ndarray
     compute_seconds: np.ndarray
+    compute_cpu_seconds: np.ndarray
     random_seed: object = None
     partition_tokens: tuple[int, ...] = field(default=())
 
@@ -265,12 +269,13 @@ def adlda(
 
     backend = (_InProcess() if client is None else _OnDask(client, workers))
     backend.load(sources, n_words, n_topics, rngs)
-    log_p_w, log_joint, wall, compute = [], [], [], []
+    log_p_w, log_joint, wall, compute, cpu = [], [], [], [], []
     for _ in range(sweeps):
         t0 = time.perf_counter()
         lpw, lpz, seconds = backend.sweep(alpha_v, beta_v)
         wall.append(time.perf_counter() - t0)
-        compute.append(seconds)
+        compute.append(max(s[0] for s in seconds))
+        cpu.append([s[1] for s in seconds])
         log_p_w.append(lpw)
         log_joint.append(lpw + lpz)
     n_wk, n_k = backend.global_counts()
@@ -285,6 +290,7 @@ def adlda(
         log_likelihood=np.asarray(log_p_w), log_joint=np.asarray(log_joint),
         n_tokens=int(sum(tokens)), n_partitions=P, alpha=alpha_v, beta=beta_v,
         sweep_seconds=np.asarray(wall), compute_seconds=np.asarray(compute),
+        compute_cpu_seconds=np.asarray(cpu),
         random_seed=random_seed, partition_tokens=tuple(int(t) for t in tokens))
 
 
@@ -358,14 +364,14 @@ def _own_counts(part: _Partition):
 def _sweep(part: _Partition, counts, alpha, beta):
     """One sweep of the partition against ``counts`` (the global ``(n_wk, n_k)``);
     returns the partition, its changes to the counts, log p(z_p | alpha) of its
-    documents and the seconds it took."""
+    documents and the (wall, CPU) seconds it took."""
     n_wk, n_k = counts
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.thread_time()
     state = part.state
     state.set_word_counts(n_wk, n_k)
     state.sweep(alpha, beta, part.rng)
     delta = (state.n_wk - n_wk, (state.n_k - n_k).astype(np.int64))
-    seconds = time.perf_counter() - t0
+    seconds = (time.perf_counter() - t0, time.thread_time() - c0)
     return part, delta, _log_p_z(state.n_dk, part.lengths, alpha), seconds
 
 
@@ -425,8 +431,7 @@ class _InProcess:
     def sweep(self, alpha, beta):
         outs = [_sweep(p, self.counts, alpha, beta) for p in self.parts]
         self.counts = _apply(self.counts, _sum_tree([o[1] for o in outs], _add))
-        return (_log_p_w(self.counts, beta), sum(o[2] for o in outs),
-                max(o[3] for o in outs))
+        return _log_p_w(self.counts, beta), sum(o[2] for o in outs), [o[3] for o in outs]
 
     def global_counts(self):
         return self.counts
@@ -478,7 +483,7 @@ class _OnDask:
         small = self.client.gather(
             [self._submit(_log_p_w, self.counts, beta)]
             + [self._submit(operator.itemgetter(2, 3), o) for o in outs])
-        return small[0], sum(s[0] for s in small[1:]), max(s[1] for s in small[1:])
+        return small[0], sum(s[0] for s in small[1:]), [s[1] for s in small[1:]]
 
     def global_counts(self):
         return self.counts.result()
