@@ -167,6 +167,48 @@ def test_a_closed_dask_client_is_refused(dask_executor, lda_model):
         fit(lda_model, executor=client)
 
 
+@pytest.mark.dask
+def test_ppzoo_fit_scheduler_runs_the_chains_on_the_cluster(dask_executor, tmp_path):
+    import xarray as xr
+
+    from inference.cli import main
+
+    csv = tmp_path / "counts.csv"
+    counts = _corpus()
+    csv.write_text(",".join(f"w{i}" for i in range(counts.shape[1])) + "\n"
+                   + "\n".join(",".join(map(str, row)) for row in counts) + "\n")
+    args = ["fit", "lda", "--data", str(csv), "--param", "n_topics=3", "--draws", "4",
+            "--tune", "2", "--chains", "2", "--seed", "9", "--no-progress"]
+    address = dask_executor._client.scheduler.address
+    assert main([*args, "--out", str(tmp_path / "local")]) == 0
+    assert main([*args, "--out", str(tmp_path / "dask"), "--scheduler", address]) == 0
+    local = xr.open_datatree(tmp_path / "local" / "posterior.nc", engine="h5netcdf")
+    remote = xr.open_datatree(tmp_path / "dask" / "posterior.nc", engine="h5netcdf")
+    _same_draws(local, remote)
+
+
+def test_ppzoo_fit_scheduler_unreachable_exits_2_naming_the_flag(monkeypatch, capsys):
+    pytest.importorskip("distributed")
+    import inference.cli as cli
+
+    monkeypatch.setattr(cli, "CONNECT_SECONDS", 0.5)
+    assert cli.main(["fit", "lda", "--scheduler", "tcp://127.0.0.1:9", "--draws", "2"]) == 2
+    err = capsys.readouterr().err
+    assert "--scheduler tcp://127.0.0.1:9: cannot connect to a Dask scheduler" in err
+
+
+def test_without_scheduler_dask_is_not_imported():
+    import subprocess
+    import sys
+
+    code = ("import sys; import inference, inference.cli, pp_models.lda; "
+            "from inference.cli import main; main(['describe', 'lda']); "
+            "print('distributed' in sys.modules, 'dask' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, env={**os.environ, "PYTHONPATH": os.getcwd()})
+    assert out.stdout.strip().splitlines()[-1] == "False False"
+
+
 # ------------------------------------------------------------------ worker-side helpers
 class _Never:
     def is_set(self):
