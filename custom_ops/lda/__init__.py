@@ -3,4 +3,6 @@
 - :mod:`custom_ops.lda.gibbs`: collapsed Gibbs sampling of the topic assignments (dense
   and SparseLDA sweeps), the counts and log joint they keep, document completion and
   Minka's update of the document-topic concentration.
+- :mod:`custom_ops.lda.likelihood`: log p(w | z) and log p(z | alpha) apart, from count
+  matrices (AD-LDA sums the second over partitions).
 """

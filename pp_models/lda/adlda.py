@@ -38,9 +38,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import xarray as xr
-from scipy.special import gammaln
 
 from custom_ops.lda.gibbs import SparseLDAState
+from custom_ops.lda.likelihood import log_p_topics, log_p_words
 from pp_models.lda.inputs import (
     TokenCorpus,
     _check_concentration,
@@ -371,27 +371,13 @@ def _sweep(part: _Partition, counts, alpha, beta):
     state.set_word_counts(n_wk, n_k)
     state.sweep(alpha, beta, part.rng)
     delta = (state.n_wk - n_wk, (state.n_k - n_k).astype(np.int64))
+    log_pz = log_p_topics(state.n_dk, part.lengths, alpha)
     seconds = (time.perf_counter() - t0, time.thread_time() - c0)
-    return part, delta, _log_p_z(state.n_dk, part.lengths, alpha), seconds
-
-
-def _log_p_z(n_dk, lengths, alpha) -> float:
-    """log p(z | alpha) of these documents (Murphy Eq. 27.34), over the nonzero cells."""
-    a0 = float(alpha.sum())
-    docs, topics = np.nonzero(n_dk)
-    values = n_dk[docs, topics]
-    return float(lengths.size * gammaln(a0) - gammaln(lengths + a0).sum()
-                 + (gammaln(values + alpha[topics]) - gammaln(alpha[topics])).sum())
+    return part, delta, log_pz, seconds
 
 
 def _log_p_w(counts, beta) -> float:
-    """log p(w | z, beta) from the global counts (Murphy Eq. 27.36)."""
-    n_wk, n_k = counts
-    b0 = float(beta.sum())
-    words, topics = np.nonzero(n_wk)
-    values = n_wk[words, topics]
-    return float(n_k.size * gammaln(b0) - gammaln(n_k + b0).sum()
-                 + (gammaln(values + beta[words]) - gammaln(beta[words])).sum())
+    return log_p_words(counts[0], counts[1], beta)
 
 
 def _add(a, b):
