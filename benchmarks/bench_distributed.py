@@ -20,11 +20,18 @@ a worker does whatever else shares the machine), the reduce/broadcast seconds pe
 (wall time minus the slowest partition's own time), the held-out perplexity after the
 sweeps (document completion, ``pp_models.lda.perplexity``) and the client's peak RSS
 (sampled every 2 ms) above its level before the run, also for a corpus a tenth the size
-(client memory must not grow with the corpus: ``doc_topic=False``).
+(client memory must not grow with the corpus: ``doc_topic=False``; the single process
+holds the corpus, its figure is for the full size only).
 
 Last, the model on paper for W workers: a sweep costs N / (W r) + c(W), with r the
 measured per-worker CPU throughput and c(W) the reduce/broadcast cost, taken as the
-measured c(1) plus (c(2) - c(1)) per level of the reduce tree (ceil(log2 W) levels).
+measured c(1) plus (c(2) - c(1)) per level of the reduce tree (ceil(log2 W) levels),
+compared with the single process on the same CPU clock.
+
+``--convergence`` instead runs the serial sampler and AD-LDA with 2 and 4 partitions in
+this process (the same draws as on a cluster) for many sweeps on a smaller corpus, and
+prints log p(w | z) and the held-out perplexity along the way: how many sweeps AD-LDA
+needs to come within 1 % of the serial sampler.
 
 Run: ``python benchmarks/bench_distributed.py [--tokens 20000000] [--sweeps 10]``; the
 machine's load average (``uptime``) is printed with the figures: with other jobs on the
@@ -131,10 +138,14 @@ def main(argv=None) -> int:
     parser.add_argument("--sweeps", type=int, default=10)
     parser.add_argument("--workers", type=int, nargs="+", default=[1, 2])
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--convergence", action="store_true",
+                        help="log p(w|z) and perplexity along the sweeps, P = 1, 2, 4")
     parser.add_argument("--dir", default=None, help="where the shards go (default: a "
                         "temporary folder, removed afterwards)")
     args = parser.parse_args(argv)
 
+    if args.convergence:
+        return _convergence(args)
     import distributed
 
     n_docs = -(-args.tokens // args.doc_length)
@@ -162,8 +173,6 @@ def main(argv=None) -> int:
         lda.adlda(heldout, args.topics, sweeps=1, random_seed=0, doc_topic=False)
         serial = describe("single process", *run(full, args.topics, args.sweeps, args.seed),
                           heldout)
-        s_small = run(small, args.topics, 2, args.seed)
-        print(f"{'':<22} client +{s_small[2]:.1f} MB at a tenth of the corpus")
         rows = {}
         for W in args.workers:
             with warnings.catch_warnings():
@@ -193,6 +202,33 @@ def main(argv=None) -> int:
     return 0
 
 
+def _convergence(args) -> int:
+    n_docs = -(-args.tokens // args.doc_length)
+    phi, blocks = lda_blocks(args.seed, n_docs=n_docs, n_topics=args.topics,
+                             n_words=args.words, doc_length=args.doc_length,
+                             shard_docs=n_docs)
+    counts = next(blocks)
+    _, blocks = lda_blocks(args.seed + 2, n_docs=1000, phi=phi, n_topics=args.topics,
+                           n_words=args.words, doc_length=args.doc_length, shard_docs=1000)
+    heldout = next(blocks)
+    print(f"uptime load average: {load_average()}; corpus {n_docs:,} x {args.doc_length} "
+          f"tokens, K = {args.topics}, V = {args.words:,}, {args.sweeps} sweeps")
+    marks = sorted({s for s in (10, 20, 50, 100, 200, 500, args.sweeps) if s <= args.sweeps})
+    runs = {}
+    for P in (1, 2, 4):
+        result = lda.adlda(counts, args.topics, n_partitions=P, sweeps=args.sweeps,
+                           alpha=ALPHA, beta=BETA, random_seed=args.seed, doc_topic=False)
+        perp = lda.perplexity(result.topic_word, heldout, alpha=ALPHA, random_seed=0)
+        runs[P] = (result.log_likelihood, perp)
+    for mark in marks:
+        row = "  ".join(f"P={P}: {runs[P][0][mark - 1] / runs[1][0][mark - 1] - 1:+.3%}"
+                        for P in (2, 4))
+        print(f"sweep {mark:>4}: serial log p(w|z) {runs[1][0][mark - 1]:.6e}  {row}")
+    print("held-out perplexity after the last sweep: " + ", ".join(
+        f"P={P} {runs[P][1]:.1f} ({runs[P][1] / runs[1][1] - 1:+.2%})" for P in (1, 2, 4)))
+    return 0
+
+
 def _paper_model(rows, serial, n_tokens):
     if 1 not in rows:
         return
@@ -202,13 +238,15 @@ def _paper_model(rows, serial, n_tokens):
     print(f"\nmodel on paper: per-worker CPU throughput r = {r / 1e6:.2f} M tok/s (median "
           f"of the runs), reduce/broadcast c(1) = {c1 * 1e3:.0f} ms, + {step * 1e3:.0f} ms "
           "per level of the reduce tree")
-    s_rate = serial["result"].token_updates_per_second
+    s_rate = serial["per_worker"]  # the single process on the same (CPU) clock
+    print(f"  single process: {s_rate / 1e6:.2f} M tok/s on the CPU clock")
     for W in (1, 2, 4, 8, 16):
         c = c1 + step * math.ceil(math.log2(W)) if W > 1 else c1
         sweep = n_tokens / (W * r) + c
         print(f"  W = {W:>2}: sweep {sweep:6.2f} s = {n_tokens / (W * r):6.2f} s sampling "
               f"+ {c * 1e3:5.0f} ms reduce/broadcast -> {n_tokens / sweep / 1e6:6.1f} M tok/s "
-              f"({n_tokens / sweep / s_rate:5.1f}x the measured single process)")
+              f"({n_tokens / sweep / s_rate:5.1f}x the single process, efficiency "
+              f"{n_tokens / sweep / s_rate / W:4.2f})")
 
 
 if __name__ == "__main__":
