@@ -3,16 +3,18 @@
 Newman, Asuncion, Smyth & Welling (2009, JMLR), "Distributed algorithms for topic
 models", §3: the documents are split into ``P`` partitions; in every sweep each
 partition runs the collapsed Gibbs sweep over its own tokens (Griffiths & Steyvers 2004;
-Murphy 2012 Eq. 27.37, here SparseLDA's buckets, :func:`custom_ops.lda.gibbs.
-gibbs_sweep_sparse`) against its own copy of the corpus-wide word-topic counts
-``n_wk``, as if no other partition moved; then the changes every partition made to its
-copy are summed into the global counts, which the next sweep starts from:
+Murphy 2012 Eq. 27.37, here SparseLDA's buckets,
+:func:`~custom_ops.lda.gibbs.gibbs_sweep_sparse`) against its own copy of the
+corpus-wide word-topic counts ``n_wk``, as if no other partition moved; then the changes
+every partition made to its copy are summed into the global counts, which the next
+sweep starts from:
 
 .. math:: n_{wk} \\leftarrow n_{wk} + \\sum_p \\big(n^{(p)}_{wk} - n_{wk}\\big).
 
 Each partition's document-topic counts are its own and stay exact. The chain is not the
-serial sampler's (a partition does not see the others' moves within a sweep), but
-Newman et al. found its perplexity indistinguishable; with ``P = 1`` it *is* the serial
+serial sampler's (a partition does not see the others' moves within a sweep): Newman
+et al. found its perplexity indistinguishable, and it burns in over somewhat more sweeps
+(docs/families/lda.md has the measurements); with ``P = 1`` it *is* the serial
 sampler, draw for draw: partition 0 starts from ``fit``'s initial point for
 ``lda.model`` (topics ``0, 1, ..., K-1, 0, ...`` in token order) with the generator
 ``fit`` gives chain 0 for the same ``random_seed``.
