@@ -30,13 +30,17 @@ from inference.executors import ChainsLost
 from inference.fit_options import check_method_options, pop_step_options
 from inference.gibbs.registry import PYMC_STEPS, get_step, step_for
 from inference.interrupt import raising_sigint, stop_requested
+from inference.log_likelihood import compute_log_likelihood, needed_for_log_likelihood
 from inference.nutpie_cache import reusing_compiled_model
+from inference.posterior_layout import add_derived, move_labels
 from inference.progress import compiling, in_ci
+from inference.tempering.options import check_tempering
+from inference.tempering.sampling import check_tempering_request, fit_tempered
 from inference.trace_store import check_trace_path
-from pp_models.model_info import LABELS_GROUP, ZooModelInfo, get_info
+from pp_models.model_info import ZooModelInfo, get_info
 from pp_models.validation import check_executor, check_int, check_random_seed
 
-__all__ = ["METHODS", "assign_steps", "describe_steps", "fit"]
+__all__ = ["METHODS", "assign_steps", "describe_steps", "fit", "select_pymc_steps"]
 
 #: The methods ``fit`` understands.
 METHODS = ("auto", "nuts", "gibbs", "advi")
@@ -59,6 +63,8 @@ def fit(
     trace=None,
     resume: bool = False,
     trace_flush: float | None = None,
+    tempering=None,
+    log_likelihood: bool = False,
     executor=None,
     **method_kwargs,
 ) -> xr.DataTree:
@@ -112,6 +118,28 @@ def fit(
     trace_flush : float, optional
         Seconds between two writes of each chain's new draws (default 5; ``0``: after
         every draw).
+    tempering : bool, int, sequence of float or dict, optional
+        Parallel tempering (:mod:`inference.tempering`): each chain runs replicas of the
+        model's steps at inverse temperatures from 1 down to 0, each sampling the power
+        posterior ``p(theta) p(X | theta)^beta`` (the replica at 0 draws from the prior
+        exactly), and neighbours swap states after every sweep (non-reversible even/odd
+        swaps, Syed et al. 2022); while tuning, the ladder is adapted so all neighbours
+        swap equally often. ``True``: 8 temperatures; an int: that many; a sequence: the
+        starting ladder (increasing, ending at 1); a dict: ``n_temperatures`` or
+        ``ladder``, ``adapt`` (default True), ``prior_draws`` (default True). Chains stay
+        independent tempered runs (R-hat keeps its meaning); ``posterior`` holds the draws
+        at beta = 1 and a ``tempering`` group the ladder, each temperature's
+        log-likelihood per draw, swap rates, round trips and the communication barrier.
+        Every step must be able to temper (zoo steps with ``can_temper``, NUTS): a model
+        with another step is refused with a ``ValueError`` naming it. Methods
+        ``"gibbs"`` and ``"nuts"`` (PyMC's NUTS, tempered), on the zoo's chain loop.
+    log_likelihood : bool
+        Add the pointwise log-likelihood as a ``log_likelihood`` group, so ``az.loo(dt)``
+        and ``az.compare`` work (:func:`inference.log_likelihood.compute_log_likelihood`:
+        for collapsed models the conditional predictive of each observation given the
+        others, otherwise its density with its own latent variable summed out). Variables
+        it needs that the model does not record by default are recorded (collapsed LDA:
+        ``z``). Skipped after a Ctrl-C.
     executor : concurrent.futures.Executor, optional
         Where the chains run, one task per chain (:mod:`inference.executors`): a
         ``ProcessPoolExecutor``, a Dask ``Client(address).get_executor()``, ... The
@@ -133,6 +161,11 @@ def fit(
     Returns
     -------
     xarray.DataTree
+        The raw labels of a zoo model are in the ``posterior_labels`` group, so PyMC's
+        :func:`pymc.sample_posterior_predictive` and :func:`pymc.compute_log_likelihood`
+        do not find them there (and cannot draw a collapsed model's posterior predictive);
+        use :func:`inference.sample_posterior_predictive` and
+        :func:`inference.compute_log_likelihood`, which take the same arguments.
         After a Ctrl-C during sampling by the zoo's chain loop (every variable updated by
         a zoo Gibbs step): the draws every chain had completed, root attributes
         ``pp_models_interrupted = 1`` and ``pp_models_draws_completed`` (per chain),
@@ -166,6 +199,7 @@ def fit(
                                         and not isinstance(trace_flush, bool)
                                         and trace_flush >= 0):
         raise ValueError(f"trace_flush must be a number of seconds >= 0, got {trace_flush!r}")
+    tempering = check_tempering(tempering)
     if trace is not None:
         trace = check_trace_path(trace, resume=bool(resume))
     elif resume:
@@ -193,7 +227,14 @@ def fit(
         raise ValueError(f"executor= needs PyMC's NUTS (nuts_sampler='pymc'): "
                          f"nuts_sampler={method_kwargs['nuts_sampler']!r} samples every "
                          "chain in one call, which cannot be handed to the workers")
+    if log_likelihood and chosen != "advi":
+        # record what the pointwise terms need (collapsed LDA: z) before any sampling
+        needed = needed_for_log_likelihood(model, method_kwargs.get("var_names"))
+        if needed is not None:
+            method_kwargs["var_names"] = needed
     method_kwargs = check_method_options(model, chosen, method_kwargs)
+    if tempering is not None:
+        check_tempering_request(model, chosen, method_kwargs)
     trace_options = (None if trace is None
                      else {"trace": trace, "resume": bool(resume), "flush_seconds": trace_flush})
 
@@ -215,6 +256,7 @@ def fit(
                 method_kwargs,
                 stop,
                 trace_options,
+                tempering,
                 executor,
             )
         if stop.is_set() and sampler != "zoo":
@@ -224,20 +266,24 @@ def fit(
             dt.attrs["pp_models_interrupted"] = 1
 
     with stop_requested() as stop:
+        stop.arm()  # there are draws to keep: a Ctrl-C now skips the optional outputs
         interrupted = bool(dt.attrs.get("pp_models_interrupted", 0)) or stop.is_set()
-        derived = _add_derived(dt, info)
+        derived = add_derived(dt, info)
         if postprocess and info is not None and info.postprocess is not None:
             if interrupted:
                 # the user asked to stop: keep the draws, skip the optional outputs
                 dt.attrs["pp_models_postprocess_skipped"] = 1
             else:
                 dt = info.postprocess(dt)
-        _move_labels(dt, info)
+        move_labels(dt, info)
         interrupted = interrupted or stop.is_set()
+        if log_likelihood and not interrupted:
+            compute_log_likelihood(dt, model)
     if dt.attrs.get("pp_models_lost_chains") is not None:
         _warn_lost(dt, chains)
     if interrupted:
         dt.attrs["pp_models_interrupted"] = 1
+        dt.attrs["pp_models_draws_requested"] = draws
         warnings.warn(
             "sampling was interrupted (Ctrl-C): the result holds the draws completed "
             f"before it ({dt['posterior'].sizes.get('draw', 0)} per chain); "
@@ -258,6 +304,10 @@ def fit(
             "pp_models_label_variables": json.dumps(list(info.label_variables) if info else []),
         }
     )
+    if tempering is not None:
+        dt.attrs["pp_models_tempering"] = json.dumps(
+            {"initial_ladder": list(tempering.ladder), "adapt": tempering.adapt,
+             "prior_draws": tempering.prior_draws})
     return dt
 
 
@@ -303,7 +353,7 @@ def _nutpie_available() -> bool:
 
 
 def _fit_mcmc(model, chosen, info, user_steps, sizes, random_seed, progressbar, kwargs, stop,
-              trace_options=None, executor=None):
+              trace_options=None, tempering=None, executor=None):
     kwargs = dict(kwargs)
     if info is not None and info.trace_var_names is not None:
         kwargs.setdefault("var_names", list(info.trace_var_names))
@@ -311,6 +361,12 @@ def _fit_mcmc(model, chosen, info, user_steps, sizes, random_seed, progressbar, 
         # PyMC's own checks look at raw labels, which label switching makes meaningless;
         # check_convergence / summary look at the label-invariant statistics instead.
         kwargs.setdefault("compute_convergence_checks", False)
+    if tempering is not None:
+        dt, assignment = fit_tempered(
+            model, info, user_steps, tempering, sizes=sizes, random_seed=random_seed,
+            progressbar=progressbar, kwargs=kwargs, trace_options=trace_options,
+            executor=executor)
+        return dt, assignment, "zoo"
     if chosen == "nuts" and not user_steps:
         default_sampler = ("nutpie" if _nutpie_available() and trace_options is None
                            and executor is None else "pymc")
@@ -503,7 +559,7 @@ def assign_steps(model, info, user_steps, step_kwargs, *, only=None) -> list:
         provided, selected = assign_step_methods(model, steps or None, methods=_pymc_methods())
     else:
         # PyMC's assignment covers every free variable; assign only the targets.
-        provided, selected = steps, _select_pymc_steps(model, target_values - claimed)
+        provided, selected = steps, select_pymc_steps(model, target_values - claimed)
     built = instantiate_steppers(model, provided, selected, step_kwargs=step_kwargs)
     return built if isinstance(built, list) else [built]
 
@@ -518,7 +574,7 @@ def _pymc_methods() -> list:
     return [m for m in STEP_METHODS if m is not ZooAssignment]
 
 
-def _select_pymc_steps(model, values) -> dict:
+def select_pymc_steps(model, values) -> dict:
     """PyMC's competence-based choice of step class for each of ``values``."""
     import pytensor.gradient as tg
 
@@ -613,71 +669,6 @@ def _fit_advi(model, draws, chains, random_seed, progressbar, kwargs):
     kind = "FullRankADVI" if fullrank else "ADVI"
     names = [_untransformed(v.name) for v in model.value_vars]
     return dt, {kind: names}, kind.lower()
-
-
-def _add_derived(dt: xr.DataTree, info: ZooModelInfo | None) -> list[str]:
-    if info is None or not info.derived:
-        return []
-    posterior = dt["posterior"].to_dataset()
-    # a statistic may come from the step's per-draw stats (e.g. computed from counts the
-    # step holds) instead of traced variables: offer both, the posterior's names first
-    source = posterior
-    if "sample_stats" in dt.children:
-        stats = dt["sample_stats"].to_dataset()
-        extra = {k: v for k, v in stats.data_vars.items() if k not in posterior}
-        if extra:
-            source = posterior.assign(extra)
-    added = {}
-    for stat in info.derived:
-        try:
-            value = stat.function(source)
-        except KeyError:
-            # A variable the statistic needs was left out of the trace (var_names).
-            continue
-        value = value.assign_coords(chain=posterior["chain"], draw=posterior["draw"])
-        # ArviZ's plots select by coordinate: every dim needs one (as PyMC gives its own)
-        value = value.assign_coords({d: np.arange(value.sizes[d]) for d in value.dims
-                                     if d not in value.coords})
-        if stat.description:
-            value.attrs["description"] = stat.description
-        added[stat.name] = _plottable(value)
-    dt["posterior"] = xr.DataTree(posterior.assign(added))
-    return list(added)
-
-
-def _plottable(value: xr.DataArray) -> xr.DataArray:
-    """``value`` as floats when it is an integer statistic with an element constant over
-    every draw (e.g. the number of occupied components): ArviZ's rank plot of a
-    constant integer fails (its discrete ECDF needs two distinct values)."""
-    if not np.issubdtype(value.dtype, np.integer):
-        return value
-    flat = np.asarray(value.values).reshape(value.shape[0] * value.shape[1], -1)
-    if flat.size and np.any(np.ptp(flat, axis=0) == 0):
-        return value.astype(np.float64)
-    return value
-
-
-def _move_labels(dt: xr.DataTree, info: ZooModelInfo | None) -> None:
-    """Move the model's raw labelled variables from ``posterior`` to ``posterior_labels``.
-
-    ArviZ summarises and plots the ``posterior`` group by default; there the labels'
-    R-hat looks like a failed fit (chains visit different permutations) and LDA's are
-    tens of thousands of rows. They stay in the result, one group over
-    (:func:`pp_models.model_info.posterior_with_labels` joins the two).
-    """
-    if info is None or not info.label_variables:
-        return
-    posterior = dt["posterior"].to_dataset()
-    moved = [v for v in info.label_variables if v in posterior.data_vars]
-    if not moved:
-        return
-    labels = posterior[moved]
-    kept = posterior.drop_vars(moved)
-    used = {d for v in kept.data_vars.values() for d in v.dims} | {"chain", "draw"}
-    # coordinates of dimensions only the labels had would show as empty dims
-    kept = kept.drop_vars([c for c in kept.coords if not set(kept[c].dims) <= used])
-    dt["posterior"] = xr.DataTree(kept)
-    dt[LABELS_GROUP] = xr.DataTree(labels)
 
 
 def _trim_unfinished(dt: xr.DataTree) -> xr.DataTree:

@@ -1,11 +1,11 @@
 """A warning when ``pm.sample`` is about to give a zoo variable to PyMC's own samplers.
 
 The zoo's Gibbs steps live in :mod:`inference` (above ``pp_models`` in the layering), and
-importing :mod:`inference` puts its ``ZooAssignment`` first in PyMC's list of step
-classes, so ``pm.sample`` on a zoo model uses them. A user who imports only a factory
-(``from pp_models import dpm``) and calls ``pm.sample`` would otherwise get PyMC's
-Metropolis on the partition -- which can sit in one wrong clustering for the whole run --
-without a word.
+importing :mod:`inference.gibbs` (``inference.fit`` does) puts its ``ZooAssignment``
+first in PyMC's list of step classes, so ``pm.sample`` on a zoo model uses them. A user
+who imports only a factory (``from pp_models import dpm``) and calls ``pm.sample`` would
+otherwise get PyMC's Metropolis on the partition -- which can sit in one wrong clustering
+for the whole run -- without a word.
 
 ``pp_models`` cannot import ``inference`` (the layering runs one way). It stands at the
 END of PyMC's list instead and, when PyMC asks it about a variable of a zoo model that a
@@ -91,11 +91,9 @@ class ZooStepsNotLoaded:
             return _provider[0].competence(var, has_grad)
         if zoo_steps_loaded():
             return Competence.INCOMPATIBLE
-        import pymc as pm
+        from pp_models.model_info import get_info, zoo_model_of
 
-        from pp_models.model_info import get_info
-
-        model = pm.Model.get_context(error_if_none=False)
+        model = zoo_model_of(var)  # the context, or the zoo model of pm.sample(model=)
         info = get_info(model) if model is not None else None
         if info is None or not _wants_zoo_step(var, info):
             return Competence.INCOMPATIBLE
@@ -107,7 +105,7 @@ class ZooStepsNotLoaded:
             warnings.warn(
                 f"pm.sample is giving {var.name!r} of this zoo {info.family} model to "
                 "PyMC's own samplers, because the zoo's Gibbs steps are not loaded: "
-                "`import inference` before pm.sample (it registers them), or use "
+                "`import inference.gibbs` before pm.sample (it registers them), or use "
                 "`inference.fit(model)`. PyMC's generic steps can mix very slowly here.",
                 UserWarning,
                 stacklevel=2,

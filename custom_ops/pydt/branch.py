@@ -73,6 +73,10 @@ refresh_path`). The count in the reverse direction is the one of the *proposed* 
 ``E(T') = E(T) + 1`` after an expansion; ``B`` is recounted after the edit (an
 expansion can take ``u`` down to two children and make ``v`` a new branch point).
 
+Power posteriors: at an inverse temperature ``beta`` the target is ``p(T) p(X | T)^beta``,
+so the ratio's likelihood part ``p(X | T') / p(X | T)`` is raised to ``beta`` (the
+proposal does not look at the data); a proposal with zero likelihood is rejected.
+
 In the DDT (``theta = alpha = 0``) every tree with a node of three children has density
 0, so collapses are always rejected and there is nothing to expand: the move is void.
 
@@ -212,10 +216,11 @@ def _check_change(parent, lt, X, c, theta, alpha, sigma2, ref0_p, ref0_l, acc, e
 
 
 @njit_exact_numpy
-def _record_move(record, kind, v, u, acc, log_q_fwd, log_q_rev):
-    """Log Metropolis-Hastings-Green ratio of a proposed move (``-inf`` where the proposed
-    tree has no density), written with its parts into ``record``."""
-    log_ratio = acc[0] + acc[1] + log_q_rev - log_q_fwd
+def _record_move(record, kind, v, u, acc, log_q_fwd, log_q_rev, beta):
+    """Log Metropolis-Hastings-Green ratio of a proposed move at inverse temperature
+    ``beta`` (``-inf`` where the proposed tree has no density), written with its parts
+    into ``record``."""
+    log_ratio = acc[0] + beta * acc[1] + log_q_rev - log_q_fwd
     if not math.isfinite(acc[0] + acc[1]):
         log_ratio = -np.inf
     record[0] = kind
@@ -230,7 +235,7 @@ def _record_move(record, kind, v, u, acc, log_q_fwd, log_q_rev):
 @njit_exact_numpy
 def _branch_move(rng, topo, lt, n, mu, s, rr, ll, lp, sigma2, tables, c, root_box, free,
                  free_top, n_internal_box, jr, jnodes, jmu, jsc, mark, stamp, acc, kids,
-                 bug, keep, record, check_X, theta, alpha, errs):
+                 bug, keep, record, check_X, theta, alpha, errs, beta):
     """One collapse-or-expand proposal (module docstring), accepted by its
     Metropolis-Hastings-Green ratio (``keep``: always kept). Fills ``record`` with
     ``(kind, v, u, log_ratio, log_q_forward, log_q_reverse)``; returns whether the tree
@@ -297,7 +302,7 @@ def _branch_move(rng, topo, lt, n, mu, s, rr, ll, lp, sigma2, tables, c, root_bo
         log_q_fwd = -math.log(n_edges)
         log_q_rev = (-math.log(_count_branch_points(topo, n))
                      + log_subset_prob(k_after, k_v, bug) + log_qt)
-        log_ratio = _record_move(record, COLLAPSE, v, u, acc, log_q_fwd, log_q_rev)
+        log_ratio = _record_move(record, COLLAPSE, v, u, acc, log_q_fwd, log_q_rev, beta)
         if keep or math.log(rng.random()) < log_ratio:
             n_internal_box[0] = n_internal - 1
             return True
@@ -363,7 +368,7 @@ def _branch_move(rng, topo, lt, n, mu, s, rr, ll, lp, sigma2, tables, c, root_bo
     log_q_fwd = -math.log(n_branch) + log_subset_prob(k_u, size, bug) + log_qt
     # E(T') = (#internal + 1) - 1
     log_q_rev = -math.log(n_internal if bug != _BUG_COUNT else max(n_internal - 1, 1))
-    log_ratio = _record_move(record, EXPAND, v, u, acc, log_q_fwd, log_q_rev)
+    log_ratio = _record_move(record, EXPAND, v, u, acc, log_q_fwd, log_q_rev, beta)
     if keep or math.log(rng.random()) < log_ratio:
         n_internal_box[0] = n_internal + 1
         return True
@@ -391,8 +396,8 @@ def _state(parent, log1m_t, X, c, theta, alpha, sigma2):
 
 
 @njit_exact_numpy
-def pydt_branch_moves(rng, parent, log1m_t, X, c, theta, alpha, sigma2, n_moves, bug,
-                      check):
+def pydt_branch_moves(rng, parent, log1m_t, X, c, theta, alpha, sigma2, beta, n_moves,
+                      bug, check):
     """``n_moves`` collapse-or-expand Metropolis-Hastings-Green moves (module docstring),
     in place on a valid tree ``(parent, log1m_t)`` (as :func:`custom_ops.pydt.sweep.
     pydt_sweep`; parameters in range, see :func:`custom_ops.pydt.sweep.
@@ -404,6 +409,9 @@ def pydt_branch_moves(rng, parent, log1m_t, X, c, theta, alpha, sigma2, n_moves,
     parent, log1m_t : int64 (2n - 1,), float64 (n - 1,) arrays, edited in place
     X : (n, D) float64 array (``D = 0``: the prior alone)
     c, theta, alpha, sigma2 : float
+    beta : float
+        Inverse temperature in [0, 1] of the likelihood (module docstring); 1 for the
+        posterior.
     n_moves : int
         A fixed count (a count read off the current tree would not leave the posterior
         invariant).
@@ -433,7 +441,7 @@ def pydt_branch_moves(rng, parent, log1m_t, X, c, theta, alpha, sigma2, n_moves,
         if _branch_move(rng, topo, log1m_t, n, mu, s, rr, ll, lp, sigma2, tables, c,
                         root_box, free, free_top, n_internal_box, jr, jnodes, jmu, jsc,
                         mark, move, acc, kids, bug, np.bool_(False), record, check_X, theta,
-                        alpha, errs):
+                        alpha, errs, beta):
             accepted += 1
         if check:
             ref_p, ref_l = pydt_forward(parent, log1m_t, X, c, theta, alpha, sigma2)
@@ -446,11 +454,12 @@ def pydt_branch_moves(rng, parent, log1m_t, X, c, theta, alpha, sigma2, n_moves,
 
 
 @njit_exact_numpy
-def propose_branch_move(rng, parent, log1m_t, X, c, theta, alpha, sigma2, bug):
+def propose_branch_move(rng, parent, log1m_t, X, c, theta, alpha, sigma2, beta, bug):
     """One collapse-or-expand proposal, kept whatever its ratio (for the tests: the tree
-    is left as proposed). Returns ``(kind, v, u, log_ratio, log_q_forward,
-    log_q_reverse)``: ``kind`` :data:`COLLAPSE` (``v`` merged into ``u``, its slot
-    freed), :data:`EXPAND` (new node ``v`` below ``u``) or :data:`VOID`."""
+    is left as proposed), its ratio at inverse temperature ``beta``. Returns ``(kind,
+    v, u, log_ratio, log_q_forward, log_q_reverse)``: ``kind`` :data:`COLLAPSE` (``v``
+    merged into ``u``, its slot freed), :data:`EXPAND` (new node ``v`` below ``u``) or
+    :data:`VOID`."""
     n, d = X.shape
     nn = parent.shape[0]
     (tables, topo, mu, s, rr, ll, lp, root_box, free, free_top,
@@ -460,5 +469,5 @@ def propose_branch_move(rng, parent, log1m_t, X, c, theta, alpha, sigma2, bug):
     _branch_move(rng, topo, log1m_t, n, mu, s, rr, ll, lp, sigma2, tables, c, root_box,
                  free, free_top, n_internal_box, jr, jnodes, jmu, jsc, mark, np.int64(0),
                  np.zeros(2), np.empty(n, dtype=np.int64), bug, np.bool_(True), record,
-                 np.zeros((0, d)), theta, alpha, np.zeros(1))
+                 np.zeros((0, d)), theta, alpha, np.zeros(1), beta)
     return record

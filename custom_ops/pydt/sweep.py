@@ -14,6 +14,14 @@ slice-sampled (Neal 2003, stepping out and shrinkage) in ``log(1 - t)`` with its
 Jacobian, in a random order. The ``exact_ratio``, ``proposal_ratio`` and
 ``time_jacobian`` flags exist only for the planted-bug twins of the tests.
 
+Power posteriors: the sweep targets ``p(T) p(X | T)^beta`` for an inverse temperature
+``beta`` in [0, 1] (``beta = 1``: the posterior). The prior ``p(T)`` and the likelihood
+``p(X | T)`` are separate sums of cached terms (``lp`` and ``ll`` plus the root term), so
+each Metropolis-Hastings ratio is ``Δ log p(T) + beta Δ log p(X | T)`` plus the proposal
+terms (the proposal is the generative process, which does not look at the data), and
+the slice sampler's target is ``log p(T) + beta log p(X | T)`` plus the Jacobian. A
+proposal whose likelihood is zero is rejected at every ``beta``.
+
 Random numbers come from a NumPy ``Generator`` passed in (Numba draws from its bit
 generator, so the caller's generator advances and a seed reproduces a chain).
 """
@@ -127,11 +135,11 @@ def _log_attach_density(root, topo, lt, n, mode, anchor, l_attach, c, theta, alp
 
 @njit_exact_numpy
 def _slice_eval(x, v, topo, lt, n, mu, s, rr, ll, lp, sigma2, tables, c, root_box, lo, hi,
-                dummy_i, dummy_f):
-    """Move the caches to ``log(1 - t_v) = x`` and return the sum of the terms that
-    depend on it: the edge factors of ``v``'s internal children, ``v``'s prior and
-    likelihood terms, its ancestors' likelihood terms and the root term (-inf, with
-    nothing changed, outside the open interval (lo, hi))."""
+                beta):
+    """Move the caches to ``log(1 - t_v) = x`` and return the tempered sum of the terms
+    that depend on it: the edge factors of ``v``'s internal children and ``v``'s prior
+    term, plus ``beta`` times ``v``'s and its ancestors' likelihood terms and the root
+    term (-inf, with nothing changed, outside the open interval (lo, hi))."""
     if not (lo < x < hi):
         return -np.inf
     parent = topo[0]
@@ -147,22 +155,26 @@ def _slice_eval(x, v, topo, lt, n, mu, s, rr, ll, lp, sigma2, tables, c, root_bo
         w = nxt[w]
     lp[v] = node_prior(v, topo, lt, n, tables, c)
     total += lp[v]
+    lik = 0.0
     u = v
     while u >= 0:
         ll[u] = node_likelihood(u, topo, lt, n, mu, s, rr, sigma2)
-        total += ll[u]
+        lik += ll[u]
         u = parent[u]
-    return total + root_term(root_box[0], lt, n, mu, s, sigma2)
+    lik += root_term(root_box[0], lt, n, mu, s, sigma2)
+    if not math.isfinite(lik):
+        return -np.inf if not lik > 0 else lik
+    return total + beta * lik
 
 
 @njit_exact_numpy
-def _check_value(value, lt, parent, check_X, c, theta, alpha, sigma2, errs):
-    """With ``check``: compare a log density the sampler is about to use with the full
-    recursion on the current tree (largest relative error kept in ``errs[0]``)."""
+def _check_value(value, lt, parent, check_X, c, theta, alpha, sigma2, beta, errs):
+    """With ``check``: compare a tempered log density the sampler is about to use with
+    the full recursion on the current tree (largest relative error kept in ``errs[0]``)."""
     if check_X.shape[0] == 0 or not math.isfinite(value):
         return value
     ref_p, ref_l = pydt_forward(parent, lt, check_X, c, theta, alpha, sigma2)
-    err = abs(ref_p + ref_l - value) / (1.0 + abs(ref_p) + abs(ref_l))
+    err = abs(ref_p + beta * ref_l - value) / (1.0 + abs(ref_p) + abs(ref_l))
     if not err <= errs[0]:
         errs[0] = err
     return value
@@ -170,10 +182,11 @@ def _check_value(value, lt, parent, check_X, c, theta, alpha, sigma2, errs):
 
 @njit_exact_numpy
 def _slice_time(rng, v, topo, lt, n, mu, s, rr, ll, lp, sigma2, tables, c, tot,
-                root_box, jac, dummy_i, dummy_f, check_X, theta, alpha, errs):
-    """Slice-sample log(1 - t_v) as inference.gibbs.pydt.slice_time (Neal 2003). The
-    target at ``x`` is ``tot - base + _slice_eval(x) + jac x`` with ``base`` the changed
-    terms at the current value, so repeated evaluations do not accumulate rounding."""
+                root_box, jac, beta, check_X, theta, alpha, errs):
+    """Slice-sample log(1 - t_v) as inference.gibbs.pydt.slice_time (Neal 2003) from the
+    power posterior at ``beta``. The target at ``x`` is ``tot - base + _slice_eval(x) +
+    jac x`` (``tot`` tempered: ``tot[0] + beta tot[1]``) with ``base`` the changed terms
+    at the current value, so repeated evaluations do not accumulate rounding."""
     parent = topo[0]
     first = topo[1]
     nxt = topo[2]
@@ -188,14 +201,16 @@ def _slice_time(rng, v, topo, lt, n, mu, s, rr, ll, lp, sigma2, tables, c, tot,
             if lt[w - n] > lo:
                 lo = lt[w - n]
         w = nxt[w]
+    base_lik = 0.0
     u = v
     while u >= 0:
-        base += ll[u]
+        base_lik += ll[u]
         u = parent[u]
-    base += root_term(root_box[0], lt, n, mu, s, sigma2)
-    rest = tot[0] + tot[1] - base
+    base_lik += root_term(root_box[0], lt, n, mu, s, sigma2)
+    base += beta * base_lik
+    rest = tot[0] + beta * tot[1] - base
     x0 = lt[v - n]
-    f0 = tot[0] + tot[1] + jac * x0
+    f0 = tot[0] + beta * tot[1] + jac * x0
     if not math.isfinite(f0):
         return
     log_y = f0 + math.log(rng.random())
@@ -210,14 +225,14 @@ def _slice_time(rng, v, topo, lt, n, mu, s, rr, ll, lp, sigma2, tables, c, tot,
         kk = _MAX_STEPS - 1 - j
         while j > 0 and jac * left + _check_value(rest + _slice_eval(
             left, v, topo, lt, n, mu, s, rr, ll, lp, sigma2, tables, c, root_box, lo, hi,
-            dummy_i, dummy_f,
-        ), lt, parent, check_X, c, theta, alpha, sigma2, errs) > log_y:
+            beta,
+        ), lt, parent, check_X, c, theta, alpha, sigma2, beta, errs) > log_y:
             left -= width
             j -= 1
         while kk > 0 and right < hi and jac * right + _check_value(rest + _slice_eval(
             right, v, topo, lt, n, mu, s, rr, ll, lp, sigma2, tables, c, root_box, lo, hi,
-            dummy_i, dummy_f,
-        ), lt, parent, check_X, c, theta, alpha, sigma2, errs) > log_y:
+            beta,
+        ), lt, parent, check_X, c, theta, alpha, sigma2, beta, errs) > log_y:
             right = min(right + width, hi)
             kk -= 1
     for _ in range(_MAX_SHRINK):
@@ -226,8 +241,8 @@ def _slice_time(rng, v, topo, lt, n, mu, s, rr, ll, lp, sigma2, tables, c, tot,
             continue
         f1 = jac * x1 + _check_value(
             rest + _slice_eval(x1, v, topo, lt, n, mu, s, rr, ll, lp, sigma2, tables, c,
-                               root_box, lo, hi, dummy_i, dummy_f),
-            lt, parent, check_X, c, theta, alpha, sigma2, errs)
+                               root_box, lo, hi, beta),
+            lt, parent, check_X, c, theta, alpha, sigma2, beta, errs)
         if f1 > log_y:
             return
         if x1 < x0:
@@ -236,12 +251,12 @@ def _slice_time(rng, v, topo, lt, n, mu, s, rr, ll, lp, sigma2, tables, c, tot,
             right = x1
     # the bracket collapsed in floating point without hitting the slice: stay put
     _slice_eval(x0, v, topo, lt, n, mu, s, rr, ll, lp, sigma2, tables, c, root_box, lo, hi,
-                dummy_i, dummy_f)
+                beta)
 
 
 @njit_exact_numpy
-def pydt_sweep(rng, parent, log1m_t, X, c, theta, alpha, sigma2, n_moves, slice_times,
-               exact_ratio, proposal_ratio, time_jacobian, check):
+def pydt_sweep(rng, parent, log1m_t, X, c, theta, alpha, sigma2, beta, n_moves,
+               slice_times, exact_ratio, proposal_ratio, time_jacobian, check):
     """One sweep of the PYDT tree sampler (module docstring), in place on ``parent`` and
     ``log1m_t`` (a valid tree; see :mod:`custom_ops.trees.diffusion`).
 
@@ -251,6 +266,9 @@ def pydt_sweep(rng, parent, log1m_t, X, c, theta, alpha, sigma2, n_moves, slice_
     parent, log1m_t : int64 (2n - 1,), float64 (n - 1,) arrays, edited in place
     X : (n, D) float64 array
     c, theta, alpha, sigma2 : float
+    beta : float
+        Inverse temperature in [0, 1] of the likelihood (module docstring); 1 for the
+        posterior.
     n_moves : int
         Detach-reattach proposals; negative means ``2 n - 2``, the number of subtrees of
         a binary tree. The count must not depend on the current tree: repeating an
@@ -287,8 +305,6 @@ def pydt_sweep(rng, parent, log1m_t, X, c, theta, alpha, sigma2, n_moves, slice_
     # journal of the cached values a move changes
     jr, jnodes, jmu, jsc, mark = new_journal(nn, d)
     path = np.empty(nn, dtype=np.int64)
-    dummy_i = np.zeros(0, dtype=np.int64)
-    dummy_f = np.zeros((0, 0))
     max_err = 0.0
     errs = np.zeros(1)
     check_X = X if check else np.zeros((0, d))
@@ -349,12 +365,13 @@ def pydt_sweep(rng, parent, log1m_t, X, c, theta, alpha, sigma2, n_moves, slice_
             n_after = n + n_internal - 1 + (1 if mode1 == EDGE else 0) - (
                 1 if freed >= 0 else 0)
             if exact_ratio:
-                log_ratio = acc[0] + acc[1] + math.log(n_before) - math.log(n_after)
+                log_ratio = (acc[0] + beta * acc[1] + math.log(n_before)
+                             - math.log(n_after))
                 if proposal_ratio:
                     log_ratio += log_q_old - log_q_new
             else:
                 # the prior-as-proposal shortcut (planted bug): likelihood ratio alone
-                log_ratio = acc[1]
+                log_ratio = beta * acc[1]
             if not math.isfinite(acc[0] + acc[1]):
                 log_ratio = -np.inf
             if check:
@@ -399,8 +416,7 @@ def pydt_sweep(rng, parent, log1m_t, X, c, theta, alpha, sigma2, n_moves, slice_
             internal[i], internal[j] = internal[j], internal[i]
         for i in range(n_internal):
             _slice_time(rng, internal[i], topo, lt, n, mu, s, rr, ll, lp, sigma2, tables,
-                        c, tot, root_box, jac, dummy_i, dummy_f, check_X, theta, alpha,
-                        errs)
+                        c, tot, root_box, jac, beta, check_X, theta, alpha, errs)
             # the total from the cached terms (O(n) scalars), not a running sum
             tot[0], tot[1] = cached_total(topo, n, ll, lp, root_box[0], lt, mu, s, sigma2)
             if check:

@@ -371,7 +371,7 @@ def _sweep(part: _Partition, counts, alpha, beta):
     t0, c0 = time.perf_counter(), time.thread_time()
     state = part.state
     state.set_word_counts(n_wk, n_k)
-    state.sweep(alpha, beta, part.rng)
+    state.sweep(alpha, beta, 1.0, part.rng)  # inverse temperature 1: the posterior
     delta = (state.n_wk - n_wk, (state.n_k - n_k).astype(np.int64))
     log_pz = log_p_topics(state.n_dk, part.lengths, alpha)
     seconds = (time.perf_counter() - t0, time.thread_time() - c0)

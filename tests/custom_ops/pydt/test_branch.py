@@ -134,7 +134,7 @@ def test_log_ratio_equals_op_density_and_proposal_terms(n, d, c, theta, alpha):
         before = logp(parent, log1m_t, X, c, theta, alpha, 0.8)
         p0, l0 = parent.copy(), log1m_t.copy()
         kind, v, u, log_ratio, _qf, _qr = propose_branch_move(
-            rng, parent, log1m_t, X, c, theta, alpha, 0.8, 0)
+            rng, parent, log1m_t, X, c, theta, alpha, 0.8, 1.0, 0)
         kinds[int(kind)] += 1
         if kind == VOID:
             np.testing.assert_array_equal(parent, p0)
@@ -176,7 +176,7 @@ def test_prior_ratio_of_an_expansion_has_the_docstring_closed_form(n, c, theta, 
         X = np.zeros((n, 0))
         before = pydt.pydt_forward(parent, log1m_t, X, c, theta, alpha, 1.0)[0]
         kind, v, u, *_ = propose_branch_move(rng, parent, log1m_t, X, c, theta, alpha,
-                                             1.0, 0)
+                                             1.0, 1.0, 0)
         if kind != EXPAND:
             continue
         after = pydt.pydt_forward(parent, log1m_t, X, c, theta, alpha, 1.0)[0]
@@ -205,8 +205,8 @@ def test_cached_change_equals_full_recursion(n, d, c, theta, alpha):
     the ratio uses and the cached total agree with pydt_forward; moves are accepted."""
     rng = np.random.default_rng(100 + n)
     parent, log1m_t, X = _draw(rng, n, d, c, theta, alpha, 0.8, noise=0.3)
-    accepted, err = pydt_branch_moves(rng, parent, log1m_t, X, c, theta, alpha, 0.8, 200,
-                                      0, True)
+    accepted, err = pydt_branch_moves(rng, parent, log1m_t, X, c, theta, alpha, 0.8, 1.0,
+                                      200, 0, True)
     assert err < 1e-9
     pydt.check_tree(parent, log1m_t, n)
     assert accepted > 0
@@ -217,8 +217,8 @@ def test_ddt_move_is_void():
     rng = np.random.default_rng(3)
     parent, log1m_t, X = _draw(rng, 30, 2, 1.0, 0.0, 0.0)
     p0, l0 = parent.copy(), log1m_t.copy()
-    accepted, _ = pydt_branch_moves(rng, parent, log1m_t, X, 1.0, 0.0, 0.0, 1.0, 100, 0,
-                                    False)
+    accepted, _ = pydt_branch_moves(rng, parent, log1m_t, X, 1.0, 0.0, 0.0, 1.0, 1.0, 100,
+                                    0, False)
     assert accepted == 0
     np.testing.assert_array_equal(parent, p0)
     np.testing.assert_array_equal(log1m_t, l0)
@@ -238,7 +238,7 @@ def run_moves(seed, n_leaves, bug=0, n_chains=4000, n_moves=10, params=PARAMS):
     for _ in range(n_chains):
         parent, log1m_t, _ = _draw(rng, n_leaves, 0, **params)
         pydt_branch_moves(rng, parent, log1m_t, X, params["c"], params["theta"],
-                          params["alpha"], 1.0, n_moves, bug, False)
+                          params["alpha"], 1.0, 1.0, n_moves, bug, False)
         keys.append(shape_key(DiffusionTree(parent, log1m_t, validate=False)))
     counts = Counter(keys)
     assert set(counts) <= set(probs)

@@ -49,7 +49,7 @@ def test_cached_density_equals_full_recursion(n, d, c, theta, alpha):
     parent, log1m_t, X = _draw(rng, n, d, c, theta, alpha, 1.0, 0.3)
     accepted = 0
     for _ in range(20):
-        acc, lp, ll, err = pydt_sweep(rng, parent, log1m_t, X, c, theta, alpha, 0.7, -1,
+        acc, lp, ll, err = pydt_sweep(rng, parent, log1m_t, X, c, theta, alpha, 0.7, 1.0, -1,
                                       True, True, True, True, True)
         accepted += acc
         assert err < 1e-9
@@ -68,7 +68,8 @@ def test_same_seed_same_chain_and_generator_advances():
         p, lt = parent.copy(), log1m_t.copy()
         rng = np.random.default_rng(11)
         for _ in range(3):
-            pydt_sweep(rng, p, lt, X, 1.0, 1.0, 0.3, 1.0, -1, True, True, True, True, False)
+            pydt_sweep(rng, p, lt, X, 1.0, 1.0, 0.3, 1.0, 1.0, -1, True, True, True, True,
+                       False)
         runs.append((p, lt, rng.random()))
     np.testing.assert_array_equal(runs[0][0], runs[1][0])
     np.testing.assert_array_equal(runs[0][1], runs[1][1])
@@ -94,7 +95,7 @@ def _prior_chain(c, theta, alpha, exact_ratio=True, proposal_ratio=True, n_keep=
     X = np.zeros((n, 0))
     keys, roots = [], []
     for k in range(n_keep * thin + 50):
-        pydt_sweep(rng, parent, log1m_t, X, c, theta, alpha, 1.0, -1, True, exact_ratio,
+        pydt_sweep(rng, parent, log1m_t, X, c, theta, alpha, 1.0, 1.0, -1, True, exact_ratio,
                    proposal_ratio, True, False)
         if k >= 50 and k % thin == 0:
             tree = DiffusionTree(parent.copy(), log1m_t.copy(), validate=False)
@@ -203,7 +204,7 @@ def _internal_counts(n_sweeps, state_dependent, seed=0):
     for k in range(n_sweeps):
         n_internal = int(np.count_nonzero(parent[n:] != -2))
         moves = n + n_internal - 1 if state_dependent else -1
-        pydt_sweep(rng, parent, log1m_t, X, 1.0, 1.0, 0.5, 1.0, moves, False, True, True,
+        pydt_sweep(rng, parent, log1m_t, X, 1.0, 1.0, 0.5, 1.0, 1.0, moves, False, True, True,
                    True, False)
         out[k] = np.count_nonzero(parent[n:] != -2)
     return out

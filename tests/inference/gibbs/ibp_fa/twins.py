@@ -1,6 +1,8 @@
-"""Planted-bug twins of the NSFA step, each one realistic mistake the thesis warns of."""
+"""Planted-bug twins of the NSFA step, each one realistic mistake the thesis warns of,
+and the tempered step's twin that ignores beta."""
 
 from inference.gibbs.ibp_fa import NSFAGibbs
+from pp_models.validation import check_inverse_temperature
 
 
 class PrintedOddsNSFA(NSFAGibbs):
@@ -16,3 +18,13 @@ class DeleteSingletonsNSFA(NSFAGibbs):
 
     name = "test_nsfa_delete_singletons"
     _delete_singletons = True
+
+
+class IgnoresBetaNSFA(NSFAGibbs):
+    """Accepts an inverse temperature and keeps sampling the posterior (beta = 1): the
+    step a tempered run would get if the kernel's beta were not plumbed through."""
+
+    name = "test_nsfa_ignores_beta"
+
+    def set_inverse_temperature(self, beta) -> None:
+        check_inverse_temperature(beta, "beta")
