@@ -389,8 +389,13 @@ def _run_workers(ctx, event, step, spec, starts, rngs, tunes, draws, flag, bar, 
 # chains as tasks of an executor
 # ---------------------------------------------------------------------------------------
 class _NeverSet:
+    """A task's flag: a Ctrl-C reaches the caller, which stops waiting for the tasks."""
+
     def is_set(self) -> bool:
         return False
+
+    def arm(self) -> None:
+        pass
 
 
 def _executor_chain(payload, chain, start, rng, tune, draws, trace) -> _ChainOutput:
@@ -437,6 +442,7 @@ def _run_on_executor(executor, step, spec, starts, rngs, tunes, draws, flag, bar
         bar.update(progress)
 
     jobs = {c: (payload, c, starts[c], rngs[c], tunes[c], draws[c], traces[c]) for c in todo}
+    flag.arm()  # from here a first Ctrl-C keeps the chains finished before it
     results, lost = run_chain_tasks(executor, _executor_chain, jobs, flag, on_done=done)
     outputs = [results.get(c, _ChainOutput({}, {}, 0, 0, 0.0)) for c in range(chains)]
     return outputs, lost

@@ -74,8 +74,9 @@ def run_chain_tasks(executor, fn, jobs: dict[int, tuple], flag, *, on_done=None)
     Returns ``(results, lost)``: chain -> the task's return value for the chains that
     finished, chain -> a sentence saying why for the chains whose worker was lost. A
     task that raised anything else re-raises here. ``flag`` (``is_set()``, Ctrl-C)
-    cancels the tasks not started and stops waiting for the others; ``on_done(c,
-    result)`` is called as each chain finishes.
+    cancels the tasks not started and stops waiting for the others, and so does a
+    ``KeyboardInterrupt`` while waiting, which then propagates; ``on_done(c, result)``
+    is called as each chain finishes.
     """
     futures = {}
     try:
@@ -89,7 +90,12 @@ def run_chain_tasks(executor, fn, jobs: dict[int, tuple], flag, *, on_done=None)
     lost: dict[int, str] = {}
     pending = set(futures)
     while pending:
-        done, pending = cf.wait(pending, timeout=0.2, return_when=cf.FIRST_COMPLETED)
+        try:
+            done, pending = cf.wait(pending, timeout=0.2, return_when=cf.FIRST_COMPLETED)
+        except KeyboardInterrupt:  # raised by Ctrl-C on pm.sample's path
+            for f in pending:
+                f.cancel()
+            raise
         for f in done:
             c = futures[f]
             try:

@@ -12,7 +12,7 @@ import multiprocessing
 import os
 import signal
 import warnings
-from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
+from concurrent.futures import Executor, ProcessPoolExecutor, ThreadPoolExecutor
 
 import numpy as np
 import pytest
@@ -110,23 +110,35 @@ def test_process_pool_gives_the_local_draws(local_runs, lda_model, bhc_model, po
     _same_draws(local_runs["nuts"], remote)
 
 
+class _Counting(Executor):
+    """Hands every task to ``inner`` and counts them."""
+
+    def __init__(self, inner):
+        self.inner, self.submitted = inner, []
+
+    def submit(self, fn, /, *args, **kwargs):
+        self.submitted.append(fn.__name__)
+        return self.inner.submit(fn, *args, **kwargs)
+
+
+def test_a_tempered_chain_is_one_task_with_the_local_draws(lda_model, pool):
+    # each chain's whole ladder (3 replicas and their swaps) runs as one task
+    kwargs = {**LDA_FIT, "chains": 2, "tempering": 3}
+    local = fit(lda_model, **kwargs)
+    counting = _Counting(pool)
+    remote = fit(lda_model, executor=counting, **kwargs)
+    assert counting.submitted == ["_executor_chain"] * 2
+    _same_draws(local, remote)
+    for name, values in local["tempering"].to_dataset().data_vars.items():
+        np.testing.assert_array_equal(values.values, remote["tempering"][name].values,
+                                      err_msg=name)
+
+
 @pytest.mark.dask
 def test_dask_executor_gives_the_local_draws(local_runs, lda_model, bhc_model,
                                              dask_executor):
     _same_draws(local_runs["lda"], fit(lda_model, executor=dask_executor, **LDA_FIT))
     _same_draws(local_runs["nuts"], fit(bhc_model, executor=dask_executor, **NUTS_FIT))
-
-
-def test_a_lost_worker_loses_only_its_chain():
-    from inference.executors import run_chain_tasks
-
-    # the executor-level contract, with a real worker death: chain 1's task kills its
-    # own process; chain 0 finished before it on the same single worker
-    ctx = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(max_workers=1, mp_context=ctx) as ex:
-        results, lost = run_chain_tasks(ex, _chain_or_die, {0: (0,), 1: (1,)}, _Never())
-    assert results == {0: "chain 0 done"}
-    assert list(lost) == [1] and "BrokenProcessPool" in lost[1]
 
 
 def test_a_worker_killed_mid_fit_then_resume(local_runs, lda_model, pool, tmp_path):
@@ -152,6 +164,59 @@ def test_a_worker_killed_mid_fit_then_resume(local_runs, lda_model, pool, tmp_pa
     resumed = fit(lda_model, executor=pool, trace=path, resume=True, **LDA_FIT)
     _same_draws(local_runs["lda"], resumed)
     assert TraceStore(path).attrs["status"] == "complete"
+
+
+def test_a_ctrl_c_while_waiting_cancels_the_chains_not_started(monkeypatch):
+    import threading
+
+    import inference.executors as executors
+
+    started, release, ran = threading.Event(), threading.Event(), []
+
+    def chain(c):
+        ran.append(c)
+        started.set()
+        release.wait(10)
+
+    def interrupted_wait(*args, **kwargs):
+        started.wait(10)
+        raise KeyboardInterrupt
+
+    # chain 0 holds the only thread; chain 1 waits in the queue when Ctrl-C comes
+    with ThreadPoolExecutor(1) as ex:
+        monkeypatch.setattr(executors.cf, "wait", interrupted_wait)
+        with pytest.raises(KeyboardInterrupt):
+            executors.run_chain_tasks(ex, chain, {0: (0,), 1: (1,)}, _Never())
+        monkeypatch.undo()
+        release.set()
+    assert ran == [0]
+
+
+@pytest.mark.slow
+@pytest.mark.dask
+def test_a_dask_worker_killed_mid_fit_loses_only_its_chain(local_runs, lda_model):
+    """The same on a Dask LocalCluster: chain 2's worker dies; the scheduler, allowed no
+    retry, reports the task as lost (KilledWorker), the nanny restarts the worker for
+    the other chains (one task at a time per worker: only the running one is lost)."""
+    dask = pytest.importorskip("dask")
+    distributed = pytest.importorskip("distributed")
+    config = {"distributed.scheduler.allowed-failures": 0,
+              "distributed.scheduler.worker-saturation": 1.0}
+    with dask.config.set(config), warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # Dask's start-up notices (ports, memory limits)
+        cluster = distributed.LocalCluster(n_workers=1, threads_per_worker=1,
+                                           processes=True, dashboard_address=None)
+        client = distributed.Client(cluster)
+    try:
+        client.run(_arm_killer, 2, 8)
+        with pytest.warns(ChainsLost, match=r"chain 2: its worker was lost \(KilledWorker"):
+            dt = fit(lda_model, executor=client.get_executor(), **LDA_FIT)
+    finally:
+        client.close()
+        cluster.close()
+    assert dt.attrs["pp_models_lost_chains"] == [2]
+    local = posterior_with_labels(local_runs["lda"])["phi"].values
+    np.testing.assert_array_equal(posterior_with_labels(dt)["phi"].values, local[:2])
 
 
 def test_bad_executors_are_refused_before_any_work(lda_model, bhc_model):
@@ -212,16 +277,25 @@ def test_ppzoo_fit_scheduler_unreachable_exits_2_naming_the_flag(monkeypatch, ca
     assert "--scheduler tcp://127.0.0.1:9: cannot connect to a Dask scheduler" in err
 
 
-def test_without_scheduler_dask_is_not_imported():
-    import subprocess
-    import sys
+def test_no_module_imports_dask_at_import_time():
+    """Dask is imported inside the functions that need it (``--scheduler``, a Dask
+    client's checks go by class name), never when a module is imported; the command
+    line's own startup test (test_cli_startup.py) lists dask among the heavy modules."""
+    import ast
+    from pathlib import Path
 
-    code = ("import sys; import inference, inference.cli, pp_models.lda; "
-            "from inference.cli import main; main(['describe', 'lda']); "
-            "print('distributed' in sys.modules, 'dask' in sys.modules)")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         check=True, env={**os.environ, "PYTHONPATH": os.getcwd()})
-    assert out.stdout.strip().splitlines()[-1] == "False False"
+    root = Path(__file__).resolve().parents[2]
+    offenders = []
+    for package in ("inference", "pp_models", "custom_ops"):
+        for path in (root / package).rglob("*.py"):
+            tree = ast.parse(path.read_text())
+            for node in tree.body:  # module level only
+                names = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                         else [node.module or ""] if isinstance(node, ast.ImportFrom)
+                         else [])
+                if any(n.split(".")[0] in ("dask", "distributed") for n in names):
+                    offenders.append(f"{path.relative_to(root)}:{node.lineno}")
+    assert offenders == []
 
 
 # ------------------------------------------------------------------ worker-side helpers
@@ -229,11 +303,8 @@ class _Never:
     def is_set(self):
         return False
 
-
-def _chain_or_die(chain):
-    if chain == 1:
-        os.kill(os.getpid(), signal.SIGKILL)
-    return f"chain {chain} done"
+    def arm(self):
+        pass
 
 
 def _arm_killer(chain, after):
@@ -252,6 +323,9 @@ def _arm_killer(chain, after):
             if self.left < 0:
                 os.kill(os.getpid(), signal.SIGKILL)
             return False
+
+        def arm(self):
+            pass
 
     def run_chain(step, spec, start, rng, tune, draws, flag, progress, c, *args):
         if c == chain:
