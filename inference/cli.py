@@ -168,15 +168,20 @@ def _trace_draws(trace) -> list[int]:
 
 
 @contextlib.contextmanager
-def _flags_named(flags: dict[str, str]):
+def _flags_named(flags: dict[str, str], params=()):
     """Re-raise a ``ValueError``/``TypeError`` from the library call inside as a
     ``UsageError`` whose message names the flags (``flags``: argument name -> flag text)
-    instead of the Python arguments they became.
+    instead of the Python arguments they became; a factory option in ``params`` quoted as
+    ``name=...`` becomes ``--param name=...``.
     """
     try:
         yield
     except (ValueError, TypeError) as err:
-        raise UsageError(_name_flags(str(err), flags)) from None
+        message = _name_flags(str(err), flags)
+        if params:
+            names = "|".join(map(re.escape, params))
+            message = re.sub(rf"(?<![\w.-])({names})=", r"--param \1=", message)
+        raise UsageError(message) from None
 
 
 def _name_flags(message: str, flags: dict[str, str]) -> str:
@@ -280,6 +285,8 @@ def _add_sampling_options(p: argparse.ArgumentParser) -> None:
 
 
 def _cmd_list(args) -> int:
+    import textwrap
+
     from pp_models.datasets import list_datasets
     from pp_models.registry import list_model_summaries, no_cli_entries
 
@@ -287,6 +294,10 @@ def _cmd_list(args) -> int:
     # read from the families' sources: no family (and no PyMC) is imported
     for entry in list_model_summaries():
         print(f"  {entry.name:<22} [{', '.join(entry.methods)}]  {entry.description}")
+        if entry.check_note:
+            print(textwrap.fill(f"default run does not pass `ppzoo check`: {entry.check_note}",
+                                width=78, initial_indent=" " * 25,
+                                subsequent_indent=" " * 25))
     if others := no_cli_entries():
         print("Families without a ppzoo entry (use them from Python):")
         for entry in others:
@@ -663,8 +674,13 @@ def _fit_and_write(entry, data, options, method, draws, tune, chains, cores, see
     warnings.filterwarnings("ignore", category=RuntimeWarning)
     warnings.filterwarnings("ignore", category=FutureWarning)
     warnings.filterwarnings("ignore", message="sampling was interrupted", category=UserWarning)
+    from inference.fit import check_method
+    from inference.model_help import model_parameters
+
     with _flags_named(build_flags):
         model = entry.build(data, **options)
+    with _flags_named(fit_flags, params=[p.name for p in model_parameters(entry)]):
+        check_method(model, method)  # a method the model cannot take: said before the run
     if recipe is not None:
         from inference.trace_store import record_build
 

@@ -33,14 +33,23 @@ from inference.interrupt import raising_sigint, stop_requested
 from inference.log_likelihood import compute_log_likelihood, needed_for_log_likelihood
 from inference.nutpie_cache import reusing_compiled_model
 from inference.posterior_layout import add_derived, move_labels
-from inference.progress import compiling, in_ci
+from inference.progress import (
+    ChainProgress,
+    DrawCounter,
+    ElapsedProgress,
+    compiling,
+    in_ci,
+    progress_enabled,
+    pymc_table_fits,
+)
 from inference.tempering.options import check_tempering
 from inference.tempering.sampling import check_tempering_request, fit_tempered
 from inference.trace_store import check_trace_path
 from pp_models.model_info import ZooModelInfo, get_info
 from pp_models.validation import check_executor, check_int, check_random_seed
 
-__all__ = ["METHODS", "assign_steps", "describe_steps", "fit", "select_pymc_steps"]
+__all__ = ["METHODS", "assign_steps", "check_method", "describe_steps", "fit",
+           "select_pymc_steps"]
 
 #: The methods ``fit`` understands.
 METHODS = ("auto", "nuts", "gibbs", "advi")
@@ -212,11 +221,7 @@ def fit(
     info = get_info(model)
     discrete = [rv.name for rv in model.free_RVs if rv.dtype in discrete_types]
     chosen = _resolve_method(method, info, discrete, user_steps)
-    if chosen in ("nuts", "advi") and discrete:
-        raise ValueError(
-            f"method={chosen!r} needs an all-continuous model, but these free variables "
-            f"are discrete: {', '.join(discrete)}. Use method='gibbs' (or 'auto')."
-        )
+    _check_continuous(chosen, info, discrete)
     if chosen == "advi" and user_steps:
         raise ValueError("step is not used by method='advi'; drop it or use method='gibbs'")
     if chosen == "advi" and trace is not None:
@@ -334,6 +339,36 @@ def _as_step_list(step) -> list:
     return steps
 
 
+def check_method(model: pm.Model, method: str = "auto") -> str:
+    """The method ``fit(model, method=method)`` would use, or the ``ValueError`` it would
+    raise for it (an unknown method; NUTS or ADVI for a model with discrete free
+    variables, naming the factory option that builds a continuous form when there is
+    one, e.g. the DP mixture's ``truncation=``). Compiles nothing: callers (the CLI)
+    ask before announcing a run.
+    """
+    if not isinstance(model, pm.Model):
+        raise TypeError(f"model must be a pymc.Model, got {type(model).__name__}")
+    if not isinstance(method, str) or method not in METHODS:
+        raise ValueError(f"method must be one of {', '.join(map(repr, METHODS))}; got {method!r}")
+    info = get_info(model)
+    discrete = [rv.name for rv in model.free_RVs if rv.dtype in discrete_types]
+    chosen = _resolve_method(method, info, discrete, [])
+    _check_continuous(chosen, info, discrete)
+    return chosen
+
+
+def _check_continuous(chosen: str, info: ZooModelInfo | None, discrete: list[str]) -> None:
+    if chosen not in ("nuts", "advi") or not discrete:
+        return
+    alternative = ""
+    if info is not None and info.continuous_form:
+        alternative = f", or build the model with {info.continuous_form}"
+    raise ValueError(
+        f"method={chosen!r} needs an all-continuous model, but these free variables "
+        f"are discrete: {', '.join(discrete)}. Use method='gibbs' (or 'auto'){alternative}."
+    )
+
+
 def _resolve_method(
     method: str, info: ZooModelInfo | None, discrete: list[str], user_steps: list
 ) -> str:
@@ -382,11 +417,17 @@ def _fit_mcmc(model, chosen, info, user_steps, sizes, random_seed, progressbar, 
             reuse = (reusing_compiled_model(model, progressbar=progressbar)
                      if sampler == "nutpie" and _nutpie_available()
                      else contextlib.nullcontext())
-            with raising_sigint(stop), reuse:
+            # nutpie reports to PyMC's table only; where the table would be cut, a line
+            # with the elapsed time stands in for it
+            own_line = bool(progressbar) and progress_enabled(True) and not pymc_table_fits()
+            waiting = ElapsedProgress(
+                f"sampling {sizes['chains']} chains x {sizes['draws']:,} draws "
+                f"(+{sizes['tune']:,} tuning) with {sampler}", enabled=own_line)
+            with raising_sigint(stop), reuse, waiting:
                 dt = pm.sample(
                     model=model,
                     random_seed=random_seed,
-                    progressbar=progressbar,
+                    progressbar=progressbar and not own_line,
                     nuts_sampler=sampler,
                     **sizes,
                     **kwargs,
@@ -456,8 +497,16 @@ def _pm_sample(model, steps, sizes, random_seed, progressbar, kwargs, stop, trac
         kwargs["initvals"] = resume_initvals(model, states)
         if steps is None:
             kwargs.setdefault("init", "adapt_diag")  # no jitter away from the stored point
+    user = kwargs.pop("callback", None)
+    # PyMC's table needs ~100 columns (rich cuts its columns below): a narrower terminal
+    # gets the zoo's one-line progress instead, counted by a callback
+    own_bar = bool(progressbar) and progress_enabled(True) and not pymc_table_fits()
+    bar = ChainProgress(sizes["chains"], sizes["tune"] + sizes["draws"], enabled=own_bar)
+    if own_bar:
+        user = DrawCounter(bar, sizes["chains"], then=user)
+        progressbar = False
     callback = SampleCallback(
-        model, stop, user=kwargs.pop("callback", None),
+        model, stop, user=user,
         trace=None if trace_options is None else trace_options["trace"],
         sizes=None if trace_options is None else dict(
             draws=sizes["draws"], tune=sizes["tune"], chains=sizes["chains"]),
@@ -471,7 +520,7 @@ def _pm_sample(model, steps, sizes, random_seed, progressbar, kwargs, stop, trac
         sizes["cores"] = 1  # pm.sample's sequential chain loop is the one handed over
         on_executor = pymc_chains_on(executor, stop)
     try:
-        with on_executor as report:
+        with bar, on_executor as report:
             dt = pm.sample(model=model, random_seed=random_seed, progressbar=progressbar,
                            nuts_sampler="pymc", callback=callback, **step_kwarg, **sizes,
                            **kwargs)

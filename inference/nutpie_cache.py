@@ -42,7 +42,7 @@ from pytensor.tensor.sharedvar import SharedVariable
 from inference.chains import model_cache
 from inference.progress import compiling
 
-__all__ = ["reusing_compiled_model"]
+__all__ = ["compiled_model", "model_signature", "reusing_compiled_model"]
 
 #: ``compile_pymc_model`` options the cache understands (what ``pm.sample`` passes by
 #: default); with any other one the call compiles anew.
@@ -113,8 +113,26 @@ def _compile_pymc_model(model, **options):
     if (request is None or model is not request.model or not set(options) <= _CACHEABLE_OPTIONS
             or options.get("backend", "numba") != "numba"):
         return original(model, **options)
+    return _cached(model, options, request.progressbar, original)
+
+
+def compiled_model(model: pm.Model, *, progressbar: bool = False, **options):
+    """``nutpie.compile_pymc_model(model, **options)`` answered from the same per-model
+    cache (``options``: ``var_names``, ``initial_points``, ``backend="numba"``); for
+    callers that drive nutpie themselves (:mod:`inference.tempering.nutpie_ladder`)."""
+    import nutpie
+
+    unknown = sorted(set(options) - _CACHEABLE_OPTIONS)
+    if unknown or options.get("backend", "numba") != "numba":
+        raise ValueError(f"compiled_model caches numba compiles with {sorted(_CACHEABLE_OPTIONS)}"
+                         f" only, got {sorted(options)}")
+    original = _installed["original"] or nutpie.compile_pymc_model
+    return _cached(model, options, progressbar, original)
+
+
+def _cached(model, options, progressbar, original):
     key = _options_key(options)
-    signature = _model_signature(model)
+    signature = model_signature(model)
     cache = model_cache(model)
     entry = cache.get(_CACHE_KEY)
     if entry is not None and entry.options == key and entry.signature == signature:
@@ -122,7 +140,7 @@ def _compile_pymc_model(model, **options):
         if compiled is not None:
             entry.compiled = compiled
             return compiled
-    with compiling("the model for nutpie", enabled=request.progressbar):
+    with compiling("the model for nutpie", enabled=progressbar):
         compiled = original(model, **options)
     if hasattr(compiled, "with_data") and hasattr(compiled, "shared_var_keys"):
         cache[_CACHE_KEY] = _Entry(key, signature, compiled)
@@ -160,7 +178,7 @@ def _options_key(options: dict) -> tuple:
     )
 
 
-def _model_signature(model: pm.Model) -> tuple:
+def model_signature(model: pm.Model) -> tuple:
     """What ``compile_pymc_model`` reads from ``model`` besides shared values: variables
     are compared by identity (the tuple keeps them alive, so ids are not reused)."""
     return (

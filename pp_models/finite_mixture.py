@@ -4,11 +4,22 @@ Generative model (diagonal covariances), for ``i = 1..n``, ``k = 1..K``, ``j = 1
 
     w ~ Dirichlet(gamma, ..., gamma)
     mu[k, j] ~ Normal(m_j, 2 s_j)            m, s: the data's column means and sds
-    sigma[k, j] ~ HalfNormal(s_j)
+    sigma[k, j] ~ FlooredHalfNormal(s_j, h_j)  h: the column's recording resolution
     z[i] ~ Categorical(w)
     X[i, j] ~ Normal(mu[z[i], j], sigma[z[i], j])
 
-The priors are scaled by the data so the model is usable on any units. ``fit`` samples
+The priors are scaled by the data so the model is usable on any units.
+``FlooredHalfNormal(s, h)`` (:mod:`pp_models.distributions.scale_priors`) is the
+half-normal of scale ``s`` times ``exp(-h^2 / (2 sigma^2))``: unchanged where
+``sigma >> h``, vanishing as ``sigma -> 0``. Data are recorded to a resolution ``h``
+(iris: 0.1 cm), so values tie, and a component holding ``m`` tied values of a column has
+a likelihood growing like ``sigma^-m`` as its ``sigma -> 0``: with a prior of positive
+density at 0 (the plain half-normal) the posterior is improper and a chain that finds
+such a component stays there (on iris: a component on the 29 setosa petal widths of
+0.2 cm, ``sigma ~ 1e-8``, NUTS's step size ~1e-4). A spread far below the resolution is
+not something the data can show, so the prior makes it improbable; ``resolution=``
+overrides the value read from the data (:func:`pp_models.resolution.recording_resolution`).
+``fit`` samples
 ``z`` with the exact blocked Gibbs update (the ``z_i`` are conditionally independent
 given the parameters; Murphy 2012 §11.4.2) and ``w, mu, sigma`` with NUTS.
 
@@ -29,6 +40,7 @@ import xarray as xr
 from scipy.special import logsumexp
 from scipy.stats import norm
 
+from pp_models.distributions.scale_priors import FlooredHalfNormal
 from pp_models.model_info import (
     DerivedStatistic,
     StepHint,
@@ -37,7 +49,14 @@ from pp_models.model_info import (
     weights_sorted,
 )
 from pp_models.registry import ModelEntry
-from pp_models.validation import as_data_matrix, check_feature_names, check_int, check_positive
+from pp_models.resolution import recording_resolution
+from pp_models.validation import (
+    as_data_matrix,
+    check_feature_names,
+    check_int,
+    check_positive,
+    check_positive_vector,
+)
 
 __all__ = ["model"]
 
@@ -47,6 +66,7 @@ def model(
     n_components: int,
     *,
     weight_concentration: float = 1.0,
+    resolution=None,
     feature_names=None,
 ) -> pm.Model:
     """Build the finite Gaussian mixture over the rows of ``X``.
@@ -59,6 +79,11 @@ def model(
         Number of mixture components ``K >= 1``.
     weight_concentration : float
         Symmetric Dirichlet parameter ``gamma > 0`` of the weights.
+    resolution : float or sequence of float, optional
+        The resolution each column was recorded to (one number for all, or one per
+        column, ``> 0``): the floor of the prior on ``sigma``. Default: read from the
+        data by :func:`pp_models.resolution.recording_resolution` (the step of the
+        decimal grid the values lie on).
     feature_names : sequence of str, optional
         Names of the columns (default ``x0, x1, ...`` or a DataFrame's columns).
 
@@ -78,12 +103,15 @@ def model(
     center = X.mean(axis=0)
     scale = X.std(axis=0)
     scale = np.where(scale > 0, scale, 1.0)
+    floor = (recording_resolution(X) if resolution is None
+             else check_positive_vector(resolution, "resolution", d))
 
     coords = {"component": np.arange(K), "feature": names, "obs": np.arange(n)}
     with pm.Model(coords=coords) as mixture:
         w = pm.Dirichlet("w", a=np.full(K, gamma), dims="component")
         mu = pm.Normal("mu", mu=center, sigma=2.0 * scale, dims=("component", "feature"))
-        sigma = pm.HalfNormal("sigma", sigma=scale, dims=("component", "feature"))
+        sigma = FlooredHalfNormal("sigma", sigma=scale, floor=floor,
+                                  dims=("component", "feature"))
         z = pm.Categorical("z", p=w, dims="obs")
         pm.Normal("X", mu=mu[z], sigma=sigma[z], observed=X, dims=("obs", "feature"))
 
@@ -151,4 +179,8 @@ CLI_ENTRY = ModelEntry(
     build=lambda dataset, **options: model(dataset.data, **options),
     default_dataset="iris",
     defaults={"n_components": 3},
+    # 4 x 1000 left weights_sorted at R-hat ~1.010 and bulk ESS ~500 (it failed `ppzoo
+    # check` on some seeds); 4 x 2000 passes with room (docs/benchmarks.md, "Defaults,
+    # measured")
+    fit_defaults={"draws": 2000, "tune": 1000, "chains": 4},
 )

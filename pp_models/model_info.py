@@ -109,6 +109,11 @@ class ZooModelInfo:
         grid); ``fit(..., postprocess=False)`` skips it.
     notes : str
         One line a user sees in the fitted data's attributes.
+    continuous_form : str
+        For a model with discrete free variables whose factory can also build an
+        all-continuous form (for NUTS and ADVI): the factory option that does, as the
+        user writes it, e.g. ``"truncation=T (truncated stick-breaking, T components)"``;
+        ``fit`` names it when asked for NUTS or ADVI on this model.
     """
 
     family: str
@@ -119,6 +124,7 @@ class ZooModelInfo:
     trace_var_names: tuple[str, ...] | None = None
     postprocess: Callable[[xr.DataTree], xr.DataTree] | None = None
     notes: str = ""
+    continuous_form: str = ""
 
 
 def attach_info(model: pm.Model, info: ZooModelInfo) -> pm.Model:

@@ -10,13 +10,14 @@ Jupyter kernel's stream.
 from __future__ import annotations
 
 import os
+import shutil
 import sys
 import threading
 import time
 
 import numpy as np
 
-__all__ = ["WorkProgress", "in_ci", "progress_enabled"]
+__all__ = ["WorkProgress", "in_ci", "progress_enabled", "terminal_columns"]
 
 
 def in_ci() -> bool:
@@ -31,6 +32,11 @@ def progress_enabled(progressbar: bool) -> bool:
     if not progressbar or in_ci():
         return False
     return bool(getattr(sys.stderr, "isatty", lambda: False)()) or "ipykernel" in sys.modules
+
+
+def terminal_columns() -> int:
+    """Width of the terminal in characters (``COLUMNS`` first, 80 when unknown)."""
+    return shutil.get_terminal_size((80, 24)).columns
 
 
 class WorkProgress:
@@ -61,18 +67,32 @@ class WorkProgress:
         self.counter[0] += int(amount)
 
     def line(self) -> str:
+        """``\\r`` and the status, padded to one column less than the terminal: a line
+        that wrapped could not be redrawn in place. Parts give way in turn when it is
+        narrow: the bar shrinks (to 8), the detail takes its short form, the time left
+        goes, and last the text is cut."""
+        width = max(terminal_columns() - 1, 20)
         done = min(int(self.counter[0]), self.total)
-        width = 24
-        filled = int(width * done / self.total)
         elapsed = time.perf_counter() - self._t0
         left = elapsed * (self.total - done) / done if done else float("nan")
         unit = f" {self.unit}" if self.unit else ""
-        return (f"\r{self.what} [{'#' * filled}{'.' * (width - filled)}] "
-                f"{done:,}/{self.total:,}{unit}{self.detail()} {elapsed:5.1f} s"
-                + (f", ~{left:.0f} s left" if left == left else ""))
+        count = f"{done:,}/{self.total:,}{unit}"
+        times = [f"{elapsed:.1f} s" + (f", ~{left:.0f} s left" if left == left else ""),
+                 f"{elapsed:.1f} s"]
+        for detail in (self.detail(), self.detail(short=True)):
+            for tail in times:
+                room = width - len(f"{self.what} [] {count}{detail} {tail}")
+                if room >= 8:
+                    bar = min(24, room)
+                    filled = int(bar * done / self.total)
+                    text = (f"{self.what} [{'#' * filled}{'.' * (bar - filled)}] "
+                            f"{count}{detail} {tail}")
+                    return "\r" + text.ljust(width)
+        return "\r" + f"{self.what} {count} {times[1]}"[:width].ljust(width)
 
-    def detail(self) -> str:
-        """Text after the count (subclasses: e.g. each chain's count)."""
+    def detail(self, short: bool = False) -> str:
+        """Text after the count (subclasses: e.g. each chain's count); ``short``: the
+        form for a narrow terminal."""
         return ""
 
     def _run(self):

@@ -51,7 +51,10 @@ class ModelEntry:
     :class:`~pp_models.datasets.Dataset` (its ``data``, ``feature_names``, ``extras``);
     ``defaults`` are the options the CLI uses unless told otherwise, ``fit_defaults``
     the sampling sizes (``draws``, ``tune``, ``chains``) it uses for this family and any
-    other ``fit`` keyword it passes (e.g. ``var_names``).
+    other ``fit`` keyword it passes (e.g. ``var_names``), sized by measurement
+    (``benchmarks/bench_defaults.py``). ``check_note``: for a family whose default run
+    does not pass ``ppzoo check``, why not and what to do instead (``ppzoo list`` prints
+    it).
     """
 
     name: str
@@ -61,6 +64,7 @@ class ModelEntry:
     default_dataset: str
     defaults: dict[str, Any] = field(default_factory=dict)
     fit_defaults: dict[str, Any] = field(default_factory=dict)
+    check_note: str = ""
 
 
 @dataclass(frozen=True)
@@ -139,11 +143,12 @@ class EntrySummary:
     defaults: dict[str, Any]
     fit_defaults: dict[str, Any]
     module: str
+    check_note: str = ""
 
 
 #: the ModelEntry fields a summary holds (each must be a literal in the source)
 _SUMMARY_FIELDS = ("name", "description", "methods", "default_dataset", "defaults",
-                   "fit_defaults")
+                   "fit_defaults", "check_note")
 
 
 def list_model_summaries() -> list[EntrySummary]:
@@ -158,7 +163,8 @@ def list_model_summaries() -> list[EntrySummary]:
             continue
         found[entry.name] = EntrySummary(entry.name, entry.description, tuple(entry.methods),
                                          entry.default_dataset, dict(entry.defaults),
-                                         dict(entry.fit_defaults), type(entry).__module__)
+                                         dict(entry.fit_defaults), type(entry).__module__,
+                                         entry.check_note)
     return [found[k] for k in sorted(found)]
 
 
@@ -220,7 +226,7 @@ def _summary_in(path: Path, module: str) -> EntrySummary | NoCLIEntry | None:
                                      for k in node.value.keywords})
             except ValueError:
                 return importlib.import_module(module).CLI_ENTRY
-        fields = {"defaults": {}, "fit_defaults": {}}
+        fields = {"defaults": {}, "fit_defaults": {}, "check_note": ""}
         for keyword in node.value.keywords:
             if keyword.arg in _SUMMARY_FIELDS:
                 try:
@@ -236,7 +242,7 @@ def _summary_in(path: Path, module: str) -> EntrySummary | NoCLIEntry | None:
             return entry
         return EntrySummary(entry.name, entry.description, tuple(entry.methods),
                             entry.default_dataset, dict(entry.defaults),
-                            dict(entry.fit_defaults), module)
+                            dict(entry.fit_defaults), module, entry.check_note)
     return None
 
 

@@ -11,7 +11,8 @@ Sections (each owns its kind; families import from here, never re-derive):
 Numba kernels behind them live in :mod:`custom_ops.trees` (merge trees),
 :mod:`custom_ops.trees.spanning` and :mod:`custom_ops.trees.diffusion`.
 
-Why one module of ~710 lines: it is the one home of tree representations, so
+Why one module of ~820 lines: it is the one home of tree representations (and their
+pictures), so
 the three kinds sit side by side with their conversions; each section is self-contained
 and would be the module to split off if a fourth kind arrives.
 """
@@ -36,6 +37,7 @@ from pp_models.validation import rng_from_seed
 __all__ = [
     "DiffusionTree",
     "all_spanning_trees",
+    "centred_parents",
     "check_spanning_tree",
     "check_tree_weights",
     "from_newick",
@@ -54,6 +56,7 @@ __all__ = [
     "to_linkage",
     "to_newick",
     "to_parents",
+    "tree_figure_size",
     "tree_height",
     "tree_layout",
     "validate_merges",
@@ -408,34 +411,95 @@ def tree_layout(parents) -> np.ndarray:
     return pos
 
 
+def centred_parents(parents) -> np.ndarray:
+    """The same tree or forest re-rooted at each component's centre (a node of least
+    eccentricity), which halves the depth of a path-like tree: the layout of
+    :func:`tree_layout` then needs about half the height."""
+    parents = np.asarray(parents, dtype=np.int64)
+    V = parents.size
+    neighbours = [[] for _ in range(V)]
+    for v, p in enumerate(parents):
+        if p >= 0:
+            neighbours[v].append(int(p))
+            neighbours[int(p)].append(v)
+
+    def bfs(start):
+        order, parent = [start], {start: -1}
+        for v in order:
+            for w in neighbours[v]:
+                if w not in parent:
+                    parent[w] = v
+                    order.append(w)
+        return order, parent
+
+    out = np.full(V, -1, dtype=np.int64)
+    seen = np.zeros(V, dtype=bool)
+    for root in range(V):
+        if seen[root]:
+            continue
+        order, _ = bfs(root)
+        far, _ = bfs(order[-1])  # a longest path runs from order[-1] to far[-1]
+        _, back = bfs(far[-1])
+        path = [order[-1]]
+        while path[-1] != far[-1]:
+            path.append(back[path[-1]])
+        centre = path[len(path) // 2]
+        component, parent = bfs(centre)
+        for v in component:
+            out[v] = parent[v]
+            seen[v] = True
+    return out
+
+
 def plot_spanning_tree(parents, *, labels=None, edge_values=None, ax=None, title=None,
-                       node_size: float = 300.0, fontsize: float = 8.0):
-    """Draw a tree or forest with :func:`tree_layout`; ``edge_values`` (V, V) sets the
-    line width (e.g. mutual information or posterior edge probability)."""
+                       fontsize: float = 8.0, dashed_below: float | None = None,
+                       max_width: float = 4.0, vmax: float | None = None):
+    """Draw a tree or forest rooted at its centre (:func:`centred_parents`,
+    :func:`tree_layout`), each node's label written inside its box.
+
+    ``edge_values`` (V, V) sets each line's width (e.g. mutual information or posterior
+    edge probability), ``max_width`` at ``vmax`` (default: the largest value); edges
+    whose value is below ``dashed_below`` are dashed. Returns the axes.
+    """
     import matplotlib.pyplot as plt
 
-    parents = np.asarray(parents, dtype=np.int64)
+    parents = centred_parents(parents)
     pos = tree_layout(parents)
     if ax is None:
-        _, ax = plt.subplots(figsize=(max(4.0, 0.5 * parents.size), 4.0))
+        width, height = tree_figure_size(pos)
+        _, ax = plt.subplots(figsize=(width, height))
     edges = spanning_tree_edges(parents)
     if edge_values is not None:
         vals = np.array([edge_values[u, v] for u, v in edges]) if edges.size else np.zeros(0)
-        top = vals.max() if vals.size and vals.max() > 0 else 1.0
-        widths = 0.5 + 3.5 * vals / top
+        top = vmax if vmax is not None else (vals.max() if vals.size and vals.max() > 0
+                                             else 1.0)
+        widths = 0.5 + (max_width - 0.5) * np.minimum(vals / top, 1.0)
     else:
+        vals = np.ones(len(edges))
         widths = np.full(len(edges), 1.5)
-    for (u, v), lw in zip(edges, widths, strict=True):
-        ax.plot(pos[[u, v], 0], pos[[u, v], 1], color="0.4", lw=lw, zorder=1)
-    ax.scatter(pos[:, 0], pos[:, 1], s=node_size, color="white", edgecolor="k", zorder=2)
+    for (u, v), lw, value in zip(edges, widths, vals, strict=True):
+        dashed = dashed_below is not None and value < dashed_below
+        ax.plot(pos[[u, v], 0], pos[[u, v], 1], color="0.35", lw=lw, zorder=1,
+                ls=(0, (3, 2)) if dashed else "-")
     names = [str(i) for i in range(parents.size)] if labels is None else list(labels)
     for v, name in enumerate(names):
         ax.text(pos[v, 0], pos[v, 1], name, ha="center", va="center", fontsize=fontsize,
-                zorder=3)
+                zorder=3, bbox=dict(boxstyle="round,pad=0.25", fc="white", ec="0.3", lw=0.8))
+    ax.set_xlim(pos[:, 0].min() - 0.8, pos[:, 0].max() + 0.8)
+    ax.set_ylim(pos[:, 1].min() - 0.6, pos[:, 1].max() + 0.6)
     ax.set_axis_off()
     if title:
-        ax.set_title(title)
+        ax.set_title(title, fontsize=fontsize + 1)
     return ax
+
+
+def tree_figure_size(pos, *, per_leaf: float = 0.75, per_level: float = 0.5) -> tuple:
+    """(width, height) in inches for a :func:`tree_layout` ``pos``: room for a short
+    word per leaf column and per level, at least 3 x 2."""
+    pos = np.asarray(pos, dtype=np.float64)
+    columns = np.ptp(pos[:, 0]) + 1 if pos.size else 1
+    levels = np.ptp(pos[:, 1]) + 1 if pos.size else 1
+    return max(3.0, per_leaf * columns + 0.6), max(2.0, per_level * levels + 0.8)
 
 
 # ======================================================================================
@@ -613,14 +677,25 @@ class DiffusionTree:
         return Z
 
     # ---------------------------------------------------------------- picture
-    def plot(self, ax=None, labels=None, leaf_colors=None, linewidth=1.0):
-        """Dendrogram with divergence time on the vertical axis (0 at the top, the
-        leaves at t = 1); multifurcations are drawn as one bar. Returns the axes."""
+    def plot(self, ax=None, labels=None, leaf_colors=None, linewidth=1.0, time_axis="log"):
+        """Dendrogram with divergence time downwards; multifurcations are drawn as one
+        bar. Returns the axes.
+
+        ``time_axis="log"`` (default) places a branch point at ``-log(1 - t)``, the
+        divergence function's own clock (``A(t) = -c log(1 - t)``): branch points crowd
+        towards ``t = 1`` on a linear axis (most of a fitted tree lies in 0.8-1.0), and
+        this spreads them; the ticks still read ``t``, and the leaves (``t = 1``, at
+        infinity on that clock) sit on a line below the deepest branch point.
+        ``"linear"``: ``t`` itself. ``labels`` name the leaves (default their indices);
+        they are drawn up to 400 leaves, in a font that shrinks with their number.
+        """
         import matplotlib.pyplot as plt
 
-        if ax is None:
-            _fig, ax = plt.subplots(figsize=(max(4.0, 0.15 * self.n_leaves), 4.0))
+        if time_axis not in ("log", "linear"):
+            raise ValueError(f"time_axis must be 'log' or 'linear', got {time_axis!r}")
         n = self.n_leaves
+        if ax is None:
+            _fig, ax = plt.subplots(figsize=(min(max(5.0, 0.1 * n), 20.0), 4.5))
         kids = [[] for _ in range(self.parent.shape[0])]
         for v, p in enumerate(self.parent):
             if p >= 0:
@@ -638,28 +713,50 @@ class DiffusionTree:
             x[v] = np.mean([x[w] for w in kids[v]])
 
         place(self.root)
-        segs_v, segs_h = [], []
+        internal = self.internal_nodes
+        if time_axis == "log":
+            depth = -self.log1m_t[internal - n]
+            deepest = float(depth.max()) if depth.size else 1.0
+            leaf_y = deepest + max(0.12 * deepest, 0.3)
+
+            def y_of(v):
+                return leaf_y if v < n else float(-self.log1m_t[v - n])
+        else:
+            leaf_y = 1.0
+
+            def y_of(v):
+                return self.time(v)
+
+        segs = []
         for v in range(self.parent.shape[0]):
             p = self.parent[v]
             if p == UNUSED_SLOT:
                 continue
-            t_top = 0.0 if p == -1 else self.time(p)
-            segs_v.append(((x[v], t_top), (x[v], self.time(v))))
+            top = 0.0 if p == -1 else y_of(p)
+            segs.append(((x[v], top), (x[v], y_of(v))))
             if v >= n:
                 xs = [x[w] for w in kids[v]]
-                segs_h.append(((min(xs), self.time(v)), (max(xs), self.time(v))))
+                segs.append(((min(xs), y_of(v)), (max(xs), y_of(v))))
         from matplotlib.collections import LineCollection
 
-        ax.add_collection(LineCollection(segs_v + segs_h, colors="k", linewidths=linewidth))
+        ax.add_collection(LineCollection(segs, colors="k", linewidths=linewidth))
         if leaf_colors is not None:
-            ax.scatter(x[:n], np.ones(n), c=np.asarray(leaf_colors), s=12, zorder=3)
+            ax.scatter(x[:n], np.full(n, leaf_y), c=np.asarray(leaf_colors), s=12, zorder=3)
         ax.set_xlim(-1, n)
-        ax.set_ylim(1.02, -0.02)
-        ax.set_ylabel("divergence time t")
-        if labels is not None or n <= 40:
+        ax.set_ylim(leaf_y * 1.02, -0.02 * leaf_y)
+        if time_axis == "log":
+            ticks = [t for t in (0.0, 0.5, 0.9, 0.99, 0.999, 0.9999, 0.99999)
+                     if -math.log1p(-t) < leaf_y * 0.92]
+            ax.set_yticks([-math.log1p(-t) for t in ticks] + [leaf_y],
+                          [f"{t:g}" for t in ticks] + ["1 (leaves)"])
+            ax.set_ylabel("divergence time t\n(spaced as -log(1 - t))")
+        else:
+            ax.set_ylabel("divergence time t")
+        if n <= 400:
             names = [str(i) for i in range(n)] if labels is None else [str(s) for s in labels]
             ax.set_xticks(range(n))
-            ax.set_xticklabels([names[v] for v in leaf_order], rotation=90, fontsize=7)
+            ax.set_xticklabels([names[v] for v in leaf_order], rotation=90,
+                               fontsize=float(np.clip(600 / n, 3.0, 7.0)))
         else:
             ax.set_xticks([])
         return ax

@@ -187,19 +187,21 @@ def check_row_indices(indices, name: str, n_rows: int) -> np.ndarray:
     return arr
 
 
-def check_feature_names(feature_names, n_columns: int) -> list[str] | None:
+def check_feature_names(feature_names, n_columns: int, *, name: str = "feature_names",
+                        counted: str = "X has {n} columns") -> list[str] | None:
     """``feature_names`` as a list of ``n_columns`` strings (None stays None).
 
-    A single string is refused rather than read as one name per character.
+    A single string is refused rather than read as one name per character. ``name`` and
+    ``counted`` (with ``{n}``) name the argument and what it names in the messages.
     """
     if feature_names is None:
         return None
     if isinstance(feature_names, str | bytes):
-        raise TypeError(f"feature_names must be a sequence of names, one per column, got the "
+        raise TypeError(f"{name} must be a sequence of names, one per column, got the "
                         f"string {feature_names!r}")
     names = [str(f) for f in feature_names]
     if len(names) != n_columns:
-        raise ValueError(f"feature_names has {len(names)} names but X has {n_columns} columns")
+        raise ValueError(f"{name} has {len(names)} names but {counted.format(n=n_columns)}")
     return names
 
 

@@ -81,5 +81,17 @@ def test_tutorial_runs(path, tmp_path, monkeypatch):
                      if not line.lstrip().startswith("#"))
     saved = re.findall(r"[\"']([\w./-]+\.png)[\"']", code)
     assert saved, f"{path.name} saves no figure"
-    missing = [name for name in saved if not (tmp_path / name).is_file()]
-    assert not missing, f"{path.name} did not write {missing}"
+    missing = [name for name in saved if not (tmp_path / "tutorials_output" / name).is_file()]
+    assert not missing, f"{path.name} did not write {missing} into tutorials_output/"
+    # and nothing into the folder it was run from
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["tutorials_output"]
+
+
+@pytest.mark.parametrize("path", TUTORIALS, ids=[p.stem for p in TUTORIALS])
+def test_tutorial_saves_figures_in_its_output_folder(path):
+    # run from the repository root as the README says, the tutorials used to write their
+    # PNGs there; every savefig now writes under OUT (--out, default tutorials_output/)
+    code = path.read_text()
+    assert re.search(r'parser\.add_argument\("--out"', code), f"{path.name} has no --out"
+    stray = [m.group(0) for m in re.finditer(r"(?<!OUT / )[\"'][\w./-]+\.png[\"']", code)]
+    assert not stray, f"{path.name} names figures outside OUT: {stray}"

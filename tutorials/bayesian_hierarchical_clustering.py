@@ -42,6 +42,7 @@ import argparse
 import itertools
 import math
 import time
+from pathlib import Path
 
 import arviz as az
 import matplotlib.pyplot as plt
@@ -62,7 +63,12 @@ from pp_models.metrics import (
 # tutorial. parse_known_args lets Jupyter's own command-line arguments pass.
 parser = argparse.ArgumentParser()
 parser.add_argument("--fast", action="store_true", help="small sizes for a quick test run")
-FAST = parser.parse_known_args()[0].fast
+parser.add_argument("--out", default="tutorials_output",
+                    help="folder for the figures (created; default tutorials_output)")
+OPTIONS = parser.parse_known_args()[0]
+FAST = OPTIONS.fast
+OUT = Path(OPTIONS.out)  # every figure is saved here, not in the working folder
+OUT.mkdir(parents=True, exist_ok=True)
 N_REPEATS = 2 if FAST else 5  # random subsamples per data set in section 1
 PER_CLASS = 10 if FAST else 20  # images per digit in section 1
 PER_CLASS_TREE = 20 if FAST else 40  # images per digit in sections 2-3
@@ -141,7 +147,7 @@ tree.plot(ax=axes[0], labels=[str(v) for v in y3], leaf_font_size=7, no_labels=F
 dendrogram(linkage(X3, "average"), ax=axes[1], labels=[str(v) for v in y3], leaf_font_size=7)
 axes[1].set_title("average linkage")
 fig.tight_layout()
-fig.savefig("dendrograms.png", dpi=80)
+fig.savefig(OUT / "dendrograms.png", dpi=80)
 plt.show()
 
 # %% [markdown]

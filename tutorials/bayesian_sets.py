@@ -42,6 +42,7 @@
 # %%
 import argparse
 import time
+from pathlib import Path
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -59,7 +60,12 @@ from pp_models.datasets import load
 # own command-line arguments pass.
 parser = argparse.ArgumentParser()
 parser.add_argument("--fast", action="store_true", help="small sizes for a quick test run")
-FAST = parser.parse_known_args()[0].fast
+parser.add_argument("--out", default="tutorials_output",
+                    help="folder for the figures (created; default tutorials_output)")
+OPTIONS = parser.parse_known_args()[0]
+FAST = OPTIONS.fast
+OUT = Path(OPTIONS.out)  # every figure is saved here, not in the working folder
+OUT.mkdir(parents=True, exist_ok=True)
 REPEATS = 3 if FAST else 20  # random queries per digit in section 3
 N_LARGE = 20_000 if FAST else 1_000_000  # items in section 5's synthetic collection
 
@@ -121,7 +127,7 @@ ax.set_xlabel("weight $q_j$ in the log score")
 ax.set_title("Words that define the query (Pope's operation stories)")
 ax.axvline(0, color="k", lw=0.5)
 fig.tight_layout()
-fig.savefig("bayesian_sets_reuters_words.png", dpi=80)
+fig.savefig(OUT / "bayesian_sets_reuters_words.png", dpi=80)
 plt.show()
 
 # %% [markdown]
@@ -226,7 +232,7 @@ ax.set_ylabel("precision at k")
 ax.set_title("Retrieving a digit from 5 examples")
 ax.legend()
 fig.tight_layout()
-fig.savefig("bayesian_sets_precision.png", dpi=80)
+fig.savefig(OUT / "bayesian_sets_precision.png", dpi=80)
 # sphinx_gallery_thumbnail_number = 2
 plt.show()
 
@@ -252,7 +258,7 @@ for t, i in enumerate(r.items):
     axes[1, t].imshow(Xd[i].reshape(8, 8), cmap="gray_r")
     axes[1, t].set_title(f"{yd[i]}", fontsize=8, color="k" if yd[i] == c else "r")
 fig.tight_layout()
-fig.savefig("bayesian_sets_digits.png", dpi=80)
+fig.savefig(OUT / "bayesian_sets_digits.png", dpi=80)
 plt.show()
 
 # %% [markdown]

@@ -43,6 +43,7 @@
 # %%
 import argparse
 import time
+from pathlib import Path
 
 import arviz as az
 import matplotlib.pyplot as plt
@@ -53,7 +54,11 @@ from pp_models import datasets, ggm
 
 parser = argparse.ArgumentParser()
 parser.add_argument("--fast", action="store_true", help="small sizes (about a minute)")
+parser.add_argument("--out", default="tutorials_output",
+                    help="folder for the figures (created; default tutorials_output)")
 args, _ = parser.parse_known_args()
+OUT = Path(args.out)  # every figure is saved here, not in the working folder
+OUT.mkdir(parents=True, exist_ok=True)
 N_CELLS = 300 if args.fast else 1000  # cells used by the Bayesian fits
 DRAWS = 300 if args.fast else 1000
 
@@ -85,7 +90,7 @@ for ax, res in zip(axes, path.results):
     ggm.plot_graph(res.adjacency, names, ax=ax, max_width=1.5,
                    title=f"lambda = {res.lam:.0f}, nedges = {res.n_edges}")
 fig.tight_layout()
-fig.savefig("glasso_sachs_path.png", dpi=80)
+fig.savefig(OUT / "glasso_sachs_path.png", dpi=80)
 plt.show()
 
 # %% [markdown]
@@ -124,7 +129,7 @@ ax.set_xlabel("lambda")
 ax.set_title("glasso path vs the consensus skeleton")
 ax.legend()
 fig.tight_layout()
-fig.savefig("glasso_consensus_pr.png", dpi=80)
+fig.savefig(OUT / "glasso_consensus_pr.png", dpi=80)
 plt.show()
 
 # %% [markdown]
@@ -159,7 +164,7 @@ print(az.summary(bgl, var_names=["lam"]))
 rho_summary = az.summary(bgl, var_names=["partial_correlation"])
 print(rho_summary[["mean", "sd", "ess_bulk", "r_hat"]].describe().loc[["min", "max"]])
 az.plot_trace(bgl, var_names=["lam"])
-plt.savefig("bglasso_lam_trace.png", dpi=80)
+plt.savefig(OUT / "bglasso_lam_trace.png", dpi=80)
 plt.show()
 
 # %% [markdown]
@@ -221,7 +226,7 @@ ggm.plot_graph(ggm.posterior_partial_correlation(bgl).values * credible_matrix,
                title="Bayesian glasso: 89% interval excludes 0")
 ggm.plot_graph(consensus.astype(float), names, ax=axes[2], title="consensus network")
 fig.tight_layout()
-fig.savefig("bayesian_graphs_sachs.png", dpi=80)
+fig.savefig(OUT / "bayesian_graphs_sachs.png", dpi=80)
 plt.show()
 
 # %% [markdown]

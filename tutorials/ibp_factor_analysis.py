@@ -37,6 +37,7 @@
 
 # %%
 import argparse
+from pathlib import Path
 
 import arviz as az
 import matplotlib.pyplot as plt
@@ -54,7 +55,11 @@ from pp_models.model_info import posterior_with_labels
 
 parser = argparse.ArgumentParser()
 parser.add_argument("--fast", action="store_true", help="small sizes (CI)")
+parser.add_argument("--out", default="tutorials_output",
+                    help="folder for the figures (created; default tutorials_output)")
 args, _ = parser.parse_known_args()
+OUT = Path(args.out)  # every figure is saved here, not in the working folder
+OUT.mkdir(parents=True, exist_ok=True)
 FAST = args.fast
 
 # %% [markdown]
@@ -83,7 +88,7 @@ for ax, alpha in zip(axes, (1.0, 3.0, 8.0)):
     ax.set_xlabel("feature (dish)")
     ax.set_ylabel("variable (customer)")
 fig.tight_layout()
-plt.savefig("ibp_draws.png", dpi=80)
+plt.savefig(OUT / "ibp_draws.png", dpi=80)
 plt.show()
 
 # %% [markdown]
@@ -102,7 +107,7 @@ ax.hist(k_plus, bins=np.arange(grid.max() + 1) - 0.5, density=True, alpha=0.6,
 ax.plot(grid, stats.poisson.pmf(grid, rate), "o-", label=f"Poisson({rate:.2f})")
 ax.set_xlabel("number of features K+")
 ax.legend()
-plt.savefig("ibp_k_plus.png", dpi=80)
+plt.savefig(OUT / "ibp_k_plus.png", dpi=80)
 plt.show()
 print(f"mean K+ {k_plus.mean():.2f} (theory {rate:.2f}); mean dishes per customer "
       f"{draws.sum(axis=2).mean():.2f} (theory {alpha})")
@@ -143,7 +148,7 @@ print(dt.attrs["pp_models_steps"])
 table = summary(dt, var_names=["n_features", "reconstruction_norm"])
 print(table.to_string())
 az.plot_trace_dist(dt, var_names=["n_features", "reconstruction_norm"])
-plt.savefig("ibp_trace.png", dpi=80)
+plt.savefig(OUT / "ibp_trace.png", dpi=80)
 plt.show()
 
 # %% [markdown]
@@ -158,7 +163,7 @@ ax.axvline(K_true, color="k", ls="--", label="truth")
 ax.set_xlabel("number of active features")
 ax.set_ylabel("posterior probability")
 ax.legend()
-plt.savefig("ibp_n_features.png", dpi=80)
+plt.savefig(OUT / "ibp_n_features.png", dpi=80)
 plt.show()
 print(f"posterior mean K {k.mean():.2f} (sd {k.std():.2f}); truth {K_true}")
 
@@ -186,7 +191,7 @@ for ax in axes:
     ax.set_xlabel("factor")
 axes[0].set_ylabel("variable")
 fig.tight_layout()
-plt.savefig("ibp_loadings.png", dpi=80)
+plt.savefig(OUT / "ibp_loadings.png", dpi=80)
 plt.show()
 
 # %% [markdown]

@@ -34,6 +34,7 @@
 # %%
 # sphinx_gallery_thumbnail_number = 3
 import argparse
+from pathlib import Path
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -48,7 +49,11 @@ from pp_models.model_info import posterior_with_labels
 
 parser = argparse.ArgumentParser()
 parser.add_argument("--fast", action="store_true", help="small sizes (CI)")
+parser.add_argument("--out", default="tutorials_output",
+                    help="folder for the figures (created; default tutorials_output)")
 args, _ = parser.parse_known_args()
+OUT = Path(args.out)  # every figure is saved here, not in the working folder
+OUT.mkdir(parents=True, exist_ok=True)
 FAST = args.fast
 
 # %% [markdown]
@@ -72,7 +77,7 @@ ax.plot(grid, stats.norm.pdf(grid, mean[0, 0], 1 / np.sqrt(precision[0, 0])),
         color="tab:red", label=f"product: N({mean[0, 0]:.2f}, {1 / precision[0, 0]:.2f})")
 ax.set_title("Fig. 7.1: the product of two Gaussian clusters")
 ax.legend(fontsize=8)
-plt.savefig("iomm_product.png", dpi=80)
+plt.savefig(OUT / "iomm_product.png", dpi=80)
 plt.show()
 theta = np.array([[0.7, 0.2], [0.8, 0.5]])
 print("theta~ of a point in both Bernoulli clusters (Eq. 7.7):",
@@ -108,7 +113,7 @@ ax.set_xlim(lo[0] - 1, hi[0] + 1)
 ax.set_ylim(lo[1] - 1, hi[1] + 1)
 ax.set_title("A draw from the IOMM (ellipses: each cluster at 1 sd)")
 ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1, 1))
-plt.savefig("iomm_draw.png", dpi=80, bbox_inches="tight")
+plt.savefig(OUT / "iomm_draw.png", dpi=80, bbox_inches="tight")
 plt.show()
 
 # %% [markdown]
@@ -146,7 +151,7 @@ axes[2].set_ylabel("clusters")
 axes[2].legend()
 axes[2].set_title("Fig. 7.6: clusters per draw")
 fig.tight_layout()
-plt.savefig("iomm_synthetic.png", dpi=80)
+plt.savefig(OUT / "iomm_synthetic.png", dpi=80)
 plt.show()
 
 # %% [markdown]
@@ -182,7 +187,7 @@ print(summary(dt).loc[["n_clusters", "mean_memberships", "unassigned"]])
 
 # %%
 fig = iomm.plot_results(dt)
-plt.savefig("iomm_reuters.png", dpi=80)
+plt.savefig(OUT / "iomm_reuters.png", dpi=80)
 plt.show()
 
 # %% [markdown]

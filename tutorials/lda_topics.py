@@ -39,6 +39,7 @@
 # %%
 import argparse
 import time
+from pathlib import Path
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -52,7 +53,12 @@ from pp_models import datasets, lda
 # parse_known_args lets Jupyter's own command-line arguments pass.
 parser = argparse.ArgumentParser()
 parser.add_argument("--fast", action="store_true", help="small sizes for a quick test run")
-FAST = parser.parse_known_args()[0].fast
+parser.add_argument("--out", default="tutorials_output",
+                    help="folder for the figures (created; default tutorials_output)")
+OPTIONS = parser.parse_known_args()[0]
+FAST = OPTIONS.fast
+OUT = Path(OPTIONS.out)  # every figure is saved here, not in the working folder
+OUT.mkdir(parents=True, exist_ok=True)
 N_BARS_DOCS = 300 if FAST else 1000
 BARS_DRAWS, BARS_TUNE = (50, 100) if FAST else (200, 300)
 ADVI_ITERATIONS = 1500 if FAST else 6000
@@ -118,8 +124,8 @@ def show(images, title, filename, vmax=None):
 true_topics = bars_topics()
 theta_true = rng.dirichlet(np.ones(10), size=N_BARS_DOCS)
 bars_docs = np.array([rng.multinomial(100, t @ true_topics) for t in theta_true])
-show(true_topics, "the 10 true topics", "lda_bars_true_topics.png", vmax=0.25)
-show(bars_docs[:10], "10 documents (pixel counts)", "lda_bars_documents.png")
+show(true_topics, "the 10 true topics", OUT / "lda_bars_true_topics.png", vmax=0.25)
+show(bars_docs[:10], "10 documents (pixel counts)", OUT / "lda_bars_documents.png")
 
 # %% [markdown]
 # Fit the collapsed model with Gibbs sampling. `fit(method="auto")` reads the model's
@@ -150,7 +156,7 @@ def match(estimated, true):
 
 
 phi_gibbs, l1_gibbs = match(lda.posterior_topics(bars_gibbs.posterior).values, true_topics)
-show(phi_gibbs, "collapsed Gibbs: posterior-mean topics", "lda_bars_gibbs_topics.png",
+show(phi_gibbs, "collapsed Gibbs: posterior-mean topics", OUT / "lda_bars_gibbs_topics.png",
      vmax=0.25)
 print("L1 error per topic:", np.round(l1_gibbs, 3))
 
@@ -167,7 +173,7 @@ ax.plot(bars_gibbs.sample_stats["log_joint"].values[0])
 ax.set_xlabel(f"draw (after {BARS_TUNE} tuning sweeps)")
 ax.set_ylabel("log p(w, z)")
 fig.tight_layout()
-fig.savefig("lda_bars_log_joint.png", dpi=80)
+fig.savefig(OUT / "lda_bars_log_joint.png", dpi=80)
 plt.show()
 
 # %% [markdown]
@@ -192,7 +198,7 @@ bars_advi = fit(
 )
 advi_seconds = time.perf_counter() - t0
 phi_advi, l1_advi = match(bars_advi.posterior_labels["phi"].values[0].mean(0), true_topics)
-show(phi_advi, "minibatch ADVI: mean topics", "lda_bars_advi_topics.png", vmax=0.25)
+show(phi_advi, "minibatch ADVI: mean topics", OUT / "lda_bars_advi_topics.png", vmax=0.25)
 print(f"ADVI: {advi_seconds:.1f} s; L1 error per topic: {np.round(l1_advi, 3)}")
 
 # %% [markdown]
@@ -248,7 +254,7 @@ reuters_topics = lda.posterior_topics(reuters_fit.posterior).values
 for k, words in enumerate(lda.top_words(reuters_topics, vocabulary, n=8)):
     print(f"topic {k:2d}: {' '.join(words)}")
 # the same as bars (what `ppzoo fit lda --out DIR` saves as topics.png)
-lda.plot_top_words(reuters_fit, "lda_reuters_topics.png")
+lda.plot_top_words(reuters_fit, OUT / "lda_reuters_topics.png")
 plt.show()
 
 # %% [markdown]

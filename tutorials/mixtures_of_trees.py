@@ -36,6 +36,7 @@
 
 # %%
 import argparse
+from pathlib import Path
 
 import arviz as az
 import matplotlib.pyplot as plt
@@ -50,7 +51,11 @@ from pp_models.trees import maximum_spanning_tree, spanning_tree_edges
 
 parser = argparse.ArgumentParser()
 parser.add_argument("--fast", action="store_true", help="small sizes (<= 60 s)")
+parser.add_argument("--out", default="tutorials_output",
+                    help="folder for the figures (created; default tutorials_output)")
 args, _ = parser.parse_known_args()
+OUT = Path(args.out)  # every figure is saved here, not in the working folder
+OUT.mkdir(parents=True, exist_ok=True)
 FAST = args.fast
 
 # %% [markdown]
@@ -73,7 +78,7 @@ for mi, a, b in strongest:
 fig, ax = plt.subplots(figsize=(16, 6))
 tree.plot(ax=ax, title="Chow-Liu tree of word presence in Reuters stories "
           "(line width = mutual information)")
-fig.savefig("mixtures_of_trees_reuters.png", dpi=100)
+fig.savefig(OUT / "mixtures_of_trees_reuters.png", dpi=100)
 plt.show()
 
 # %% [markdown]
@@ -120,7 +125,7 @@ np.add.at(table, (component, labels), 1)
 axes[1].imshow(table / table.sum(1, keepdims=True), aspect="auto", cmap="Greys")
 axes[1].set(xlabel="true digit", ylabel="component", title="who goes where")
 fig.tight_layout()
-fig.savefig("mixtures_of_trees_em.png", dpi=100)
+fig.savefig(OUT / "mixtures_of_trees_em.png", dpi=100)
 plt.show()
 
 
@@ -146,7 +151,7 @@ for ax, k in zip(axes, show, strict=True):
     mean_image = train[component == k].mean(0) if np.any(component == k) else np.zeros(64)
     draw_on_grid(ax, t.edges, t.edge_weights, mean_image)
     ax.set_title(f"component {k}, weight {mix.weights[k]:.2f}")
-fig.savefig("mixtures_of_trees_digit_trees.png", dpi=100)
+fig.savefig(OUT / "mixtures_of_trees_digit_trees.png", dpi=100)
 plt.show()
 
 # %% [markdown]
@@ -209,7 +214,7 @@ for k, ax in enumerate(axes):
     ax.set_title(f"component {k} (weight {w_mean[k]:.2f})")
     ax.set_xlabel("pooled pixel")
 fig.colorbar(im, ax=axes, label="posterior P(edge)")
-fig.savefig("mixtures_of_trees_edge_probabilities.png", dpi=100)
+fig.savefig(OUT / "mixtures_of_trees_edge_probabilities.png", dpi=100)
 plt.show()
 sure = [(prob[k][u, v], k, u, v) for k in range(3)
         for u, v in spanning_tree_edges(maximum_spanning_tree(prob[k]))]
@@ -254,7 +259,7 @@ for k, ax in enumerate(axes):
     ax.set_yticks(range(13), short, fontsize=7)
     ax.set_title(f"component {k}")
 fig.colorbar(im, ax=axes, label="posterior P(edge)")
-fig.savefig("mixtures_of_trees_wine.png", dpi=100)
+fig.savefig(OUT / "mixtures_of_trees_wine.png", dpi=100)
 plt.show()
 
 # %% [markdown]

@@ -39,6 +39,7 @@
 
 # %%
 import argparse
+from pathlib import Path
 
 import arviz as az
 import matplotlib.pyplot as plt
@@ -51,7 +52,11 @@ from pp_models.trees import DiffusionTree
 
 parser = argparse.ArgumentParser()
 parser.add_argument("--fast", action="store_true")
+parser.add_argument("--out", default="tutorials_output",
+                    help="folder for the figures (created; default tutorials_output)")
 args, _ = parser.parse_known_args()
+OUT = Path(args.out)  # every figure is saved here, not in the working folder
+OUT.mkdir(parents=True, exist_ok=True)
 FAST = args.fast
 N_PRIOR = 300 if FAST else 1000
 N_CLUSTER = 40 if FAST else 100
@@ -72,7 +77,7 @@ for ax, (c, theta, alpha) in zip(axes, settings, strict=True):
     ax.scatter(*draw.X.T, s=3)
     ax.set_title(f"c={c}, θ={theta}, α={alpha}\n{draw.n_internal} branch points")
 plt.tight_layout()
-plt.savefig("pydt_prior_draws.png", dpi=110)
+plt.savefig(OUT / "pydt_prior_draws.png", dpi=110)
 plt.show()
 
 # %% [markdown]
@@ -84,7 +89,7 @@ small = pydt.sample_prior(20, c=1.0, theta=1.0, alpha=0.0, dim=0, random_seed=3)
 ax = small.plot()
 ax.set_title(f"{small.n_multifurcations} multifurcations; Newick: "
              f"{small.to_newick()[:40]}...", fontsize=8)
-plt.savefig("pydt_prior_tree.png", dpi=110)
+plt.savefig(OUT / "pydt_prior_tree.png", dpi=110)
 plt.show()
 
 # %% [markdown]
@@ -173,7 +178,7 @@ for ax, (name, result) in zip(axes, (("PYDT", pydt_fit), ("DDT", ddt_fit)), stri
     trees[-1].plot(ax=ax, leaf_colors=colors, labels=[""] * N_CLUSTER)
     ax.set_title(f"{name}: last posterior draw")
 plt.tight_layout()
-plt.savefig("pydt_four_clusters.png", dpi=110)
+plt.savefig(OUT / "pydt_four_clusters.png", dpi=110)
 plt.show()
 
 # %% [markdown]
@@ -191,7 +196,7 @@ dens = np.exp(pydt.log_predictive(pydt_fit, X, G, n_positions=3,
 plt.contourf(g, g, dens.reshape(grid_n, grid_n), levels=20)
 plt.scatter(*X.T, c="w", s=5)
 plt.title("PYDT posterior predictive density")
-plt.savefig("pydt_predictive.png", dpi=110)
+plt.savefig(OUT / "pydt_predictive.png", dpi=110)
 plt.show()
 
 # %% [markdown]

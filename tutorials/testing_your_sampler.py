@@ -26,6 +26,7 @@
 
 # %%
 import argparse
+from pathlib import Path
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -39,7 +40,12 @@ from inference.testing import check_convergence, getting_it_right, sbc
 # parse_known_args lets Jupyter's own command-line arguments pass.
 parser = argparse.ArgumentParser()
 parser.add_argument("--fast", action="store_true", help="small sizes for a quick test run")
-FAST = parser.parse_known_args()[0].fast
+parser.add_argument("--out", default="tutorials_output",
+                    help="folder for the figures (created; default tutorials_output)")
+OPTIONS = parser.parse_known_args()[0]
+FAST = OPTIONS.fast
+OUT = Path(OPTIONS.out)  # every figure is saved here, not in the working folder
+OUT.mkdir(parents=True, exist_ok=True)
 DRAWS = 200 if FAST else 1000
 GIR_SAMPLES = 1000 if FAST else 4000
 N_SIMULATIONS = 10 if FAST else 60
@@ -126,7 +132,7 @@ gir = getting_it_right(normal_model(), data_vars=["y"],
                        step=lambda m: NormalGibbs(model=m), n_samples=GIR_SAMPLES, random_seed=3)
 print("passed:", gir.passed(alpha=0.01))
 print(gir)
-gir.plot().savefig("gir_buggy.png")
+gir.plot().savefig(OUT / "gir_buggy.png")
 plt.show()
 
 # %% [markdown]
@@ -160,5 +166,5 @@ calibration = sbc(normal_model(), data_vars=["y"], n_simulations=N_SIMULATIONS,
                   random_seed=4)
 print("passed:", calibration.passed(alpha=0.01))
 print(calibration)
-calibration.plot().savefig("sbc_fixed.png")
+calibration.plot().savefig(OUT / "sbc_fixed.png")
 plt.show()

@@ -36,6 +36,7 @@
 
 # %%
 import argparse
+from pathlib import Path
 
 import arviz as az
 import matplotlib.pyplot as plt
@@ -52,7 +53,11 @@ from pp_models.model_info import DerivedStatistic, StepHint, ZooModelInfo, attac
 
 parser = argparse.ArgumentParser()
 parser.add_argument("--fast", action="store_true", help="small sizes (the test run)")
+parser.add_argument("--out", default="tutorials_output",
+                    help="folder for the figures (created; default tutorials_output)")
 args, _ = parser.parse_known_args()  # Jupyter passes its own arguments: ignore them
+OUT = Path(args.out)  # every figure is saved here, not in the working folder
+OUT.mkdir(parents=True, exist_ok=True)
 FAST = args.fast
 DRAWS, TUNE, CHAINS = (200, 100, 2) if FAST else (2500, 500, 4)
 GIR_SAMPLES = 500 if FAST else 4000
@@ -172,7 +177,7 @@ print(check_convergence(dt, ess_bulk_min=100, ess_tail_min=100))
 
 # %%
 pc = az.plot_trace_dist(dt, var_names=["alpha", "cluster_sd", "n_clusters"])
-pc.savefig("trace_dist.png")
+pc.savefig(OUT / "trace_dist.png")
 plt.show()
 
 # %% [markdown]
@@ -203,7 +208,7 @@ ax2.axhline(np.sqrt(0.1), color="C3", ls="--", label="dpm.model's fixed guess")
 ax2.set_ylabel("within-cluster sd (standardised units)")
 ax2.legend()
 fig.tight_layout()
-fig.savefig("learned_width.png", dpi=80)
+fig.savefig(OUT / "learned_width.png", dpi=80)
 plt.show()
 
 # %% [markdown]
@@ -243,7 +248,7 @@ gir = getting_it_right(learned_width_dpm(np.zeros((8, 2))), data_vars=["X"],
 print("steps under test:", gir.step_description)
 print("passed:", gir.passed(alpha=0.01))
 print(gir)
-gir.plot().savefig("gir_learned_width.png", dpi=70)
+gir.plot().savefig(OUT / "gir_learned_width.png", dpi=70)
 plt.show()
 gir.assert_passed(0.01)
 
@@ -381,7 +386,7 @@ ax.set_xlabel("successive-conditional iteration")
 ax.set_ylabel("rate")
 ax.legend(loc="upper left")
 fig.tight_layout()
-fig.savefig("gir_gamma_poisson.png", dpi=80)
+fig.savefig(OUT / "gir_gamma_poisson.png", dpi=80)
 plt.show()
 
 # %% [markdown]

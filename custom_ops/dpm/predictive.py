@@ -11,6 +11,8 @@ density of a new row on a grid, summed over posterior draws
 * :func:`normal_mixture_density`: mixtures of diagonal normals with given weights per
   draw (stick-breaking draws, the occupied slots of non-conjugate CRP draws, a Monte
   Carlo prior predictive), by log-sum-exp over the components at each point.
+* :func:`mvn_mixture_density`: the same for full-covariance normals, each given by the
+  lower Cholesky factor of its covariance (stick-breaking draws of the NIW mixture).
 * :func:`crp_conjugate_loo_log_predictive`: per draw and row, the conditional predictive
   ``log p(x_i | z_{-i}, X_{-i})`` of the row given the others' tables (the pointwise
   log-likelihood for LOO, :mod:`pp_models.dpm.predictive`).
@@ -35,6 +37,7 @@ from custom_ops.conjugate import (
 from custom_ops.jit import njit_exact
 
 __all__ = ["crp_conjugate_loo_log_predictive", "crp_conjugate_predictive_density",
+           "mvn_mixture_density",
            "normal_mixture_density"]
 
 _LOG_SQRT_2PI = 0.5 * math.log(2.0 * math.pi)
@@ -126,6 +129,54 @@ def normal_mixture_density(weights, mu, sigma, points):
                         z = (points[g, j] - mu[s, k, j]) / sigma[s, k, j]
                         comp += (-z * z / 2.0 - _LOG_SQRT_2PI) - log_sigma[k, j]
                     t += comp
+                terms[k] = t
+                if t > top:
+                    top = t
+            if top == -np.inf:
+                continue
+            acc = 0.0
+            for k in range(K):
+                acc += math.exp(terms[k] - top)
+            dens[g] += math.exp(math.log(acc) + top)
+    return dens
+
+
+@njit_exact
+def mvn_mixture_density(weights, mu, chol, points):
+    """Sum over draws s of sum_k weights[s, k] N(points[g] | mu[s, k], C C') with ``C =
+    chol[s, k]`` lower triangular (log-sum-exp over k per draw; zero weights skipped).
+
+    ``weights`` (S, K), ``mu`` (S, K, p), ``chol`` (S, K, p, p), ``points`` (G, p);
+    returns (G,).
+    """
+    S, K = weights.shape
+    G, p = points.shape
+    dens = np.zeros(G)
+    terms = np.empty(K)
+    log_norm = np.empty(K)
+    r = np.empty(p)
+    for s in range(S):
+        log_w = np.full(K, -np.inf)
+        for k in range(K):
+            if weights[s, k] > 0.0:
+                log_w[k] = math.log(weights[s, k])
+                log_norm[k] = -p * _LOG_SQRT_2PI
+                for j in range(p):
+                    log_norm[k] -= math.log(chol[s, k, j, j])
+        for g in range(G):
+            top = -np.inf
+            for k in range(K):
+                t = log_w[k]
+                if t > -np.inf:
+                    # forward substitution: C r = x - mu, then -|r|^2 / 2
+                    quad = 0.0
+                    for i in range(p):
+                        acc = points[g, i] - mu[s, k, i]
+                        for j in range(i):
+                            acc -= chol[s, k, i, j] * r[j]
+                        r[i] = acc / chol[s, k, i, i]
+                        quad += r[i] * r[i]
+                    t += log_norm[k] - 0.5 * quad
                 terms[k] = t
                 if t > top:
                     top = t

@@ -14,9 +14,11 @@ alternates them as Algorithm 7.1 does. Each step leaves the model's joint poster
 invariant on its own; the pair samples the exchangeable posterior (which slot a new
 cluster occupies is arbitrary, so only label-invariant quantities have a meaning).
 
-Both kernels take ``beta``, the power of the likelihood in their conditionals (the
-attribute :attr:`IOMMMemberships.beta`, 1 for the posterior), so that a tempered run
-(power posteriors ``p(Z, Theta) p(X | Z, Theta)^beta``) needs nothing else from them.
+Both steps temper (the tempering contract of :class:`~inference.gibbs.ZooGibbsStep`):
+their kernels take ``beta``, the power of the likelihood ``p(X | Z, Theta)`` in every
+conditional (the step's ``beta``, set by ``set_inverse_temperature``; 1 for the
+posterior), so a tempered run samples the power posteriors ``p(Z, Theta) p(X | Z,
+Theta)^beta``. ``alpha`` enters only the IBP prior of ``Z``: its update ignores beta.
 """
 
 from __future__ import annotations
@@ -115,8 +117,7 @@ class IOMMMemberships(ZooGibbsStep):
         "capacity_rejections": (np.int64, []),
     }
 
-    #: Power of the likelihood in the conditionals (1: the posterior).
-    beta: float = 1.0
+    can_temper = True
 
     def __init__(self, vars, *, model=None, rng=None, blocked=True, spec=None,
                  sweeps: int = 1):
@@ -217,8 +218,7 @@ class IOMMParameters(ZooGibbsStep):
     name = "iomm_parameters"
     stats_dtypes_shapes = {"acceptance": (np.float64, [])}
 
-    #: Power of the likelihood in the conditionals (1: the posterior).
-    beta: float = 1.0
+    can_temper = True
 
     #: The sweep kernels (a planted-bug twin under tests/ swaps one for its own).
     bernoulli_sweep = staticmethod(bernoulli_parameter_sweep)

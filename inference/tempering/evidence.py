@@ -26,6 +26,13 @@ temperatures that the swaps create), and the delta method gives the estimate's v
 Chains are independent runs: the estimate is the mean of the chains' estimates and
 ``se = sqrt(sum of their variances) / chains``. The thermodynamic ``se`` does not include
 the discretisation error of the quadrature. For AIS, see its module.
+
+Where the draws come from (``sampler``): parallel tempering (``fit(..., tempering=...)``,
+any model whose steps can temper), or, for an all-continuous model, independent nutpie
+runs at each temperature (:mod:`inference.tempering.nutpie_ladder`; the temperatures'
+draws are then independent, and the covariance between temperatures is zero rather than
+estimated). ``"auto"`` takes nutpie when the model is all-continuous and nutpie is
+installed.
 """
 
 from __future__ import annotations
@@ -39,17 +46,21 @@ import pymc as pm
 import xarray as xr
 
 from inference.tempering.power import check_has_likelihood
-from pp_models.validation import check_int, check_random_seed
+from pp_models.validation import check_int, check_ladder, check_random_seed, rng_from_seed
 
 __all__ = [
     "BATCHES",
     "EVIDENCE_METHODS",
+    "EVIDENCE_SAMPLERS",
     "EvidenceResult",
     "estimate_from_tempering",
     "evidence",
 ]
 
 EVIDENCE_METHODS = ("stepping_stone", "thermodynamic", "ais")
+
+#: Where the power posteriors' draws come from (module docstring).
+EVIDENCE_SAMPLERS = ("auto", "nutpie", "parallel_tempering")
 
 #: Batches per chain of the batch-means standard error.
 BATCHES = 20
@@ -83,6 +94,9 @@ class EvidenceResult:
     tempering : xarray.DataTree or None
         The tempered run the estimate came from (``fit``'s DataTree), when it came from
         one.
+    sampler : str
+        Where the draws came from: ``"parallel_tempering"``, ``"nutpie"`` (independent
+        runs per temperature) or ``"ais"``.
     """
 
     log_evidence: float
@@ -95,11 +109,12 @@ class EvidenceResult:
     chains: int
     n_temperatures: int
     tempering: xr.DataTree | None = field(default=None, repr=False)
+    sampler: str = "parallel_tempering"
 
     def __str__(self) -> str:
         return (f"log evidence {self.log_evidence:.3f} ± {self.se:.3f} ({self.method}, "
                 f"{self.n_temperatures} temperatures, {self.chains} chains x {self.draws} "
-                "draws)")
+                f"draws; {self.sampler.replace('_', ' ')})")
 
     def plot(self, ax=None):
         """Stepping stone / thermodynamic: the mean log-likelihood against beta (the
@@ -138,11 +153,22 @@ def _batch_means(x: np.ndarray, batches: int) -> np.ndarray:
     return x[: b * length].reshape(b, length, *x.shape[1:]).mean(axis=1)
 
 
-def stepping_stone(loglik: np.ndarray, ladder: np.ndarray, batches: int = BATCHES):
+def _covariance_of_means(x: np.ndarray, batches: int, independent: bool) -> np.ndarray:
+    """Batch-means covariance of the column means of ``x`` (draws, K); only its diagonal
+    when the columns come from ``independent`` runs."""
+    bm = _batch_means(x, batches)
+    if independent:
+        return np.diag(bm.var(axis=0, ddof=1) / bm.shape[0])
+    return np.atleast_2d(np.cov(bm, rowvar=False)) / bm.shape[0]
+
+
+def stepping_stone(loglik: np.ndarray, ladder: np.ndarray, batches: int = BATCHES, *,
+                   independent: bool = False):
     """One chain's stepping-stone estimate and variance.
 
-    ``loglik``: (draws, N) log-likelihoods at the temperatures of ``ladder`` (N,).
-    Returns (log Z, variance, log ratio of each stone (N-1,)).
+    ``loglik``: (draws, N) log-likelihoods at the temperatures of ``ladder`` (N,) (the
+    last column is not used); ``independent``: the temperatures' draws come from
+    independent runs. Returns (log Z, variance, log ratio of each stone (N-1,)).
     """
     delta = np.diff(ladder)  # (N-1,)
     ll = loglik[:, :-1]
@@ -151,13 +177,13 @@ def stepping_stone(loglik: np.ndarray, ladder: np.ndarray, batches: int = BATCHE
     w = np.exp(scaled - top)  # (draws, N-1), each column's max is 1
     mean = w.mean(axis=0)
     log_ratio = np.log(mean) + top
-    bm = _batch_means(w, batches)
-    cov = np.atleast_2d(np.cov(bm, rowvar=False)) / bm.shape[0]
+    cov = _covariance_of_means(w, batches, independent)
     grad = 1.0 / mean
     return float(log_ratio.sum()), float(grad @ cov @ grad), log_ratio
 
 
-def thermodynamic(loglik: np.ndarray, ladder: np.ndarray, batches: int = BATCHES):
+def thermodynamic(loglik: np.ndarray, ladder: np.ndarray, batches: int = BATCHES, *,
+                  independent: bool = False):
     """One chain's corrected-trapezoid thermodynamic-integration estimate and variance
     (module docstring). Returns (log Z, variance)."""
     delta = np.diff(ladder)
@@ -167,8 +193,7 @@ def thermodynamic(loglik: np.ndarray, ladder: np.ndarray, batches: int = BATCHES
     weights[:-1] += delta / 2
     weights[1:] += delta / 2
     estimate = float(weights @ mean - np.sum(delta**2 / 12 * np.diff(var)))
-    bm = _batch_means(loglik, batches)
-    cov = np.atleast_2d(np.cov(bm, rowvar=False)) / bm.shape[0]
+    cov = _covariance_of_means(loglik, batches, independent)
     return estimate, float(weights @ cov @ weights)
 
 
@@ -193,50 +218,110 @@ def estimate_from_tempering(dt: xr.DataTree, method: str = "stepping_stone") -> 
     group = dt["tempering"]
     loglik = group["log_likelihood"].values  # (chain, draw, temperature)
     betas = group["beta"].values
-    chains, draws, n = loglik.shape
+    chains, draws, _ = loglik.shape
     if draws < 4:
         raise ValueError(f"dt: {draws} draws per chain are too few for an estimate and its "
                          "standard error (need >= 4)")
     if not np.all(betas == betas[:, :1, :]):
         raise ValueError("dt: the ladder changed during the kept draws (it must be fixed "
                          "after tuning)")
+    for c in range(chains):
+        if betas[c, 0, 0] != 0.0:
+            raise ValueError(f"dt: the ladder of chain {c} starts at {betas[c, 0, 0]}, not "
+                             "0: the evidence needs the prior's end")
+    return _from_draws(loglik, betas[:, 0], method, independent=False, tempering=dt,
+                       sampler="parallel_tempering")
+
+
+def _from_draws(loglik: np.ndarray, ladders: np.ndarray, method: str, *, independent: bool,
+                tempering=None, sampler: str, divergences: np.ndarray | None = None
+                ) -> EvidenceResult:
+    """The estimate from ``loglik`` (chains, draws, N) at ``ladders`` (chains, N)."""
+    chains, draws, n = loglik.shape
     estimates, variances, rows = [], [], []
     for c in range(chains):
-        ladder = betas[c, 0]
-        if ladder[0] != 0.0:
-            raise ValueError(f"dt: the ladder of chain {c} starts at {ladder[0]}, not 0: "
-                             "the evidence needs the prior's end")
+        ladder = ladders[c]
         ll = loglik[c]
         if method == "stepping_stone":
-            est, var, log_ratio = stepping_stone(ll, ladder)
+            est, var, log_ratio = stepping_stone(ll, ladder, independent=independent)
         else:
-            est, var = thermodynamic(ll, ladder)
+            est, var = thermodynamic(ll, ladder, independent=independent)
             log_ratio = np.full(n - 1, np.nan)
         estimates.append(est)
         variances.append(var)
         for t in range(n):
-            rows.append({"chain": c, "temperature": t, "beta": ladder[t],
-                         "mean_log_likelihood": ll[:, t].mean(),
-                         "var_log_likelihood": ll[:, t].var(ddof=1),
-                         "ess": _ess(ll[:, t]),
-                         "log_ratio": log_ratio[t] if t < n - 1 else np.nan})
+            row = {"chain": c, "temperature": t, "beta": ladder[t],
+                   "mean_log_likelihood": ll[:, t].mean(),
+                   "var_log_likelihood": ll[:, t].var(ddof=1),
+                   "ess": _ess(ll[:, t]) if np.all(np.isfinite(ll[:, t])) else np.nan,
+                   "log_ratio": log_ratio[t] if t < n - 1 else np.nan}
+            if divergences is not None:
+                row["divergences"] = int(divergences[c, t])
+            rows.append(row)
     table = pd.DataFrame(rows).set_index(["chain", "temperature"])
+    between = ("temperatures independent" if independent
+               else "cross-temperature covariance included")
     return EvidenceResult(
         log_evidence=float(np.mean(estimates)),
         se=float(math.sqrt(sum(variances)) / chains),
         method=method,
         per_chain=tuple(float(e) for e in estimates),
         table=table,
-        se_method=f"batch means ({BATCHES} per chain) and the delta method, cross-"
-                  "temperature covariance included; mean over independent chains",
-        draws=draws, chains=chains, n_temperatures=n, tempering=dt)
+        se_method=f"batch means ({BATCHES} per chain) and the delta method, {between}; "
+                  "mean over independent chains",
+        draws=draws, chains=chains, n_temperatures=n, tempering=tempering, sampler=sampler)
 
 
 # ---------------------------------------------------------------------- the entry point
+def _check_evidence_ladder(ladder) -> np.ndarray:
+    values = check_ladder(ladder, "ladder")
+    if values[0] != 0.0:
+        raise ValueError(f"ladder must start at 0 (the prior: the evidence is the ratio of "
+                         f"the normalisers at 1 and 0), got {values[0]}")
+    return values
+
+
+def choose_sampler(model: pm.Model, sampler: str, method: str) -> str:
+    """``"nutpie"`` or ``"parallel_tempering"`` for ``evidence``'s ``sampler`` (module
+    docstring); ``ValueError`` naming a step that cannot temper, or the step that keeps
+    ``sampler="nutpie"`` from running. Builds nothing."""
+    from inference.chains import model_cache
+    from inference.nutpie_cache import model_signature
+    from inference.tempering.nutpie_ladder import nutpie_available
+    from inference.tempering.nuts import TemperedNUTS
+    from inference.tempering.steps import plan_steps
+    from pp_models.model_info import get_info
+
+    # the plan walks the model's graph (a tenth of a second on a small model): once per
+    # model and variables
+    cache = model_cache(model)
+    signature = model_signature(model)
+    entry = cache.get("tempering_plan_steps")
+    if entry is None or entry[0] != signature:
+        plan = plan_steps(model, get_info(model), [])
+        others = [f"{getattr(item.cls, 'name', item.cls.__name__)!r} for "
+                  f"{', '.join(item.var_names)}" for item in plan
+                  if item.cls is not TemperedNUTS]
+        entry = cache["tempering_plan_steps"] = (signature, others)
+    others = entry[1]
+    if method == "ais" or sampler == "parallel_tempering":
+        return "parallel_tempering"
+    if sampler == "nutpie":
+        if others:
+            raise ValueError(f"sampler='nutpie' needs an all-continuous model; this one has "
+                             f"the steps {', '.join(others)} (use "
+                             "sampler='parallel_tempering')")
+        if not nutpie_available():
+            raise ValueError("sampler='nutpie': nutpie is not installed")
+        return "nutpie"
+    return "nutpie" if not others and nutpie_available() else "parallel_tempering"
+
+
 def evidence(model: pm.Model, *, method: str = "stepping_stone",
-             n_temperatures: int | None = None, draws: int = 1000, tune: int = 1000,
-             chains: int = 4, cores: int | None = None, random_seed=None,
-             dt: xr.DataTree | None = None, progressbar: bool = False) -> EvidenceResult:
+             n_temperatures: int | None = None, ladder=None, draws: int = 1000,
+             tune: int = 1000, chains: int = 4, cores: int | None = None, random_seed=None,
+             dt: xr.DataTree | None = None, sampler: str = "auto",
+             progressbar: bool = False) -> EvidenceResult:
     """Estimate the log evidence ``log p(X)`` of ``model`` (module docstring).
 
     Parameters
@@ -246,20 +331,31 @@ def evidence(model: pm.Model, *, method: str = "stepping_stone",
         ``can_temper``, NUTS).
     method : {"stepping_stone", "thermodynamic", "ais"}
     n_temperatures : int, optional
-        Temperatures of the parallel-tempering ladder (default 12 for the stepping stone,
-        24 for thermodynamic integration, whose quadrature needs more), or annealing
-        steps of AIS (default 200). At least 2.
+        Temperatures of the ladder (default 12 for the stepping stone, 24 for
+        thermodynamic integration, whose quadrature needs more), or annealing steps of
+        AIS (default 200). At least 2. The ladder is ``(i / (N - 1))^(1 / 0.3)``
+        (:func:`~inference.tempering.ladder.initial_ladder`); parallel tempering adapts it
+        while tuning.
+    ladder : sequence of float, optional
+        The inverse temperatures instead of ``n_temperatures``: strictly increasing from
+        0 to 1 (AIS: its annealing schedule; parallel tempering: its starting ladder).
     draws : int
-        Kept draws per chain (AIS: particles per chain). At least 1.
+        Kept draws per chain (AIS: particles per chain). At least 1 (4 for the stepping
+        stone and thermodynamic integration).
     tune : int
         Tuning iterations per chain (parallel tempering adapts its ladder and NUTS its
-        step size; AIS tunes a parallel-tempering run this long first).
+        step size; nutpie adapts step size and mass matrix at each temperature; AIS tunes
+        a parallel-tempering run this long first).
     chains, cores : int
-        Independent runs, and how many run at once (processes).
+        Independent runs, and how many run at once (processes; nutpie's threads).
     random_seed : int, optional
+        The same seed gives the same estimate, whatever ``cores``.
     dt : xarray.DataTree, optional
         A ``fit(..., tempering=...)`` result to estimate from instead of sampling
         (stepping stone and thermodynamic integration; the other sizes are then unused).
+    sampler : {"auto", "nutpie", "parallel_tempering"}
+        Where the stepping stone's and thermodynamic integration's draws come from
+        (module docstring); AIS always uses the tempered steps.
     progressbar : bool
 
     Returns
@@ -269,36 +365,61 @@ def evidence(model: pm.Model, *, method: str = "stepping_stone",
     Raises
     ------
     ValueError, TypeError
-        Before anything compiles: an unknown method, ``n_temperatures < 2``,
-        ``draws <= 0``, a model without observed data, a step that cannot temper
-        (named), a ``dt`` without a tempering group.
+        Before anything compiles: an unknown method or sampler, ``n_temperatures < 2``,
+        a ladder that is not increasing from 0 to 1, ``draws <= 0``, a model without
+        observed data, a step that cannot temper (named), a ``dt`` without a tempering
+        group.
     """
     if not isinstance(model, pm.Model):
         raise TypeError(f"model must be a pymc.Model, got {type(model).__name__}")
     if not isinstance(method, str) or method not in EVIDENCE_METHODS:
         raise ValueError(f"method must be one of {', '.join(map(repr, EVIDENCE_METHODS))}; "
                          f"got {method!r}")
+    if not isinstance(sampler, str) or sampler not in EVIDENCE_SAMPLERS:
+        raise ValueError(f"sampler must be one of {', '.join(map(repr, EVIDENCE_SAMPLERS))}; "
+                         f"got {sampler!r}")
     check_has_likelihood(model, "model")
     if dt is not None:
         return estimate_from_tempering(dt, method)
-    n = check_int(n_temperatures if n_temperatures is not None
-                  else _DEFAULT_TEMPERATURES[method], "n_temperatures", minimum=2)
+    if ladder is not None:
+        if n_temperatures is not None:
+            raise ValueError("give n_temperatures or ladder, not both")
+        betas = _check_evidence_ladder(ladder)
+    else:
+        from inference.tempering.ladder import initial_ladder
+
+        n = check_int(n_temperatures if n_temperatures is not None
+                      else _DEFAULT_TEMPERATURES[method], "n_temperatures", minimum=2)
+        betas = initial_ladder(n)
     draws = check_int(draws, "draws", minimum=1)
     tune = check_int(tune, "tune", minimum=0)
     chains = check_int(chains, "chains", minimum=1)
+    if cores is not None:
+        cores = check_int(cores, "cores", minimum=1)
     random_seed = check_random_seed(random_seed)
+    if method != "ais" and draws < 4:
+        raise ValueError(f"draws must be >= 4 for a {method} estimate and its standard "
+                         f"error, got {draws}")
+    chosen = choose_sampler(model, sampler, method)
     if method == "ais":
         from inference.tempering.ais import annealed_importance_sampling
 
-        return annealed_importance_sampling(model, n_temperatures=n, particles=draws,
-                                            tune=tune, chains=chains,
-                                            random_seed=random_seed)
-    if draws < 4:
-        raise ValueError(f"draws must be >= 4 for a {method} estimate and its standard "
-                         f"error, got {draws}")
+        return annealed_importance_sampling(
+            model, n_temperatures=betas.size, particles=draws, tune=tune, chains=chains,
+            cores=cores, random_seed=random_seed,
+            schedule=betas if ladder is not None else None, progressbar=progressbar)
+    if chosen == "nutpie":
+        from inference.tempering.nutpie_ladder import run_ladder
+
+        runs = run_ladder(model, betas, draws=draws, tune=tune, chains=chains, cores=cores,
+                          rng=rng_from_seed(random_seed), last=method == "thermodynamic",
+                          progressbar=progressbar)
+        return _from_draws(runs.log_likelihood, np.tile(betas, (chains, 1)), method,
+                           independent=True, sampler="nutpie", divergences=runs.divergences)
     from inference.fit import fit
 
+    tempering = {"ladder": betas} if ladder is not None else {"n_temperatures": betas.size}
     tempered = fit(model, draws=draws, tune=tune, chains=chains, cores=cores,
                    random_seed=random_seed, progressbar=progressbar, postprocess=False,
-                   tempering={"n_temperatures": n})
+                   tempering=tempering)
     return estimate_from_tempering(tempered, method)

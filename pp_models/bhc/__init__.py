@@ -60,5 +60,8 @@ CLI_ENTRY = ModelEntry(
     build=lambda dataset, **options: model(dataset.data, **options),
     default_dataset="iris",
     defaults={"likelihood": "gaussian"},
+    # NUTS on 5 hyperparameters mixes fast: 4 x 1000 gave bulk ESS >= 2150, 4 x 500 >= 1046;
+    # 4 x 300 failed R-hat on 1 of 5 seeds (docs/benchmarks.md, "Defaults, measured")
+    fit_defaults={"draws": 500, "tune": 500, "chains": 4},
 )
 

@@ -16,7 +16,7 @@ import xarray as xr
 
 from custom_ops import conjugate as cj
 from pp_models.bhc.defaults import resolve_hyper
-from pp_models.bhc.result import BHCResult, evaluate, readable_linkage
+from pp_models.bhc.result import LOG_HEIGHT_LABEL, BHCResult, evaluate, readable_linkage
 
 __all__ = ["TREE_GROUP", "TreeAtPosteriorMedian", "plot_results"]
 
@@ -112,7 +112,7 @@ def plot_results(dt: xr.DataTree, path=None, *, labels=None):
         ax.set_xlabel(f"{n} data points (leaves)")
     K = int(cut.max() + 1)
     sizes = np.bincount(cut)
-    ax.set_ylabel("height: max(children) + 0.2 + log(1 - log r_k)")
+    ax.set_ylabel(LOG_HEIGHT_LABEL)
     ax.set_title(f"BHC tree ({ds.attrs.get('likelihood', '')}), cut at r_k < 0.5: {K} clusters "
                  f"of sizes {', '.join(map(str, sorted(sizes, reverse=True)))}\n"
                  f"alpha = {float(ds.attrs.get('alpha', np.nan)):.3g} (posterior median), "

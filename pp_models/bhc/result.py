@@ -14,7 +14,7 @@ from custom_ops.bhc import builders as kernels
 from custom_ops.bhc import evidence as ops
 from pp_models import trees
 
-__all__ = ["NOT_COMPUTABLE", "BHCResult", "evaluate"]
+__all__ = ["LOG_HEIGHT_LABEL", "NOT_COMPUTABLE", "BHCResult", "evaluate"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -164,10 +164,15 @@ class BHCResult:
         Z = self.linkage if heights == "evidence" else readable_linkage(self.merges,
                                                                        self.log_rk)
         dendrogram(Z, ax=ax, link_color_func=color, **dendrogram_kwargs)
-        ax.set_ylabel("height = max(children) - log r_k" if heights == "evidence"
-                      else "max(children) + 0.2 + log(1 - log r_k)")
+        ax.set_ylabel("merge height (-log r_k added at each merge)" if heights == "evidence"
+                      else LOG_HEIGHT_LABEL)
         ax.set_title(f"BHC ({self.likelihood}), log p(D|T) = {self.log_evidence:.1f}")
         return ax
+
+
+#: y-axis label of the log-scaled dendrograms (:func:`readable_linkage`): what the
+#: height means, not its formula.
+LOG_HEIGHT_LABEL = "merge height\n(a taller step: a merge the model doubts more)"
 
 
 def readable_linkage(merges: np.ndarray, log_rk: np.ndarray) -> np.ndarray:

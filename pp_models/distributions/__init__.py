@@ -7,6 +7,8 @@
   :class:`CollapsedMultinomial` (Dirichlet).
 - Shrinkage priors on a precision matrix: :class:`BayesianGLassoPrecision` (Wang 2012),
   :class:`SpikeSlabPrecision` (Wang 2015).
+- :class:`FlooredHalfNormal`: half-normal scale prior with a soft floor, which keeps a
+  Gaussian mixture's likelihood bounded on tied (rounded) data.
 - :class:`IndianBuffet`: Indian buffet process over binary feature matrices.
 - :class:`SpanningTree`: decomposable prior over labelled spanning trees (Meilă &
   Jaakkola 2006).
@@ -25,6 +27,7 @@ from pp_models.distributions.crp import CRP, CRPRV
 from pp_models.distributions.indian_buffet import IndianBuffet, IndianBuffetRV
 from pp_models.distributions.precision_priors import BayesianGLassoPrecision, SpikeSlabPrecision
 from pp_models.distributions.pydt import DiffusionTreeGaussian, PYDiffusionTree
+from pp_models.distributions.scale_priors import FlooredHalfNormal, FlooredHalfNormalRV
 from pp_models.distributions.spanning_tree import SpanningTree, SpanningTreeRV
 
 __all__ = [
@@ -37,6 +40,8 @@ __all__ = [
     "CollapsedMultinomial",
     "CollapsedRV",
     "DiffusionTreeGaussian",
+    "FlooredHalfNormal",
+    "FlooredHalfNormalRV",
     "IndianBuffet",
     "IndianBuffetRV",
     "PYDiffusionTree",

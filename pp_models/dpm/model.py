@@ -21,7 +21,10 @@ Generative model (Murphy Eqs. 25.29-25.32), in the Chinese-restaurant representa
   (``crp_auxiliary_gibbs``), occupied parameters by NUTS.
 - **truncated stick-breaking** (``truncation=T``): ``w ~ StickBreakingWeights(alpha,
   T - 1)`` (T weights, Ishwaran & James 2001), explicit component parameters with the same
-  priors as above, assignments summed out: all continuous, for NUTS and ADVI.
+  priors as above, assignments summed out: all continuous, for NUTS and ADVI. For
+  ``"gaussian"`` the precision is ``U U'`` with ``U`` from Bartlett's decomposition of its
+  Wishart prior and the mean whitened by the component's covariance
+  (:func:`pp_models.dpm.stick_breaking.niw_components`).
 
 Likelihoods and their priors ``H`` (keys of ``prior``; defaults scale with the data):
 
@@ -29,13 +32,13 @@ Likelihoods and their priors ``H`` (keys of ``prior``; defaults scale with the d
 ``likelihood``      component F and prior H                   ``prior`` keys (defaults)
 ==================  ========================================  =============================
 ``"gaussian"``      N(mu, Sigma), Normal-Inverse-Wishart      ``m0`` (column means),
-                    (collapsed CRP only)                      ``kappa0`` (0.01), ``nu0``
+                    (stick-breaking: Bartlett, see below)     ``kappa0`` (0.01), ``nu0``
                                                               (d + 2), ``S0`` (1.5 x
                                                               (nu0 - d - 1) x diag of
                                                               column variances)
-``diag_gaussian``   N(mu_j, 1/tau_j) per column,              ``m0``, ``kappa0`` (0.05),
-                    tau_j ~ Gamma(a0, b0), mu_j | tau_j ~     ``a0`` (2), ``b0`` (0.1 x
-                    N(m0_j, 1/(kappa0 tau_j))                 column variances)
+``diag_gaussian``   N(mu_j, 1/tau_j) per column,              ``m0``, ``kappa0`` (0.01),
+                    tau_j ~ Gamma(a0, b0), mu_j | tau_j ~     ``a0`` (2), ``b0`` (1.5 x
+                    N(m0_j, 1/(kappa0 tau_j))                 (a0 - 1) x column variances)
 ``"bernoulli"``     Bernoulli(p_j), p_j ~ Beta(a, b)          ``a`` (1), ``b`` (1)
 ``"multinomial"``   Multinomial(N_i, p), p ~ Dirichlet        ``concentration`` (1)
 ``"normal"``        N(mu_j, sigma_j), mu_j ~ N(m_j, s_j),     ``mu_loc``, ``mu_scale``
@@ -51,7 +54,11 @@ The ``"gaussian"`` defaults (a prior cluster covariance of 1.5 times the data's,
 panel of real and synthetic data sets (``benchmarks/bench_clustering.py``; its figures
 are on the family's page of the documentation, ``docs/families/dpm.md``). A much smaller
 prior cluster covariance makes every tight group of points cheap to model as its own
-cluster and splits real data into many clusters.
+cluster and splits real data into many clusters. ``"diag_gaussian"`` takes the same
+scale per column (a prior mean cluster variance ``b0 / (a0 - 1)`` of 1.5 times the
+column's, ``kappa0`` = 0.01): with the older 0.1 and 0.05 its collapsed Gibbs sampler put
+K at 7-10 on iris (mean 8.3, alpha 1.6; 3 with these defaults), so a stick-breaking fit
+truncated at T = 10 had K piled at T.
 
 Learned base measures are not the default: a learned cluster scale follows the tightest
 clusters the sampler has found and makes more of them cheap, so they find small,
@@ -99,7 +106,7 @@ import numpy as np
 import pymc as pm
 import pytensor.tensor as pt
 import xarray as xr
-from scipy import special, stats
+from scipy import special
 
 from custom_ops import conjugate as cj
 from custom_ops.conjugate import FAMILY_CODES, pack_hyper
@@ -134,6 +141,14 @@ from pp_models.dpm.spec import (
     SPEC_ATTRIBUTE,
     DPMSpec,
     get_spec,
+)
+from pp_models.dpm.start import stick_breaking_start
+from pp_models.dpm.stick_breaking import (
+    niw_components,
+    normal_logp,
+    sb_assignments,
+    sb_n_clusters,
+    warn_if_truncated,
 )
 from pp_models.model_info import (
     DerivedStatistic,
@@ -193,7 +208,9 @@ def model(
         DP concentration: a fixed value > 0, or a Gamma(a, rate b) prior.
     truncation : int, optional
         ``None``: the CRP representation. ``T >= 2``: truncated stick-breaking with T
-        components (not for ``"gaussian"``: use ``"diag_gaussian"``).
+        components, all continuous (``fit`` samples it with NUTS; ``"gaussian"`` through
+        Bartlett's decomposition of the precision, see
+        :func:`~pp_models.dpm.stick_breaking.niw_components`).
     prior : dict, optional
         Hyperparameters of H fixed at these values (module docstring for the defaults).
         With a learned base measure (``hyperprior``), the keys not given here are learned.
@@ -237,12 +254,6 @@ def model(
     alpha_value, alpha_prior = _check_alpha(alpha)
     if truncation is not None:
         truncation = check_int(truncation, "truncation", minimum=2)
-        if likelihood == "gaussian":
-            raise ValueError(
-                "truncation: the stick-breaking form of the full-covariance NIW mixture is "
-                "not implemented; use likelihood='diag_gaussian' (same model as the collapsed "
-                "'diag_gaussian') or truncation=None"
-            )
     if isinstance(discount, bool) or not isinstance(discount, numbers.Real):
         raise TypeError(f"discount must be a number in [0, 1), got {discount!r}")
     discount = float(discount)
@@ -351,8 +362,9 @@ def _prior(likelihood, X, prior):
     if likelihood == "diag_gaussian":
         a0 = prior.get("a0", 2.0)
         m0, k0, a0, b0 = cj.diag_gaussian_hyper(
-            d, prior.get("m0", mean), prior.get("kappa0", 0.05), a0,
-            prior.get("b0", 0.1 * var * np.maximum(np.asarray(a0, dtype=float) - 1.0, 1.0)),
+            d, prior.get("m0", mean), prior.get("kappa0", GAUSSIAN_KAPPA0), a0,
+            prior.get("b0", GAUSSIAN_SCALE * var
+                      * np.maximum(np.asarray(a0, dtype=float) - 1.0, 1.0)),
         )
         return {"m0": m0, "kappa0": k0, "a0": a0, "b0": b0}
     if likelihood == "bernoulli":
@@ -508,6 +520,8 @@ def _crp_model(spec, coords, split_merge_every, auxiliary):
         label_variables=tuple(labels),
         postprocess=_Summarize(m),
         notes=notes,
+        continuous_form="truncation=T (truncated stick-breaking with T components, "
+                        "e.g. truncation=20: all continuous, for NUTS and ADVI)",
     )
     return attach_info(m, info)
 
@@ -519,10 +533,14 @@ class _Summarize:
         self.model = m
 
     def __call__(self, dt: xr.DataTree) -> xr.DataTree:
-        if "z" not in posterior_with_labels(dt).data_vars:
+        posterior = posterior_with_labels(dt)
+        if "z" not in posterior.data_vars:
             return dt  # labels not traced: nothing to summarise
         from pp_models.dpm import outputs  # outputs imports this module
 
+        spec = get_spec(self.model)
+        if spec.truncation is not None and "n_clusters" in posterior.data_vars:
+            warn_if_truncated(posterior["n_clusters"].values, spec.truncation)
         return outputs.summarize(dt, self.model)
 
 
@@ -544,25 +562,34 @@ def _largest_cluster(posterior: xr.Dataset) -> xr.DataArray:
 # --------------------------------------------------------------------------------------
 def _stick_breaking_model(spec, coords):
     X, lik, h, T = spec.X, spec.likelihood, spec.prior, spec.truncation
-    coords = dict(coords, component=np.arange(T))
+    coords = dict(coords, component=np.arange(T), feature_=list(spec.feature_names))
+    # components start from a partition of the data (start.py), not all at the prior mean
+    start = stick_breaking_start(spec) if lik in ("gaussian", "diag_gaussian") else {}
     with pm.Model(coords=coords) as m:
         alpha = _alpha_variable(spec)
-        w = pm.StickBreakingWeights("w", alpha=alpha, K=T - 1, dims="component")
+        w = pm.StickBreakingWeights("w", alpha=alpha, K=T - 1, dims="component",
+                                    initval=start.get("w"))
         Xc = pt.as_tensor_variable(X)
-        if lik == "diag_gaussian":
-            # same prior as the collapsed Normal-Gamma model
-            tau = pm.Gamma("tau", alpha=h["a0"], beta=h["b0"], dims=("component", "feature"))
-            mu_raw = pm.Normal("mu_raw", 0.0, 1.0, dims=("component", "feature"))
-            mu = pm.Deterministic("mu", h["m0"] + mu_raw / pt.sqrt(h["kappa0"] * tau),
+        if lik == "gaussian":
+            comp = niw_components(h, Xc, T, start)
+        elif lik == "diag_gaussian":
+            # same prior as the collapsed Normal-Gamma model; the mean whitened by the
+            # component's sd (not by the prior's, 1/sqrt(kappa0) times wider), so a unit
+            # of mu_raw, e.g. the start's jitter, is one sd of the component
+            tau = pm.Gamma("tau", alpha=h["a0"], beta=h["b0"], dims=("component", "feature"),
+                           initval=start.get("tau"))
+            mu_raw = pm.Normal("mu_raw", 0.0, 1.0 / np.sqrt(h["kappa0"]),
+                               dims=("component", "feature"), initval=start.get("mu_raw"))
+            mu = pm.Deterministic("mu", h["m0"] + mu_raw / pt.sqrt(tau),
                                   dims=("component", "feature"))
             sigma = pm.Deterministic("sigma", 1.0 / pt.sqrt(tau), dims=("component", "feature"))
-            comp = _normal_logp(Xc, mu, sigma)
+            comp = normal_logp(Xc, mu, sigma)
         elif lik == "normal":
             mu = pm.Normal("mu", mu=h["mu_loc"], sigma=h["mu_scale"],
                            dims=("component", "feature"))
             sigma = pm.LogNormal("sigma", mu=h["sigma_loc"], sigma=h["sigma_scale"],
                                  dims=("component", "feature"))
-            comp = _normal_logp(Xc, mu, sigma)
+            comp = normal_logp(Xc, mu, sigma)
         elif lik == "bernoulli":
             p = pm.Beta("p", alpha=h["a"], beta=h["b"], dims=("component", "feature"))
             comp = (Xc[:, None, :] * pt.log(p)[None] + (1 - Xc[:, None, :])
@@ -578,70 +605,30 @@ def _stick_breaking_model(spec, coords):
                     - pt.gammaln(Xc[:, None, :] + 1)).sum(-1)
         # assignments summed out: log p(x_i) = logsumexp_k (log w_k + log F(x_i | theta_k))
         pm.Potential("X_loglik", pm.math.logsumexp(pt.log(w)[None, :] + comp, axis=1).sum())
-    param_names = {"diag_gaussian": ("mu", "sigma"), "normal": ("mu", "sigma"),
+    param_names = {"gaussian": ("mu", "precision_chol"),
+                   "diag_gaussian": ("mu", "sigma"), "normal": ("mu", "sigma"),
                    "bernoulli": ("p",), "multinomial": ("p",), "poisson": ("rate",)}[lik]
     info = ZooModelInfo(
         family="dpm",
         preferred_method="nuts",
         derived=(
-            DerivedStatistic("z", partial(_sb_assignments, spec=spec, params=param_names),
+            DerivedStatistic("z", partial(sb_assignments, spec=spec, params=param_names),
                              "assignments drawn from p(z | w, theta, X), seeded per draw"),
-            DerivedStatistic("n_clusters", partial(_sb_n_clusters, spec=spec,
+            DerivedStatistic("n_clusters", partial(sb_n_clusters, spec=spec,
                                                    params=param_names),
                              "occupied components among the drawn assignments"),
             DerivedStatistic("weights_sorted", weights_sorted,
                              "stick-breaking weights in decreasing order"),
         ),
-        label_variables=("w", "mu_raw", "tau", *param_names),
+        # z: one drawn assignment per row and draw, for the outputs; per-row R-hat of
+        # it means nothing, so it sits with the labels, out of the summary
+        label_variables=("w", "mu_raw", "tau", "bartlett_diag", "bartlett_offdiag",
+                         *param_names, "z"),
         postprocess=_Summarize(m),
         notes=(f"truncated stick-breaking (T={T}); assignments summed out; NUTS or ADVI. "
                "Component labels are not identified."),
     )
     return attach_info(m, info)
-
-
-def _normal_logp(Xc, mu, sigma):
-    r = (Xc[:, None, :] - mu[None]) / sigma[None]
-    return (-0.5 * r**2 - pt.log(sigma)[None] - 0.5 * np.log(2 * np.pi)).sum(-1)
-
-
-def _component_logp_np(spec, params, X):
-    """(n, T) log F(x_i | theta_k) from one draw's parameter arrays (NumPy)."""
-    lik = spec.likelihood
-    if lik in ("diag_gaussian", "normal"):
-        mu, sigma = params
-        return stats.norm.logpdf(X[:, None, :], mu[None], sigma[None]).sum(-1)
-    if lik == "bernoulli":
-        (p,) = params
-        return (X[:, None, :] * np.log(p)[None] + (1 - X[:, None, :]) * np.log1p(-p)[None]).sum(-1)
-    if lik == "multinomial":
-        (p,) = params
-        coef = special.gammaln(X.sum(1) + 1) - special.gammaln(X + 1).sum(1)
-        return (X[:, None, :] * np.log(p)[None]).sum(-1) + coef[:, None]
-    (rate,) = params
-    return stats.poisson.logpmf(X[:, None, :], rate[None]).sum(-1)
-
-
-def _sb_assignments(posterior: xr.Dataset, spec: DPMSpec, params) -> xr.DataArray:
-    w = posterior["w"].values
-    arrays = [posterior[p].values for p in params]
-    C, S = w.shape[:2]
-    X = spec.X
-    out = np.empty((C, S, X.shape[0]), dtype=np.int64)
-    for c in range(C):
-        for s in range(S):
-            logits = np.log(w[c, s])[None, :] + _component_logp_np(
-                spec, [a[c, s] for a in arrays], X)
-            rng = np.random.default_rng([c, s])
-            g = rng.gumbel(size=logits.shape)
-            out[c, s] = partitions.canonical_labels(np.argmax(logits + g, axis=1))
-    return xr.DataArray(out, dims=("chain", "draw", "obs"))
-
-
-def _sb_n_clusters(posterior: xr.Dataset, spec: DPMSpec, params) -> xr.DataArray:
-    z = _sb_assignments(posterior, spec, params).values
-    return xr.DataArray(partitions.n_blocks(z.reshape(-1, z.shape[-1])).reshape(z.shape[:2]),
-                        dims=("chain", "draw"))
 
 
 CLI_ENTRY = ModelEntry(
@@ -652,8 +639,9 @@ CLI_ENTRY = ModelEntry(
     build=lambda dataset, **options: model(dataset.data, **options),
     default_dataset="iris",
     defaults={"alpha": (1.0, 1.0)},
-    # On iris the chains move rarely between "versicolor and virginica one cluster" and
-    # "two" (largest_cluster 100 vs 50): 4 x 1000 draws gave R-hat 1.17 and bulk ESS 21
-    # on largest_cluster, 4 x 5000 R-hat 1.06; 4 x 20000 passed `ppzoo check` (ESS 525).
-    fit_defaults={"draws": 20000, "tune": 2000, "chains": 4},
+    # Under the data-scaled default prior iris has one mode, K = 2 (setosa and the rest):
+    # 4 x 1000 draws give bulk ESS ~1000 on n_clusters, the slowest quantity
+    # (docs/benchmarks.md, "Defaults, measured"); the old 4 x 20000 was sized for the
+    # previous prior, under which the chains rarely moved between K = 2 and 3.
+    fit_defaults={"draws": 1000, "tune": 500, "chains": 4},
 )

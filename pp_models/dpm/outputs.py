@@ -19,6 +19,7 @@ import xarray as xr
 from custom_ops import conjugate as cj
 from custom_ops.dpm.predictive import (
     crp_conjugate_predictive_density,
+    mvn_mixture_density,
     normal_mixture_density,
 )
 from pp_models import partitions
@@ -164,7 +165,8 @@ def predictive_density(dt: xr.DataTree, m: pm.Model, *, dims=(0, 1), grid=None,
     CRP (collapsed) draws: ``sum_k (n_k - d)/(n+alpha) p(x | X_k) + (alpha + K d)/(n+alpha)
     p(x)`` (Pitman-Yor discount d; d = 0 is the Dirichlet process) with
     the conjugate posterior predictives (Student-t; Murphy 2012 Eq. 25.27 with H
-    integrated out). Stick-breaking draws: ``sum_k w_k F(x | theta_k)``. Non-conjugate CRP
+    integrated out). Stick-breaking draws: ``sum_k w_k F(x | theta_k)`` (``"gaussian"``:
+    each component's covariance block on the shown columns). Non-conjugate CRP
     draws: the same as the CRP with ``F(x | theta_k)`` and a Monte Carlo prior predictive
     (500 draws of the base measure from ``default_rng(0)``). Gaussian-type likelihoods
     only. The sums over draws, tables and grid points run in the Numba kernels of
@@ -211,10 +213,18 @@ def predictive_density(dt: xr.DataTree, m: pm.Model, *, dims=(0, 1), grid=None,
         post = posterior_with_labels(dt)
         w = np.asarray(post["w"].values, dtype=np.float64).reshape(-1, spec.truncation)
         idx = _thin_index(w.shape[0], max_draws)
-        mu, sg = (np.ascontiguousarray(np.asarray(post[v].values, dtype=np.float64)
-                                       .reshape(-1, spec.truncation, d)[idx][..., cols])
-                  for v in ("mu", "sigma"))
-        dens = normal_mixture_density(w[idx], mu, sg, pts)
+        mu = np.ascontiguousarray(np.asarray(post["mu"].values, dtype=np.float64)
+                                  .reshape(-1, spec.truncation, d)[idx][..., cols])
+        if spec.likelihood == "gaussian":
+            # marginal covariance of the shown columns: Sigma = (U U')^-1, its block
+            U = np.asarray(post["precision_chol"].values, dtype=np.float64).reshape(
+                -1, spec.truncation, d, d)[idx]
+            sigma = np.linalg.inv(U @ np.swapaxes(U, -1, -2))[..., cols[:, None], cols]
+            dens = mvn_mixture_density(w[idx], mu, np.linalg.cholesky(sigma), pts)
+        else:
+            sg = np.ascontiguousarray(np.asarray(post["sigma"].values, dtype=np.float64)
+                                      .reshape(-1, spec.truncation, d)[idx][..., cols])
+            dens = normal_mixture_density(w[idx], mu, sg, pts)
     else:
         Z = _posterior_z(dt)
         idx = _thin_index(Z.shape[0], max_draws)
@@ -383,10 +393,11 @@ def plot_results(dt: xr.DataTree, path=None):
         P, items, what = None, None, ""
     if P is not None:
         labels = z_hat[items]
-        # clusters largest first, points in a cluster by how surely they belong to it
+        # clusters largest first (equal sizes by label, so that two clusters of one size
+        # stay apart), points in a cluster by how surely they belong to it
         sizes = np.bincount(labels)
         within = np.array([P[i, labels == labels[i]].mean() for i in range(items.size)])
-        order = np.lexsort((-within, -sizes[labels]))
+        order = np.lexsort((-within, labels, -sizes[labels]))
         image = ax_p.imshow(P[np.ix_(order, order)], vmin=0, vmax=1, cmap="Blues",
                             interpolation="nearest")
         bounds = np.flatnonzero(np.diff(labels[order])) + 0.5

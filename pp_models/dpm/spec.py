@@ -72,6 +72,8 @@ def get_spec(m: pm.Model) -> DPMSpec | None:
 #: prior on the cluster means (sd sqrt(GAUSSIAN_SCALE / GAUSSIAN_KAPPA0) data sds). A
 #: small scale (0.1, with kappa0 = 0.05) makes every tight group of points cheap to model
 #: as its own cluster and splits breast cancer and digits-PCA10 into many clusters.
+#: ``"diag_gaussian"`` uses the same two numbers per column (b0 = GAUSSIAN_SCALE x
+#: (a0 - 1) x column variance, kappa0 = GAUSSIAN_KAPPA0).
 GAUSSIAN_SCALE = 1.5
 GAUSSIAN_KAPPA0 = 0.01
 

@@ -69,9 +69,9 @@ CLI_ENTRY = ModelEntry(
     methods=("gibbs", "nuts", "auto"),
     build=_build,
     default_dataset="sachs",
-    defaults={"prior": "spike_slab"},
-    # On Sachs the edges plcg-PKC / plcg-P38 switch in and out slowly: a run just long
-    # enough to pass `ppzoo check` leaves no margin, so the default runs longer
-    # (docs/families/ggm.md).
-    fit_defaults={"draws": 20000, "tune": 1000, "chains": 4},
+    # On Sachs the edges plcg-PKC / plcg-P38 switch in and out slowly (bulk ESS ~0.01 per
+    # sweep): the chains run 30,000 sweeps and keep every 15th (docs/benchmarks.md,
+    # "Defaults, measured"; 4 x 20,000 stored draws wrote 114 MB)
+    defaults={"prior": "spike_slab", "sweeps_per_draw": 15},
+    fit_defaults={"draws": 2000, "tune": 100, "chains": 4},
 )

@@ -34,7 +34,12 @@ from pp_models.distributions.precision_priors import BayesianGLassoPrecision, Sp
 from pp_models.ggm.nonparanormal import nonparanormal_transform
 from pp_models.ggm.outputs import graph_summary, partial_correlation_array
 from pp_models.model_info import DerivedStatistic, StepHint, ZooModelInfo, attach_info
-from pp_models.validation import as_data_matrix, check_feature_names, check_positive
+from pp_models.validation import (
+    as_data_matrix,
+    check_feature_names,
+    check_int,
+    check_positive,
+)
 
 __all__ = ["BGLASSO_STEP", "SSSL_STEP", "model"]
 
@@ -69,6 +74,7 @@ def model(
     slab_sd: float = 1.0,
     edge_prob: float | None = None,
     feature_names=None,
+    sweeps_per_draw: int = 1,
 ) -> pm.Model:
     """Bayesian Gaussian graphical model (see the module docstring).
 
@@ -93,13 +99,19 @@ def model(
         Spike-and-slab prior inclusion probability; default ``2 / (p - 1)`` (Wang 2015),
         capped at 0.5.
     feature_names : sequence of str, optional
-        Coordinates of the two node dimensions.
+        Coordinates of the two node dimensions (default: a DataFrame's columns, else
+        ``x0, x1, ...``).
+    sweeps_per_draw : int
+        Block Gibbs sweeps per recorded draw (thinning inside the step): where the
+        posterior mixes slowly (edges that switch in and out), the chain is run long and
+        stored short.
 
     Returns
     -------
     pymc.Model
         Free variable ``Omega`` (and ``lam`` with a Gamma prior), observed ``X``.
     """
+    columns = list(X.columns) if hasattr(X, "columns") else None
     X = as_data_matrix(X, "X", min_rows=2)
     p = X.shape[1]
     if p < 2:
@@ -109,6 +121,7 @@ def model(
     if not isinstance(nonparanormal, bool):
         raise TypeError(f"nonparanormal must be a bool, got {nonparanormal!r}")
     lam = _check_lam(lam)
+    sweeps = check_int(sweeps_per_draw, "sweeps_per_draw", minimum=1)
     # checked whatever the prior, so that a bad value is never silently ignored
     v0 = check_positive(spike_sd, "spike_sd")
     v1 = check_positive(slab_sd, "slab_sd")
@@ -123,7 +136,9 @@ def model(
             raise ValueError(f"edge_prob must be in (0, 1), got {pi}")
     elif edge_prob is not None:
         raise ValueError("edge_prob is an option of prior='spike_slab' only")
-    feature_names = check_feature_names(feature_names, p) or [f"x{j}" for j in range(p)]
+    feature_names = (check_feature_names(feature_names if feature_names is not None
+                                         else columns, p)
+                     or [f"x{j}" for j in range(p)])
     if nonparanormal:
         X = nonparanormal_transform(X)
     X = X - X.mean(axis=0)
@@ -155,7 +170,8 @@ def model(
         ZooModelInfo(
             family="ggm",
             preferred_method="gibbs",
-            step_hints=(StepHint(step=step, var_names=var_names),),
+            step_hints=(StepHint(step=step, var_names=var_names,
+                                 options={"sweeps": sweeps}),),
             derived=tuple(derived),
             postprocess=_GraphSummary(v0, v1, pi) if prior == "spike_slab" else _GraphSummary(),
             notes=f"Gaussian graphical model, {prior} prior on the precision (Wang 2012/2015)",

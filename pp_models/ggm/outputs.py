@@ -104,33 +104,45 @@ def graph_summary(dt: xr.DataTree, v0=None, v1=None, pi=None) -> xr.DataTree:
 
 
 def plot_graph(weights, names=None, *, ax=None, threshold: float = 0.0, max_width: float = 6.0,
-               title: str | None = None, true_edges=None):
-    """Draw a graph with the nodes on a circle; edge width proportional to ``|weight|``.
+               title: str | None = None, true_edges=None, vmax: float | None = None,
+               signs=None, legend: str | None = None):
+    """Draw a graph with the nodes on a circle; edge width and opacity grow with
+    ``|weight|`` from ``threshold`` (thin, faint) to ``vmax`` (``max_width``, opaque).
 
     Parameters
     ----------
     weights : array (p, p)
         Symmetric edge weights (inclusion probabilities, partial correlations, an
-        adjacency matrix); the diagonal is ignored. Negative weights are drawn dashed.
+        adjacency matrix); the diagonal is ignored.
     names : sequence of str, optional
     ax : matplotlib Axes, optional
     threshold : float
         Edges with ``|weight| <= threshold`` are not drawn.
     max_width : float
-        Line width of the largest ``|weight|``.
+        Line width of an edge of weight ``vmax``.
     true_edges : bool array (p, p), optional
         Drawn as thin grey lines underneath, for comparison.
+    vmax : float, optional
+        The ``|weight|`` drawn widest and opaque (default: the largest); give the scale's
+        own top (1 for probabilities) so that widths read the same in every picture.
+    signs : array (p, p), optional
+        Sign of each edge (default: of ``weights``): positive blue, negative red.
+    legend : str, optional
+        Title of a legend of three widths on the scale (e.g. ``"P(edge | data)"``) and of
+        the two signs.
 
     Returns
     -------
     matplotlib Axes
     """
     import matplotlib.pyplot as plt
+    from matplotlib.lines import Line2D
 
     W = np.asarray(weights, dtype=np.float64)
     if W.ndim != 2 or W.shape[0] != W.shape[1]:
         raise ValueError(f"weights must be a square matrix, got shape {W.shape}")
     p = W.shape[0]
+    S = W if signs is None else np.asarray(signs, dtype=np.float64)
     names = [f"x{j}" for j in range(p)] if names is None else [str(s) for s in names]
     if ax is None:
         _, ax = plt.subplots(figsize=(5, 5))
@@ -140,13 +152,20 @@ def plot_graph(weights, names=None, *, ax=None, threshold: float = 0.0, max_widt
         for i, j in zip(*np.nonzero(np.triu(np.asarray(true_edges, dtype=bool), 1))):
             ax.plot(*xy[[i, j]].T, color="0.8", lw=1.0, zorder=1)
     off = np.abs(W[np.triu_indices(p, 1)])
-    scale = off.max() if off.size and off.max() > 0 else 1.0
-    for i in range(p):
-        for j in range(i + 1, p):
-            w = W[i, j]
-            if abs(w) > threshold:
-                ax.plot(*xy[[i, j]].T, color="C0" if w > 0 else "C3",
-                        ls="-" if w > 0 else "--", lw=max_width * abs(w) / scale, zorder=2)
+    if vmax is None:
+        vmax = off.max() if off.size and off.max() > 0 else 1.0
+
+    def style(w, sign):
+        # from just above the threshold (thin, faint) to vmax (max_width, opaque)
+        level = float(np.clip((abs(w) - threshold) / (vmax - threshold), 0.0, 1.0)
+                      if vmax > threshold else 1.0)
+        return dict(color="C0" if sign >= 0 else "C3", lw=0.6 + (max_width - 0.6) * level,
+                    alpha=0.3 + 0.7 * level, solid_capstyle="round")
+
+    # weakest first, so the strong edges are drawn on top
+    pairs = [(i, j) for i in range(p) for j in range(i + 1, p) if abs(W[i, j]) > threshold]
+    for i, j in sorted(pairs, key=lambda ij: abs(W[ij])):
+        ax.plot(*xy[[i, j]].T, zorder=2, **style(W[i, j], S[i, j]))
     ax.scatter(*xy.T, s=300, color="white", edgecolor="k", zorder=3)
     for (x, y), name in zip(xy, names):
         ax.annotate(name, (1.18 * x, 1.18 * y), ha="center", va="center", fontsize=9)
@@ -154,14 +173,26 @@ def plot_graph(weights, names=None, *, ax=None, threshold: float = 0.0, max_widt
     ax.set_ylim(-1.4, 1.4)
     ax.set_aspect("equal")
     ax.axis("off")
+    if legend:
+        levels = np.unique(np.round(np.linspace(threshold, vmax, 3), 2))
+        handles = [Line2D([], [], **style(v, 1.0)) for v in levels]
+        labels = [f"{v:g}" for v in levels]
+        if (S[np.triu_indices(p, 1)] < 0).any():
+            handles += [Line2D([], [], **style(vmax, 1.0)), Line2D([], [], **style(vmax, -1.0))]
+            labels += ["positive partial correlation", "negative partial correlation"]
+        ax.legend(handles, labels, title=legend, loc="upper left", bbox_to_anchor=(1.0, 1.0),
+                  fontsize=8, title_fontsize=8, frameon=False)
     if title:
         ax.set_title(title)
     return ax
 
 
-def plot_results(dt, path) -> None:
-    """Save the posterior graph of a fit to ``path`` (PNG): edge inclusion for a
-    spike-and-slab fit, ``|posterior mean partial correlation|`` otherwise.
+def plot_results(dt, path=None):
+    """The posterior graph of a fit: for a spike-and-slab fit the edges whose posterior
+    inclusion probability is above 0.5, width and opacity by that probability on the
+    fixed scale 0.5-1; otherwise the edges with ``|posterior mean partial correlation| >
+    0.05``, by that magnitude. Colour gives the sign of the partial correlation; a
+    legend reads both. Saves a PNG to ``path`` when given; returns the figure.
 
     ``inference.report.write_results`` calls it (as ``graph.png``) for a ``ggm`` fit.
     """
@@ -169,14 +200,24 @@ def plot_results(dt, path) -> None:
 
     post = _posterior(dt)
     names = [str(v) for v in post["Omega"].coords[post["Omega"].dims[-2]].values]
+    rho = posterior_partial_correlation(dt).values
+    p = rho.shape[0]
     has_graph = isinstance(dt, xr.DataTree) and "graph" in dt.children
     if has_graph and "edge_inclusion" in dt["graph"].to_dataset():
-        weights, title = edge_inclusion(dt).values, "posterior edge-inclusion probability"
-        threshold = 0.5
+        weights, threshold, vmax = edge_inclusion(dt).values, 0.5, 1.0
+        legend = "P(edge | data)"
+        what = "posterior edge-inclusion probability > 0.5"
     else:
-        weights = posterior_partial_correlation(dt).values
-        title, threshold = "posterior mean partial correlation (|rho| > 0.05)", 0.05
-    fig, ax = plt.subplots(figsize=(6, 6))
-    plot_graph(weights, names, ax=ax, threshold=threshold, title=title)
-    fig.savefig(path, format="png", dpi=100)
-    plt.close(fig)
+        weights, threshold, vmax = rho, 0.05, None
+        legend = "|partial correlation|"
+        what = "|posterior mean partial correlation| > 0.05"
+    drawn = int((np.abs(weights[np.triu_indices(p, 1)]) > threshold).sum())
+    fig, ax = plt.subplots(figsize=(8.0, 5.6))
+    plot_graph(weights, names, ax=ax, threshold=threshold, vmax=vmax, signs=rho,
+               legend=legend,
+               title=f"{what}:\n{drawn} of {p * (p - 1) // 2} pairs of {p} variables")
+    fig.subplots_adjust(left=0.0, right=0.7, top=0.88, bottom=0.02)
+    if path is not None:
+        fig.savefig(path, format="png", dpi=100)
+        plt.close(fig)
+    return fig

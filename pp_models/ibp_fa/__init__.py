@@ -58,6 +58,7 @@ def _build(dataset, **options):
     # dimensions (rows of Y), standardised so that the default priors fit
     Y = data.T
     Y = (Y - np.nanmean(Y, axis=1, keepdims=True)) / np.nanstd(Y, axis=1, keepdims=True)
+    options.setdefault("dim_names", dataset.feature_names or None)
     return model(Y, **options)
 
 

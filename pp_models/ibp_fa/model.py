@@ -38,7 +38,7 @@ import xarray as xr
 
 from pp_models.distributions import IndianBuffet
 from pp_models.model_info import DerivedStatistic, StepHint, ZooModelInfo, attach_info
-from pp_models.validation import as_data_matrix, check_int, check_positive
+from pp_models.validation import as_data_matrix, check_feature_names, check_int, check_positive
 
 __all__ = [
     "BIRTH_PROPOSALS",
@@ -124,6 +124,7 @@ def model(
     noise_prior=(1.0, 1.0),
     birth_proposal: str | tuple[float, float] = "tuned",
     spike_scale: float = 0.01,
+    dim_names=None,
 ) -> pm.Model:
     """Build the NSFA model of ``Y`` (D observed dimensions x N samples).
 
@@ -155,6 +156,10 @@ def model(
         pi 1(kappa = 1)``; "prior" is (1, 0) (Eqs 3.8-3.9), "tuned" (10, 0.1) (§3.3.2).
     spike_scale : float
         Standard deviation of the spike of the finite approximation (``k_max`` only).
+    dim_names : sequence of str, optional
+        Names of the observed dimensions (the rows of ``Y``; for a samples x
+        measurements table, its column names), used as the ``dim`` coordinate and in the
+        pictures. Default: the index of a DataFrame ``Y``, else ``0, 1, ...``.
 
     Returns
     -------
@@ -171,8 +176,13 @@ def model(
         ``alpha <= 0``, non-positive hyperparameters, ``k_max < 1``, ``capacity < 1``,
         unknown options. Nothing is compiled.
     """
+    index = list(Y.index) if hasattr(Y, "index") and hasattr(Y, "columns") else None
     data, observed = as_factor_data(Y)
     D, N = data.shape
+    names = check_feature_names(dim_names if dim_names is not None else index, D,
+                                name="dim_names", counted="Y has {n} rows")
+    if names is not None and len(set(names)) != D:
+        raise ValueError("dim_names: the names of the observed dimensions must differ")
     if noise not in NOISE:
         raise ValueError(f"noise must be one of {NOISE}, got {noise!r}")
     if loading_precision not in LOADING_PRECISION:
@@ -206,7 +216,8 @@ def model(
         slots = _default_slots(alpha_spec, D)
     spec = NSFASpec(D=D, N=N, slots=slots, finite=finite, observed=observed)
 
-    coords = {"dim": np.arange(D), "obs": np.arange(N), "feature": np.arange(slots)}
+    coords = {"dim": names if names is not None else np.arange(D), "obs": np.arange(N),
+              "feature": np.arange(slots)}
     with pm.Model(coords=coords) as m:
         if alpha_spec[0] == "fixed":
             alpha_var = alpha_spec[1]

@@ -206,8 +206,9 @@ def plot_results(dt: xr.DataTree, path=None, *, chain: int = 0, min_use: float =
     P, L = P[:, order], L[:, order]
     dims = [str(d) for d in posterior["Z"][posterior["Z"].dims[-2]].values]
     K = P.shape[1]
-    width = min(4.0 + 1.2 * max(K, 1), 16.0)
-    height = min(2.3 + 0.3 * len(dims), 12.0)
+    longest = max((len(d) for d in dims), default=1) if len(dims) <= 40 else 0
+    width = min(5.5 + 0.12 * longest + 1.2 * max(K, 1), 16.0)
+    height = min(2.6 + 0.3 * len(dims), 12.0)
     fig, (ax_z, ax_g) = plt.subplots(1, 2, figsize=(width, height))
     feature_ticks = np.arange(K)
     image = ax_z.imshow(P, vmin=0, vmax=1, cmap="Greys", aspect="auto")
@@ -219,7 +220,7 @@ def plot_results(dt: xr.DataTree, path=None, *, chain: int = 0, min_use: float =
     ax_g.set_title("Loadings G = Z o V", fontsize=9)
     for ax in (ax_z, ax_g):
         ax.set_xticks(feature_ticks, [f"f{k + 1}" for k in feature_ticks])
-        ax.set_xlabel("feature (by number of dimensions)")
+        ax.set_xlabel("feature")
         if len(dims) <= 40:
             ax.set_yticks(np.arange(len(dims)), dims)
         else:
@@ -230,8 +231,9 @@ def plot_results(dt: xr.DataTree, path=None, *, chain: int = 0, min_use: float =
                       color="white" if P[d, k] > 0.5 else "black")
             ax_g.text(k, d, f"{L[d, k]:.2f}", ha="center", va="center", fontsize=7)
     n_draws = posterior.sizes["draw"]
-    fig.suptitle(f"IBP factor analysis: {K} features used in >= {min_use:.0%} of the last "
-                 f"{n_draws} draws of chain {chain}", fontsize=10)
+    fig.suptitle(f"IBP factor analysis: {K} feature{'s' if K != 1 else ''} used in "
+                 f">= {min_use:.0%} of the last {n_draws} draws of chain {chain}\n"
+                 "(features ordered by how many dimensions load on them)", fontsize=9)
     fig.tight_layout()
     if path is not None:
         fig.savefig(path, format="png", dpi=110)

@@ -131,16 +131,28 @@ def add_edge_probabilities(dt: xr.DataTree, component_log_weights=None) -> xr.Da
     return result
 
 
-def plot_structure(dt: xr.DataTree, path=None, *, chain: int = 0, threshold: float = 0.5):
+#: Widest ``structure.png`` in inches (at 110 dpi: 1320 pixels); components that do not
+#: fit side by side go below each other.
+MAX_WIDTH = 12.0
+
+
+def plot_structure(dt: xr.DataTree, path=None, *, chain: int = 0, threshold: float = 0.5,
+                   max_columns: int = 2):
     """Draw each component's posterior tree: the maximum spanning tree of the posterior
-    edge probabilities of ``chain``, line widths by probability; edges below
-    ``threshold`` dashed. Saves a PNG to ``path`` when given; returns the figure."""
+    edge probabilities of ``chain``, rooted at its centre, each variable's name in its
+    box; line width by posterior edge probability, dashed below ``threshold`` (an edge
+    of the most probable tree that most draws leave out). Components largest first, in
+    rows of at most ``max_columns`` that fit :data:`MAX_WIDTH`, with a legend. Saves a
+    PNG to ``path`` when given; returns the figure."""
     import matplotlib.pyplot as plt
+    from matplotlib.lines import Line2D
 
     from pp_models.trees import (
+        centred_parents,
         maximum_spanning_tree,
         plot_spanning_tree,
-        spanning_tree_edges,
+        tree_figure_size,
+        tree_layout,
     )
 
     if "tree_structure" not in dt.children:
@@ -150,18 +162,33 @@ def plot_structure(dt: xr.DataTree, path=None, *, chain: int = 0, threshold: flo
     P = probs.values[chain]
     K = P.shape[0]
     w = posterior_with_labels(dt)["w"].values[chain].mean(axis=0)
-    fig, axes = plt.subplots(1, K, figsize=(max(4.0, 0.45 * len(labels)) * K, 5.0),
-                             squeeze=False)
-    for k in range(K):
-        parents = maximum_spanning_tree(P[k])
-        ax = axes[0, k]
-        plot_spanning_tree(parents, labels=labels, edge_values=P[k], ax=ax,
-                           title=f"component {k} (weight {w[k]:.2f})", fontsize=7)
-        # lines are drawn in the order of the sorted edge list
-        for line, (u, v) in zip(ax.lines, spanning_tree_edges(parents), strict=True):
-            if P[k][u, v] < threshold:
-                line.set_linestyle("--")
-    fig.tight_layout()
+    order = np.argsort(-w, kind="stable")
+    parents = [maximum_spanning_tree(P[k]) for k in range(K)]
+    longest = max(len(s) for s in labels) if labels else 1
+    per_leaf = 0.2 + 0.075 * min(longest, 14)  # a column holds the longest label
+    sizes = [tree_figure_size(tree_layout(centred_parents(parents[k])), per_leaf=per_leaf)
+             for k in range(K)]
+    panel = max(s[0] for s in sizes)
+    # as many columns as fit MAX_WIDTH inches (at least one)
+    cols = max(1, min(K, max_columns, int(MAX_WIDTH // panel)))
+    rows = -(-K // cols)
+    width = min(cols * panel, MAX_WIDTH)
+    height = min(rows * max(s[1] for s in sizes) + 0.7, 30.0)
+    fig, axes = plt.subplots(rows, cols, figsize=(width, height), squeeze=False)
+    for slot, k in enumerate(order):
+        ax = axes[slot // cols, slot % cols]
+        plot_spanning_tree(parents[k], labels=labels, edge_values=P[k], ax=ax,
+                           title=f"component {k}: weight {w[k]:.2f}", fontsize=7,
+                           dashed_below=threshold, vmax=1.0)
+    for slot in range(K, rows * cols):
+        axes[slot // cols, slot % cols].set_axis_off()
+    handles = [Line2D([], [], color="0.35", lw=0.5 + 3.5 * q) for q in (0.5, 0.75, 1.0)]
+    handles.append(Line2D([], [], color="0.35", lw=1.0, ls=(0, (3, 2))))
+    fig.legend(handles, ["P = 0.5", "P = 0.75", "P = 1",
+                         f"P < {threshold:g}: in the most probable tree, not in most draws"],
+               title=f"line width: posterior probability P of the edge (chain {chain})",
+               loc="lower center", ncol=4, fontsize=7, title_fontsize=7, frameon=False)
+    fig.tight_layout(rect=(0, 0.07, 1, 1))
     if path is not None:
         fig.savefig(path, format="png", dpi=110)
         plt.close(fig)

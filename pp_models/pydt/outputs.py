@@ -262,7 +262,8 @@ def _best_draw(posterior, X):
 def plot_results(dt, path=None):
     """Dendrogram of the posterior draw of highest joint density of tree and data given
     the draw's hyperparameters (a MAP tree among the draws), divergence time on the
-    vertical axis (``DiffusionTree.plot``). Saves a PNG to ``path`` when given; returns
+    vertical axis spaced as ``-log(1 - t)`` and the leaves named by the data's rows
+    (``DiffusionTree.plot``). Saves a PNG to ``path`` when given; returns
     the figure. ``ppzoo fit pydt`` writes it as ``tree.png``.
     """
     import matplotlib.pyplot as plt
@@ -282,8 +283,8 @@ def plot_results(dt, path=None):
         obs = dt["observed_data"]["X"]
         if obs.dims and obs.dims[0] in obs.coords:
             labels = [str(v) for v in obs.coords[obs.dims[0]].values]
-    fig, ax = plt.subplots(figsize=(max(5.0, 0.12 * tree.n_leaves), 4.5))
-    tree.plot(ax=ax, labels=labels if labels is not None and tree.n_leaves <= 40 else None)
+    fig, ax = plt.subplots(figsize=(min(max(5.0, 0.1 * tree.n_leaves), 20.0), 4.8))
+    tree.plot(ax=ax, labels=labels)
     if log_joint is not None:
         title = (f"PYDT: most probable sampled tree (chain {chain}, draw {draw})\n"
                  f"log p(tree, X | hyperparameters) = {log_joint:.1f}")

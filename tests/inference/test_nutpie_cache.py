@@ -12,7 +12,7 @@ import pymc as pm
 import pytest
 
 from inference import fit
-from inference.nutpie_cache import _model_signature, _options_key
+from inference.nutpie_cache import _options_key, model_signature
 
 # one xdist worker runs this module: its two compiling tests share one model object
 pytestmark = pytest.mark.xdist_group("nutpie_cache")
@@ -131,9 +131,9 @@ def test_what_a_compile_depends_on_is_in_the_cache_key():
     """Without compiling: each change that needs a new compile changes the key."""
     x, y = _data(10, 1.0, seed=0)
     model = _regression(x, y)
-    signature = _model_signature(model)
-    assert _model_signature(model) == signature
-    assert _model_signature(_regression(x, y)) != signature  # another model's variables
+    signature = model_signature(model)
+    assert model_signature(model) == signature
+    assert model_signature(_regression(x, y)) != signature  # another model's variables
     changes = {
         "initial value": lambda: model.set_initval(model["beta"], 0.5),
         "coordinate": lambda: pm.set_data({"x": x[:5], "y": y[:5]},
@@ -145,20 +145,20 @@ def test_what_a_compile_depends_on_is_in_the_cache_key():
     for change, make in changes.items():
         with model:
             make()
-        new = _model_signature(model)
+        new = model_signature(model)
         assert new != signature, change
         signature = new
     model.check_bounds = False
-    assert _model_signature(model) != signature
+    assert model_signature(model) != signature
 
     # a dimension without coordinates: its length is the data's
     with pm.Model() as free_length:
         pm.Data("X", np.zeros(5), dims="obs")
         pm.Normal("z", dims="obs")
-    signature = _model_signature(free_length)
+    signature = model_signature(free_length)
     with free_length:
         pm.set_data({"X": np.zeros(6)})
-    assert _model_signature(free_length) != signature
+    assert model_signature(free_length) != signature
 
     options = {"var_names": None, "backend": "numba"}
     key = _options_key(options)

@@ -167,8 +167,13 @@ def test_ppzoo_fit_with_trace_stops_every_chain_on_sigint_leaving_a_partial_trac
     assert all(0 < c < 1_000_000 for c in completed)
     written = xr.open_datatree(out / "posterior.nc", engine="h5netcdf")
     assert written["posterior"].sizes["draw"] == min(completed)
-    assert main(["check", str(trace)]) == 1
-    assert "partial (interrupted)" in capsys.readouterr().out
+    # the verdict depends on how many draws were stored before the signal; whichever
+    # it is, the exit status agrees with it and the interruption is named
+    code = main(["check", str(trace)])
+    printed = capsys.readouterr().out
+    assert "partial (interrupted)" in printed
+    assert "on an interrupted run" in printed
+    assert code == (0 if "Convergence: PASSED" in printed else 1)
 
 
 def test_trace_and_resume_refuse_bad_paths_before_sampling(tmp_path, dpm_model):

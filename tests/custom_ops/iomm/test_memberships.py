@@ -1,85 +1,34 @@
 """The membership step leaves the exact conditional p(Z | Theta, X) invariant.
 
 With N = 3 points and C = 3 slots there are 2^9 = 512 membership matrices; their exact
-conditional is enumerated (the slot IBP probability, ``custom_ops.ibp_fa.ibp``, times
-the product likelihood written from Eqs 7.5 and 7.7 directly, to the power beta).
+conditional is enumerated (the slot IBP probability times the product likelihood, written
+from Eqs 7.5 and 7.7 directly, to the power beta: tests/inference/gibbs/iomm/oracle.py).
 States drawn from it are passed through one step; the step's output must have the same
 distribution (a chi-square test over the 512 states, cells pooled to expected counts of
 at least 5). The planted-bug twin (prior odds over the N - 1 other points) must fail the
 same test. Tempered (beta = 1/2) and Gaussian variants run the same check.
 """
 
-import itertools
-
 import numpy as np
 import pytest
-from scipy import stats
 
-from custom_ops.ibp_fa.ibp import ibp_log_matrix
 from inference.gibbs.iomm import IOMMMemberships
 from pp_models import iomm
+from tests.inference.gibbs.iomm.oracle import (
+    bernoulli_loglik,
+    exact_membership_conditional,
+    gaussian_loglik,
+    matrix_states,
+    pooled_chisquare,
+    state_index,
+)
 from tests.inference.gibbs.iomm.twins import OtherPointsOddsMemberships
 
 N, C, D = 3, 3, 2
 ALPHA = 1.3
 N_DRAWS = 8000
 
-STATES = np.array([np.array(bits, dtype=np.int8).reshape(N, C)
-                   for bits in itertools.product([0, 1], repeat=N * C)])
-WEIGHTS = 1 << np.arange(N * C)
-
-
-def state_index(Z):
-    return int(np.asarray(Z, dtype=np.int64).reshape(-1) @ WEIGHTS[::-1])
-
-
-def bernoulli_loglik(Z, X, theta):
-    total = 0.0
-    for i in range(N):
-        z = Z[i][:, None]
-        num = np.prod(theta ** z, axis=0)
-        p = num / (np.prod((1 - theta) ** z, axis=0) + num)  # Eq. 7.7
-        total += np.sum(stats.bernoulli.logpmf(X[i], p))
-    return total
-
-
-def gaussian_loglik(Z, X, mu, tau, background):
-    total = 0.0
-    for i in range(N):
-        members = np.flatnonzero(Z[i])
-        if members.size == 0:
-            total += np.sum(stats.norm.logpdf(X[i], background[:, 0], background[:, 1]))
-            continue
-        S = 1.0 / tau[members].sum(axis=0)  # Eq. 7.5, diagonal: S^-1 = sum Sigma_k^-1
-        mean = S * (tau[members] * mu[members]).sum(axis=0)
-        total += np.sum(stats.norm.logpdf(X[i], mean, np.sqrt(S)))
-    return total
-
-
-def exact_conditional(loglik, beta):
-    logp = np.array([ibp_log_matrix(Z, ALPHA) + beta * loglik(Z) for Z in STATES])
-    p = np.exp(logp - logp.max())
-    return p / p.sum()
-
-
-def pooled_chisquare(counts, probs):
-    """Chi-square p-value of ``counts`` against ``probs``, the rarest states pooled into
-    cells of expected count >= 5."""
-    order = np.argsort(probs)
-    expected = probs[order] * counts.sum()
-    observed = counts[order]
-    cells_obs, cells_exp, acc_o, acc_e = [], [], 0.0, 0.0
-    for o, e in zip(observed, expected):
-        acc_o += o
-        acc_e += e
-        if acc_e >= 5:
-            cells_obs.append(acc_o)
-            cells_exp.append(acc_e)
-            acc_o = acc_e = 0.0
-    if acc_e > 0:
-        cells_obs[-1] += acc_o
-        cells_exp[-1] += acc_e
-    return stats.chisquare(cells_obs, cells_exp).pvalue
+STATES = matrix_states(N, C)
 
 
 def transported(step, point, probs, seed):
@@ -122,9 +71,9 @@ def gaussian_problem():
 def _run(problem, step_cls, beta=1.0, seed=0):
     m, point, loglik = problem
     step = step_cls.from_model(m, ["Z"], spec=iomm.get_spec(m))
-    step.beta = beta
+    step.set_inverse_temperature(beta)
     step.rng = np.random.default_rng(seed + 100)
-    probs = exact_conditional(loglik, beta)
+    probs = exact_membership_conditional(STATES, ALPHA, loglik, beta)
     counts = transported(step, dict(point), probs, seed)
     return pooled_chisquare(counts, probs)
 

@@ -1,9 +1,11 @@
 """``inference.evidence`` on the conjugate Normal model, whose evidence is closed form:
 y_i ~ N(mu, 1), mu ~ N(0, 1), i = 1..20, so y ~ N(0, I + 11') (the anchors' model).
 
-Every estimator is within 3 standard errors of it (the slow test measures the coverage
-of ±2 se over 20 seeds); a tempered fit's DataTree is reused; bad input is refused before
-anything compiles.
+Every estimator, with the draws of parallel tempering and of the independent nutpie runs,
+is within 3 standard errors of it (the slow test measures the coverage of ±2 se over 20
+seeds); a tempered fit's DataTree is reused; a seed gives the same estimate whatever
+``cores``; bad input is refused before anything compiles. The tempered model the nutpie
+runs sample is checked term by term in ``test_nutpie_ladder.py``.
 """
 
 import math
@@ -58,18 +60,46 @@ def test_stepping_stone_and_thermodynamic_from_one_tempered_fit(model, tempered)
     assert fig.axes[0].get_xlabel() == "inverse temperature beta"
 
 
-def test_thermodynamic_integration_with_a_finer_ladder(model):
+@pytest.mark.parametrize("sampler", ["parallel_tempering", "nutpie"])
+def test_thermodynamic_integration_with_a_finer_ladder(model, sampler):
     ti = evidence(model, method="thermodynamic", n_temperatures=16, draws=400, tune=300,
-                  chains=2, cores=1, random_seed=3)
+                  chains=2, cores=1, random_seed=3, sampler=sampler)
+    assert ti.sampler == sampler
     assert abs(ti.log_evidence - EXACT) < 3 * ti.se, (ti.log_evidence, EXACT, ti.se)
+
+
+def test_stepping_stone_on_nutpie_is_the_default_for_a_continuous_model(model):
+    ss = evidence(model, n_temperatures=8, draws=500, tune=200, chains=2, random_seed=6)
+    assert ss.sampler == "nutpie" and "nutpie" in str(ss)
+    assert abs(ss.log_evidence - EXACT) < 3 * ss.se, (ss.log_evidence, EXACT, ss.se)
+    assert 0.005 < ss.se < 0.1
+    table = ss.table
+    assert len(table) == 16 and (table["divergences"] == 0).all()
+    # the stepping stone makes no run at beta = 1
+    assert table.xs(7, level="temperature")["mean_log_likelihood"].isna().all()
+    for c in range(2):
+        np.testing.assert_allclose(table.loc[c, "log_ratio"].iloc[:-1].sum(), ss.per_chain[c])
+    again = evidence(model, n_temperatures=8, draws=500, tune=200, chains=2, cores=1,
+                     random_seed=6)
+    assert again.per_chain == ss.per_chain  # nutpie's chains are seeded, not scheduled
+    ladder = [0.0, 0.001, 0.01, 0.1, 0.4, 1.0]
+    given = evidence(model, ladder=ladder, draws=300, tune=200, chains=2, random_seed=7)
+    np.testing.assert_array_equal(given.table.loc[0, "beta"].values, ladder)
+    assert abs(given.log_evidence - EXACT) < 3 * given.se
 
 
 def test_annealed_importance_sampling(model):
     ais = evidence(model, method="ais", n_temperatures=40, draws=60, tune=150, chains=2,
-                   random_seed=5)
+                   cores=2, random_seed=5)
+    assert ais.sampler == "ais"
     assert abs(ais.log_evidence - EXACT) < 3 * ais.se, (ais.log_evidence, EXACT, ais.se)
     assert list(ais.table.index.names) == ["chain", "particle"] and len(ais.table) == 120
     ais.plot()
+    # chains run in worker processes; each from its own generator spawned from the seed
+    one_by_one = evidence(model, method="ais", n_temperatures=40, draws=60, tune=150,
+                          chains=2, cores=1, random_seed=5)
+    np.testing.assert_array_equal(one_by_one.table["log_weight"].values,
+                                  ais.table["log_weight"].values)
 
 
 @pytest.mark.parametrize(
@@ -81,15 +111,28 @@ def test_annealed_importance_sampling(model):
      ({"chains": 0}, ValueError, "chains must be >= 1"),
      ({"random_seed": -1}, ValueError, "random_seed must be >= 0"),
      ({"dt": "x"}, ValueError, "no 'tempering' group"),
-     ({"method": "ais", "dt": "x"}, ValueError, "AIS makes its own runs")],
+     ({"method": "ais", "dt": "x"}, ValueError, "AIS makes its own runs"),
+     ({"ladder": [0.0, 0.5]}, ValueError, "ladder must end at 1"),
+     ({"ladder": [0.1, 0.5, 1.0]}, ValueError, "ladder must start at 0"),
+     ({"ladder": [0.0, 0.6, 0.5, 1.0]}, ValueError, "ladder must be strictly increasing"),
+     ({"ladder": [1.0]}, ValueError, "ladder needs at least 2 temperatures"),
+     ({"ladder": [0.0, 1.0], "n_temperatures": 2}, ValueError, "n_temperatures or ladder"),
+     ({"sampler": "smc"}, ValueError, "sampler must be one of"),
+     ({"cores": 0}, ValueError, "cores must be >= 1"),
+     ({"method": "ais", "draws": -1}, ValueError, "draws must be >= 1"),
+     ({"method": "ais", "ladder": [0.0, 0.5]}, ValueError, "ladder must end at 1")],
 )
 def test_bad_input_is_refused_before_compiling(model, kwargs, error, match, monkeypatch):
     import sys
+
+    import inference.tempering.nutpie_ladder as ladder_runs
 
     def started(*args, **kw):
         raise AssertionError("compiled before refusing")
 
     monkeypatch.setattr(sys.modules["inference.fit"], "_fit_mcmc", started)
+    monkeypatch.setattr(ladder_runs, "run_ladder", started)
+    monkeypatch.setattr(sys.modules["inference.tempering.ais"], "sample_gibbs", started)
     with pytest.raises(error, match=match):
         evidence(model, **kwargs)
 
@@ -110,24 +153,47 @@ def test_model_without_data_or_with_an_untemperable_step_is_refused(monkeypatch)
         pm.Normal("y", k, 1.0, observed=[1.0])
     with pytest.raises(ValueError, match="Metropolis.*cannot temper"):
         evidence(discrete)
+    for method in ("thermodynamic", "ais"):
+        with pytest.raises(ValueError, match="model: the model has no observed data"):
+            evidence(prior_only, method=method)
+
+
+def test_nutpie_is_refused_for_a_model_with_zoo_steps(monkeypatch):
+    """A model with a Gibbs step cannot run on nutpie: the error names the step, before
+    anything compiles; 'auto' takes parallel tempering for it."""
+    import inference.tempering.nutpie_ladder as ladder_runs
+    from inference.tempering.evidence import choose_sampler
+    from pp_models import finite_mixture
+
+    def started(*args, **kw):
+        raise AssertionError("compiled before refusing")
+
+    monkeypatch.setattr(ladder_runs, "run_ladder", started)
+    m = finite_mixture.model(np.r_[Y[:6], Y[:6] + 5].reshape(-1, 1), 2)
+    with pytest.raises(ValueError, match="sampler='nutpie' needs an all-continuous model; "
+                                         "this one has the steps 'categorical_gibbs' for z"):
+        evidence(m, sampler="nutpie")
+    assert choose_sampler(m, "auto", "stepping_stone") == "parallel_tempering"
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("method", ["stepping_stone", "thermodynamic", "ais"])
-def test_standard_error_is_calibrated(method):
+@pytest.mark.parametrize(("method", "sampler"), [
+    ("stepping_stone", "parallel_tempering"), ("thermodynamic", "parallel_tempering"),
+    ("stepping_stone", "nutpie"), ("thermodynamic", "nutpie"), ("ais", "auto")])
+def test_standard_error_is_calibrated(method, sampler):
     """The exact value lies within ±2 se on >= 80% of 20 seeds (measured: see the commit
-    message)."""
+    messages)."""
     m = normal_model()
     sizes = {"stepping_stone": dict(n_temperatures=6, draws=500, tune=300, chains=2),
              "thermodynamic": dict(n_temperatures=16, draws=400, tune=300, chains=2),
              "ais": dict(n_temperatures=40, draws=60, tune=150, chains=2)}[method]
     z = []
     for seed in range(20):
-        r = evidence(m, method=method, random_seed=100 + seed, cores=1, **sizes) \
-            if method != "ais" else evidence(m, method=method, random_seed=100 + seed, **sizes)
+        r = evidence(m, method=method, random_seed=100 + seed, cores=1, sampler=sampler,
+                     **sizes)
         z.append((r.log_evidence - EXACT) / r.se)
     z = np.array(z)
-    print(f"{method}: |z| < 2 on {np.mean(np.abs(z) < 2):.2f}, mean z {z.mean():.2f}, "
-          f"sd {z.std():.2f}")
+    print(f"{method} ({sampler}): |z| < 2 on {np.mean(np.abs(z) < 2):.2f}, mean z "
+          f"{z.mean():.2f}, sd {z.std():.2f}")
     assert np.mean(np.abs(z) < 2) >= 0.8
     assert math.isfinite(z.mean())

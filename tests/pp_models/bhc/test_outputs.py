@@ -66,3 +66,17 @@ def test_plot_results_writes_a_png(three_groups, tmp_path):
     assert path.stat().st_size > 0
     with pytest.raises(ValueError, match=TREE_GROUP):
         plot_results(_posterior_dt([1.0]), path)
+
+
+def test_height_axis_reads_as_words_not_a_formula(three_groups):
+    # it read "height: max(children) + 0.2 + log(1 - log r_k)"
+    import matplotlib.pyplot as plt
+
+    X, tree = three_groups
+    hook = TreeAtPosteriorMedian(X, "gaussian", tree.merges, 1.0, dict(tree.hyper))
+    fig = plot_results(hook(_posterior_dt([1.0, 1.0])))
+    labels = [fig.axes[0].get_ylabel(), tree.plot().get_ylabel()]
+    for label in labels:
+        assert label.startswith("merge height")
+        assert not any(s in label for s in ("max(children)", "log(1", "+ 0.2"))
+    plt.close("all")

@@ -111,7 +111,6 @@ X_OK, _ = three_blobs()
         (X_OK, dict(prior={"kappa0": -1.0}), ValueError, "kappa0"),
         (X_OK, dict(prior={"nu0": 0.5}), ValueError, "nu0"),
         (X_OK, dict(discount=1.0), ValueError, r"discount must be in \[0, 1\)"),
-        (X_OK, dict(truncation=4), ValueError, "truncation: the stick-breaking form"),
         (X_OK, dict(alpha=pm.Normal.dist(1.0, 1.0)), TypeError, "pm.Gamma.dist"),
     ],
 )
@@ -225,9 +224,11 @@ def test_stick_breaking_advi_runs_with_the_same_layout():
     # Numba compile was 21-26 of this test's 31 CPU-s. fit's ADVI on a stick-breaking
     # DPM through the Numba backend runs in tutorials/dirichlet_process_mixture.py
     # (tests/test_tutorials.py), ADVI's answer in test_fit.py's conjugate check.
-    with pytensor.config.change_flags(mode=PYTHON_MODE):
+    with pytensor.config.change_flags(mode=PYTHON_MODE), warnings.catch_warnings():
         # the layout, not convergence, is checked: 20 Adam steps at the rate, then 4 at
-        # a tenth of it (fit's two phases), are enough to fill every output
+        # a tenth of it (fit's two phases), are enough to fill every output (and may
+        # occupy every component, which fit warns about)
+        warnings.filterwarnings("ignore", "the number of clusters reached the truncation")
         dt = fit(m, method="advi", draws=100, chains=2, random_seed=0, progressbar=False,
                  n=20)
     post = posterior_with_labels(dt)

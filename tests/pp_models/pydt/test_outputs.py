@@ -103,3 +103,44 @@ def test_quadrature_predictive_integrates_to_one_in_1d():
     dens = np.exp(log_predictive_tree(draw.tree, draw.X, grid, c=1.0, theta=1.0,
                                       alpha=0.3, sigma2=1.0))
     assert integrate.trapezoid(dens, grid[:, 0]) == pytest.approx(1.0, abs=1e-3)
+
+
+def test_tree_picture_spreads_the_branch_points_and_names_the_leaves():
+    # on main the times were drawn on a linear axis (a fitted tree's branch points crowd
+    # into t = 0.8-1.0) and leaves past 40 went unnamed
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rng = np.random.default_rng(3)
+    n = 60
+    parent = np.full(2 * n - 1, -1)
+    active = list(range(n))
+    next_slot = n
+    while len(active) > 1:  # a random binary tree, merged bottom-up
+        i, j = rng.choice(len(active), size=2, replace=False)
+        a, b = active[i], active[j]
+        parent[a] = parent[b] = next_slot
+        active = [v for k, v in enumerate(active) if k not in (i, j)] + [next_slot]
+        next_slot += 1
+    # times increase towards the leaves: t = 1 - 10^-(depth-ish), all in [0.8, 0.99999]
+    depth = np.zeros(2 * n - 1)
+    for v in range(2 * n - 2, n - 1, -1):
+        depth[v] = 0.0 if parent[v] < 0 else depth[parent[v]] + 1
+    t = 1 - 0.2 * 10.0 ** (-depth[n:] / depth[n:].max() * 4)
+    tree = DiffusionTree(parent, np.log1p(-t))
+    names = [f"row {i}" for i in range(n)]
+    ax = tree.plot(labels=names)
+    y = np.concatenate([seg[:, 1] for seg in ax.collections[0].get_segments()])
+    internal = np.sort(-np.log1p(-t))
+    # every branch point is drawn at -log(1 - t): on this clock the 59 branch points span
+    # more than 70 % of the axis above the leaves (on t's own axis: 20 %)
+    assert np.all(np.isin(np.round(internal, 9), np.round(y, 9)))
+    leaf_y = y.max()
+    assert (internal.max() - internal.min()) / leaf_y > 0.7
+    assert "1 (leaves)" in [tick.get_text() for tick in ax.get_yticklabels()]
+    assert sorted(tick.get_text() for tick in ax.get_xticklabels()) == sorted(names)
+    linear = tree.plot(labels=names, time_axis="linear")
+    assert linear.get_ylim()[0] == pytest.approx(1.02)
+    plt.close("all")

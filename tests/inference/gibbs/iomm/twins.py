@@ -8,6 +8,9 @@
   symmetric).
 - :class:`NoJacobianParameters`: the Gaussian precision's random walk on ``log tau``
   without its Hastings term ``tau' / tau``.
+- :class:`IgnoresBetaMemberships`, :class:`IgnoresBetaParameters`: accept an inverse
+  temperature and keep sampling the posterior (beta = 1), the steps a tempered run would
+  get if beta were not passed to the kernels.
 
 The kernels below are test-only copies of the shipped ones with the one line changed.
 """
@@ -27,8 +30,10 @@ from custom_ops.iomm.parameters import (
 )
 from custom_ops.jit import njit_exact
 from inference.gibbs.iomm import IOMMMemberships, IOMMParameters
+from pp_models.validation import check_inverse_temperature
 
-__all__ = ["NoHastingsParameters", "NoJacobianParameters", "OtherPointsOddsMemberships",
+__all__ = ["IgnoresBetaMemberships", "IgnoresBetaParameters", "NoHastingsParameters",
+           "NoJacobianParameters", "OtherPointsOddsMemberships",
            "no_hastings_coordinate_move", "no_jacobian_precision_move"]
 
 
@@ -144,3 +149,21 @@ class NoJacobianParameters(IOMMParameters):
 
     name = "test_iomm_no_jacobian"
     gaussian_sweep = staticmethod(_no_jacobian_sweep)
+
+
+class IgnoresBetaMemberships(IOMMMemberships):
+    """Accepts an inverse temperature and keeps sampling the posterior (beta = 1)."""
+
+    name = "test_iomm_memberships_ignore_beta"
+
+    def set_inverse_temperature(self, beta) -> None:
+        check_inverse_temperature(beta, "beta")
+
+
+class IgnoresBetaParameters(IOMMParameters):
+    """Accepts an inverse temperature and keeps sampling the posterior (beta = 1)."""
+
+    name = "test_iomm_parameters_ignore_beta"
+
+    def set_inverse_temperature(self, beta) -> None:
+        check_inverse_temperature(beta, "beta")
