@@ -33,9 +33,12 @@ if "NUMBA_OPT" not in os.environ:
                         f"base_compiledir={_compiledir}") if f)
 
 # Both xdist workers share one compile cache, and Numba's cache writes race between
-# processes (custom_ops.jit.make_cache_writes_process_safe): custom_ops installs
-# a lock when imported; import it before any test can compile a graph without it.
-import custom_ops  # noqa: E402,F401
+# processes (numba/numba#10128): the package's kernels lock their own writes
+# (custom_ops.jit); PyTensor's graphs are locked here, for the test run only, before any
+# test can compile one.
+from tests.helpers.numba_cache_lock import lock_numba_cache_writes  # noqa: E402
+
+lock_numba_cache_writes()
 
 # --- one xdist worker per family -------------------------------------------------------
 # A cold run (fresh clone, empty HOME) spends most of its time compiling Numba kernels and
