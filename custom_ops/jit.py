@@ -65,6 +65,7 @@ __all__ = [
     "njit_exact_numpy",
     "prune_kernel_cache",
     "register_numba_op",
+    "register_numba_rv",
     "user_cache_dir",
 ]
 
@@ -311,6 +312,36 @@ def register_numba_op(op_type):
             return funcify(op, node=node, **kwargs), kernel_source_version()
 
         numba_basic.register_funcify_default_op_cache_key(op_type)(keyed)
+        return funcify
+
+    return decorator
+
+
+def register_numba_rv(rv_type):
+    """Register the Numba core draw of a ``RandomVariable`` (``numba_core_rv_funcify``),
+    cached by PyTensor under a key of this package's source: :func:`kernel_source_version`
+    and the source file of the decorated function (where the draw's code is written).
+
+    Registered without a key, PyTensor caches the compiled draw under the variable's
+    class alone, and a process would load a draw compiled from older code (after an
+    edit, an upgrade, or by another checkout sharing the cache: seen as a graph that
+    imported a module the package no longer has). The decorated function returns the
+    jitted core function only.
+    """
+    import inspect
+
+    from pytensor.link.numba.dispatch.random import numba_core_rv_funcify
+
+    def decorator(funcify):
+        path = Path(inspect.getfile(funcify))
+
+        @functools.wraps(funcify)
+        def keyed(op, node):
+            digest = hashlib.sha256(f"{kernel_source_version()}".encode())
+            digest.update(path.read_bytes())
+            return funcify(op, node), int(digest.hexdigest()[:15], 16)
+
+        numba_core_rv_funcify.register(rv_type)(keyed)
         return funcify
 
     return decorator

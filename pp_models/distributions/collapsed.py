@@ -34,7 +34,6 @@ import numpy as np
 import pytensor.tensor as pt
 from pymc.distributions.distribution import Continuous, Discrete
 from pytensor.link.numba.dispatch import basic as numba_basic
-from pytensor.link.numba.dispatch.random import numba_core_rv_funcify
 from pytensor.tensor.random.op import RandomVariable
 from pytensor.tensor.variable import TensorConstant
 
@@ -45,6 +44,7 @@ from custom_ops.dpm.collapsed import (
     draw_gaussian,
     draw_multinomial,
 )
+from custom_ops.jit import register_numba_rv
 
 __all__ = [
     "CollapsedBernoulli",
@@ -185,7 +185,7 @@ collapsed_multinomial = CollapsedMultinomialRV()
 
 
 # Numba forward draws (otherwise PyTensor's Numba backend falls back to object mode).
-@numba_core_rv_funcify.register(CollapsedGaussianRV)
+@register_numba_rv(CollapsedGaussianRV)
 def _numba_core_collapsed_gaussian(op, node):
     @numba_basic.numba_njit
     def random_fn(rng, z, m0, kappa0, nu0, S0, out=None):
@@ -195,10 +195,10 @@ def _numba_core_collapsed_gaussian(op, node):
         return out
 
     random_fn.handles_out = True
-    return random_fn, 1
+    return random_fn
 
 
-@numba_core_rv_funcify.register(CollapsedDiagGaussianRV)
+@register_numba_rv(CollapsedDiagGaussianRV)
 def _numba_core_collapsed_diag_gaussian(op, node):
     @numba_basic.numba_njit
     def random_fn(rng, z, m0, k0, a0, b0, out=None):
@@ -208,10 +208,10 @@ def _numba_core_collapsed_diag_gaussian(op, node):
         return out
 
     random_fn.handles_out = True
-    return random_fn, 1
+    return random_fn
 
 
-@numba_core_rv_funcify.register(CollapsedBernoulliRV)
+@register_numba_rv(CollapsedBernoulliRV)
 def _numba_core_collapsed_bernoulli(op, node):
     @numba_basic.numba_njit
     def random_fn(rng, z, a, b, out=None):
@@ -221,10 +221,10 @@ def _numba_core_collapsed_bernoulli(op, node):
         return out
 
     random_fn.handles_out = True
-    return random_fn, 1
+    return random_fn
 
 
-@numba_core_rv_funcify.register(CollapsedMultinomialRV)
+@register_numba_rv(CollapsedMultinomialRV)
 def _numba_core_collapsed_multinomial(op, node):
     @numba_basic.numba_njit
     def random_fn(rng, z, concentration, n_trials, out=None):
@@ -234,7 +234,7 @@ def _numba_core_collapsed_multinomial(op, node):
         return out
 
     random_fn.handles_out = True
-    return random_fn, 1
+    return random_fn
 
 
 def _core_only(value, name):

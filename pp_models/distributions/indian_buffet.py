@@ -24,10 +24,10 @@ from pymc.distributions.dist_math import check_parameters
 from pymc.distributions.distribution import Discrete
 from pymc.distributions.shape_utils import rv_size_is_none
 from pytensor.link.numba.dispatch import basic as numba_basic
-from pytensor.link.numba.dispatch.random import numba_core_rv_funcify
 from pytensor.tensor.random.op import RandomVariable
 
 from custom_ops.ibp_fa.ibp import ibp_draw, ibp_logp_op
+from custom_ops.jit import register_numba_rv
 
 __all__ = ["IndianBuffet", "IndianBuffetRV", "indian_buffet", "left_ordered"]
 
@@ -69,7 +69,7 @@ class IndianBuffetRV(RandomVariable):
 indian_buffet = IndianBuffetRV()
 
 
-@numba_core_rv_funcify.register(IndianBuffetRV)
+@register_numba_rv(IndianBuffetRV)
 def _numba_core_indian_buffet(op, node):
     @numba_basic.numba_njit
     def random_fn(rng, alpha, n_rows, k_max, out=None):
@@ -79,7 +79,7 @@ def _numba_core_indian_buffet(op, node):
         return out
 
     random_fn.handles_out = True
-    return random_fn, 1
+    return random_fn
 
 
 class IndianBuffet(Discrete):

@@ -36,10 +36,10 @@ from pymc.distributions.distribution import Continuous
 from pymc.distributions.shape_utils import rv_size_is_none
 from pymc.distributions.transforms import CholeskyCovTransform, _default_transform
 from pytensor.link.numba.dispatch import basic as numba_basic
-from pytensor.link.numba.dispatch.random import numba_core_rv_funcify
 from pytensor.tensor.random.op import RandomVariable
 
 from custom_ops.ggm.gibbs import draw_bglasso_prior, draw_spike_slab_prior
+from custom_ops.jit import register_numba_rv
 
 __all__ = [
     "BayesianGLassoPrecision",
@@ -132,7 +132,7 @@ bglasso_precision = BayesianGLassoPrecisionRV()
 spike_slab_precision = SpikeSlabPrecisionRV()
 
 
-@numba_core_rv_funcify.register(BayesianGLassoPrecisionRV)
+@register_numba_rv(BayesianGLassoPrecisionRV)
 def _numba_core_bglasso(op, node):
     @numba_basic.numba_njit
     def random_fn(rng, lam, p):
@@ -141,10 +141,10 @@ def _numba_core_bglasso(op, node):
             raise RuntimeError("no positive-definite prior draw (p too large for rejection)")
         return out
 
-    return random_fn, 1
+    return random_fn
 
 
-@numba_core_rv_funcify.register(SpikeSlabPrecisionRV)
+@register_numba_rv(SpikeSlabPrecisionRV)
 def _numba_core_spike_slab(op, node):
     @numba_basic.numba_njit
     def random_fn(rng, v0, v1, pi, lam, p):
@@ -155,7 +155,7 @@ def _numba_core_spike_slab(op, node):
             raise RuntimeError("no positive-definite prior draw (p too large for rejection)")
         return out
 
-    return random_fn, 1
+    return random_fn
 
 
 def _pd_and_parts(value):
