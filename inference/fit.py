@@ -33,7 +33,7 @@ from inference.nutpie_cache import reusing_compiled_model
 from inference.progress import compiling, in_ci
 from inference.trace_store import check_trace_path
 from pp_models.model_info import LABELS_GROUP, ZooModelInfo, get_info
-from pp_models.validation import check_int, check_random_seed
+from pp_models.validation import check_int, check_positive, check_random_seed, check_real
 
 __all__ = ["METHODS", "assign_steps", "describe_steps", "fit"]
 
@@ -143,10 +143,8 @@ def fit(
         cores = check_int(cores, "cores", minimum=1)
     random_seed = check_random_seed(random_seed)
     user_steps = _as_step_list(step)
-    if trace_flush is not None and not (isinstance(trace_flush, numbers.Real)
-                                        and not isinstance(trace_flush, bool)
-                                        and trace_flush >= 0):
-        raise ValueError(f"trace_flush must be a number of seconds >= 0, got {trace_flush!r}")
+    if trace_flush is not None:
+        trace_flush = check_real(trace_flush, "trace_flush (seconds)", minimum=0.0)
     if trace is not None:
         trace = check_trace_path(trace, resume=bool(resume))
     elif resume:
@@ -503,8 +501,7 @@ def _fit_advi(model, draws, chains, random_seed, progressbar, kwargs):
     kwargs = dict(kwargs)
     n = check_int(kwargs.pop("n", 30_000), "n", minimum=1)
     learning_rate = kwargs.pop("learning_rate", 0.01)
-    if not isinstance(learning_rate, numbers.Real) or not learning_rate > 0:
-        raise ValueError(f"learning_rate must be a number > 0, got {learning_rate!r}")
+    learning_rate = check_positive(learning_rate, "learning_rate")
     fullrank = bool(kwargs.pop("fullrank", False))
     user_optimizer = kwargs.pop("obj_optimizer", None)
     rng = np.random.default_rng(random_seed)

@@ -16,6 +16,7 @@ from custom_ops.lda.gibbs import (
 )
 from inference.gibbs.base import ZooGibbsStep
 from inference.gibbs.registry import register_step
+from pp_models.validation import check_int
 
 __all__ = ["CollapsedLDAGibbs"]
 
@@ -98,8 +99,7 @@ class CollapsedLDAGibbs(ZooGibbsStep):
             )
         if sampler not in ("sparse", "dense"):
             raise ValueError(f"sampler must be 'sparse' or 'dense', got {sampler!r}")
-        if isinstance(sweeps, bool) or not isinstance(sweeps, int | np.integer) or sweeps < 1:
-            raise ValueError(f"sweeps must be a positive integer, got {sweeps!r}")
+        sweeps = check_int(sweeps, "sweeps", minimum=1)
         self.n_words = int(n_words)
         self.n_topics = int(n_topics)
         if self.n_topics < 1 or self.n_words < 1:

@@ -83,6 +83,7 @@ from pp_models.pydt.attach import (
 )
 from pp_models.pydt.greedy import greedy
 from pp_models.trees import DETACHED, UNUSED_SLOT, DiffusionTree
+from pp_models.validation import check_int
 
 __all__ = ["PYDTTreeStep", "detach_reattach", "slice_time"]
 
@@ -278,6 +279,10 @@ class PYDTTreeStep(ZooGibbsStep):
     def __init__(self, vars, *, model=None, rng=None, blocked=True, moves=None,
                  slice_times=True, greedy_start=True, noncentred=(), binary_start=True,
                  branch_moves=None):
+        if moves is not None:
+            moves = check_int(moves, "moves", minimum=0)
+        if branch_moves is not None:
+            branch_moves = check_int(branch_moves, "branch_moves", minimum=0)
         super().__init__(vars, model=model, rng=rng, blocked=blocked)
         self.greedy_start = bool(greedy_start)
         self.binary_start = bool(binary_start)
@@ -302,14 +307,7 @@ class PYDTTreeStep(ZooGibbsStep):
         self._inputs_fn = self.compile_point_fn(outputs)
         self._n = int(np.asarray(n.eval()).reshape(-1)[0]) if hasattr(n, "eval") else int(n)
         self._value_name = self.var_names[0]
-        if moves is not None and (isinstance(moves, bool) or not isinstance(moves, int)
-                                  or moves < 0):
-            raise ValueError(f"moves: must be an integer >= 0, got {moves!r}")
         self.moves = moves
-        if branch_moves is not None and (isinstance(branch_moves, bool)
-                                         or not isinstance(branch_moves, int)
-                                         or branch_moves < 0):
-            raise ValueError(f"branch_moves: must be an integer >= 0, got {branch_moves!r}")
         self.branch_moves = self._n if branch_moves is None else branch_moves
         self.slice_times = bool(slice_times)
         self._init_noncentred(noncentred, tree_rv, data[0] if data else None,

@@ -92,7 +92,6 @@ the learned base measures (``hyperprior=``) in :mod:`pp_models.dpm.hyperpriors`.
 
 from __future__ import annotations
 
-import numbers
 from functools import partial
 
 import numpy as np
@@ -147,8 +146,10 @@ from pp_models.registry import ModelEntry
 from pp_models.validation import (
     as_data_matrix,
     check_feature_names,
+    check_fixed_or_gamma,
+    check_gamma_prior,
     check_int,
-    check_positive,
+    check_real,
     rng_from_seed,
 )
 
@@ -243,11 +244,7 @@ def model(
                 "not implemented; use likelihood='diag_gaussian' (same model as the collapsed "
                 "'diag_gaussian') or truncation=None"
             )
-    if isinstance(discount, bool) or not isinstance(discount, numbers.Real):
-        raise TypeError(f"discount must be a number in [0, 1), got {discount!r}")
-    discount = float(discount)
-    if not 0.0 <= discount < 1.0:
-        raise ValueError(f"discount must be in [0, 1), got {discount}")
+    discount = check_real(discount, "discount", minimum=0.0, below=1.0)
     if discount > 0 and truncation is not None:
         raise ValueError("discount: Pitman-Yor is available in the CRP representation only "
                          "(truncation=None)")
@@ -314,17 +311,12 @@ def _check_alpha(alpha):
             raise ValueError(
                 f"alpha: the Gamma prior's parameters must be constants ({err})"
             ) from None
-        return None, (check_positive(a, "alpha (Gamma shape a)"),
-                      check_positive(b, "alpha (Gamma rate b)"))
-    if isinstance(alpha, tuple | list):
-        if len(alpha) != 2:
-            raise ValueError(f"alpha: a Gamma prior is a pair (a, b), got {alpha!r}")
-        return None, (check_positive(alpha[0], "alpha (Gamma shape a)"),
-                      check_positive(alpha[1], "alpha (Gamma rate b)"))
-    if isinstance(alpha, bool) or not isinstance(alpha, numbers.Real):
-        raise TypeError(f"alpha must be a number > 0, a pair (a, b) or pm.Gamma.dist(a, b); "
-                        f"got {alpha!r}")
-    return check_positive(alpha, "alpha"), None
+        return None, check_gamma_prior((a, b), "alpha")
+    try:
+        checked = check_fixed_or_gamma(alpha, "alpha")
+    except TypeError as err:
+        raise TypeError(f"{err}; or pm.Gamma.dist(a, b)") from None
+    return (None, checked) if isinstance(checked, tuple) else (checked, None)
 
 
 def _prior(likelihood, X, prior):

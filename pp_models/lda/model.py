@@ -23,16 +23,16 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from numbers import Integral
 
 import numpy as np
 import pymc as pm
 import pytensor.tensor as pt
 import xarray as xr
 
-from pp_models.lda.inputs import _check_concentration, _check_n_topics, prepare_corpus
+from pp_models.lda.inputs import prepare_corpus
 from pp_models.model_info import DerivedStatistic, StepHint, ZooModelInfo, attach_info
 from pp_models.registry import ModelEntry
+from pp_models.validation import check_bool, check_int, check_positive_vector
 
 __all__ = ["CLI_ENTRY", "DERIVED", "STEP_NAME", "CollapsedStepOptions", "model"]
 
@@ -96,16 +96,14 @@ def model(
         log density is the collapsed joint log p(w, z | alpha, eta) (Murphy Eqs. 27.34 +
         27.36). Explicit: free ``theta``, ``phi``, observed ``counts``.
     """
-    n_topics = _check_n_topics(n_topics)
-    if not isinstance(collapsed, bool):
-        raise TypeError(f"collapsed must be True or False, got {collapsed!r}")
-    if isinstance(thin, bool) or not isinstance(thin, Integral) or thin < 1:
-        raise ValueError(f"thin must be a positive integer, got {thin!r}")
+    n_topics = check_int(n_topics, "n_topics", minimum=1)
+    collapsed = check_bool(collapsed, "collapsed")
+    thin = check_int(thin, "thin", minimum=1)
     if thin != 1 and not collapsed:
         raise ValueError("thin is for the collapsed model's Gibbs step (collapsed=True) only")
     corpus = prepare_corpus(docs, n_words=n_words)
-    alpha_v = _check_concentration(alpha, n_topics, "alpha", "one per topic")
-    eta_v = _check_concentration(eta, corpus.n_words, "eta", "one per vocabulary word")
+    alpha_v = check_positive_vector(alpha, "alpha", n_topics, what="one per topic")
+    eta_v = check_positive_vector(eta, "eta", corpus.n_words, what="one per vocabulary word")
     if vocabulary is not None:
         vocabulary = [str(v) for v in vocabulary]
         if len(vocabulary) != corpus.n_words:
@@ -115,12 +113,8 @@ def model(
     if batch_size is not None:
         if collapsed:
             raise ValueError("batch_size is for the explicit model (collapsed=False) only")
-        if isinstance(batch_size, bool) or not isinstance(batch_size, Integral):
-            raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}")
-        if not 1 <= batch_size <= corpus.n_docs:
-            raise ValueError(
-                f"batch_size must be between 1 and the {corpus.n_docs} documents, got {batch_size}"
-            )
+        # at most one batch of all the documents
+        batch_size = check_int(batch_size, "batch_size", minimum=1, maximum=corpus.n_docs)
     coords = {
         "doc": corpus.doc_index,
         "topic": np.arange(n_topics),
