@@ -97,8 +97,7 @@ def sweep_timing(n, d, sweeps=3, seed=0):
     out = []
     for _ in range(sweeps):
         t0 = time.perf_counter()
-        pydt_sweep(rng, tree.parent, tree.log1m_t, X, c, theta, alpha, 1.0, -1, True, True,
-                   True, True, False)
+        pydt_sweep(rng, tree.parent, tree.log1m_t, X, c, theta, alpha, 1.0, -1, True, False)
         out.append(time.perf_counter() - t0)
     return greedy_s, float(np.median(out)), tree
 

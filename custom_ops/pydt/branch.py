@@ -76,9 +76,12 @@ expansion can take ``u`` down to two children and make ``v`` a new branch point)
 In the DDT (``theta = alpha = 0``) every tree with a node of three children has density
 0, so collapses are always rejected and there is nothing to expand: the move is void.
 
-The ``bug`` code exists only for the planted-bug twins of the tests: 1 drops
-``binom(K_u, |S|)`` from both directions, 2 drops ``q_t``, 3 takes an expansion's
-reverse count ``E`` from the current tree instead of the proposed one.
+The subset probability (:func:`log_subset_prob`), the time proposal's density
+(:func:`log_time_proposal`) and the reverse count of an expansion
+(:func:`collapses_after_expansion`) are kernels of their own: the tests' planted-bug
+twins are these moves compiled with one of them replaced (``tests/helpers/
+twin_kernels.py``: ``binom(K_u, |S|)`` dropped from both directions, ``q_t`` dropped,
+``E`` counted on the current tree instead of the proposed one).
 """
 
 from __future__ import annotations
@@ -109,6 +112,7 @@ __all__ = [
     "COLLAPSE",
     "EXPAND",
     "VOID",
+    "collapses_after_expansion",
     "log_subset_prob",
     "log_time_proposal",
     "propose_branch_move",
@@ -119,19 +123,22 @@ __all__ = [
 VOID = -1
 COLLAPSE = 0
 EXPAND = 1
-_BUG_SUBSET = 1
-_BUG_TIME = 2
-_BUG_COUNT = 3
 
 
 @njit_exact_numpy
-def log_subset_prob(k, m, bug=0):
+def log_subset_prob(k, m):
     """log probability of one subset of size ``m`` of ``k`` children: the size uniform
     in ``{2, ..., k - 1}``, the subset uniform among ``binom(k, m)``."""
-    out = -math.log(k - 2.0)
-    if bug != _BUG_SUBSET:
-        out -= math.lgamma(k + 1.0) - math.lgamma(m + 1.0) - math.lgamma(k - m + 1.0)
-    return out
+    return -math.log(k - 2.0) - (math.lgamma(k + 1.0) - math.lgamma(m + 1.0)
+                                 - math.lgamma(k - m + 1.0))
+
+
+@njit_exact_numpy
+def collapses_after_expansion(n_internal):
+    """The number of collapses the reverse of an expansion chooses from: the non-root
+    internal nodes of the *proposed* tree, ``E(T') = (n_internal + 1) - 1`` for a tree
+    with ``n_internal`` internal nodes before the expansion."""
+    return n_internal
 
 
 @njit_exact_numpy
@@ -230,7 +237,7 @@ def _record_move(record, kind, v, u, acc, log_q_fwd, log_q_rev):
 @njit_exact_numpy
 def _branch_move(rng, topo, lt, n, mu, s, rr, ll, lp, sigma2, tables, c, root_box, free,
                  free_top, n_internal_box, jr, jnodes, jmu, jsc, mark, stamp, acc, kids,
-                 bug, keep, record, check_X, theta, alpha, errs):
+                 keep, record, check_X, theta, alpha, errs):
     """One collapse-or-expand proposal (module docstring), accepted by its
     Metropolis-Hastings-Green ratio (``keep``: always kept). Fills ``record`` with
     ``(kind, v, u, log_ratio, log_q_forward, log_q_reverse)``; returns whether the tree
@@ -266,7 +273,7 @@ def _branch_move(rng, topo, lt, n, mu, s, rr, ll, lp, sigma2, tables, c, root_bo
         l_u = lt[u - n]
         l_min = _latest_child(topo, lt, n, v)
         lam = c * H[nb[v] - 1]
-        log_qt = 0.0 if bug == _BUG_TIME else log_time_proposal(l_v, l_u, l_min, lam)
+        log_qt = log_time_proposal(l_v, l_u, l_min, lam)
         saved_nb = nb[v]
         journal(u, jr, jnodes, jmu, jsc, mark, stamp, mu, s, ll, lp)
         k = 0
@@ -296,7 +303,7 @@ def _branch_move(rng, topo, lt, n, mu, s, rr, ll, lp, sigma2, tables, c, root_bo
                           acc, errs)
         log_q_fwd = -math.log(n_edges)
         log_q_rev = (-math.log(_count_branch_points(topo, n))
-                     + log_subset_prob(k_after, k_v, bug) + log_qt)
+                     + log_subset_prob(k_after, k_v) + log_qt)
         log_ratio = _record_move(record, COLLAPSE, v, u, acc, log_q_fwd, log_q_rev)
         if keep or math.log(rng.random()) < log_ratio:
             n_internal_box[0] = n_internal - 1
@@ -339,7 +346,7 @@ def _branch_move(rng, topo, lt, n, mu, s, rr, ll, lp, sigma2, tables, c, root_bo
     if not (l_min < l_v < l_u):
         # a tie in floating point (probability ~ 0): the move is void
         return False
-    log_qt = 0.0 if bug == _BUG_TIME else log_time_proposal(l_v, l_u, l_min, lam)
+    log_qt = log_time_proposal(l_v, l_u, l_min, lam)
     free_top[0] -= 1
     v = free[free_top[0]]
     journal(v, jr, jnodes, jmu, jsc, mark, stamp, mu, s, ll, lp)
@@ -360,9 +367,8 @@ def _branch_move(rng, topo, lt, n, mu, s, rr, ll, lp, sigma2, tables, c, root_bo
     if checking:
         _check_change(parent, lt, check_X, c, theta, alpha, sigma2, ref0_p, ref0_l, acc,
                       errs)
-    log_q_fwd = -math.log(n_branch) + log_subset_prob(k_u, size, bug) + log_qt
-    # E(T') = (#internal + 1) - 1
-    log_q_rev = -math.log(n_internal if bug != _BUG_COUNT else max(n_internal - 1, 1))
+    log_q_fwd = -math.log(n_branch) + log_subset_prob(k_u, size) + log_qt
+    log_q_rev = -math.log(collapses_after_expansion(n_internal))
     log_ratio = _record_move(record, EXPAND, v, u, acc, log_q_fwd, log_q_rev)
     if keep or math.log(rng.random()) < log_ratio:
         n_internal_box[0] = n_internal + 1
@@ -391,8 +397,7 @@ def _state(parent, log1m_t, X, c, theta, alpha, sigma2):
 
 
 @njit_exact_numpy
-def pydt_branch_moves(rng, parent, log1m_t, X, c, theta, alpha, sigma2, n_moves, bug,
-                      check):
+def pydt_branch_moves(rng, parent, log1m_t, X, c, theta, alpha, sigma2, n_moves, check):
     """``n_moves`` collapse-or-expand Metropolis-Hastings-Green moves (module docstring),
     in place on a valid tree ``(parent, log1m_t)`` (as :func:`custom_ops.pydt.sweep.
     pydt_sweep`; parameters in range, see :func:`custom_ops.pydt.sweep.
@@ -407,8 +412,6 @@ def pydt_branch_moves(rng, parent, log1m_t, X, c, theta, alpha, sigma2, n_moves,
     n_moves : int
         A fixed count (a count read off the current tree would not leave the posterior
         invariant).
-    bug : int
-        0 for the correct move (1, 2: the tests' planted-bug twins, module docstring).
     check : bool
         Compare the change of the log density each ratio uses, and the cached total
         after each move, with :func:`custom_ops.pydt.density.pydt_forward` (O(n D); for tests).
@@ -432,8 +435,8 @@ def pydt_branch_moves(rng, parent, log1m_t, X, c, theta, alpha, sigma2, n_moves,
     for move in range(n_moves):
         if _branch_move(rng, topo, log1m_t, n, mu, s, rr, ll, lp, sigma2, tables, c,
                         root_box, free, free_top, n_internal_box, jr, jnodes, jmu, jsc,
-                        mark, move, acc, kids, bug, np.bool_(False), record, check_X, theta,
-                        alpha, errs):
+                        mark, move, acc, kids, np.bool_(False), record, check_X, theta, alpha,
+                        errs):
             accepted += 1
         if check:
             ref_p, ref_l = pydt_forward(parent, log1m_t, X, c, theta, alpha, sigma2)
@@ -446,7 +449,7 @@ def pydt_branch_moves(rng, parent, log1m_t, X, c, theta, alpha, sigma2, n_moves,
 
 
 @njit_exact_numpy
-def propose_branch_move(rng, parent, log1m_t, X, c, theta, alpha, sigma2, bug):
+def propose_branch_move(rng, parent, log1m_t, X, c, theta, alpha, sigma2):
     """One collapse-or-expand proposal, kept whatever its ratio (for the tests: the tree
     is left as proposed). Returns ``(kind, v, u, log_ratio, log_q_forward,
     log_q_reverse)``: ``kind`` :data:`COLLAPSE` (``v`` merged into ``u``, its slot
@@ -459,6 +462,6 @@ def propose_branch_move(rng, parent, log1m_t, X, c, theta, alpha, sigma2, bug):
     record = np.zeros(6)
     _branch_move(rng, topo, log1m_t, n, mu, s, rr, ll, lp, sigma2, tables, c, root_box,
                  free, free_top, n_internal_box, jr, jnodes, jmu, jsc, mark, np.int64(0),
-                 np.zeros(2), np.empty(n, dtype=np.int64), bug, np.bool_(True), record,
+                 np.zeros(2), np.empty(n, dtype=np.int64), np.bool_(True), record,
                  np.zeros((0, d)), theta, alpha, np.zeros(1))
     return record

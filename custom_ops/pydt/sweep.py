@@ -11,8 +11,10 @@ generative process on the rest (restarted until it diverges before the subtree's
 at most 200 tries, else the move is void), the full Metropolis-Hastings ratio with the
 proposal densities and the ratio of the numbers of subtrees; then every divergence time
 slice-sampled (Neal 2003, stepping out and shrinkage) in ``log(1 - t)`` with its
-Jacobian, in a random order. The ``exact_ratio``, ``proposal_ratio`` and
-``time_jacobian`` flags exist only for the planted-bug twins of the tests.
+Jacobian, in a random order. The Metropolis-Hastings log ratio (:func:`mh_log_ratio`)
+and the Jacobian of the times (:func:`log_time_jacobian`) are kernels of their own: the
+tests' planted-bug twins are this sweep compiled with one of them replaced
+(``tests/helpers/twin_kernels.py``).
 
 Random numbers come from a NumPy ``Generator`` passed in (Numba draws from its bit
 generator, so the caller's generator advances and a seed reproduces a chain).
@@ -51,7 +53,7 @@ from custom_ops.trees.diffusion import diffusion_tree_structure
 # @njit_exact_numpy, as custom_ops.pydt.messages: a NaN or infinite density is rejected,
 # not raised
 
-__all__ = ["pydt_sweep", "sweep_inputs_valid"]
+__all__ = ["log_time_jacobian", "mh_log_ratio", "pydt_sweep", "sweep_inputs_valid"]
 
 _MAX_TRIES = 200
 _MAX_SHRINK = 200
@@ -169,11 +171,28 @@ def _check_value(value, lt, parent, check_X, c, theta, alpha, sigma2, errs):
 
 
 @njit_exact_numpy
+def mh_log_ratio(d_log_prior, d_log_lik, n_before, n_after, log_q_old, log_q_new):
+    """Log Metropolis-Hastings ratio of a detach-and-reattach move (module docstring of
+    ``inference.gibbs.pydt``): the change of the log prior and log likelihood, the ratio
+    of the numbers of subtrees to choose from, and the proposal densities
+    ``g_R(old) / g_R(new)``."""
+    return (d_log_prior + d_log_lik + math.log(n_before) - math.log(n_after)
+            + log_q_old - log_q_new)
+
+
+@njit_exact_numpy
+def log_time_jacobian(l):
+    """``log |dt/dl|`` at ``l = log(1 - t)``: the density is in ``t`` and the slice
+    sampler moves ``l`` (``dt/dl = -(1 - t) = -exp(l)``)."""
+    return l
+
+
+@njit_exact_numpy
 def _slice_time(rng, v, topo, lt, n, mu, s, rr, ll, lp, sigma2, tables, c, tot,
-                root_box, jac, dummy_i, dummy_f, check_X, theta, alpha, errs):
-    """Slice-sample log(1 - t_v) as inference.gibbs.pydt.slice_time (Neal 2003). The
-    target at ``x`` is ``tot - base + _slice_eval(x) + jac x`` with ``base`` the changed
-    terms at the current value, so repeated evaluations do not accumulate rounding."""
+                root_box, dummy_i, dummy_f, check_X, theta, alpha, errs):
+    """Slice-sample log(1 - t_v) (Neal 2003). The target at ``x`` is ``tot - base +
+    _slice_eval(x) + log_time_jacobian(x)`` with ``base`` the changed terms at the
+    current value, so repeated evaluations do not accumulate rounding."""
     parent = topo[0]
     first = topo[1]
     nxt = topo[2]
@@ -195,7 +214,7 @@ def _slice_time(rng, v, topo, lt, n, mu, s, rr, ll, lp, sigma2, tables, c, tot,
     base += root_term(root_box[0], lt, n, mu, s, sigma2)
     rest = tot[0] + tot[1] - base
     x0 = lt[v - n]
-    f0 = tot[0] + tot[1] + jac * x0
+    f0 = tot[0] + tot[1] + log_time_jacobian(x0)
     if not math.isfinite(f0):
         return
     log_y = f0 + math.log(rng.random())
@@ -208,13 +227,13 @@ def _slice_time(rng, v, topo, lt, n, mu, s, rr, ll, lp, sigma2, tables, c, tot,
         right = min(left + width, hi)
         j = int(_MAX_STEPS * rng.random())
         kk = _MAX_STEPS - 1 - j
-        while j > 0 and jac * left + _check_value(rest + _slice_eval(
+        while j > 0 and log_time_jacobian(left) + _check_value(rest + _slice_eval(
             left, v, topo, lt, n, mu, s, rr, ll, lp, sigma2, tables, c, root_box, lo, hi,
             dummy_i, dummy_f,
         ), lt, parent, check_X, c, theta, alpha, sigma2, errs) > log_y:
             left -= width
             j -= 1
-        while kk > 0 and right < hi and jac * right + _check_value(rest + _slice_eval(
+        while kk > 0 and right < hi and log_time_jacobian(right) + _check_value(rest + _slice_eval(
             right, v, topo, lt, n, mu, s, rr, ll, lp, sigma2, tables, c, root_box, lo, hi,
             dummy_i, dummy_f,
         ), lt, parent, check_X, c, theta, alpha, sigma2, errs) > log_y:
@@ -224,7 +243,7 @@ def _slice_time(rng, v, topo, lt, n, mu, s, rr, ll, lp, sigma2, tables, c, tot,
         x1 = left + (right - left) * rng.random()
         if not lo < x1 < hi:
             continue
-        f1 = jac * x1 + _check_value(
+        f1 = log_time_jacobian(x1) + _check_value(
             rest + _slice_eval(x1, v, topo, lt, n, mu, s, rr, ll, lp, sigma2, tables, c,
                                root_box, lo, hi, dummy_i, dummy_f),
             lt, parent, check_X, c, theta, alpha, sigma2, errs)
@@ -241,7 +260,7 @@ def _slice_time(rng, v, topo, lt, n, mu, s, rr, ll, lp, sigma2, tables, c, tot,
 
 @njit_exact_numpy
 def pydt_sweep(rng, parent, log1m_t, X, c, theta, alpha, sigma2, n_moves, slice_times,
-               exact_ratio, proposal_ratio, time_jacobian, check):
+               check):
     """One sweep of the PYDT tree sampler (module docstring), in place on ``parent`` and
     ``log1m_t`` (a valid tree; see :mod:`custom_ops.trees.diffusion`).
 
@@ -259,8 +278,6 @@ def pydt_sweep(rng, parent, log1m_t, X, c, theta, alpha, sigma2, n_moves, slice_
         the exact-prior test of the sweep).
     slice_times : bool
         Slice-sample every divergence time after the moves.
-    exact_ratio, proposal_ratio, time_jacobian : bool
-        True for the correct sampler (False only in the tests' planted-bug twins).
     check : bool
         Compare with :func:`custom_ops.pydt.density.pydt_forward` (O(n D) each; for tests): the
         change of the log density each Metropolis-Hastings ratio uses, every value the
@@ -348,13 +365,8 @@ def pydt_sweep(rng, parent, log1m_t, X, c, theta, alpha, sigma2, n_moves, slice_
             acc[1] += new_root_term - root_term_before
             n_after = n + n_internal - 1 + (1 if mode1 == EDGE else 0) - (
                 1 if freed >= 0 else 0)
-            if exact_ratio:
-                log_ratio = acc[0] + acc[1] + math.log(n_before) - math.log(n_after)
-                if proposal_ratio:
-                    log_ratio += log_q_old - log_q_new
-            else:
-                # the prior-as-proposal shortcut (planted bug): likelihood ratio alone
-                log_ratio = acc[1]
+            log_ratio = mh_log_ratio(acc[0], acc[1], n_before, n_after, log_q_old,
+                                     log_q_new)
             if not math.isfinite(acc[0] + acc[1]):
                 log_ratio = -np.inf
             if check:
@@ -387,7 +399,6 @@ def pydt_sweep(rng, parent, log1m_t, X, c, theta, alpha, sigma2, n_moves, slice_
             if not err <= max_err:
                 max_err = err
     if slice_times:
-        jac = 1.0 if time_jacobian else 0.0
         internal = np.empty(n_internal, dtype=np.int64)
         k = 0
         for v in range(n, nn):
@@ -399,8 +410,7 @@ def pydt_sweep(rng, parent, log1m_t, X, c, theta, alpha, sigma2, n_moves, slice_
             internal[i], internal[j] = internal[j], internal[i]
         for i in range(n_internal):
             _slice_time(rng, internal[i], topo, lt, n, mu, s, rr, ll, lp, sigma2, tables,
-                        c, tot, root_box, jac, dummy_i, dummy_f, check_X, theta, alpha,
-                        errs)
+                        c, tot, root_box, dummy_i, dummy_f, check_X, theta, alpha, errs)
             # the total from the cached terms (O(n) scalars), not a running sum
             tot[0], tot[1] = cached_total(topo, n, ll, lp, root_box[0], lt, mu, s, sigma2)
             if check:
