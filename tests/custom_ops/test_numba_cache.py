@@ -196,7 +196,7 @@ def test_every_random_variable_registration_is_keyed_on_the_source(monkeypatch):
     keys = set()
     for version in (1, 2):
         monkeypatch.setattr(cache, "kernel_source_version", lambda v=version: v)
-        fn, key = numba_core_rv_funcify(node.op, node)
+        _fn, key = numba_core_rv_funcify(node.op, node)
         keys.add(key)
     assert len(keys) == 2 and all(isinstance(k, int) for k in keys)
 
