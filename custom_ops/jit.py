@@ -65,7 +65,7 @@ __all__ = [
     "njit_exact_numpy",
     "prune_kernel_cache",
     "register_numba_op",
-    "register_numba_rv",
+    "rv_draw_cache_key",
     "user_cache_dir",
 ]
 
@@ -250,26 +250,29 @@ class _KernelCFunc(CFunc):
         self._cache = KernelCache(self._pyfunc)
 
 
-def _kernel_decorator(**options):
-    """A decorator compiling a function as ``numba.njit(cache=True, **options)`` does,
-    with :class:`KernelCache` in place of Numba's cache."""
-    targetoptions = {"nopython": True, "boundscheck": None, **options}
+def _kernel_decorator(**defaults):
+    """A decorator compiling a function as ``numba.njit(cache=True, **defaults)`` does,
+    with :class:`KernelCache` in place of Numba's cache; ``@decorator(**options)`` adds
+    or overrides options (``nogil=True``, ``inline="always"``)."""
 
-    def decorate(function):
+    def decorator(function=None, **options):
+        if function is None:
+            return _kernel_decorator(**{**defaults, **options})
         if config.DISABLE_JIT:
             return function
+        targetoptions = {"nopython": True, "boundscheck": None, **defaults}
         dispatcher = _KernelDispatcher(py_func=function, locals={},
-                                       targetoptions=dict(targetoptions))
+                                       targetoptions=targetoptions)
         dispatcher.enable_caching()
         return dispatcher
 
-    return decorate
+    return decorator
 
 
-#: The decorator of every kernel (``@njit_exact``): cached on disk (:class:`KernelCache`),
-#: exact IEEE arithmetic and Python's error model (a division by zero raises
-#: ``ZeroDivisionError``), said explicitly because a kernel that leaves them out takes its
-#: first caller's (above).
+#: The decorator of every kernel (``@njit_exact``, or ``@njit_exact(nogil=True)`` with
+#: more Numba options): cached on disk (:class:`KernelCache`), exact IEEE arithmetic and
+#: Python's error model (a division by zero raises ``ZeroDivisionError``), said explicitly
+#: because a kernel that leaves them out takes its first caller's (above).
 njit_exact = _kernel_decorator(error_model="python", fastmath=False)
 
 #: :data:`njit_exact` with ``error_model="numpy"``, for the PYDT kernels
@@ -317,34 +320,20 @@ def register_numba_op(op_type):
     return decorator
 
 
-def register_numba_rv(rv_type):
-    """Register the Numba core draw of a ``RandomVariable`` (``numba_core_rv_funcify``),
-    cached by PyTensor under a key of this package's source: :func:`kernel_source_version`
-    and the source file of the decorated function (where the draw's code is written).
+def rv_draw_cache_key(module_file) -> int:
+    """The cache key a random variable's Numba draw returns from PyTensor's
+    ``numba_core_rv_funcify`` (its second value).
 
-    Registered without a key, PyTensor caches the compiled draw under the variable's
-    class alone, and a process would load a draw compiled from older code (after an
-    edit, an upgrade, or by another checkout sharing the cache: seen as a graph that
-    imported a module the package no longer has). The decorated function returns the
-    jitted core function only.
+    PyTensor caches a compiled graph holding a random variable under a key made of the
+    variable's type, its props and this integer, with the draw kernel compiled into it. A
+    constant key kept running an edited (or moved) kernel's old code from the cache,
+    e.g. a draw whose kernel module was renamed failed to import its old module. The key
+    combines :func:`kernel_source_version` (the kernels the draw calls) with the source of
+    ``module_file``, the module that defines the draw function itself.
     """
-    import inspect
-
-    from pytensor.link.numba.dispatch.random import numba_core_rv_funcify
-
-    def decorator(funcify):
-        path = Path(inspect.getfile(funcify))
-
-        @functools.wraps(funcify)
-        def keyed(op, node):
-            digest = hashlib.sha256(f"{kernel_source_version()}".encode())
-            digest.update(path.read_bytes())
-            return funcify(op, node), int(digest.hexdigest()[:15], 16)
-
-        numba_core_rv_funcify.register(rv_type)(keyed)
-        return funcify
-
-    return decorator
+    digest = hashlib.sha256(str(kernel_source_version()).encode())
+    digest.update(Path(module_file).read_bytes())
+    return int(digest.hexdigest()[:15], 16)
 
 
 # Compiled C entry points, kept alive as long as the process: LLVM's JIT holds only their

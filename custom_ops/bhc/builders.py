@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import math
 
-import numba
 import numpy as np
 
 from custom_ops import conjugate as cj
@@ -128,7 +127,7 @@ def _pair_score(fam, si, sj, ldi, ldj, lpi, lpj, la, H, tmp, use_table, LA, LB, 
     return A - lpk, ldk, lpk
 
 
-@numba.njit(cache=True, nogil=True, error_model="python", fastmath=False)
+@njit_exact(nogil=True)
 def greedy_kernel(fam, init_stats, init_log_d, init_log_p, alpha, H, use_table, LA, LB, LAB,
                   progress):
     """Greedy BHC over ``n0`` initial nodes (points, or clusters with their own subtree's

@@ -34,6 +34,7 @@ import numpy as np
 import pytensor.tensor as pt
 from pymc.distributions.distribution import Continuous, Discrete
 from pytensor.link.numba.dispatch import basic as numba_basic
+from pytensor.link.numba.dispatch.random import numba_core_rv_funcify
 from pytensor.tensor.random.op import RandomVariable
 from pytensor.tensor.variable import TensorConstant
 
@@ -44,7 +45,7 @@ from custom_ops.dpm.collapsed import (
     draw_gaussian,
     draw_multinomial,
 )
-from custom_ops.jit import register_numba_rv
+from custom_ops.jit import rv_draw_cache_key
 
 __all__ = [
     "CollapsedBernoulli",
@@ -185,7 +186,7 @@ collapsed_multinomial = CollapsedMultinomialRV()
 
 
 # Numba forward draws (otherwise PyTensor's Numba backend falls back to object mode).
-@register_numba_rv(CollapsedGaussianRV)
+@numba_core_rv_funcify.register(CollapsedGaussianRV)
 def _numba_core_collapsed_gaussian(op, node):
     @numba_basic.numba_njit
     def random_fn(rng, z, m0, kappa0, nu0, S0, out=None):
@@ -195,10 +196,10 @@ def _numba_core_collapsed_gaussian(op, node):
         return out
 
     random_fn.handles_out = True
-    return random_fn
+    return random_fn, rv_draw_cache_key(__file__)
 
 
-@register_numba_rv(CollapsedDiagGaussianRV)
+@numba_core_rv_funcify.register(CollapsedDiagGaussianRV)
 def _numba_core_collapsed_diag_gaussian(op, node):
     @numba_basic.numba_njit
     def random_fn(rng, z, m0, k0, a0, b0, out=None):
@@ -208,10 +209,10 @@ def _numba_core_collapsed_diag_gaussian(op, node):
         return out
 
     random_fn.handles_out = True
-    return random_fn
+    return random_fn, rv_draw_cache_key(__file__)
 
 
-@register_numba_rv(CollapsedBernoulliRV)
+@numba_core_rv_funcify.register(CollapsedBernoulliRV)
 def _numba_core_collapsed_bernoulli(op, node):
     @numba_basic.numba_njit
     def random_fn(rng, z, a, b, out=None):
@@ -221,10 +222,10 @@ def _numba_core_collapsed_bernoulli(op, node):
         return out
 
     random_fn.handles_out = True
-    return random_fn
+    return random_fn, rv_draw_cache_key(__file__)
 
 
-@register_numba_rv(CollapsedMultinomialRV)
+@numba_core_rv_funcify.register(CollapsedMultinomialRV)
 def _numba_core_collapsed_multinomial(op, node):
     @numba_basic.numba_njit
     def random_fn(rng, z, concentration, n_trials, out=None):
@@ -234,7 +235,7 @@ def _numba_core_collapsed_multinomial(op, node):
         return out
 
     random_fn.handles_out = True
-    return random_fn
+    return random_fn, rv_draw_cache_key(__file__)
 
 
 def _core_only(value, name):

@@ -24,10 +24,11 @@ from pymc.distributions.dist_math import check_parameters
 from pymc.distributions.distribution import Discrete
 from pymc.distributions.shape_utils import rv_size_is_none
 from pytensor.link.numba.dispatch import basic as numba_basic
+from pytensor.link.numba.dispatch.random import numba_core_rv_funcify
 from pytensor.tensor.random.op import RandomVariable
 
 from custom_ops.dpm.crp import crp_draw, crp_logp_op
-from custom_ops.jit import register_numba_rv
+from custom_ops.jit import rv_draw_cache_key
 from pp_models.validation import check_int
 
 __all__ = ["CRP", "CRPRV", "crp"]
@@ -73,7 +74,7 @@ class CRPRV(RandomVariable):
 crp = CRPRV()
 
 
-@register_numba_rv(CRPRV)
+@numba_core_rv_funcify.register(CRPRV)
 def _numba_core_crp(op, node):
     @numba_basic.numba_njit
     def random_fn(rng, alpha, discount, n, out=None):
@@ -84,7 +85,7 @@ def _numba_core_crp(op, node):
         return out
 
     random_fn.handles_out = True
-    return random_fn
+    return random_fn, rv_draw_cache_key(__file__)
 
 
 class CRP(Discrete):

@@ -24,10 +24,11 @@ from pymc.distributions.dist_math import check_parameters
 from pymc.distributions.distribution import Discrete
 from pymc.distributions.shape_utils import rv_size_is_none
 from pytensor.link.numba.dispatch import basic as numba_basic
+from pytensor.link.numba.dispatch.random import numba_core_rv_funcify
 from pytensor.tensor.random.op import RandomVariable
 
 from custom_ops.ibp_fa.ibp import ibp_draw, ibp_logp_op
-from custom_ops.jit import register_numba_rv
+from custom_ops.jit import rv_draw_cache_key
 from pp_models.validation import check_int
 
 __all__ = ["IndianBuffet", "IndianBuffetRV", "indian_buffet", "left_ordered"]
@@ -70,7 +71,7 @@ class IndianBuffetRV(RandomVariable):
 indian_buffet = IndianBuffetRV()
 
 
-@register_numba_rv(IndianBuffetRV)
+@numba_core_rv_funcify.register(IndianBuffetRV)
 def _numba_core_indian_buffet(op, node):
     @numba_basic.numba_njit
     def random_fn(rng, alpha, n_rows, k_max, out=None):
@@ -80,7 +81,7 @@ def _numba_core_indian_buffet(op, node):
         return out
 
     random_fn.handles_out = True
-    return random_fn
+    return random_fn, rv_draw_cache_key(__file__)
 
 
 class IndianBuffet(Discrete):

@@ -36,10 +36,11 @@ from pymc.distributions.distribution import Continuous
 from pymc.distributions.shape_utils import rv_size_is_none
 from pymc.distributions.transforms import CholeskyCovTransform, _default_transform
 from pytensor.link.numba.dispatch import basic as numba_basic
+from pytensor.link.numba.dispatch.random import numba_core_rv_funcify
 from pytensor.tensor.random.op import RandomVariable
 
 from custom_ops.ggm.gibbs import draw_bglasso_prior, draw_spike_slab_prior
-from custom_ops.jit import register_numba_rv
+from custom_ops.jit import rv_draw_cache_key
 from pp_models.validation import check_int
 
 __all__ = [
@@ -126,7 +127,7 @@ bglasso_precision = BayesianGLassoPrecisionRV()
 spike_slab_precision = SpikeSlabPrecisionRV()
 
 
-@register_numba_rv(BayesianGLassoPrecisionRV)
+@numba_core_rv_funcify.register(BayesianGLassoPrecisionRV)
 def _numba_core_bglasso(op, node):
     @numba_basic.numba_njit
     def random_fn(rng, lam, p):
@@ -135,10 +136,10 @@ def _numba_core_bglasso(op, node):
             raise RuntimeError("no positive-definite prior draw (p too large for rejection)")
         return out
 
-    return random_fn
+    return random_fn, rv_draw_cache_key(__file__)
 
 
-@register_numba_rv(SpikeSlabPrecisionRV)
+@numba_core_rv_funcify.register(SpikeSlabPrecisionRV)
 def _numba_core_spike_slab(op, node):
     @numba_basic.numba_njit
     def random_fn(rng, v0, v1, pi, lam, p):
@@ -149,7 +150,7 @@ def _numba_core_spike_slab(op, node):
             raise RuntimeError("no positive-definite prior draw (p too large for rejection)")
         return out
 
-    return random_fn
+    return random_fn, rv_draw_cache_key(__file__)
 
 
 def _pd_and_parts(value):

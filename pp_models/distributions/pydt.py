@@ -28,9 +28,10 @@ from pymc.distributions.dist_math import check_parameters
 from pymc.distributions.distribution import Continuous
 from pymc.distributions.shape_utils import rv_size_is_none
 from pytensor.link.numba.dispatch import basic as numba_basic
+from pytensor.link.numba.dispatch.random import numba_core_rv_funcify
 from pytensor.tensor.random.op import RandomVariable
 
-from custom_ops.jit import register_numba_rv
+from custom_ops.jit import rv_draw_cache_key
 from custom_ops.pydt.draws import pydt_draw_data, pydt_draw_tree
 from custom_ops.pydt.ops import PYDTLogProb
 from pp_models.validation import check_int
@@ -110,7 +111,7 @@ class PYDiffusionTreeRV(RandomVariable):
 pydt_tree = PYDiffusionTreeRV()
 
 
-@register_numba_rv(PYDiffusionTreeRV)
+@numba_core_rv_funcify.register(PYDiffusionTreeRV)
 def _numba_core_pydt(op, node):
     @numba_basic.numba_njit
     def random_fn(rng, c, theta, alpha, n):
@@ -125,7 +126,7 @@ def _numba_core_pydt(op, node):
             out[m + k, 1] = log1m_t[k]
         return out
 
-    return random_fn
+    return random_fn, rv_draw_cache_key(__file__)
 
 
 class PYDiffusionTree(Continuous):
@@ -225,7 +226,7 @@ class DiffusionTreeGaussianRV(RandomVariable):
 diffusion_tree_gaussian = DiffusionTreeGaussianRV()
 
 
-@register_numba_rv(DiffusionTreeGaussianRV)
+@numba_core_rv_funcify.register(DiffusionTreeGaussianRV)
 def _numba_core_dt_gaussian(op, node):
     @numba_basic.numba_njit
     def random_fn(rng, tree, sigma2, dim):
@@ -240,7 +241,7 @@ def _numba_core_dt_gaussian(op, node):
         pydt_draw_data(rng, parent, log1m_t, float(sigma2), d, out)
         return out
 
-    return random_fn
+    return random_fn, rv_draw_cache_key(__file__)
 
 
 class DiffusionTreeGaussian(Continuous):

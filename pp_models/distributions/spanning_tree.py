@@ -20,9 +20,10 @@ from pymc.distributions.dist_math import check_parameters
 from pymc.distributions.distribution import Discrete
 from pymc.distributions.shape_utils import rv_size_is_none
 from pytensor.link.numba.dispatch import basic as numba_basic
+from pytensor.link.numba.dispatch.random import numba_core_rv_funcify
 from pytensor.tensor.random.op import RandomVariable
 
-from custom_ops.jit import register_numba_rv
+from custom_ops.jit import rv_draw_cache_key
 from custom_ops.mixture_of_trees.spanning_tree import spanning_tree_logp_op
 from custom_ops.trees.spanning import wilson_spanning_tree
 
@@ -51,7 +52,7 @@ class SpanningTreeRV(RandomVariable):
 spanning_tree = SpanningTreeRV()
 
 
-@register_numba_rv(SpanningTreeRV)
+@numba_core_rv_funcify.register(SpanningTreeRV)
 def _numba_core_spanning_tree(op, node):
     @numba_basic.numba_njit
     def random_fn(rng, weights, out=None):
@@ -62,7 +63,7 @@ def _numba_core_spanning_tree(op, node):
         return out
 
     random_fn.handles_out = True
-    return random_fn
+    return random_fn, rv_draw_cache_key(__file__)
 
 
 class SpanningTree(Discrete):

@@ -17,9 +17,10 @@ import numpy as np
 import pytensor.tensor as pt
 from pymc.distributions.distribution import Continuous, Discrete
 from pytensor.link.numba.dispatch import basic as numba_basic
+from pytensor.link.numba.dispatch.random import numba_core_rv_funcify
 from pytensor.tensor.random.op import RandomVariable
 
-from custom_ops.jit import register_numba_rv
+from custom_ops.jit import rv_draw_cache_key
 from custom_ops.mixture_of_trees.discrete import TreeMixtureLogp, sample_tree_mixture_data
 from custom_ops.mixture_of_trees.gaussian import (
     GaussianTreeMixtureLogp,
@@ -52,7 +53,7 @@ class TreeMixtureDataRV(RandomVariable):
 tree_mixture_data = TreeMixtureDataRV()
 
 
-@register_numba_rv(TreeMixtureDataRV)
+@numba_core_rv_funcify.register(TreeMixtureDataRV)
 def _numba_core_tree_mixture_data(op, node):
     @numba_basic.numba_njit
     def random_fn(rng, z, trees, n_categories, ess):
@@ -62,7 +63,7 @@ def _numba_core_tree_mixture_data(op, node):
                                         np.ascontiguousarray(n_categories).astype(np.int64),
                                         float(ess), out)
 
-    return random_fn
+    return random_fn, rv_draw_cache_key(__file__)
 
 
 class TreeMixtureData(Discrete):
@@ -107,7 +108,7 @@ class GaussianTreeMixtureDataRV(RandomVariable):
 gaussian_tree_mixture_data = GaussianTreeMixtureDataRV()
 
 
-@register_numba_rv(GaussianTreeMixtureDataRV)
+@numba_core_rv_funcify.register(GaussianTreeMixtureDataRV)
 def _numba_core_gaussian_tree_mixture_data(op, node):
     @numba_basic.numba_njit
     def random_fn(rng, z, trees, m0, kappa0, delta, S0):
@@ -117,7 +118,7 @@ def _numba_core_gaussian_tree_mixture_data(op, node):
             np.ascontiguousarray(trees).astype(np.int64), np.ascontiguousarray(m0),
             float(kappa0), float(delta), np.ascontiguousarray(S0), out)
 
-    return random_fn
+    return random_fn, rv_draw_cache_key(__file__)
 
 
 class GaussianTreeMixtureData(Continuous):

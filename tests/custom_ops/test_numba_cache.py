@@ -183,30 +183,6 @@ def test_every_op_registration_is_keyed_on_the_source(monkeypatch):
         assert "register_funcify_default_op_cache_key(" not in path.read_text() \
             or path.name == "jit.py", path
 
-def test_every_random_variable_registration_is_keyed_on_the_source(monkeypatch):
-    """A RandomVariable's Numba draw is cached by PyTensor under a key of the package's
-    source (custom_ops.jit.register_numba_rv): with a constant key, a graph compiled by an
-    older checkout sharing the cache imported a module this source no longer has."""
-    from pytensor.link.numba.dispatch.random import numba_core_rv_funcify
-
-    import custom_ops.jit as cache
-    from pp_models.distributions import CRP
-
-    node = CRP.dist(alpha=1.0, n=3).owner
-    keys = set()
-    for version in (1, 2):
-        monkeypatch.setattr(cache, "kernel_source_version", lambda v=version: v)
-        _fn, key = numba_core_rv_funcify(node.op, node)
-        keys.add(key)
-    assert len(keys) == 2 and all(isinstance(k, int) for k in keys)
-
-    # and every registration of the package goes through it
-    for package in ("custom_ops", "pp_models", "inference"):
-        for path in (ROOT / package).rglob("*.py"):
-            assert "numba_core_rv_funcify.register(" not in path.read_text() \
-                or path.name == "jit.py", path
-
-
 # Two processes save one signature each into the same Numba cache index at the same
 # moment. Numba reads the index, takes the first free data-file number, writes the index,
 # then the data; the delays below force the interleaving that corrupted a cold test run:
