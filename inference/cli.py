@@ -161,11 +161,15 @@ def _add_sampling_options(p: argparse.ArgumentParser) -> None:
 
 def _cmd_list(args) -> int:
     from pp_models.datasets import list_datasets
-    from pp_models.registry import list_models
+    from pp_models.registry import list_models, no_cli_entries
 
     print("Models:")
     for entry in list_models():
         print(f"  {entry.name:<22} [{', '.join(entry.methods)}]  {entry.description}")
+    if others := no_cli_entries():
+        print("Families without a ppzoo entry (use them from Python):")
+        for entry in others:
+            print(f"  {entry.name:<22} {entry.reason}")
     print("Data sets:")
     for info in list_datasets():
         print(f"  {info.name:<22} {info.kind:<7} {info.description}")

@@ -5,7 +5,9 @@ Each entry says how to build the family's PyMC model from a loaded
 which shipped data set it demonstrates on. A family declares its entry as
 ``CLI_ENTRY = ModelEntry(...)`` beside its factory; :func:`list_models` discovers every
 module under ``pp_models`` (a test fails when a module with a ``model`` factory has no
-entry).
+entry). A family whose factory ``ppzoo fit`` has no use for (its answer is not a
+posterior, e.g. a retrieval method) declares ``CLI_ENTRY = NoCLIEntry(reason)`` instead,
+and ``ppzoo list`` shows the reason.
 """
 
 from __future__ import annotations
@@ -18,7 +20,8 @@ from typing import Any
 
 import pymc as pm
 
-__all__ = ["ModelEntry", "family_modules", "get_model", "list_models", "register_model"]
+__all__ = ["ModelEntry", "NoCLIEntry", "family_modules", "get_model", "list_models",
+           "no_cli_entries", "register_model"]
 
 
 @dataclass(frozen=True)
@@ -39,6 +42,22 @@ class ModelEntry:
     default_dataset: str
     defaults: dict[str, Any] = field(default_factory=dict)
     fit_defaults: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class NoCLIEntry:
+    """A family with a ``model`` factory but no ``ppzoo fit`` entry, and why.
+
+    ``name`` is the family; ``reason`` one sentence a user of ``ppzoo list`` reads (what
+    the family computes instead, and where).
+    """
+
+    name: str
+    reason: str
+
+    def __post_init__(self):
+        if not self.reason.strip():
+            raise ValueError(f"NoCLIEntry {self.name!r}: give the reason")
 
 
 _MODELS: dict[str, ModelEntry] = {}
@@ -63,8 +82,17 @@ def get_model(name: str) -> ModelEntry:
     """The registered family ``name``."""
     _load_builtin_models()
     if name not in _MODELS:
+        for entry in no_cli_entries():
+            if entry.name == name:
+                raise ValueError(f"model {name!r} has no ppzoo entry: {entry.reason}")
         raise ValueError(f"unknown model {name!r}; available: {', '.join(sorted(_MODELS))}")
     return _MODELS[name]
+
+
+def no_cli_entries() -> list[NoCLIEntry]:
+    """The families that declare they have no ``ppzoo fit`` entry, sorted by name."""
+    found = [getattr(module, "CLI_ENTRY", None) for module in family_modules()]
+    return sorted((e for e in found if isinstance(e, NoCLIEntry)), key=lambda e: e.name)
 
 
 def _load_builtin_models() -> None:
@@ -73,7 +101,7 @@ def _load_builtin_models() -> None:
     _DISCOVERED.append(True)
     for module in family_modules():
         entry = getattr(module, "CLI_ENTRY", None)
-        if entry is not None and entry.name not in _MODELS:
+        if isinstance(entry, ModelEntry) and entry.name not in _MODELS:
             register_model(entry)
 
 

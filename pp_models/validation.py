@@ -12,6 +12,7 @@ import numbers
 import numpy as np
 
 __all__ = [
+    "as_binary_matrix",
     "as_data_matrix",
     "as_whole_numbers",
     "check_bool",
@@ -24,6 +25,7 @@ __all__ = [
     "check_positive_vector",
     "check_random_seed",
     "check_real",
+    "check_row_indices",
     "rng_from_seed",
 ]
 
@@ -119,6 +121,111 @@ def as_whole_numbers(values, name: str, what: str = "values") -> np.ndarray:
     if out.size and out.min() < 0:
         raise ValueError(f"{name}: {what} must be >= 0 (found {out.min()})")
     return out
+
+
+def as_binary_matrix(X, name: str = "X", *, min_rows: int = 1):
+    """``X`` as a binary (0/1) 2-D matrix: a ``scipy.sparse`` CSR matrix stays sparse, any
+    other input becomes a float64 C-contiguous array.
+
+    A sparse matrix is never densified: its stored values are checked, its explicit
+    zeros kept (they are zeros), and a CSR or CSC matrix is returned as is (other formats
+    are converted to CSR). Booleans and integers are accepted.
+
+    Parameters
+    ----------
+    X : array_like or scipy.sparse matrix
+        The data.
+    name : str
+        The argument's name in error messages.
+    min_rows : int
+        Fewest rows accepted.
+
+    Returns
+    -------
+    scipy.sparse.csr_matrix, scipy.sparse.csc_matrix or ndarray
+
+    Raises
+    ------
+    TypeError
+        ``X`` is not numeric.
+    ValueError
+        ``X`` is not 2-D, has too few rows or no columns, or holds a value other than 0
+        and 1 (NaN included), naming the first one.
+    """
+    import scipy.sparse as sp
+
+    if sp.issparse(X):
+        if X.ndim != 2:
+            raise ValueError(f"{name} must be 2-D (n_observations, n_features), got "
+                             f"{X.ndim}-D shape {X.shape}")
+        if not (np.issubdtype(X.dtype, np.number) or np.issubdtype(X.dtype, np.bool_)):
+            raise TypeError(f"{name} must be numeric, got dtype {X.dtype}")
+        if X.format not in ("csr", "csc"):
+            X = X.tocsr()
+        values = X.data
+    else:
+        if hasattr(X, "to_numpy"):
+            X = X.to_numpy()
+        try:
+            X = np.ascontiguousarray(X, dtype=np.float64)
+        except (TypeError, ValueError) as err:
+            raise TypeError(f"{name} must be a numeric 2-D array: {err}") from None
+        if X.ndim != 2:
+            raise ValueError(f"{name} must be 2-D (n_observations, n_features), got "
+                             f"{X.ndim}-D shape {X.shape}")
+        values = X.ravel()
+    if X.shape[0] < min_rows:
+        raise ValueError(f"{name} needs at least {min_rows} rows, got {X.shape[0]}")
+    if X.shape[1] < 1:
+        raise ValueError(f"{name} has no columns")
+    if values.dtype != np.bool_ and not _all_binary(values):
+        bad = (values != 0) & (values != 1)
+        first = values[np.argmax(bad)]
+        kind = "a sparse matrix's stored values" if sp.issparse(X) else "its entries"
+        raise ValueError(f"{name} must be binary (0/1): {int(bad.sum())} of {kind} are not, "
+                         f"e.g. {first!r}")
+    return X
+
+
+def _all_binary(values, chunk: int = 1 << 18) -> bool:
+    # in chunks: temporaries that stay in cache, not two more arrays the size of the data
+    for start in range(0, values.size, chunk):
+        v = values[start:start + chunk]
+        if ((v != 0) & (v != 1)).any():
+            return False
+    return True
+
+
+def check_row_indices(indices, name: str, n_rows: int) -> np.ndarray:
+    """``indices`` as a non-empty int64 array of distinct row numbers in ``[0, n_rows)``.
+
+    Negative numbers are refused rather than counted from the end, and booleans rather
+    than read as 0 and 1.
+
+    Raises
+    ------
+    TypeError
+        ``indices`` does not hold integers.
+    ValueError
+        ``indices`` is empty, not 1-D, out of range or repeats a row, naming the offender.
+    """
+    arr = np.asarray(indices)
+    if arr.dtype == np.bool_ or not (arr.size == 0 or np.issubdtype(arr.dtype, np.integer)):
+        raise TypeError(f"{name} must be a sequence of integer row numbers, got {indices!r}")
+    if arr.ndim != 1:
+        raise ValueError(f"{name} must be a 1-D sequence of row numbers, got shape {arr.shape}")
+    if arr.size == 0:
+        raise ValueError(f"{name} is empty: give at least one row number")
+    arr = arr.astype(np.int64)
+    out = (arr < 0) | (arr >= n_rows)
+    if out.any():
+        raise ValueError(f"{name} holds row {int(arr[np.argmax(out)])}, out of range for "
+                         f"{n_rows} rows (0..{n_rows - 1})")
+    uniq, counts = np.unique(arr, return_counts=True)
+    if (counts > 1).any():
+        raise ValueError(f"{name} repeats row {int(uniq[np.argmax(counts > 1)])}; give each "
+                         "row once")
+    return arr
 
 
 def check_feature_names(feature_names, n_columns: int) -> list[str] | None:
@@ -224,6 +331,8 @@ def check_real(value, name: str, *, minimum: float | None = None,
 
 def check_positive(value, name: str) -> float:
     """``value`` as a finite float > 0 (:func:`check_real` with ``above=0``)."""
+    if not _is_real(value):
+        raise TypeError(f"{name} must be a positive number, got {value!r}")
     return check_real(value, name, above=0.0)
 
 
@@ -233,23 +342,21 @@ def check_positive_vector(value, name: str, size: int, *, what: str | None = Non
     array of shape ``(size,)``, every entry finite and > 0 (e.g. a Dirichlet parameter);
     ``what`` says what the ``size`` entries are, for the shape message."""
     if isinstance(value, bool | np.bool_):
-        raise TypeError(f"{name} must be a positive number or a vector of {size}, got "
-                        f"{value!r}")
+        raise TypeError(f"{name} must be a positive number or {size} of them, got {value!r}")
     try:
         arr = np.asarray(value, dtype=np.float64)
-    except (TypeError, ValueError):
-        raise TypeError(f"{name} must be a positive number or a vector of {size}, got "
-                        f"{value!r}") from None
+    except (TypeError, ValueError) as err:
+        raise TypeError(f"{name} must be a positive number or {size} of them: {err}") from None
     if arr.ndim == 0:
         arr = np.full(size, float(arr))
-    elif arr.shape != (size,):
-        raise ValueError(f"{name} must be a scalar or a vector of length {size}"
+    if arr.shape != (size,):
+        raise ValueError(f"{name} must be a number or have shape ({size},)"
                          f"{f' ({what})' if what else ''}, got shape {arr.shape}")
     bad = ~np.isfinite(arr) | (arr <= 0)
     if bad.any():
         j = int(np.argmax(bad))
-        raise ValueError(f"{name} must be > 0 and finite, got {value!r} (entry {j}: "
-                         f"{arr[j]})")
+        raise ValueError(f"{name} must be finite and > 0: {int(bad.sum())} entries are not, "
+                         f"first at {j} ({arr[j]})")
     return np.ascontiguousarray(arr)
 
 

@@ -55,6 +55,7 @@ FAMILY_KEYWORDS = (
     ("mixture_of_trees", ("tree_mixture", "mixture_of_trees", "mixtures_of_trees",
                           "spanning_tree", "chow_liu", "map_forest")),
     ("bhc", ("bhc", "hierarchical_clustering")),
+    ("bayesian_sets", ("bayesian_sets",)),
     ("lda", ("lda",)),
     ("ibp_fa", ("ibp",)),
     ("ggm", ("ggm", "glasso", "graphical")),

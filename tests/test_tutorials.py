@@ -26,6 +26,7 @@ TUTORIALS = sorted((Path(__file__).parents[1] / "tutorials").glob("*.py"))
 # tutorial stem -> command-line arguments for the test run (one row per tutorial)
 FAST_ARGS = {
     "bayesian_hierarchical_clustering": ["--fast"],
+    "bayesian_sets": ["--fast"],
     "dirichlet_process_mixture": ["--fast"],
     "lda_topics": ["--fast"],
     "gaussian_graphical_models": ["--fast"],

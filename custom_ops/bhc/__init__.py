@@ -4,5 +4,6 @@
 - :mod:`custom_ops.bhc.evidence`: the evidence Op (``BHCEvidence``: log p(D | T) of a
   given tree by the BHC recursion, its pullback and its Numba registration);
 - :mod:`custom_ops.bhc.builders`: the tree builders' kernels (greedy agglomeration with a
-  heap, the randomized builders' filters, the tree predictive, node statistics).
+  heap of the nodes' best merges, the randomized builders' filters, the tree predictive,
+  node statistics).
 """

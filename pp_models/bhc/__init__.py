@@ -4,7 +4,8 @@ Estimators (named by algorithm, each returning a frozen :class:`BHCResult`: scip
 linkage, evidence, r_k, tree cut, predictive, DPM lower bound, dendrogram plot):
 
 * :func:`greedy` (``greedy.py``): merge the pair with the largest merge posterior r_k
-  (Alg. 3.2, with a heap: O(n^2) pair evaluations, O(n^2 log n) time, O(n^2) memory);
+  (Alg. 3.2: every candidate pair scored once, each node's best in a heap of nodes,
+  O(n d) memory);
 * :func:`randomized` (``randomized.py``): RBHC for large n (§3.6, Alg. 3.4-3.5);
 * :func:`embhc` (``randomized.py``): EMBHC (Alg. 3.6);
 * :func:`learn` (``learning.py``): alternates tree building and MAP optimisation of the

@@ -6,7 +6,7 @@ from __future__ import annotations
 import warnings
 
 from pp_models.bhc.defaults import check_alpha, check_data, resolve_hyper
-from pp_models.bhc.greedy import MAX_GREEDY_N, greedy
+from pp_models.bhc.greedy import greedy
 from pp_models.bhc.randomized import _randomized_options, embhc, randomized
 from pp_models.bhc.result import BHCResult
 
@@ -48,11 +48,6 @@ def fit(
     _randomized_options(
         n, method, subsample, leaf_size, em_iterations, filter_prior, split, filter_predictive
     )
-    if method == "greedy" and n > MAX_GREEDY_N:
-        raise ValueError(
-            f"X: greedy BHC keeps all O(n^2) candidate pairs; n = {n} > {MAX_GREEDY_N} "
-            "would need too much memory: use method='randomized' or 'embhc'"
-        )
     common = {"likelihood": likelihood, "alpha": alpha, "hyper": hyper}
     if method == "greedy":
         return greedy(X, **common)

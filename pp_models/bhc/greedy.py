@@ -17,10 +17,7 @@ from pp_models.bhc.defaults import check_alpha, check_data, resolve_hyper
 from pp_models.bhc.result import NOT_COMPUTABLE, BHCResult, evaluate
 from pp_models.progress import WorkProgress
 
-__all__ = ["MAX_GREEDY_N", "TreeBuilder", "build_tree", "greedy"]
-
-# greedy keeps every candidate pair in a heap: ~ n^2 entries of 16 bytes
-MAX_GREEDY_N = 12_000
+__all__ = ["TreeBuilder", "build_tree", "greedy"]
 
 
 class TreeBuilder:
@@ -40,6 +37,11 @@ class TreeBuilder:
         else:
             self.tables = (np.zeros((0, 1)), np.zeros((0, 1)), np.zeros(1))
         self.n_scored = 0
+        # pairs scored again: a node whose best candidate was merged away re-scans the
+        # live nodes (greedy_kernel keeps O(n) state instead of every pair's score)
+        self.n_rescored = 0
+        # of all pair evaluations, those that needed log r exactly (not settled by a bound)
+        self.n_exact = 0
         # pairs scored so far, which the greedy kernel adds to as it goes (greedy's
         # progress line reads it; the randomized builders count placed points instead)
         self.pairs_scored = np.zeros(1, dtype=np.int64)
@@ -52,11 +54,13 @@ class TreeBuilder:
 
     def greedy_nodes(self, stats, log_d, log_p):
         LA, LB, LAB = self.tables
-        merges, scored = kernels.greedy_kernel(
+        merges, scored, rescored, exact = kernels.greedy_kernel(
             self.fam, stats, log_d, log_p, self.alpha, self.H, self.use_table, LA, LB, LAB,
             self.pairs_scored,
         )
         self.n_scored += int(scored)
+        self.n_rescored += int(rescored)
+        self.n_exact += int(exact)
         return merges
 
     def greedy_points(self, idx):
@@ -96,9 +100,12 @@ class TreeBuilder:
 def greedy(X, *, likelihood="bernoulli", alpha=1.0, hyper=None,
            progressbar: bool = True) -> BHCResult:
     """Greedy BHC (Heller 2007 Alg. 3.2): merge the pair with the largest r_k until one
-    tree remains (a heap of candidate merges: O(n^2) pair evaluations, O(n^2 log n)
-    time, O(n^2) memory, so n <= 12000; use :func:`~pp_models.bhc.randomized` or
-    :func:`~pp_models.bhc.embhc` beyond).
+    tree remains (ties: the smaller node ids). Every candidate pair is scored once,
+    (n - 1)^2 evaluations in all, plus re-scans of the nodes whose best candidate was
+    merged away (each node keeps only its best: O(n d) memory; see
+    :func:`custom_ops.bhc.builders.greedy_kernel`). For n in the tens of thousands and
+    beyond, :func:`~pp_models.bhc.randomized` and :func:`~pp_models.bhc.embhc` score
+    far fewer pairs.
 
     Parameters
     ----------
@@ -119,13 +126,7 @@ def greedy(X, *, likelihood="bernoulli", alpha=1.0, hyper=None,
     BHCResult
     """
     def merges_of(builder):
-        n = builder.X.shape[0]
-        if n > MAX_GREEDY_N:
-            raise ValueError(
-                f"X: greedy BHC keeps all O(n^2) candidate pairs; n = {n} > {MAX_GREEDY_N} "
-                "would need too much memory: use bhc.randomized or bhc.embhc"
-            )
-        return builder.greedy_points(np.arange(n))
+        return builder.greedy_points(np.arange(builder.X.shape[0]))
 
     return build_tree(X, likelihood, alpha, hyper, "greedy", merges_of,
                       progressbar=progressbar)

@@ -19,6 +19,9 @@ def test_list(capsys):
     assert main(["list"]) == 0
     out = capsys.readouterr().out
     assert "finite_mixture" in out and "iris" in out
+    # a family that declines an entry is listed apart, with its reason
+    models, rest = out.split("Families without a ppzoo entry")
+    assert "bayesian_sets" not in models and "bayesian_sets" in rest.split("Data sets:")[0]
 
 
 @ON_THE_FIT_WORKER
@@ -61,6 +64,8 @@ def test_fit_from_csv(tmp_path, capsys):
     ("argv", "message"),
     [
         (["fit", "nope"], "unknown model 'nope'"),
+        (["fit", "bayesian_sets"], "model 'bayesian_sets' has no ppzoo entry: a retrieval"),
+        (["describe", "bayesian_sets"], "has no ppzoo entry"),
         (["fit", "finite_mixture", "--dataset", "nope"], "unknown data set 'nope'"),
         (["fit", "finite_mixture", "--data", "/no/such.csv"], "no such file"),
         (["fit", "finite_mixture", "--param", "n_components=0"], "n_components must be >= 1"),

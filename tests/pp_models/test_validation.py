@@ -150,3 +150,38 @@ def test_check_fixed_or_gamma():
         check_fixed_or_gamma("big", "lam")
     with pytest.raises(ValueError, match=r"^lam must be a finite number > 0, got 0.0"):
         check_fixed_or_gamma(0.0, "lam")
+
+
+def test_as_binary_matrix_keeps_sparse_input_sparse():
+    import scipy.sparse as sp
+
+    from pp_models.validation import as_binary_matrix
+
+    X = sp.coo_array(np.array([[1, 0], [0, 1], [1, 1]], dtype=np.int8))
+    out = as_binary_matrix(X)
+    assert sp.issparse(out) and out.format == "csr"
+    csc = sp.csc_matrix(np.eye(3))
+    assert as_binary_matrix(csc) is csc
+    # an explicitly stored zero is a zero
+    explicit = sp.csr_matrix((np.array([0.0, 1.0]), (np.array([0, 1]), np.array([0, 1]))),
+                             shape=(2, 2))
+    assert as_binary_matrix(explicit) is explicit
+    dense = as_binary_matrix([[True, False]], min_rows=1)
+    assert dense.dtype == np.float64 and dense.flags.c_contiguous
+    with pytest.raises(ValueError, match=r"Y must be binary \(0/1\): 1 of a sparse"):
+        as_binary_matrix(sp.csr_matrix(np.array([[0.5, 1.0]])), "Y")
+    with pytest.raises(ValueError, match="X needs at least 2 rows, got 1"):
+        as_binary_matrix(np.ones((1, 3)), min_rows=2)
+
+
+def test_check_positive_vector():
+    from pp_models.validation import check_positive_vector
+
+    np.testing.assert_array_equal(check_positive_vector(2, "a", 3), [2.0, 2.0, 2.0])
+    with pytest.raises(ValueError, match=r"a must be finite and > 0: 1 entries are not, "
+                                         r"first at 1 \(-1.0\)"):
+        check_positive_vector([1, -1, 2], "a", 3)
+    with pytest.raises(ValueError, match=r"shape \(3,\), got shape \(2,\)"):
+        check_positive_vector([1, 1], "a", 3)
+    with pytest.raises(TypeError, match="a must be a positive number or 3 of them"):
+        check_positive_vector("x", "a", 3)

@@ -66,16 +66,16 @@ def test_bad_corpus(docs, kwargs, error, match):
     [
         ({"n_topics": 0}, "n_topics must be >= 1"),
         ({"n_topics": -3}, "n_topics must be >= 1"),
-        ({"n_topics": 2, "alpha": 0.0}, "alpha must be > 0"),
-        ({"n_topics": 2, "alpha": -1.0}, "alpha must be > 0"),
-        ({"n_topics": 2, "alpha": [0.1, -0.1]}, "alpha must be > 0"),
+        ({"n_topics": 2, "alpha": 0.0}, "alpha must be finite and > 0"),
+        ({"n_topics": 2, "alpha": -1.0}, "alpha must be finite and > 0"),
+        ({"n_topics": 2, "alpha": [0.1, -0.1]}, "alpha must be finite and > 0"),
         (
             {"n_topics": 2, "alpha": [0.1, 0.1, 0.1]},
-            "alpha must be a scalar or a vector of length 2",
+            r"alpha must be a number or have shape \(2,\)",
         ),
-        ({"n_topics": 2, "eta": 0}, "eta must be > 0"),
-        ({"n_topics": 2, "eta": np.inf}, "eta must be > 0 and finite"),
-        ({"n_topics": 2, "eta": [0.1, 0.1]}, "eta must be a scalar or a vector of length 4"),
+        ({"n_topics": 2, "eta": 0}, "eta must be finite and > 0"),
+        ({"n_topics": 2, "eta": np.inf}, "eta must be finite and > 0"),
+        ({"n_topics": 2, "eta": [0.1, 0.1]}, r"eta must be a number or have shape \(4,\)"),
         ({"n_topics": 2, "vocabulary": ["a", "b"]}, "vocabulary has 2 words"),
         ({"n_topics": 2, "batch_size": 2}, "batch_size is for the explicit model"),
         ({"n_topics": 2, "collapsed": False, "batch_size": 0}, r"batch_size must be in \[1, 3\]"),
@@ -251,7 +251,7 @@ def test_true_topics_beat_wrong_topics_and_the_unigram_model():
         (np.full((2, 5), 0.2), {}, "vocabularies differ"),
         (np.full((2, 4), 0.25), {"observed_fraction": 1.0}, "observed_fraction"),
         (np.full((2, 4), 0.25), {"n_samples": 0}, "n_samples"),
-        (np.full((2, 4), 0.25), {"alpha": -1}, "alpha must be > 0"),
+        (np.full((2, 4), 0.25), {"alpha": -1}, "alpha must be finite and > 0"),
     ],
 )
 def test_perplexity_bad_input(topics, kwargs, match):
