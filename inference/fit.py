@@ -450,13 +450,15 @@ def assign_steps(model, info, user_steps, step_kwargs, *, only=None) -> list:
 
 
 def _pymc_methods() -> list:
-    """PyMC's step classes without the zoo's stand-in: here the zoo's steps are already
-    assigned, what is left is PyMC's to choose (and the stand-in would call back here)."""
+    """PyMC's step classes without the zoo's entries: here the zoo's steps are already
+    assigned, what is left is PyMC's to choose (and the zoo's entries would call back
+    here)."""
     from pymc.step_methods import STEP_METHODS
 
     from inference.gibbs.pymc_assignment import ZooAssignment
+    from pp_models.step_assignment import ZooStepsNotLoaded
 
-    return [m for m in STEP_METHODS if m is not ZooAssignment]
+    return [m for m in STEP_METHODS if m is not ZooAssignment and m is not ZooStepsNotLoaded]
 
 
 def _select_pymc_steps(model, values) -> dict:

@@ -94,7 +94,7 @@ def test_transform_jacobian_matches_finite_differences():
         ({"prior": "spike_slab", "lam": (1.0, 1.0)}, ValueError, "fixed lam"),
         ({"prior": "spike_slab", "spike_sd": 1.0, "slab_sd": 0.5}, ValueError, "larger"),
         ({"prior": "spike_slab", "edge_prob": 1.5}, ValueError, "edge_prob"),
-        ({"prior": "spike_slab", "spike_sd": "small"}, TypeError, "spike_sd must be a positive number"),
+        ({"prior": "spike_slab", "spike_sd": "small"}, TypeError, "spike_sd must be a positive"),
         # bad values of the spike-and-slab options are not ignored under the default prior
         ({"spike_sd": 0.0}, ValueError, "spike_sd must be a finite number > 0"),
         ({"slab_sd": -1.0}, ValueError, "slab_sd must be a finite number > 0"),
