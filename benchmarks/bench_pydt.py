@@ -38,6 +38,7 @@ import warnings
 
 import numpy as np
 
+from custom_ops.pydt.messages import PYDTParameters
 from custom_ops.pydt.ops import pydt_forward, pydt_value_and_grad
 from custom_ops.pydt.sweep import pydt_sweep
 from pp_models import pydt
@@ -107,7 +108,8 @@ def sweep_timing(n, d, sweeps=3, seed=0):
     out = []
     for _ in range(sweeps):
         t0 = time.perf_counter()
-        pydt_sweep(rng, tree.parent, tree.log1m_t, X, c, theta, alpha, 1.0, -1, True, False)
+        pydt_sweep(rng, tree.parent, tree.log1m_t, X, PYDTParameters(c, theta, alpha, 1.0), -1,
+                   True, False)
         out.append(time.perf_counter() - t0)
     return greedy_s, float(np.median(out)), tree
 

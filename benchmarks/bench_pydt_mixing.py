@@ -95,6 +95,7 @@ from pymc.step_methods.compound import CompoundStep
 
 from custom_ops.pydt import draws as pydt_draws
 from custom_ops.pydt.branch import pydt_branch_moves
+from custom_ops.pydt.messages import PYDTParameters
 from custom_ops.pydt.sweep import pydt_sweep
 from inference.gibbs.pydt import PYDTTreeStep
 from pp_models import pydt
@@ -148,7 +149,7 @@ def kernel_cost(repeats=5):
         pydt_draws.pydt_draw_tree(rng, n, c, theta, alpha, parent, log1m_t)
         X = np.empty((n, d))
         pydt_draws.pydt_draw_data(rng, parent, log1m_t, 1.0, d, X)
-        args = (parent, log1m_t, X, c, theta, alpha, 1.0)
+        args = (parent, log1m_t, X, PYDTParameters(c, theta, alpha, 1.0))
         # warm-up (compiles or loads the Numba cache)
         pydt_sweep(rng, *args, 5, True, False)
         pydt_branch_moves(rng, *args, 5, False)

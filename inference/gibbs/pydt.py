@@ -71,6 +71,7 @@ import pytensor.tensor as pt
 from pytensor.graph.traversal import ancestors
 
 from custom_ops.pydt.branch import pydt_branch_moves
+from custom_ops.pydt.messages import PYDTParameters
 from custom_ops.pydt.noncentred import noncentred_times, variance_shifted_times
 from custom_ops.pydt.ops import pydt_forward
 from custom_ops.pydt.sweep import pydt_sweep, sweep_inputs_valid
@@ -277,15 +278,15 @@ class PYDTTreeStep(ZooGibbsStep):
             stats = {"accepted": 0, "n_internal": tree.n_internal,
                      "root_time": tree.root_time, "branch_accepted": 0}
             return point, [stats]
+        params = PYDTParameters(c, theta, alpha, sigma2)
         accepted = self.sweep_kernel(
-            rng, tree.parent, tree.log1m_t, X, c, theta, alpha, sigma2,
+            rng, tree.parent, tree.log1m_t, X, params,
             -1 if self.moves is None else int(self.moves), self.slice_times, False,
         )[0]
         branch_accepted = 0
         if self.branch_moves > 0:
-            branch_accepted = self.branch_kernel(
-                rng, tree.parent, tree.log1m_t, X, c, theta, alpha, sigma2,
-                self.branch_moves, False)[0]
+            branch_accepted = self.branch_kernel(rng, tree.parent, tree.log1m_t, X, params,
+                                                 self.branch_moves, False)[0]
         new = tree.to_packed().astype(packed.dtype)
         point = self.updated(point, **{self._value_name: new})
         for value_name in self._noncentred_values:

@@ -36,6 +36,7 @@ from custom_ops.pydt.branch import (
     propose_branch_move,
     pydt_branch_moves,
 )
+from custom_ops.pydt.messages import PYDTParameters
 from pp_models.trees import DiffusionTree
 from tests.inference.gibbs.pydt import twins
 from tests.pp_models.pydt.test_prior import shape_key, shape_probabilities
@@ -135,7 +136,7 @@ def test_log_ratio_equals_op_density_and_proposal_terms(n, d, c, theta, alpha):
         before = logp(parent, log1m_t, X, c, theta, alpha, 0.8)
         p0, l0 = parent.copy(), log1m_t.copy()
         kind, v, u, log_ratio, _qf, _qr = propose_branch_move(
-            rng, parent, log1m_t, X, c, theta, alpha, 0.8)
+            rng, parent, log1m_t, X, PYDTParameters(c, theta, alpha, 0.8))
         kinds[int(kind)] += 1
         if kind == VOID:
             np.testing.assert_array_equal(parent, p0)
@@ -176,8 +177,8 @@ def test_prior_ratio_of_an_expansion_has_the_docstring_closed_form(n, c, theta, 
         parent, log1m_t, _X = _draw(rng, n, 0, c, theta, alpha)
         X = np.zeros((n, 0))
         before = pydt.pydt_forward(parent, log1m_t, X, c, theta, alpha, 1.0)[0]
-        kind, v, u, *_ = propose_branch_move(rng, parent, log1m_t, X, c, theta, alpha,
-                                             1.0)
+        kind, v, u, *_ = propose_branch_move(rng, parent, log1m_t, X,
+                                             PYDTParameters(c, theta, alpha, 1.0))
         if kind != EXPAND:
             continue
         after = pydt.pydt_forward(parent, log1m_t, X, c, theta, alpha, 1.0)[0]
@@ -206,8 +207,8 @@ def test_cached_change_equals_full_recursion(n, d, c, theta, alpha):
     the ratio uses and the cached total agree with pydt_forward; moves are accepted."""
     rng = np.random.default_rng(100 + n)
     parent, log1m_t, X = _draw(rng, n, d, c, theta, alpha, 0.8, noise=0.3)
-    accepted, err = pydt_branch_moves(rng, parent, log1m_t, X, c, theta, alpha, 0.8, 200,
-                                      True)
+    accepted, err = pydt_branch_moves(rng, parent, log1m_t, X,
+                                      PYDTParameters(c, theta, alpha, 0.8), 200, True)
     assert err < 1e-9
     pydt.check_tree(parent, log1m_t, n)
     assert accepted > 0
@@ -218,8 +219,8 @@ def test_ddt_move_is_void():
     rng = np.random.default_rng(3)
     parent, log1m_t, X = _draw(rng, 30, 2, 1.0, 0.0, 0.0)
     p0, l0 = parent.copy(), log1m_t.copy()
-    accepted, _ = pydt_branch_moves(rng, parent, log1m_t, X, 1.0, 0.0, 0.0, 1.0, 100,
-                                    False)
+    accepted, _ = pydt_branch_moves(rng, parent, log1m_t, X,
+                                    PYDTParameters(1.0, 0.0, 0.0, 1.0), 100, False)
     assert accepted == 0
     np.testing.assert_array_equal(parent, p0)
     np.testing.assert_array_equal(log1m_t, l0)
@@ -240,8 +241,7 @@ def run_moves(seed, n_leaves, bug=None, n_chains=4000, n_moves=10, params=PARAMS
     keys = []
     for _ in range(n_chains):
         parent, log1m_t, _ = _draw(rng, n_leaves, 0, **params)
-        moves(rng, parent, log1m_t, X, params["c"], params["theta"], params["alpha"], 1.0,
-              n_moves, False)
+        moves(rng, parent, log1m_t, X, PYDTParameters(**params, sigma2=1.0), n_moves, False)
         keys.append(shape_key(DiffusionTree(parent, log1m_t, validate=False)))
     counts = Counter(keys)
     assert set(counts) <= set(probs)

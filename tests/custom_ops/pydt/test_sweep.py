@@ -14,6 +14,7 @@ from scipy import stats
 
 from custom_ops.pydt import draws as pydt_draws
 from custom_ops.pydt import ops as pydt
+from custom_ops.pydt.messages import PYDTParameters
 from custom_ops.pydt.sweep import pydt_sweep, sweep_inputs_valid
 from pp_models.pydt import sample_prior
 from pp_models.pydt.greedy import greedy
@@ -50,8 +51,8 @@ def test_cached_density_equals_full_recursion(n, d, c, theta, alpha):
     parent, log1m_t, X = _draw(rng, n, d, c, theta, alpha, 1.0, 0.3)
     accepted = 0
     for _ in range(20):
-        acc, lp, ll, err = pydt_sweep(rng, parent, log1m_t, X, c, theta, alpha, 0.7, -1,
-                                      True, True)
+        acc, lp, ll, err = pydt_sweep(rng, parent, log1m_t, X,
+                                      PYDTParameters(c, theta, alpha, 0.7), -1, True, True)
         accepted += acc
         assert err < 1e-9
         ref_p, ref_l = pydt.pydt_forward(parent, log1m_t, X, c, theta, alpha, 0.7)
@@ -69,7 +70,7 @@ def test_same_seed_same_chain_and_generator_advances():
         p, lt = parent.copy(), log1m_t.copy()
         rng = np.random.default_rng(11)
         for _ in range(3):
-            pydt_sweep(rng, p, lt, X, 1.0, 1.0, 0.3, 1.0, -1, True, False)
+            pydt_sweep(rng, p, lt, X, PYDTParameters(1.0, 1.0, 0.3, 1.0), -1, True, False)
         runs.append((p, lt, rng.random()))
     np.testing.assert_array_equal(runs[0][0], runs[1][0])
     np.testing.assert_array_equal(runs[0][1], runs[1][1])
@@ -95,7 +96,7 @@ def _prior_chain(c, theta, alpha, sweep=pydt_sweep, n_keep=3000, thin=3, seed=0)
     X = np.zeros((n, 0))
     keys, roots = [], []
     for k in range(n_keep * thin + 50):
-        sweep(rng, parent, log1m_t, X, c, theta, alpha, 1.0, -1, True, False)
+        sweep(rng, parent, log1m_t, X, PYDTParameters(c, theta, alpha, 1.0), -1, True, False)
         if k >= 50 and k % thin == 0:
             tree = DiffusionTree(parent.copy(), log1m_t.copy(), validate=False)
             keys.append(shape_key(tree))
@@ -203,7 +204,8 @@ def _internal_counts(n_sweeps, state_dependent, seed=0):
     for k in range(n_sweeps):
         n_internal = int(np.count_nonzero(parent[n:] != -2))
         moves = n + n_internal - 1 if state_dependent else -1
-        pydt_sweep(rng, parent, log1m_t, X, 1.0, 1.0, 0.5, 1.0, moves, False, False)
+        pydt_sweep(rng, parent, log1m_t, X, PYDTParameters(1.0, 1.0, 0.5, 1.0), moves, False,
+                   False)
         out[k] = np.count_nonzero(parent[n:] != -2)
     return out
 

@@ -188,9 +188,9 @@ def test_tree_step_move_count_is_fixed():
 
     asked = []
 
-    def counting_sweep(rng, parent, log1m_t, X, c, theta, alpha, sigma2, n_moves, *rest):
+    def counting_sweep(rng, parent, log1m_t, X, params, n_moves, *rest):
         asked.append(2 * X.shape[0] - 2 if n_moves < 0 else n_moves)
-        return pydt_sweep(rng, parent, log1m_t, X, c, theta, alpha, sigma2, n_moves, *rest)
+        return pydt_sweep(rng, parent, log1m_t, X, params, n_moves, *rest)
 
     class CountingStep(PYDTTreeStep):
         name = "test_pydt_counting"
