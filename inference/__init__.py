@@ -5,9 +5,52 @@
 >>> model = finite_mixture.model(datasets.load("iris").data, n_components=3)
 >>> dt = fit(model, method="gibbs", draws=500, chains=4)   # doctest: +SKIP
 >>> summary(dt)                                             # doctest: +SKIP
+
+Importing the package is light (the ``ppzoo`` command line starts in well under a
+second): ``fit``, ``summary`` and the other names below are imported on first use, and
+with them PyMC, PyTensor and Numba. The zoo's Gibbs steps register with PyMC when
+:mod:`inference.gibbs` is imported (``inference.fit`` does) or, for ``pm.sample`` on a
+zoo model, through the ``pp_models.step_providers`` entry point
+(:mod:`pp_models.step_assignment`).
 """
 
-from inference.fit import METHODS, fit
-from inference.summary import summary
+from __future__ import annotations
 
-__all__ = ["METHODS", "fit", "summary"]
+import importlib
+import sys
+import types
+
+#: public name -> the module that defines it, imported on first use
+_LAZY = {
+    "METHODS": "inference.fit",
+    "fit": "inference.fit",
+    "summary": "inference.summary",
+    "compute_log_likelihood": "inference.log_likelihood",
+    "sample_posterior_predictive": "inference.predictive",
+}
+
+__all__ = sorted(_LAZY)
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'inference' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
+
+
+class _Package(types.ModuleType):
+    """``inference.fit`` and ``inference.summary`` are the functions, as when this file
+    imported them eagerly, even after their modules of the same name are imported (the
+    import system then sets the package attribute to the module)."""
+
+    def __setattr__(self, name, value):
+        if isinstance(value, types.ModuleType) and _LAZY.get(name) == value.__name__:
+            value = getattr(value, name)
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Package

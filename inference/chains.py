@@ -168,6 +168,8 @@ def _run_chain(step, spec, start, rng, tune, draws, flag, progress, chain,
                 with compiling("the first draw (Numba kernels on a cold cache)",
                                enabled=announce, delay=2.0):
                     point, step_stats = step.step(point)
+                # compiled: from here on a Ctrl-C keeps the draws made
+                flag.arm()
             else:
                 point, step_stats = step.step(point)
             if i < tune:
@@ -249,6 +251,9 @@ class _WorkerFlag:
     def is_set(self) -> bool:
         return self.event.is_set()
 
+    def arm(self) -> None:
+        """A worker only notes Ctrl-C (its handler sets the event), armed or not."""
+
 
 def _chain_worker(conn, step, spec, start, rng, tune, draws, stop_event, progress, chain,
                   announce, trace):
@@ -311,6 +316,8 @@ def _run_parallel(step, spec, starts, rngs, tunes, draws, flag, bar, cores, anno
     if todo:
         c = todo[0]
         _compile_before_fork(step, spec, starts[c], tunes[c], draws[c], announce)
+    # compiled: from here on a Ctrl-C keeps the draws the workers make
+    flag.arm()
     ctx = _fork_context()
     event = ctx.Event()
     flag.link(event)
@@ -482,7 +489,7 @@ def _open_trace(model, spec, step, path, resume, start, *, draws, tune, chains):
     returns the store and each chain's stored state (None for a new chain)."""
     import json
 
-    from inference.trace_store import TraceStore
+    from inference.trace_store import TraceStore, model_attributes
 
     value_vars = {k: [list(np.shape(v)), str(np.asarray(v).dtype)] for k, v in start.items()}
     if resume:
@@ -514,7 +521,8 @@ def _open_trace(model, spec, step, path, resume, start, *, draws, tune, chains):
     coords = {d: _coord(model, d, size) for name, (_t, shape, dims) in posterior.items()
               for d, size in zip(dims, shape)}
     attrs = {"var_names": list(spec.names), "value_vars": json.dumps(value_vars),
-             "steps": [type(leaf).__name__ for leaf in flatten_steps(step)]}
+             "steps": [type(leaf).__name__ for leaf in flatten_steps(step)],
+             **model_attributes(model)}
     store = TraceStore.create(path, chains=chains, draws=draws, tune=tune,
                               posterior=posterior, stats=stats, coords=coords,
                               data_groups=_data_groups(model, {}), attrs=attrs)

@@ -47,6 +47,14 @@ class UsageError(Exception):
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run ``ppzoo`` with ``argv`` (default: the command line) and return its exit status.
+
+    Called as the ``ppzoo`` program (no ``argv``), a Ctrl-C that ends the command ends the
+    process at once after its message and the exit handlers: tearing down the modules
+    of PyMC, PyTensor and Numba takes seconds, which a user who pressed Ctrl-C should not
+    wait for.
+    """
+    as_program = argv is None
     parser = _parser()
     argv = list(sys.argv[1:] if argv is None else argv)
     if (len(argv) >= 2 and argv[0] == "fit" and not argv[1].startswith("-")
@@ -54,8 +62,11 @@ def main(argv: list[str] | None = None) -> int:
         # `ppzoo fit NAME --help`: the sampling options and NAME's own --param keys
         return _fit_help(parser, argv[1])
     args = parser.parse_args(argv)
+    _RUN.clear()
     try:
-        return args.run(args)
+        code = args.run(args)
+        sys.stdout.flush()  # here, where a reader gone away (a broken pipe) is caught
+        return code
     except UsageError as err:
         print(f"ppzoo: error: {err}", file=sys.stderr)
         return 2
@@ -64,15 +75,87 @@ def main(argv: list[str] | None = None) -> int:
         print(f"ppzoo: error: {err}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        print("ppzoo: interrupted; nothing was written (a previous result in the output "
-              "folder is untouched)", file=sys.stderr)
-        return 130
+        print(f"ppzoo: {_abandoned()}", file=sys.stderr)
+        return _interrupted_exit(as_program)
     except SystemError as err:
         # a Ctrl-C that landed while a compiled kernel was returning surfaces as this
         if isinstance(err.__cause__ or err.__context__, KeyboardInterrupt):
-            print("ppzoo: interrupted; nothing was written", file=sys.stderr)
-            return 130
+            print(f"ppzoo: {_abandoned()}", file=sys.stderr)
+            return _interrupted_exit(as_program)
         raise
+    except BrokenPipeError:
+        # the reader went away (`ppzoo check DIR | head`): end quietly, as `cat` does;
+        # stdout is pointed at /dev/null so the interpreter's last flush cannot fail too
+        import os
+
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 141
+
+
+def _interrupted_exit(as_program: bool) -> int:
+    """130; as the program, exit now: run the exit handlers (multiprocessing's stops any
+    worker left), flush, and skip the interpreter's seconds-long teardown."""
+    if not as_program:
+        return 130
+    import atexit
+    import os
+
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    os._exit(130)
+
+
+#: What the run under way has reached, for the message of a Ctrl-C that ends it: "out",
+#: "trace", "resume", "flag" (the StopFlag), "stage" ("sampling", "writing").
+_RUN: dict = {}
+
+
+def _abandoned() -> str:
+    """What a Ctrl-C that ended the command before its results were written kept, and
+    where."""
+    flag, stage = _RUN.get("flag"), _RUN.get("stage")
+    out, trace = _RUN.get("out"), _RUN.get("trace")
+    if out is None:
+        return "interrupted; nothing was written"
+    untouched = (f"{out} still holds its previous result" if _has_result(out)
+                 else f"nothing was written to {out}")
+    if flag is None or not flag.armed:
+        # importing, building the model or compiling: no draw was made
+        kept = "interrupted before sampling began; nothing was written"
+        if trace is not None and _RUN.get("resume"):
+            kept += f" (the trace {trace} is as it was)"
+        return kept + (f"; {untouched}" if _has_result(out) else "")
+    what = "writing the results" if stage == "writing" else "sampling"
+    stored = _trace_draws(trace) if trace is not None else []
+    if trace is not None and not any(stored):
+        return (f"interrupted while {what}, before a draw was stored; the trace {trace} "
+                f"holds none; {untouched}")
+    if stored:
+        return (f"interrupted while {what}; the trace {trace} keeps "
+                f"{', '.join(map(str, stored))} draws per chain (`ppzoo check {trace}`; "
+                f"add --resume to continue it); {untouched}")
+    if stage == "writing":
+        return f"interrupted twice while writing the results: {untouched}"
+    return f"interrupted twice while sampling: the draws were abandoned; {untouched}"
+
+
+def _has_result(out) -> bool:
+    from inference.report import RESULT_FILES
+
+    return out.is_dir() and any((out / name).exists() for name in RESULT_FILES)
+
+
+def _trace_draws(trace) -> list[int]:
+    """Draws stored per chain in ``trace`` (empty when there is no trace there)."""
+    from inference.trace_store import TraceStore, is_trace
+
+    try:
+        return TraceStore(trace).completed() if is_trace(trace) else []
+    except Exception:  # an unreadable trace: say nothing about it
+        return []
 
 
 @contextlib.contextmanager
@@ -161,10 +244,11 @@ def _add_sampling_options(p: argparse.ArgumentParser) -> None:
 
 def _cmd_list(args) -> int:
     from pp_models.datasets import list_datasets
-    from pp_models.registry import list_models, no_cli_entries
+    from pp_models.registry import list_model_summaries, no_cli_entries
 
     print("Models:")
-    for entry in list_models():
+    # read from the families' sources: no family (and no PyMC) is imported
+    for entry in list_model_summaries():
         print(f"  {entry.name:<22} [{', '.join(entry.methods)}]  {entry.description}")
     if others := no_cli_entries():
         print("Families without a ppzoo entry (use them from Python):")
@@ -178,19 +262,21 @@ def _cmd_list(args) -> int:
 
 def _cmd_describe(args) -> int:
     from inference.model_help import describe_model
-    from pp_models.registry import get_model
+    from pp_models.registry import get_model, get_summary
 
+    get_summary(args.model)  # an unknown name is refused before a family is imported
     print(describe_model(get_model(args.model)))
     return 0
 
 
 def _fit_help(parser, name: str) -> int:
     from inference.model_help import describe_model
-    from pp_models.registry import get_model
+    from pp_models.registry import get_model, get_summary
 
     fit_parser = parser._subparsers._group_actions[0].choices["fit"]
     fit_parser.print_help()
     try:
+        get_summary(name)  # an unknown name is refused before a family is imported
         print("\n" + describe_model(get_model(name)))
     except ValueError as err:
         print(f"ppzoo: error: {err}", file=sys.stderr)
@@ -215,28 +301,15 @@ def _check_param_keys(entry, options: dict) -> None:
 
 
 def _cmd_fit(args) -> int:
-    from pp_models.registry import get_model
-
-    entry = get_model(args.model)
-    options = dict(entry.defaults)
-    given = _parse_params(args.param)
-    _check_param_keys(entry, given)
-    options.update(given)
-    data = _load_data(args.data, args.dataset or entry.default_dataset)
-    out = args.out or Path("ppzoo-out") / entry.name
-    sizes = {**_FIT_DEFAULTS, **{k: v for k, v in entry.fit_defaults.items()
-                                  if k in _FIT_DEFAULTS}}
-    sizes.update({k: getattr(args, k) for k in sizes if getattr(args, k) is not None})
-    extra = {k: v for k, v in entry.fit_defaults.items() if k not in _FIT_DEFAULTS}
-    if args.resume and args.trace is None:
-        raise UsageError("--resume needs --trace PATH (the run to continue)")
-    if args.trace is not None:
-        if args.trace.resolve().is_relative_to(out.resolve()):
-            # the results replace the output folder whole, which would take the trace along
-            raise UsageError(f"--trace {args.trace} must not be inside --out {out}")
-        extra.update(trace=args.trace, resume=args.resume)
+    from pp_models.registry import get_model, get_summary
     from pp_models.validation import check_int, check_random_seed
 
+    # the arguments that need no family are checked before one is imported (seconds)
+    summary = get_summary(args.model)
+    out = args.out or Path("ppzoo-out") / summary.name
+    sizes = {**_FIT_DEFAULTS, **{k: v for k, v in summary.fit_defaults.items()
+                                  if k in _FIT_DEFAULTS}}
+    sizes.update({k: getattr(args, k) for k in sizes if getattr(args, k) is not None})
     with _flags_named(_FIT_FLAGS):
         # fit checks these again; here a bad one is refused before the model is built and
         # the "sampling 4 chains x 0 draws" line is printed
@@ -246,10 +319,32 @@ def _cmd_fit(args) -> int:
         if args.cores is not None:
             check_int(args.cores, "cores", minimum=1)
         check_random_seed(args.seed)
+    if args.resume and args.trace is None:
+        raise UsageError("--resume needs --trace PATH (the run to continue)")
+    if args.trace is not None and args.trace.resolve().is_relative_to(out.resolve()):
+        # the results replace the output folder whole, which would take the trace along
+        raise UsageError(f"--trace {args.trace} must not be inside --out {out}")
+    _check_method(summary, args.method)
+    if args.data is not None and not args.data.exists():
+        raise UsageError(f"--data: no such file: {args.data}")
+
+    entry = get_model(args.model)
+    options = dict(entry.defaults)
+    given = _parse_params(args.param)
+    _check_param_keys(entry, given)
+    options.update(given)
+    data = _load_data(args.data, args.dataset or entry.default_dataset)
+    extra = {k: v for k, v in entry.fit_defaults.items() if k not in _FIT_DEFAULTS}
+    if args.trace is not None:
+        extra.update(trace=args.trace, resume=args.resume)
+    recipe = {"model": entry.name, "options": repr(options),
+              "dataset": None if args.data is not None else (args.dataset
+                                                              or entry.default_dataset),
+              "data": None if args.data is None else str(args.data.resolve())}
     return _run_fit(entry, data, options, args.method, sizes["draws"], sizes["tune"],
                     sizes["chains"], args.cores, args.seed, not args.no_progress, out,
                     fit_kwargs=extra, build_flags=_data_flag(entry, args),
-                    fit_flags=_FIT_FLAGS)
+                    fit_flags=_FIT_FLAGS, recipe=recipe)
 
 
 def _data_flag(entry, args) -> dict[str, str]:
@@ -276,61 +371,95 @@ def _cmd_demo(args) -> int:
 
 
 def _cmd_check(args) -> int:
+    """``ppzoo check PATH``: the convergence report of a result folder (``--out``) or a
+    trace folder (``--trace``), on the same label-invariant statistics; the headline's
+    verdict is the exit status (0 PASSED, 1 otherwise) and an interrupted run says so."""
     import xarray as xr
 
-    from inference.convergence import check_convergence
-    from inference.trace_store import is_trace, read_trace
+    from inference.trace_store import is_trace
 
     if is_trace(args.path):
-        return _check_trace(args, read_trace(args.path))
-    path = args.path / "posterior.nc" if args.path.is_dir() else args.path
-    if not path.exists():
-        raise UsageError(f"no such file: {path}")
-    try:
-        dt = xr.open_datatree(path, engine="h5netcdf")
-    except Exception as err:
-        raise UsageError(f"cannot read {path} as a posterior: {err}") from None
-    with _flags_named(_CHECK_FLAGS):
-        report = check_convergence(dt, rhat_max=args.rhat_max, ess_bulk_min=args.ess_min,
-                                   ess_tail_min=args.ess_min)
-    print(report)
-    if not report.passed:
-        print(report.advice())
-    return 0 if report.passed else 1
+        dt, total = _read_trace_for_check(args.path)
+    else:
+        path = args.path / "posterior.nc" if args.path.is_dir() else args.path
+        if not path.exists():
+            raise UsageError(f"no such file: {path}")
+        try:
+            dt = xr.open_datatree(path, engine="h5netcdf")
+        except Exception as err:
+            raise UsageError(f"cannot read {path} as a posterior: {err}") from None
+        total = dt.attrs.get("pp_models_draws_requested")
+    return _report_convergence(args, dt, total)
 
 
-def _check_trace(args, dt) -> int:
-    """``ppzoo check TRACE``: how far the run got, then the convergence report of the
-    draws stored so far (exit 1 when it cannot pass: partial or too few chains)."""
-    from inference.convergence import check_convergence
+def _read_trace_for_check(path):
+    """The trace's draws laid out as ``fit`` lays out its result (label-invariant
+    statistics added, raw labels apart), and the draws per chain the run asked for."""
+    import json
 
+    from inference.trace_store import TraceStore, read_trace
+
+    store = TraceStore(path)
+    dt = read_trace(path)
     status = dt.attrs["pp_models_trace_status"]
-    completed = list(dt.attrs["pp_models_draws_completed"])
-    kept = dt["posterior"].sizes.get("draw", 0) if "posterior" in dt.children else 0
-    partial = bool(dt.attrs.get("pp_models_interrupted", 0))
     what = {"complete": "complete",
             "interrupted": "partial (interrupted)",
             "running": "partial (still running, or killed before it finished)"}[status]
-    total = _trace_total_draws(args.path)
-    print(f"trace {args.path}: {what}; draws stored per chain: "
-          f"{', '.join(map(str, completed))} of {total}")
-    if kept < 4 or dt["posterior"].sizes.get("chain", 0) < 2:
-        print("too few draws or chains stored for a convergence check "
-              "(needs >= 2 chains with >= 4 draws)")
+    completed = list(dt.attrs["pp_models_draws_completed"])
+    print(f"trace {path}: {what}; draws stored per chain: "
+          f"{', '.join(map(str, completed))} of {store.draws}")
+    recipe = store.attrs.get("build")
+    if not dt["posterior"].sizes.get("draw", 0):
+        return dt, store.draws  # nothing stored yet: no statistic to compute
+    if recipe is None:
+        if json.loads(dt.attrs.get("pp_models_label_variables", "[]")):
+            print("note: this trace does not say how its model was built, so the model's "
+                  "label-invariant statistics are not computed here (raw labels are left "
+                  "out); read it with inference.trace_store.read_trace(path, model=...)")
+        return dt, store.draws
+    try:
+        model = _rebuild(json.loads(recipe))
+    except Exception as err:  # e.g. the CSV moved: check what needs no model
+        print(f"note: could not rebuild the model of this trace ({err}); its label-"
+              "invariant statistics are not computed here (raw labels are left out)")
+        return dt, store.draws
+    return read_trace(path, model=model), store.draws
+
+
+def _rebuild(recipe: dict):
+    """The model ``ppzoo fit`` built, from the recipe it stored in the trace."""
+    from pp_models.registry import get_model
+
+    entry = get_model(recipe["model"])
+    data = _load_data(None if recipe.get("data") is None else Path(recipe["data"]),
+                      recipe.get("dataset") or entry.default_dataset)
+    return entry.build(data, **ast.literal_eval(recipe["options"]))
+
+
+def _report_convergence(args, dt, total) -> int:
+    from inference.convergence import check_convergence
+
+    posterior = dt["posterior"] if "posterior" in dt.children else None
+    kept = posterior.sizes.get("draw", 0) if posterior is not None else 0
+    n_chains = posterior.sizes.get("chain", 0) if posterior is not None else 0
+    interrupted = bool(dt.attrs.get("pp_models_interrupted", 0))
+    run = ""
+    if interrupted:
+        of = f" of {int(total)}" if total else ""
+        run = f" on an interrupted run ({kept}{of} draws per chain kept)"
+    if kept < 4 or n_chains < 2:
+        print(f"Convergence: NOT CHECKED{run}: needs >= 2 chains with >= 4 draws, "
+              f"has {n_chains} x {kept}")
         return 1
     with _flags_named(_CHECK_FLAGS):
         report = check_convergence(dt, rhat_max=args.rhat_max, ess_bulk_min=args.ess_min,
                                    ess_tail_min=args.ess_min)
-    print(report)
+    headline, _, body = str(report).partition("\n")
+    print(headline + run)
+    print(body)
     if not report.passed:
         print(report.advice())
-    return 0 if report.passed and not partial else 1
-
-
-def _trace_total_draws(path) -> int:
-    from inference.trace_store import TraceStore
-
-    return TraceStore(path).draws
+    return 0 if report.passed else 1
 
 
 def _parse_params(items: list[str]) -> dict:
@@ -384,7 +513,7 @@ def _is_number(text) -> bool:
 
 
 def _run_fit(entry, data, options, method, draws, tune, chains, cores, seed, progress, out,
-             fit_kwargs=None, build_flags=None, fit_flags=None):
+             fit_kwargs=None, build_flags=None, fit_flags=None, recipe=None):
     """Fit, print the summary, write the results; 130 after a Ctrl-C (what was sampled
     before it is still written, marked interrupted; a second Ctrl-C abandons it).
 
@@ -395,21 +524,28 @@ def _run_fit(entry, data, options, method, draws, tune, chains, cores, seed, pro
     from inference.interrupt import stop_requested
     from inference.report import check_output_dir
 
-    if method not in entry.methods and method != "auto":
-        raise UsageError(f"--method {method!r} is not available for {entry.name}; "
-                         f"choose from {', '.join(entry.methods)}")
+    _check_method(entry, method)
     try:
         out = check_output_dir(out)  # before any sampling: nothing is overwritten or mixed
     except ValueError as err:
         raise UsageError(str(err)) from None
+    trace = (fit_kwargs or {}).get("trace")
+    _RUN.update(out=out, trace=trace, resume=bool((fit_kwargs or {}).get("resume")))
     with stop_requested() as stop:
+        _RUN["flag"] = stop
         return _fit_and_write(entry, data, options, method, draws, tune, chains, cores, seed,
                               progress, out, fit_kwargs, stop, build_flags or {},
-                              fit_flags or {})
+                              fit_flags or {}, recipe)
+
+
+def _check_method(entry, method: str) -> None:
+    if method not in entry.methods and method != "auto":
+        raise UsageError(f"--method {method!r} is not available for {entry.name}; "
+                         f"choose from {', '.join(entry.methods)}")
 
 
 def _fit_and_write(entry, data, options, method, draws, tune, chains, cores, seed, progress,
-                   out, fit_kwargs, stop, build_flags, fit_flags):
+                   out, fit_kwargs, stop, build_flags, fit_flags, recipe=None):
     import pandas as pd
 
     from inference.convergence import check_convergence
@@ -423,6 +559,12 @@ def _fit_and_write(entry, data, options, method, draws, tune, chains, cores, see
     warnings.filterwarnings("ignore", message="sampling was interrupted", category=UserWarning)
     with _flags_named(build_flags):
         model = entry.build(data, **options)
+    if recipe is not None:
+        from inference.trace_store import record_build
+
+        # a trace of this run can then be checked on the model's own statistics
+        record_build(model, recipe)
+    _RUN["stage"] = "sampling"
     print(f"{entry.name}: sampling {chains} chains x {draws} draws (+{tune} tuning); "
           "Ctrl-C stops and keeps the draws made", flush=True)
     start = time.perf_counter()
@@ -445,12 +587,25 @@ def _fit_and_write(entry, data, options, method, draws, tune, chains, cores, see
         print("\n" + str(report).splitlines()[0])
         if not report.passed:
             print(report.advice())
+    stop.arm()  # a result to write: the first Ctrl-C now lets the writing finish
+    _RUN["stage"] = "writing"
     paths = write_results(dt, table, out)
     print("\nwrote " + ", ".join(str(p) for p in paths.values()), flush=True)
     if interrupted or stop.is_set():
-        print(f"ppzoo: interrupted; kept {kept_draws} of {draws} draws in {kept_chains} of "
-              f"{chains} chains (posterior.nc attribute pp_models_interrupted = 1)",
-              file=sys.stderr)
+        folder = paths["posterior"].parent
+        where = f"written to {folder}"
+        if folder != out:
+            where += f"; {out} keeps the complete run it held"
+        trace = (fit_kwargs or {}).get("trace")
+        if trace is not None:
+            where += f"; the trace {trace} holds them too (add --resume to continue it)"
+        if interrupted:
+            print(f"ppzoo: interrupted; kept {kept_draws} of {draws} draws in {kept_chains} "
+                  f"of {chains} chains (marked pp_models_interrupted = 1), {where}",
+                  file=sys.stderr)
+        else:
+            print(f"ppzoo: interrupted while writing; the complete run was {where}",
+                  file=sys.stderr)
         return 130
     return 0
 

@@ -29,10 +29,12 @@ from inference.chains import all_zoo_gibbs, model_cache, sample_gibbs
 from inference.fit_options import check_method_options, pop_step_options
 from inference.gibbs.registry import PYMC_STEPS, get_step, step_for
 from inference.interrupt import raising_sigint, stop_requested
+from inference.log_likelihood import compute_log_likelihood, needed_for_log_likelihood
 from inference.nutpie_cache import reusing_compiled_model
+from inference.posterior_layout import add_derived, move_labels
 from inference.progress import compiling, in_ci
 from inference.trace_store import check_trace_path
-from pp_models.model_info import LABELS_GROUP, ZooModelInfo, get_info
+from pp_models.model_info import ZooModelInfo, get_info
 from pp_models.validation import check_int, check_positive, check_random_seed, check_real
 
 __all__ = ["METHODS", "assign_steps", "describe_steps", "fit"]
@@ -58,6 +60,7 @@ def fit(
     trace=None,
     resume: bool = False,
     trace_flush: float | None = None,
+    log_likelihood: bool = False,
     **method_kwargs,
 ) -> xr.DataTree:
     """Sample (or approximate) the posterior of ``model``.
@@ -110,6 +113,13 @@ def fit(
     trace_flush : float, optional
         Seconds between two writes of each chain's new draws (default 5; ``0``: after
         every draw).
+    log_likelihood : bool
+        Add the pointwise log-likelihood as a ``log_likelihood`` group, so ``az.loo(dt)``
+        and ``az.compare`` work (:func:`inference.log_likelihood.compute_log_likelihood`:
+        for collapsed models the conditional predictive of each observation given the
+        others, otherwise its density with its own latent variable summed out). Variables
+        it needs that the model does not record by default are recorded (collapsed LDA:
+        ``z``). Skipped after a Ctrl-C.
     **method_kwargs
         Passed on: to ``pm.sample`` for ``"nuts"``/``"gibbs"`` (e.g. ``target_accept``,
         ``nuts_sampler``, ``initvals``, ``var_names``); for ``"advi"``: ``n``
@@ -119,6 +129,11 @@ def fit(
     Returns
     -------
     xarray.DataTree
+        The raw labels of a zoo model are in the ``posterior_labels`` group, so PyMC's
+        :func:`pymc.sample_posterior_predictive` and :func:`pymc.compute_log_likelihood`
+        do not find them there (and cannot draw a collapsed model's posterior predictive);
+        use :func:`inference.sample_posterior_predictive` and
+        :func:`inference.compute_log_likelihood`, which take the same arguments.
         After a Ctrl-C during sampling by the zoo's chain loop (every variable updated by
         a zoo Gibbs step): the draws every chain had completed, root attributes
         ``pp_models_interrupted = 1`` and ``pp_models_draws_completed`` (per chain),
@@ -166,6 +181,11 @@ def fit(
         raise ValueError("step is not used by method='advi'; drop it or use method='gibbs'")
     if chosen == "advi" and trace is not None:
         raise ValueError("trace= stores MCMC draws; method='advi' makes none (drop trace=)")
+    if log_likelihood and chosen != "advi":
+        # record what the pointwise terms need (collapsed LDA: z) before any sampling
+        needed = needed_for_log_likelihood(model, method_kwargs.get("var_names"))
+        if needed is not None:
+            method_kwargs["var_names"] = needed
     method_kwargs = check_method_options(model, chosen, method_kwargs)
     trace_options = (None if trace is None
                      else {"trace": trace, "resume": bool(resume), "flush_seconds": trace_flush})
@@ -196,18 +216,22 @@ def fit(
             dt.attrs["pp_models_interrupted"] = 1
 
     with stop_requested() as stop:
+        stop.arm()  # there are draws to keep: a Ctrl-C now skips the optional outputs
         interrupted = bool(dt.attrs.get("pp_models_interrupted", 0)) or stop.is_set()
-        derived = _add_derived(dt, info)
+        derived = add_derived(dt, info)
         if postprocess and info is not None and info.postprocess is not None:
             if interrupted:
                 # the user asked to stop: keep the draws, skip the optional outputs
                 dt.attrs["pp_models_postprocess_skipped"] = 1
             else:
                 dt = info.postprocess(dt)
-        _move_labels(dt, info)
+        move_labels(dt, info)
         interrupted = interrupted or stop.is_set()
+        if log_likelihood and not interrupted:
+            compute_log_likelihood(dt, model)
     if interrupted:
         dt.attrs["pp_models_interrupted"] = 1
+        dt.attrs["pp_models_draws_requested"] = draws
         warnings.warn(
             "sampling was interrupted (Ctrl-C): the result holds the draws completed "
             f"before it ({dt['posterior'].sizes.get('draw', 0)} per chain); "
@@ -555,71 +579,6 @@ def _fit_advi(model, draws, chains, random_seed, progressbar, kwargs):
     kind = "FullRankADVI" if fullrank else "ADVI"
     names = [_untransformed(v.name) for v in model.value_vars]
     return dt, {kind: names}, kind.lower()
-
-
-def _add_derived(dt: xr.DataTree, info: ZooModelInfo | None) -> list[str]:
-    if info is None or not info.derived:
-        return []
-    posterior = dt["posterior"].to_dataset()
-    # a statistic may come from the step's per-draw stats (e.g. computed from counts the
-    # step holds) instead of traced variables: offer both, the posterior's names first
-    source = posterior
-    if "sample_stats" in dt.children:
-        stats = dt["sample_stats"].to_dataset()
-        extra = {k: v for k, v in stats.data_vars.items() if k not in posterior}
-        if extra:
-            source = posterior.assign(extra)
-    added = {}
-    for stat in info.derived:
-        try:
-            value = stat.function(source)
-        except KeyError:
-            # A variable the statistic needs was left out of the trace (var_names).
-            continue
-        value = value.assign_coords(chain=posterior["chain"], draw=posterior["draw"])
-        # ArviZ's plots select by coordinate: every dim needs one (as PyMC gives its own)
-        value = value.assign_coords({d: np.arange(value.sizes[d]) for d in value.dims
-                                     if d not in value.coords})
-        if stat.description:
-            value.attrs["description"] = stat.description
-        added[stat.name] = _plottable(value)
-    dt["posterior"] = xr.DataTree(posterior.assign(added))
-    return list(added)
-
-
-def _plottable(value: xr.DataArray) -> xr.DataArray:
-    """``value`` as floats when it is an integer statistic with an element constant over
-    every draw (e.g. the number of occupied components): ArviZ's rank plot of a
-    constant integer fails (its discrete ECDF needs two distinct values)."""
-    if not np.issubdtype(value.dtype, np.integer):
-        return value
-    flat = np.asarray(value.values).reshape(value.shape[0] * value.shape[1], -1)
-    if flat.size and np.any(np.ptp(flat, axis=0) == 0):
-        return value.astype(np.float64)
-    return value
-
-
-def _move_labels(dt: xr.DataTree, info: ZooModelInfo | None) -> None:
-    """Move the model's raw labelled variables from ``posterior`` to ``posterior_labels``.
-
-    ArviZ summarises and plots the ``posterior`` group by default; there the labels'
-    R-hat looks like a failed fit (chains visit different permutations) and LDA's are
-    tens of thousands of rows. They stay in the result, one group over
-    (:func:`pp_models.model_info.posterior_with_labels` joins the two).
-    """
-    if info is None or not info.label_variables:
-        return
-    posterior = dt["posterior"].to_dataset()
-    moved = [v for v in info.label_variables if v in posterior.data_vars]
-    if not moved:
-        return
-    labels = posterior[moved]
-    kept = posterior.drop_vars(moved)
-    used = {d for v in kept.data_vars.values() for d in v.dims} | {"chain", "draw"}
-    # coordinates of dimensions only the labels had would show as empty dims
-    kept = kept.drop_vars([c for c in kept.coords if not set(kept[c].dims) <= used])
-    dt["posterior"] = xr.DataTree(kept)
-    dt[LABELS_GROUP] = xr.DataTree(labels)
 
 
 def _trim_unfinished(dt: xr.DataTree) -> xr.DataTree:

@@ -3,9 +3,17 @@
 Python's default SIGINT handler raises ``KeyboardInterrupt`` wherever the interpreter is,
 including on the way out of a Numba kernel (``SystemError: CPUDispatcher(...) returned a
 result with an exception set``) or half-way through writing a file. :func:`stop_requested`
-replaces it for the duration of a block: the first Ctrl-C only sets a flag that the
-sampling loop checks between draws and ``fit`` / the CLI check between stages; a second
-Ctrl-C raises ``KeyboardInterrupt`` at once (the user insists).
+replaces it for the duration of a block: once there is work to keep (the flag is
+*armed*: the samplers arm it when their first draw is made, ``fit`` before its
+post-processing, the CLI before writing), the first Ctrl-C only sets a flag that the
+sampling loop checks between draws and ``fit`` / the CLI check between stages, and a
+second Ctrl-C raises ``KeyboardInterrupt`` at once (the user insists). Before that --
+importing, building the model, compiling -- there is nothing to keep, and the first
+Ctrl-C raises at once (a compile can take a minute on a cold cache).
+
+A "second" Ctrl-C is the second SIGINT this process received, not the flag being set
+already: a terminal's Ctrl-C reaches the chain workers too, which set the flag (through
+their event) at the same moment, and the parent must still take it as the first.
 
 Blocks nest: an inner ``stop_requested()`` shares the outer flag, so one Ctrl-C is seen
 by every level. Worker processes get a ``multiprocessing.Event`` through
@@ -27,6 +35,12 @@ class StopFlag:
     def __init__(self):
         self._set = False
         self._events: list = []
+        self.armed = False
+        self.signals = 0  # SIGINTs this process received while the flag was installed
+
+    def arm(self) -> None:
+        """There is work to keep from now on: the first Ctrl-C only sets the flag."""
+        self.armed = True
 
     def is_set(self) -> bool:
         return self._set or any(e.is_set() for e in self._events)
@@ -68,9 +82,11 @@ def stop_requested():
         return
 
     def handler(signum, frame):
-        if flag.is_set():
-            # the second Ctrl-C: stop waiting
+        flag.signals += 1
+        if flag.signals > 1 or not flag.armed:
+            # the second Ctrl-C (stop waiting), or one before there is anything to keep
             signal.signal(signal.SIGINT, signal.default_int_handler)
+            flag.set()
             raise KeyboardInterrupt
         flag.set()
 
@@ -93,6 +109,7 @@ def raising_sigint(flag: StopFlag):
         return
 
     def handler(signum, frame):
+        flag.signals += 1
         flag.set()
         raise KeyboardInterrupt
 

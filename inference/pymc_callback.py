@@ -21,7 +21,7 @@ import json
 import numpy as np
 from pymc.util import is_transformed_name
 
-from inference.trace_store import FLUSH_SECONDS, ChainState, TraceStore
+from inference.trace_store import FLUSH_SECONDS, ChainState, TraceStore, model_attributes
 
 __all__ = ["SampleCallback"]
 
@@ -50,6 +50,9 @@ class SampleCallback:
         self._started: set[int] = set()
 
     def __call__(self, trace, draw):
+        # a draw exists: from here on a Ctrl-C keeps the draws made (before, while PyMC
+        # compiles, it stops the run at once)
+        self.stop.arm()
         if self.user is not None:
             self.user(trace=trace, draw=draw)
         if self.stop.is_set() and draw.chain not in self._started:
@@ -115,7 +118,7 @@ class SampleCallback:
         value_vars = {k: [list(np.shape(v)), str(np.asarray(v).dtype)]
                       for k, v in draw.point.items()}
         attrs = {"var_names": list(posterior), "value_vars": json.dumps(value_vars),
-                 "steps": ["pm.sample"]}
+                 "steps": ["pm.sample"], **model_attributes(model)}
         return TraceStore.create(self.path, posterior=posterior, stats=stats, coords=coords,
                                  data_groups=_data_groups(model, {}), attrs=attrs,
                                  **self.sizes)

@@ -2,7 +2,8 @@
 
 The files are written into a hidden staging folder that then replaces the output folder
 by renames, so an interrupted run never leaves a truncated file under the final name nor
-one run's files beside another's.
+one run's files beside another's. A partial (interrupted) result never replaces a
+complete one: it goes beside it, into ``<out>.interrupted``.
 """
 
 from __future__ import annotations
@@ -20,7 +21,8 @@ import xarray as xr
 
 from inference.summary import label_variable_names
 
-__all__ = ["RESULT_FILES", "check_output_dir", "plot_trace", "write_results"]
+__all__ = ["RESULT_FILES", "check_output_dir", "holds_complete_result", "plot_trace",
+           "result_folder", "write_results"]
 
 
 #: The files :func:`write_results` writes; a folder holding only these (or nothing) is a
@@ -35,6 +37,7 @@ FAMILY_PLOTS = {
     "dpm": ("clustering", "pp_models.dpm.outputs:plot_results"),
     "ggm": ("graph", "pp_models.ggm.outputs:plot_results"),
     "ibp_fa": ("features", "pp_models.ibp_fa.outputs:plot_results"),
+    "iomm": ("memberships", "pp_models.iomm.outputs:plot_results"),
     "lda": ("topics", "pp_models.lda:plot_top_words"),
     "mixture_of_trees": ("structure", "pp_models.mixture_of_trees.outputs:plot_structure"),
     "pydt": ("tree", "pp_models.pydt.outputs:plot_results"),
@@ -69,18 +72,56 @@ def check_output_dir(out_dir: str | os.PathLike) -> Path:
     return out
 
 
+def holds_complete_result(out_dir: str | os.PathLike) -> bool:
+    """Whether ``out_dir`` holds a result of a run that was not interrupted."""
+    path = Path(out_dir) / "posterior.nc"
+    if not path.is_file():
+        return False
+    try:
+        import h5netcdf
+
+        with h5netcdf.File(path, "r") as f:
+            return not int(f.attrs.get("pp_models_interrupted", 0))
+    except Exception:  # not a readable result (a broken or foreign file): replaceable
+        return False
+
+
+def _is_partial(dt: xr.DataTree) -> bool:
+    return bool(dt.attrs.get("pp_models_interrupted", 0))
+
+
+def result_folder(dt: xr.DataTree, out_dir: str | os.PathLike) -> Path:
+    """The folder :func:`write_results` writes ``dt`` into for ``out_dir``: ``out_dir``
+    itself, unless ``dt`` is a partial (interrupted) result and ``out_dir`` holds a
+    complete one, which it must not replace; then ``<out_dir>.interrupted`` (or
+    ``.interrupted-2``, ... when that name holds something else than a partial result)."""
+    out = Path(out_dir)
+    if not (_is_partial(dt) and holds_complete_result(out)):
+        return out
+    for k in range(1, 1000):
+        beside = out.with_name(out.name + (".interrupted" if k == 1 else f".interrupted-{k}"))
+        try:
+            check_output_dir(beside)
+        except ValueError:
+            continue
+        if not holds_complete_result(beside):
+            return beside
+    raise ValueError(f"--out: no free name beside {out} for the interrupted run")
+
+
 def write_results(dt: xr.DataTree, table: pd.DataFrame, out_dir: str | os.PathLike) -> dict:
     """Write ``posterior.nc``, ``summary.csv`` and ``trace.png`` into ``out_dir``.
 
     The files are written into a new hidden folder beside ``out_dir`` which then takes
     its place by renames: ``out_dir`` holds either the previous run's files or this
     run's, never a mix, whenever the process is stopped. A previous result in
-    ``out_dir`` is replaced; a folder with other files is refused
+    ``out_dir`` is replaced, except a complete one by a partial one (``dt`` interrupted):
+    that goes beside it (:func:`result_folder`); a folder with other files is refused
     (:func:`check_output_dir`).
 
-    Returns the paths written, by kind.
+    Returns the paths written, by kind (all in one folder).
     """
-    out = check_output_dir(out_dir)
+    out = check_output_dir(result_folder(dt, check_output_dir(out_dir)))
     out.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}.", suffix=".new"))
     try:

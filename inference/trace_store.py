@@ -42,7 +42,7 @@ import numpy as np
 import xarray as xr
 
 __all__ = ["ChainState", "ChainWriter", "TraceStore", "check_trace_path", "is_trace",
-           "read_trace"]
+           "model_attributes", "read_trace", "record_build"]
 
 FORMAT = 1
 _CHAINS_DIR = "_chains"
@@ -114,6 +114,31 @@ def check_trace_path(path, *, resume: bool) -> Path:
     if not os.access(parent, os.W_OK | os.X_OK):
         raise ValueError(f"trace: cannot create {path}: the folder {parent} is not writable")
     return path
+
+
+#: the model attribute holding how ``ppzoo`` built it (see :func:`record_build`)
+_BUILD_ATTRIBUTE = "_pp_models_build"
+
+
+def record_build(model, recipe: dict) -> None:
+    """Remember on ``model`` how to build it again (``ppzoo``: the family, its options,
+    the data set or CSV file); a trace of it stores the recipe, so ``ppzoo check TRACE``
+    can compute the model's label-invariant statistics from the stored draws."""
+    object.__setattr__(model, _BUILD_ATTRIBUTE, dict(recipe))
+
+
+def model_attributes(model) -> dict:
+    """Root attributes a new trace of ``model`` records besides the sizes: the family,
+    the raw label variables (which a check leaves out) and the build recipe, if any."""
+    from pp_models.model_info import get_info
+
+    info = get_info(model)
+    attrs = {"family": info.family if info else "",
+             "label_variables": list(info.label_variables) if info else []}
+    recipe = getattr(model, _BUILD_ATTRIBUTE, None)
+    if recipe is not None:
+        attrs["build"] = json.dumps(recipe)
+    return attrs
 
 
 def _writer_id() -> dict:
@@ -323,11 +348,26 @@ class TraceStore:
                            start_seconds=start_seconds)
 
 
-def read_trace(path) -> xr.DataTree:
-    """Read a trace folder (complete or partial) as a DataTree, see :meth:`TraceStore.read`."""
+def read_trace(path, *, model=None) -> xr.DataTree:
+    """Read a trace folder (complete or partial) as a DataTree, see :meth:`TraceStore.read`.
+
+    With the ``model`` that made it, the model's label-invariant statistics are added and
+    its raw labels moved to ``posterior_labels``, as ``fit`` lays its result out
+    (:func:`inference.posterior_layout.lay_out`); without it, the root attribute
+    ``pp_models_label_variables`` still names the raw labels (from the trace).
+    """
     if not is_trace(path):
         raise ValueError(f"{path} is not a pp-models trace")
-    return TraceStore(path).read()
+    store = TraceStore(path)
+    dt = store.read()
+    if model is not None:
+        from inference.posterior_layout import lay_out
+
+        return lay_out(dt, model)
+    dt.attrs["pp_models_family"] = store.attrs.get("family", "")
+    dt.attrs["pp_models_label_variables"] = json.dumps(
+        list(store.attrs.get("label_variables", [])))
+    return dt
 
 
 def _write_all(writes, selection) -> None:

@@ -9,6 +9,7 @@ registry key (a string) and resolved by ``inference.gibbs.registry``.
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -23,12 +24,21 @@ __all__ = [
     "StepHint",
     "ZooModelInfo",
     "attach_info",
+    "draws_dataset",
     "get_info",
+    "observed_data",
     "posterior_with_labels",
+    "row_dim",
     "weights_sorted",
+    "zoo_model_of",
 ]
 
 _ATTRIBUTE = "_pp_models_info"
+
+#: every live model a factory attached a ZooModelInfo to (weakly: a model nobody holds
+#: goes), so a step assignment that is handed a random variable without the model
+#: context -- ``pm.sample(model=m)`` -- can still find the model it belongs to
+_ZOO_MODELS: weakref.WeakSet = weakref.WeakSet()
 
 
 @dataclass(frozen=True)
@@ -118,6 +128,7 @@ def attach_info(model: pm.Model, info: ZooModelInfo) -> pm.Model:
     if not isinstance(info, ZooModelInfo):
         raise TypeError(f"info must be a ZooModelInfo, got {type(info).__name__}")
     object.__setattr__(model, _ATTRIBUTE, info)
+    _ZOO_MODELS.add(model)
     # the first zoo model registers the zoo with PyMC's step assignment, so pm.sample
     # uses the zoo's steps (or warns that they are not loaded); later ones find it there
     from pp_models.step_assignment import install
@@ -129,6 +140,56 @@ def attach_info(model: pm.Model, info: ZooModelInfo) -> pm.Model:
 def get_info(model: pm.Model) -> ZooModelInfo | None:
     """The :class:`ZooModelInfo` a zoo factory attached, or ``None`` for a user model."""
     return getattr(model, _ATTRIBUTE, None)
+
+
+def zoo_model_of(var) -> pm.Model | None:
+    """The zoo model (one with a :class:`ZooModelInfo`) that ``var`` is a free random
+    variable of, or ``None``.
+
+    PyMC's step assignment asks each step class's ``competence`` about a random variable
+    alone. Inside ``with model:`` the model is the context; ``pm.sample(model=m)`` sets
+    no context, so the model is looked up among the live zoo models instead (the
+    context's first), and both spellings choose the same steps.
+    """
+    context = pm.Model.get_context(error_if_none=False)
+    candidates = [context] if context is not None else []
+    candidates += [m for m in list(_ZOO_MODELS) if m is not context]
+    for model in candidates:
+        if get_info(model) is not None and any(rv is var for rv in model.free_RVs):
+            return model
+    return None
+
+
+def observed_data(model: pm.Model, name: str) -> np.ndarray:
+    """The values observed for the variable ``name`` of ``model`` (a constant or
+    ``pm.Data``)."""
+    data = model.rvs_to_values[model[name]]
+    return np.asarray(data.get_value() if hasattr(data, "get_value") else data.data)
+
+
+def draws_dataset(posterior: xr.Dataset, model: pm.Model, name: str, values,
+                  dims=None) -> xr.Dataset:
+    """``{name: values}`` with dims ``(chain, draw, *dims)`` and the posterior's chain and
+    draw coordinates; ``dims`` default to the model's dims of ``name`` (named
+    ``<name>_dim_<i>`` when it has none), with the model's coordinates where it has them
+    (as PyMC lays out its own draws)."""
+    values = np.asarray(values)
+    if dims is None:
+        dims = model.named_vars_to_dims.get(name) or tuple(
+            f"{name}_dim_{i}" for i in range(values.ndim - 2))
+    coords = {"chain": posterior["chain"].values, "draw": posterior["draw"].values}
+    for d, size in zip(dims, values.shape[2:], strict=True):
+        known = model.coords.get(d)
+        coords[d] = (np.asarray(known) if known is not None and len(known) == size
+                     else np.arange(size))
+    return xr.Dataset({name: (("chain", "draw", *dims), values)}, coords=coords)
+
+
+def row_dim(model: pm.Model, name: str) -> str:
+    """The dimension of the observed variable ``name`` that indexes its observations
+    (its first: the model's name for it, or PyMC's ``<name>_dim_0``)."""
+    dims = model.named_vars_to_dims.get(name)
+    return dims[0] if dims else f"{name}_dim_0"
 
 
 def weights_sorted(posterior: xr.Dataset, name: str = "w") -> xr.DataArray:

@@ -95,11 +95,9 @@ class ZooStepsNotLoaded:
             return _provider[0].competence(var, has_grad)
         if zoo_steps_loaded():
             return Competence.INCOMPATIBLE
-        import pymc as pm
+        from pp_models.model_info import get_info, zoo_model_of
 
-        from pp_models.model_info import get_info
-
-        model = pm.Model.get_context(error_if_none=False)
+        model = zoo_model_of(var)  # the context, or the zoo model of pm.sample(model=)
         info = get_info(model) if model is not None else None
         if info is None or not _wants_zoo_step(var, info):
             return Competence.INCOMPATIBLE
@@ -111,7 +109,7 @@ class ZooStepsNotLoaded:
             warnings.warn(
                 f"pm.sample is giving {var.name!r} of this zoo {info.family} model to "
                 "PyMC's own samplers, because the zoo's Gibbs steps are not loaded: "
-                "`import inference` before pm.sample (it registers them), or use "
+                "`import inference.gibbs` before pm.sample (it registers them), or use "
                 "`inference.fit(model)`. PyMC's generic steps can mix very slowly here.",
                 UserWarning,
                 stacklevel=2,

@@ -57,6 +57,7 @@ FAMILY_KEYWORDS = (
     ("bhc", ("bhc", "hierarchical_clustering")),
     ("bayesian_sets", ("bayesian_sets",)),
     ("lda", ("lda",)),
+    ("iomm", ("iomm", "overlapping")),
     ("ibp_fa", ("ibp",)),
     ("ggm", ("ggm", "glasso", "graphical")),
     ("finite_mixture", ("finite_mixture",)),

@@ -31,6 +31,7 @@ FAST_ARGS = {
     "lda_topics": ["--fast"],
     "gaussian_graphical_models": ["--fast"],
     "ibp_factor_analysis": ["--fast"],
+    "iomm": ["--fast"],
     "mixtures_of_trees": ["--fast"],
     "pitman_yor_diffusion_tree": ["--fast"],
     "testing_your_sampler": ["--fast"],

@@ -5,5 +5,7 @@
   given tree by the BHC recursion, its pullback and its Numba registration);
 - :mod:`custom_ops.bhc.builders`: the tree builders' kernels (greedy agglomeration with a
   heap of the nodes' best merges, the randomized builders' filters, the tree predictive,
-  node statistics).
+  node statistics);
+- :mod:`custom_ops.bhc.predictive`: each row's conditional predictive given the others
+  under a fixed tree (the pointwise log-likelihood for LOO).
 """

@@ -8,5 +8,5 @@ DPM's Gibbs steps (:mod:`inference.gibbs.dpm`).
 - :mod:`custom_ops.dpm.gibbs`: the CRP samplers' sweeps (collapsed and auxiliary-variable
   Gibbs, split-merge);
 - :mod:`custom_ops.dpm.predictive`: the posterior predictive density on a grid, summed
-  over draws.
+  over draws, and each row's conditional predictive given the others (LOO).
 """

@@ -11,6 +11,9 @@ density of a new row on a grid, summed over posterior draws
 * :func:`normal_mixture_density`: mixtures of diagonal normals with given weights per
   draw (stick-breaking draws, the occupied slots of non-conjugate CRP draws, a Monte
   Carlo prior predictive), by log-sum-exp over the components at each point.
+* :func:`crp_conjugate_loo_log_predictive`: per draw and row, the conditional predictive
+  ``log p(x_i | z_{-i}, X_{-i})`` of the row given the others' tables (the pointwise
+  log-likelihood for LOO, :mod:`pp_models.dpm.predictive`).
 
 One pass over the draws with the per-table statistics accumulated row by row, instead of
 a Python loop over draws x tables calling SciPy on the whole grid each time.
@@ -22,10 +25,17 @@ import math
 
 import numpy as np
 
-from custom_ops.conjugate import add, log_predictive_columns, stats_size
+from custom_ops.conjugate import (
+    add,
+    log_predictive,
+    log_predictive_columns,
+    remove,
+    stats_size,
+)
 from custom_ops.jit import njit_exact
 
-__all__ = ["crp_conjugate_predictive_density", "normal_mixture_density"]
+__all__ = ["crp_conjugate_loo_log_predictive", "crp_conjugate_predictive_density",
+           "normal_mixture_density"]
 
 _LOG_SQRT_2PI = 0.5 * math.log(2.0 * math.pi)
 
@@ -126,3 +136,54 @@ def normal_mixture_density(weights, mu, sigma, points):
                 acc += math.exp(terms[k] - top)
             dens[g] += math.exp(math.log(acc) + top)
     return dens
+
+
+@njit_exact
+def crp_conjugate_loo_log_predictive(fam, X, labels, alphas, discount, hps, out):
+    """``out[s, i] = log p(x_i | z_{-i}, X_{-i})`` for every draw ``s`` and row ``i``.
+
+    Row ``i`` taken out of its table, the others' CRP seats it at table k with
+    probability (n_k - d) / (n - 1 + a_s) and at a new table with (a_s + K d) / (n - 1 +
+    a_s) (Pitman 2006 Eq. 3.6, over the K tables the other rows occupy), and each table
+    predicts it by its conjugate posterior predictive (the new one by the prior
+    predictive); the log of the sum over tables (Neal 2000 Algorithm 3's normaliser).
+
+    ``fam``: conjugate family code; ``X`` (n, d); ``labels`` (S, n) int64 (any labels
+    >= 0); ``alphas`` (S,); ``discount`` the Pitman-Yor d; ``hps`` (S, H) or (1, H)
+    packed hyperparameters; ``out`` (S, n).
+    """
+    S, n = labels.shape
+    d = X.shape[1]
+    size = stats_size(fam, d)
+    terms = np.empty(n + 1)
+    for s in range(S):
+        K = 0
+        for i in range(n):
+            K = max(K, labels[s, i] + 1)
+        stats = np.zeros((K + 1, size))  # row K stays empty: the new table
+        for i in range(n):
+            add(fam, stats[labels[s, i]], X[i])
+        hp = hps[s] if hps.shape[0] > 1 else hps[0]
+        a = alphas[s]
+        norm = math.log(n - 1.0 + a)
+        for i in range(n):
+            k0 = labels[s, i]
+            remove(fam, stats[k0], X[i])
+            m = 0
+            for k in range(K):
+                if stats[k, 0] > 0.5:
+                    terms[m] = (math.log(stats[k, 0] - discount) - norm
+                                + log_predictive(fam, X[i], stats[k], hp))
+                    m += 1
+            terms[m] = (math.log(a + m * discount) - norm
+                        + log_predictive(fam, X[i], stats[K], hp))
+            m += 1
+            top = terms[0]
+            for j in range(1, m):
+                top = max(top, terms[j])
+            acc = 0.0
+            for j in range(m):
+                acc += math.exp(terms[j] - top)
+            out[s, i] = top + math.log(acc)
+            add(fam, stats[k0], X[i])
+    return out

@@ -5,7 +5,9 @@
 - :mod:`custom_ops.mixture_of_trees.discrete`: mixtures of trees over discrete data
   (BDeu CPTs integrated out): the collapsed likelihood Op, assignment sweeps, draws;
 - :mod:`custom_ops.mixture_of_trees.gaussian`: mixtures of Gaussian trees (hyper inverse
-  Wishart parameters integrated out): the same pieces.
+  Wishart parameters integrated out): the same pieces;
+- :mod:`custom_ops.mixture_of_trees.predictive`: each row's conditional predictive given
+  the others (LOO) and replicated rows (the posterior predictive), both kinds.
 
 The spanning-tree kernels they share are :mod:`custom_ops.trees.spanning`.
 """

@@ -47,6 +47,7 @@ __all__ = [
     "GaussianTreeMixtureLogp",
     "gaussian_assignment_sweep",
     "gaussian_component_stats",
+    "gaussian_tree_draw_row",
     "gaussian_tree_edge_log_weights",
     "gaussian_tree_log_marginal",
     "gaussian_tree_mixture_logp",
@@ -210,37 +211,47 @@ def _student_t(rng, loc, scale2, dof):
 
 
 @njit_exact
+def gaussian_tree_draw_row(rng, parents_k, order, stats, m0, kappa0, delta, S0, row):
+    """One row from the posterior predictive ``p(x | D, T)`` of the rows with NIW
+    statistics ``stats`` under tree ``parents_k`` (``order``: parents before children):
+    the root from its Student-t, then every child from the conditional of its edge's
+    bivariate Student-t given its parent. Writes ``row``."""
+    V = parents_k.shape[0]
+    for v in order:
+        p = parents_k[v]
+        if p < 0:
+            m, k0, nu, S = _sub_hyper(m0, kappa0, delta, S0, v, -1)
+            kn, nn, mn, Sn = gaussian_posterior(_sub_stats(stats, V, v, -1), m, k0, nu, S)
+            dof = nn
+            row[v] = _student_t(rng, mn[0], Sn[0, 0] * (kn + 1.0) / (kn * dof), dof)
+        else:
+            m, k0, nu, S = _sub_hyper(m0, kappa0, delta, S0, p, v)
+            kn, nn, mn, Sn = gaussian_posterior(_sub_stats(stats, V, p, v), m, k0, nu, S)
+            dof = nn - 1.0
+            c = (kn + 1.0) / (kn * dof)  # shape matrix c * Sn, dof
+            s11 = c * Sn[0, 0]
+            s12 = c * Sn[0, 1]
+            s22 = c * Sn[1, 1]
+            d1 = row[p] - mn[0]
+            loc = mn[1] + s12 / s11 * d1
+            scale2 = (dof + d1 * d1 / s11) / (dof + 1.0) * (s22 - s12 * s12 / s11)
+            row[v] = _student_t(rng, loc, scale2, dof + 1.0)
+    return row
+
+
+@njit_exact
 def sample_gaussian_tree_mixture_data(rng, z, parents, m0, kappa0, delta, S0, out):
     """Data given assignments and trees with the parameters integrated out: the rows of
     each component one after another from the posterior predictive of the rows drawn
-    before (a Pólya-urn draw of the marginal), each row root first (a Student-t), then
-    every child from the conditional of its edge's bivariate Student-t given its
-    parent (parents before children: :func:`breadth_first_order`)."""
+    before (a Pólya-urn draw of the marginal), each row by :func:`gaussian_tree_draw_row`
+    (parents before children: :func:`breadth_first_order`)."""
     K, V = parents.shape
     for k in range(K):
         order = breadth_first_order(parents[k])
         stats = np.zeros(1 + V + V * V)
         for i in np.nonzero(z == k)[0]:
-            for v in order:
-                p = parents[k, v]
-                if p < 0:
-                    m, k0, nu, S = _sub_hyper(m0, kappa0, delta, S0, v, -1)
-                    kn, nn, mn, Sn = gaussian_posterior(_sub_stats(stats, V, v, -1), m, k0, nu, S)
-                    dof = nn
-                    out[i, v] = _student_t(rng, mn[0], Sn[0, 0] * (kn + 1.0) / (kn * dof),
-                                           dof)
-                else:
-                    m, k0, nu, S = _sub_hyper(m0, kappa0, delta, S0, p, v)
-                    kn, nn, mn, Sn = gaussian_posterior(_sub_stats(stats, V, p, v), m, k0, nu, S)
-                    dof = nn - 1.0
-                    c = (kn + 1.0) / (kn * dof)  # shape matrix c * Sn, dof
-                    s11 = c * Sn[0, 0]
-                    s12 = c * Sn[0, 1]
-                    s22 = c * Sn[1, 1]
-                    d1 = out[i, p] - mn[0]
-                    loc = mn[1] + s12 / s11 * d1
-                    scale2 = (dof + d1 * d1 / s11) / (dof + 1.0) * (s22 - s12 * s12 / s11)
-                    out[i, v] = _student_t(rng, loc, scale2, dof + 1.0)
+            gaussian_tree_draw_row(rng, parents[k], order, stats, m0, kappa0, delta, S0,
+                                   out[i])
             gaussian_add(stats, out[i])
     return out
 

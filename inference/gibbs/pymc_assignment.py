@@ -10,8 +10,11 @@ is ``IDEAL`` for a variable of a zoo model (one a factory attached a
 hints or drawn from a distribution a registered step claims -- and otherwise
 ``INCOMPATIBLE``, leaving PyMC's choice untouched. PyMC then "instantiates" it with the
 variables it won; that builds the steps :func:`inference.fit.assign_steps` would,
-hint options included. So ``with dpm.model(X): pm.sample()`` samples the partition with
-the collapsed CRP step instead of Metropolis.
+hint options included. So ``with dpm.model(X): pm.sample()`` and
+``pm.sample(model=dpm.model(X))`` sample the partition with the collapsed CRP step
+instead of Metropolis (PyMC asks about a variable without its model; the model is the
+context or, without one, the live zoo model the variable belongs to:
+:func:`pp_models.model_info.zoo_model_of`).
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ import pymc as pm
 from pymc.step_methods.compound import Competence, CompoundStep
 
 from inference.gibbs.registry import PYMC_STEPS, step_for
-from pp_models.model_info import get_info
+from pp_models.model_info import get_info, zoo_model_of
 from pp_models.step_assignment import register_provider
 
 __all__ = ["ZooAssignment"]
@@ -37,7 +40,9 @@ class ZooAssignment:
 
     @classmethod
     def competence(cls, var, has_grad=None) -> Competence:
-        model = pm.Model.get_context(error_if_none=False)
+        # the model context (``with model: pm.sample()``) or, for ``pm.sample(model=m)``,
+        # the live zoo model ``var`` belongs to
+        model = zoo_model_of(var)
         info = get_info(model) if model is not None else None
         if info is None:
             return Competence.INCOMPATIBLE

@@ -5,7 +5,6 @@ from __future__ import annotations
 from importlib import resources
 
 import numpy as np
-import pandas as pd
 
 from pp_models.datasets.registry import Dataset, register_dataset
 
@@ -25,6 +24,8 @@ PROVENANCE = (
 )
 def load_iris() -> Dataset:
     """Load iris: ``data`` is (150, 4) float, ``target`` the species codes 0..2."""
+    import pandas as pd  # here: `ppzoo list` lists the data sets without pandas
+
     with resources.files("pp_models.datasets").joinpath("data/iris.csv").open() as f:
         frame = pd.read_csv(f)
     species = frame.pop("species")

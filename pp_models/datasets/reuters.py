@@ -7,11 +7,14 @@ the test corpus of the ``lda`` package 3.0.2, MPL-2.0).
 from __future__ import annotations
 
 from importlib import resources
+from typing import TYPE_CHECKING
 
 import numpy as np
-import scipy.sparse as sp
 
 from pp_models.datasets.registry import Dataset, register_dataset
+
+if TYPE_CHECKING:
+    import scipy.sparse as sp
 
 __all__ = ["PROVENANCE", "load_reuters"]
 
@@ -47,6 +50,8 @@ def _parse_ldac(text: str, n_words: int) -> sp.csr_matrix:
             indices.append(int(word))
             data.append(int(count))
         indptr.append(len(indices))
+    import scipy.sparse as sp  # here: `ppzoo list` lists the data sets without SciPy
+
     counts = sp.csr_matrix(
         (np.asarray(data, dtype=np.int64), np.asarray(indices), np.asarray(indptr)),
         shape=(len(indptr) - 1, n_words),

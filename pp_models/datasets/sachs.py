@@ -10,7 +10,6 @@ from __future__ import annotations
 from importlib import resources
 
 import numpy as np
-import pandas as pd
 
 from pp_models.datasets.registry import Dataset, register_dataset
 
@@ -47,6 +46,8 @@ def load_sachs() -> Dataset:
         edges); ``extras["consensus_adjacency"]``: its skeleton as an (11, 11) bool
         matrix in ``feature_names`` order.
     """
+    import pandas as pd  # here: `ppzoo list` lists the data sets without pandas
+
     with _open("sachs_continuous.csv") as f:
         frame = pd.read_csv(f)
     with _open("consensus_edges.csv") as f:

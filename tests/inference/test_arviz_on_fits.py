@@ -3,7 +3,8 @@
 Each family is fitted once (module-scoped) on the first 40 rows of its default data set
 with a few draws; the matrix then calls ``az.summary``, ``az.plot_trace_dist``,
 ``az.plot_rank``, ``az.plot_forest``, ``az.plot_ess`` and ``az.plot_dist`` on the
-DataTree exactly as a user would.
+DataTree exactly as a user would, ``az.loo`` on its pointwise log-likelihood, and draws
+its posterior predictive.
 """
 
 from __future__ import annotations
@@ -69,8 +70,11 @@ def fits():
                 # were ~25 CPU-s, 12 of them for finite_mixture alone)
                 # cores=1: the chains run one after the other in this process, so a cold
                 # cache compiles each family's kernels once, not once per chain worker
+                # log_likelihood=True: az.loo works on it as on a pm.sample result with a
+                # log_likelihood group (LDA records its token topics for it)
                 cache[name] = (model, fit(model, draws=20, tune=20, chains=2, cores=1,
-                                          random_seed=3, progressbar=False, **extra))
+                                          random_seed=3, progressbar=False,
+                                          log_likelihood=True, **extra))
         return cache[name]
 
     return get
@@ -144,3 +148,48 @@ def test_no_dimension_name_collides_with_arviz(fits, family):
     _, dt = fits(family)
     for group in dt.children.values():
         assert not set(group.dims) & ARVIZ_DIMS, (group.name, set(group.dims) & ARVIZ_DIMS)
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_loo_reads_the_pointwise_log_likelihood_of_every_family(fits, family):
+    # before, az.loo(dt) raised "log likelihood not found" on every family
+    _model, dt = fits(family)
+    (name,) = dt["log_likelihood"].data_vars
+    ll = dt["log_likelihood"][name]
+    # one term per observation: rows (tokens for LDA, samples for IBP factor analysis)
+    assert ll.dims[:2] == ("chain", "draw") and ll.ndim == 3
+    assert np.all(np.isfinite(ll.values))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # Pareto k remarks on 40 draws
+        try:
+            loo = az.loo(dt)
+        except ValueError as err:
+            # ArviZ 1.x refuses an observation whose largest importance ratios are all
+            # equal (R's loo warns): draws repeating a state (a rejected move) can fill
+            # the tail of 40 draws; that must be why
+            assert "All tail values are the same" in str(err)
+            ratios = -ll.values.reshape(-1, ll.shape[2])
+            tail = int(min(0.2 * ratios.shape[0], 3 * np.sqrt(ratios.shape[0])))
+            top = np.sort(ratios, axis=0)[-tail:]
+            assert np.any(np.ptp(top, axis=0) == 0)
+            return
+    assert np.isfinite(loo.elpd) and loo.n_data_points == ll.shape[2]
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_posterior_predictive_of_every_family_has_the_datas_shape(fits, family):
+    # before, pm.sample_posterior_predictive(dt, model=m) sampled the labels from their
+    # prior (Sampling: [X, mu, sigma, w, z]); the zoo's function uses the fit's draws
+    from inference import sample_posterior_predictive
+
+    model, dt = fits(family)
+    with pytensor.config.change_flags(mode=PYTHON_MODE):
+        pp = sample_posterior_predictive(dt, model, random_seed=1)
+    (name,) = pp["posterior_predictive"].data_vars
+    draws = pp["posterior_predictive"][name]
+    observed = pp["observed_data"][name]
+    assert draws.shape == (2, 20, *observed.shape)
+    assert draws.dims[2:] == observed.dims
+    values = np.asarray(draws.values, dtype=float)
+    assert np.all(np.isfinite(values))
+    assert np.ptp(values, axis=(0, 1)).max() > 0  # replicates differ between draws

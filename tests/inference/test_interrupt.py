@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 import xarray as xr
 
@@ -36,9 +37,35 @@ WRAPPER = """
 import os, signal, sys
 from pathlib import Path
 marker, moment = sys.argv[1], sys.argv[2]
+if moment == "import":
+    class SignalOnPyMC:
+        # a real SIGINT while the family's imports (PyMC) are under way
+        def find_spec(self, name, path=None, target=None):
+            if name == "pymc":
+                sys.meta_path.remove(self)
+                Path(marker).touch()
+                os.kill(os.getpid(), signal.SIGINT)
+            return None
+    sys.meta_path.insert(0, SignalOnPyMC())
+    from inference.cli import main
+    sys.argv = ["ppzoo", *sys.argv[3:]]
+    sys.exit(main())
 import inference.chains as chains
 import inference.report as report
 
+if moment == "compile":
+    import contextlib, time
+    import inference.fit
+    fit_module = sys.modules["inference.fit"]  # the package's attribute is the function
+    @contextlib.contextmanager
+    def compiling(what, **kwargs):
+        # the samplers' compile, made long (a cold cache takes a minute): a real SIGINT
+        # arrives in it
+        Path(marker).touch()
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(120)
+        yield
+    fit_module.compiling = compiling
 if moment == "sampling":
     record = chains._record
     def _record(*args):
@@ -59,7 +86,8 @@ elif moment.startswith("writing"):
         return atomic(path, write)
     report._atomic_write = _atomic_write
 from inference.cli import main
-sys.exit(main(sys.argv[3:]))
+sys.argv = ["ppzoo", *sys.argv[3:]]
+sys.exit(main())  # as the ppzoo program
 """
 
 
@@ -98,7 +126,10 @@ def _only_results(tmp_path, out):
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]
 
 
-@pytest.mark.parametrize("chains,cores", [(2, 2), pytest.param(2, 1, marks=pytest.mark.slow)])
+# the default run signals parallel chains in
+# test_terminal_ctrl_c_keeps_the_trace_and_never_replaces_a_complete_result (with a trace)
+@pytest.mark.slow
+@pytest.mark.parametrize("chains,cores", [(2, 2), (2, 1)])
 def test_sigint_while_sampling_keeps_the_completed_draws(tmp_path, chains, cores):
     out = tmp_path / "out"
     draws = 1_000_000
@@ -255,3 +286,97 @@ def test_draws_never_made_are_trimmed_after_an_interrupted_pymc_or_nutpie_run():
     assert out["sample_stats"].sizes == {"chain": 2, "draw": 6}
     assert dt.attrs["pp_models_draws_completed"] == [10, 6, 0]
     np.testing.assert_array_equal(out["posterior"]["mu"].values, mu[:2, :6])
+
+
+@pytest.mark.parametrize("moment", ["import", "compile"])
+def test_sigint_before_sampling_ends_the_run_at_once(tmp_path, moment):
+    # During imports a KeyboardInterrupt escaped from matplotlib as a traceback; during
+    # the compile the first Ctrl-C only set the flag, and the run went on compiling
+    # until its first draw. Nothing is drawn yet, so the first Ctrl-C ends it there.
+    out = tmp_path / "out"
+    proc, marker = _ppzoo(tmp_path, moment, _fit_args(out, 1000, 2, 1))
+    stdout, stderr = proc.communicate(timeout=90)  # the compile would sleep 120 s
+    assert marker.exists()
+    assert proc.returncode == 130, stderr
+    assert "Traceback" not in stderr and "Error" not in stderr, stderr
+    assert stderr.strip().splitlines() == [
+        "ppzoo: interrupted; nothing was written" if moment == "import" else
+        "ppzoo: interrupted before sampling began; nothing was written"]
+    assert "sampling 2 chains" in stdout if moment == "compile" else stdout == ""
+    assert not out.exists()
+
+
+def test_terminal_ctrl_c_keeps_the_trace_and_never_replaces_a_complete_result(tmp_path,
+                                                                              capsys):
+    """A terminal's Ctrl-C reaches the chain workers too. When they set the stop flag
+    before the parent's handler ran, the parent took its first Ctrl-C for a second one:
+    "nothing was written" while the trace held the draws. Here the workers get their
+    SIGINT first. The folder named by --out holds a complete run, which the partial one
+    must not replace; ``ppzoo check`` then scores the same statistics on the trace as on
+    the written result and says the run was interrupted."""
+    import inference.report as report
+
+    out, trace = tmp_path / "out", tmp_path / "trace"
+    ds = xr.Dataset({"a": (("chain", "draw"), np.random.default_rng(0).normal(size=(2, 500)))})
+    report.write_results(xr.DataTree.from_dict({"posterior": ds}),
+                         pd.DataFrame({"a": [0.0]}), out)
+    before = {name: (out / name).read_bytes() for name in RESULT_FILES}
+    proc, marker = _ppzoo(tmp_path, "sampling",
+                          [*_fit_args(out, 1_000_000, 2, 2), "--trace", str(trace)])
+    deadline = time.monotonic() + FIRST_DRAW_WAIT
+    from inference.trace_store import TraceStore, is_trace
+
+    while not (len(list(tmp_path.glob(f"{marker.name}-*"))) == 2 and is_trace(trace)
+               and min(TraceStore(trace).completed()) > 0):
+        assert proc.poll() is None, proc.communicate()
+        assert time.monotonic() < deadline, f"no stored draw within {FIRST_DRAW_WAIT} s"
+        time.sleep(0.05)
+    for worker in tmp_path.glob(f"{marker.name}-*"):
+        os.kill(int(worker.name.rsplit("-", 1)[1]), signal.SIGINT)
+    time.sleep(0.5)  # the workers' handlers have set the stop event
+    proc.send_signal(signal.SIGINT)
+    _stdout, stderr = _assert_clean_exit(proc)
+    partial = tmp_path / "out.interrupted"
+    assert {name: (out / name).read_bytes() for name in RESULT_FILES} == before
+    dt = xr.open_datatree(partial / "posterior.nc", engine="h5netcdf")
+    assert dt.attrs["pp_models_interrupted"] == 1
+    kept = dt["posterior"].sizes["draw"]
+    completed = np.atleast_1d(dt.attrs["pp_models_draws_completed"])
+    # both chains ran together and both stopped, with a common length kept
+    assert dt["posterior"].sizes["chain"] == 2 and completed.size == 2
+    assert 0 < kept < 1_000_000 and (completed >= kept).all()
+    assert (posterior_with_labels(dt)["z"].values >= 0).all()  # every kept draw is real
+    assert f"kept {kept} of 1000000 draws in 2 of 2 chains" in stderr
+    assert str(partial) in stderr and f"{out} keeps the complete run" in stderr
+    assert str(trace) in stderr and "--resume" in stderr
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]
+
+    tables = {}
+    for path in (trace, partial):
+        code = main(["check", str(path)])
+        printed = capsys.readouterr().out
+        headline = next(line for line in printed.splitlines()
+                        if line.startswith("Convergence:"))
+        assert "on an interrupted run" in headline
+        assert (code == 0) == headline.startswith("Convergence: PASSED")
+        tables[path] = {line.split()[0] for line in printed.splitlines()[
+            printed.splitlines().index(headline) + 3:] if line and line[0].isalpha()
+            and not line.startswith(("What", "  "))}
+    assert tables[trace] == tables[partial]
+    assert {"n_clusters", "largest_cluster", "alpha"} <= tables[trace]
+    assert not any(q.startswith("z[") for q in tables[trace])
+
+    # had a second Ctrl-C abandoned the run, the message would say where the draws are
+    from inference import cli
+
+    class Armed:
+        armed = True
+
+    cli._RUN.update(out=out, trace=trace, flag=Armed(), stage="sampling")
+    try:
+        message = cli._abandoned()
+    finally:
+        cli._RUN.clear()
+    stored = ", ".join(map(str, TraceStore(trace).completed()))
+    assert f"the trace {trace} keeps {stored} draws per chain" in message
+    assert f"{out} still holds its previous result" in message

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import logging
 import warnings
 
 import numpy as np
@@ -12,7 +14,7 @@ from pymc.sampling.mcmc import assign_step_methods
 from pymc.step_methods import STEP_METHODS
 from pymc.step_methods.compound import flatten_steps
 
-import inference  # noqa: F401  (registers the zoo's steps with PyMC)
+import inference.gibbs  # noqa: F401  (registers the zoo's steps with PyMC)
 from inference.fit import assign_steps
 from inference.gibbs.base import ZooGibbsStep
 from inference.gibbs.pymc_assignment import ZooAssignment
@@ -55,10 +57,12 @@ def fit_assignment():
     return get
 
 
+@pytest.mark.parametrize("spelling", ["with model", "model="])
 @pytest.mark.parametrize("family", FAMILIES)
-def test_pymc_assignment_picks_the_zoo_steps_fit_picks(fit_assignment, family):
+def test_pymc_assignment_picks_the_zoo_steps_fit_picks(fit_assignment, family, spelling):
+    # pm.sample(model=m) sets no model context: PyMC asks about the variables alone
     model, expected = fit_assignment(family)
-    with model:
+    with model if spelling == "with model" else contextlib.nullcontext():
         _, selected = assign_step_methods(model, None, methods=STEP_METHODS)
     chosen = {v.name for v in selected.get(ZooAssignment, [])}
     assert chosen == expected
@@ -83,6 +87,31 @@ def test_pm_sample_on_dpm_separates_two_clusters():
         assert left != right
         assert np.mean(row[:40] == left) >= 0.9 and np.mean(row[40:] == right) >= 0.9
         assert not np.any(row[40:] == left) and not np.any(row[:40] == right)
+
+
+@pytest.mark.parametrize("family", ["dpm", "finite_mixture"])
+def test_both_spellings_of_pm_sample_choose_the_same_steps(family, caplog):
+    # `pm.sample(model=m)` printed "Metropolis: [z]" where `with m: pm.sample()` printed
+    # the zoo's step
+    model = _tiny_model(family)
+    options = dict(draws=2, tune=2, chains=1, random_seed=1, progressbar=False,
+                   compute_convergence_checks=False)
+    logged = {}
+    for spelling in ("with model", "model="):
+        caplog.clear()
+        with caplog.at_level(logging.INFO, logger="pymc"), warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)  # "only 2 draws" remarks
+            if spelling == "with model":
+                with model:
+                    pm.sample(**options)
+            else:
+                pm.sample(model=model, **options)
+        logged[spelling] = sorted(r.getMessage() for r in caplog.records
+                                  if r.getMessage().rstrip().endswith("]"))
+    assert logged["model="] == logged["with model"]
+    zoo_step = {"dpm": "CRPCollapsedGibbs: [z]", "finite_mixture": "CategoricalGibbs: [z]"}
+    assert zoo_step[family] in " ".join(logged["model="])
+    assert not any("Metropolis" in line for line in logged["model="])
 
 
 def test_user_models_are_left_to_pymc():
@@ -154,7 +183,9 @@ PROVIDERS.append(metadata.EntryPoint(
     group="pp_models.step_providers"))
 with warnings.catch_warnings(record=True) as caught:
     warnings.simplefilter("always")
-    dt = sample()
+    # the spelling without a model context first: the stand-in must find the model
+    dt = pm.sample(model=dpm.model(X), draws=5, tune=5, chains=1, random_seed=1,
+                   progressbar=False, compute_convergence_checks=False)
 print("PROVIDER_INFERENCE_IMPORTED", "inference" in sys.modules)
 print("PROVIDER_ZOO_STEP", "split_accepted" in dt["sample_stats"])
 print("PROVIDER_WARNINGS", len([w for w in caught if "zoo" in str(w.message)]))
@@ -178,7 +209,7 @@ def test_pm_sample_with_only_pp_models_imported():
     assert "NO_PROVIDER_INFERENCE_IMPORTED False" in out
     assert "NO_PROVIDER_ZOO_STEP False" in out
     assert "ZOO_WARNINGS 1" in out
-    assert "import inference" in out and "inference.fit" in out and "'z'" in out
+    assert "import inference.gibbs" in out and "inference.fit" in out and "'z'" in out
     # the entry point installed: the zoo's collapsed CRP step, loaded lazily, no warning
     assert "PROVIDER_INFERENCE_IMPORTED True" in out
     assert "PROVIDER_ZOO_STEP True" in out

@@ -1,0 +1,181 @@
+"""The membership sweep of the IOMM sampler (Heller 2007 Algorithm 7.1, the loop over
+points).
+
+The memberships are a binary ``N x C`` matrix ``Z`` with an Indian buffet prior over the
+``N`` points (§7.3): ``C`` slots, a slot with an all-zero column unused. With the
+cluster parameters fixed, :func:`membership_sweep` visits each point ``i`` in turn and
+
+1. Gibbs-samples ``z_ik`` for every cluster ``k`` that other points belong to
+   (``m_-ik > 0``): prior odds ``m_-ik / (N - m_-ik)`` (Eq. 7.12 and its complement),
+   times the likelihood ratio of the product densities (Eq. 7.10; to the power
+   ``beta``);
+2. makes one Metropolis-Hastings move on the point's own clusters (those no other point
+   belongs to), following Meeds et al. (2007) as §7.4 says: propose ``kappa' ~
+   Poisson(birth_rate)`` new clusters (``alpha / N`` under the IBP) whose parameters are
+   those of ``kappa'`` slots drawn uniformly from the ``L`` slots no other point uses,
+   which replace the point's current own clusters. The unused slots' parameters are
+   draws from the prior (the parameter sweep redraws them), so this is the thesis's
+   "new parameters drawn from the prior". In the slot representation of the IBP
+   (:class:`pp_models.distributions.IndianBuffet`: ``P(Z) = alpha^K+ exp(-alpha H_N)
+   prod_k (N - m_k)! (m_k - 1)! / N! (C - K+)! / C!``) the prior ratio, the Poisson
+   proposal and the ``binomial(L, kappa)`` choice of slots cancel exactly, leaving the
+   likelihood ratio (to the power ``beta``) as the acceptance ratio. More new clusters
+   than ``L`` slots is a rejected proposal, counted apart.
+
+The prior odds arrive as a table ``log_odds[m] = log(m / (N - m))`` and the birth rate
+as a number: the caller computes both from the IBP (so one kernel serves every prior
+the caller may derive them from). ``beta`` (1: the posterior) is the power of the
+likelihood in both conditionals, for a tempered run.
+
+Cost per sweep: O(N K+ D) for the Gibbs part and O(N (C + kappa D)) for the moves.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from custom_ops.iomm.experts import row_loglik, row_loglik_shift, row_sums
+from custom_ops.jit import njit_exact
+
+__all__ = ["ibp_log_odds", "membership_sweep"]
+
+
+@njit_exact
+def ibp_log_odds(N):
+    """``log(m / (N - m))`` for ``m = 0..N`` (``-inf`` at 0, ``+inf`` at ``N``): the
+    IBP's prior log odds of joining a cluster that ``m`` other points belong to."""
+    out = np.empty(N + 1)
+    for m in range(N + 1):
+        if m == 0:
+            out[m] = -np.inf
+        elif m == N:
+            out[m] = np.inf
+        else:
+            out[m] = math.log(m) - math.log(N - m)
+    return out
+
+
+@njit_exact
+def membership_sweep(rng, code, X, Z, E, background, log_odds, birth_rate, beta):
+    """One pass of Algorithm 7.1's loop over the points; ``Z`` (N, C) int8 is updated in
+    place.
+
+    Parameters
+    ----------
+    rng : numpy.random.Generator
+    code : int
+        ``BERNOULLI`` or ``GAUSSIAN`` (:mod:`custom_ops.iomm.experts`).
+    X : (N, D) float64
+    Z : (N, C) int8
+    E : (C, D, S) float64
+        Every slot's natural parameters (unused slots: prior draws).
+    background : (D, 2) float64
+        Mean and sd of a point in no cluster (Gaussian; unused for Bernoulli).
+    log_odds : (N + 1,) float64
+        Prior log odds of ``z_ik = 1`` given ``m_-ik`` (:func:`ibp_log_odds`).
+    birth_rate : float
+        Mean of the Poisson proposal of a point's own clusters (``alpha / N``).
+    beta : float
+        Power of the likelihood (1: the posterior).
+
+    Returns
+    -------
+    (moves_accepted, moves_proposed, capacity_rejections, gibbs_flips)
+        The counts of the sweep; a move proposing the current state (no own clusters,
+        ``kappa' = 0``) is not counted.
+    """
+    N, C = Z.shape
+    D, S = E.shape[1], E.shape[2]
+    m = np.zeros(C, dtype=np.int64)
+    for i in range(N):
+        for k in range(C):
+            if Z[i, k] != 0:
+                m[k] += 1
+    T = np.empty((D, S))
+    T_new = np.empty((D, S))
+    free = np.empty(C, dtype=np.int64)
+    own = np.empty(C, dtype=np.int64)
+    accepted = proposed = overflow = flips = 0
+    for i in range(N):
+        x = X[i]
+        # the point's sums afresh: no drift from adding and removing experts
+        count = row_sums(Z[i], E, T)
+        current = row_loglik(code, x, T, count, background)
+        # 1. Gibbs on the clusters that other points belong to
+        for k in range(C):
+            others = m[k] - Z[i, k]
+            if others <= 0:
+                continue
+            if Z[i, k] != 0:
+                ll_on = current
+                ll_off = row_loglik_shift(code, x, T, E[k], -1, count, background)
+            else:
+                ll_off = current
+                ll_on = row_loglik_shift(code, x, T, E[k], 1, count, background)
+            logit = log_odds[others] + beta * (ll_on - ll_off)
+            if logit >= 0.0:
+                p_on = 1.0 / (1.0 + math.exp(-logit))
+            else:
+                e = math.exp(logit)
+                p_on = e / (1.0 + e)
+            on = rng.random() < p_on
+            if on != (Z[i, k] != 0):
+                flips += 1
+                sign = 1 if on else -1
+                for d in range(D):
+                    for s in range(S):
+                        T[d, s] += sign * E[k, d, s]
+                count += sign
+                m[k] += sign
+                Z[i, k] = 1 if on else 0
+                current = ll_on if on else ll_off
+        # 2. Metropolis-Hastings on the point's own clusters
+        n_free = 0
+        n_own = 0
+        for k in range(C):
+            if m[k] - Z[i, k] == 0:
+                free[n_free] = k
+                n_free += 1
+                if Z[i, k] != 0:
+                    own[n_own] = k
+                    n_own += 1
+        kappa = rng.poisson(birth_rate)
+        if kappa == 0 and n_own == 0:
+            continue  # proposes the current state
+        proposed += 1
+        if kappa > n_free:
+            overflow += 1
+            continue
+        # kappa slots uniformly from the free ones (partial Fisher-Yates)
+        for j in range(kappa):
+            r = j + int(rng.random() * (n_free - j))
+            if r >= n_free:
+                r = n_free - 1
+            free[j], free[r] = free[r], free[j]
+        for d in range(D):
+            for s in range(S):
+                T_new[d, s] = T[d, s]
+        for j in range(n_own):
+            k = own[j]
+            for d in range(D):
+                for s in range(S):
+                    T_new[d, s] -= E[k, d, s]
+        for j in range(kappa):
+            k = free[j]
+            for d in range(D):
+                for s in range(S):
+                    T_new[d, s] += E[k, d, s]
+        new_count = count - n_own + kappa
+        proposal = row_loglik(code, x, T_new, new_count, background)
+        log_ratio = beta * (proposal - current)
+        if log_ratio >= 0.0 or rng.random() < math.exp(log_ratio):
+            accepted += 1
+            for j in range(n_own):
+                Z[i, own[j]] = 0
+                m[own[j]] -= 1
+            for j in range(kappa):
+                Z[i, free[j]] = 1
+                m[free[j]] += 1
+    return accepted, proposed, overflow, flips

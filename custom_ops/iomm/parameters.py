@@ -1,0 +1,287 @@
+"""The cluster-parameter sweep of the IOMM sampler (Heller 2007 Algorithm 7.1,
+"Resample Theta | Z, X using MH proposal", Eq. 7.13).
+
+The product likelihood is not conjugate to any prior on one expert's parameters, so each
+parameter of each used cluster gets one Metropolis-Hastings move with the others fixed;
+only the points in that cluster see the change, so a move costs O(m_k). The acceptance
+ratio is Eq. 7.13 with the likelihood to the power ``beta`` (1: the posterior)::
+
+    a = p(x_d | Z, theta'_d)^beta p(theta'_d) T(theta_kd | theta'_kd)
+        / (p(x_d | Z, theta_d)^beta p(theta_d) T(theta'_kd | theta_kd))
+
+- **Bernoulli** ``theta_kd ~ Beta(a_d, b_d)``: the thesis's proposal ``theta' ~
+  Beta(omega theta, omega (1 - theta))`` (mean ``theta``; larger ``omega`` is narrower),
+  with its Hastings term. A proposal that rounds to 0 or 1 is rejected.
+- **Gaussian** (diagonal experts) ``mu_kd ~ N(m_d, s_d^2)``, ``tau_kd ~ Gamma(shape_d,
+  rate_d)``: a random walk ``mu' = mu + eps / sqrt(omega tau)`` (the expert's own scale,
+  symmetric), then ``log tau' = log tau + eps / sqrt(omega)`` (Hastings term
+  ``tau' / tau``).
+
+A slot no point uses enters no likelihood term: its parameters are drawn from the prior
+(exact Gibbs), which keeps them the prior draws the membership sweep proposes new
+clusters from.
+
+Kernels: :func:`bernoulli_parameter_sweep`, :func:`gaussian_parameter_sweep` (whole
+sweeps, in place), the single-coordinate moves :func:`bernoulli_coordinate_move`,
+:func:`gaussian_mean_move`, :func:`gaussian_precision_move` (each keeps the members' log
+densities cached, so a move evaluates only the proposed ones), :func:`cluster_members`,
+:func:`bernoulli_sweep_state` and :func:`gaussian_sweep_state`.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from custom_ops.iomm.experts import dim_loglik
+from custom_ops.jit import njit_exact
+
+__all__ = [
+    "bernoulli_coordinate_move",
+    "bernoulli_parameter_sweep",
+    "bernoulli_sweep_state",
+    "beta_logpdf",
+    "cluster_members",
+    "gaussian_mean_move",
+    "gaussian_parameter_sweep",
+    "gaussian_precision_move",
+    "gaussian_sweep_state",
+]
+
+
+@njit_exact
+def beta_logpdf(y, a, b):
+    """``log Beta(y; a, b)`` for ``0 < y < 1``."""
+    return ((a - 1.0) * math.log(y) + (b - 1.0) * math.log1p(-y)
+            + math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b))
+
+
+@njit_exact
+def cluster_members(Z):
+    """The points of each slot as CSR arrays ``(start (C + 1,), rows)``: slot ``k``'s
+    points are ``rows[start[k]:start[k + 1]]``, in increasing order."""
+    N, C = Z.shape
+    start = np.zeros(C + 1, dtype=np.int64)
+    for i in range(N):
+        for k in range(C):
+            if Z[i, k] != 0:
+                start[k + 1] += 1
+    for k in range(C):
+        start[k + 1] += start[k]
+    fill = start[:C].copy()
+    rows = np.empty(start[C], dtype=np.int64)
+    for i in range(N):
+        for k in range(C):
+            if Z[i, k] != 0:
+                rows[fill[k]] = i
+                fill[k] += 1
+    return start, rows
+
+
+@njit_exact
+def bernoulli_coordinate_move(rng, x, eta, ll, rows, theta, a, b, omega, beta, buf):
+    """One MH move of ``theta_kd`` (Eq. 7.13, Beta proposal); returns the new value.
+
+    ``x``, ``eta`` and ``ll`` are column ``d`` of the data, of the points' natural sums
+    (including ``logit theta``) and of their log densities ``dim_loglik(x, eta)``;
+    ``eta`` and ``ll`` are updated in place on acceptance. ``rows`` are the cluster's
+    points, ``(a, b)`` the Beta prior, ``buf`` scratch of at least ``len(rows)``."""
+    proposal = rng.beta(omega * theta, omega * (1.0 - theta))
+    if not 0.0 < proposal < 1.0:
+        return theta
+    shift = (math.log(proposal) - math.log1p(-proposal)) - (math.log(theta)
+                                                            - math.log1p(-theta))
+    delta = 0.0
+    for j in range(rows.shape[0]):
+        i = rows[j]
+        buf[j] = dim_loglik(0, x[i], eta[i] + shift, 0.0, False, 0.0, 1.0)
+        delta += buf[j] - ll[i]
+    log_ratio = (beta * delta
+                 + (a - 1.0) * (math.log(proposal) - math.log(theta))
+                 + (b - 1.0) * (math.log1p(-proposal) - math.log1p(-theta))
+                 + beta_logpdf(theta, omega * proposal, omega * (1.0 - proposal))
+                 - beta_logpdf(proposal, omega * theta, omega * (1.0 - theta)))
+    if log_ratio >= 0.0 or rng.random() < math.exp(log_ratio):
+        for j in range(rows.shape[0]):
+            eta[rows[j]] += shift
+            ll[rows[j]] = buf[j]
+        return proposal
+    return theta
+
+
+@njit_exact
+def bernoulli_sweep_state(X, Z, theta):
+    """The points' natural sums ``eta`` and log densities ``ll``, each (D, N), and ``X``
+    transposed, for :func:`bernoulli_coordinate_move`."""
+    N, C = Z.shape
+    D = X.shape[1]
+    eta = np.zeros((D, N))
+    for i in range(N):
+        for k in range(C):
+            if Z[i, k] != 0:
+                for d in range(D):
+                    eta[d, i] += math.log(theta[k, d]) - math.log1p(-theta[k, d])
+    Xt = np.ascontiguousarray(X.T)
+    ll = np.empty((D, N))
+    for d in range(D):
+        for i in range(N):
+            ll[d, i] = dim_loglik(0, Xt[d, i], eta[d, i], 0.0, False, 0.0, 1.0)
+    return eta, ll, Xt
+
+
+@njit_exact
+def bernoulli_parameter_sweep(rng, X, Z, theta, prior_a, prior_b, omega, beta):
+    """Every ``theta_kd`` of a used slot by :func:`bernoulli_coordinate_move`, then the
+    unused slots' from the prior; ``theta`` (C, D) is updated in place. Returns
+    ``(accepted, proposed)``."""
+    N, C = Z.shape
+    D = X.shape[1]
+    eta, ll, Xt = bernoulli_sweep_state(X, Z, theta)
+    start, rows = cluster_members(Z)
+    buf = np.empty(N)
+    accepted = proposed = 0
+    for k in range(C):
+        members = rows[start[k]:start[k + 1]]
+        for d in range(D):
+            if members.shape[0] == 0:
+                theta[k, d] = _beta_prior_draw(rng, prior_a[d], prior_b[d])
+                continue
+            new = bernoulli_coordinate_move(rng, Xt[d], eta[d], ll[d], members,
+                                            theta[k, d], prior_a[d], prior_b[d], omega,
+                                            beta, buf)
+            proposed += 1
+            if new != theta[k, d]:
+                accepted += 1
+            theta[k, d] = new
+    return accepted, proposed
+
+
+@njit_exact
+def _beta_prior_draw(rng, a, b):
+    # a draw that rounds to 0 or 1 has no finite natural parameter: draw again
+    while True:
+        v = rng.beta(a, b)
+        if 0.0 < v < 1.0:
+            return v
+
+
+@njit_exact
+def _gaussian_members_delta(x, P, H, ll, rows, dP, dH, buf):
+    """``sum_i [log N(x_i; (H_i + dH)/(P_i + dP), .) - ll_i]`` over ``rows``, the new
+    terms written to ``buf``."""
+    delta = 0.0
+    for j in range(rows.shape[0]):
+        i = rows[j]
+        buf[j] = dim_loglik(1, x[i], P[i] + dP, H[i] + dH, False, 0.0, 1.0)
+        delta += buf[j] - ll[i]
+    return delta
+
+
+@njit_exact
+def gaussian_mean_move(rng, x, P, H, ll, rows, mu, tau, mean0, sd0, omega, beta, buf):
+    """One MH move of ``mu_kd`` (random walk with sd ``1 / sqrt(omega tau)``); ``P``,
+    ``H``, ``ll`` are column ``d`` of the points' precision sums, precision-weighted
+    mean sums and log densities (``H`` and ``ll`` updated in place on acceptance),
+    ``buf`` scratch of at least ``len(rows)``. Returns the new value."""
+    proposal = mu + rng.standard_normal() / math.sqrt(omega * tau)
+    dH = tau * (proposal - mu)
+    delta = _gaussian_members_delta(x, P, H, ll, rows, 0.0, dH, buf)
+    z_new = (proposal - mean0) / sd0
+    z_old = (mu - mean0) / sd0
+    log_ratio = beta * delta - 0.5 * (z_new * z_new - z_old * z_old)
+    if log_ratio >= 0.0 or rng.random() < math.exp(log_ratio):
+        for j in range(rows.shape[0]):
+            H[rows[j]] += dH
+            ll[rows[j]] = buf[j]
+        return proposal
+    return mu
+
+
+@njit_exact
+def gaussian_precision_move(rng, x, P, H, ll, rows, mu, tau, shape0, rate0, omega, beta,
+                            buf):
+    """One MH move of ``tau_kd`` (random walk on ``log tau`` with sd ``1 / sqrt(omega)``,
+    Hastings term ``tau' / tau``); arguments as :func:`gaussian_mean_move`, ``P``, ``H``
+    and ``ll`` updated in place on acceptance. Returns the new value."""
+    proposal = tau * math.exp(rng.standard_normal() / math.sqrt(omega))
+    if not 0.0 < proposal < np.inf:
+        return tau
+    dP = proposal - tau
+    dH = dP * mu
+    delta = _gaussian_members_delta(x, P, H, ll, rows, dP, dH, buf)
+    log_ratio = (beta * delta + shape0 * (math.log(proposal) - math.log(tau))
+                 - rate0 * (proposal - tau))
+    if log_ratio >= 0.0 or rng.random() < math.exp(log_ratio):
+        for j in range(rows.shape[0]):
+            P[rows[j]] += dP
+            H[rows[j]] += dH
+            ll[rows[j]] = buf[j]
+        return proposal
+    return tau
+
+
+@njit_exact
+def gaussian_sweep_state(X, Z, mu, tau):
+    """The points' precision sums ``P``, precision-weighted mean sums ``H`` and log
+    densities ``ll``, each (D, N), and ``X`` transposed, for the moves above (a point in
+    no cluster gets ``ll = 0``: no move touches it)."""
+    N, C = Z.shape
+    D = X.shape[1]
+    P = np.zeros((D, N))
+    H = np.zeros((D, N))
+    ll = np.zeros((D, N))
+    for i in range(N):
+        for k in range(C):
+            if Z[i, k] != 0:
+                for d in range(D):
+                    P[d, i] += tau[k, d]
+                    H[d, i] += tau[k, d] * mu[k, d]
+    Xt = np.ascontiguousarray(X.T)
+    for d in range(D):
+        for i in range(N):
+            if P[d, i] > 0.0:
+                ll[d, i] = dim_loglik(1, Xt[d, i], P[d, i], H[d, i], False, 0.0, 1.0)
+    return P, H, ll, Xt
+
+
+@njit_exact
+def gaussian_parameter_sweep(rng, X, Z, mu, tau, mean0, sd0, shape0, rate0, omega, beta):
+    """Every ``mu_kd`` then ``tau_kd`` of a used slot by :func:`gaussian_mean_move` and
+    :func:`gaussian_precision_move`, then the unused slots' from the prior; ``mu``,
+    ``tau`` (C, D) updated in place. Returns ``(accepted, proposed)``."""
+    N, C = Z.shape
+    D = X.shape[1]
+    P, H, ll, Xt = gaussian_sweep_state(X, Z, mu, tau)
+    start, rows = cluster_members(Z)
+    buf = np.empty(N)
+    accepted = proposed = 0
+    for k in range(C):
+        members = rows[start[k]:start[k + 1]]
+        for d in range(D):
+            if members.shape[0] == 0:
+                mu[k, d] = mean0[d] + sd0[d] * rng.standard_normal()
+                tau[k, d] = _gamma_prior_draw(rng, shape0[d], rate0[d])
+                continue
+            new = gaussian_mean_move(rng, Xt[d], P[d], H[d], ll[d], members, mu[k, d],
+                                     tau[k, d], mean0[d], sd0[d], omega, beta, buf)
+            if new != mu[k, d]:
+                accepted += 1
+            mu[k, d] = new
+            new = gaussian_precision_move(rng, Xt[d], P[d], H[d], ll[d], members,
+                                          mu[k, d], tau[k, d], shape0[d], rate0[d],
+                                          omega, beta, buf)
+            if new != tau[k, d]:
+                accepted += 1
+            tau[k, d] = new
+            proposed += 2
+    return accepted, proposed
+
+
+@njit_exact
+def _gamma_prior_draw(rng, shape, rate):
+    # a draw that underflows to 0 is no precision: draw again
+    while True:
+        v = rng.gamma(shape, 1.0 / rate)
+        if v > 0.0:
+            return v

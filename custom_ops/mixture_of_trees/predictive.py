@@ -1,0 +1,153 @@
+"""Numba kernels of a fitted mixture of trees' checks: each row's conditional predictive
+given the other rows (the pointwise log-likelihood for LOO) and replicated rows drawn
+with the parameters from their posterior (the posterior predictive), for the discrete
+(BDeu CPTs) and the Gaussian (hyper-Markov NIW) components, given a posterior draw of
+the weights, trees and assignments.
+
+Row ``i``'s conditional predictive sums its assignment out under the weights (the
+assignments are independent given ``w``)::
+
+    p(x_i | z_{-i}, X_{-i}, w, T) = sum_k w_k p(x_i | rows of k but i, T_k).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from custom_ops.conjugate import gaussian_add, gaussian_remove
+from custom_ops.jit import njit_exact
+from custom_ops.mixture_of_trees.discrete import row_log_predictive, tree_tables
+from custom_ops.mixture_of_trees.gaussian import (
+    gaussian_component_stats,
+    gaussian_tree_draw_row,
+    gaussian_tree_row_log_predictive,
+)
+from custom_ops.trees.spanning import breadth_first_order, max_categories
+
+__all__ = [
+    "gaussian_loo_log_predictive",
+    "gaussian_replicate_rows",
+    "loo_log_predictive",
+    "replicate_rows",
+]
+
+
+@njit_exact
+def _logsumexp(terms):
+    top = terms[0]
+    for t in terms:
+        top = max(top, t)
+    if top == -np.inf:
+        return top
+    acc = 0.0
+    for t in terms:
+        acc += math.exp(t - top)
+    return top + math.log(acc)
+
+
+@njit_exact
+def _count(tables, codes_i, parents_k, k, delta):
+    for v in range(codes_i.shape[0]):
+        p = parents_k[v]
+        j = codes_i[p] if p >= 0 else 0
+        tables[k, v, j, codes_i[v]] += delta
+
+
+@njit_exact
+def loo_log_predictive(codes, z, parents, log_w, n_categories, ess, out):
+    """``out[i] = log sum_k w_k p(x_i | rows of k but i, T_k)`` (discrete rows, CPTs
+    integrated out)."""
+    K = parents.shape[0]
+    tables = tree_tables(codes, z, parents, n_categories)
+    terms = np.empty(K)
+    for i in range(codes.shape[0]):
+        k0 = z[i]
+        _count(tables, codes[i], parents[k0], k0, -1.0)
+        for k in range(K):
+            terms[k] = log_w[k] + row_log_predictive(tables, codes[i], parents[k], k,
+                                                     n_categories, ess)
+        out[i] = _logsumexp(terms)
+        _count(tables, codes[i], parents[k0], k0, 1.0)
+    return out
+
+
+@njit_exact
+def replicate_rows(rng, codes, z, parents, n_categories, ess, out):
+    """One replicate of every row given its component: each component's CPTs drawn from
+    their posterior (Dirichlet, prior cell ``ess / (K_pa K_v)`` plus the counts of its
+    rows), then the row by ancestral sampling."""
+    K, V = parents.shape
+    tables = tree_tables(codes, z, parents, n_categories)
+    k_max = max_categories(n_categories)
+    for k in range(K):
+        order = breadth_first_order(parents[k])
+        cpt = np.zeros((V, k_max, k_max))
+        for v in range(V):
+            Kv = n_categories[v]
+            p = parents[k, v]
+            Kp = 1 if p < 0 else n_categories[p]
+            a = ess / (Kp * Kv)
+            for j in range(Kp):
+                total = 0.0
+                for c in range(Kv):
+                    g = rng.gamma(a + tables[k, v, j, c], 1.0)
+                    cpt[v, j, c] = g
+                    total += g
+                if total <= 0.0:  # every gamma draw underflowed: a point mass at random
+                    cpt[v, j, int(rng.random() * Kv)] = 1.0
+                    total = 1.0
+                for c in range(Kv):
+                    cpt[v, j, c] /= total
+        for i in np.nonzero(z == k)[0]:
+            for v in order:
+                p = parents[k, v]
+                j = out[i, p] if p >= 0 else 0
+                u = rng.random()
+                acc = 0.0
+                Kv = n_categories[v]
+                choice = Kv - 1
+                for c in range(Kv):
+                    acc += cpt[v, j, c]
+                    if u < acc:
+                        choice = c
+                        break
+                out[i, v] = choice
+    return out
+
+
+@njit_exact
+def gaussian_loo_log_predictive(X, z, parents, log_w, m0, kappa0, delta, S0, out):
+    """``out[i] = log sum_k w_k p(x_i | rows of k but i, T_k)`` (Gaussian rows,
+    parameters integrated out)."""
+    K = parents.shape[0]
+    stats = gaussian_component_stats(X, z, K)
+    terms = np.empty(K)
+    for i in range(X.shape[0]):
+        k0 = z[i]
+        gaussian_remove(stats[k0], X[i])
+        for k in range(K):
+            terms[k] = log_w[k] + gaussian_tree_row_log_predictive(
+                X[i], stats[k], parents[k], m0, kappa0, delta, S0)
+        out[i] = _logsumexp(terms)
+        gaussian_add(stats[k0], X[i])
+    return out
+
+
+@njit_exact
+def gaussian_replicate_rows(rng, X, z, parents, m0, kappa0, delta, S0, out):
+    """One replicate of every row of each component, drawn jointly from the posterior
+    predictive of the component's observed rows (a Pólya urn started at their
+    statistics: each replicate row from the predictive of the observed rows and the
+    replicates drawn before it, which draws the rows of one parameter value drawn from
+    its posterior)."""
+    K = parents.shape[0]
+    stats = gaussian_component_stats(X, z, K)
+    for k in range(K):
+        order = breadth_first_order(parents[k])
+        for i in np.nonzero(z == k)[0]:
+            gaussian_tree_draw_row(rng, parents[k], order, stats[k], m0, kappa0, delta, S0,
+                                   out[i])
+            gaussian_add(stats[k], out[i])
+    return out

@@ -1,0 +1,124 @@
+"""Posterior predictive draws of a fit's result: ``sample_posterior_predictive``.
+
+:func:`pymc.sample_posterior_predictive` forward-samples a model's observed variables
+at the posterior draws of the variables it finds in the ``posterior`` group and samples
+the ones it does not find from their prior. On a ``fit`` result it therefore misses the
+raw labels, which ``fit`` keeps in ``posterior_labels`` (``Sampling: [X, mu, sigma, w,
+z]``: the prior predictive). And for the zoo's collapsed models it would be wrong even
+with them: their observed variable's forward draw samples the integrated-out parameters
+(cluster means, topics, CPTs, internal node locations) from their *prior*.
+
+:func:`sample_posterior_predictive` gives the posterior predictive of every family: one
+replicate of the observed data per posterior draw, of the same units (rows, tokens),
+conditional on the latent variables the fit sampled (labels, factor scores, trees) and
+with any integrated-out parameter drawn from its conditional posterior given them and the
+data. The family's ``predictive`` module does that where PyMC cannot
+(:data:`FAMILY_PREDICTIVE`); otherwise PyMC's own function runs on the posterior with the
+labels joined (finite mixture, GGM, IBP factor analysis, the non-conjugate DP mixture,
+the explicit LDA, models not built by a zoo factory).
+"""
+
+from __future__ import annotations
+
+import importlib
+
+import numpy as np
+import xarray as xr
+
+from pp_models.model_info import get_info, posterior_with_labels
+from pp_models.validation import rng_from_seed
+
+__all__ = ["FAMILY_PREDICTIVE", "sample_posterior_predictive"]
+
+#: family -> "module:function(posterior, model, rng) -> xarray.Dataset or None" (None:
+#: PyMC's forward draw is the posterior predictive for that form of the model); a model
+#: without observed variables (BHC: its data enter through a potential) returns
+#: ``(draws, observed data)``
+FAMILY_PREDICTIVE = {
+    "bhc": "pp_models.bhc.predictive:posterior_predictive",
+    "dpm": "pp_models.dpm.predictive:posterior_predictive",
+    "lda": "pp_models.lda.predictive:posterior_predictive",
+    "mixture_of_trees": "pp_models.mixture_of_trees.predictive:posterior_predictive",
+    "pydt": "pp_models.pydt.predictive:posterior_predictive",
+}
+
+
+def sample_posterior_predictive(dt: xr.DataTree, model, *, random_seed=None,
+                                extend_inferencedata: bool = False,
+                                progressbar: bool = False) -> xr.DataTree:
+    """One replicate of the observed data per posterior draw of ``dt``.
+
+    The zoo's counterpart of :func:`pymc.sample_posterior_predictive`, for ``fit``
+    results (module docstring: where the labels are, and why collapsed models need their
+    parameters drawn from the posterior). Every draw is used; thin ``dt`` first
+    (``dt.isel(draw=slice(None, None, 10))``) for fewer.
+
+    Parameters
+    ----------
+    dt : xarray.DataTree
+        What ``inference.fit`` returned for ``model``.
+    model : pymc.Model
+        The model that was fitted.
+    random_seed : int, sequence of int or numpy Generator, optional
+    extend_inferencedata : bool
+        Add the ``posterior_predictive`` group (and ``observed_data`` if missing) to
+        ``dt`` in place and return ``dt``.
+    progressbar : bool
+        PyMC's progress bar, where PyMC draws.
+
+    Returns
+    -------
+    xarray.DataTree
+        Groups ``posterior_predictive`` (each observed variable, dims ``(chain, draw,
+        ...)`` as the data) and ``observed_data``.
+    """
+    import pymc as pm
+
+    if not isinstance(dt, xr.DataTree) or "posterior" not in dt.children:
+        raise TypeError("dt must be an xarray.DataTree with a 'posterior' group (from fit)")
+    if not isinstance(model, pm.Model):
+        raise TypeError(f"model must be a pymc.Model, got {type(model).__name__}")
+    rng = rng_from_seed(random_seed, "random_seed")
+    posterior = posterior_with_labels(dt)
+    info = get_info(model)
+    draws = observed = None
+    target = FAMILY_PREDICTIVE.get(info.family) if info is not None else None
+    if target is not None:
+        module, function = target.split(":")
+        draws = getattr(importlib.import_module(module), function)(posterior, model, rng)
+        if isinstance(draws, tuple):
+            draws, observed = draws
+    if draws is None:
+        free = [rv.name for rv in model.free_RVs]
+        missing = [v for v in free if v not in posterior.data_vars]
+        if missing:
+            raise ValueError(f"the posterior lacks {', '.join(missing)}, which the "
+                             "replicates are drawn from: fit again with var_names "
+                             "including them")
+        tree = xr.DataTree.from_dict({"posterior": posterior[free]})
+        out = pm.sample_posterior_predictive(
+            tree, model=model, random_seed=rng, progressbar=progressbar,
+            extend_inferencedata=False)
+        draws = out["posterior_predictive"].to_dataset()
+    if observed is None:
+        observed = _observed_data(dt, model)
+    if extend_inferencedata:
+        dt["posterior_predictive"] = xr.DataTree(draws)
+        if "observed_data" not in dt.children:
+            dt["observed_data"] = xr.DataTree(observed)
+        return dt
+    return xr.DataTree.from_dict({"posterior_predictive": draws, "observed_data": observed})
+
+
+def _observed_data(dt: xr.DataTree, model) -> xr.Dataset:
+    if "observed_data" in dt.children:
+        return dt["observed_data"].to_dataset()
+    values = {}
+    for rv in model.observed_RVs:
+        data = model.rvs_to_values[rv]
+        value = data.get_value() if hasattr(data, "get_value") else getattr(data, "data", None)
+        if value is not None:
+            values[rv.name] = (model.named_vars_to_dims.get(rv.name)
+                               or tuple(f"{rv.name}_dim_{i}" for i in range(np.ndim(value))),
+                               np.asarray(value))
+    return xr.Dataset(values)

@@ -1,0 +1,146 @@
+"""Planted-bug twins of the IOMM steps, each a realistic mistake in Algorithm 7.1.
+
+- :class:`OtherPointsOddsMemberships`: the prior odds of joining a shared cluster
+  counted over the ``N - 1`` other points, ``m / (N - 1 - m)`` (Eq. 7.12 has
+  ``m / N`` against ``(N - m) / N``).
+- :class:`NoHastingsParameters`: the Bernoulli parameter move without the Hastings term
+  ``T(theta | theta') / T(theta' | theta)`` of Eq. 7.13 (the Beta proposal is not
+  symmetric).
+- :class:`NoJacobianParameters`: the Gaussian precision's random walk on ``log tau``
+  without its Hastings term ``tau' / tau``.
+
+The kernels below are test-only copies of the shipped ones with the one line changed.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from custom_ops.iomm.experts import dim_loglik
+from custom_ops.iomm.parameters import (
+    bernoulli_sweep_state,
+    cluster_members,
+    gaussian_mean_move,
+    gaussian_sweep_state,
+)
+from custom_ops.jit import njit_exact
+from inference.gibbs.iomm import IOMMMemberships, IOMMParameters
+
+__all__ = ["NoHastingsParameters", "NoJacobianParameters", "OtherPointsOddsMemberships",
+           "no_hastings_coordinate_move", "no_jacobian_precision_move"]
+
+
+class OtherPointsOddsMemberships(IOMMMemberships):
+    """Prior odds ``m / (N - 1 - m)`` instead of ``m / (N - m)``."""
+
+    name = "test_iomm_other_points_odds"
+
+    def prior_log_odds(self, N: int) -> np.ndarray:
+        m = np.arange(N + 1, dtype=np.float64)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            out = np.log(m) - np.log(N - 1 - m)
+        out[N - 1:] = np.inf
+        return out
+
+
+@njit_exact
+def no_hastings_coordinate_move(rng, x, eta, ll, rows, theta, a, b, omega, beta, buf):
+    proposal = rng.beta(omega * theta, omega * (1.0 - theta))
+    if not 0.0 < proposal < 1.0:
+        return theta
+    shift = (math.log(proposal) - math.log1p(-proposal)) - (math.log(theta)
+                                                            - math.log1p(-theta))
+    delta = 0.0
+    for j in range(rows.shape[0]):
+        i = rows[j]
+        buf[j] = dim_loglik(0, x[i], eta[i] + shift, 0.0, False, 0.0, 1.0)
+        delta += buf[j] - ll[i]
+    log_ratio = (beta * delta
+                 + (a - 1.0) * (math.log(proposal) - math.log(theta))
+                 + (b - 1.0) * (math.log1p(-proposal) - math.log1p(-theta)))
+    if log_ratio >= 0.0 or rng.random() < math.exp(log_ratio):
+        for j in range(rows.shape[0]):
+            eta[rows[j]] += shift
+            ll[rows[j]] = buf[j]
+        return proposal
+    return theta
+
+
+@njit_exact
+def _no_hastings_sweep(rng, X, Z, theta, prior_a, prior_b, omega, beta):
+    C = Z.shape[1]
+    D = X.shape[1]
+    eta, ll, Xt = bernoulli_sweep_state(X, Z, theta)
+    start, rows = cluster_members(Z)
+    buf = np.empty(Z.shape[0])
+    for k in range(C):
+        members = rows[start[k]:start[k + 1]]
+        for d in range(D):
+            if members.shape[0] == 0:
+                theta[k, d] = rng.beta(prior_a[d], prior_b[d])
+                continue
+            theta[k, d] = no_hastings_coordinate_move(rng, Xt[d], eta[d], ll[d], members,
+                                                      theta[k, d], prior_a[d], prior_b[d],
+                                                      omega, beta, buf)
+    return 0, 1
+
+
+class NoHastingsParameters(IOMMParameters):
+    """The Beta proposal of Eq. 7.13 treated as symmetric."""
+
+    name = "test_iomm_no_hastings"
+    bernoulli_sweep = staticmethod(_no_hastings_sweep)
+
+
+@njit_exact
+def no_jacobian_precision_move(rng, x, P, H, ll, rows, mu, tau, shape0, rate0, omega, beta,
+                               buf):
+    proposal = tau * math.exp(rng.standard_normal() / math.sqrt(omega))
+    dP = proposal - tau
+    dH = dP * mu
+    delta = 0.0
+    for j in range(rows.shape[0]):
+        i = rows[j]
+        buf[j] = dim_loglik(1, x[i], P[i] + dP, H[i] + dH, False, 0.0, 1.0)
+        delta += buf[j] - ll[i]
+    log_ratio = (beta * delta + (shape0 - 1.0) * (math.log(proposal) - math.log(tau))
+                 - rate0 * (proposal - tau))
+    if log_ratio >= 0.0 or rng.random() < math.exp(log_ratio):
+        for j in range(rows.shape[0]):
+            P[rows[j]] += dP
+            H[rows[j]] += dH
+            ll[rows[j]] = buf[j]
+        return proposal
+    return tau
+
+
+@njit_exact
+def _no_jacobian_sweep(rng, X, Z, mu, tau, mean0, sd0, shape0, rate0, omega, beta):
+    C = Z.shape[1]
+    D = X.shape[1]
+    P, H, ll, Xt = gaussian_sweep_state(X, Z, mu, tau)
+    start, rows = cluster_members(Z)
+    buf = np.empty(Z.shape[0])
+    for k in range(C):
+        members = rows[start[k]:start[k + 1]]
+        for d in range(D):
+            if members.shape[0] == 0:
+                mu[k, d] = mean0[d] + sd0[d] * rng.standard_normal()
+                tau[k, d] = rng.gamma(shape0[d], 1.0 / rate0[d])
+                continue
+            mu[k, d] = gaussian_mean_move(rng, Xt[d], P[d], H[d], ll[d], members,
+                                          mu[k, d], tau[k, d], mean0[d], sd0[d], omega,
+                                          beta, buf)
+            tau[k, d] = no_jacobian_precision_move(rng, Xt[d], P[d], H[d], ll[d], members,
+                                                   mu[k, d], tau[k, d], shape0[d],
+                                                   rate0[d], omega, beta, buf)
+    return 0, 1
+
+
+class NoJacobianParameters(IOMMParameters):
+    """The log-scale random walk on the Gaussian precisions without ``tau' / tau``."""
+
+    name = "test_iomm_no_jacobian"
+    gaussian_sweep = staticmethod(_no_jacobian_sweep)

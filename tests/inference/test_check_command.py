@@ -1,0 +1,88 @@
+"""``ppzoo check``: an interrupted run says so, the headline's verdict is the exit status,
+and a reader that goes away (``| head``) ends it quietly; a partial result is written
+beside a complete one, never over it."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import xarray as xr
+
+from inference import report
+from inference.cli import main
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _result(folder: Path, *, interrupted: bool, shift: float = 0.0, size: int = 1) -> Path:
+    """A result folder whose posterior has ``size`` scalar quantities (a chain of draws
+    each), its second chain shifted by ``shift``."""
+    rng = np.random.default_rng(0)
+    draws = rng.normal(size=(2, 1000, size))
+    draws[1] += shift
+    posterior = xr.Dataset({"theta": (("chain", "draw", "i"), draws)},
+                           coords={"chain": [0, 1], "draw": np.arange(1000),
+                                   "i": np.arange(size)})
+    dt = xr.DataTree.from_dict({"posterior": posterior})
+    if interrupted:
+        dt.attrs.update(pp_models_interrupted=1, pp_models_draws_requested=40_000,
+                        pp_models_draws_completed=[1000, 1000])
+    folder.mkdir(parents=True, exist_ok=True)
+    dt.to_netcdf(folder / "posterior.nc", engine="h5netcdf")
+    return folder
+
+
+@pytest.mark.parametrize("interrupted", [False, True])
+@pytest.mark.parametrize("shift", [0.0, 3.0])
+def test_the_headline_says_interrupted_and_is_the_exit_status(tmp_path, capsys, interrupted,
+                                                              shift):
+    folder = _result(tmp_path / "out", interrupted=interrupted, shift=shift)
+    code = main(["check", str(folder)])
+    printed = capsys.readouterr().out
+    headline = next(line for line in printed.splitlines() if line.startswith("Convergence:"))
+    passed = shift == 0.0
+    assert code == (0 if passed else 1)
+    assert headline.startswith("Convergence: PASSED" if passed else "Convergence: FAILED")
+    assert ("on an interrupted run (1000 of 40000 draws per chain kept)" in headline) \
+        == interrupted
+
+
+@pytest.mark.parametrize("command", ["list", pytest.param("check", marks=pytest.mark.slow)])
+def test_a_reader_that_goes_away_ends_the_command_quietly(tmp_path, command):
+    # `ppzoo check DIR | head`: the reader closes the pipe before the command has written
+    # all it prints (here, before anything: the reader is gone when it flushes); `list`
+    # is the same path at a fraction of the imports
+    args = ["check", str(_result(tmp_path / "out", interrupted=False))] \
+        if command == "check" else ["list"]
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    proc = subprocess.Popen([sys.executable, "-m", "inference.cli", *args],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=ROOT)
+    proc.stdout.close()
+    _, stderr = proc.communicate(timeout=120)
+    assert "Traceback" not in stderr.decode() and "BrokenPipeError" not in stderr.decode()
+    assert stderr == b""
+    assert proc.returncode == 141  # as a program killed by SIGPIPE
+
+
+def test_a_partial_result_goes_beside_a_complete_one(tmp_path):
+    table = pd.DataFrame({"a": [1.0]})
+    out = _result(tmp_path / "out", interrupted=False)
+    partial = xr.open_datatree(_result(tmp_path / "p", interrupted=True) / "posterior.nc",
+                               engine="h5netcdf").load()
+    complete = xr.open_datatree(out / "posterior.nc", engine="h5netcdf").load()
+    assert report.holds_complete_result(out)
+    assert report.result_folder(complete, out) == out  # a complete run replaces one
+    assert report.result_folder(partial, out) == tmp_path / "out.interrupted"
+    beside = report.write_results(partial, table, out)["posterior"].parent
+    assert beside == tmp_path / "out.interrupted" and report.holds_complete_result(out)
+    # a partial result replaces a partial one
+    assert report.result_folder(partial, beside) == beside
+    # a name beside that holds something else is skipped
+    (beside / "notes.md").write_text("mine")
+    assert report.result_folder(partial, out) == tmp_path / "out.interrupted-2"

@@ -1,0 +1,97 @@
+"""``ppzoo`` answers what needs no model without importing PyMC, PyTensor or Numba.
+
+Importing a family costs seconds (PyMC, PyTensor, Numba); these run the command line in a
+fresh interpreter and look at what it imported, not at a clock.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+HEAVY = ("pymc", "pytensor", "numba", "pandas", "scipy", "xarray", "matplotlib")
+
+_RUN = """
+import contextlib, io, json, sys
+from inference.cli import main
+err = io.StringIO()
+with contextlib.redirect_stdout(io.StringIO()) as out, contextlib.redirect_stderr(err):
+    code = main(sys.argv[1:])
+heavy = sorted({m.split(".")[0] for m in sys.modules} & set(json.loads(sys.stdin.read())))
+print(json.dumps({"code": code, "out": out.getvalue(), "err": err.getvalue(), "heavy": heavy}))
+"""
+
+
+def _run(*argv):
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    done = subprocess.run([sys.executable, "-c", _RUN, *argv], capture_output=True,
+                          input=json.dumps(HEAVY), text=True, env=env, cwd=ROOT, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return json.loads(done.stdout.splitlines()[-1])
+
+
+def test_list_imports_no_family():
+    result = _run("list")
+    assert result["code"] == 0
+    assert result["heavy"] == []
+    for name in ("bhc", "dpm", "finite_mixture", "ggm", "ibp_fa", "lda", "mixture_of_trees",
+                 "pydt", "iris", "reuters", "sachs"):
+        assert name in result["out"]
+
+
+@pytest.mark.parametrize("argv", [
+    ("fit", "dmp"),
+    ("describe", "dmp"),
+    ("fit", "dpm", "--draws", "0"),
+    ("fit", "dpm", "--method", "magic"),
+    ("fit", "dpm", "--data", "no-such-file.csv"),
+])
+def test_argument_errors_import_no_family(argv):
+    result = _run(*argv)
+    assert result["code"] == 2
+    assert result["err"].startswith("ppzoo: error: ") and result["err"].count("\n") == 1
+    assert result["heavy"] == []
+    if "dmp" in argv:
+        assert "did you mean 'dpm'" in result["err"]
+
+
+def test_summaries_read_from_the_source_match_the_entries():
+    # `ppzoo list` reads CLI_ENTRY's literal fields without importing; they must be the
+    # imported entries' values
+    from pp_models.registry import list_model_summaries, list_models
+
+    summaries = {s.name: s for s in list_model_summaries()}
+    entries = list_models()
+    assert sorted(summaries) == [e.name for e in entries]
+    for entry in entries:
+        s = summaries[entry.name]
+        assert (s.description, s.methods, s.default_dataset, s.defaults, s.fit_defaults) == (
+            entry.description, tuple(entry.methods), entry.default_dataset,
+            dict(entry.defaults), dict(entry.fit_defaults))
+        module = sys.modules[s.module]
+        assert module.CLI_ENTRY is entry
+    # the families without a ppzoo entry too
+    from pp_models.registry import NoCLIEntry, family_modules, no_cli_entries
+
+    declared = [m.CLI_ENTRY for m in family_modules()
+                if isinstance(getattr(m, "CLI_ENTRY", None), NoCLIEntry)]
+    assert declared and no_cli_entries() == sorted(declared, key=lambda e: e.name)
+
+
+def test_the_package_attributes_are_the_functions():
+    # importing the modules of the same name must not replace the functions
+    import inference
+    import inference.fit
+    import inference.summary
+
+    assert callable(inference.fit) and inference.fit.__name__ == "fit"
+    assert callable(inference.summary) and inference.summary.__name__ == "summary"
+    from inference import METHODS, fit
+
+    assert fit is sys.modules["inference.fit"].fit and "gibbs" in METHODS
