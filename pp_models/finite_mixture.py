@@ -29,6 +29,7 @@ import xarray as xr
 from scipy.special import logsumexp
 from scipy.stats import norm
 
+from pp_models import finite_mixture_predictive as _predictive
 from pp_models.model_info import (
     DerivedStatistic,
     StepHint,
@@ -36,10 +37,10 @@ from pp_models.model_info import (
     attach_info,
     weights_sorted,
 )
-from pp_models.registry import ModelEntry
+from pp_models.registry import CLIEntry, Family
 from pp_models.validation import as_data_matrix, check_feature_names, check_int, check_positive
 
-__all__ = ["model"]
+__all__ = ["FAMILY", "model"]
 
 
 def model(
@@ -141,11 +142,18 @@ def _log_likelihood(posterior: xr.Dataset, X: np.ndarray) -> xr.DataArray:
     return xr.DataArray(out, dims=("chain", "draw"))
 
 
-CLI_ENTRY = ModelEntry(
+#: The family's record (pp_models.registry): factory, ppzoo entry, picture, predictive
+#: functions, test keywords.
+FAMILY = Family(
     name="finite_mixture",
     description="finite Gaussian mixture (diagonal), Gibbs on assignments + NUTS",
-    methods=("gibbs", "auto"),
-    build=lambda dataset, **options: model(dataset.data, **options),
-    default_dataset="iris",
-    defaults={"n_components": 3},
+    factory=model,
+    cli=CLIEntry(
+        methods=("gibbs", "auto"),
+        build=lambda dataset, **options: model(dataset.data, **options),
+        default_dataset="iris",
+        defaults={"n_components": 3},
+    ),
+    pointwise_log_likelihood=_predictive.pointwise_log_likelihood,
+    test_keywords=("finite_mixture",),
 )

@@ -142,7 +142,6 @@ from pp_models.model_info import (
     posterior_with_labels,
     weights_sorted,
 )
-from pp_models.registry import ModelEntry
 from pp_models.validation import (
     as_data_matrix,
     check_feature_names,
@@ -636,16 +635,3 @@ def _sb_n_clusters(posterior: xr.Dataset, spec: DPMSpec, params) -> xr.DataArray
                         dims=("chain", "draw"))
 
 
-CLI_ENTRY = ModelEntry(
-    name="dpm",
-    description="Dirichlet-process mixture (collapsed CRP: Algorithm 3 + split-merge; "
-    "truncation=T: stick-breaking for NUTS/ADVI)",
-    methods=("gibbs", "nuts", "advi", "auto"),
-    build=lambda dataset, **options: model(dataset.data, **options),
-    default_dataset="iris",
-    defaults={"alpha": (1.0, 1.0)},
-    # On iris the chains move rarely between "versicolor and virginica one cluster" and
-    # "two" (largest_cluster 100 vs 50): 4 x 1000 draws gave R-hat 1.17 and bulk ESS 21
-    # on largest_cluster, 4 x 5000 R-hat 1.06; 4 x 20000 passed `ppzoo check` (ESS 525).
-    fit_defaults={"draws": 20000, "tune": 2000, "chains": 4},
-)

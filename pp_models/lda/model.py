@@ -31,10 +31,9 @@ import xarray as xr
 
 from pp_models.lda.inputs import prepare_corpus
 from pp_models.model_info import DerivedStatistic, StepHint, ZooModelInfo, attach_info
-from pp_models.registry import ModelEntry
 from pp_models.validation import check_bool, check_int, check_positive_vector
 
-__all__ = ["CLI_ENTRY", "DERIVED", "STEP_NAME", "CollapsedStepOptions", "model"]
+__all__ = ["DERIVED", "STEP_NAME", "CollapsedStepOptions", "model"]
 
 #: Registry name of the collapsed Gibbs step the collapsed model asks for.
 STEP_NAME = "lda_collapsed_gibbs"
@@ -351,34 +350,3 @@ def _explicit_model(corpus, n_topics, alpha_v, eta_v, coords, batch_size):
         "permutation of topics",
     )
     return attach_info(m, info)
-
-
-def _build_from_dataset(dataset, **options):
-    """The CLI's build: a CSV arrives as a DataFrame of counts; the data set's
-    vocabulary (or the CSV's header) labels the words unless ``vocabulary`` is given."""
-    if options.get("collapsed", True) and not options.get("deterministics", True):
-        # the command line records theta and phi per draw (fit_defaults) and draws the
-        # topics from them; without them the fit would fail on its own var_names
-        raise ValueError("deterministics=False: the command line records theta and phi per "
-                         "draw to write the topics; call pp_models.lda.model(...) and "
-                         "inference.fit from Python to fit without them")
-    data = dataset.data
-    counts = data.to_numpy() if hasattr(data, "to_numpy") else data
-    names = tuple(dataset.feature_names or ())
-    n_columns = np.shape(counts)[1] if np.ndim(counts) == 2 else None
-    if "vocabulary" not in options and names and len(names) == n_columns:
-        options["vocabulary"] = names
-    return model(counts, **options)
-
-
-CLI_ENTRY = ModelEntry(
-    name="lda",
-    description="latent Dirichlet allocation, collapsed Gibbs (SparseLDA) on token "
-    "topics; theta and phi recorded per draw",
-    # the command line writes the topics: theta and phi per draw
-    methods=("gibbs", "auto"),
-    build=_build_from_dataset,
-    default_dataset="reuters",
-    defaults={"n_topics": 20},
-    fit_defaults={"draws": 200, "tune": 200, "chains": 2, "var_names": ("theta", "phi")},
-)
