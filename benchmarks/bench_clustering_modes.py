@@ -62,9 +62,9 @@ class Joint:
         z = np.ascontiguousarray(canonicalize(np.asarray(z0, dtype=np.int64))[0])
         trace = []
         for it in range(iterations):
-            z = collapsed_sweeps(self.X, z, self.alpha, 0.0, code, self.hp, rng, 1)
+            z = collapsed_sweeps(self.X, z, self.alpha, 0.0, code, self.hp, 1.0, rng, 1)
             prop, lp, ll, lqf, lqr, _split = split_merge_proposal(
-                self.X, z, self.alpha, 0.0, code, self.hp, rng, 4)
+                self.X, z, self.alpha, 0.0, code, self.hp, 1.0, rng, 4)
             if math.log(rng.random()) < lp + ll + lqr - lqf:
                 z, _K = canonicalize(prop)
             if it >= keep_from:

@@ -44,6 +44,7 @@ from custom_ops.lda.gibbs import (
     build_counts,
     gibbs_sweep_dense,
     log_joint,
+    tempering_tables,
 )
 from pp_models import datasets
 from pp_models.lda import prepare_corpus
@@ -59,7 +60,7 @@ def bench_ours_sparse(corpus, n_topics, sweeps, seed):
     state = SparseLDAState(corpus.words, corpus.doc_ptr, z0, corpus.n_words, n_topics)
     t0 = time.perf_counter()
     for _ in range(sweeps):
-        state.sweep(alpha, eta, rng)
+        state.sweep(alpha, eta, 1.0, rng)
     elapsed = time.perf_counter() - t0
     return elapsed, log_joint(state.n_wk, state.n_dk, state.n_k, ALPHA, ETA)
 
@@ -70,9 +71,11 @@ def bench_ours_dense(corpus, n_topics, sweeps, seed):
     alpha = np.full(n_topics, ALPHA)
     eta = np.full(corpus.n_words, ETA)
     n_wk, n_dk, n_k = build_counts(corpus.words, corpus.doc_ptr, z, corpus.n_words, n_topics)
+    tables = tempering_tables(corpus.words, corpus.n_words, eta, 1.0)
     t0 = time.perf_counter()
     for _ in range(sweeps):
-        gibbs_sweep_dense(corpus.words, corpus.doc_ptr, z, n_wk, n_dk, n_k, alpha, eta, rng)
+        gibbs_sweep_dense(corpus.words, corpus.doc_ptr, z, n_wk, n_dk, n_k, alpha, eta, 1.0,
+                          *tables, rng)
     elapsed = time.perf_counter() - t0
     return elapsed, log_joint(n_wk, n_dk, n_k, ALPHA, ETA)
 

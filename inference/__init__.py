@@ -27,6 +27,8 @@ _LAZY = {
     "summary": "inference.summary",
     "compute_log_likelihood": "inference.log_likelihood",
     "sample_posterior_predictive": "inference.predictive",
+    "evidence": "inference.tempering.evidence",
+    "EvidenceResult": "inference.tempering.evidence",
 }
 
 __all__ = sorted(_LAZY)

@@ -46,7 +46,8 @@ from inference.gibbs.base import ZooGibbsStep
 from inference.interrupt import stop_requested
 from inference.progress import ChainProgress, compiling
 
-__all__ = ["SamplingInterrupted", "all_zoo_gibbs", "sample_gibbs"]
+__all__ = ["SamplingInterrupted", "all_zoo_gibbs", "initial_point", "model_cache",
+           "sample_gibbs"]
 
 
 class SamplingInterrupted(KeyboardInterrupt):
@@ -84,6 +85,12 @@ def _initial_point_fn(model):
             model=model, jitter_rvs=set(), return_transformed=True
         )
     return cache["initial_point"]
+
+
+def initial_point(model, seed: int = 0) -> dict:
+    """The model's initial point (PyMC's layout, no jitter), its function compiled once
+    per model."""
+    return _initial_point_fn(model)(seed)
 
 
 @dataclass

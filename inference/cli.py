@@ -8,6 +8,8 @@ Examples
     ppzoo describe dpm
     ppzoo fit finite_mixture --dataset iris --method gibbs --draws 1000 --out results/
     ppzoo fit finite_mixture --data my.csv --param n_components=4
+    ppzoo fit dpm --tempering 12
+    ppzoo evidence dpm --param likelihood=diag_gaussian --method stepping_stone
     ppzoo check results/posterior.nc
     ppzoo demo
 
@@ -37,7 +39,11 @@ _FIT_DEFAULTS = {"draws": 1000, "tune": 1000, "chains": 4}
 
 # The library's messages name its arguments; the user typed these flags.
 _FIT_FLAGS = {"draws": "--draws", "tune": "--tune", "chains": "--chains", "cores": "--cores",
-              "random_seed": "--seed", "method": "--method", "trace": "--trace"}
+              "random_seed": "--seed", "method": "--method", "trace": "--trace",
+              "tempering": "--tempering"}
+_EVIDENCE_FLAGS = {"draws": "--draws", "tune": "--tune", "chains": "--chains",
+                   "cores": "--cores", "random_seed": "--seed", "method": "--method",
+                   "n_temperatures": "--temperatures"}
 _CHECK_FLAGS = {"rhat_max": "--rhat-max", "ess_bulk_min": "--ess-min",
                 "ess_tail_min": "--ess-min"}
 
@@ -210,7 +216,31 @@ def _parser() -> argparse.ArgumentParser:
     _add_sampling_options(p_fit)
     p_fit.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
                        help="model option, e.g. n_components=4 (repeatable)")
+    p_fit.add_argument("--tempering", type=int, default=None, metavar="N",
+                       help="parallel tempering with N temperatures (>= 2): each chain runs "
+                            "N replicas from the prior to the posterior that swap states; "
+                            "the posterior is the coldest one's")
     p_fit.set_defaults(run=_cmd_fit)
+
+    p_evidence = sub.add_parser("evidence", help="log marginal likelihood of a model on data")
+    p_evidence.add_argument("model", help="model name (see `ppzoo list`)")
+    source = p_evidence.add_mutually_exclusive_group()
+    source.add_argument("--dataset", help="a shipped data set (see `ppzoo list`)")
+    source.add_argument("--data", type=Path, help="a CSV file with a header row, numeric columns")
+    p_evidence.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
+                            help="model option, e.g. n_components=4 (repeatable)")
+    p_evidence.add_argument("--method", default="stepping_stone",
+                            help="stepping_stone | thermodynamic | ais (default stepping_stone)")
+    p_evidence.add_argument("--temperatures", type=int, default=None, metavar="N",
+                            help="temperatures of the ladder (AIS: annealing steps)")
+    p_evidence.add_argument("--draws", type=int, default=1000,
+                            help="draws per chain (AIS: particles), default 1000")
+    p_evidence.add_argument("--tune", type=int, default=1000, help="default 1000")
+    p_evidence.add_argument("--chains", type=int, default=4, help="default 4")
+    p_evidence.add_argument("--cores", type=int, default=None)
+    p_evidence.add_argument("--seed", type=int, default=None)
+    p_evidence.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    p_evidence.set_defaults(run=_cmd_evidence)
 
     p_check = sub.add_parser("check", help="convergence report of a saved fit")
     p_check.add_argument("path", type=Path, help="posterior.nc written by `ppzoo fit`, or its dir")
@@ -319,6 +349,8 @@ def _cmd_fit(args) -> int:
         if args.cores is not None:
             check_int(args.cores, "cores", minimum=1)
         check_random_seed(args.seed)
+        if args.tempering is not None:
+            check_int(args.tempering, "tempering", minimum=2)
     if args.resume and args.trace is None:
         raise UsageError("--resume needs --trace PATH (the run to continue)")
     if args.trace is not None and args.trace.resolve().is_relative_to(out.resolve()):
@@ -337,6 +369,8 @@ def _cmd_fit(args) -> int:
     extra = {k: v for k, v in entry.fit_defaults.items() if k not in _FIT_DEFAULTS}
     if args.trace is not None:
         extra.update(trace=args.trace, resume=args.resume)
+    if args.tempering is not None:
+        extra["tempering"] = args.tempering
     recipe = {"model": entry.name, "options": repr(options),
               "dataset": None if args.data is not None else (args.dataset
                                                               or entry.default_dataset),
@@ -345,6 +379,44 @@ def _cmd_fit(args) -> int:
                     sizes["chains"], args.cores, args.seed, not args.no_progress, out,
                     fit_kwargs=extra, build_flags=_data_flag(entry, args),
                     fit_flags=_FIT_FLAGS, recipe=recipe)
+
+
+def _cmd_evidence(args) -> int:
+    from pp_models.registry import get_model, get_summary
+    from pp_models.validation import check_int, check_random_seed
+
+    get_summary(args.model)  # an unknown model is refused before a family is imported
+    with _flags_named(_EVIDENCE_FLAGS):
+        check_int(args.draws, "draws", minimum=1)
+        check_int(args.tune, "tune", minimum=0)
+        check_int(args.chains, "chains", minimum=1)
+        if args.cores is not None:
+            check_int(args.cores, "cores", minimum=1)
+        if args.temperatures is not None:
+            check_int(args.temperatures, "n_temperatures", minimum=2)
+        check_random_seed(args.seed)
+    if args.data is not None and not args.data.exists():
+        raise UsageError(f"--data: no such file: {args.data}")
+    entry = get_model(args.model)
+    options = dict(entry.defaults)
+    given = _parse_params(args.param)
+    _check_param_keys(entry, given)
+    options.update(given)
+    data = _load_data(args.data, args.dataset or entry.default_dataset)
+    logging.getLogger("pymc").setLevel(logging.WARNING)
+    warnings.filterwarnings("ignore", category=RuntimeWarning)
+    with _flags_named(_data_flag(entry, args)):
+        model = entry.build(data, **options)
+    from inference.tempering.evidence import evidence
+
+    start = time.perf_counter()
+    with _flags_named(_EVIDENCE_FLAGS):
+        result = evidence(model, method=args.method, n_temperatures=args.temperatures,
+                          draws=args.draws, tune=args.tune, chains=args.chains,
+                          cores=args.cores, random_seed=args.seed,
+                          progressbar=not args.no_progress)
+    print(f"{entry.name} on {data.name}: {result} [{time.perf_counter() - start:.1f} s]")
+    return 0
 
 
 def _data_flag(entry, args) -> dict[str, str]:

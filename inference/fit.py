@@ -33,11 +33,13 @@ from inference.log_likelihood import compute_log_likelihood, needed_for_log_like
 from inference.nutpie_cache import reusing_compiled_model
 from inference.posterior_layout import add_derived, move_labels
 from inference.progress import compiling, in_ci
+from inference.tempering.options import check_tempering
+from inference.tempering.sampling import check_tempering_request, fit_tempered
 from inference.trace_store import check_trace_path
 from pp_models.model_info import ZooModelInfo, get_info
 from pp_models.validation import check_int, check_positive, check_random_seed, check_real
 
-__all__ = ["METHODS", "assign_steps", "describe_steps", "fit"]
+__all__ = ["METHODS", "assign_steps", "describe_steps", "fit", "select_pymc_steps"]
 
 #: The methods ``fit`` understands.
 METHODS = ("auto", "nuts", "gibbs", "advi")
@@ -60,6 +62,7 @@ def fit(
     trace=None,
     resume: bool = False,
     trace_flush: float | None = None,
+    tempering=None,
     log_likelihood: bool = False,
     **method_kwargs,
 ) -> xr.DataTree:
@@ -113,6 +116,21 @@ def fit(
     trace_flush : float, optional
         Seconds between two writes of each chain's new draws (default 5; ``0``: after
         every draw).
+    tempering : bool, int, sequence of float or dict, optional
+        Parallel tempering (:mod:`inference.tempering`): each chain runs replicas of the
+        model's steps at inverse temperatures from 1 down to 0, each sampling the power
+        posterior ``p(theta) p(X | theta)^beta`` (the replica at 0 draws from the prior
+        exactly), and neighbours swap states after every sweep (non-reversible even/odd
+        swaps, Syed et al. 2022); while tuning, the ladder is adapted so all neighbours
+        swap equally often. ``True``: 8 temperatures; an int: that many; a sequence: the
+        starting ladder (increasing, ending at 1); a dict: ``n_temperatures`` or
+        ``ladder``, ``adapt`` (default True), ``prior_draws`` (default True). Chains stay
+        independent tempered runs (R-hat keeps its meaning); ``posterior`` holds the draws
+        at beta = 1 and a ``tempering`` group the ladder, each temperature's
+        log-likelihood per draw, swap rates, round trips and the communication barrier.
+        Every step must be able to temper (zoo steps with ``can_temper``, NUTS): a model
+        with another step is refused with a ``ValueError`` naming it. Methods
+        ``"gibbs"`` and ``"nuts"`` (PyMC's NUTS, tempered), on the zoo's chain loop.
     log_likelihood : bool
         Add the pointwise log-likelihood as a ``log_likelihood`` group, so ``az.loo(dt)``
         and ``az.compare`` work (:func:`inference.log_likelihood.compute_log_likelihood`:
@@ -160,6 +178,7 @@ def fit(
     user_steps = _as_step_list(step)
     if trace_flush is not None:
         trace_flush = check_real(trace_flush, "trace_flush (seconds)", minimum=0.0)
+    tempering = check_tempering(tempering)
     if trace is not None:
         trace = check_trace_path(trace, resume=bool(resume))
     elif resume:
@@ -187,6 +206,8 @@ def fit(
         if needed is not None:
             method_kwargs["var_names"] = needed
     method_kwargs = check_method_options(model, chosen, method_kwargs)
+    if tempering is not None:
+        check_tempering_request(model, chosen, method_kwargs)
     trace_options = (None if trace is None
                      else {"trace": trace, "resume": bool(resume), "flush_seconds": trace_flush})
 
@@ -208,6 +229,7 @@ def fit(
                 method_kwargs,
                 stop,
                 trace_options,
+                tempering,
             )
         if stop.is_set() and sampler != "zoo":
             # PyMC / nutpie / ADVI stopped on the KeyboardInterrupt and returned what
@@ -252,6 +274,10 @@ def fit(
             "pp_models_label_variables": json.dumps(list(info.label_variables) if info else []),
         }
     )
+    if tempering is not None:
+        dt.attrs["pp_models_tempering"] = json.dumps(
+            {"initial_ladder": list(tempering.ladder), "adapt": tempering.adapt,
+             "prior_draws": tempering.prior_draws})
     return dt
 
 
@@ -286,7 +312,7 @@ def _nutpie_available() -> bool:
 
 
 def _fit_mcmc(model, chosen, info, user_steps, sizes, random_seed, progressbar, kwargs, stop,
-              trace_options=None):
+              trace_options=None, tempering=None):
     kwargs = dict(kwargs)
     if info is not None and info.trace_var_names is not None:
         kwargs.setdefault("var_names", list(info.trace_var_names))
@@ -294,6 +320,11 @@ def _fit_mcmc(model, chosen, info, user_steps, sizes, random_seed, progressbar, 
         # PyMC's own checks look at raw labels, which label switching makes meaningless;
         # check_convergence / summary look at the label-invariant statistics instead.
         kwargs.setdefault("compute_convergence_checks", False)
+    if tempering is not None:
+        dt, assignment = fit_tempered(
+            model, info, user_steps, tempering, sizes=sizes, random_seed=random_seed,
+            progressbar=progressbar, kwargs=kwargs, trace_options=trace_options)
+        return dt, assignment, "zoo"
     if chosen == "nuts" and not user_steps:
         default_sampler = "nutpie" if _nutpie_available() and trace_options is None else "pymc"
         sampler = kwargs.pop("nuts_sampler", default_sampler)
@@ -468,7 +499,7 @@ def assign_steps(model, info, user_steps, step_kwargs, *, only=None) -> list:
         provided, selected = assign_step_methods(model, steps or None, methods=_pymc_methods())
     else:
         # PyMC's assignment covers every free variable; assign only the targets.
-        provided, selected = steps, _select_pymc_steps(model, target_values - claimed)
+        provided, selected = steps, select_pymc_steps(model, target_values - claimed)
     built = instantiate_steppers(model, provided, selected, step_kwargs=step_kwargs)
     return built if isinstance(built, list) else [built]
 
@@ -485,7 +516,7 @@ def _pymc_methods() -> list:
     return [m for m in STEP_METHODS if m is not ZooAssignment and m is not ZooStepsNotLoaded]
 
 
-def _select_pymc_steps(model, values) -> dict:
+def select_pymc_steps(model, values) -> dict:
     """PyMC's competence-based choice of step class for each of ``values``."""
     import pytensor.gradient as tg
 

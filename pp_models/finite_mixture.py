@@ -115,12 +115,15 @@ def _assignment_conditional(model: pm.Model) -> dict:
     """Options of the Gibbs step for ``z``: its full conditional's logits.
 
     ``logits[i, k] = log w_k + sum_j log N(X_ij | mu_kj, sigma_kj)`` (Murphy 2012
-    Eq. 11.27's responsibilities, unnormalised). Written in terms of ``model["X"]`` so that
+    Eq. 11.27's responsibilities, unnormalised), and the likelihood's part of them
+    (``likelihood_logits``, the second term: the observed ``X``'s log density, which a
+    tempered run raises to the power beta). Written in terms of ``model["X"]`` so that
     it follows the data when they are free (getting-it-right) as well as observed.
     """
     w, mu, sigma, X = model["w"], model["mu"], model["sigma"], model["X"]
     component_logp = pm.logp(pm.Normal.dist(mu[None], sigma[None]), X[:, None, :])
-    return {"logits": pt.log(w)[None, :] + component_logp.sum(axis=-1)}
+    likelihood = component_logp.sum(axis=-1)
+    return {"logits": pt.log(w)[None, :] + likelihood, "likelihood_logits": likelihood}
 
 
 def _n_occupied(posterior: xr.Dataset, K: int) -> xr.DataArray:

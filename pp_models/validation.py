@@ -21,6 +21,8 @@ __all__ = [
     "check_fixed_or_gamma",
     "check_gamma_prior",
     "check_int",
+    "check_inverse_temperature",
+    "check_ladder",
     "check_positive",
     "check_positive_vector",
     "check_random_seed",
@@ -444,3 +446,30 @@ def rng_from_seed(random_seed, name: str = "random_seed") -> np.random.Generator
         ``random_seed`` holds a negative integer.
     """
     return np.random.default_rng(check_random_seed(random_seed, name))
+
+
+def check_inverse_temperature(value, name: str = "beta") -> float:
+    """``value`` as a float in [0, 1]: the inverse temperature of a power posterior
+    p(theta) p(X | theta)^beta (0: the prior, 1: the posterior)."""
+    if not _is_real(value):
+        raise TypeError(f"{name} must be a number in [0, 1], got {value!r}")
+    value = float(value)
+    if not 0.0 <= value <= 1.0:  # NaN fails too
+        raise ValueError(f"{name} must be in [0, 1] (an inverse temperature), got {value}")
+    return value
+
+
+def check_ladder(values, name: str = "ladder") -> np.ndarray:
+    """``values`` as a float64 array of inverse temperatures: at least 2, each in
+    [0, 1], strictly increasing, the last one 1 (the posterior)."""
+    if isinstance(values, str | bytes) or not hasattr(values, "__len__"):
+        raise TypeError(f"{name} must be a sequence of inverse temperatures, got {values!r}")
+    betas = [check_inverse_temperature(v, f"{name}[{i}]") for i, v in enumerate(values)]
+    if len(betas) < 2:
+        raise ValueError(f"{name} needs at least 2 temperatures, got {len(betas)}")
+    arr = np.asarray(betas, dtype=np.float64)
+    if np.any(np.diff(arr) <= 0):
+        raise ValueError(f"{name} must be strictly increasing, got {arr.tolist()}")
+    if arr[-1] != 1.0:
+        raise ValueError(f"{name} must end at 1 (the posterior), got {arr[-1]}")
+    return arr

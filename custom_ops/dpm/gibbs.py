@@ -15,6 +15,12 @@
 All work for the two-parameter (Pitman-Yor) restaurant: an item joins an existing block
 ``k`` with weight ``n_{k,-i} - d`` and a new block with weight ``alpha + K_{-i} d``.
 
+The MCMC kernels take an inverse temperature ``beta`` in [0, 1] and sample the power
+posterior ``p(z) p(X | z)^beta`` (``beta = 1``: the posterior): every likelihood factor
+(a predictive, a component density, a marginal ratio) enters raised to ``beta``, so the
+conditional of one item uses the predictive ratio to the power beta. ``beta = 0`` gives
+the prior (a likelihood factor is then 1 even where it is 0).
+
 Families are selected by the integer code of :mod:`custom_ops.conjugate` (``FAMILY_CODES``)
 with the hyperparameters packed in one float64 vector (``pack_hyper``); every kernel is
 compiled once and cached on disk (Numba cannot cache kernels that take jitted functions
@@ -58,6 +64,14 @@ def _shuffle(order, rng):
 
 
 @njit_exact
+def _tempered(beta, log_factor):
+    """``beta * log_factor``, 0 at ``beta = 0`` even for a zero factor (log -inf)."""
+    if beta == 0.0:
+        return 0.0
+    return beta * log_factor
+
+
+@njit_exact
 def log_split_prior_ratio(n_a, n_b, K, alpha, discount):
     """log EPPF(split) - log EPPF(merged) when a block of n_a + n_b items splits into two
     (K = number of blocks before the split; Pitman 2006 Eq. 3.6)."""
@@ -95,7 +109,7 @@ def _grow(states, counts, pos, active, free, K):
 # Algorithm 3
 # --------------------------------------------------------------------------------------
 @njit_exact
-def collapsed_sweeps(X, z, alpha, discount, fam, hp, rng, n_sweeps):
+def collapsed_sweeps(X, z, alpha, discount, fam, hp, beta, rng, n_sweeps):
     """Collapsed Gibbs sweeps (Neal 2000 Algorithm 3) over the labels ``z`` of ``X``'s rows.
 
     Parameters
@@ -105,6 +119,7 @@ def collapsed_sweeps(X, z, alpha, discount, fam, hp, rng, n_sweeps):
     alpha, discount : float
     fam : int, a :data:`custom_ops.conjugate.FAMILY_CODES` value
     hp : float64 vector, :func:`custom_ops.conjugate.pack_hyper`
+    beta : float in [0, 1], inverse temperature of the likelihood (module docstring)
     rng : numpy.random.Generator
     n_sweeps : int
 
@@ -175,8 +190,9 @@ def collapsed_sweeps(X, z, alpha, discount, fam, hp, rng, n_sweeps):
             # Eq. 25.33 (corrected): CRP prior weight x posterior predictive
             for a in range(K):
                 s = active[a]
-                lw[a] = log_size[counts[s]] + cj.state_log_predictive(fam, x, states[s], hp, work)
-            lw[K] = math.log(alpha + K * discount) + prior_pred[i]
+                lw[a] = log_size[counts[s]] + _tempered(
+                    beta, cj.state_log_predictive(fam, x, states[s], hp, work))
+            lw[K] = math.log(alpha + K * discount) + _tempered(beta, prior_pred[i])
             c = sample_log_weights(lw, K + 1, rng)
             if c == K:
                 if n_free == 0:
@@ -202,11 +218,12 @@ def collapsed_sweeps(X, z, alpha, discount, fam, hp, rng, n_sweeps):
 # split-merge (Jain & Neal 2004)
 # --------------------------------------------------------------------------------------
 @njit_exact
-def _restricted_scan(X, members, side, n_s, A, B, n_a, n_b, discount, fam, hp, tab, rng,
-                     forced, target):
+def _restricted_scan(X, members, side, n_s, A, B, n_a, n_b, discount, fam, hp, beta, tab,
+                     rng, forced, target):
     """One restricted Gibbs scan of the items ``members[:n_s]`` between blocks A (holding
-    i) and B (holding j). With ``forced``, each item is moved to ``target[r]`` instead of
-    sampled. Returns (n_a, n_b, log probability of the moves made)."""
+    i) and B (holding j), at inverse temperature ``beta``. With ``forced``, each item is
+    moved to ``target[r]`` instead of sampled. Returns (n_a, n_b, log probability of the
+    moves made)."""
     work = np.empty(X.shape[1])
     log_q = 0.0
     for r in range(n_s):
@@ -217,8 +234,10 @@ def _restricted_scan(X, members, side, n_s, A, B, n_a, n_b, discount, fam, hp, t
         else:
             cj.state_remove(fam, B, x, tab)
             n_b -= 1
-        la = math.log(n_a - discount) + cj.state_log_predictive(fam, x, A, hp, work)
-        lb = math.log(n_b - discount) + cj.state_log_predictive(fam, x, B, hp, work)
+        la = math.log(n_a - discount) + _tempered(
+            beta, cj.state_log_predictive(fam, x, A, hp, work))
+        lb = math.log(n_b - discount) + _tempered(
+            beta, cj.state_log_predictive(fam, x, B, hp, work))
         top = max(la, lb)
         log_norm = top + math.log(math.exp(la - top) + math.exp(lb - top))
         if forced:
@@ -238,7 +257,7 @@ def _restricted_scan(X, members, side, n_s, A, B, n_a, n_b, discount, fam, hp, t
 
 
 @njit_exact
-def split_merge_proposal(X, z, alpha, discount, fam, hp, rng, n_launch):
+def split_merge_proposal(X, z, alpha, discount, fam, hp, beta, rng, n_launch):
     """One split-merge proposal for canonical labels ``z`` (Jain & Neal 2004, §3-4).
 
     Two distinct items i, j are drawn uniformly. S holds the other items of their blocks.
@@ -246,13 +265,18 @@ def split_merge_proposal(X, z, alpha, discount, fam, hp, rng, n_launch):
     ``n_launch`` restricted Gibbs scans. If i and j share a block, one more restricted
     scan from the launch state proposes a split (forward probability ``q``); otherwise the
     proposal merges the two blocks, and ``q`` of the reverse move is the probability that
-    a restricted scan from the launch state recreates the current split.
+    a restricted scan from the launch state recreates the current split. The restricted
+    scans target the power posterior at ``beta`` (their predictives to the power beta),
+    and ``q`` is the probability of the scan actually made, so the caller's acceptance
+    ``prior ratio + beta * likelihood ratio + log q_reverse - log q_forward`` is exact
+    for that target.
 
     Returns
     -------
     z_proposed : (n,) int64 (not canonical)
     log_prior_ratio, log_lik_ratio : float
-        log p(z') - log p(z) under the EPPF, and the collapsed likelihood ratio.
+        log p(z') - log p(z) under the EPPF, and the collapsed likelihood ratio (not
+        multiplied by ``beta``).
     log_q_forward, log_q_reverse : float
         Proposal log probabilities (the deterministic direction is 0).
     is_split : bool
@@ -298,7 +322,7 @@ def split_merge_proposal(X, z, alpha, discount, fam, hp, rng, n_launch):
             n_b += 1
     for _t in range(n_launch):
         n_a, n_b, _lq = _restricted_scan(X, members, side, n_s, A, B, n_a, n_b, discount,
-                                         fam, hp, tab, rng, False, target)
+                                         fam, hp, beta, tab, rng, False, target)
     # the union of the two blocks, in the merged partition or as the block being split
     M = np.empty(S)
     cj.state_init(fam, M, hp, d, tab)
@@ -309,7 +333,7 @@ def split_merge_proposal(X, z, alpha, discount, fam, hp, rng, n_launch):
     proposed = z.copy()
     if ci == cj_:
         n_a, n_b, log_q = _restricted_scan(X, members, side, n_s, A, B, n_a, n_b, discount,
-                                           fam, hp, tab, rng, False, target)
+                                           fam, hp, beta, tab, rng, False, target)
         log_prior = log_split_prior_ratio(n_a, n_b, K, alpha, discount)
         log_lik = (cj.state_log_marginal(fam, A, hp, d) + cj.state_log_marginal(fam, B, hp, d)
                    - cj.state_log_marginal(fam, M, hp, d))
@@ -320,7 +344,7 @@ def split_merge_proposal(X, z, alpha, discount, fam, hp, rng, n_launch):
         return proposed, log_prior, log_lik, log_q, 0.0, True
     # merge: A and B after the forced scan hold exactly the current blocks of i and j
     n_a, n_b, log_q_rev = _restricted_scan(X, members, side, n_s, A, B, n_a, n_b, discount,
-                                           fam, hp, tab, rng, True, target)
+                                           fam, hp, beta, tab, rng, True, target)
     log_prior = -log_split_prior_ratio(n_a, n_b, K - 1, alpha, discount)
     log_lik = (cj.state_log_marginal(fam, M, hp, d) - cj.state_log_marginal(fam, A, hp, d)
                - cj.state_log_marginal(fam, B, hp, d))
@@ -362,7 +386,7 @@ def _component_loglik(code, x, theta):
 
 
 @njit_exact
-def auxiliary_sweeps(X, z, theta, alpha, discount, code, pool, m, rng, n_sweeps):
+def auxiliary_sweeps(X, z, theta, alpha, discount, code, pool, m, beta, rng, n_sweeps):
     """Neal (2000) Algorithm 8 sweeps over the canonical labels ``z``.
 
     Parameters
@@ -375,6 +399,8 @@ def auxiliary_sweeps(X, z, theta, alpha, discount, code, pool, m, rng, n_sweeps)
     pool : (B, P) float64 independent draws from the base measure H, consumed in order
         (B >= n_sweeps * n * m suffices)
     m : int, number of auxiliary components (>= 1)
+    beta : float in [0, 1], inverse temperature: each component density enters to the
+        power beta (module docstring)
     rng : numpy.random.Generator
     n_sweeps : int
 
@@ -436,10 +462,11 @@ def auxiliary_sweeps(X, z, theta, alpha, discount, code, pool, m, rng, n_sweeps)
                 used += 1
             for a in range(K):
                 s = active[a]
-                lw[a] = math.log(counts[s] - discount) + _component_loglik(code, x, th[s])
+                lw[a] = math.log(counts[s] - discount) + _tempered(
+                    beta, _component_loglik(code, x, th[s]))
             log_new = math.log((alpha + K * discount) / m)
             for a in range(m):
-                lw[K + a] = log_new + _component_loglik(code, x, aux[a])
+                lw[K + a] = log_new + _tempered(beta, _component_loglik(code, x, aux[a]))
             c = sample_log_weights(lw, K + m, rng)
             if c >= K:
                 n_free -= 1

@@ -11,14 +11,33 @@ Priors on a precision matrix ``Omega`` (p x p, positive definite):
   diagonal, jointly truncated to ``Omega > 0`` (the normaliser does not depend on z).
 
 Both are sampled by the column-wise block Gibbs sampler of Wang (2012, §2.4): for
-column ``j``, with ``beta = omega_{-j,j}``, ``gamma = omega_jj - beta' Omega11^{-1}
-beta``, ``S = X'X`` and ``D = diag(tau_{-j,j})`` (the slab/spike variances for SSSL)::
+column ``j``, with ``w = omega_{-j,j}`` (Wang's beta), ``gamma = omega_jj - w' Omega11^{-1}
+w``, ``S = X'X`` and ``D = diag(tau_{-j,j})`` (the slab/spike variances for SSSL)::
 
     gamma | rest ~ Gamma(n/2 + 1, rate (s_jj + lam) / 2)
-    beta  | rest ~ N(-C s_12, C),   C = ((s_jj + lam) Omega11^{-1} + D^{-1})^{-1}.
+    w     | rest ~ N(-C s_12, C),   C = ((s_jj + lam) Omega11^{-1} + D^{-1})^{-1}.
 
 ``Sigma = Omega^{-1}`` is carried along so that ``Omega11^{-1} = Sigma11 - sigma12
 sigma12' / sigma22`` costs O(p^2), and updated by the partitioned inverse.
+
+**Tempering.** The sweep takes an inverse temperature ``beta`` in [0, 1] and samples the
+power posterior ``p(Omega) p(X | Omega)^beta``. The likelihood (Wang 2012 Eq. 1, the
+observed ``X``'s normal density) is, as a function of ``Omega``,
+
+    p(X | Omega)^beta ∝ det(Omega)^(beta n / 2) exp(-tr(beta S Omega) / 2),
+
+the Wishart form of ``n`` observations with Gram matrix ``S`` at ``(beta n, beta S)``.
+Column ``j``'s derivation (Wang 2012 §2.4) goes through with those: ``det(Omega) =
+det(Omega11) gamma`` gives ``gamma^(beta n / 2)``, and ``tr(beta S Omega) = 2 beta s12'
+omega12 + beta s22 omega22 + const``, so::
+
+    gamma | rest ~ Gamma(beta n/2 + 1, rate (beta s_jj + lam) / 2)
+    w     | rest ~ N(-C beta s12, C),   C = ((beta s_jj + lam) Omega11^{-1} + D^{-1})^{-1}.
+
+The latent variances (Park & Casella's ``tau``, SSSL's ``z``) and the lasso's ``lam``
+depend on ``Omega`` through the prior only and are not tempered. At ``beta = 0`` the
+sweep samples the prior: ``gamma ~ Exp(rate lam/2)``, ``w ~ N(0, (lam Omega11^{-1} +
+D^{-1})^{-1})``.
 
 Every sampling kernel takes a ``numpy.random.Generator`` and draws from it inside the
 compiled code.
@@ -177,8 +196,9 @@ def sssl_latent_variances(rng, omega, v0, v1, pi):
 
 
 @njit_exact
-def column_sweep(rng, omega, sigma, S, n, lam, tau, gamma_shape_offset):
-    """One column-wise block Gibbs sweep, in place on ``omega`` and ``sigma = omega^-1``.
+def column_sweep(rng, omega, sigma, S, n, lam, tau, beta, gamma_shape_offset):
+    """One column-wise block Gibbs sweep of the power posterior at ``beta`` (module
+    docstring), in place on ``omega`` and ``sigma = omega^-1``.
 
     Parameters
     ----------
@@ -193,16 +213,19 @@ def column_sweep(rng, omega, sigma, S, n, lam, tau, gamma_shape_offset):
         Rate of the exponential prior on the diagonal is ``lam / 2``.
     tau : float64 (p, p)
         Prior variances of the off-diagonal entries given the latent variables.
+    beta : float
+        Inverse temperature of the likelihood in [0, 1] (1: the posterior).
     gamma_shape_offset : float
-        1.0 for the correct conditional ``Gamma(n/2 + 1, ...)``; a test hook.
+        1.0 for the correct conditional ``Gamma(beta n/2 + 1, ...)``; a test hook.
     """
     for j in range(omega.shape[0]):
-        column_update(rng, omega, sigma, S, n, lam, tau, gamma_shape_offset, j)
+        column_update(rng, omega, sigma, S, n, lam, tau, beta, gamma_shape_offset, j)
 
 
 @njit_exact
-def column_update(rng, omega, sigma, S, n, lam, tau, gamma_shape_offset, j):
-    """Draw column ``j`` of ``omega`` from its conditional (module docstring), in place."""
+def column_update(rng, omega, sigma, S, n, lam, tau, beta, gamma_shape_offset, j):
+    """Draw column ``j`` of ``omega`` from its conditional at inverse temperature ``beta``
+    (module docstring), in place."""
     p = omega.shape[0]
     m = p - 1
     idx = np.empty(m, dtype=np.int64)
@@ -214,11 +237,12 @@ def column_update(rng, omega, sigma, S, n, lam, tau, gamma_shape_offset, j):
         if k != j:
             idx[c] = k
             c += 1
-    s22 = S[j, j]
+    # the likelihood at beta is the Wishart form at (beta n, beta S)
+    s22 = beta * S[j, j]
     sjj = sigma[j, j]
     for a in range(m):
         ia = idx[a]
-        s12[a] = S[ia, j]
+        s12[a] = beta * S[ia, j]
         for b in range(m):
             ib = idx[b]
             o11inv[a, b] = sigma[ia, ib] - sigma[ia, j] * sigma[ib, j] / sjj
@@ -237,23 +261,23 @@ def column_update(rng, omega, sigma, S, n, lam, tau, gamma_shape_offset, j):
     rhs = np.empty(m)
     for a in range(m):
         rhs[a] = y[a] + rng.standard_normal()
-    beta = np.empty(m)
-    for a in range(m - 1, -1, -1):  # backward: L' beta = y + z
+    w = np.empty(m)
+    for a in range(m - 1, -1, -1):  # backward: L' w = y + z
         s = rhs[a]
         for b in range(a + 1, m):
-            s -= L[b, a] * beta[b]
-        beta[a] = s / L[a, a]
-    gamma = rng.gamma(0.5 * n + gamma_shape_offset, 2.0 / (s22 + lam))
+            s -= L[b, a] * w[b]
+        w[a] = s / L[a, a]
+    gamma = rng.gamma(0.5 * beta * n + gamma_shape_offset, 2.0 / (s22 + lam))
     ob = np.zeros(m)
     for a in range(m):
         for b in range(m):
-            ob[a] += o11inv[a, b] * beta[b]
+            ob[a] += o11inv[a, b] * w[b]
     quad = 0.0
     for a in range(m):
-        quad += beta[a] * ob[a]
+        quad += w[a] * ob[a]
     for a in range(m):
-        omega[idx[a], j] = beta[a]
-        omega[j, idx[a]] = beta[a]
+        omega[idx[a], j] = w[a]
+        omega[j, idx[a]] = w[a]
     omega[j, j] = gamma + quad
     for a in range(m):
         ia = idx[a]

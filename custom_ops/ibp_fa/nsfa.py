@@ -31,6 +31,43 @@ rates omit: ``tau_d ~ Gamma(a + N_d/2, b + ½ sum_n E_dn^2)`` (or one isotropic 
 
 Cost per sweep: O(N D K) (Z, G and X; Knowles §3.2) plus O(D K^2 + K^3).
 
+**Tempering.** :func:`nsfa_sweep` samples the power posterior at inverse temperature
+``beta`` (``beta = 1``: the posterior above; ``0``: the prior)::
+
+    p_beta(Z, V, X, lambda, tau, alpha | Y)
+        ∝ p(alpha) P(Z | alpha) p(lambda) p(V | lambda) p(X) p(tau) P(Y | G, X, tau)^beta,
+
+with P(Y | G, X, tau) Eq. 3.3 over the observed entries. Each factor of Eq. 3.3 to the
+power beta is, as a function of ``(G, X)``, a Gaussian of precision ``beta tau_d``::
+
+    N(Y_dn; (G X)_dn, 1/tau_d)^beta = c(tau_d, beta) N(Y_dn; (G X)_dn, 1/(beta tau_d)),
+    c(tau, beta) = (tau / 2 pi)^(beta/2) (2 pi / (beta tau))^(1/2),
+
+and ``c`` does not involve ``G``, ``X`` or ``Z``. So every conditional of ``Z``, ``G``
+and ``X`` given ``tau`` (the collapsed ones too: ``g_dk`` and the singletons' ``X*``
+are integrated against their priors, which beta does not touch) is the untempered one
+with ``tau_d`` replaced by ``beta tau_d``:
+
+- Eqs 3.4-3.5 (``Z_dk``, ``g_dk`` collapsed): ``lambda = beta tau_d X_k. X_k.^T +
+  lambda_k``, ``mu = beta tau_d X_k. E^_d.^T / lambda``; then ``g_dk ~ N(mu, 1/lambda)``.
+  The prior odds (2.13) are unchanged.
+- Eqs 3.11-3.15 (singletons, ``X*`` collapsed): the likelihood ratio ``a_l`` is that
+  of ``prod_n N(E^_dn; 0, 1/(beta tau_d) + |g|^2)``, computed in precision form
+  (:func:`collapsed_singleton_log_ratio`, 0 at ``beta = 0``); the proposal and prior
+  ratio ``a_p`` are unchanged. The singletons' X rows: ``M = I + beta tau_d g g^T``,
+  mean ``M^{-1} beta tau_d g E^_dn``.
+- Eq. 3.17 (``X``): ``Lambda = G^T (beta T) G + I``, ``mu_n = Lambda^{-1} G^T (beta T)
+  y_n`` with ``T = diag(tau)``.
+- Noise (§3.2 (g), ½ restored): the factor of ``tau_d`` is ``Gamma(tau_d; a, b)
+  tau_d^(beta N_d / 2) exp(-beta tau_d SS_d / 2)`` (``c`` above included), so ``tau_d ~
+  Gamma(a + beta N_d / 2, b + beta SS_d / 2)`` (isotropic: ``a + beta sum_d N_d / 2``,
+  ``b + beta SS / 2``).
+- ``lambda`` (§3.2 (f)), ``alpha`` (Eq. 3.16) and the auxiliary slab values of ``Z_dk
+  = 0`` entries enter no likelihood term: unchanged.
+
+At ``beta = 0`` every likelihood term vanishes and the sweep is a Gibbs/MH sampler of
+the prior.
+
 The prior odds of a shared feature (:func:`shared_feature_log_odds`) and the taking out
 of a row's singletons before their move (:func:`take_out_singletons`) are kernels of
 their own: the tests' planted-bug twins are this sweep compiled with one of them
@@ -51,7 +88,7 @@ __all__ = [
     "FIXED",
     "ISOTROPIC_OR_SHARED",
     "PER_ELEMENT",
-    "collapsed_singleton_loglik",
+    "collapsed_singleton_log_ratio",
     "log_birth_proposal",
     "nsfa_sweep",
     "residual",
@@ -63,8 +100,6 @@ __all__ = [
 
 #: Modes of the loading precision (``lam_mode``) and of the noise (``noise_mode``).
 FIXED, ISOTROPIC_OR_SHARED, PER_ELEMENT = 0, 1, 2
-
-_LOG_2PI = math.log(2.0 * math.pi)
 
 
 @njit_exact
@@ -94,11 +129,17 @@ def residual_into(E, Y, W, Z, V, X):
 
 
 @njit_exact
-def collapsed_singleton_loglik(n_obs, sum_sq, noise_var, g_sq):
-    """``sum_n log N(E^_n; 0, psi + |g|^2)`` over ``n_obs`` observed entries with
-    ``sum_sq = sum_n E^_n^2`` (Eqs 3.13-3.15 in closed form)."""
-    v = noise_var + g_sq
-    return -0.5 * n_obs * (_LOG_2PI + math.log(v)) - 0.5 * sum_sq / v
+def collapsed_singleton_log_ratio(n_obs, sum_sq, precision, g_sq):
+    """``sum_n [log N(E^_n; 0, 1/precision + |g|^2) - log N(E^_n; 0, 1/precision)]``
+    over ``n_obs`` observed entries with ``sum_sq = sum_n E^_n^2``: the log-likelihood of
+    the row's singleton loadings ``g`` (their X rows integrated out) against none, Eqs
+    3.13-3.15 in closed form (matrix determinant lemma), in precision form::
+
+        -n/2 log(1 + precision |g|^2) + sum_sq precision^2 |g|^2 / (2 (1 + precision |g|^2))
+
+    ``precision = beta tau_d`` (module docstring, Tempering); 0 at ``precision = 0``."""
+    c = precision * g_sq
+    return -0.5 * n_obs * math.log1p(c) + 0.5 * sum_sq * precision * c / (1.0 + c)
 
 
 @njit_exact
@@ -127,7 +168,8 @@ def _draw_birth_count(rng, rate, one_prob):
 @njit_exact
 def _draw_singleton_rows(rng, X, slots, n_slots, g, tau, Ehat_d, W_d):
     """X rows of the row's singletons from their collapsed posterior
-    ``N(M^{-1} tau g e_n, M^{-1})``, ``M = I + tau g g^T`` (prior where e_n is missing).
+    ``N(M^{-1} tau g e_n, M^{-1})``, ``M = I + tau g g^T`` (prior where e_n is missing),
+    ``tau`` the row's tempered noise precision ``beta tau_d``.
     ``M^{-1/2} = I + (1/sqrt(1 + c) - 1) u u^T`` with ``u = g/|g|``, ``c = tau |g|^2``."""
     N = X.shape[1]
     g_sq = 0.0
@@ -208,9 +250,10 @@ def take_out_singletons(d, Z, V, X, W, E, m, S, Ehat):
 
 
 @njit_exact
-def nsfa_sweep(rng, Y, W, complete, Z, V, X, lam, tau, alpha, hyper, lam_mode, noise_mode,
-               alpha_random, birth_factor, birth_one_prob, E):
-    """One NSFA sweep (module docstring), updating ``Z, V, X, lam, tau`` in place.
+def nsfa_sweep(rng, Y, W, complete, Z, V, X, lam, tau, beta, alpha, hyper, lam_mode,
+               noise_mode, alpha_random, birth_factor, birth_one_prob, E):
+    """One NSFA sweep of the power posterior at ``beta`` (module docstring), updating
+    ``Z, V, X, lam, tau`` in place.
 
     Parameters
     ----------
@@ -222,6 +265,8 @@ def nsfa_sweep(rng, Y, W, complete, Z, V, X, lam, tau, alpha, hyper, lam_mode, n
     Z : (D, C) int8; V : (D, C) float64; X : (C, N) float64
     lam : (C,) float64 (all equal when shared or fixed); tau : (D,) float64 (all equal
         when isotropic or fixed)
+    beta : float
+        Inverse temperature in [0, 1] of the likelihood (module docstring, Tempering).
     alpha : float
     hyper : float64[6]
         ``a_lambda, b_lambda, a_tau, b_tau, a_alpha, b_alpha`` (shape, rate).
@@ -261,7 +306,8 @@ def nsfa_sweep(rng, Y, W, complete, Z, V, X, lam, tau, alpha, hyper, lam_mode, n
     lam_new = np.empty(C)
     Ehat = np.empty(N)
     for d in range(D):
-        t = tau[d]
+        # the likelihood's precision at beta (module docstring, Tempering)
+        t = beta * tau[d]
         # 1. shared columns: Z_dk with g_dk collapsed (Eqs 3.4-3.5, 2.13)
         for k in range(C):
             m_minus = m[k] - (1 if Z[d, k] != 0 else 0)
@@ -321,9 +367,8 @@ def nsfa_sweep(rng, Y, W, complete, Z, V, X, lam, tau, alpha, hyper, lam_mode, n
                     lam_new[j] = lam[0]
                 g_new[j] = rng.standard_normal() / math.sqrt(lam_new[j])
                 g_sq_new += g_new[j] * g_new[j]
-            noise_var = 1.0 / t
-            log_a = (collapsed_singleton_loglik(n_obs[d], sum_sq, noise_var, g_sq_new)
-                     - collapsed_singleton_loglik(n_obs[d], sum_sq, noise_var, g_sq)
+            log_a = (collapsed_singleton_log_ratio(n_obs[d], sum_sq, t, g_sq_new)
+                     - collapsed_singleton_log_ratio(n_obs[d], sum_sq, t, g_sq)
                      + _log_poisson(kappa_new, gamma) - _log_poisson(kappa, gamma)
                      + log_birth_proposal(kappa, rate, birth_one_prob)
                      - log_birth_proposal(kappa_new, rate, birth_one_prob))
@@ -359,7 +404,7 @@ def nsfa_sweep(rng, Y, W, complete, Z, V, X, lam, tau, alpha, hyper, lam_mode, n
             for n in range(N):
                 E[d, n] -= W[d, n] * gs[j] * X[k, n]
 
-    # 3. X | rest (Eq. 3.17), prior rows for unused slots
+    # 3. X | rest (Eq. 3.17) with precisions beta tau_d, prior rows for unused slots
     K = 0
     active = np.empty(C, dtype=np.int64)
     for k in range(C):
@@ -379,7 +424,7 @@ def nsfa_sweep(rng, Y, W, complete, Z, V, X, lam, tau, alpha, hyper, lam_mode, n
             Lam = np.zeros((K, K))
             for d in range(D):
                 for i in range(K):
-                    gi = G[d, i] * tau[d]
+                    gi = G[d, i] * beta * tau[d]
                     if gi == 0.0:
                         continue
                     for j in range(K):
@@ -389,7 +434,7 @@ def nsfa_sweep(rng, Y, W, complete, Z, V, X, lam, tau, alpha, hyper, lam_mode, n
             B = np.zeros((K, N))
             for d in range(D):
                 for i in range(K):
-                    gi = G[d, i] * tau[d]
+                    gi = G[d, i] * beta * tau[d]
                     if gi == 0.0:
                         continue
                     for n in range(N):
@@ -407,7 +452,7 @@ def nsfa_sweep(rng, Y, W, complete, Z, V, X, lam, tau, alpha, hyper, lam_mode, n
                     if W[d, n] == 0.0:
                         continue
                     for i in range(K):
-                        gi = G[d, i] * tau[d]
+                        gi = G[d, i] * beta * tau[d]
                         if gi == 0.0:
                             continue
                         Bn[i, 0] += gi * Y[d, n]
@@ -417,13 +462,15 @@ def nsfa_sweep(rng, Y, W, complete, Z, V, X, lam, tau, alpha, hyper, lam_mode, n
                 _cholesky_solve_draw(rng, Lam, Bn, one, X, active)
     residual_into(E, Y, W, Z, V, X)
 
-    # 4. conjugate updates (rates with the ½ the thesis omits)
+    # 4. conjugate updates (rates with the ½ the thesis omits; the noise's likelihood
+    # factors to the power beta)
     if noise_mode == PER_ELEMENT:
         for d in range(D):
             ss = 0.0
             for n in range(N):
                 ss += E[d, n] * E[d, n]
-            tau[d] = rng.gamma(a_tau + 0.5 * n_obs[d], 1.0 / (b_tau + 0.5 * ss))
+            tau[d] = rng.gamma(a_tau + 0.5 * beta * n_obs[d],
+                               1.0 / (b_tau + 0.5 * beta * ss))
     elif noise_mode == ISOTROPIC_OR_SHARED:
         ss = 0.0
         total = 0.0
@@ -431,7 +478,7 @@ def nsfa_sweep(rng, Y, W, complete, Z, V, X, lam, tau, alpha, hyper, lam_mode, n
             total += n_obs[d]
             for n in range(N):
                 ss += E[d, n] * E[d, n]
-        value = rng.gamma(a_tau + 0.5 * total, 1.0 / (b_tau + 0.5 * ss))
+        value = rng.gamma(a_tau + 0.5 * beta * total, 1.0 / (b_tau + 0.5 * beta * ss))
         for d in range(D):
             tau[d] = value
     if lam_mode == PER_ELEMENT:

@@ -1,8 +1,9 @@
 """Latent Dirichlet allocation: the kernels behind :mod:`pp_models.lda`.
 
 - :mod:`custom_ops.lda.gibbs`: collapsed Gibbs sampling of the topic assignments (dense
-  and SparseLDA sweeps), the counts and log joint they keep, document completion and
-  Minka's update of the document-topic concentration.
+  and SparseLDA sweeps, also of power posteriors), the counts and log joint they keep;
+- :mod:`custom_ops.lda.evaluation`: document completion and Minka's update of the
+  document-topic concentration;
 - :mod:`custom_ops.lda.predictive`: each token's conditional predictive and replicated
   words given a posterior draw's topics (LOO and the posterior predictive).
 """

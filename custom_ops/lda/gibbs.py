@@ -20,23 +20,32 @@ Kernels
 - :func:`build_counts`: counts from ``(words, doc_ptr, z)``.
 - :func:`log_joint`: log p(w, z | alpha, eta), Murphy (2012) Eqs. 27.34 and 27.36.
 - :func:`gibbs_sweep_dense`: one collapsed Gibbs sweep (Griffiths & Steyvers 2004,
-  Murphy Eq. 27.37), O(K) per token.
+  Murphy Eq. 27.37), O(K) per token, of the posterior or a power posterior (below).
 - :class:`SparseLDAState` and :func:`gibbs_sweep_sparse`: the same Markov chain by
   SparseLDA's bucket decomposition (Yao, Mimno & McCallum 2009), whose cost per token
   grows with the number of topics present in the token's word and document rather
   than with K.
-- :func:`sample_theta_fixed_phi`: Gibbs sampling of a document's topics with the
-  topics ``phi`` held fixed (document completion, Wallach et al. 2009 §4).
-- :func:`minka_alpha_update`: Minka's (2000) fixed point for the document-topic
-  Dirichlet parameter.
 - :func:`concentrations`: label-invariant summaries of the conditional posterior means
   of phi and theta, from the counts.
 
+Tempering. The sweeps take an inverse temperature ``beta`` in [0, 1] and sample the
+power posterior of the collapsed model, ``p_beta(z | w) ∝ p(z | alpha) p(w | z,
+eta)^beta`` (the likelihood is the collapsed word term, Murphy Eq. 27.36). Removing token
+``i`` and putting it back in topic ``k`` multiplies ``p(w | z, eta)`` by the predictive
+``(n^{-i}_{w_i k} + eta_{w_i}) / (n^{-i}_k + sum eta)`` (the Pólya urn of topic ``k``)
+and ``p(z | alpha)`` by ``(n^{-i}_{d_i k} + alpha_k) / (L_d - 1 + sum alpha)``, so
+
+.. math:: p_\\beta(z_i = k \\mid z_{-i}, w) \\propto (n^{-i}_{d_i k} + \\alpha_k)
+    \\Big(\\frac{n^{-i}_{w_i k} + \\eta_{w_i}}{n^{-i}_k + \\sum_v\\eta_v}\\Big)^\\beta .
+
+``beta = 1`` takes the untempered code (no powers); ``beta = 0`` samples the prior
+``p(z | alpha)``.
+
 Why one module of ~750 lines: every kernel reads and writes the same count layout
 (``n_wk`` word-major, ``n_dk``, ``n_k``, CSR tokens), and the dense and sparse sweeps
-must stay the same Markov chain, which is easiest to keep true side by side; the
-evaluation kernels (:func:`sample_theta_fixed_phi`, :func:`minka_alpha_update`) are the
-piece to move out if the module grows.
+(and their tempered forms) must stay the same Markov chain, which is easiest to keep true
+side by side. Document completion and Minka's update are in
+:mod:`custom_ops.lda.evaluation`.
 """
 
 from __future__ import annotations
@@ -44,7 +53,6 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy.special import digamma
 
 from custom_ops.jit import njit_exact
 
@@ -57,8 +65,8 @@ __all__ = [
     "gibbs_sweep_sparse",
     "lgamma_tables",
     "log_joint",
-    "minka_alpha_update",
-    "sample_theta_fixed_phi",
+    "tempered_powers",
+    "tempering_tables",
 ]
 
 
@@ -321,14 +329,16 @@ def log_joint(n_wk, n_dk, n_k, alpha, eta) -> float:
 
 
 @njit_exact
-def gibbs_sweep_dense(words, doc_ptr, z, n_wk, n_dk, n_k, alpha, eta, rng):
+def gibbs_sweep_dense(words, doc_ptr, z, n_wk, n_dk, n_k, alpha, eta, beta, pow_offset,
+                      word_pow, topic_pow, rng):
     """One collapsed Gibbs sweep over all tokens, O(K) per token, counts in place.
 
     For each token: remove it from the counts, draw its topic from Murphy (2012)
-    Eq. 27.37 (Griffiths & Steyvers 2004 Eq. 5),
+    Eq. 27.37 (Griffiths & Steyvers 2004 Eq. 5) with the word's predictive to the power
+    ``beta`` (module docstring, Tempering),
 
-    .. math:: p(z_i = k \\mid z_{-i}, w) \\propto
-        \\frac{n^{-i}_{w_i k} + \\eta_{w_i}}{n^{-i}_k + \\sum_v\\eta_v}
+    .. math:: p_\\beta(z_i = k \\mid z_{-i}, w) \\propto
+        \\Big(\\frac{n^{-i}_{w_i k} + \\eta_{w_i}}{n^{-i}_k + \\sum_v\\eta_v}\\Big)^\\beta
         \\,(n^{-i}_{d_i k} + \\alpha_k),
 
     and add it back.
@@ -343,10 +353,17 @@ def gibbs_sweep_dense(words, doc_ptr, z, n_wk, n_dk, n_k, alpha, eta, rng):
         Counts of ``z``, updated in place.
     alpha : float64 (K,), eta : float64 (V,)
         Dirichlet parameters.
+    beta : float
+        Inverse temperature of the likelihood, in [0, 1] (1: the posterior).
+    pow_offset : int64 (V + 1,), word_pow, topic_pow : float64
+        At ``beta != 1``, the powers of :func:`tempered_powers` at this ``beta`` and
+        ``eta`` (a token then costs K lookups, as at ``beta = 1`` it costs K
+        multiply-adds); unused, and may be empty, at ``beta = 1``.
     rng : numpy.random.Generator
         Source of the uniforms; its state advances.
     """
     n_topics = n_k.size
+    tempered = beta != 1.0
     n_docs = doc_ptr.size - 1
     eta_sum = 0.0
     for v in range(eta.size):
@@ -355,9 +372,9 @@ def gibbs_sweep_dense(words, doc_ptr, z, n_wk, n_dk, n_k, alpha, eta, rng):
     # divisions per token by two.
     inv = np.empty(n_topics)
     for k in range(n_topics):
-        inv[k] = 1.0 / (n_k[k] + eta_sum)
-    # (n_dk + alpha_k) / (n_k + sum eta), the document's factor, also changes for two
-    # topics per token; with it the inner loop is one multiply-add per topic.
+        inv[k] = topic_pow[n_k[k]] if tempered else 1.0 / (n_k[k] + eta_sum)
+    # (n_dk + alpha_k) / (n_k + sum eta)^beta, the document's factor, also changes for
+    # two topics per token; with it the inner loop is one multiply-add per topic.
     coef = np.empty(n_topics)
     cum = np.empty(n_topics)
     for d in range(n_docs):
@@ -369,13 +386,19 @@ def gibbs_sweep_dense(words, doc_ptr, z, n_wk, n_dk, n_k, alpha, eta, rng):
             n_wk[w, t] -= 1
             n_dk[d, t] -= 1
             n_k[t] -= 1
-            inv[t] = 1.0 / (n_k[t] + eta_sum)
+            inv[t] = topic_pow[n_k[t]] if tempered else 1.0 / (n_k[t] + eta_sum)
             coef[t] = (n_dk[d, t] + alpha[t]) * inv[t]
             eta_w = eta[w]
             total = 0.0
-            for k in range(n_topics):
-                total += (n_wk[w, k] + eta_w) * coef[k]
-                cum[k] = total
+            if tempered:
+                po = pow_offset[w]
+                for k in range(n_topics):
+                    total += word_pow[po + n_wk[w, k]] * coef[k]
+                    cum[k] = total
+            else:
+                for k in range(n_topics):
+                    total += (n_wk[w, k] + eta_w) * coef[k]
+                    cum[k] = total
             u = rng.random() * total
             # binary search for the first k with cum[k] > u
             lo = 0
@@ -391,7 +414,7 @@ def gibbs_sweep_dense(words, doc_ptr, z, n_wk, n_dk, n_k, alpha, eta, rng):
             n_wk[w, t] += 1
             n_dk[d, t] += 1
             n_k[t] += 1
-            inv[t] = 1.0 / (n_k[t] + eta_sum)
+            inv[t] = topic_pow[n_k[t]] if tempered else 1.0 / (n_k[t] + eta_sum)
             coef[t] = (n_dk[d, t] + alpha[t]) * inv[t]
 
 
@@ -436,9 +459,31 @@ class SparseLDAState:
         self.d_nnz = np.zeros(doc_len.size, dtype=np.int32)
         _fill_topic_lists(self.n_wk, self.w_ptr, self.w_topics, self.w_nnz)
         _fill_topic_lists(self.n_dk, self.d_ptr, self.d_topics, self.d_nnz)
+        # the tempered sweeps' tables (tempered_powers), made on the first sweep at a
+        # beta != 1 and kept while beta and eta stay the same: ``(key, tables)`` or None.
+        # They depend on the corpus only through its word frequencies, so a new state of
+        # the same corpus may take them over (assign ``power_tables``).
+        self.pow_offset = np.zeros(self.n_words + 1, dtype=np.int64)
+        np.cumsum(word_freq + 1, out=self.pow_offset[1:])
+        self.power_tables = None
+        self._no_powers = (np.empty(0), np.empty(0))
 
-    def sweep(self, alpha, eta, rng) -> None:
-        """One SparseLDA Gibbs sweep (see :func:`gibbs_sweep_sparse`)."""
+    def powers(self, eta, beta: float):
+        """``(word_pow, topic_pow)`` of :func:`tempered_powers` at ``beta`` and ``eta``,
+        made once and kept while they stay the same (empty arrays at ``beta = 1``)."""
+        if beta == 1.0:
+            return self._no_powers
+        key = (beta, np.asarray(eta, dtype=np.float64).tobytes())
+        if self.power_tables is None or self.power_tables[0] != key:
+            tables = tempered_powers(self.pow_offset, np.asarray(eta, dtype=np.float64),
+                                     float(beta), self.words.size)
+            self.power_tables = (key, tables)
+        return self.power_tables[1]
+
+    def sweep(self, alpha, eta, beta, rng) -> None:
+        """One SparseLDA Gibbs sweep at inverse temperature ``beta`` (see
+        :func:`gibbs_sweep_sparse`)."""
+        word_pow, topic_pow = self.powers(eta, beta)
         gibbs_sweep_sparse(
             self.words,
             self.doc_ptr,
@@ -454,6 +499,10 @@ class SparseLDAState:
             self.d_nnz,
             alpha,
             eta,
+            beta,
+            self.pow_offset,
+            word_pow,
+            topic_pow,
             rng,
         )
 
@@ -480,6 +529,39 @@ def _list_remove(topics, start, nnz_ref, row, k):
     nnz_ref[row] = m - 1
 
 
+def tempering_tables(words, n_words: int, eta, beta: float):
+    """``(pow_offset, word_pow, topic_pow)`` for a sweep of the corpus ``words`` at
+    inverse temperature ``beta`` (:func:`tempered_powers`; the two tables are empty at
+    ``beta = 1``, where the sweeps do not read them)."""
+    freq = np.bincount(np.asarray(words), minlength=int(n_words))
+    pow_offset = np.zeros(int(n_words) + 1, dtype=np.int64)
+    np.cumsum(freq + 1, out=pow_offset[1:])
+    if beta == 1.0:
+        return pow_offset, np.empty(0), np.empty(0)
+    eta = np.ascontiguousarray(np.broadcast_to(np.asarray(eta, dtype=np.float64),
+                                               (int(n_words),)))
+    return (pow_offset, *tempered_powers(pow_offset, eta, float(beta), int(freq.sum())))
+
+
+@njit_exact
+def tempered_powers(pow_offset, eta, beta, n_tokens):
+    """The tables of :func:`gibbs_sweep_sparse` at inverse temperature ``beta``:
+    ``word_pow[pow_offset[v] + c] = (c + eta_v)^beta`` for ``c = 0..freq_v`` (the counts
+    word ``v`` can have in a topic; ``pow_offset`` the cumulative ``freq_v + 1``) and
+    ``topic_pow[n] = (n + sum eta)^-beta`` for ``n = 0..n_tokens``."""
+    eta_sum = 0.0
+    for v in range(eta.size):
+        eta_sum += eta[v]
+    word_pow = np.empty(pow_offset[-1])
+    for v in range(eta.size):
+        for i in range(pow_offset[v], pow_offset[v + 1]):
+            word_pow[i] = (i - pow_offset[v] + eta[v]) ** beta
+    topic_pow = np.empty(n_tokens + 1)
+    for n in range(n_tokens + 1):
+        topic_pow[n] = (n + eta_sum) ** -beta
+    return word_pow, topic_pow
+
+
 @njit_exact
 def gibbs_sweep_sparse(
     words,
@@ -496,6 +578,10 @@ def gibbs_sweep_sparse(
     d_nnz,
     alpha,
     eta,
+    beta,
+    pow_offset,
+    word_pow,
+    topic_pow,
     rng,
 ):
     """One collapsed Gibbs sweep by SparseLDA's three buckets (Yao et al. 2009 §3).
@@ -515,19 +601,38 @@ def gibbs_sweep_sparse(
     in the smoothing bucket ``s`` walk all K topics. The Markov chain is exactly that of
     :func:`gibbs_sweep_dense` (same conditional, different way of drawing from it).
 
+    At inverse temperature ``beta`` (module docstring, Tempering) the same split holds
+    with ``T(c) = (c + eta_w)^beta`` and ``H_k = (n_k + H)^beta``:
+
+    .. math::
+        \\frac{T(n_{wk})\\,(n_{dk}+\\alpha_k)}{H_k}
+        = T(0)\\frac{\\alpha_k}{H_k} + T(0)\\frac{n_{dk}}{H_k}
+        + \\big(T(n_{wk}) - T(0)\\big)\\frac{n_{dk}+\\alpha_k}{H_k},
+
+    the last term again zero unless the word has the topic (``T(c) - T(0) = c`` and
+    ``T(0) = eta_w`` at ``beta = 1``). Counts are integers, so the powers are looked up in
+    the tables of :func:`tempered_powers` (``word_pow``, ``topic_pow``) and a token costs
+    no power (a power per lookup made the tempered sweep several times slower).
+
     Arguments are the :class:`SparseLDAState` arrays (all updated in place) plus
-    ``alpha`` (K,), ``eta`` (V,) and the generator ``rng``.
+    ``alpha`` (K,), ``eta`` (V,), the inverse temperature ``beta``, ``pow_offset`` and
+    the tables :func:`tempered_powers` made for this ``beta`` and ``eta`` (unused, and may
+    be empty, at ``beta = 1``), and the generator ``rng``.
     """
     n_topics = n_k.size
     n_docs = doc_ptr.size - 1
     eta_sum = 0.0
     for v in range(eta.size):
         eta_sum += eta[v]
+    tempered = beta != 1.0
     inv = np.empty(n_topics)
     for k in range(n_topics):
-        inv[k] = 1.0 / (n_k[k] + eta_sum)
-    # coef[k] = (n_dk + alpha_k) / (n_k + H) for the current document; equals
-    # alpha_k / (n_k + H) for topics absent from it.
+        if tempered:
+            inv[k] = topic_pow[n_k[k]]
+        else:
+            inv[k] = 1.0 / (n_k[k] + eta_sum)
+    # coef[k] = (n_dk + alpha_k) / (n_k + H)^beta for the current document; equals
+    # alpha_k / (n_k + H)^beta for topics absent from it.
     coef = np.empty(n_topics)
     for k in range(n_topics):
         coef[k] = alpha[k] * inv[k]
@@ -553,7 +658,10 @@ def gibbs_sweep_sparse(
             n_wk[w, t] -= 1
             n_dk[d, t] -= 1
             n_k[t] -= 1
-            inv[t] = 1.0 / (n_k[t] + eta_sum)
+            if tempered:
+                inv[t] = topic_pow[n_k[t]]
+            else:
+                inv[t] = 1.0 / (n_k[t] + eta_sum)
             s_sum += alpha[t] * inv[t]
             r_sum += n_dk[d, t] * inv[t]
             coef[t] = (n_dk[d, t] + alpha[t]) * inv[t]
@@ -562,17 +670,27 @@ def gibbs_sweep_sparse(
             ws = w_ptr[w]
             if n_wk[w, t] == 0:
                 _list_remove(w_topics, ws, w_nnz, w, t)
-            # q bucket over the word's topics
+            # q bucket over the word's topics; t0 = T(0), the s and r buckets' factor
             q_sum = 0.0
             m = w_nnz[w]
-            for j in range(m):
-                k = w_topics[ws + j]
-                val = n_wk[w, k] * coef[k]
-                qv[j] = val
-                q_sum += val
             eta_w = eta[w]
-            r_mass = eta_w * r_sum
-            s_mass = eta_w * s_sum
+            if not tempered:
+                t0 = eta_w
+                for j in range(m):
+                    k = w_topics[ws + j]
+                    val = n_wk[w, k] * coef[k]
+                    qv[j] = val
+                    q_sum += val
+            else:
+                po = pow_offset[w]
+                t0 = word_pow[po]
+                for j in range(m):
+                    k = w_topics[ws + j]
+                    val = (word_pow[po + n_wk[w, k]] - t0) * coef[k]
+                    qv[j] = val
+                    q_sum += val
+            r_mass = t0 * r_sum
+            s_mass = t0 * s_sum
             u = rng.random() * (q_sum + r_mass + s_mass)
             t = -1
             if u < q_sum:
@@ -586,7 +704,7 @@ def gibbs_sweep_sparse(
             else:
                 u -= q_sum
                 if u < r_mass:
-                    u /= eta_w
+                    u /= t0
                     for j in range(ds, ds + d_nnz[d]):
                         k = d_topics[j]
                         u -= n_dk[d, k] * inv[k]
@@ -596,7 +714,7 @@ def gibbs_sweep_sparse(
                     if t < 0 and d_nnz[d] > 0:  # rounding: the walk ran off the end
                         t = d_topics[ds + d_nnz[d] - 1]
                 else:
-                    u = (u - r_mass) / eta_w
+                    u = (u - r_mass) / t0
                 if t < 0:  # smoothing bucket: rare, O(K)
                     for k in range(n_topics):
                         u -= alpha[k] * inv[k]
@@ -618,7 +736,10 @@ def gibbs_sweep_sparse(
             n_wk[w, t] += 1
             n_dk[d, t] += 1
             n_k[t] += 1
-            inv[t] = 1.0 / (n_k[t] + eta_sum)
+            if tempered:
+                inv[t] = topic_pow[n_k[t]]
+            else:
+                inv[t] = 1.0 / (n_k[t] + eta_sum)
             s_sum += alpha[t] * inv[t]
             r_sum += n_dk[d, t] * inv[t]
             coef[t] = (n_dk[d, t] + alpha[t]) * inv[t]
@@ -627,130 +748,3 @@ def gibbs_sweep_sparse(
         for j in range(ds, ds + d_nnz[d]):
             k = d_topics[j]
             coef[k] = alpha[k] * inv[k]
-
-
-# ---------------------------------------------------------------------------------------
-# Document completion and hyperparameters
-# ---------------------------------------------------------------------------------------
-
-
-@njit_exact
-def sample_theta_fixed_phi(words, doc_ptr, phi_wk, alpha, n_burn, n_samples, rng):
-    """Posterior-mean topic proportions of documents given fixed topics ``phi``.
-
-    Gibbs-samples each document's topic assignments from
-    ``p(z_i = k | z_-i, w, phi) ∝ phi[w_i, k] (n_dk^-i + alpha_k)`` (the topics are
-    known, so only the document's counts enter), discards ``n_burn`` sweeps and averages
-    the Rao-Blackwellised ``(n_dk + alpha_k) / (L_d + sum alpha)`` over ``n_samples``
-    sweeps: Wallach et al. (2009) §4's estimate of theta from the observed half of a
-    held-out document.
-
-    Parameters
-    ----------
-    words : int32 (N,), doc_ptr : int64 (D + 1,)
-    phi_wk : float64 (V, K)
-        Topic-word probabilities, word-major.
-    alpha : float64 (K,)
-    n_burn, n_samples : int
-    rng : numpy.random.Generator
-
-    Returns
-    -------
-    theta : float64 (D, K)
-    """
-    n_topics = phi_wk.shape[1]
-    n_docs = doc_ptr.size - 1
-    alpha_sum = 0.0
-    for k in range(n_topics):
-        alpha_sum += alpha[k]
-    theta = np.zeros((n_docs, n_topics))
-    cum = np.empty(n_topics)
-    counts = np.zeros(n_topics, dtype=np.int64)
-    for d in range(n_docs):
-        start = doc_ptr[d]
-        stop = doc_ptr[d + 1]
-        length = stop - start
-        if length == 0:
-            for k in range(n_topics):
-                theta[d, k] = alpha[k] / alpha_sum
-            continue
-        zd = np.empty(length, dtype=np.int64)
-        counts[:] = 0
-        for i in range(length):
-            # initialise from p(z | w, phi) ∝ phi[w, k] alpha_k (no document counts)
-            w = words[start + i]
-            total = 0.0
-            for k in range(n_topics):
-                total += phi_wk[w, k] * alpha[k]
-                cum[k] = total
-            u = rng.random() * total
-            t = 0
-            while t < n_topics - 1 and cum[t] <= u:
-                t += 1
-            zd[i] = t
-            counts[t] += 1
-        for sweep in range(n_burn + n_samples):
-            for i in range(length):
-                w = words[start + i]
-                counts[zd[i]] -= 1
-                total = 0.0
-                for k in range(n_topics):
-                    total += phi_wk[w, k] * (counts[k] + alpha[k])
-                    cum[k] = total
-                u = rng.random() * total
-                t = 0
-                while t < n_topics - 1 and cum[t] <= u:
-                    t += 1
-                zd[i] = t
-                counts[t] += 1
-            if sweep >= n_burn:
-                for k in range(n_topics):
-                    theta[d, k] += (counts[k] + alpha[k]) / (length + alpha_sum)
-        for k in range(n_topics):
-            theta[d, k] /= n_samples
-    return theta
-
-
-def minka_alpha_update(n_dk, alpha, *, n_iter: int = 20, tol: float = 1e-6):
-    """Minka's fixed point for the Dirichlet parameter of the document-topic proportions.
-
-    Iterates (Minka 2000, "Estimating a Dirichlet distribution", Eq. 55; Wallach 2008
-    §2.2.2 for topic counts)
-
-    .. math:: \\alpha_k \\leftarrow \\alpha_k
-        \\frac{\\sum_d \\psi(n_{dk} + \\alpha_k) - D\\,\\psi(\\alpha_k)}
-             {\\sum_d \\psi(L_d + \\alpha_0) - D\\,\\psi(\\alpha_0)},
-        \\quad \\alpha_0 = \\textstyle\\sum_k \\alpha_k,
-
-    which increases the Dirichlet-multinomial likelihood p(z | alpha) (Murphy Eq.
-    27.34) of the current topic counts.
-
-    Parameters
-    ----------
-    n_dk : int array (D, K)
-    alpha : float array (K,)
-    n_iter : int
-    tol : float
-        Stop when the largest relative change is below ``tol``.
-
-    Returns
-    -------
-    float64 array (K,), the updated alpha.
-    """
-    counts = np.asarray(n_dk, dtype=np.float64)
-    a = np.array(alpha, dtype=np.float64, copy=True)
-    keep = counts.sum(axis=1) > 0  # empty documents carry no information about alpha
-    counts = counts[keep]
-    n_docs = counts.shape[0]
-    lengths = counts.sum(axis=1)
-    for _ in range(n_iter):
-        a0 = a.sum()
-        numer = digamma(counts + a).sum(axis=0) - n_docs * digamma(a)
-        denom = digamma(lengths + a0).sum() - n_docs * digamma(a0)
-        new = a * numer / denom
-        new = np.maximum(new, 1e-10)
-        change = np.max(np.abs(new - a) / a)
-        a = new
-        if change < tol:
-            break
-    return a

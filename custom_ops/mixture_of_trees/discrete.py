@@ -9,6 +9,15 @@ where ``N_vj`` counts the child's values among the rows of component ``k`` whose
 takes value ``j`` (the root's counts are row 0).
 
 State: ``tables[k, v, j, c]`` (float64 counts), updated in place by the sweeps.
+
+Power posteriors. The kernels that sample take ``inv_temp`` (the inverse temperature
+``b`` in [0, 1] of a tempered run; 1 for the posterior) and target ``p(z, T | w)
+p(X | z, T)^b``. ``p(D_k | T_k) = exp(alone_k + sum_{uv in T_k} g_uv)`` (the empty tree's
+score times the edges' Bayes factors, Murphy 2012 Eq. 26.14), so raised to ``b`` it is
+still decomposable: the tree's conditional has log edge weights ``log beta_uv + b g_uv``
+(``b alone_k`` does not depend on ``T_k``) and the conditional of one assignment is
+``w_k`` times the collapsed predictive ``p(x_i | D_k without i, T_k)^b`` (a ratio of two
+marginals, each raised to ``b``).
 """
 
 from __future__ import annotations
@@ -114,11 +123,12 @@ def row_log_predictive(tables, codes_i, parents_k, k, n_categories, ess):
 
 @njit_exact
 def assignment_sweep(rng, codes, z, parents, tables, log_weights, n_categories, ess,
-                     counts):
+                     counts, inv_temp):
     """One collapsed Gibbs sweep over the assignments, in place on ``z``, ``tables`` and
-    ``counts`` (rows per component): ``p(z_i = k | ...) ∝ w_k prod_v (N_k,v,x_pa,x_v +
-    a_v) / (N_k,v,x_pa + K_v a_v)`` (the tree's posterior predictive with ``x_i``
-    removed). Returns the number of changed assignments."""
+    ``counts`` (rows per component): ``p(z_i = k | ...) ∝ w_k [prod_v (N_k,v,x_pa,x_v +
+    a_v) / (N_k,v,x_pa + K_v a_v)]^inv_temp`` (the tree's posterior predictive with
+    ``x_i`` removed, raised to the inverse temperature: module docstring). Returns the
+    number of changed assignments."""
     n = codes.shape[0]
     n_components = parents.shape[0]
     logp = np.empty(n_components)
@@ -128,8 +138,8 @@ def assignment_sweep(rng, codes, z, parents, tables, log_weights, n_categories, 
         _update(tables, codes[i], parents[old], old, -1.0)
         counts[old] -= 1
         for k in range(n_components):
-            logp[k] = log_weights[k] + row_log_predictive(tables, codes[i], parents[k], k,
-                                                          n_categories, ess)
+            logp[k] = log_weights[k] + inv_temp * row_log_predictive(
+                tables, codes[i], parents[k], k, n_categories, ess)
         new = sample_log_weights(logp, n_components, rng)
         z[i] = new
         _update(tables, codes[i], parents[new], new, 1.0)
@@ -216,11 +226,12 @@ def _count_statistics(codes, rows, n_categories):
 
 
 @njit_exact
-def component_edge_log_weights(codes, rows, n_categories, ess, log_beta):
-    """Log edge weights of the tree posterior of the rows ``rows``: ``log beta_uv`` plus
-    the edge's BDeu log Bayes factor; and ``sum_v`` of the variables' BDeu log marginals
-    alone (the empty tree's score), so that ``log p(D | T) = alone + sum_{uv in T} g_uv``
-    (Murphy 2012 Eq. 26.14)."""
+def component_edge_log_weights(codes, rows, n_categories, ess, log_beta, inv_temp):
+    """Log edge weights of the tree's power posterior given the rows ``rows``: ``log
+    beta_uv`` plus ``inv_temp`` times the edge's BDeu log Bayes factor ``g_uv``; and
+    ``inv_temp`` times the sum of the variables' BDeu log marginals alone (the empty
+    tree's score), so that ``inv_temp log p(D | T) = alone + sum_{uv in T} (weights_uv -
+    log beta_uv)`` (Murphy 2012 Eq. 26.14)."""
     joint, marginal, offsets = _count_statistics(codes, rows, n_categories)
     gain = pairwise_bdeu_gain(joint, marginal, offsets, n_categories, ess)
     V = codes.shape[1]
@@ -231,28 +242,31 @@ def component_edge_log_weights(codes, rows, n_categories, ess, log_beta):
     out = np.empty((V, V))
     for u in range(V):
         for v in range(V):
-            out[u, v] = log_beta[u, v] + gain[u, v] if u != v else 0.0
-    return out, alone
+            out[u, v] = log_beta[u, v] + inv_temp * gain[u, v] if u != v else 0.0
+    return out, inv_temp * alone
 
 
 @njit_exact
-def tree_marginal_log_evidence(codes, rows, n_categories, ess, log_beta):
-    """``log sum_T P(T) p(D | T)`` of the rows ``rows`` with the CPTs *and* the tree
-    integrated out: ``alone + log Z(beta * BF) - log Z(beta)`` (matrix-tree theorem;
-    Meilă & Jaakkola 2006 Eq. 11), both determinants by the positive-only elimination."""
-    lw, alone = component_edge_log_weights(codes, rows, n_categories, ess, log_beta)
+def tree_marginal_log_evidence(codes, rows, n_categories, ess, log_beta, inv_temp):
+    """``log sum_T P(T) p(D | T)^inv_temp`` of the rows ``rows`` with the CPTs *and* the
+    tree integrated out: ``b alone + log Z(beta * BF^b) - log Z(beta)`` (``b = inv_temp``;
+    matrix-tree theorem, Meilă & Jaakkola 2006 Eq. 11), both determinants by the
+    positive-only elimination. ``inv_temp = 1``: the tree-integrated evidence."""
+    lw, alone = component_edge_log_weights(codes, rows, n_categories, ess, log_beta,
+                                           inv_temp)
     return alone + spanning_tree_log_partition_log_weights(lw) \
         - spanning_tree_log_partition_log_weights(log_beta)
 
 
 @njit_exact
 def _restricted_scan(rng, codes, order, start, labels, trees2, a, b, log_weights,
-                     n_categories, ess, draw):
+                     n_categories, ess, draw, inv_temp):
     """One Gibbs scan of the rows ``order`` restricted to components ``a`` and ``b``
     (Jain & Neal 2004), from the allocation ``start``: row t, removed from its side,
     goes to c with probability ∝ w_c p(x_t | the other rows now on c, tree
-    ``trees2[0 or 1]``). With ``draw`` the new labels are sampled into ``labels``;
-    otherwise ``labels`` is read as the scan's outcome. Returns its log probability."""
+    ``trees2[0 or 1]``)^inv_temp. With ``draw`` the new labels are sampled into
+    ``labels``; otherwise ``labels`` is read as the scan's outcome. Returns its log
+    probability."""
     V = codes.shape[1]
     k_max = max_categories(n_categories)
     tables = np.zeros((2, V, k_max, k_max))
@@ -264,10 +278,10 @@ def _restricted_scan(rng, codes, order, start, labels, trees2, a, b, log_weights
         i = order[t]
         old = 0 if start[t] == a else 1
         _update(tables, codes[i], trees2[old], old, -1.0)
-        la = log_weights[a] + row_log_predictive(tables, codes[i], trees2[0], 0,
-                                                 n_categories, ess)
-        lb = log_weights[b] + row_log_predictive(tables, codes[i], trees2[1], 1,
-                                                 n_categories, ess)
+        la = log_weights[a] + inv_temp * row_log_predictive(tables, codes[i], trees2[0], 0,
+                                                            n_categories, ess)
+        lb = log_weights[b] + inv_temp * row_log_predictive(tables, codes[i], trees2[1], 1,
+                                                            n_categories, ess)
         top = max(la, lb)
         log_norm = top + math.log(math.exp(la - top) + math.exp(lb - top))
         if draw:
@@ -280,7 +294,7 @@ def _restricted_scan(rng, codes, order, start, labels, trees2, a, b, log_weights
 
 @njit_exact
 def propose_reallocation(rng, codes, z, parents, a, b, log_weights, n_categories, ess,
-                         log_beta, n_launch):
+                         log_beta, n_launch, inv_temp):
     """A Metropolis-Hastings proposal that reallocates every row of components ``a`` and
     ``b`` at once: a split-merge move with a restricted-Gibbs launch (Jain & Neal 2004)
     for a finite mixture with instantiated weights.
@@ -295,6 +309,11 @@ def propose_reallocation(rng, codes, z, parents, a, b, log_weights, n_categories
     from their conditionals, the acceptance ratio is ``pi(z') q(z | L, T') / (pi(z)
     q(z' | L, T))`` with ``pi`` the trees-integrated target ``prod w_{z_i} m(D_a)
     m(D_b)`` (:func:`tree_marginal_log_evidence`).
+
+    At inverse temperature ``inv_temp`` (module docstring) every likelihood term is
+    raised to it: the scans' predictives, the trees' conditionals and the tree-integrated
+    marginals ``m(D) = sum_T P(T) p(D | T)^inv_temp``; the proposal probabilities are
+    those of the tempered scans, so the ratio is the tempered target's.
 
     Returns ``(new_labels, order, tree_a, tree_b, log_target_new, log_target_old,
     log_q_forward, log_q_reverse)``: ``new_labels[t]`` is the proposed label of row
@@ -321,14 +340,14 @@ def propose_reallocation(rng, codes, z, parents, a, b, log_weights, n_categories
     scanned = np.empty(m, dtype=np.int64)
     for _ in range(n_launch):
         _restricted_scan(rng, codes, order, launch, scanned, independent, a, b,
-                         log_weights, n_categories, ess, True)
+                         log_weights, n_categories, ess, True, inv_temp)
         launch[:] = scanned
     current_trees = np.empty((2, V), dtype=np.int64)
     current_trees[0] = parents[a]
     current_trees[1] = parents[b]
     new_labels = np.empty(m, dtype=np.int64)
     log_q_forward = _restricted_scan(rng, codes, order, launch, new_labels, current_trees,
-                                     a, b, log_weights, n_categories, ess, True)
+                                     a, b, log_weights, n_categories, ess, True, inv_temp)
     proposed = parents.copy()
     log_target_new = 0.0
     log_target_old = 0.0
@@ -345,13 +364,14 @@ def propose_reallocation(rng, codes, z, parents, a, b, log_weights, n_categories
             if z[order[t]] == c:
                 rows_old[order[t]] = True
                 count_old += 1
-        lw, alone = component_edge_log_weights(codes, rows_new, n_categories, ess, log_beta)
+        lw, alone = component_edge_log_weights(codes, rows_new, n_categories, ess, log_beta,
+                                               inv_temp)
         proposed[c] = sequential_spanning_tree(rng, lw)
         log_z_beta = spanning_tree_log_partition_log_weights(log_beta)
         log_target_new += count_new * log_weights[c] + alone \
             + spanning_tree_log_partition_log_weights(lw) - log_z_beta
         log_target_old += count_old * log_weights[c] + tree_marginal_log_evidence(
-            codes, rows_old, n_categories, ess, log_beta)
+            codes, rows_old, n_categories, ess, log_beta, inv_temp)
     current = np.empty(m, dtype=np.int64)
     for t in range(m):
         current[t] = z[order[t]]
@@ -359,7 +379,7 @@ def propose_reallocation(rng, codes, z, parents, a, b, log_weights, n_categories
     new_trees[0] = proposed[a]
     new_trees[1] = proposed[b]
     log_q_reverse = _restricted_scan(rng, codes, order, launch, current, new_trees, a, b,
-                                     log_weights, n_categories, ess, False)
+                                     log_weights, n_categories, ess, False, inv_temp)
     return (new_labels, order, proposed[a].copy(), proposed[b].copy(), log_target_new,
             log_target_old, log_q_forward, log_q_reverse)
 

@@ -16,6 +16,11 @@ decomposable, with log edge weights ``log beta_uv + g_uv``, ``g_uv = log p(D_uv)
 p(D_u) - log p(D_v)``, and the row predictive decomposes the same way (Student-t
 densities), which the collapsed assignment sweep uses.
 
+Power posteriors: raised to an inverse temperature ``b`` the marginal is still
+``exp(b sum_v log p(D_v) + sum_{uv in T} b g_uv)``, so the tree's conditional has log edge
+weights ``log beta_uv + b g_uv`` and one assignment's conditional uses the predictive to
+the power ``b`` (:func:`gaussian_assignment_sweep`'s ``inv_temp``).
+
 Hyperparameters are passed as ``m0`` (V,), ``kappa0`` > 0, ``delta`` > 0, ``S0`` (V, V)
 SPD. Statistics of a component are the NIW layout ``[n, sum x (V), sum x x^T (V*V)]``.
 """
@@ -168,9 +173,10 @@ def gaussian_tree_row_log_predictive(x, stats, parents, m0, kappa0, delta, S0):
 
 @njit_exact
 def gaussian_assignment_sweep(rng, X, z, parents, stats, log_weights, m0, kappa0, delta,
-                              S0):
+                              S0, inv_temp):
     """One collapsed Gibbs sweep of the assignments, in place on ``z`` and ``stats``:
-    ``p(z_i = k | ...) ∝ w_k p(x_i | rows of k but i, T_k)``. Returns the number of
+    ``p(z_i = k | ...) ∝ w_k p(x_i | rows of k but i, T_k)^inv_temp`` (the inverse
+    temperature of a power posterior, 1 for the posterior). Returns the number of
     changed assignments."""
     n = X.shape[0]
     K = parents.shape[0]
@@ -180,7 +186,7 @@ def gaussian_assignment_sweep(rng, X, z, parents, stats, log_weights, m0, kappa0
         old = z[i]
         gaussian_remove(stats[old], X[i])
         for k in range(K):
-            logp[k] = log_weights[k] + gaussian_tree_row_log_predictive(
+            logp[k] = log_weights[k] + inv_temp * gaussian_tree_row_log_predictive(
                 X[i], stats[k], parents[k], m0, kappa0, delta, S0)
         new = sample_log_weights(logp, K, rng)
         z[i] = new

@@ -73,6 +73,10 @@ refresh_path`). The count in the reverse direction is the one of the *proposed* 
 ``E(T') = E(T) + 1`` after an expansion; ``B`` is recounted after the edit (an
 expansion can take ``u`` down to two children and make ``v`` a new branch point).
 
+Power posteriors: at an inverse temperature ``beta`` the target is ``p(T) p(X | T)^beta``,
+so the ratio's likelihood part ``p(X | T') / p(X | T)`` is raised to ``beta`` (the
+proposal does not look at the data); a proposal with zero likelihood is rejected.
+
 In the DDT (``theta = alpha = 0``) every tree with a node of three children has density
 0, so collapses are always rejected and there is nothing to expand: the move is void.
 
@@ -236,10 +240,11 @@ def _check_change(st, chk, ref0_p, ref0_l, acc):
 
 
 @njit_exact_numpy
-def _record_move(record, kind, v, u, acc, log_q_fwd, log_q_rev):
-    """Log Metropolis-Hastings-Green ratio of a proposed move (``-inf`` where the proposed
-    tree has no density), written with its parts into ``record``."""
-    log_ratio = acc[0] + acc[1] + log_q_rev - log_q_fwd
+def _record_move(record, kind, v, u, acc, log_q_fwd, log_q_rev, beta):
+    """Log Metropolis-Hastings-Green ratio of a proposed move at inverse temperature
+    ``beta`` (``-inf`` where the proposed tree has no density), written with its parts
+    into ``record``."""
+    log_ratio = acc[0] + beta * acc[1] + log_q_rev - log_q_fwd
     if not math.isfinite(acc[0] + acc[1]):
         log_ratio = -np.inf
     record[0] = kind
@@ -319,7 +324,8 @@ def _branch_move(rng, st, jn, work, stamp, keep, chk):
         log_q_fwd = -math.log(n_edges)
         log_q_rev = (-math.log(_count_branch_points(topo, n))
                      + log_subset_prob(k_after, k_v) + log_qt)
-        log_ratio = _record_move(record, COLLAPSE, v, u, acc, log_q_fwd, log_q_rev)
+        log_ratio = _record_move(record, COLLAPSE, v, u, acc, log_q_fwd, log_q_rev,
+                                 st.beta)
         if keep or math.log(rng.random()) < log_ratio:
             st.n_internal[0] = n_internal - 1
             return True
@@ -381,7 +387,7 @@ def _branch_move(rng, st, jn, work, stamp, keep, chk):
         _check_change(st, chk, ref0_p, ref0_l, acc)
     log_q_fwd = -math.log(n_branch) + log_subset_prob(k_u, size) + log_qt
     log_q_rev = -math.log(collapses_after_expansion(n_internal))
-    log_ratio = _record_move(record, EXPAND, v, u, acc, log_q_fwd, log_q_rev)
+    log_ratio = _record_move(record, EXPAND, v, u, acc, log_q_fwd, log_q_rev, st.beta)
     if keep or math.log(rng.random()) < log_ratio:
         st.n_internal[0] = n_internal + 1
         return True
@@ -411,7 +417,8 @@ def pydt_branch_moves(rng, parent, log1m_t, X, params, n_moves, check):
     parent, log1m_t : int64 (2n - 1,), float64 (n - 1,) arrays, edited in place
     X : (n, D) float64 array (``D = 0``: the prior alone)
     params : custom_ops.pydt.messages.PYDTParameters
-        ``(c, theta, alpha, sigma2)``, floats.
+        ``(c, theta, alpha, sigma2, beta)``, floats; ``beta`` in [0, 1] the inverse
+        temperature of the likelihood (module docstring), 1 for the posterior.
     n_moves : int
         A fixed count (a count read off the current tree would not leave the posterior
         invariant).
@@ -425,8 +432,8 @@ def pydt_branch_moves(rng, parent, log1m_t, X, params, n_moves, check):
         Accepted moves; the largest relative error seen with ``check`` (else 0).
     """
     n, d = X.shape
-    c, theta, alpha, sigma2 = params
-    st = full_state(parent, log1m_t, X, c, theta, alpha, sigma2)
+    c, theta, alpha, sigma2, beta = params
+    st = full_state(parent, log1m_t, X, c, theta, alpha, sigma2, beta)
     jn = new_journal(parent.shape[0], d)
     work = _Work(np.zeros(2), np.empty(n, dtype=np.int64), np.zeros(6))
     chk = Check(X if check else np.zeros((0, d)), np.zeros(1))
@@ -447,12 +454,13 @@ def pydt_branch_moves(rng, parent, log1m_t, X, params, n_moves, check):
 @njit_exact_numpy
 def propose_branch_move(rng, parent, log1m_t, X, params):
     """One collapse-or-expand proposal, kept whatever its ratio (for the tests: the tree
-    is left as proposed). Returns ``(kind, v, u, log_ratio, log_q_forward,
-    log_q_reverse)``: ``kind`` :data:`COLLAPSE` (``v`` merged into ``u``, its slot
-    freed), :data:`EXPAND` (new node ``v`` below ``u``) or :data:`VOID`."""
+    is left as proposed), its ratio at the inverse temperature ``params.beta``. Returns
+    ``(kind, v, u, log_ratio, log_q_forward, log_q_reverse)``: ``kind`` :data:`COLLAPSE`
+    (``v`` merged into ``u``, its slot freed), :data:`EXPAND` (new node ``v`` below
+    ``u``) or :data:`VOID`."""
     n, d = X.shape
-    c, theta, alpha, sigma2 = params
-    st = full_state(parent, log1m_t, X, c, theta, alpha, sigma2)
+    c, theta, alpha, sigma2, beta = params
+    st = full_state(parent, log1m_t, X, c, theta, alpha, sigma2, beta)
     work = _Work(np.zeros(2), np.empty(n, dtype=np.int64), np.zeros(6))
     _branch_move(rng, st, new_journal(parent.shape[0], d), work, np.int64(0), np.bool_(True),
                  Check(np.zeros((0, d)), np.zeros(1)))

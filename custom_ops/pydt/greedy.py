@@ -106,7 +106,7 @@ def pydt_greedy(parent, log1m_t, X, order, c, theta, alpha, sigma2):
     free_top[0] -= 1
     root = free[free_top[0]]
     st = PYDTState(topo, log1m_t, mu, s, rr, ll, lp, np.array([root]), free, free_top,
-                   np.array([1]), n, c, theta, alpha, sigma2, tables)
+                   np.array([1]), n, c, theta, alpha, sigma2, tables, 1.0)
     parent[root] = -1
     link(order[0], root, topo)
     link(order[1], root, topo)

@@ -102,9 +102,10 @@ class PYDTStateType(types.StructRef):
 #: ``root``, the stack of free internal slots ``free`` and its height ``free_top``, the
 #: number of internal nodes in use ``n_internal`` (1-element arrays, edited in place);
 #: the model's ``n``, ``c``, ``theta``, ``alpha``, ``sigma2`` and ``tables``
-#: (:func:`prior_tables` of ``n``, ``theta``, ``alpha``).
+#: (:func:`prior_tables` of ``n``, ``theta``, ``alpha``); the inverse temperature
+#: ``beta`` of the likelihood in the samplers' target ``p(T) p(X | T)^beta``.
 STATE_FIELDS = ("topo", "lt", "mu", "s", "rr", "ll", "lp", "root", "free", "free_top",
-                "n_internal", "n", "c", "theta", "alpha", "sigma2", "tables")
+                "n_internal", "n", "c", "theta", "alpha", "sigma2", "tables", "beta")
 
 
 class PYDTState(structref.StructRefProxy):
@@ -120,12 +121,14 @@ structref.define_proxy(PYDTState, PYDTStateType, list(STATE_FIELDS))
 
 
 class PYDTParameters(NamedTuple):
-    """The model's parameters, as the samplers' entry kernels take them (floats)."""
+    """The model's parameters and the inverse temperature ``beta`` in [0, 1] of the
+    likelihood (1: the posterior), as the samplers' entry kernels take them (floats)."""
 
     c: float
     theta: float
     alpha: float
     sigma2: float
+    beta: float = 1.0
 
 
 class Check(NamedTuple):
@@ -478,10 +481,10 @@ def clear_node(v, st, acc, jn, stamp):
 
 
 @njit_exact_numpy
-def full_state(parent, lt, X, c, theta, alpha, sigma2):
+def full_state(parent, lt, X, c, theta, alpha, sigma2, beta):
     """The :class:`PYDTState` of the valid tree ``(parent, lt)`` (arrays kept, edited in
-    place by the moves): linked children, leaf counts, free slots and every node's cached
-    message and terms."""
+    place by the moves) for the target at inverse temperature ``beta``: linked children,
+    leaf counts, free slots and every node's cached message and terms."""
     n, d = X.shape
     nn = parent.shape[0]
     tables = prior_tables(n, theta, alpha)
@@ -507,7 +510,7 @@ def full_state(parent, lt, X, c, theta, alpha, sigma2):
     lp = np.zeros(nn)
     free, free_top, n_internal = free_slots(parent, n)
     st = PYDTState(topo, lt, mu, s, rr, ll, lp, np.array([order[0]]), free, free_top,
-                   np.array([n_internal]), n, c, theta, alpha, sigma2, tables)
+                   np.array([n_internal]), n, c, theta, alpha, sigma2, tables, beta)
     for q in range(order.shape[0] - 1, -1, -1):
         v = order[q]
         if v >= n:

@@ -16,6 +16,14 @@ and the Jacobian of the times (:func:`log_time_jacobian`) are kernels of their o
 tests' planted-bug twins are this sweep compiled with one of them replaced
 (``tests/helpers/twin_kernels.py``).
 
+Power posteriors: the sweep targets ``p(T) p(X | T)^beta`` for an inverse temperature
+``beta`` in [0, 1] (``beta = 1``: the posterior). The prior ``p(T)`` and the likelihood
+``p(X | T)`` are separate sums of cached terms (``lp`` and ``ll`` plus the root term), so
+each Metropolis-Hastings ratio is ``Δ log p(T) + beta Δ log p(X | T)`` plus the proposal
+terms (the proposal is the generative process, which does not look at the data), and
+the slice sampler's target is ``log p(T) + beta log p(X | T)`` plus the Jacobian. A
+proposal whose likelihood is zero is rejected at every ``beta``.
+
 Random numbers come from a NumPy ``Generator`` passed in (Numba draws from its bit
 generator, so the caller's generator advances and a seed reproduces a chain).
 """
@@ -135,10 +143,10 @@ def _log_attach_density(st, mode, anchor, l_attach, path):
 
 @njit_exact_numpy
 def _slice_eval(x, v, st, lo, hi):
-    """Move the caches to ``log(1 - t_v) = x`` and return the sum of the terms that
-    depend on it: the edge factors of ``v``'s internal children, ``v``'s prior and
-    likelihood terms, its ancestors' likelihood terms and the root term (-inf, with
-    nothing changed, outside the open interval (lo, hi))."""
+    """Move the caches to ``log(1 - t_v) = x`` and return the tempered sum of the terms
+    that depend on it: the edge factors of ``v``'s internal children and ``v``'s prior
+    term, plus ``beta`` times ``v``'s and its ancestors' likelihood terms and the root
+    term (-inf, with nothing changed, outside the open interval (lo, hi))."""
     if not (lo < x < hi):
         return -np.inf
     topo, lt, n, mu, s, rr, ll, lp = st.topo, st.lt, st.n, st.mu, st.s, st.rr, st.ll, st.lp
@@ -156,24 +164,28 @@ def _slice_eval(x, v, st, lo, hi):
         w = nxt[w]
     lp[v] = node_prior(v, topo, lt, n, tables, c)
     total += lp[v]
+    lik = 0.0
     u = v
     while u >= 0:
         ll[u] = node_likelihood(u, topo, lt, n, mu, s, rr, sigma2)
-        total += ll[u]
+        lik += ll[u]
         u = parent[u]
-    return total + root_term(st.root[0], lt, n, mu, s, sigma2)
+    lik += root_term(st.root[0], lt, n, mu, s, sigma2)
+    if not math.isfinite(lik):
+        return -np.inf if not lik > 0 else lik
+    return total + st.beta * lik
 
 
 @njit_exact_numpy
 def _check_value(value, st, chk):
-    """With a :class:`~custom_ops.pydt.messages.Check` holding data: compare a log
-    density the sampler is about to use with the full recursion on the current tree
+    """With a :class:`~custom_ops.pydt.messages.Check` holding data: compare a tempered
+    log density the sampler is about to use with the full recursion on the current tree
     (largest relative error kept in ``chk.errs[0]``)."""
     if chk.X.shape[0] == 0 or not math.isfinite(value):
         return value
     ref_p, ref_l = pydt_forward(st.topo[0], st.lt, chk.X, st.c, st.theta, st.alpha,
                                 st.sigma2)
-    err = abs(ref_p + ref_l - value) / (1.0 + abs(ref_p) + abs(ref_l))
+    err = abs(ref_p + st.beta * ref_l - value) / (1.0 + abs(ref_p) + abs(ref_l))
     if not err <= chk.errs[0]:
         chk.errs[0] = err
     return value
@@ -198,9 +210,10 @@ def log_time_jacobian(l):
 
 @njit_exact_numpy
 def _slice_time(rng, v, st, tot, chk):
-    """Slice-sample log(1 - t_v) (Neal 2003). The target at ``x`` is ``tot - base +
-    _slice_eval(x) + log_time_jacobian(x)`` with ``base`` the changed terms at the
-    current value, so repeated evaluations do not accumulate rounding."""
+    """Slice-sample log(1 - t_v) (Neal 2003) from the power posterior at ``st.beta``. The
+    target at ``x`` is ``tot - base + _slice_eval(x) + log_time_jacobian(x)`` (``tot``
+    tempered: ``tot[0] + beta tot[1]``) with ``base`` the changed terms at the current
+    value, so repeated evaluations do not accumulate rounding."""
     parent = st.topo[0]
     first = st.topo[1]
     nxt = st.topo[2]
@@ -216,14 +229,17 @@ def _slice_time(rng, v, st, tot, chk):
             if lt[w - n] > lo:
                 lo = lt[w - n]
         w = nxt[w]
+    beta = st.beta
+    base_lik = 0.0
     u = v
     while u >= 0:
-        base += ll[u]
+        base_lik += ll[u]
         u = parent[u]
-    base += state_root_term(st, st.root[0])
-    rest = tot[0] + tot[1] - base
+    base_lik += state_root_term(st, st.root[0])
+    base += beta * base_lik
+    rest = tot[0] + beta * tot[1] - base
     x0 = lt[v - n]
-    f0 = tot[0] + tot[1] + log_time_jacobian(x0)
+    f0 = tot[0] + beta * tot[1] + log_time_jacobian(x0)
     if not math.isfinite(f0):
         return
     log_y = f0 + math.log(rng.random())
@@ -271,7 +287,8 @@ def pydt_sweep(rng, parent, log1m_t, X, params, n_moves, slice_times, check):
     parent, log1m_t : int64 (2n - 1,), float64 (n - 1,) arrays, edited in place
     X : (n, D) float64 array
     params : custom_ops.pydt.messages.PYDTParameters
-        ``(c, theta, alpha, sigma2)``, floats.
+        ``(c, theta, alpha, sigma2, beta)``, floats; ``beta`` in [0, 1] the inverse
+        temperature of the likelihood (module docstring), 1 for the posterior.
     n_moves : int
         Detach-reattach proposals; negative means ``2 n - 2``, the number of subtrees of
         a binary tree. The count must not depend on the current tree: repeating an
@@ -295,8 +312,8 @@ def pydt_sweep(rng, parent, log1m_t, X, params, n_moves, slice_times, check):
     """
     n, d = X.shape
     nn = parent.shape[0]
-    c, theta, alpha, sigma2 = params
-    st = full_state(parent, log1m_t, X, c, theta, alpha, sigma2)
+    c, theta, alpha, sigma2, beta = params
+    st = full_state(parent, log1m_t, X, c, theta, alpha, sigma2, beta)
     lt, lp = st.lt, st.lp
     tot = np.zeros(2)  # log prior, log likelihood
     tot[0], tot[1] = cached_total(st)
@@ -353,7 +370,7 @@ def pydt_sweep(rng, parent, log1m_t, X, params, n_moves, slice_times, check):
             acc[1] += new_root_term - root_term_before
             n_after = n + n_internal - 1 + (1 if mode1 == EDGE else 0) - (
                 1 if freed >= 0 else 0)
-            log_ratio = mh_log_ratio(acc[0], acc[1], n_before, n_after, log_q_old,
+            log_ratio = mh_log_ratio(acc[0], beta * acc[1], n_before, n_after, log_q_old,
                                      log_q_new)
             if not math.isfinite(acc[0] + acc[1]):
                 log_ratio = -np.inf

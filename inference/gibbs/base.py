@@ -15,12 +15,17 @@ What it adds to ``BlockedStep``:
 - :func:`terms_depending_on` finds the terms of the joint log-density a variable enters
   (its Markov blanket's factors), which a step checks before it claims the variable:
   ``rvs, potentials = terms_depending_on(model, rv)`` and then refuse anything the
-  step's conditional does not account for.
+  step's conditional does not account for;
+- the tempering contract (:attr:`ZooGibbsStep.can_temper`, :attr:`ZooGibbsStep.beta`,
+  :meth:`ZooGibbsStep.set_inverse_temperature`, :meth:`ZooGibbsStep.tempering_error`,
+  :meth:`ZooGibbsStep.replica`): how a step samples a power posterior for
+  :mod:`inference.tempering`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import copy
+from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
 import numpy as np
@@ -28,6 +33,8 @@ import pymc as pm
 from pymc.step_methods.compound import BlockedStep, Competence
 from pymc.util import get_random_generator
 from pytensor.graph.basic import Variable
+
+from pp_models.validation import check_inverse_temperature
 
 __all__ = ["ZooGibbsStep", "depends_directly", "value_vars_of"]
 
@@ -60,11 +67,52 @@ class ZooGibbsStep(BlockedStep):
     should claim variables automatically, ``distributions`` (the ``RandomVariable`` /
     ``SymbolicRandomVariable`` Op classes they update exactly). They implement
     ``step(point) -> (point, [stats])`` and must not mutate the incoming point.
+
+    Notes
+    -----
+    **Tempering.** A tempered run (:mod:`inference.tempering`) samples power posteriors
+
+        p_beta(theta | X)  proportional to  p(theta) p(X | theta)^beta,  beta in [0, 1],
+
+    where ``log p(X | theta)`` is the model's ``datalogp`` (PyMC's sum of the observed
+    variables' log densities and the potentials; ``theta`` is every free variable, so for
+    a model with explicit assignments ``z`` it is the complete-data likelihood
+    ``p(X | z, ...)``, for a collapsed model the collapsed marginal ``p(X | z)``). The
+    prior part is everything else (``varlogp``). A step takes part in this contract
+    through:
+
+    - :attr:`can_temper` (class attribute): ``True`` when the step's conditional uses
+      :attr:`beta` as above (a collapsed step raises the collapsed marginal to beta, so
+      the conditional of one item uses the predictive ratio to the power beta; a
+      Metropolis-Hastings step multiplies its likelihood ratio by beta, its proposal may
+      use beta too as long as the proposal probabilities are those of the proposal it
+      made). A step updating variables that enter no likelihood term (e.g. a CRP
+      concentration, which enters only the partition's prior) can temper trivially: it
+      sets ``can_temper = True`` and ignores beta, after checking (as it must anyway)
+      that its variables enter nothing else. Default ``False``: tempering refuses a
+      model with such a step, naming it, before anything compiles;
+    - :attr:`beta` (default 1.0, the posterior), set only through
+      :meth:`set_inverse_temperature`, which validates it;
+    - :meth:`tempering_error` (a class method, called on the factory's options before the
+      step is built): why the step cannot temper with those options, or ``None``;
+    - :meth:`replica`: an independent copy for another temperature of the same chain,
+      sharing the compiled functions.
+
+    At beta = 0 a tempered run draws exactly from the prior by forward sampling instead
+    of calling the steps, so a step never needs to be efficient (only correct) at 0.
     """
 
     name: ClassVar[str] = "zoo_gibbs"
     stats_dtypes_shapes: ClassVar[dict[str, tuple[Any, Any]]] = {}
     distributions: ClassVar[tuple[type, ...]] = ()
+
+    #: Whether the step samples the power posterior at inverse temperature :attr:`beta`
+    #: (class docstring, Notes).
+    can_temper: ClassVar[bool] = False
+
+    #: Inverse temperature of the likelihood in the step's conditional (1: the
+    #: posterior). Set it with :meth:`set_inverse_temperature`.
+    beta: float = 1.0
 
     #: Attributes besides ``rng`` that carry a chain's state from one draw to the next
     #: (stored in a trace so a resumed chain continues exactly, see :meth:`chain_state`).
@@ -92,6 +140,50 @@ class ZooGibbsStep(BlockedStep):
         for name in self.chain_state_attributes:
             if name in state:
                 setattr(self, name, state[name])
+
+    # ---------------------------------------------------------------- tempering
+    def set_inverse_temperature(self, beta) -> None:
+        """Make the step sample the power posterior at inverse temperature ``beta``.
+
+        Raises ``TypeError``/``ValueError`` for a ``beta`` outside [0, 1], and
+        ``ValueError`` naming the step when it cannot temper (:attr:`can_temper` false,
+        or :meth:`tempering_error` of the options it was built with) and ``beta != 1``.
+        """
+        beta = check_inverse_temperature(beta, "beta")
+        if beta != 1.0:
+            reason = self.instance_tempering_error()
+            if reason is not None:
+                raise ValueError(reason)
+        self.beta = beta
+
+    @classmethod
+    def tempering_error(cls, options: Mapping[str, Any]) -> str | None:
+        """Why this step, built with the factory's ``options``, cannot sample a power
+        posterior; ``None`` when it can. Called before the step is built (nothing is
+        compiled), so that tempering refuses a model at once. Subclasses whose ability
+        depends on an option (e.g. the likelihood part of a conditional) override it."""
+        if cls.can_temper:
+            return None
+        return (f"step {cls.name!r} ({cls.__name__}) cannot temper: its conditional has no "
+                "inverse temperature (can_temper is False)")
+
+    def instance_tempering_error(self) -> str | None:
+        """:meth:`tempering_error` of this built step (default: of its class)."""
+        return type(self).tempering_error({})
+
+    def replica(self) -> ZooGibbsStep:
+        """An independent copy of the step for another replica of a tempered chain.
+
+        It shares the compiled functions and kernels (read-only) and owns its state:
+        the copy's :attr:`beta`, random generator (replaced by ``setup_chain``) and
+        ``chain_state_attributes`` are its own. A step holding other mutable state that
+        it changes in place (a cache of counts, say) overrides this and copies it.
+        """
+        new = copy.copy(self)
+        for name in self.chain_state_attributes:
+            setattr(new, name, copy.deepcopy(getattr(self, name)))
+        new.rng = copy.deepcopy(self.rng)
+        return new
 
     @classmethod
     def from_model(cls, model: pm.Model, var_names: Sequence[str], **options):

@@ -26,6 +26,12 @@ class CategoricalGibbs(ZooGibbsStep):
     logits : TensorVariable
         Symbolic ``(n, K)`` tensor in terms of the model's random variables with
         ``logits[i, k] = log p(z_i = k | rest) + c_i``.
+    likelihood_logits : TensorVariable, optional
+        The part of ``logits`` that comes from the likelihood (the observed variables'
+        terms, ``model.datalogp``): ``likelihood_logits[i, k] = log p(x_i | z_i = k,
+        rest)``. Needed to temper: at inverse temperature beta the step draws from
+        ``softmax(logits + (beta - 1) * likelihood_logits)``, the conditional of the
+        power posterior ``p(theta) p(X | theta)^beta``.
     model : pymc.Model, optional
     rng : seed or Generator, optional
         Replaced per chain by PyMC's seeding.
@@ -38,18 +44,46 @@ class CategoricalGibbs(ZooGibbsStep):
 
     name = "categorical_gibbs"
     stats_dtypes_shapes = {"n_changed": (np.int64, [])}
+    can_temper = True
 
-    def __init__(self, vars, *, logits: Variable, model=None, rng=None, blocked=True):
+    def __init__(self, vars, *, logits: Variable, likelihood_logits: Variable | None = None,
+                 model=None, rng=None, blocked=True):
         super().__init__(vars, model=model, rng=rng, blocked=blocked)
         if len(self.vars) != 1:
             raise ValueError(f"vars: CategoricalGibbs updates one variable, got {self.var_names}")
         if not isinstance(logits, Variable) or logits.ndim != 2:
             raise TypeError("logits must be a symbolic (n, K) tensor")
+        if likelihood_logits is not None and (not isinstance(likelihood_logits, Variable)
+                                              or likelihood_logits.ndim != 2):
+            raise TypeError("likelihood_logits must be a symbolic (n, K) tensor")
         self._value_name = self.var_names[0]
-        self._logits_fn = self.compile_point_fn(logits)
+        self._has_likelihood_part = likelihood_logits is not None
+        outputs = [logits] if likelihood_logits is None else [logits, likelihood_logits]
+        self._logits_fn = self.compile_point_fn(outputs)
+
+    @classmethod
+    def tempering_error(cls, options):
+        if options.get("likelihood_logits") is None:
+            return (f"step {cls.name!r} (CategoricalGibbs) cannot temper without the "
+                    "likelihood part of its conditional: pass likelihood_logits (the "
+                    "factory's step hint should give it)")
+        return None
+
+    def instance_tempering_error(self):
+        return self.tempering_error({"likelihood_logits": True if self._has_likelihood_part
+                                     else None})
+
+    def conditional_logits(self, point) -> np.ndarray:
+        """``logits + (beta - 1) * likelihood_logits`` at the point (the power
+        posterior's conditional, up to a constant per row)."""
+        values = self._logits_fn(point)
+        logits = np.asarray(values[0])
+        if self.beta != 1.0:
+            logits = logits + (self.beta - 1.0) * np.asarray(values[1])
+        return logits
 
     def step(self, point):
-        logits = np.asarray(self._logits_fn(point))
+        logits = self.conditional_logits(point)
         old = point[self._value_name]
         if logits.shape[0] != old.shape[0]:
             raise ValueError(

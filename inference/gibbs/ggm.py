@@ -13,7 +13,12 @@
 
 The latent variables are redrawn from their exact conditionals at the start of every
 call, so the step is a Markov kernel on ``Omega`` (and ``lam``) alone that leaves the
-posterior invariant; nothing is kept between calls. The number of edges ``sum z`` of
+posterior invariant; nothing is kept between calls.
+
+Both steps temper (``can_temper``): at inverse temperature ``beta`` the column sweep
+samples ``p(Omega) p(X | Omega)^beta``, the Wishart-form likelihood at ``(beta n, beta
+S)``; the latent variables and ``lam`` enter only the prior and are drawn as before
+(derivation in :mod:`custom_ops.ggm.gibbs`). The number of edges ``sum z`` of
 the SSSL step is reported as a sampler statistic.
 """
 
@@ -48,8 +53,9 @@ class _PrecisionBlockGibbs(ZooGibbsStep):
     """Shared plumbing: find ``Omega`` and the data ``X``, read and write the point."""
 
     precision_op: type = BayesianGLassoPrecisionRV
-    #: 1.0 gives the exact ``Gamma(n/2 + 1, .)`` conditional of the Schur complement.
+    #: 1.0 gives the exact ``Gamma(beta n/2 + 1, .)`` conditional of the Schur complement.
     gamma_shape_offset = 1.0
+    can_temper = True
 
     def __init__(self, vars, *, model=None, rng=None, blocked=True, data="X"):
         super().__init__(vars, model=model, rng=rng, blocked=blocked)
@@ -107,7 +113,7 @@ class _PrecisionBlockGibbs(ZooGibbsStep):
     def _sweep(self, omega, X, lam, tau):
         sigma = spd_inverse(omega)
         S = gram(np.ascontiguousarray(X))
-        column_sweep(self.rng, omega, sigma, S, float(X.shape[0]), lam, tau,
+        column_sweep(self.rng, omega, sigma, S, float(X.shape[0]), lam, tau, self.beta,
                      self.gamma_shape_offset)
         return 0.5 * (omega + omega.T)
 

@@ -12,6 +12,12 @@ factory names it in its step hint.
 The step samples the exchangeable posterior: every label-invariant quantity (the
 number of features, their sizes, ``G X``, hyperparameters) has the right law; which
 slot a new feature occupies is arbitrary (the lowest unused one).
+
+It tempers (``can_temper``): at inverse temperature ``beta`` the sweep samples
+``p(theta) P(Y | G, X, tau)^beta``, every likelihood term's noise precision ``tau_d``
+becoming ``beta tau_d`` and the noise's Gamma conditional ``Gamma(a + beta N_d / 2,
+b + beta SS_d / 2)`` (the derivation, update by update, is in
+:mod:`custom_ops.ibp_fa.nsfa`).
 """
 
 from __future__ import annotations
@@ -50,6 +56,7 @@ class NSFAGibbs(ZooGibbsStep):
     """
 
     name = "nsfa_gibbs"
+    can_temper = True
     stats_dtypes_shapes = {
         "n_features": (np.int64, []),
         "births_accepted": (np.int64, []),
@@ -113,6 +120,13 @@ class NSFAGibbs(ZooGibbsStep):
                    else spec_obs.astype(np.float64))
         self._work = np.empty((spec.D, spec.N))
 
+    def replica(self):
+        """A copy for another temperature with its own residual workspace (the sweep
+        writes it in place)."""
+        new = super().replica()
+        new._work = np.empty_like(self._work)
+        return new
+
     def _data(self, point):
         y = np.asarray(self._y_fn(point), dtype=np.float64)
         if self._observed is None:
@@ -140,7 +154,8 @@ class NSFAGibbs(ZooGibbsStep):
         births = proposals = overflow = 0
         for _ in range(self.sweeps):
             alpha, a, p, o, _net = self.sweep_kernel(
-                self.rng, Y, self._W, self._observed is None, Z, V, X, lam, tau, alpha,
+                self.rng, Y, self._W, self._observed is None, Z, V, X, lam, tau,
+                self.beta, alpha,
                 self.hyper, self.lam_mode, self.noise_mode, "alpha" in n,
                 self.birth_factor, self.birth_one_prob, self._work,
             )

@@ -16,7 +16,7 @@ from custom_ops.lda.gibbs import (
 )
 from inference.gibbs.base import ZooGibbsStep
 from inference.gibbs.registry import register_step
-from pp_models.validation import check_int
+from pp_models.validation import check_choice, check_int
 
 __all__ = ["CollapsedLDAGibbs"]
 
@@ -28,13 +28,23 @@ class CollapsedLDAGibbs(ZooGibbsStep):
     Each call of :meth:`step` does ``sweeps`` full sweeps: every token in turn is
     removed from the counts and its topic redrawn from Murphy (2012) Eq. 27.37,
     ``p(z_i = k | z_-i, w) ∝ (n_wk + eta_w) / (n_k + sum eta) * (n_dk + alpha_k)``, with
-    theta and phi integrated out. ``sampler="sparse"`` (default) draws from it by
-    SparseLDA's buckets (Yao, Mimno & McCallum 2009), ``"dense"`` by the O(K) scan; both
-    simulate the same Markov chain.
+    theta and phi integrated out. ``sampler="sparse"`` draws from it by SparseLDA's
+    buckets (Yao, Mimno & McCallum 2009), ``"dense"`` by the O(K) scan; both simulate the
+    same Markov chain. ``"auto"`` (default) is the sparse sweep at ``beta = 1`` and the
+    dense one at ``beta < 1`` (a tempered run's hotter replicas): the power posteriors
+    spread each word and document over more topics, where the buckets lose their
+    advantage over the scan.
 
     The count matrices live in the step between calls and are updated in place; they
     are rebuilt from the point only when ``z`` or the words differ from what the step
-    last returned (e.g. another step changed them).
+    last returned (e.g. another step changed them, or a tempered run swapped states).
+
+    It tempers (``can_temper``): at inverse temperature ``beta`` it samples ``p(z |
+    alpha) p(w | z, eta)^beta`` (the model's likelihood is the collapsed word term,
+    Murphy Eq. 27.36), the word's predictive ``(n_wk + eta_w) / (n_k + sum eta)`` raised
+    to ``beta`` in each token's conditional (derivation in
+    :mod:`custom_ops.lda.gibbs`, Tempering). :meth:`replica` gives each copy its own
+    counts.
 
     Parameters
     ----------
@@ -50,7 +60,7 @@ class CollapsedLDAGibbs(ZooGibbsStep):
         Vocabulary size V and number of topics K.
     alpha : float or array (K,), eta : float or array (V,)
         Dirichlet parameters.
-    sampler : {"sparse", "dense"}
+    sampler : {"auto", "sparse", "dense"}
     sweeps : int
         Sweeps per draw.
     model, rng :
@@ -69,6 +79,7 @@ class CollapsedLDAGibbs(ZooGibbsStep):
     """
 
     name = "lda_collapsed_gibbs"
+    can_temper = True
     stats_dtypes_shapes = {
         "log_joint": (np.float64, []),
         "n_changed": (np.int64, []),
@@ -86,7 +97,7 @@ class CollapsedLDAGibbs(ZooGibbsStep):
         n_topics: int,
         alpha=0.1,
         eta=0.01,
-        sampler: str = "sparse",
+        sampler: str = "auto",
         sweeps: int = 1,
         model=None,
         rng=None,
@@ -97,8 +108,7 @@ class CollapsedLDAGibbs(ZooGibbsStep):
             raise ValueError(
                 f"vars: CollapsedLDAGibbs updates one variable z, got {self.var_names}"
             )
-        if sampler not in ("sparse", "dense"):
-            raise ValueError(f"sampler must be 'sparse' or 'dense', got {sampler!r}")
+        check_choice(sampler, "sampler", ("auto", "sparse", "dense"))
         sweeps = check_int(sweeps, "sweeps", minimum=1)
         self.n_words = int(n_words)
         self.n_topics = int(n_topics)
@@ -143,6 +153,19 @@ class CollapsedLDAGibbs(ZooGibbsStep):
         self._state_words = None
         self._tables = None
         self._last_z = None
+        self._lists_stale = False
+
+    def replica(self):
+        """A copy for another temperature: it shares the compiled word function and the
+        priors, and builds its own counts from the first point it is given (the counts
+        are updated in place by every sweep)."""
+        new = super().replica()
+        new._state = None
+        new._state_words = None
+        new._tables = None
+        new._last_z = None
+        new._lists_stale = False
+        return new
 
     # ------------------------------------------------------------------ helpers
     def _check_words(self, words) -> np.ndarray:
@@ -166,7 +189,14 @@ class CollapsedLDAGibbs(ZooGibbsStep):
             raise ValueError(f"{self._z_name} has shape {z.shape}, expected ({self.n_tokens},)")
         if z.size and (z.min() < 0 or z.max() >= self.n_topics):
             raise ValueError(f"{self._z_name} must hold topics in [0, {self.n_topics})")
+        old = self._state
         self._state = SparseLDAState(words, self.doc_ptr, z, self.n_words, self.n_topics)
+        self._lists_stale = False
+        if old is not None and words is self._state_words:
+            # same corpus (a tempered run's swaps rebuild the counts often): its tables
+            # stay valid, the tempered sweep's depending only on beta and eta besides
+            self._state.power_tables = old.power_tables
+            return
         self._state_words = words
         self._tables = None
         if np.ndim(self._alpha_ll) == 0 and np.ndim(self._eta_ll) == 0 and self.n_tokens:
@@ -179,14 +209,20 @@ class CollapsedLDAGibbs(ZooGibbsStep):
         """One sweep over all tokens, in place on ``self._state``.
 
         The dense kernel leaves the state's sparse topic lists stale; they are only
-        read by the sparse kernel, and ``sampler`` is fixed per step.
+        read by the sparse kernel, so a sparse sweep after a dense one (``"auto"`` when
+        beta became 1) rebuilds them first.
         """
+        sparse = self.sampler == "sparse" or (self.sampler == "auto" and self.beta == 1.0)
+        if sparse and self._lists_stale:
+            self._rebuild(self._state.z.copy(), self._state_words)
         s = self._state
-        if self.sampler == "sparse":
-            s.sweep(self.alpha, self.eta, self.rng)
+        self._lists_stale = not sparse
+        if sparse:
+            s.sweep(self.alpha, self.eta, self.beta, self.rng)
         else:
             gibbs_sweep_dense(
-                s.words, s.doc_ptr, s.z, s.n_wk, s.n_dk, s.n_k, self.alpha, self.eta, self.rng
+                s.words, s.doc_ptr, s.z, s.n_wk, s.n_dk, s.n_k, self.alpha, self.eta,
+                self.beta, s.pow_offset, *s.powers(self.eta, self.beta), self.rng
             )
 
     # -------------------------------------------------------------------- step
@@ -200,9 +236,9 @@ class CollapsedLDAGibbs(ZooGibbsStep):
         )
         if fresh:
             self._rebuild(z_in, words)
-        state = self._state
         for _ in range(self.sweeps):
             self._sweep()
+        state = self._state  # after the sweeps: a sweep may rebuild it
         z_out = state.z.astype(np.asarray(z_in).dtype)
         n_changed = int(np.count_nonzero(z_out != z_in))
         self._last_z = z_out

@@ -16,6 +16,19 @@ One step updates the weights ``w``, the assignments ``z`` and the component tree
    between partitions very slowly (the tutorial's chains stayed in different modes);
    this move merges or splits whole groups of rows in one step;
 4. ``w ~ Dirichlet(alpha + counts(z))``.
+
+Tempering (:class:`~inference.gibbs.ZooGibbsStep`, Notes): at inverse temperature ``b``
+the step samples ``p(w) p(z | w) prod_k P(T_k) p(D_k | T_k)^b``, with ``p(D_k | T_k)``
+the collapsed marginal (the model's ``datalogp``). The marginal is a node term times one
+factor per edge (``exp(alone_k + sum_{uv in T_k} g_uv)``, the factors listed in
+:mod:`custom_ops.mixture_of_trees.discrete` and
+:mod:`custom_ops.mixture_of_trees.gaussian`), so raised to ``b`` it keeps that form:
+the tree is still drawn exactly by the matrix-tree theorem, with log edge weights ``log
+beta_uv + b g_uv`` (``b alone_k`` is constant in ``T_k``);
+the assignment of one row uses the collapsed predictive (a ratio of two marginals) to
+the power ``b``; the split-merge move's target integrates the trees out of the tempered
+marginals and its restricted scans use the tempered predictives; ``w`` enters no
+likelihood term, so its Dirichlet draw is unchanged.
 """
 
 from __future__ import annotations
@@ -75,6 +88,7 @@ class MixtureOfTreesGibbs(ZooGibbsStep):
     """
 
     name = "mixture_of_trees_gibbs"
+    can_temper = True
     stats_dtypes_shapes = {"n_changed": (np.int64, []),
                            "split_merge_accepted": (np.int64, []),
                            "log_marginal": (np.float64, [])}
@@ -132,10 +146,13 @@ class MixtureOfTreesGibbs(ZooGibbsStep):
         tables = tree_tables(codes, z, trees, self.n_categories)
         counts = np.bincount(z, minlength=trees.shape[0]).astype(np.int64)
         return assignment_sweep(self.rng, codes, z, trees, tables, log_w, self.n_categories,
-                                self.ess, counts)
+                                self.ess, counts, float(self.beta))
 
     def tree_log_weights(self, rows):
-        return self.log_edge_prior + edge_log_weights(rows, self.n_categories, self.ess, 1.0)
+        """Log edge weights of the tree's conditional given its rows: ``log beta_uv +
+        b g_uv`` (module docstring)."""
+        return self.log_edge_prior + self.beta * edge_log_weights(rows, self.n_categories,
+                                                                  self.ess, 1.0)
 
     def update_trees(self, codes, z, trees):
         for k in range(trees.shape[0]):
@@ -155,7 +172,7 @@ class MixtureOfTreesGibbs(ZooGibbsStep):
             a, b = pairs[index]
             labels, order, tree_a, tree_b, *terms = propose_reallocation(
                 self.rng, codes, z, trees, a, b, log_w, self.n_categories, self.ess,
-                self.log_edge_prior, self.split_merge_launch_scans)
+                self.log_edge_prior, self.split_merge_launch_scans, float(self.beta))
             if np.log(self.rng.random()) < self.reallocation_log_ratio(*terms):
                 z[order] = labels
                 trees[a] = tree_a
@@ -242,10 +259,10 @@ class GaussianMixtureOfTreesGibbs(MixtureOfTreesGibbs):
     def update_assignments(self, X, z, trees, log_w):
         stats = gaussian_component_stats(X, z, trees.shape[0])
         return gaussian_assignment_sweep(self.rng, X, z, trees, stats, log_w, self.m0,
-                                         self.kappa0, self.delta, self.S0)
+                                         self.kappa0, self.delta, self.S0, float(self.beta))
 
     def tree_log_weights(self, rows):
         stats = gaussian_component_stats(rows, np.zeros(rows.shape[0], dtype=np.int64), 1)
         gain, _alone = gaussian_tree_edge_log_weights(stats[0], self.m0, self.kappa0,
                                                       self.delta, self.S0)
-        return self.log_edge_prior + gain
+        return self.log_edge_prior + self.beta * gain

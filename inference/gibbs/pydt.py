@@ -52,6 +52,18 @@ One :class:`PYDTTreeStep` call is a sweep over the tree variable of a
 Hyperparameters (``c``, ``theta``, ``alpha``, the precision) are otherwise left to NUTS
 or slice (the factory's hints); internal locations stay integrated out.
 
+**Tempering** (:class:`~inference.gibbs.ZooGibbsStep`, Notes). At inverse temperature
+``beta`` the step samples ``p(phi) p(T | c, theta, alpha) p(X | T, sigma2)^beta``, where
+``p(X | T, sigma2)`` is the Gaussian likelihood of the leaves with the internal locations
+integrated out (the model's ``datalogp``; the tree's own density is prior). Every move
+uses it so: the detach-and-reattach and branch-point ratios are ``Δ log prior + beta Δ
+log likelihood`` plus the proposal terms (their proposals, the generative process and
+the prior's own edge factor, do not look at the data), the slice samplers of the times
+and of the non-centred hyperparameters target ``log prior + beta log likelihood`` (plus
+their Jacobians), and the greedy start keeps the tree of higher tempered density. The
+cached messages live inside one Numba call (rebuilt from the tree at every call), so a
+replica shares nothing mutable with another.
+
 :class:`PYDTTreeStep` runs the sweep as one Numba call
 (:func:`custom_ops.pydt.sweep.pydt_sweep`) that keeps every node's upward message and
 density terms cached and updates only the root paths a move or a new time touches:
@@ -88,9 +100,18 @@ __all__ = ["PYDTTreeStep"]
 _MAX_SHRINK = 200
 
 
-def _log_post(tree, X, c, theta, alpha, sigma2):
+def _tempered(log_prior, log_lik, beta):
+    """``log_prior + beta log_lik``; ``-inf`` where the likelihood is zero (or NaN), at
+    every beta (``0 * -inf`` would be NaN)."""
+    if not log_lik > -math.inf:
+        return -math.inf
+    return log_prior + beta * log_lik
+
+
+def _log_post(tree, X, c, theta, alpha, sigma2, beta=1.0):
+    """log p(T) + beta log p(X | T): the (power) posterior of the tree, unnormalised."""
     lp, ll = pydt_forward(tree.parent, tree.log1m_t, X, c, theta, alpha, sigma2)
-    return lp + ll
+    return _tempered(lp, ll, beta)
 
 
 @register_step
@@ -137,6 +158,7 @@ class PYDTTreeStep(ZooGibbsStep):
     """
 
     name = "pydt_tree"
+    can_temper = True
     chain_state_attributes = ("_start_pending",)
     distributions = (PYDiffusionTreeRV,)
     stats_dtypes_shapes = {
@@ -235,7 +257,10 @@ class PYDTTreeStep(ZooGibbsStep):
             self._hyper_logp_fn = model.compile_fn(outputs, inputs=inputs,
                                                    on_unused_input="ignore", point_fn=False)
         else:
-            self._logp_fn = model.compile_logp()
+            # prior and likelihood apart, so the target can raise the likelihood to beta
+            self._logp_fn = model.compile_fn([model.varlogp, model.datalogp],
+                                             inputs=model.value_vars,
+                                             on_unused_input="ignore")
 
     def setup_chain(self, rng, tune, draws):
         super().setup_chain(rng, tune, draws)
@@ -256,19 +281,19 @@ class PYDTTreeStep(ZooGibbsStep):
         packed = np.asarray(point[self._value_name])
         tree = DiffusionTree.from_packed(packed, validate=False)
         X, c, theta, alpha, sigma2 = self._values(point)
+        beta = float(self.beta)
         rng = self.rng
         if self._start_pending:
             self._start_pending = False
-            current = _log_post(tree, X, c, theta, alpha, sigma2)
+            current = _log_post(tree, X, c, theta, alpha, sigma2, beta)
             if X.shape[1] > 0:
                 order = rng.permutation(tree.n_leaves)
                 if self.binary_start:
                     built = greedy(X, c=c, theta=0.0, alpha=0.0, sigma2=sigma2, order=order)
-                    log_joint = _log_post(built.tree, X, c, theta, alpha, sigma2)
                 else:
                     built = greedy(X, c=c, theta=theta, alpha=alpha, sigma2=sigma2,
                                    order=order)
-                    log_joint = built.log_joint
+                log_joint = _log_post(built.tree, X, c, theta, alpha, sigma2, beta)
                 if log_joint > current:
                     tree, current = built.tree, log_joint
         # the whole sweep in one Numba call with cached messages (custom_ops.pydt.sweep);
@@ -278,7 +303,7 @@ class PYDTTreeStep(ZooGibbsStep):
             stats = {"accepted": 0, "n_internal": tree.n_internal,
                      "root_time": tree.root_time, "branch_accepted": 0}
             return point, [stats]
-        params = PYDTParameters(c, theta, alpha, sigma2)
+        params = PYDTParameters(c, theta, alpha, sigma2, beta)
         accepted = self.sweep_kernel(
             rng, tree.parent, tree.log1m_t, X, params,
             -1 if self.moves is None else int(self.moves), self.slice_times, False,
@@ -310,13 +335,15 @@ class PYDTTreeStep(ZooGibbsStep):
     def noncentred_log_density(self, point, value_name):
         """The conditional of one hyperparameter's unconstrained value ``x`` given the
         standardised gaps and the structure of ``point``'s tree (module docstring, item
-        3), up to a constant: a function ``x -> (log density, point at x)`` whose point
-        holds ``x`` and the tree with the times moved to keep the gaps."""
+        3) under the power posterior at :attr:`beta`, up to a constant: a function ``x
+        -> (log density, point at x)`` whose point holds ``x`` and the tree with the
+        times moved to keep the gaps."""
         packed = point[self._value_name]
         n = self._n
         parent = np.rint(packed[:, 0]).astype(np.int64)
         l0 = np.ascontiguousarray(packed[n:, 1], dtype=np.float64)
         X, c0, theta0, alpha0, sigma2_0 = self._values(point)
+        beta = float(self.beta)
         dtype = np.asarray(point[value_name]).dtype
         fast = self._noncentred_fast
         gaps = self._noncentred_kind[value_name] == "gaps"
@@ -339,10 +366,10 @@ class PYDTTreeStep(ZooGibbsStep):
             trial[self._value_name] = moved
             if fast:
                 lp, ll = pydt_forward(parent, l1, X, c1, theta1, alpha1, sigma2_1)
-                value = log_hyper + lp + ll
             else:
-                value = float(self._logp_fn(trial))
-            value += log_jac
+                lp, ll = (float(v) for v in self._logp_fn(trial))
+                log_hyper = 0.0
+            value = log_hyper + _tempered(lp, ll, beta) + log_jac
             return (value if not np.isnan(value) else -np.inf), trial
 
         return f

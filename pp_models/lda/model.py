@@ -208,7 +208,9 @@ def _fresh_dirichlet_rows_draw(concentration, n_rows, n_cols, row_of, n_items):
     cum = pt.cumsum(p, axis=1) + pt.arange(n_rows)[:, None]
     u = pm.Uniform.dist(0.0, 1.0, shape=(n_items,))
     flat = pt.searchsorted(cum.ravel(), row_of + u, side="right")
-    return pt.clip(flat - row_of * n_cols, 0, n_cols - 1)
+    # maximum/minimum, not clip: PyTensor's Python linker (prior draws of a tempered run)
+    # loops over clip's elements in Python, one call per token
+    return pt.minimum(pt.maximum(flat - row_of * n_cols, 0), n_cols - 1)
 
 
 def _dirichlet_rows_log_marginal(value, concentration, n_rows, n_cols, row_of):

@@ -13,7 +13,7 @@ import numpy as np
 import scipy.sparse as sp
 import xarray as xr
 
-from custom_ops.lda.gibbs import sample_theta_fixed_phi
+from custom_ops.lda.evaluation import sample_theta_fixed_phi
 from pp_models.lda.inputs import prepare_corpus
 from pp_models.model_info import posterior_with_labels
 from pp_models.validation import check_int, check_positive_vector, check_real, rng_from_seed
@@ -48,7 +48,7 @@ def perplexity(
 
     Each held-out document's tokens are split: the first ``observed_fraction`` is used
     to estimate its topic proportions ``theta_d`` (Gibbs sampling of its token topics
-    with the topics held fixed, :func:`custom_ops.lda.gibbs.sample_theta_fixed_phi`),
+    with the topics held fixed, :func:`custom_ops.lda.evaluation.sample_theta_fixed_phi`),
     and the rest is scored with ``p(w | theta_d, topics) = sum_k theta_dk phi_kw``.
 
     .. math:: \\text{perplexity} = \\exp\\Big(-\\frac{\\sum_d \\sum_{i \\in \\text{2nd}(d)}

@@ -132,3 +132,26 @@ def test_collapsed_bad_arguments():
         CollapsedBernoulli.dist(np.array([0.0, 1.0]), a=np.ones(2), b=np.ones(2))
     with pytest.raises(ValueError, match="S0 must be a"):
         CollapsedGaussian.dist(np.array([0, 1]), np.zeros(2), 1.0, 3.0, np.ones(2))
+
+
+def test_zoo_random_variables_key_their_numba_code_on_the_kernel_sources():
+    """PyTensor caches a compiled graph holding a RandomVariable's Numba draw under the
+    key its ``numba_core_rv_funcify`` returns. A constant key (1, as before) let a graph
+    compiled from other ``custom_ops`` sources (another checkout, an older install: seen
+    when the PYDT kernels moved to ``custom_ops/pydt/``, 'No module named
+    custom_ops.pydt.draws') be loaded and run; the key must change with the sources."""
+    import pytensor.link.numba.dispatch.random as numba_random
+    from pytensor.tensor.random.op import RandomVariable
+
+    from pp_models.registry import list_models
+
+    list_models()  # imports every family, so every zoo RandomVariable is registered
+    zoo = [cls for cls in numba_random.numba_core_rv_funcify.registry
+           if isinstance(cls, type) and issubclass(cls, RandomVariable)
+           and cls.__module__.startswith("pp_models.")]
+    assert len(zoo) >= 12, zoo
+    for cls in zoo:
+        source = numba_random.numba_core_rv_funcify.dispatch(cls)
+        # the key is computed when the implementation is built; building it needs no node
+        # for most of them, so read it off the function's code instead of calling it
+        assert "rv_draw_cache_key" in source.__code__.co_names, cls

@@ -66,6 +66,10 @@ class CRPAuxiliaryGibbs(ZooGibbsStep):
     """
 
     name = "crp_auxiliary_gibbs"
+    #: tempered: every component density F(x_i | theta) enters the seating weights to the
+    #: power beta (Algorithm 8 holds for any non-negative likelihood, F^beta included);
+    #: the unused slots' refresh from H does not involve the data
+    can_temper = True
     stats_dtypes_shapes = {
         "n_clusters": (np.int64, []),
         "n_changed": (np.int64, []),
@@ -184,7 +188,7 @@ class CRPAuxiliaryGibbs(ZooGibbsStep):
         code = COMPONENT_CODES[self.component][0]
         z_new, theta_new = auxiliary_sweeps(
             X, z, theta[:K], float(alpha), float(discount), code, pool[: B - n], self.m,
-            self.rng, self.sweeps,
+            self.beta, self.rng, self.sweeps,
         )
         K_new = theta_new.shape[0]
         # unused slots: fresh draws from H (their full conditional)

@@ -131,6 +131,12 @@ class CRPCollapsedGibbs(ZooGibbsStep):
 
     Notes
     -----
+    Tempering (:class:`~inference.gibbs.ZooGibbsStep`): at inverse temperature ``beta``
+    the step samples ``p(z) p(X | z)^beta`` with ``p(X | z)`` the collapsed marginal: the
+    sweeps seat an item by its CRP weight times the predictive to the power ``beta``, the
+    split-merge launch scans use the same tempered predictives and the acceptance
+    multiplies the collapsed likelihood ratio by ``beta`` (:mod:`custom_ops.dpm.gibbs`).
+
     Each call rebuilds the blocks' sufficient statistics from the incoming point, so the
     step is correct whatever other steps (or PyMC) did to ``z``; the rebuild costs one
     pass over the data, less than a sweep. The output labels are canonical (order of
@@ -139,6 +145,7 @@ class CRPCollapsedGibbs(ZooGibbsStep):
     """
 
     name = "crp_collapsed_gibbs"
+    can_temper = True
     chain_state_attributes = ("_start_pending", "_calls")
     distributions = (CRPRV,)
     stats_dtypes_shapes = {
@@ -209,7 +216,8 @@ class CRPCollapsedGibbs(ZooGibbsStep):
         n = z.shape[0]
 
         def log_joint(labels):
-            return crp_logp(labels, alpha, discount) + collapsed_loglik_value(
+            # the power posterior's (log p(z) + beta log p(X | z)) at a tempered replica
+            return crp_logp(labels, alpha, discount) + self.beta * collapsed_loglik_value(
                 family, labels, X, hyper)
 
         candidates = [("incoming", canonicalize(np.ascontiguousarray(z, dtype=np.int64))[0])]
@@ -234,17 +242,19 @@ class CRPCollapsedGibbs(ZooGibbsStep):
         """One transition: the Gibbs sweeps, then (if ``split_merge``) the split-merge
         proposals. Returns (canonical labels, splits accepted, merges accepted)."""
         if self.sweeps > 0:
-            z = collapsed_sweeps(X, z, alpha, discount, code, hp, self.rng, self.sweeps)
+            z = collapsed_sweeps(X, z, alpha, discount, code, hp, self.beta, self.rng,
+                                 self.sweeps)
         else:
             z, _K = canonicalize(z)
         n_split = n_merge = 0
         if split_merge and self.split_merge_every > 0 and z.shape[0] >= 2:
             for _ in range(self.split_merge_proposals):
                 proposed, lp, ll, lqf, lqr, is_split = split_merge_proposal(
-                    X, z, alpha, discount, code, hp, self.rng, self.launch_scans
+                    X, z, alpha, discount, code, hp, self.beta, self.rng, self.launch_scans
                 )
+                tempered_ll = 0.0 if self.beta == 0.0 else self.beta * ll
                 if math.log(self.rng.random()) < self.split_merge_log_acceptance(
-                    lp, ll, lqf, lqr
+                    lp, tempered_ll, lqf, lqr
                 ):
                     z, _K = canonicalize(proposed)
                     n_split += int(is_split)
@@ -264,7 +274,8 @@ class CRPCollapsedGibbs(ZooGibbsStep):
     def split_merge_log_acceptance(log_prior_ratio, log_lik_ratio, log_q_forward,
                                    log_q_reverse):
         """Metropolis-Hastings log ratio of a split-merge proposal (Jain & Neal 2004,
-        Eqs. 3.5-3.7): prior ratio x likelihood ratio x q(reverse) / q(forward)."""
+        Eqs. 3.5-3.7): prior ratio x likelihood ratio x q(reverse) / q(forward); the
+        caller passes the likelihood ratio already raised to ``beta``."""
         return log_prior_ratio + log_lik_ratio + log_q_reverse - log_q_forward
 
     def step(self, point):

@@ -60,6 +60,9 @@ class EscobarWestAlpha(ZooGibbsStep):
 
     name = "escobar_west"
     stats_dtypes_shapes = {"alpha": (np.float64, [])}
+    #: alpha enters only the partition's prior (checked when the step is built), so the
+    #: power posterior's conditional of alpha is the posterior's: beta is not used
+    can_temper = True
 
     def __init__(self, vars, *, model=None, rng=None, blocked=True):
         super().__init__(vars, model=model, rng=rng, blocked=blocked)

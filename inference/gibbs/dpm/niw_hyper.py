@@ -30,6 +30,8 @@ constant); ``nu0`` must be constant.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytensor
 import pytensor.tensor as pt
@@ -38,6 +40,7 @@ from pytensor.tensor.random.basic import GammaRV, MvNormalRV
 from scipy import stats
 
 from custom_ops.conjugate import gaussian_stats, posterior_parameters
+from custom_ops.dpm.collapsed import collapsed_loglik_value
 from custom_ops.dpm.crp import canonicalize
 from inference.gibbs.base import ZooGibbsStep, terms_depending_on
 from inference.gibbs.registry import register_step
@@ -97,6 +100,8 @@ class NIWHyperGibbs(ZooGibbsStep):
     """
 
     name = "niw_hyper_gibbs"
+    #: tempered by a Metropolis-Hastings correction of the augmentation sweep (step)
+    can_temper = True
     stats_dtypes_shapes = {"kappa0": (np.float64, []), "S0_trace": (np.float64, [])}
 
     def __init__(self, vars, *, model=None, rng=None, blocked=True):
@@ -167,8 +172,11 @@ class NIWHyperGibbs(ZooGibbsStep):
         mean_post = cov_post @ (C_inv @ mean + kappa0 * np.einsum("kij,kj->i", precisions, mus))
         return mean_post, 0.5 * (cov_post + cov_post.T)
 
-    def step(self, point):
-        values = self._values_fn(point)
+    def _draw(self, values, random_order):
+        """One augmentation sweep (module docstring) from the point's values: the new
+        natural values by role, and (kappa0, S0) after it. ``random_order``: update
+        kappa0 and m0 in a random order (the sweep is then reversible, see
+        :meth:`step`)."""
         z, X = np.asarray(values[0]), np.asarray(values[1], dtype=np.float64)
         m0, kappa0, nu0, S0 = (np.asarray(v, dtype=np.float64) for v in values[2:6])
         priors = iter(values[6:])
@@ -185,16 +193,48 @@ class NIWHyperGibbs(ZooGibbsStep):
             df, scale = self.s0_conditional(precisions, nu0, float(w), chol @ chol.T)
             S0 = _wishart(self.rng, df, scale)
             new["S0"] = S0
-        if "kappa0" in prior:
-            shape, scale = (float(v) for v in prior["kappa0"])
-            a, b = self.kappa0_conditional(mus, precisions, m0, shape, 1.0 / scale)
-            kappa0 = float(self.rng.gamma(a, 1.0 / b))
-            new["kappa0"] = np.asarray(kappa0)
-        if "m0" in prior:
-            mean, cov = (np.asarray(v, dtype=np.float64) for v in prior["m0"])
-            mean_post, cov_post = self.m0_conditional(mus, precisions, kappa0, mean, cov)
-            m0 = mean_post + np.linalg.cholesky(cov_post) @ self.rng.standard_normal(m0.size)
-            new["m0"] = m0
+        order = ("kappa0", "m0")
+        if random_order and self.rng.random() < 0.5:
+            order = ("m0", "kappa0")
+        for role in order:
+            if role == "kappa0" and "kappa0" in prior:
+                shape, scale = (float(v) for v in prior["kappa0"])
+                a, b = self.kappa0_conditional(mus, precisions, m0, shape, 1.0 / scale)
+                kappa0 = float(self.rng.gamma(a, 1.0 / b))
+                new["kappa0"] = np.asarray(kappa0)
+            elif role == "m0" and "m0" in prior:
+                mean, cov = (np.asarray(v, dtype=np.float64) for v in prior["m0"])
+                mean_post, cov_post = self.m0_conditional(mus, precisions, kappa0, mean, cov)
+                m0 = mean_post + np.linalg.cholesky(cov_post) @ self.rng.standard_normal(
+                    m0.size)
+                new["m0"] = m0
+        return new, (m0, kappa0, nu0, S0)
+
+    def step(self, point):
+        """At ``beta = 1`` one augmentation sweep (module docstring). At ``beta < 1``
+        the target is ``p(h) p(X | z, h)^beta`` (h the hyperparameters, ``p(X | z, h)``
+        the collapsed marginal), which the augmentation cannot reach directly: the sweep
+        with kappa0 and m0 updated in a random order is a proposal kernel reversible with
+        respect to the beta = 1 conditional ``p(h) p(X | z, h)`` (its h-chain is a
+        data-augmentation chain whose second block is a random-scan Gibbs kernel, both
+        reversible), so Metropolis-Hastings with that proposal accepts with probability
+        ``min(1, (p(X | z, h') / p(X | z, h))^(beta - 1))``: the proposal density cancels
+        against the beta = 1 target by detailed balance."""
+        values = self._values_fn(point)
+        tempered = self.beta != 1.0
+        new, (m0, kappa0, nu0, S0) = self._draw(values, random_order=tempered)
+        if tempered:
+            z, X = np.asarray(values[0]), np.asarray(values[1], dtype=np.float64)
+            old_h = tuple(np.asarray(v, dtype=np.float64) for v in values[2:6])
+            new_h = (np.asarray(m0, dtype=np.float64), np.asarray(kappa0, dtype=np.float64),
+                     np.asarray(nu0, dtype=np.float64), np.asarray(S0, dtype=np.float64))
+            log_ratio = (self.beta - 1.0) * (
+                collapsed_loglik_value("gaussian", z, X, new_h)
+                - collapsed_loglik_value("gaussian", z, X, old_h))
+            if not math.log(self.rng.random()) < log_ratio:
+                _m0, old_kappa0, _nu0, old_S0 = old_h
+                return dict(point), [{"kappa0": float(old_kappa0),
+                                      "S0_trace": float(np.trace(old_S0))}]
         updates = {}
         for role, natural in new.items():
             _rv, value = self._roles[role]

@@ -9,6 +9,7 @@ import pytest
 from scipy.optimize import minimize
 from scipy.special import gammaln
 
+from custom_ops.lda import evaluation as lda_eval
 from custom_ops.lda import gibbs as lk
 
 # a tiny corpus: 3 documents, V = 3, 7 tokens
@@ -109,7 +110,8 @@ def test_dense_sweep_leaves_the_exact_posterior_invariant():
     z = np.zeros(WORDS.size, dtype=np.int32)
     n_wk, n_dk, n_k = lk.build_counts(WORDS, DOC_PTR, z, V, K)
     mean, mcse = _state_frequencies(
-        lambda: lk.gibbs_sweep_dense(WORDS, DOC_PTR, z, n_wk, n_dk, n_k, ALPHA, ETA, rng),
+        lambda: lk.gibbs_sweep_dense(WORDS, DOC_PTR, z, n_wk, n_dk, n_k, ALPHA, ETA, 1.0,
+                                     *lk.tempering_tables(WORDS, V, ETA, 1.0), rng),
         lambda: z,
         40_000,
         states,
@@ -122,7 +124,7 @@ def test_sparse_sweep_leaves_the_exact_posterior_invariant():
     rng = np.random.default_rng(3)
     state = lk.SparseLDAState(WORDS, DOC_PTR, np.zeros(WORDS.size), V, K)
     mean, mcse = _state_frequencies(
-        lambda: state.sweep(ALPHA, ETA, rng), lambda: state.z, 40_000, states
+        lambda: state.sweep(ALPHA, ETA, 1.0, rng), lambda: state.z, 40_000, states
     )
     _assert_matches_exact(mean, mcse, p)
 
@@ -161,7 +163,7 @@ def test_sparse_state_stays_consistent_and_matches_dense_statistically():
     eta = rng.uniform(0.01, 0.2, n_words)
     state = lk.SparseLDAState(words, doc_ptr, rng.integers(0, n_topics, 150), n_words, n_topics)
     for _ in range(50):
-        state.sweep(alpha, eta, rng)
+        state.sweep(alpha, eta, 1.0, rng)
     counts = lk.build_counts(words, doc_ptr, state.z, n_words, n_topics)
     for got, want in zip((state.n_wk, state.n_dk, state.n_k), counts, strict=True):
         np.testing.assert_array_equal(got, want)
@@ -179,7 +181,7 @@ def test_sweeps_are_reproducible_from_the_generator():
         state = lk.SparseLDAState(WORDS, DOC_PTR, np.zeros(WORDS.size), V, K)
         zs = []
         for _ in range(20):
-            state.sweep(ALPHA, ETA, rng)
+            state.sweep(ALPHA, ETA, 1.0, rng)
             zs.append(state.z.copy())
         return np.array(zs)
 
@@ -204,7 +206,8 @@ def test_theta_given_fixed_topics_matches_enumeration():
         den += weight
     expected = num / den
     rng = np.random.default_rng(6)
-    theta = lk.sample_theta_fixed_phi(doc, np.array([0, doc.size]), phi_wk, alpha, 100, 40_000, rng)
+    theta = lda_eval.sample_theta_fixed_phi(doc, np.array([0, doc.size]), phi_wk, alpha, 100,
+                                            40_000, rng)
     assert theta.shape == (1, 2)
     # 40k correlated sweeps of a 5-token document: MCSE of the mean is ~1e-3
     np.testing.assert_allclose(theta[0], expected, atol=6e-3)
@@ -225,10 +228,10 @@ def test_minka_fixed_point_maximises_the_dirichlet_multinomial_likelihood():
         )
 
     ref = np.exp(minimize(neg_loglik, np.zeros(3), method="BFGS", options={"gtol": 1e-10}).x)
-    got = lk.minka_alpha_update(n_dk, np.ones(3), n_iter=2000, tol=1e-12)
+    got = lda_eval.minka_alpha_update(n_dk, np.ones(3), n_iter=2000, tol=1e-12)
     np.testing.assert_allclose(got, ref, rtol=1e-4)
     # one step from a poor start already increases the likelihood (monotone ascent)
-    one = lk.minka_alpha_update(n_dk, np.ones(3), n_iter=1)
+    one = lda_eval.minka_alpha_update(n_dk, np.ones(3), n_iter=1)
     assert neg_loglik(np.log(one)) < neg_loglik(np.zeros(3))
 
 

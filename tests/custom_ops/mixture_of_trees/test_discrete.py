@@ -66,7 +66,7 @@ def test_assignment_sweep_leaves_the_exact_conditional_invariant():
     tables = tree_tables(X, z, TREES, K_CATS)
     n_k = np.bincount(z, minlength=2).astype(np.int64)
     for it in range(20000):
-        assignment_sweep(rng, X, z, TREES, tables, log_w, K_CATS, 1.0, n_k)
+        assignment_sweep(rng, X, z, TREES, tables, log_w, K_CATS, 1.0, n_k, 1.0)
         if it % 1000 == 0:  # the in-place counts stay those of z
             np.testing.assert_array_equal(tables, tree_tables(X, z, TREES, K_CATS))
             np.testing.assert_array_equal(n_k, np.bincount(z, minlength=2))
@@ -144,5 +144,5 @@ def test_tree_integrated_evidence_equals_enumeration():
     terms = [forest_log_marginal(X[rows], t, ess=1.3, n_categories=cats)
              + sum(log_beta[u, v] for u, v in spanning_tree_edges(t)) - log_z
              for t in all_spanning_trees(4)]
-    np.testing.assert_allclose(tree_marginal_log_evidence(X, rows, cats, 1.3, log_beta),
+    np.testing.assert_allclose(tree_marginal_log_evidence(X, rows, cats, 1.3, log_beta, 1.0),
                                np.logaddexp.reduce(terms), rtol=1e-12)

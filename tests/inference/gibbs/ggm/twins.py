@@ -1,10 +1,13 @@
 """Planted-bug twins of the GGM block Gibbs steps: each differs from the real step by one
-realistic mistake, and getting-it-right must catch it."""
+realistic mistake, and getting-it-right (or the tempered steps' exact checks) must catch
+it."""
 
 import numpy as np
 
-from custom_ops.ggm.gibbs import sssl_latent_variances
+from custom_ops.ggm.gibbs import column_sweep, gram, sssl_latent_variances
+from custom_ops.spd_kernels import spd_inverse
 from inference.gibbs.ggm import BGLassoBlockGibbs, SSSLBlockGibbs
+from pp_models.validation import check_inverse_temperature
 
 
 class WrongInverseGaussianShape(BGLassoBlockGibbs):
@@ -46,3 +49,35 @@ class IgnoresPriorOdds(SSSLBlockGibbs):
 
     def draw_latent_variances(self, omega, v0, v1, pi):
         return sssl_latent_variances(self.rng, omega, v0, v1, 0.5)
+
+
+class IgnoresBetaBGLasso(BGLassoBlockGibbs):
+    """Accepts an inverse temperature and keeps sampling the posterior (beta = 1)."""
+
+    name = "test_bglasso_ignores_beta"
+
+    def set_inverse_temperature(self, beta) -> None:
+        check_inverse_temperature(beta, "beta")
+
+
+class IgnoresBetaSSSL(SSSLBlockGibbs):
+    """Accepts an inverse temperature and keeps sampling the posterior (beta = 1)."""
+
+    name = "test_sssl_ignores_beta"
+
+    def set_inverse_temperature(self, beta) -> None:
+        check_inverse_temperature(beta, "beta")
+
+
+class TempersScatterNotCount(BGLassoBlockGibbs):
+    """The likelihood's ``S`` scaled by beta but its ``det(Omega)^(n/2)`` left at ``n``:
+    the Wishart form at ``(n, beta S)`` instead of ``(beta n, beta S)``."""
+
+    name = "test_bglasso_tempers_s_only"
+
+    def _sweep(self, omega, X, lam, tau):
+        sigma = spd_inverse(omega)
+        S = self.beta * gram(X.copy())
+        column_sweep(self.rng, omega, sigma, S, float(X.shape[0]), lam, tau, 1.0,
+                     self.gamma_shape_offset)
+        return 0.5 * (omega + omega.T)

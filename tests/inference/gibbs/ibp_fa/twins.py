@@ -1,6 +1,6 @@
 """Planted-bug twins of the NSFA step, each one realistic mistake the thesis warns of: the
 sweep compiled with one of its kernels replaced by a test-only one
-(``tests/helpers/twin_kernels.py``)."""
+(``tests/helpers/twin_kernels.py``); and the tempered step's twin that ignores beta."""
 
 import math
 
@@ -9,6 +9,7 @@ import numpy as np
 from custom_ops.ibp_fa.nsfa import nsfa_sweep, take_out_singletons
 from custom_ops.jit import njit_exact
 from inference.gibbs.ibp_fa import NSFAGibbs
+from pp_models.validation import check_inverse_temperature
 from tests.helpers.twin_kernels import twin_kernel
 
 
@@ -48,3 +49,13 @@ class DeleteSingletonsNSFA(NSFAGibbs):
     name = "test_nsfa_delete_singletons"
     sweep_kernel = staticmethod(twin_kernel(
         nsfa_sweep, take_out_singletons=take_out_and_delete_singletons))
+
+
+class IgnoresBetaNSFA(NSFAGibbs):
+    """Accepts an inverse temperature and keeps sampling the posterior (beta = 1): the
+    step a tempered run would get if the kernel's beta were not plumbed through."""
+
+    name = "test_nsfa_ignores_beta"
+
+    def set_inverse_temperature(self, beta) -> None:
+        check_inverse_temperature(beta, "beta")

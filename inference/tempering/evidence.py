@@ -1,0 +1,304 @@
+"""Model evidence ``log p(X)`` from power posteriors.
+
+``p(X) = Z(1) / Z(0)`` with ``Z(beta) = ∫ p(theta) p(X | theta)^beta dtheta`` (Z(0) = 1).
+Three estimators, each from runs at a ladder ``0 = beta_0 < ... < beta_{N-1} = 1``:
+
+- ``"stepping_stone"`` (Xie, Lewis, Fan, Kuo & Chen 2011, Eq. 8): ``Z(beta_{k+1}) /
+  Z(beta_k) = E_{beta_k}[p(X | theta)^(beta_{k+1} - beta_k)]``, each ratio the mean over
+  the draws at ``beta_k`` of a tempered parallel run (:mod:`inference.tempering.driver`),
+  ``log p(X)`` the sum of the logs of the ratios;
+- ``"thermodynamic"`` (Friel & Pettitt 2008): ``log p(X) = ∫_0^1 E_beta[log p(X |
+  theta)] dbeta``, by the trapezoidal rule on the ladder with the correction of Friel,
+  Hurn & Wyse (2014, Eq. 6), ``- sum_k (Delta beta_k)^2 / 12 (V_{k+1} - V_k)`` where
+  ``V_k = Var_{beta_k}[log p(X | theta)]``;
+- ``"ais"``: annealed importance sampling (Neal 2001; Murphy 2012 §24.6.2, §24.7.3),
+  :mod:`inference.tempering.ais`.
+
+Never the harmonic mean of the likelihood, whose variance is often infinite, nor Chib's
+candidate estimator, wrong when the posterior is multimodal (Murphy §24.7.1-2).
+
+The standard error ``se``: for the stepping stone and thermodynamic estimators, each
+chain's estimate is a smooth function of the per-temperature means of a per-draw
+vector (the stones' ``exp((beta_{k+1} - beta_k) (l - max))``, or the log-likelihoods);
+the covariance of those means is estimated by batch means (the draws cut into 20
+consecutive batches, which carries the autocorrelation and the correlation between
+temperatures that the swaps create), and the delta method gives the estimate's variance.
+Chains are independent runs: the estimate is the mean of the chains' estimates and
+``se = sqrt(sum of their variances) / chains``. The thermodynamic ``se`` does not include
+the discretisation error of the quadrature. For AIS, see its module.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+import pymc as pm
+import xarray as xr
+
+from inference.tempering.power import check_has_likelihood
+from pp_models.validation import check_int, check_random_seed
+
+__all__ = [
+    "BATCHES",
+    "EVIDENCE_METHODS",
+    "EvidenceResult",
+    "estimate_from_tempering",
+    "evidence",
+]
+
+EVIDENCE_METHODS = ("stepping_stone", "thermodynamic", "ais")
+
+#: Batches per chain of the batch-means standard error.
+BATCHES = 20
+
+#: Default number of temperatures: parallel tempering's ladder, AIS's annealing steps.
+_DEFAULT_TEMPERATURES = {"stepping_stone": 12, "thermodynamic": 24, "ais": 200}
+
+
+@dataclass(frozen=True, eq=False)
+class EvidenceResult:
+    """The estimate of ``log p(X)`` and how it was reached.
+
+    Attributes
+    ----------
+    log_evidence : float
+        The estimate (mean of the chains' estimates).
+    se : float
+        Its standard error (:mod:`inference.tempering.evidence`: batch means and the
+        delta method within each chain, combined over the independent chains).
+    method : str
+    per_chain : tuple of float
+        Each chain's estimate (their spread is a check on ``se``).
+    table : pandas.DataFrame
+        One row per (chain, temperature): ``beta``, the mean, variance and effective
+        sample size of the log-likelihood there, and the stepping stone's
+        ``log_ratio`` to the next temperature (NaN at beta = 1). For AIS, one row per
+        (chain, particle): its log weight.
+    se_method : str
+        How ``se`` was computed.
+    draws, chains, n_temperatures : int
+    tempering : xarray.DataTree or None
+        The tempered run the estimate came from (``fit``'s DataTree), when it came from
+        one.
+    """
+
+    log_evidence: float
+    se: float
+    method: str
+    per_chain: tuple[float, ...]
+    table: pd.DataFrame
+    se_method: str
+    draws: int
+    chains: int
+    n_temperatures: int
+    tempering: xr.DataTree | None = field(default=None, repr=False)
+
+    def __str__(self) -> str:
+        return (f"log evidence {self.log_evidence:.3f} ± {self.se:.3f} ({self.method}, "
+                f"{self.n_temperatures} temperatures, {self.chains} chains x {self.draws} "
+                "draws)")
+
+    def plot(self, ax=None):
+        """Stepping stone / thermodynamic: the mean log-likelihood against beta (the
+        thermodynamic integrand) with ±2 standard errors, per chain, and the estimate
+        in the title. AIS: the particles' log weights. Returns the figure."""
+        import matplotlib.pyplot as plt
+
+        if ax is None:
+            fig, ax = plt.subplots(figsize=(6, 4))
+        else:
+            fig = ax.figure
+        if self.method == "ais":
+            for c, rows in self.table.groupby(level="chain"):
+                ax.hist(rows["log_weight"].values, bins=30, alpha=0.5, label=f"chain {c}")
+            ax.set_xlabel("log importance weight")
+            ax.set_ylabel("particles")
+        else:
+            for c, rows in self.table.groupby(level="chain"):
+                se = np.sqrt(rows["var_log_likelihood"] / rows["ess"])
+                ax.errorbar(rows["beta"], rows["mean_log_likelihood"], yerr=2 * se,
+                            marker="o", ms=3, capsize=2, label=f"chain {c}")
+            ax.set_xscale("symlog", linthresh=1e-3)
+            ax.set_xlabel("inverse temperature beta")
+            ax.set_ylabel("E_beta[log p(X | theta)]")
+        ax.set_title(f"log p(X) = {self.log_evidence:.2f} ± {self.se:.2f} ({self.method})")
+        ax.legend(fontsize="small")
+        fig.tight_layout()
+        return fig
+
+
+# ---------------------------------------------------------------------- estimators
+def _batch_means(x: np.ndarray, batches: int) -> np.ndarray:
+    """(B, ...) means of ``batches`` consecutive batches of the first axis."""
+    b = max(2, min(batches, x.shape[0] // 2))
+    length = x.shape[0] // b
+    return x[: b * length].reshape(b, length, *x.shape[1:]).mean(axis=1)
+
+
+def stepping_stone(loglik: np.ndarray, ladder: np.ndarray, batches: int = BATCHES):
+    """One chain's stepping-stone estimate and variance.
+
+    ``loglik``: (draws, N) log-likelihoods at the temperatures of ``ladder`` (N,).
+    Returns (log Z, variance, log ratio of each stone (N-1,)).
+    """
+    delta = np.diff(ladder)  # (N-1,)
+    ll = loglik[:, :-1]
+    scaled = delta * ll
+    top = scaled.max(axis=0)
+    w = np.exp(scaled - top)  # (draws, N-1), each column's max is 1
+    mean = w.mean(axis=0)
+    log_ratio = np.log(mean) + top
+    bm = _batch_means(w, batches)
+    cov = np.atleast_2d(np.cov(bm, rowvar=False)) / bm.shape[0]
+    grad = 1.0 / mean
+    return float(log_ratio.sum()), float(grad @ cov @ grad), log_ratio
+
+
+def thermodynamic(loglik: np.ndarray, ladder: np.ndarray, batches: int = BATCHES):
+    """One chain's corrected-trapezoid thermodynamic-integration estimate and variance
+    (module docstring). Returns (log Z, variance)."""
+    delta = np.diff(ladder)
+    mean = loglik.mean(axis=0)
+    var = loglik.var(axis=0, ddof=1)
+    weights = np.zeros(ladder.size)
+    weights[:-1] += delta / 2
+    weights[1:] += delta / 2
+    estimate = float(weights @ mean - np.sum(delta**2 / 12 * np.diff(var)))
+    bm = _batch_means(loglik, batches)
+    cov = np.atleast_2d(np.cov(bm, rowvar=False)) / bm.shape[0]
+    return estimate, float(weights @ cov @ weights)
+
+
+def _ess(x: np.ndarray) -> float:
+    """Effective sample size of one chain's draws (ArviZ's 'mean' method)."""
+    import arviz as az
+
+    if np.ptp(x) == 0:
+        return float(x.size)
+    return float(az.ess(x[None, :], method="mean"))
+
+
+def estimate_from_tempering(dt: xr.DataTree, method: str = "stepping_stone") -> EvidenceResult:
+    """The evidence from a tempered fit's DataTree (``fit(..., tempering=...)``): its
+    ``tempering`` group's log-likelihood draws at each temperature."""
+    if method not in ("stepping_stone", "thermodynamic"):
+        raise ValueError(f"method: a tempered fit gives 'stepping_stone' or 'thermodynamic' "
+                         f"estimates, not {method!r} (AIS makes its own runs)")
+    if not isinstance(dt, xr.DataTree) or "tempering" not in dt.children:
+        raise ValueError("dt must be the DataTree of fit(..., tempering=...) (it has no "
+                         "'tempering' group)")
+    group = dt["tempering"]
+    loglik = group["log_likelihood"].values  # (chain, draw, temperature)
+    betas = group["beta"].values
+    chains, draws, n = loglik.shape
+    if draws < 4:
+        raise ValueError(f"dt: {draws} draws per chain are too few for an estimate and its "
+                         "standard error (need >= 4)")
+    if not np.all(betas == betas[:, :1, :]):
+        raise ValueError("dt: the ladder changed during the kept draws (it must be fixed "
+                         "after tuning)")
+    estimates, variances, rows = [], [], []
+    for c in range(chains):
+        ladder = betas[c, 0]
+        if ladder[0] != 0.0:
+            raise ValueError(f"dt: the ladder of chain {c} starts at {ladder[0]}, not 0: "
+                             "the evidence needs the prior's end")
+        ll = loglik[c]
+        if method == "stepping_stone":
+            est, var, log_ratio = stepping_stone(ll, ladder)
+        else:
+            est, var = thermodynamic(ll, ladder)
+            log_ratio = np.full(n - 1, np.nan)
+        estimates.append(est)
+        variances.append(var)
+        for t in range(n):
+            rows.append({"chain": c, "temperature": t, "beta": ladder[t],
+                         "mean_log_likelihood": ll[:, t].mean(),
+                         "var_log_likelihood": ll[:, t].var(ddof=1),
+                         "ess": _ess(ll[:, t]),
+                         "log_ratio": log_ratio[t] if t < n - 1 else np.nan})
+    table = pd.DataFrame(rows).set_index(["chain", "temperature"])
+    return EvidenceResult(
+        log_evidence=float(np.mean(estimates)),
+        se=float(math.sqrt(sum(variances)) / chains),
+        method=method,
+        per_chain=tuple(float(e) for e in estimates),
+        table=table,
+        se_method=f"batch means ({BATCHES} per chain) and the delta method, cross-"
+                  "temperature covariance included; mean over independent chains",
+        draws=draws, chains=chains, n_temperatures=n, tempering=dt)
+
+
+# ---------------------------------------------------------------------- the entry point
+def evidence(model: pm.Model, *, method: str = "stepping_stone",
+             n_temperatures: int | None = None, draws: int = 1000, tune: int = 1000,
+             chains: int = 4, cores: int | None = None, random_seed=None,
+             dt: xr.DataTree | None = None, progressbar: bool = False) -> EvidenceResult:
+    """Estimate the log evidence ``log p(X)`` of ``model`` (module docstring).
+
+    Parameters
+    ----------
+    model : pymc.Model
+        A model with observed data, whose every step can temper (zoo steps with
+        ``can_temper``, NUTS).
+    method : {"stepping_stone", "thermodynamic", "ais"}
+    n_temperatures : int, optional
+        Temperatures of the parallel-tempering ladder (default 12 for the stepping stone,
+        24 for thermodynamic integration, whose quadrature needs more), or annealing
+        steps of AIS (default 200). At least 2.
+    draws : int
+        Kept draws per chain (AIS: particles per chain). At least 1.
+    tune : int
+        Tuning iterations per chain (parallel tempering adapts its ladder and NUTS its
+        step size; AIS tunes a parallel-tempering run this long first).
+    chains, cores : int
+        Independent runs, and how many run at once (processes).
+    random_seed : int, optional
+    dt : xarray.DataTree, optional
+        A ``fit(..., tempering=...)`` result to estimate from instead of sampling
+        (stepping stone and thermodynamic integration; the other sizes are then unused).
+    progressbar : bool
+
+    Returns
+    -------
+    EvidenceResult
+
+    Raises
+    ------
+    ValueError, TypeError
+        Before anything compiles: an unknown method, ``n_temperatures < 2``,
+        ``draws <= 0``, a model without observed data, a step that cannot temper
+        (named), a ``dt`` without a tempering group.
+    """
+    if not isinstance(model, pm.Model):
+        raise TypeError(f"model must be a pymc.Model, got {type(model).__name__}")
+    if not isinstance(method, str) or method not in EVIDENCE_METHODS:
+        raise ValueError(f"method must be one of {', '.join(map(repr, EVIDENCE_METHODS))}; "
+                         f"got {method!r}")
+    check_has_likelihood(model, "model")
+    if dt is not None:
+        return estimate_from_tempering(dt, method)
+    n = check_int(n_temperatures if n_temperatures is not None
+                  else _DEFAULT_TEMPERATURES[method], "n_temperatures", minimum=2)
+    draws = check_int(draws, "draws", minimum=1)
+    tune = check_int(tune, "tune", minimum=0)
+    chains = check_int(chains, "chains", minimum=1)
+    random_seed = check_random_seed(random_seed)
+    if method == "ais":
+        from inference.tempering.ais import annealed_importance_sampling
+
+        return annealed_importance_sampling(model, n_temperatures=n, particles=draws,
+                                            tune=tune, chains=chains,
+                                            random_seed=random_seed)
+    if draws < 4:
+        raise ValueError(f"draws must be >= 4 for a {method} estimate and its standard "
+                         f"error, got {draws}")
+    from inference.fit import fit
+
+    tempered = fit(model, draws=draws, tune=tune, chains=chains, cores=cores,
+                   random_seed=random_seed, progressbar=progressbar, postprocess=False,
+                   tempering={"n_temperatures": n})
+    return estimate_from_tempering(tempered, method)
