@@ -46,7 +46,13 @@ from inference.tempering.options import check_tempering
 from inference.tempering.sampling import check_tempering_request, fit_tempered
 from inference.trace_store import check_trace_path
 from pp_models.model_info import ZooModelInfo, get_info
-from pp_models.validation import check_executor, check_int, check_random_seed
+from pp_models.validation import (
+    check_executor,
+    check_int,
+    check_positive,
+    check_random_seed,
+    check_real,
+)
 
 __all__ = ["METHODS", "assign_steps", "check_method", "describe_steps", "fit",
            "select_pymc_steps"]
@@ -204,10 +210,8 @@ def fit(
             raise ValueError("cores is for chains in local processes; with executor= the "
                              "executor's workers run the chains (drop cores=)")
     user_steps = _as_step_list(step)
-    if trace_flush is not None and not (isinstance(trace_flush, numbers.Real)
-                                        and not isinstance(trace_flush, bool)
-                                        and trace_flush >= 0):
-        raise ValueError(f"trace_flush must be a number of seconds >= 0, got {trace_flush!r}")
+    if trace_flush is not None:
+        trace_flush = check_real(trace_flush, "trace_flush (seconds)", minimum=0.0)
     tempering = check_tempering(tempering)
     if trace is not None:
         trace = check_trace_path(trace, resume=bool(resume))
@@ -614,13 +618,15 @@ def assign_steps(model, info, user_steps, step_kwargs, *, only=None) -> list:
 
 
 def _pymc_methods() -> list:
-    """PyMC's step classes without the zoo's stand-in: here the zoo's steps are already
-    assigned, what is left is PyMC's to choose (and the stand-in would call back here)."""
+    """PyMC's step classes without the zoo's entries: here the zoo's steps are already
+    assigned, what is left is PyMC's to choose (and the zoo's entries would call back
+    here)."""
     from pymc.step_methods import STEP_METHODS
 
     from inference.gibbs.pymc_assignment import ZooAssignment
+    from pp_models.step_assignment import ZooStepsNotLoaded
 
-    return [m for m in STEP_METHODS if m is not ZooAssignment]
+    return [m for m in STEP_METHODS if m is not ZooAssignment and m is not ZooStepsNotLoaded]
 
 
 def select_pymc_steps(model, values) -> dict:
@@ -665,8 +671,7 @@ def _fit_advi(model, draws, chains, random_seed, progressbar, kwargs):
     kwargs = dict(kwargs)
     n = check_int(kwargs.pop("n", 30_000), "n", minimum=1)
     learning_rate = kwargs.pop("learning_rate", 0.01)
-    if not isinstance(learning_rate, numbers.Real) or not learning_rate > 0:
-        raise ValueError(f"learning_rate must be a number > 0, got {learning_rate!r}")
+    learning_rate = check_positive(learning_rate, "learning_rate")
     fullrank = bool(kwargs.pop("fullrank", False))
     user_optimizer = kwargs.pop("obj_optimizer", None)
     rng = np.random.default_rng(random_seed)

@@ -52,7 +52,6 @@ from __future__ import annotations
 
 import math
 
-import numba
 import numpy as np
 
 from custom_ops.jit import njit_exact
@@ -541,7 +540,7 @@ def _fill_topic_lists(counts, ptr, topics, nnz):
         nnz[r] = m
 
 
-@numba.njit(cache=True, inline="always", error_model="python")
+@njit_exact(inline="always")
 def _list_remove(topics, start, nnz_ref, row, k):
     # swap-with-last removal; the list is unordered
     m = nnz_ref[row]

@@ -43,14 +43,15 @@ import xarray as xr
 
 from custom_ops.lda.gibbs import SparseLDAState
 from custom_ops.lda.likelihood import log_p_topics, log_p_words
-from pp_models.lda.inputs import (
-    TokenCorpus,
-    _check_concentration,
-    _check_n_topics,
-    prepare_corpus,
-)
+from pp_models.lda.inputs import TokenCorpus, prepare_corpus
 from pp_models.lda.shards import read_shards, shard_paths, shard_shapes
-from pp_models.validation import check_dask_client, check_int, check_random_seed
+from pp_models.validation import (
+    check_bool,
+    check_dask_client,
+    check_int,
+    check_positive_vector,
+    check_random_seed,
+)
 
 __all__ = ["ADLDAResult", "adlda"]
 
@@ -229,9 +230,10 @@ def adlda(
         documents (or shards), a closed ``client``, shards whose vocabularies differ:
         before anything is sent to a worker.
     """
-    n_topics = _check_n_topics(n_topics)
+    n_topics = check_int(n_topics, "n_topics", minimum=1)
     sweeps = check_int(sweeps, "sweeps", minimum=1)
     random_seed = check_random_seed(random_seed)
+    doc_topic = check_bool(doc_topic, "doc_topic")
     if client is not None:
         check_dask_client(client)
     if n_partitions is not None:
@@ -260,8 +262,8 @@ def adlda(
         P = default_p if n_partitions is None else n_partitions
         _check_partitions(P, n_docs)
         sources = [("tokens", block, 0) for block in _split_corpus(corpus, P)]
-    alpha_v = _check_concentration(alpha, n_topics, "alpha", "one per topic")
-    beta_v = _check_concentration(beta, n_words, "beta", "one per vocabulary word")
+    alpha_v = check_positive_vector(alpha, "alpha", n_topics, what="one per topic")
+    beta_v = check_positive_vector(beta, "beta", n_words, what="one per vocabulary word")
 
     # fit's chain 0: get_random_generator(seed).spawn(chains)[0], one integer drawn for
     # its initial point's seed, then handed to the step (PyMC's setup_chain)

@@ -143,6 +143,13 @@ def test_bad_input_is_refused_before_any_work(small, tmp_path):
         lda.adlda(small, 0)
     with pytest.raises(ValueError, match="sweeps must be >= 1"):
         lda.adlda(small, 3, sweeps=0)
+    with pytest.raises(ValueError, match=r"alpha must be a number or have shape \(3,\) "
+                                         r"\(one per topic\)"):
+        lda.adlda(small, 3, alpha=[0.1, 0.1])
+    with pytest.raises(ValueError, match="beta must be finite and > 0"):
+        lda.adlda(small, 3, beta=0.0)
+    with pytest.raises(TypeError, match="doc_topic must be True or False"):
+        lda.adlda(small, 3, doc_topic="no")
     write_shards(tmp_path / "mixed", [small[:20]])
     sp.save_npz(tmp_path / "mixed" / "shard-00001.npz", sp.csr_matrix(small[20:, :25]))
     with pytest.raises(ValueError, match="counts: the shards' vocabularies differ: .*"
