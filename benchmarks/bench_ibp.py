@@ -96,7 +96,7 @@ def kernel_time_to_quality(prob, seed, max_sweeps=3000):
     for sweep in range(1, max_sweeps + 1):
         start = time.perf_counter()
         nsfa_sweep(rng, prob.Y, W, True, Z, V, X, lam, tau, 1.0, 1.0, hyper, 2, 2, False,
-                   10.0, 0.1, 0, False, work)
+                   10.0, 0.1, work)
         elapsed += time.perf_counter() - start
         K = int((Z != 0).any(0).sum())
         if abs(K - 16) <= 3 and ibp_fa.reconstruction_error(prob.GX, (Z * V) @ X) <= 0.05:
@@ -116,7 +116,7 @@ def kernel_seconds_per_sweep(prob, sweeps=20, C=60):
     for _ in range(sweeps):
         start = time.perf_counter()
         nsfa_sweep(rng, prob.Y, W, True, Z, V, X, lam, tau, 1.0, 1.0, hyper, 2, 2, False,
-                   10.0, 0.1, 0, False, work)
+                   10.0, 0.1, work)
         times.append(time.perf_counter() - start)
     # the minimum: on a shared machine the median picks up time slices lost to other jobs
     return float(np.min(times)), int((Z != 0).any(0).sum())

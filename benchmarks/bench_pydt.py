@@ -30,17 +30,28 @@ Usage: python benchmarks/bench_pydt.py [--sizes 200 400 800 1800] [--dim 171]
 from __future__ import annotations
 
 import argparse
+import os
 import resource
+import sys
 import time
 import warnings
 
 import numpy as np
 
+from custom_ops.pydt.messages import PYDTParameters
 from custom_ops.pydt.ops import pydt_forward, pydt_value_and_grad
 from custom_ops.pydt.sweep import pydt_sweep
-from inference.gibbs.pydt import _log_post, _n_nonroot, detach_reattach, slice_time
 from pp_models import pydt
 from pp_models.pydt.greedy import greedy
+
+# the moves written in Python on the full recursion live with the tests (their reference)
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from tests.inference.gibbs.pydt.python_moves import (
+    _log_post,
+    _n_nonroot,
+    detach_reattach,
+    slice_time,
+)
 
 PARAMS = {"c": 1.0, "theta": 1.0, "alpha": 0.2}
 
@@ -97,8 +108,8 @@ def sweep_timing(n, d, sweeps=3, seed=0):
     out = []
     for _ in range(sweeps):
         t0 = time.perf_counter()
-        pydt_sweep(rng, tree.parent, tree.log1m_t, X, c, theta, alpha, 1.0, 1.0, -1, True, True,
-                   True, True, False)
+        pydt_sweep(rng, tree.parent, tree.log1m_t, X, PYDTParameters(c, theta, alpha, 1.0), -1,
+                   True, False)
         out.append(time.perf_counter() - t0)
     return greedy_s, float(np.median(out)), tree
 

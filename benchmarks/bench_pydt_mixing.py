@@ -95,6 +95,7 @@ from pymc.step_methods.compound import CompoundStep
 
 from custom_ops.pydt import draws as pydt_draws
 from custom_ops.pydt.branch import pydt_branch_moves
+from custom_ops.pydt.messages import PYDTParameters
 from custom_ops.pydt.sweep import pydt_sweep
 from inference.gibbs.pydt import PYDTTreeStep
 from pp_models import pydt
@@ -148,17 +149,17 @@ def kernel_cost(repeats=5):
         pydt_draws.pydt_draw_tree(rng, n, c, theta, alpha, parent, log1m_t)
         X = np.empty((n, d))
         pydt_draws.pydt_draw_data(rng, parent, log1m_t, 1.0, d, X)
-        args = (parent, log1m_t, X, c, theta, alpha, 1.0)
+        args = (parent, log1m_t, X, PYDTParameters(c, theta, alpha, 1.0))
         # warm-up (compiles or loads the Numba cache)
-        pydt_sweep(rng, *args, 1.0, 5, True, True, True, True, False)
-        pydt_branch_moves(rng, *args, 1.0, 5, 0, False)
+        pydt_sweep(rng, *args, 5, True, False)
+        pydt_branch_moves(rng, *args, 5, False)
         sweep_s, branch_s, accepted = [], [], 0
         for _ in range(repeats):
             t0 = time.perf_counter()
-            pydt_sweep(rng, *args, 1.0, -1, True, True, True, True, False)
+            pydt_sweep(rng, *args, -1, True, False)
             sweep_s.append(time.perf_counter() - t0)
             t0 = time.perf_counter()
-            accepted += pydt_branch_moves(rng, *args, 1.0, n, 0, False)[0]
+            accepted += pydt_branch_moves(rng, *args, n, False)[0]
             branch_s.append(time.perf_counter() - t0)
         print(f"n = {n}, D = {d}: sweep {1e3 * np.median(sweep_s):.1f} ms, {n} branch "
               f"moves {1e3 * np.median(branch_s):.1f} ms (acceptance "

@@ -10,12 +10,7 @@ log-weight helpers (:mod:`custom_ops.log_weights`). Each family has a subpackage
 own: :mod:`custom_ops.bhc`, :mod:`custom_ops.dpm`, :mod:`custom_ops.ggm`,
 :mod:`custom_ops.ibp_fa`, :mod:`custom_ops.lda`, :mod:`custom_ops.mixture_of_trees`,
 :mod:`custom_ops.pydt`.
+
+Importing it changes nothing outside the package: the kernels' compile cache is a folder
+of their own (:mod:`custom_ops.jit`), chosen without touching Numba's configuration.
 """
-
-from custom_ops.jit import make_cache_writes_process_safe, use_user_cache_dir
-
-# before any kernel is compiled: compiled kernels are cached in the user's cache folder,
-# not written into the installed package
-use_user_cache_dir()
-# before anything is compiled: parallel processes must not corrupt the shared cache
-make_cache_writes_process_safe()

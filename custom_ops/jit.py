@@ -4,22 +4,29 @@ Kernels are decorated with :data:`njit_exact` (``error_model="python"``) or, in 
 modules, :data:`njit_exact_numpy` (``error_model="numpy"``): cached, exact floating
 point, and an explicit error model, for the reasons below.
 
-Where the compiled kernels are cached (``cache=True``): Numba's default is a
+Where the compiled kernels are cached: Numba's default for ``cache=True`` is a
 ``__pycache__`` folder beside each source file, i.e. inside the installed package, which
-may be read-only or shared between users and environments. :func:`use_user_cache_dir`
-points it at the user's cache folder instead, the location
-``platformdirs.user_cache_dir("pp-models")`` names (``$XDG_CACHE_HOME/pp-models`` or
-``~/.cache/pp-models`` on Linux, ``~/Library/Caches/pp-models`` on macOS,
-``%LOCALAPPDATA%\\pp-models\\Cache`` on Windows), subfolder ``numba``. A user's own
-``NUMBA_CACHE_DIR`` is left alone. Numba keys the cache by the source file's full path,
-so several checkouts share the folder without clashing. It does not record the LLVM
-optimisation level (``NUMBA_OPT``), so code compiled at another level than Numba's
-default 3 goes to a folder of its own (``numba-O1``, ...): a test run at ``-O1`` must not
-hand its code to the benchmarks. Nor does it notice an edit of a kernel that a cached
-kernel calls from another file, so each ``custom_ops`` source gets a subfolder of its own
-(:func:`source_cache_folder`; a user's own ``NUMBA_CACHE_DIR`` is used as it is).
+may be read-only or shared between users and environments. The decorators give each
+kernel a cache of this module's (:class:`KernelCache`) instead, in
+:func:`kernel_cache_dir`, under the user's cache folder (platformdirs' convention:
+``$XDG_CACHE_HOME/pp-models`` or ``~/.cache/pp-models`` on Linux,
+``~/Library/Caches/pp-models`` on macOS, ``%LOCALAPPDATA%\\pp-models\\Cache`` on
+Windows), subfolder ``numba``. Only this package's kernels go there: Numba's
+configuration, and so every other library's cache, is left alone. A user who sets
+``NUMBA_CACHE_DIR`` gets the kernels cached there, as Numba caches any function.
 
-Nor does it record the floating-point flags: Numba compiles a kernel that sets no
+Numba does not record the LLVM optimisation level (``NUMBA_OPT``) in its cache, so code
+compiled at another level than Numba's default 3 goes to a folder of its own
+(``numba-O1``, ...): a test run at ``-O1`` must not hand its code to the benchmarks. Nor
+does it notice an edit of a kernel that a cached kernel calls from another file, so each
+``custom_ops`` source gets a subfolder of its own (``src-<kernel_source_version>``);
+:func:`prune_kernel_cache` deletes other sources' subfolders left unused (nothing is
+deleted unless it is called). Nor does it lock its writes (numba/numba#10128): two
+processes compiling one kernel at once could take the same data-file number, and the
+index would then map one signature to the other's machine code;
+:class:`LockedIndexDataCacheFile` takes a file lock for that.
+
+Nor does Numba record the floating-point flags: it compiles a kernel that sets no
 ``fastmath`` with the flags of the code that first calls it (``inherit_if_not_set`` in
 ``numba.core.cpu``) and saves that code. PyTensor's Numba backend compiles its graphs with
 fastmath on, Python calls have it off, so such a kernel gave different numbers depending on
@@ -40,34 +47,27 @@ import functools
 import hashlib
 import os
 import sys
+import time
 from pathlib import Path
 
-import numba
+from numba.core import caching, config, sigutils
+from numba.core.ccallback import CFunc
+from numba.core.registry import CPUDispatcher
 
 __all__ = [
+    "STALE_AFTER_DAYS",
+    "KernelCache",
+    "LockedIndexDataCacheFile",
     "c_entry_points",
+    "kernel_cache_dir",
     "kernel_source_version",
-    "make_cache_writes_process_safe",
     "njit_exact",
     "njit_exact_numpy",
+    "prune_kernel_cache",
     "register_numba_op",
     "rv_draw_cache_key",
-    "source_cache_folder",
-    "use_user_cache_dir",
     "user_cache_dir",
 ]
-
-
-#: The decorator of every kernel (``@njit_exact``): cached on disk, exact IEEE arithmetic
-#: and Python's error model (a division by zero raises ``ZeroDivisionError``), said
-#: explicitly because a kernel that leaves them out takes its first caller's (above).
-njit_exact = numba.njit(cache=True, error_model="python", fastmath=False)
-
-#: :data:`njit_exact` with ``error_model="numpy"``, for the PYDT kernels
-#: (``custom_ops.pydt``): a zero or infinite variance (sigma2 or the times at an
-#: extreme) gives an infinite or NaN density, which the samplers reject, instead of
-#: raising.
-njit_exact_numpy = numba.njit(cache=True, error_model="numpy", fastmath=False)
 
 
 def user_cache_dir() -> Path:
@@ -82,101 +82,204 @@ def user_cache_dir() -> Path:
     return (Path(base) if base.strip() else Path.home() / ".cache") / "pp-models"
 
 
-def use_user_cache_dir() -> str | None:
-    """Set Numba's cache folder to ``user_cache_dir() / "numba"`` (``"numba-O<level>"``
-    when ``NUMBA_OPT`` names another level than 3), in the subfolder of the current
-    ``custom_ops`` source (:func:`source_cache_folder`), unless the user set
-    ``NUMBA_CACHE_DIR``; returns the folder used (None if left to the user or Numba)."""
-    if os.environ.get("NUMBA_CACHE_DIR"):
-        return None
-    level = os.environ.get("NUMBA_OPT", "").strip()
-    base = user_cache_dir() / ("numba" if level in ("", "3") else f"numba-O{level}")
-    try:
-        folder = source_cache_folder(base)
-    except OSError:
-        return None  # no writable home: Numba's own default
-    os.environ["NUMBA_CACHE_DIR"] = str(folder)
-    if "numba" in sys.modules:
-        # numba read its configuration when first imported; its cache locators read
-        # this attribute each time a function is compiled with cache=True
-        from numba.core import config
-
-        config.CACHE_DIR = str(folder)
-    return str(folder)
+def _sources_folder() -> Path:
+    """The folder holding one subfolder per source: ``user_cache_dir() / "numba"``, or
+    ``"numba-O<level>"`` for code compiled at another optimisation level than 3."""
+    level = int(config.OPT)
+    return user_cache_dir() / ("numba" if level == 3 else f"numba-O{level}")
 
 
-#: Days after which the cache folder of another ``custom_ops`` source is deleted.
+def kernel_cache_dir() -> Path:
+    """The folder this package's kernels are cached in (unless the user set
+    ``NUMBA_CACHE_DIR``): the current source's subfolder ``src-<kernel_source_version()
+    in hex>`` of the user's cache folder for the optimisation level."""
+    return _sources_folder() / f"src-{kernel_source_version():x}"
+
+
+#: Days after which :func:`prune_kernel_cache` deletes another source's cache folder.
 STALE_AFTER_DAYS = 14
 
+#: The file a process touches in the cache folder it loads kernels from.
+LAST_USED = "last-used"
 
-def source_cache_folder(base: Path) -> Path:
-    """The subfolder of ``base`` for the current ``custom_ops`` source, created and marked
-    as used now; the subfolders of other sources unused for :data:`STALE_AFTER_DAYS` are
-    deleted.
 
-    Numba re-checks only the stamp of a cached function's own file, but a kernel's cached
-    machine code holds every kernel it calls from other files: after an edit of
-    ``conjugate/gaussian.py`` alone, ``bhc/builders.py``'s cached code would keep running
-    the old marginal (a fixed exception would still be raised until the cache was
-    deleted), in a checkout or an editable install after ``git pull``. So
-    each :func:`kernel_source_version` gets its own subfolder ``src-<version>``; two
-    checkouts of different sources each keep theirs.
+def prune_kernel_cache(older_than_days: float = STALE_AFTER_DAYS) -> list[Path]:
+    """Delete the kernel cache folders of other ``custom_ops`` sources unused for
+    ``older_than_days`` days and return them.
+
+    Each version of the package's source (after a ``git pull`` in a checkout, an
+    upgrade) compiles into a new folder (:func:`kernel_cache_dir`); the old ones stay
+    until this is called. A folder counts as used
+    when a process last loaded a kernel from it. The current source's folder is kept,
+    and so is a user's own ``NUMBA_CACHE_DIR`` (never pruned).
+
+    Examples
+    --------
+    >>> from custom_ops.jit import prune_kernel_cache
+    >>> removed = prune_kernel_cache(older_than_days=30)  # doctest: +SKIP
     """
     import shutil
-    import time
 
-    folder = base / f"src-{kernel_source_version():x}"
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / "last-used").touch()
-    cutoff = time.time() - STALE_AFTER_DAYS * 86400
-    for other in base.glob("src-*"):
-        if other == folder:
+    if isinstance(older_than_days, bool) or not isinstance(older_than_days, int | float):
+        raise TypeError(f"older_than_days must be a number, got {older_than_days!r}")
+    if not older_than_days >= 0:
+        raise ValueError(f"older_than_days must be >= 0, got {older_than_days!r}")
+    current = kernel_cache_dir()
+    cutoff = time.time() - older_than_days * 86400
+    removed = []
+    for other in sorted(_sources_folder().glob("src-*")):
+        if other == current:
             continue
         try:
-            used = (other / "last-used").stat().st_mtime
+            used = (other / LAST_USED).stat().st_mtime
         except OSError:
             used = other.stat().st_mtime
         if used < cutoff:
             shutil.rmtree(other, ignore_errors=True)
-    return folder
+            removed.append(other)
+    return removed
 
 
-def make_cache_writes_process_safe() -> None:
-    """Serialise writes to Numba's on-disk cache between processes (idempotent).
+_MARKED: set[str] = set()
 
-    Numba saves a compiled signature by reading the function's index file, taking the
-    first free data-file number, writing the index, then the data file, without a lock
-    (numba/numba#10128). Two processes compiling the same function at once (two test
-    workers, parallel chains on a cold cache) can both take number k: the index then maps
-    one signature to the other's machine code (say PyTensor's ``scalar_from_tensor``
-    ``int32`` entry to a file holding the ``float64`` code), and every later process fails
-    to type that graph. Here
-    the read-number-write sequence runs under a file lock beside the index, so each
-    process sees the numbers the others took. PyTensor's graph cache uses the same Numba
-    class, so it is covered too. A cache folder where no lock file can be created (read
-    only) falls back to Numba's unlocked write.
-    """
-    from filelock import FileLock
-    from numba.core import caching
 
-    unlocked_save = caching.IndexDataCacheFile.save
-    if getattr(unlocked_save, "_ppm_locked", False):
+def _mark_used(folder: str) -> None:
+    """Touch ``folder``'s ``last-used`` file, once per process, once the folder exists."""
+    if folder in _MARKED:
         return
+    try:
+        if os.path.isdir(folder):
+            Path(folder, LAST_USED).touch()
+            _MARKED.add(folder)
+    except OSError:
+        _MARKED.add(folder)  # a read-only cache is still read
 
-    @functools.wraps(unlocked_save)
+
+class _KernelCacheLocator(caching._SourceFileBackedLocatorMixin, caching._CacheLocator):
+    """Numba cache locator of this package's kernels: :func:`kernel_cache_dir`, then the
+    source file's own subfolder (Numba's ``get_suitable_cache_subpath``). The folder is
+    created when a kernel is first saved, not when the kernel is decorated."""
+
+    def __init__(self, py_func, py_file):
+        self._py_file = py_file
+        self._lineno = py_func.__code__.co_firstlineno
+        self._root = str(kernel_cache_dir())
+        self._cache_path = os.path.join(self._root, self.get_suitable_cache_subpath(py_file))
+
+    def get_cache_path(self):
+        return self._cache_path
+
+    @classmethod
+    def from_function(cls, py_func, py_file):
+        if not os.path.exists(py_file):
+            return None
+        return cls(py_func, py_file)
+
+
+class _KernelCacheImpl(caching.CompileResultCacheImpl):
+    # a user's NUMBA_CACHE_DIR first (Numba's own locator, used as Numba uses it), then
+    # ours; NUMBA_CACHE_LOCATOR_CLASSES, when set, overrides both (CacheImpl reads it)
+    _locator_classes = [caching.UserProvidedCacheLocator, _KernelCacheLocator]
+
+
+class LockedIndexDataCacheFile(caching.IndexDataCacheFile):
+    """Numba's index and data files of one cached function, saved under a file lock.
+
+    Numba's ``save`` reads the index, takes the first free data-file number, writes the
+    index, then the data file (numba/numba#10128): two processes saving one function at
+    once could both take number k, and the index would map one signature to the other's
+    code in every later process. Here that sequence runs under ``<index>.lock``, so each
+    process sees the numbers the others took. Where no lock file can be created (a
+    read-only cache) the save is skipped.
+    """
+
+    #: tests that lock every Numba cache write leave this class's writes to it
+    locks_its_writes = True
+
     def save(self, key, data):
-        try:
-            lock = FileLock(self._index_path + ".lock")
-            lock.acquire()
-        except OSError:
-            return unlocked_save(self, key, data)
-        try:
-            return unlocked_save(self, key, data)
-        finally:
-            lock.release()
+        from filelock import FileLock
 
-    save._ppm_locked = True
-    caching.IndexDataCacheFile.save = save
+        with FileLock(self._index_path + ".lock"):
+            super().save(key, data)
+
+
+class KernelCache(caching.FunctionCache):
+    """The on-disk cache of one kernel of this package: located by
+    :func:`kernel_cache_dir` (or a user's ``NUMBA_CACHE_DIR``), written under a lock
+    (:class:`LockedIndexDataCacheFile`); a cache that cannot be read or written is
+    skipped (the kernel is compiled in memory) rather than failing the call."""
+
+    _impl_class = _KernelCacheImpl
+
+    def __init__(self, py_func):
+        super().__init__(py_func)
+        self._cache_file = LockedIndexDataCacheFile(
+            cache_path=self._cache_path, filename_base=self._impl.filename_base,
+            source_stamp=self._impl.locator.get_source_stamp())
+
+    def load_overload(self, sig, target_context):
+        root = getattr(self._impl.locator, "_root", None)
+        if root is not None:
+            _mark_used(root)
+        try:
+            return super().load_overload(sig, target_context)
+        except OSError:
+            return None
+
+    def save_overload(self, sig, data):
+        try:
+            super().save_overload(sig, data)
+        except OSError:
+            return  # no writable cache folder: the kernel stays compiled in memory
+        root = getattr(self._impl.locator, "_root", None)
+        if root is not None:
+            _mark_used(root)
+
+
+class _KernelDispatcher(CPUDispatcher):
+    """Numba's CPU dispatcher with this package's cache (:class:`KernelCache`)."""
+
+    def enable_caching(self):
+        self._cache = KernelCache(self.py_func)
+
+
+class _KernelCFunc(CFunc):
+    """Numba's C callback with this package's cache (:class:`KernelCache`)."""
+
+    def enable_caching(self):
+        self._cache = KernelCache(self._pyfunc)
+
+
+def _kernel_decorator(**defaults):
+    """A decorator compiling a function as ``numba.njit(cache=True, **defaults)`` does,
+    with :class:`KernelCache` in place of Numba's cache; ``@decorator(**options)`` adds
+    or overrides options (``nogil=True``, ``inline="always"``)."""
+
+    def decorator(function=None, **options):
+        if function is None:
+            return _kernel_decorator(**{**defaults, **options})
+        if config.DISABLE_JIT:
+            return function
+        targetoptions = {"nopython": True, "boundscheck": None, **defaults}
+        dispatcher = _KernelDispatcher(py_func=function, locals={},
+                                       targetoptions=targetoptions)
+        dispatcher.enable_caching()
+        return dispatcher
+
+    return decorator
+
+
+#: The decorator of every kernel (``@njit_exact``, or ``@njit_exact(nogil=True)`` with
+#: more Numba options): cached on disk (:class:`KernelCache`), exact IEEE arithmetic and
+#: Python's error model (a division by zero raises ``ZeroDivisionError``), said explicitly
+#: because a kernel that leaves them out takes its first caller's (above).
+njit_exact = _kernel_decorator(error_model="python", fastmath=False)
+
+#: :data:`njit_exact` with ``error_model="numpy"``, for the PYDT kernels
+#: (``custom_ops.pydt``): a zero or infinite variance (sigma2 or the times at an
+#: extreme) gives an infinite or NaN density, which the samplers reject, instead of
+#: raising.
+njit_exact_numpy = _kernel_decorator(error_model="numpy", fastmath=False)
 
 
 @functools.cache
@@ -266,7 +369,6 @@ def c_entry_points(prefix: str, signature, *, cfunc_options=None, **entries):
     a kernel without flags of its own that it compiles first.
     """
     import llvmlite.binding as llvm
-    import numba
     from numba import types
 
     version = kernel_source_version()
@@ -275,7 +377,10 @@ def c_entry_points(prefix: str, signature, *, cfunc_options=None, **entries):
         symbol = f"ppm_{prefix}_{name}_{version:x}"
         if symbol not in _ENTRY_POINTS:
             options = {"fastmath": False, "error_model": "python", **(cfunc_options or {})}
-            compiled = numba.cfunc(signature, cache=True, **options)(function)
+            compiled = _KernelCFunc(function, sigutils.normalize_signature(signature),
+                                    locals={}, options=options)
+            compiled.enable_caching()
+            compiled.compile()
             llvm.add_symbol(symbol, compiled.address)
             _ENTRY_POINTS[symbol] = compiled
         callables.append(types.ExternalFunction(symbol, signature))

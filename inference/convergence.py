@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import numbers
 import warnings
 from dataclasses import dataclass
 
@@ -13,6 +12,7 @@ import xarray as xr
 
 from inference.summary import label_variable_names
 from pp_models.model_info import posterior_with_labels
+from pp_models.validation import check_real
 
 __all__ = ["ConvergenceReport", "check_convergence"]
 
@@ -128,12 +128,9 @@ def check_convergence(
         raise TypeError("dt must be an xarray.DataTree with a 'posterior' group")
     # R-hat is >= 1 and an ESS >= 0: a threshold outside would fail (or pass) every
     # quantity, and NaN would fail every one, without saying why
-    for name, value, least in (("rhat_max", rhat_max, 1.0), ("ess_bulk_min", ess_bulk_min, 0.0),
-                               ("ess_tail_min", ess_tail_min, 0.0)):
-        if isinstance(value, bool) or not isinstance(value, numbers.Real):
-            raise TypeError(f"{name} must be a number, got {value!r}")
-        if not (np.isfinite(value) and value >= least):
-            raise ValueError(f"{name} must be a finite number >= {least:g}, got {value}")
+    rhat_max = check_real(rhat_max, "rhat_max", minimum=1.0)
+    ess_bulk_min = check_real(ess_bulk_min, "ess_bulk_min", minimum=0.0)
+    ess_tail_min = check_real(ess_tail_min, "ess_tail_min", minimum=0.0)
     posterior = posterior_with_labels(dt)
     if posterior.sizes.get("chain", 0) < 2:
         raise ValueError("convergence checks need at least 2 chains")

@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import difflib
 import inspect
-import numbers
 from collections.abc import Sequence
 
 import pymc as pm
+
+from pp_models.validation import check_real
 
 __all__ = ["check_method_options", "known_options", "pop_step_options"]
 
@@ -87,11 +88,10 @@ def check_method_options(model: pm.Model, chosen: str, kwargs: dict) -> dict:
                             f"it takes {where}")
     kwargs = dict(kwargs)
     target_accept = kwargs.get("target_accept")
-    if target_accept is not None and not (isinstance(target_accept, numbers.Real)
-                                          and not isinstance(target_accept, bool)
-                                          and 0 < target_accept < 1):
+    if target_accept is not None:
         # PyMC takes any value; NUTS then adapts its step size towards an impossible rate
-        raise ValueError(f"target_accept must be a number in (0, 1), got {target_accept!r}")
+        kwargs["target_accept"] = check_real(target_accept, "target_accept", above=0.0,
+                                             below=1.0)
     traced = [rv.name for rv in model.unobserved_RVs]
     var_names = kwargs.get("var_names")
     if isinstance(var_names, str):

@@ -32,42 +32,26 @@ therefore gives, per family (each family's module says which and how):
 Each family's function takes the posterior with its raw labels
 (:func:`pp_models.model_info.posterior_with_labels`) and the model, and returns one array
 ``(chain, draw, observation)`` per observed variable; it lives in the family's
-``predictive`` module (:data:`FAMILY_POINTWISE`).
+``predictive`` module (``Family.pointwise_log_likelihood`` of its
+:class:`pp_models.registry.Family`).
 """
 
 from __future__ import annotations
 
-import importlib
-
 import xarray as xr
 
 from pp_models.model_info import get_info, posterior_with_labels
+from pp_models.registry import family_of_model
 
-__all__ = ["FAMILY_POINTWISE", "compute_log_likelihood", "needed_for_log_likelihood"]
-
-#: family -> "module:function(posterior, model) -> xarray.Dataset or None" (None: PyMC's
-#: own elementwise logp suits that model, e.g. a family's explicit form)
-FAMILY_POINTWISE = {
-    "bhc": "pp_models.bhc.predictive:pointwise_log_likelihood",
-    "dpm": "pp_models.dpm.predictive:pointwise_log_likelihood",
-    "finite_mixture": "pp_models.finite_mixture_predictive:pointwise_log_likelihood",
-    "ibp_fa": "pp_models.ibp_fa.predictive:pointwise_log_likelihood",
-    "iomm": "pp_models.iomm.predictive:pointwise_log_likelihood",
-    "lda": "pp_models.lda.predictive:pointwise_log_likelihood",
-    "mixture_of_trees": "pp_models.mixture_of_trees.predictive:pointwise_log_likelihood",
-    "pydt": "pp_models.pydt.predictive:pointwise_log_likelihood",
-}
-
-#: family -> variables the pointwise terms need that a family does not record by default
-_NEEDED = {"lda": ("z",)}
-
+__all__ = ["compute_log_likelihood", "needed_for_log_likelihood"]
 
 def needed_for_log_likelihood(model, var_names):
     """``var_names`` (``fit``'s, ``None`` for the model's default) with the variables the
     pointwise log-likelihood of ``model`` needs added (collapsed LDA: the token topics
     ``z``, which it does not record by default)."""
     info = get_info(model)
-    needed = _NEEDED.get(info.family, ()) if info is not None else ()
+    family = family_of_model(model)
+    needed = family.log_likelihood_needs if family is not None else ()
     needed = [v for v in needed if v in model.named_vars]
     if not needed:
         return var_names
@@ -117,16 +101,15 @@ def compute_log_likelihood(dt: xr.DataTree, model, *, extend_inferencedata: bool
     if not isinstance(model, pm.Model):
         raise TypeError(f"model must be a pymc.Model, got {type(model).__name__}")
     posterior = posterior_with_labels(dt)
-    info = get_info(model)
     result = None
-    target = FAMILY_POINTWISE.get(info.family) if info is not None else None
-    if target is not None:
-        module, function = target.split(":")
-        result = getattr(importlib.import_module(module), function)(posterior, model)
+    family = family_of_model(model)
+    hook = family.pointwise_log_likelihood if family is not None else None
+    if hook is not None:
+        result = hook(posterior, model)
     if result is None:
         result = _pymc_elementwise(posterior, model)
     result.attrs["pp_models_pointwise"] = (
-        f"{info.family}: see {target.split(':')[0]}" if target is not None and info
+        f"{family.name}: see {hook.__module__}" if hook is not None
         else "PyMC's elementwise logp")
     if extend_inferencedata:
         dt["log_likelihood"] = xr.DataTree(result)

@@ -26,13 +26,8 @@ class ModelParameter:
 
 
 def factory_of(entry):
-    """The ``model`` factory of the family that declared ``entry``."""
-    from pp_models.registry import family_modules
-
-    for module in family_modules():
-        if getattr(module, "CLI_ENTRY", None) is entry and callable(getattr(module, "model", None)):
-            return module.model
-    raise ValueError(f"model {entry.name!r}: no factory `model` beside its CLI entry")
+    """The ``model`` factory of the family ``entry`` (a :class:`pp_models.registry.Family`)."""
+    return entry.factory
 
 
 def data_parameter(entry) -> str:

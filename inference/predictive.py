@@ -13,35 +13,22 @@ replicate of the observed data per posterior draw, of the same units (rows, toke
 conditional on the latent variables the fit sampled (labels, factor scores, trees) and
 with any integrated-out parameter drawn from its conditional posterior given them and the
 data. The family's ``predictive`` module does that where PyMC cannot
-(:data:`FAMILY_PREDICTIVE`); otherwise PyMC's own function runs on the posterior with the
-labels joined (finite mixture, GGM, IBP factor analysis, the non-conjugate DP mixture,
-the explicit LDA, models not built by a zoo factory).
+(``Family.posterior_predictive`` of its :class:`pp_models.registry.Family`); otherwise
+PyMC's own function runs on the posterior with the labels joined (finite mixture, GGM,
+IBP factor analysis, the non-conjugate DP mixture, the explicit LDA, models not built by
+a zoo factory).
 """
 
 from __future__ import annotations
 
-import importlib
-
 import numpy as np
 import xarray as xr
 
-from pp_models.model_info import get_info, posterior_with_labels
+from pp_models.model_info import posterior_with_labels
+from pp_models.registry import family_of_model
 from pp_models.validation import rng_from_seed
 
-__all__ = ["FAMILY_PREDICTIVE", "sample_posterior_predictive"]
-
-#: family -> "module:function(posterior, model, rng) -> xarray.Dataset or None" (None:
-#: PyMC's forward draw is the posterior predictive for that form of the model); a model
-#: without observed variables (BHC: its data enter through a potential) returns
-#: ``(draws, observed data)``
-FAMILY_PREDICTIVE = {
-    "bhc": "pp_models.bhc.predictive:posterior_predictive",
-    "dpm": "pp_models.dpm.predictive:posterior_predictive",
-    "lda": "pp_models.lda.predictive:posterior_predictive",
-    "mixture_of_trees": "pp_models.mixture_of_trees.predictive:posterior_predictive",
-    "pydt": "pp_models.pydt.predictive:posterior_predictive",
-}
-
+__all__ = ["sample_posterior_predictive"]
 
 def sample_posterior_predictive(dt: xr.DataTree, model, *, random_seed=None,
                                 extend_inferencedata: bool = False,
@@ -80,12 +67,14 @@ def sample_posterior_predictive(dt: xr.DataTree, model, *, random_seed=None,
         raise TypeError(f"model must be a pymc.Model, got {type(model).__name__}")
     rng = rng_from_seed(random_seed, "random_seed")
     posterior = posterior_with_labels(dt)
-    info = get_info(model)
     draws = observed = None
-    target = FAMILY_PREDICTIVE.get(info.family) if info is not None else None
-    if target is not None:
-        module, function = target.split(":")
-        draws = getattr(importlib.import_module(module), function)(posterior, model, rng)
+    family = family_of_model(model)
+    hook = family.posterior_predictive if family is not None else None
+    if hook is not None:
+        # the family's function: (posterior, model, rng) -> Dataset, (Dataset, observed
+        # data) for a model without observed variables (BHC's data enter through a
+        # potential), or None where PyMC's forward draw is right for that form
+        draws = hook(posterior, model, rng)
         if isinstance(draws, tuple):
             draws, observed = draws
     if draws is None:

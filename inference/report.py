@@ -32,27 +32,18 @@ __all__ = ["RESULT_FILES", "TEMPERING_PLOT", "check_output_dir", "holds_complete
 RESULT_FILES = ("posterior.nc", "summary.csv", "trace.png")
 
 
-#: Families that draw a picture of their results: family -> (file stem, "module:function"),
-#: the function taking ``(dt, path)`` and writing a PNG.
-FAMILY_PLOTS = {
-    "bhc": ("tree", "pp_models.bhc.outputs:plot_results"),
-    "dpm": ("clustering", "pp_models.dpm.outputs:plot_results"),
-    "ggm": ("graph", "pp_models.ggm.outputs:plot_results"),
-    "ibp_fa": ("features", "pp_models.ibp_fa.outputs:plot_results"),
-    "iomm": ("memberships", "pp_models.iomm.outputs:plot_results"),
-    "lda": ("topics", "pp_models.lda:plot_top_words"),
-    "mixture_of_trees": ("structure", "pp_models.mixture_of_trees.outputs:plot_structure"),
-    "pydt": ("tree", "pp_models.pydt.outputs:plot_results"),
-}
-
-
 #: The picture of a tempered run (a DataTree with a ``tempering`` group).
 TEMPERING_PLOT = "tempering.png"
 
 
 def _result_names() -> set[str]:
-    return (set(RESULT_FILES) | {f"{stem}.png" for stem, _ in FAMILY_PLOTS.values()}
-            | {TEMPERING_PLOT})
+    """The files of a previous result: :data:`RESULT_FILES`, every family's picture
+    (``Family.plot_name``, read without importing the families) and a tempered run's
+    :data:`TEMPERING_PLOT`."""
+    from pp_models.registry import list_family_summaries
+
+    return (set(RESULT_FILES) | {f"{s.plot_name}.png" for s in list_family_summaries()
+                                 if s.plot_name} | {TEMPERING_PLOT})
 
 
 def check_output_dir(out_dir: str | os.PathLike) -> Path:
@@ -201,15 +192,15 @@ def _swap_in(staging: Path, out: Path) -> None:
 
 
 def _family_plot(dt: xr.DataTree):
-    """``(file stem, plot(dt, path))`` of the fitted family, if it has one."""
-    import importlib
+    """``(file stem, plot(dt, path))`` of the fitted family (its :class:`Family` record's
+    ``plot_name`` and ``plot``), if it has one."""
+    from pp_models.registry import get_family, list_family_summaries
 
-    entry = FAMILY_PLOTS.get(dt.attrs.get("pp_models_family", ""))
-    if entry is None:
+    name = dt.attrs.get("pp_models_family", "")
+    if name not in {s.name for s in list_family_summaries()}:
         return None
-    stem, target = entry
-    module, function = target.split(":")
-    return stem, getattr(importlib.import_module(module), function)
+    family = get_family(name)
+    return (family.plot_name, family.plot) if family.plot is not None else None
 
 
 def plot_trace(dt: xr.DataTree, path: str | os.PathLike, *, max_variables: int = 8) -> None:

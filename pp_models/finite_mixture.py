@@ -40,6 +40,7 @@ import xarray as xr
 from scipy.special import logsumexp
 from scipy.stats import norm
 
+from pp_models import finite_mixture_predictive as _predictive
 from pp_models.distributions.scale_priors import FlooredHalfNormal
 from pp_models.model_info import (
     DerivedStatistic,
@@ -48,7 +49,7 @@ from pp_models.model_info import (
     attach_info,
     weights_sorted,
 )
-from pp_models.registry import ModelEntry
+from pp_models.registry import CLIEntry, Family
 from pp_models.resolution import recording_resolution
 from pp_models.validation import (
     as_data_matrix,
@@ -58,7 +59,7 @@ from pp_models.validation import (
     check_positive_vector,
 )
 
-__all__ = ["model"]
+__all__ = ["FAMILY", "model"]
 
 
 def model(
@@ -172,15 +173,21 @@ def _log_likelihood(posterior: xr.Dataset, X: np.ndarray) -> xr.DataArray:
     return xr.DataArray(out, dims=("chain", "draw"))
 
 
-CLI_ENTRY = ModelEntry(
+#: The family's record (pp_models.registry): factory, ppzoo entry, picture, predictive
+#: functions, test keywords.
+FAMILY = Family(
     name="finite_mixture",
     description="finite Gaussian mixture (diagonal), Gibbs on assignments + NUTS",
-    methods=("gibbs", "auto"),
-    build=lambda dataset, **options: model(dataset.data, **options),
-    default_dataset="iris",
-    defaults={"n_components": 3},
-    # 4 x 1000 left weights_sorted at R-hat ~1.010 and bulk ESS ~500 (it failed `ppzoo
-    # check` on some seeds); 4 x 2000 passes with room (docs/benchmarks.md, "Defaults,
-    # measured")
-    fit_defaults={"draws": 2000, "tune": 1000, "chains": 4},
+    factory=model,
+    cli=CLIEntry(
+        methods=("gibbs", "auto"),
+        build=lambda dataset, **options: model(dataset.data, **options),
+        default_dataset="iris",
+        defaults={"n_components": 3},
+        # sized so that weights_sorted, the slowest quantity, passes `ppzoo check` with
+        # room (docs/benchmarks.md, "Defaults, measured")
+        fit_defaults={"draws": 2000, "tune": 1000, "chains": 4},
+    ),
+    pointwise_log_likelihood=_predictive.pointwise_log_likelihood,
+    test_keywords=("finite_mixture",),
 )

@@ -135,7 +135,8 @@ def attach_info(model: pm.Model, info: ZooModelInfo) -> pm.Model:
         raise TypeError(f"info must be a ZooModelInfo, got {type(info).__name__}")
     object.__setattr__(model, _ATTRIBUTE, info)
     _ZOO_MODELS.add(model)
-    # so pm.sample warns when the zoo's steps (in ``inference``) are not loaded
+    # the first zoo model registers the zoo with PyMC's step assignment, so pm.sample
+    # uses the zoo's steps (or warns that they are not loaded); later ones find it there
     from pp_models.step_assignment import install
 
     install()

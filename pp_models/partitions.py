@@ -23,6 +23,7 @@ import numpy as np
 
 from custom_ops.dpm.crp import canonicalize
 from custom_ops.jit import njit_exact
+from pp_models.validation import check_choice, check_int
 
 __all__ = [
     "adjusted_rand_index",
@@ -507,12 +508,10 @@ def greedy_point_estimate(Z, *, loss: str = "binder", max_candidates: int = 500,
     expected_loss : float
         Over the (thinned) draws used.
     """
-    if loss not in ("binder", "vi"):
-        raise ValueError(f"loss must be 'binder' or 'vi', got {loss!r}")
-    for name, value in (("max_candidates", max_candidates), ("max_draws", max_draws),
-                        ("max_passes", max_passes)):
-        if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:
-            raise ValueError(f"{name} must be a positive integer, got {value!r}")
+    check_choice(loss, "loss", ("binder", "vi"))
+    max_candidates = check_int(max_candidates, "max_candidates", minimum=1)
+    max_draws = check_int(max_draws, "max_draws", minimum=1)
+    max_passes = check_int(max_passes, "max_passes", minimum=1)
     Z = _as_draws(Z)
     if Z.shape[0] > max_draws:
         Z = Z[np.linspace(0, Z.shape[0] - 1, max_draws).astype(int)]

@@ -1,18 +1,18 @@
-"""The model families the ``ppzoo`` command line knows.
+"""The zoo's model families: one :class:`Family` record per family, the one place that
+names a family's factory, command-line entry, pictures, predictive functions and tests.
 
-Each entry says how to build the family's PyMC model from a loaded
-:class:`~pp_models.datasets.Dataset` and options, which ``fit`` methods it supports, and
-which shipped data set it demonstrates on. A family declares its entry as
-``CLI_ENTRY = ModelEntry(...)`` beside its factory; :func:`list_models` discovers every
-module under ``pp_models`` (a test fails when a module with a ``model`` factory has no
-entry). A family whose factory ``ppzoo fit`` has no use for (its answer is not a
-posterior, e.g. a retrieval method) declares ``CLI_ENTRY = NoCLIEntry(reason)`` instead,
-and ``ppzoo list`` shows the reason.
+A family declares ``FAMILY = Family(...)`` beside its factory (its package's
+``__init__``, or its module); this module discovers every one under ``pp_models`` (a
+test fails when a module with a ``model`` factory declares none). The command line
+(``ppzoo``), the result report (``inference.report``), the posterior predictive and
+pointwise log-likelihood (``inference.predictive``, ``inference.log_likelihood``) and
+the tests' grouping by family (``tests/conftest.py``) all read the records; the model's
+:class:`~pp_models.model_info.ZooModelInfo` names its family by ``name``.
 
-Importing a family imports PyMC, PyTensor and Numba (seconds). What ``ppzoo list`` prints
-and the check of a model's name need none of that: :func:`list_model_summaries` reads
-each ``CLI_ENTRY``'s literal fields from the source without importing it, and
-:func:`get_model` imports only the family asked for.
+Importing a family imports PyMC, PyTensor and Numba (seconds). What ``ppzoo list`` prints,
+the check of a model's name and the tests' grouping need none of that:
+:func:`list_model_summaries` reads each record's literal fields from the source without
+importing it, and :func:`get_family` imports only the family asked for.
 """
 
 from __future__ import annotations
@@ -29,36 +29,39 @@ if TYPE_CHECKING:
     import pymc as pm
 
 __all__ = [
+    "CLIEntry",
     "EntrySummary",
-    "ModelEntry",
+    "Family",
     "NoCLIEntry",
     "family_modules",
+    "family_of_model",
+    "get_family",
     "get_model",
     "get_summary",
+    "list_families",
+    "list_family_summaries",
     "list_model_summaries",
     "list_models",
     "model_names",
     "no_cli_entries",
-    "register_model",
+    "register_family",
 ]
 
 
 @dataclass(frozen=True)
-class ModelEntry:
-    """A model family as the CLI sees it.
+class CLIEntry:
+    """How ``ppzoo fit`` runs a family.
 
     ``build(dataset, **options)`` returns a ``pymc.Model`` for a loaded
     :class:`~pp_models.datasets.Dataset` (its ``data``, ``feature_names``, ``extras``);
-    ``defaults`` are the options the CLI uses unless told otherwise, ``fit_defaults``
-    the sampling sizes (``draws``, ``tune``, ``chains``) it uses for this family and any
-    other ``fit`` keyword it passes (e.g. ``var_names``), sized by measurement
-    (``benchmarks/bench_defaults.py``). ``check_note``: for a family whose default run
-    does not pass ``ppzoo check``, why not and what to do instead (``ppzoo list`` prints
-    it).
+    ``methods`` the ``fit`` methods offered; ``defaults`` the options the CLI uses unless
+    told otherwise, ``fit_defaults`` the sampling sizes (``draws``, ``tune``, ``chains``)
+    it uses for this family and any other ``fit`` keyword it passes (e.g. ``var_names``),
+    sized by measurement (``benchmarks/bench_defaults.py``). ``check_note``: for a family
+    whose default run does not pass ``ppzoo check``, why not and what to do instead
+    (``ppzoo list`` prints it).
     """
 
-    name: str
-    description: str
     methods: tuple[str, ...]
     build: Callable[..., pm.Model]
     default_dataset: str
@@ -69,127 +72,251 @@ class ModelEntry:
 
 @dataclass(frozen=True)
 class NoCLIEntry:
-    """A family with a ``model`` factory but no ``ppzoo fit`` entry, and why.
+    """A family ``ppzoo fit`` has no use for (its answer is not a posterior, e.g. a
+    retrieval method), and why: one sentence a user of ``ppzoo list`` reads (what the
+    family computes instead, and where)."""
 
-    ``name`` is the family; ``reason`` one sentence a user of ``ppzoo list`` reads (what
-    the family computes instead, and where).
-    """
-
-    name: str
     reason: str
 
     def __post_init__(self):
         if not self.reason.strip():
-            raise ValueError(f"NoCLIEntry {self.name!r}: give the reason")
+            raise ValueError("NoCLIEntry: give the reason")
 
 
-_MODELS: dict[str, ModelEntry] = {}
+@dataclass(frozen=True)
+class Family:
+    """Everything the package names about one model family.
+
+    Parameters
+    ----------
+    name : str
+        The family's name: its folder in ``pp_models``, ``custom_ops``,
+        ``inference/gibbs`` and ``tests``, ``ZooModelInfo.family`` and ``ppzoo``'s name.
+    description : str
+        One line for ``ppzoo list``.
+    factory : callable
+        ``model(data, ...)``, returning a ``pymc.Model``.
+    cli : CLIEntry or NoCLIEntry
+        How ``ppzoo fit`` runs it, or why it does not.
+    plot : callable, optional
+        ``plot(dt, path)``: the family's picture of a fit, written by ``ppzoo fit`` as
+        ``<plot_name>.png``.
+    plot_name : str
+        That file's stem (a literal, read without importing the family).
+    posterior_predictive : callable, optional
+        ``f(posterior, model, rng) -> xarray.Dataset | (Dataset, observed) | None`` for
+        ``inference.sample_posterior_predictive`` (None: PyMC's forward draw suits).
+    pointwise_log_likelihood : callable, optional
+        ``f(posterior, model) -> xarray.Dataset | None`` for
+        ``inference.compute_log_likelihood`` (None: PyMC's elementwise logp suits).
+    log_likelihood_needs : tuple of str
+        Variables those terms need that the family does not record by default.
+    test_keywords : tuple of str
+        Words that put a test outside the family's folders in its test group (the
+        family's worker compiles its kernels once): a test whose node id names one.
+    """
+
+    name: str
+    description: str
+    factory: Callable[..., pm.Model]
+    cli: CLIEntry | NoCLIEntry
+    plot: Callable | None = None
+    plot_name: str = ""
+    posterior_predictive: Callable | None = None
+    pointwise_log_likelihood: Callable | None = None
+    log_likelihood_needs: tuple[str, ...] = ()
+    test_keywords: tuple[str, ...] = ()
+
+    def __post_init__(self):
+        if not isinstance(self.cli, CLIEntry | NoCLIEntry):
+            raise TypeError(f"Family {self.name!r}: cli must be a CLIEntry or a NoCLIEntry")
+        if (self.plot is None) != (not self.plot_name):
+            raise ValueError(f"Family {self.name!r}: give plot and plot_name together")
+
+    # ``ppzoo``'s view: the CLI entry's fields on the family
+    @property
+    def has_cli(self) -> bool:
+        return isinstance(self.cli, CLIEntry)
+
+    def _entry(self) -> CLIEntry:
+        if not self.has_cli:
+            raise ValueError(f"model {self.name!r} has no ppzoo entry: {self.cli.reason}")
+        return self.cli
+
+    @property
+    def methods(self) -> tuple[str, ...]:
+        return self._entry().methods
+
+    @property
+    def build(self) -> Callable[..., pm.Model]:
+        return self._entry().build
+
+    @property
+    def default_dataset(self) -> str:
+        return self._entry().default_dataset
+
+    @property
+    def defaults(self) -> dict[str, Any]:
+        return self._entry().defaults
+
+    @property
+    def fit_defaults(self) -> dict[str, Any]:
+        return self._entry().fit_defaults
+
+
+_FAMILIES: dict[str, Family] = {}
 _DISCOVERED: list[bool] = []
 
 
-def register_model(entry: ModelEntry) -> ModelEntry:
-    """Make ``entry`` known to ``ppzoo``."""
-    if entry.name in _MODELS:
-        raise ValueError(f"model {entry.name!r} is already registered")
-    _MODELS[entry.name] = entry
-    return entry
+def register_family(family: Family) -> Family:
+    """Make ``family`` known (the built-in ones are discovered; this is for others)."""
+    if not isinstance(family, Family):
+        raise TypeError(f"family must be a Family, got {type(family).__name__}")
+    if family.name in _FAMILIES and _FAMILIES[family.name] is not family:
+        raise ValueError(f"family {family.name!r} is already registered")
+    _FAMILIES[family.name] = family
+    return family
 
 
-def list_models() -> list[ModelEntry]:
-    """The registered model families, sorted by name."""
-    _load_builtin_models()
-    return [_MODELS[k] for k in sorted(_MODELS)]
+def list_families() -> list[Family]:
+    """Every family, sorted by name (importing them all)."""
+    _load_builtin_families()
+    return [_FAMILIES[k] for k in sorted(_FAMILIES)]
 
 
-def get_model(name: str) -> ModelEntry:
-    """The registered family ``name`` (importing only the module that declares it)."""
-    if name not in _MODELS:
-        module = importlib.import_module(get_summary(name).module)
-        entry = getattr(module, "CLI_ENTRY", None)
-        if isinstance(entry, ModelEntry) and entry.name not in _MODELS:
-            register_model(entry)
-    if name not in _MODELS:
-        raise ValueError(f"model {name!r}: its module declares no CLI_ENTRY of that name")
-    return _MODELS[name]
+def get_family(name: str) -> Family:
+    """The family ``name``, importing only the module that declares it; ``ValueError``
+    naming the families (and the closest one) for an unknown name."""
+    if name not in _FAMILIES:
+        summary = _summaries_by_name().get(name)
+        if summary is None:
+            raise _unknown(name, sorted(_summaries_by_name()))
+        family = getattr(importlib.import_module(summary.module), "FAMILY", None)
+        if isinstance(family, Family) and family.name == name:
+            register_family(family)
+    if name not in _FAMILIES:
+        raise ValueError(f"model {name!r}: its module declares no FAMILY of that name")
+    return _FAMILIES[name]
 
 
-def get_summary(name: str) -> EntrySummary:
-    """The :class:`EntrySummary` of family ``name``, without importing it; a
-    ``ValueError`` naming the families (and the closest one) for an unknown name, or the
-    reason a family has no ``ppzoo`` entry."""
-    summaries = {s.name: s for s in list_model_summaries()}
-    if name not in summaries:
-        for entry in no_cli_entries():
-            if entry.name == name:
-                raise ValueError(f"model {name!r} has no ppzoo entry: {entry.reason}")
-        import difflib
+def family_of_model(model) -> Family | None:
+    """The family that built ``model`` (named by its ``ZooModelInfo``), or None for a
+    model no zoo factory built."""
+    from pp_models.model_info import get_info
 
-        close = difflib.get_close_matches(str(name), list(summaries), n=1)
-        hint = f" (did you mean {close[0]!r}?)" if close else ""
-        raise ValueError(f"unknown model {name!r}{hint}; available: "
-                         f"{', '.join(sorted(summaries))}")
-    return summaries[name]
+    info = get_info(model)
+    if info is None or info.family not in _summaries_by_name():
+        return None
+    return get_family(info.family)
+
+
+def list_models() -> list[Family]:
+    """The families ``ppzoo fit`` runs, sorted by name."""
+    return [f for f in list_families() if f.has_cli]
+
+
+def get_model(name: str) -> Family:
+    """The family ``name`` if ``ppzoo fit`` runs it (:func:`get_summary` says why not)."""
+    get_summary(name)
+    return get_family(name)
 
 
 @dataclass(frozen=True)
 class EntrySummary:
-    """What ``ppzoo list`` shows of a family, read from its ``CLI_ENTRY`` without
-    importing it; ``module`` is the module that declares the entry."""
+    """A family's literal fields, read from its ``FAMILY`` without importing it;
+    ``module`` is the module that declares it. ``reason`` is the :class:`NoCLIEntry`'s
+    (empty for a family ``ppzoo fit`` runs, whose CLI fields are then set)."""
 
     name: str
     description: str
-    methods: tuple[str, ...]
-    default_dataset: str
-    defaults: dict[str, Any]
-    fit_defaults: dict[str, Any]
     module: str
+    methods: tuple[str, ...] = ()
+    default_dataset: str = ""
+    defaults: dict[str, Any] = field(default_factory=dict)
+    fit_defaults: dict[str, Any] = field(default_factory=dict)
+    reason: str = ""
+    plot_name: str = ""
+    test_keywords: tuple[str, ...] = ()
     check_note: str = ""
 
+    @property
+    def has_cli(self) -> bool:
+        return not self.reason
 
-#: the ModelEntry fields a summary holds (each must be a literal in the source)
-_SUMMARY_FIELDS = ("name", "description", "methods", "default_dataset", "defaults",
-                   "fit_defaults", "check_note")
+
+def get_summary(name: str) -> EntrySummary:
+    """The :class:`EntrySummary` of the family ``ppzoo fit`` runs as ``name``, without
+    importing it; a ``ValueError`` naming the families (and the closest one) for an
+    unknown name, or the reason a family has no ``ppzoo`` entry."""
+    summaries = _summaries_by_name()
+    summary = summaries.get(name)
+    if summary is not None and not summary.has_cli:
+        raise ValueError(f"model {name!r} has no ppzoo entry: {summary.reason}")
+    if summary is None:
+        raise _unknown(name, [s.name for s in list_model_summaries()])
+    return summary
+
+
+def _unknown(name, names) -> ValueError:
+    import difflib
+
+    close = difflib.get_close_matches(str(name), list(names), n=1)
+    hint = f" (did you mean {close[0]!r}?)" if close else ""
+    return ValueError(f"unknown model {name!r}{hint}; available: {', '.join(sorted(names))}")
+
+
+def list_family_summaries() -> list[EntrySummary]:
+    """Every family's :class:`EntrySummary`, sorted by name, without importing a family
+    (families registered at run time with :func:`register_family` included)."""
+    return [s for _, s in sorted(_summaries_by_name().items())]
 
 
 def list_model_summaries() -> list[EntrySummary]:
-    """Every family's :class:`EntrySummary`, sorted by name, without importing a family.
-
-    Entries registered at run time with :func:`register_model` are included; a
-    ``CLI_ENTRY`` whose fields are not literals is read by importing its module.
-    """
-    found = {s.name: s for s in _scanned() if isinstance(s, EntrySummary)}
-    for entry in _MODELS.values():
-        if entry.name in found:
-            continue
-        found[entry.name] = EntrySummary(entry.name, entry.description, tuple(entry.methods),
-                                         entry.default_dataset, dict(entry.defaults),
-                                         dict(entry.fit_defaults), type(entry).__module__,
-                                         entry.check_note)
-    return [found[k] for k in sorted(found)]
+    """The summaries of the families ``ppzoo fit`` runs."""
+    return [s for s in list_family_summaries() if s.has_cli]
 
 
-def no_cli_entries() -> list[NoCLIEntry]:
-    """The families that declare they have no ``ppzoo fit`` entry, sorted by name (read
-    from the source like :func:`list_model_summaries`)."""
-    return sorted((e for e in _scanned() if isinstance(e, NoCLIEntry)), key=lambda e: e.name)
+def no_cli_entries() -> list[EntrySummary]:
+    """The summaries of the families with no ``ppzoo fit`` entry (their ``reason``)."""
+    return [s for s in list_family_summaries() if not s.has_cli]
 
 
 def model_names() -> list[str]:
-    """The names of the families, sorted, without importing them."""
+    """The names of the families ``ppzoo fit`` runs, sorted, without importing them."""
     return [s.name for s in list_model_summaries()]
 
 
-_SCANNED: list[list] = []
+def _summary_of(family: Family, module: str) -> EntrySummary:
+    cli = family.cli
+    if isinstance(cli, NoCLIEntry):
+        return EntrySummary(family.name, family.description, module, reason=cli.reason,
+                            plot_name=family.plot_name,
+                            test_keywords=tuple(family.test_keywords))
+    return EntrySummary(family.name, family.description, module, tuple(cli.methods),
+                        cli.default_dataset, dict(cli.defaults), dict(cli.fit_defaults),
+                        plot_name=family.plot_name, test_keywords=tuple(family.test_keywords),
+                        check_note=cli.check_note)
 
 
-def _scanned() -> list:
-    """Every family's :class:`EntrySummary` or :class:`NoCLIEntry`, read once."""
+def _summaries_by_name() -> dict[str, EntrySummary]:
+    found = {s.name: s for s in _scanned()}
+    for family in _FAMILIES.values():
+        if family.name not in found:
+            found[family.name] = _summary_of(family, type(family).__module__)
+    return found
+
+
+_SCANNED: list[list[EntrySummary]] = []
+
+
+def _scanned() -> list[EntrySummary]:
+    """Every built-in family's :class:`EntrySummary`, read once."""
     if not _SCANNED:
-        _SCANNED.append(list(_scan_entries()))
+        _SCANNED.append(list(_scan_families()))
     return _SCANNED[0]
 
 
-def _scan_entries():
+def _scan_families():
     import pp_models
 
     root = Path(pp_models.__file__).parent
@@ -209,59 +336,70 @@ def _scan_entries():
                 yield summary
 
 
-def _summary_in(path: Path, module: str) -> EntrySummary | NoCLIEntry | None:
-    """The ``CLI_ENTRY = ModelEntry(...)`` (or ``NoCLIEntry(...)``) assigned at the top
-    level of ``path``."""
+#: the fields a summary reads from the source (each must be a literal there)
+_FAMILY_FIELDS = ("name", "description", "plot_name", "test_keywords")
+_CLI_FIELDS = ("methods", "default_dataset", "defaults", "fit_defaults", "check_note")
+
+
+def _literal_keywords(call: ast.Call, names) -> dict | None:
+    """The keywords of ``call`` named in ``names``, evaluated; None if one is not a
+    literal."""
+    out = {}
+    for keyword in call.keywords:
+        if keyword.arg in names:
+            try:
+                out[keyword.arg] = ast.literal_eval(keyword.value)
+            except ValueError:
+                return None
+    return out
+
+
+def _summary_in(path: Path, module: str) -> EntrySummary | None:
+    """The summary of the ``FAMILY = Family(...)`` assigned at the top level of ``path``
+    (read by importing ``module`` when a field is not a literal)."""
     text = path.read_text(encoding="utf-8")
-    if "CLI_ENTRY" not in text:
+    if "FAMILY" not in text:
         return None
     for node in ast.parse(text, filename=str(path)).body:
         if not (isinstance(node, ast.Assign) and isinstance(node.value, ast.Call)
-                and any(isinstance(t, ast.Name) and t.id == "CLI_ENTRY" for t in node.targets)):
+                and any(isinstance(t, ast.Name) and t.id == "FAMILY" for t in node.targets)):
             continue
-        if getattr(node.value.func, "id", getattr(node.value.func, "attr", "")) == "NoCLIEntry":
-            try:
-                return NoCLIEntry(*map(ast.literal_eval, node.value.args),
-                                  **{k.arg: ast.literal_eval(k.value)
-                                     for k in node.value.keywords})
-            except ValueError:
-                return importlib.import_module(module).CLI_ENTRY
-        fields = {"defaults": {}, "fit_defaults": {}, "check_note": ""}
-        for keyword in node.value.keywords:
-            if keyword.arg in _SUMMARY_FIELDS:
+        fields = _literal_keywords(node.value, _FAMILY_FIELDS)
+        cli = next((k.value for k in node.value.keywords if k.arg == "cli"), None)
+        kind = getattr(getattr(cli, "func", None), "id", "")
+        if fields is not None and {"name", "description"} <= set(fields):
+            fields["test_keywords"] = tuple(fields.get("test_keywords", ()))
+            if kind == "NoCLIEntry" and cli.args:
                 try:
-                    fields[keyword.arg] = ast.literal_eval(keyword.value)
+                    return EntrySummary(module=module, reason=ast.literal_eval(cli.args[0]),
+                                        **fields)
                 except ValueError:
-                    break  # not a literal: read it by importing the module
-        else:
-            if all(k in fields for k in _SUMMARY_FIELDS):
-                return EntrySummary(module=module, **{
-                    k: tuple(v) if k == "methods" else v for k, v in fields.items()})
-        entry = importlib.import_module(module).CLI_ENTRY
-        if isinstance(entry, NoCLIEntry):
-            return entry
-        return EntrySummary(entry.name, entry.description, tuple(entry.methods),
-                            entry.default_dataset, dict(entry.defaults),
-                            dict(entry.fit_defaults), module, entry.check_note)
+                    pass
+            elif kind == "CLIEntry":
+                cli_fields = _literal_keywords(cli, _CLI_FIELDS)
+                if cli_fields is not None and {"methods", "default_dataset"} <= set(cli_fields):
+                    cli_fields["methods"] = tuple(cli_fields["methods"])
+                    return EntrySummary(module=module, **fields, **cli_fields)
+        return _summary_of(importlib.import_module(module).FAMILY, module)
     return None
 
 
-def _load_builtin_models() -> None:
+def _load_builtin_families() -> None:
     if _DISCOVERED:
         return
     _DISCOVERED.append(True)
     for module in family_modules():
-        entry = getattr(module, "CLI_ENTRY", None)
-        if isinstance(entry, ModelEntry) and entry.name not in _MODELS:
-            register_model(entry)
+        family = getattr(module, "FAMILY", None)
+        if isinstance(family, Family) and family.name not in _FAMILIES:
+            register_family(family)
 
 
 def family_modules() -> list:
     """Import and return every module and package directly under ``pp_models``.
 
-    A family declares ``CLI_ENTRY = ModelEntry(...)`` next to its factory (in its module,
-    or in its package's ``__init__``); discovery finds it here, so a family cannot be
-    forgotten by a hand-kept list.
+    A family declares ``FAMILY = Family(...)`` next to its factory (in its module, or in
+    its package's ``__init__``); discovery finds it here, so a family cannot be forgotten
+    by a hand-kept list.
     """
     import pp_models
 

@@ -1,22 +1,26 @@
-"""A warning when ``pm.sample`` is about to give a zoo variable to PyMC's own samplers.
+"""The zoo's place in PyMC's step assignment, so ``pm.sample`` on a zoo model uses the
+zoo's Gibbs steps.
 
-The zoo's Gibbs steps live in :mod:`inference` (above ``pp_models`` in the layering), and
-importing :mod:`inference.gibbs` (``inference.fit`` does) puts its ``ZooAssignment``
-first in PyMC's list of step classes, so ``pm.sample`` on a zoo model uses them. A user
+Nothing is registered with PyMC on import. The first zoo model a factory builds
+(:func:`pp_models.model_info.attach_info`) calls :func:`install`, which puts
+:class:`ZooStepsNotLoaded` first in PyMC's list of step classes (``STEP_METHODS``) and,
+once the provider of the zoo's steps is known (``inference.gibbs.pymc_assignment``
+names itself with :func:`register_provider` when imported, as ``inference.fit`` does),
+the provider before it. Each goes in once, whatever the number of models built. A user
 who imports only a factory (``from pp_models import dpm``) and calls ``pm.sample`` would
 otherwise get PyMC's Metropolis on the partition -- which can sit in one wrong clustering
 for the whole run -- without a word.
 
-``pp_models`` cannot import ``inference`` (the layering runs one way). It stands at the
-END of PyMC's list instead and, when PyMC asks it about a variable of a zoo model that a
-zoo step should update while no class providing the zoo's steps is in the list:
+``pp_models`` cannot import ``inference`` (the layering runs one way). When PyMC asks
+:class:`ZooStepsNotLoaded` about a variable of a zoo model that a zoo step should update
+while no class providing the zoo's steps is in the list, it:
 
 1. loads a provider through the ``pp_models.step_providers`` entry-point group (the
    installed package declares ``inference.gibbs.pymc_assignment:ZooAssignment`` there
    in ``pyproject.toml``; ``pp_models`` only knows the group's name; importing it
-   registers it with PyMC), and stands in for it in this very assignment (PyMC has
-   already copied its list), so ``pm.sample`` uses the zoo's steps with nothing but the
-   factory imported;
+   registers it here), and stands in for it in this very assignment (PyMC has already
+   copied its list), so ``pm.sample`` uses the zoo's steps with nothing but the factory
+   imported;
 2. when no provider is installed (e.g. running from a source tree whose package
    metadata predates the entry point), warns once and names the fix.
 """
@@ -28,7 +32,7 @@ import warnings
 from pymc.step_methods import STEP_METHODS
 from pymc.step_methods.compound import Competence
 
-__all__ = ["ZooStepsNotLoaded", "install"]
+__all__ = ["ZooStepsNotLoaded", "install", "register_provider"]
 
 #: Step names a StepHint may use for PyMC's own samplers (kept in step with
 #: ``inference.gibbs.registry.PYMC_STEPS``; a test checks that).
@@ -126,7 +130,25 @@ class ZooStepsNotLoaded:
                 for var, grad in zip(np.atleast_1d(vars), np.atleast_1d(have_grad), strict=True)]
 
 
+def register_provider(provider) -> None:
+    """Name the class that provides the zoo's steps to PyMC (``zoo_steps_provider``; the
+    inference layer's ``ZooAssignment``). Recorded here only: :func:`install` puts it in
+    PyMC's list."""
+    if not getattr(provider, "zoo_steps_provider", False):
+        raise TypeError(f"provider must declare zoo_steps_provider = True, got {provider!r}")
+    if provider not in _provider:
+        _provider.insert(0, provider)
+
+
 def install() -> None:
-    """Put :class:`ZooStepsNotLoaded` last in PyMC's step classes (once)."""
+    """Register the zoo with PyMC's step assignment (idempotent): :class:`ZooStepsNotLoaded`
+    first in ``STEP_METHODS``, and the registered provider, when there is one, before it.
+
+    First place matters: PyMC takes the first of the classes that claim a variable equally
+    (``Competence.IDEAL``), and its own Gibbs steps claim categorical and binary
+    variables so.
+    """
     if ZooStepsNotLoaded not in STEP_METHODS:
-        STEP_METHODS.append(ZooStepsNotLoaded)
+        STEP_METHODS.insert(0, ZooStepsNotLoaded)
+    if _provider and _provider[0] not in STEP_METHODS:
+        STEP_METHODS.insert(0, _provider[0])

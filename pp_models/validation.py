@@ -1,4 +1,4 @@
-"""Argument checks shared by the zoo's factories.
+"""Argument checks shared by the zoo's factories, estimators, steps and ``inference.fit``.
 
 Each raises ``TypeError`` for a value of the wrong kind and ``ValueError`` for a value
 out of range, naming the argument, so that a bad call fails before any compilation or
@@ -11,10 +11,27 @@ import numbers
 
 import numpy as np
 
-__all__ = ["as_binary_matrix", "as_data_matrix", "check_feature_names", "check_int",
-           "check_inverse_temperature", "check_ladder", "check_positive",
-           "check_positive_vector", "check_random_seed", "check_row_indices",
-           "rng_from_seed"]
+__all__ = [
+    "as_binary_matrix",
+    "as_data_matrix",
+    "as_whole_numbers",
+    "check_bool",
+    "check_choice",
+    "check_dask_client",
+    "check_executor",
+    "check_feature_names",
+    "check_fixed_or_gamma",
+    "check_gamma_prior",
+    "check_int",
+    "check_inverse_temperature",
+    "check_ladder",
+    "check_positive",
+    "check_positive_vector",
+    "check_random_seed",
+    "check_real",
+    "check_row_indices",
+    "rng_from_seed",
+]
 
 
 def as_data_matrix(
@@ -80,6 +97,34 @@ def as_data_matrix(
             f"{name} has {int(bad.sum())} {kind}, first at row {i}, column {j}{advice}"
         )
     return arr
+
+
+def as_whole_numbers(values, name: str, what: str = "values") -> np.ndarray:
+    """``values`` (an integer array, or floats holding whole numbers) as int64, every
+    entry >= 0: counts, category codes.
+
+    Raises
+    ------
+    TypeError
+        ``values`` is not of an integer or floating dtype (bool included).
+    ValueError
+        An entry is NaN, infinite, fractional or negative; the message names ``name``
+        and ``what`` the entries are (``"docs: counts must be >= 0 (found -1)"``).
+    """
+    values = np.asarray(values)
+    if values.dtype == np.bool_ or not (np.issubdtype(values.dtype, np.integer)
+                                        or np.issubdtype(values.dtype, np.floating)):
+        raise TypeError(f"{name}: expected integer {what}, got dtype {values.dtype}")
+    if np.issubdtype(values.dtype, np.floating):
+        if not np.all(np.isfinite(values)):
+            raise ValueError(f"{name}: {what} must be finite (found NaN or inf)")
+        if np.any(values != np.round(values)):
+            raise ValueError(f"{name}: {what} must be whole numbers (found non-integer "
+                             "values)")
+    out = values.astype(np.int64)
+    if out.size and out.min() < 0:
+        raise ValueError(f"{name}: {what} must be >= 0 (found {out.min()})")
+    return out
 
 
 def as_binary_matrix(X, name: str = "X", *, min_rows: int = 1):
@@ -205,29 +250,105 @@ def check_feature_names(feature_names, n_columns: int, *, name: str = "feature_n
     return names
 
 
-def check_int(value, name: str, *, minimum: int | None = None) -> int:
-    """``value`` as a Python int, at least ``minimum``."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+def _is_integer(value) -> bool:
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool | np.bool_)
+
+
+def _is_real(value) -> bool:
+    return isinstance(value, numbers.Real) and not isinstance(value, bool | np.bool_)
+
+
+def check_int(value, name: str, *, minimum: int | None = None,
+              maximum: int | None = None) -> int:
+    """``value`` (a Python or NumPy integer, not a bool) as a Python int in
+    ``[minimum, maximum]`` (either bound may be None).
+
+    Raises
+    ------
+    TypeError
+        ``value`` is not an integer.
+    ValueError
+        ``value`` is out of range.
+    """
+    if not _is_integer(value):
         raise TypeError(f"{name} must be an integer, got {value!r}")
     value = int(value)
-    if minimum is not None and value < minimum:
+    if minimum is not None and maximum is not None:
+        if not minimum <= value <= maximum:
+            raise ValueError(f"{name} must be in [{minimum}, {maximum}], got {value}")
+    elif minimum is not None and value < minimum:
         raise ValueError(f"{name} must be >= {minimum}, got {value}")
+    elif maximum is not None and value > maximum:
+        raise ValueError(f"{name} must be <= {maximum}, got {value}")
+    return value
+
+
+def _range_text(minimum, maximum, above, below) -> str:
+    """The range of :func:`check_real`, said as ``> 0``, ``>= 1`` or ``in [0, 1)``."""
+    low, low_open = (above, True) if above is not None else (minimum, False)
+    high, high_open = (below, True) if below is not None else (maximum, False)
+    if low is not None and high is not None:
+        return f"in {'(' if low_open else '['}{low:g}, {high:g}{')' if high_open else ']'}"
+    if low is not None:
+        return f"{'>' if low_open else '>='} {low:g}"
+    if high is not None:
+        return f"{'<' if high_open else '<='} {high:g}"
+    return ""
+
+
+def check_real(value, name: str, *, minimum: float | None = None,
+               maximum: float | None = None, above: float | None = None,
+               below: float | None = None) -> float:
+    """``value`` (a real number, not a bool) as a finite float in a range.
+
+    Parameters
+    ----------
+    value
+        The value to check.
+    name : str
+        The argument's name in error messages.
+    minimum, maximum : float, optional
+        Inclusive bounds.
+    above, below : float, optional
+        Exclusive bounds (``value > above``, ``value < below``); one of a side's two
+        bounds at most.
+
+    Raises
+    ------
+    TypeError
+        ``value`` is not a real number.
+    ValueError
+        ``value`` is NaN, infinite or out of range; the message says the range, e.g.
+        ``"discount must be a finite number in [0, 1), got 1.0"``.
+    """
+    where = _range_text(minimum, maximum, above, below)
+    if not _is_real(value):
+        raise TypeError(f"{name} must be a number{' ' + where if where else ''}, "
+                        f"got {value!r}")
+    value = float(value)
+    ok = np.isfinite(value)
+    ok = ok and (minimum is None or value >= minimum) and (maximum is None or value <= maximum)
+    ok = ok and (above is None or value > above) and (below is None or value < below)
+    if not ok:
+        raise ValueError(f"{name} must be a finite number{' ' + where if where else ''}, "
+                         f"got {value}")
     return value
 
 
 def check_positive(value, name: str) -> float:
-    """``value`` as a finite float > 0."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+    """``value`` as a finite float > 0 (:func:`check_real` with ``above=0``)."""
+    if not _is_real(value):
         raise TypeError(f"{name} must be a positive number, got {value!r}")
-    value = float(value)
-    if not np.isfinite(value) or value <= 0:
-        raise ValueError(f"{name} must be a finite number > 0, got {value}")
-    return value
+    return check_real(value, name, above=0.0)
 
 
-def check_positive_vector(value, name: str, size: int) -> np.ndarray:
+def check_positive_vector(value, name: str, size: int, *, what: str | None = None
+                          ) -> np.ndarray:
     """``value`` (a number, broadcast, or a sequence of ``size`` numbers) as a float64
-    array of shape ``(size,)``, every entry finite and > 0."""
+    array of shape ``(size,)``, every entry finite and > 0 (e.g. a Dirichlet parameter);
+    ``what`` says what the ``size`` entries are, for the shape message."""
+    if isinstance(value, bool | np.bool_):
+        raise TypeError(f"{name} must be a positive number or {size} of them, got {value!r}")
     try:
         arr = np.asarray(value, dtype=np.float64)
     except (TypeError, ValueError) as err:
@@ -235,14 +356,54 @@ def check_positive_vector(value, name: str, size: int) -> np.ndarray:
     if arr.ndim == 0:
         arr = np.full(size, float(arr))
     if arr.shape != (size,):
-        raise ValueError(f"{name} must be a number or have shape ({size},), got shape "
-                         f"{arr.shape}")
+        raise ValueError(f"{name} must be a number or have shape ({size},)"
+                         f"{f' ({what})' if what else ''}, got shape {arr.shape}")
     bad = ~np.isfinite(arr) | (arr <= 0)
     if bad.any():
         j = int(np.argmax(bad))
         raise ValueError(f"{name} must be finite and > 0: {int(bad.sum())} entries are not, "
                          f"first at {j} ({arr[j]})")
     return np.ascontiguousarray(arr)
+
+
+def check_gamma_prior(value, name: str) -> tuple[float, float]:
+    """A Gamma prior given as a pair ``(shape, rate)`` of finite numbers > 0, as a tuple of
+    floats; the message names the entry (``"alpha (Gamma rate)"``)."""
+    if not isinstance(value, tuple | list):
+        raise TypeError(f"{name}: a Gamma prior is a pair (shape, rate), got {value!r}")
+    if len(value) != 2:
+        raise ValueError(f"{name}: a Gamma prior is a pair (shape, rate), got {value!r}")
+    return (check_positive(value[0], f"{name} (Gamma shape)"),
+            check_positive(value[1], f"{name} (Gamma rate)"))
+
+
+def check_fixed_or_gamma(value, name: str) -> float | tuple[float, float]:
+    """A fixed value (a finite number > 0, returned as a float) or a Gamma prior on it (a
+    pair ``(shape, rate)``, returned as a tuple: :func:`check_gamma_prior`)."""
+    if isinstance(value, tuple | list):
+        return check_gamma_prior(value, name)
+    if not _is_real(value):
+        raise TypeError(f"{name} must be a number > 0 or a pair (shape, rate) of a Gamma "
+                        f"prior, got {value!r}")
+    return check_positive(value, name)
+
+
+def check_bool(value, name: str) -> bool:
+    """``value`` (True or False, a NumPy bool too) as a Python bool; anything else, even
+    0 or 1, is a ``TypeError``."""
+    if not isinstance(value, bool | np.bool_):
+        raise TypeError(f"{name} must be True or False, got {value!r}")
+    return bool(value)
+
+
+def check_choice(value, name: str, choices):
+    """``value`` unchanged if it is one of ``choices``, else a ``ValueError`` listing
+    them."""
+    if isinstance(value, str | int | float | bool | None) and value in choices:
+        return value
+    listed = " or ".join(repr(c) for c in choices) if len(choices) <= 3 else \
+        "one of " + ", ".join(repr(c) for c in choices)
+    raise ValueError(f"{name} must be {listed}, got {value!r}")
 
 
 def check_random_seed(value, name: str = "random_seed"):
@@ -257,7 +418,7 @@ def check_random_seed(value, name: str = "random_seed"):
         return value
     many = isinstance(value, list | tuple | np.ndarray)
     for seed in np.ravel(np.asarray(value, dtype=object)) if many else (value,):
-        if isinstance(seed, bool | np.bool_) or not isinstance(seed, numbers.Integral):
+        if not _is_integer(seed):
             raise TypeError(f"{name} must be None, an integer >= 0, a sequence of them or a "
                             f"numpy Generator, got {value!r}")
         if seed < 0:
@@ -291,10 +452,53 @@ def rng_from_seed(random_seed, name: str = "random_seed") -> np.random.Generator
     return np.random.default_rng(check_random_seed(random_seed, name))
 
 
+def check_executor(value, name: str = "executor"):
+    """``value`` if it is a ``concurrent.futures.Executor`` that still takes work.
+
+    Raises ``TypeError`` for anything else (a Dask ``Client`` itself is named: its
+    ``get_executor()`` is the executor) and ``ValueError`` for an executor that was shut
+    down or whose pool broke, or a Dask client's executor whose client is closed: before
+    any work is sent.
+    """
+    from concurrent.futures import Executor
+
+    if not isinstance(value, Executor):
+        hint = (" (for a Dask client pass client.get_executor())"
+                if _is_dask_client(value) else "")
+        raise TypeError(f"{name} must be a concurrent.futures.Executor{hint}, got "
+                        f"{type(value).__name__}")
+    client = getattr(value, "_client", None)
+    if client is not None and _is_dask_client(client):
+        check_dask_client(client, name)
+    # the standard pools mark a shut-down or broken pool on these attributes
+    if getattr(value, "_shutdown_thread", False) or getattr(value, "_shutdown", False):
+        raise ValueError(f"{name}: the executor was shut down; it takes no more work")
+    if getattr(value, "_broken", False):
+        raise ValueError(f"{name}: the executor's pool is broken (a worker died): "
+                         f"{value._broken}")
+    return value
+
+
+def check_dask_client(value, name: str = "client"):
+    """``value`` if it is a running ``dask.distributed.Client`` (``TypeError`` for
+    another kind of object, ``ValueError`` for a closed client), without importing Dask.
+    """
+    if not _is_dask_client(value):
+        raise TypeError(f"{name} must be a dask.distributed.Client, got {type(value).__name__}")
+    status = getattr(value, "status", None)
+    if status != "running":
+        raise ValueError(f"{name}: the Dask client is {status or 'not connected'}; "
+                         "connect a running one (Client(address))")
+    return value
+
+
+def _is_dask_client(value) -> bool:
+    cls = type(value)
+    return cls.__name__ == "Client" and cls.__module__.split(".")[0] == "distributed"
 def check_inverse_temperature(value, name: str = "beta") -> float:
     """``value`` as a float in [0, 1]: the inverse temperature of a power posterior
     p(theta) p(X | theta)^beta (0: the prior, 1: the posterior)."""
-    if isinstance(value, bool | np.bool_) or not isinstance(value, numbers.Real):
+    if not _is_real(value):
         raise TypeError(f"{name} must be a number in [0, 1], got {value!r}")
     value = float(value)
     if not 0.0 <= value <= 1.0:  # NaN fails too

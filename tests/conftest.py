@@ -33,9 +33,12 @@ if "NUMBA_OPT" not in os.environ:
                         f"base_compiledir={_compiledir}") if f)
 
 # Both xdist workers share one compile cache, and Numba's cache writes race between
-# processes (custom_ops.jit.make_cache_writes_process_safe): custom_ops installs
-# a lock when imported; import it before any test can compile a graph without it.
-import custom_ops  # noqa: E402,F401
+# processes (numba/numba#10128): the package's kernels lock their own writes
+# (custom_ops.jit); PyTensor's graphs are locked here, for the test run only, before any
+# test can compile one.
+from tests.helpers.numba_cache_lock import lock_numba_cache_writes  # noqa: E402
+
+lock_numba_cache_writes()
 
 # --- one xdist worker per family -------------------------------------------------------
 # A cold run (fresh clone, empty HOME) spends most of its time compiling Numba kernels and
@@ -44,37 +47,30 @@ import custom_ops  # noqa: E402,F401
 # against 173 CPU-s on one (cold, same tests). So every test of a family is sent to that
 # family's worker (--dist loadgroup in pyproject's addopts): a test under a folder named
 # for the family (tests/custom_ops/pydt/, tests/pp_models/pydt/, tests/inference/gibbs/
-# pydt/, ...), else one whose node id (file or parameters) names a keyword of the family;
-# tests that name none are spread one by one. First match wins, so the more specific keys
-# come first.
-FAMILY_KEYWORDS = (
-    ("pydt", ("pydt", "pitman_yor")),
-    ("mixture_of_trees", ("tree_mixture", "mixture_of_trees", "mixtures_of_trees",
-                          "spanning_tree", "chow_liu", "map_forest")),
-    ("bhc", ("bhc", "hierarchical_clustering")),
-    ("bayesian_sets", ("bayesian_sets",)),
-    ("lda", ("lda",)),
-    ("iomm", ("iomm", "overlapping")),
-    ("ibp_fa", ("ibp",)),
-    ("ggm", ("ggm", "glasso", "graphical")),
-    ("finite_mixture", ("finite_mixture",)),
-    # write_your_own_model builds its model from the DPM's CRP and collapsed Ops
-    ("dpm", ("dpm", "crp", "dirichlet_process", "collapsed", "niw", "write_your_own_model")),
-)
+# pydt/, ...), else one whose node id (file or parameters) names a keyword of the family
+# (its Family record's test_keywords, read from the source: pp_models.registry);
+# tests that name none are spread one by one. The longest keyword found wins, so a
+# specific one ("mixture_of_trees") beats a generic one ("collapsed").
+def _family_keywords():
+    from pp_models.registry import list_family_summaries
+
+    return tuple((s.name, s.test_keywords) for s in list_family_summaries())
+
+
+FAMILY_KEYWORDS = _family_keywords()
 
 
 def family_of(nodeid: str) -> str | None:
-    """The family of a test: the family folder its file is in, else the first family whose
-    keyword its node id (file or parameters) names; None for neither."""
+    """The family of a test: the family folder its file is in, else the family with the
+    longest keyword its node id (file or parameters) names; None for neither."""
     folders = nodeid.split("::")[0].split("/")[:-1]
     for family, _ in FAMILY_KEYWORDS:
         if family in folders:
             return family
     low = nodeid.lower()
-    for family, keys in FAMILY_KEYWORDS:
-        if any(key in low for key in keys):
-            return family
-    return None
+    found = [(len(key), family) for family, keys in FAMILY_KEYWORDS for key in keys
+             if key in low]
+    return max(found)[1] if found else None
 
 
 @pytest.hookimpl(tryfirst=True)  # before xdist reads the groups into the node ids

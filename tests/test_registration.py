@@ -9,40 +9,73 @@ import sys
 import inference.gibbs
 from inference.gibbs.base import ZooGibbsStep
 from inference.gibbs.registry import registered_steps
-from pp_models.registry import ModelEntry, NoCLIEntry, family_modules, list_models
+from pp_models.registry import (
+    CLIEntry,
+    Family,
+    NoCLIEntry,
+    family_modules,
+    list_families,
+    list_models,
+)
 
 
-def missing_cli_entries(modules, registered):
-    """Modules with a ``model`` factory whose ``CLI_ENTRY`` is neither a registered
-    :class:`ModelEntry` nor a :class:`NoCLIEntry` with its reason."""
+def missing_families(modules, registered):
+    """Modules with a ``model`` factory that declare no registered :class:`Family` whose
+    factory it is (with a CLI entry, or a :class:`NoCLIEntry` and its reason)."""
     missing = []
     for module in modules:
         if callable(getattr(module, "model", None)):
-            entry = getattr(module, "CLI_ENTRY", None)
-            ok = (isinstance(entry, ModelEntry) and entry.name in registered) or (
-                isinstance(entry, NoCLIEntry) and entry.reason.strip())
+            family = getattr(module, "FAMILY", None)
+            ok = (isinstance(family, Family) and family.name in registered
+                  and family.factory is module.model)
             if not ok:
                 missing.append(module.__name__)
     return missing
 
 
-def test_every_family_with_a_factory_declares_a_cli_entry():
-    registered = {entry.name for entry in list_models()}
-    missing = missing_cli_entries(family_modules(), registered)
-    assert not missing, f"model() factories without a CLI_ENTRY (or a NoCLIEntry): {missing}"
+def test_every_family_with_a_factory_declares_its_record():
+    registered = {family.name for family in list_families()}
+    missing = missing_families(family_modules(), registered)
+    assert not missing, f"model() factories without a FAMILY record: {missing}"
+    # and a family ppzoo runs has its CLI fields, one it does not its reason
+    for family in list_families():
+        assert family.has_cli == (family in list_models())
+        assert isinstance(family.cli, CLIEntry) or family.cli.reason.strip()
 
 
-def test_the_cli_entry_check_sees_a_factory_without_one():
+def test_the_family_check_sees_a_factory_without_one():
     import types
 
     def model():
         return None
 
+    def other():
+        return None
+
+    declined = Family("declined", "not a posterior", model, NoCLIEntry("not a posterior"))
+    wrong = Family("wrong", "another factory", other, NoCLIEntry("not a posterior"))
     bare = types.SimpleNamespace(__name__="bare", model=model)
-    declined = types.SimpleNamespace(__name__="declined", model=model,
-                                     CLI_ENTRY=NoCLIEntry("declined", "not a posterior"))
-    stray = types.SimpleNamespace(__name__="stray", model=model, CLI_ENTRY="bhc")
-    assert missing_cli_entries([bare, declined, stray], {"bhc"}) == ["bare", "stray"]
+    kept = types.SimpleNamespace(__name__="kept", model=model, FAMILY=declined)
+    stray = types.SimpleNamespace(__name__="stray", model=model, FAMILY="bhc")
+    mismatched = types.SimpleNamespace(__name__="mismatched", model=model, FAMILY=wrong)
+    assert missing_families([bare, kept, stray, mismatched], {"declined", "wrong"}) == [
+        "bare", "stray", "mismatched"]
+
+
+def test_a_family_record_refuses_what_it_cannot_use():
+    import pytest
+
+    def model():
+        return None
+
+    with pytest.raises(TypeError, match="cli must be a CLIEntry or a NoCLIEntry"):
+        Family("x", "y", model, cli="gibbs")
+    with pytest.raises(ValueError, match="give plot and plot_name together"):
+        Family("x", "y", model, NoCLIEntry("z"), plot=print)
+    with pytest.raises(ValueError, match="give the reason"):
+        NoCLIEntry(" ")
+    with pytest.raises(ValueError, match="has no ppzoo entry: z"):
+        Family("x", "y", model, NoCLIEntry("z")).build  # noqa: B018
 
 
 def test_every_gibbs_step_class_is_registered():
@@ -69,11 +102,13 @@ def test_every_gibbs_step_class_is_registered():
 
 def test_every_family_has_a_test_worker_group():
     # tests/conftest.py sends a family's tests to one xdist worker so a cold run compiles
-    # its kernels once; a family missing from FAMILY_KEYWORDS would be compiled twice
+    # its kernels once; a family without test keywords would be compiled twice
     from tests.conftest import family_of
 
-    missing = [entry.name for entry in list_models() if family_of(entry.name) is None]
-    assert not missing, f"add these families to FAMILY_KEYWORDS in tests/conftest.py: {missing}"
+    missing = [f.name for f in list_families() if not f.test_keywords
+               or any(family_of(f"tests/test_x.py::test_{key}") != f.name
+                      for key in f.test_keywords)]
+    assert not missing, f"give these families test_keywords of their own: {missing}"
 
 
 def test_every_class_and_function_a_package_imports_from_its_modules_is_in_its_all():

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import math
 
-import numba
 import numpy as np
 
 from custom_ops import conjugate as cj
@@ -34,7 +33,7 @@ __all__ = [
 ]
 
 # helpers of the greedy scan, inlined into it (their code becomes the kernel's)
-_inline = numba.njit(cache=True, inline="always", error_model="python", fastmath=False)
+_inline = njit_exact(inline="always")
 
 
 @njit_exact
@@ -307,7 +306,7 @@ def _heap_remove(heap, pos, size, c, bkey, bi, bj):
     return size
 
 
-@numba.njit(cache=True, nogil=True, error_model="python", fastmath=False)
+@njit_exact(nogil=True)
 def greedy_kernel(fam, init_stats, init_log_d, init_log_p, alpha, H, use_table, LA, LB, LAB,
                   progress):
     """Greedy BHC over ``n0`` initial nodes (points, or clusters with their own subtree's

@@ -34,7 +34,6 @@ Kernels
 
 from __future__ import annotations
 
-import numba
 import numpy as np
 
 from custom_ops.jit import njit_exact
@@ -43,7 +42,7 @@ __all__ = ["glasso_sweeps", "kkt_violation", "precision_from_regressions"]
 
 
 
-@numba.njit(cache=True, inline="always", error_model="python")
+@njit_exact(inline="always")
 def _soft(x, t):
     if x > t:
         return x - t

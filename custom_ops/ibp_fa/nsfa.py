@@ -68,9 +68,12 @@ with ``tau_d`` replaced by ``beta tau_d``:
 At ``beta = 0`` every likelihood term vanishes and the sweep is a Gibbs/MH sampler of
 the prior.
 
-Planted-bug switches (for the tests' twins only): ``odds_offset = 1`` uses the printed
-Eq. 3.6 odds ``m/(D - 1 - m)``; ``delete_singletons = True`` removes the row's
-singletons before proposing new ones (the invalid scheme of §3.2 that under-counts).
+The prior odds of a shared feature (:func:`shared_feature_log_odds`) and the taking out
+of a row's singletons before their move (:func:`take_out_singletons`) are kernels of
+their own: the tests' planted-bug twins are this sweep compiled with one of them
+replaced (``tests/helpers/twin_kernels.py``): the printed Eq. 3.6 odds ``m/(D - 1 - m)``,
+and the row's singletons removed before new ones are proposed (the invalid scheme of
+§3.2 that under-counts).
 """
 
 from __future__ import annotations
@@ -90,6 +93,8 @@ __all__ = [
     "nsfa_sweep",
     "residual",
     "residual_into",
+    "shared_feature_log_odds",
+    "take_out_singletons",
 ]
 
 
@@ -213,9 +218,40 @@ def _cholesky_solve_draw(rng, Lam, B, out_cols, X, rows):
 
 
 @njit_exact
+def shared_feature_log_odds(m_minus, D):
+    """Log prior odds of ``Z_dk = 1`` for a feature the other rows use ``m_minus`` times
+    (Eq. 3.6 with the count corrected: ``m / (D - m)``); infinite when every other row
+    uses it."""
+    if D - m_minus <= 0:
+        return np.inf
+    return math.log(m_minus / (D - m_minus))
+
+
+@njit_exact
+def take_out_singletons(d, Z, V, X, W, E, m, S, Ehat):
+    """Row ``d``'s singletons (the features only it uses) into ``S``, and ``Ehat`` the
+    residual of row ``d`` without them (Eq. 3.7: their ``X`` rows are integrated out of
+    the move on their number). Returns ``(kappa, sum of their squared loadings)``."""
+    N = E.shape[1]
+    kappa = 0
+    g_sq = 0.0
+    for k in range(Z.shape[1]):
+        if Z[d, k] != 0 and m[k] == 1:
+            S[kappa] = k
+            kappa += 1
+            g_sq += V[d, k] * V[d, k]
+    for n in range(N):
+        Ehat[n] = E[d, n]
+    for j in range(kappa):
+        k = S[j]
+        for n in range(N):
+            Ehat[n] += W[d, n] * V[d, k] * X[k, n]
+    return kappa, g_sq
+
+
+@njit_exact
 def nsfa_sweep(rng, Y, W, complete, Z, V, X, lam, tau, beta, alpha, hyper, lam_mode,
-               noise_mode, alpha_random, birth_factor, birth_one_prob, odds_offset,
-               delete_singletons, E):
+               noise_mode, alpha_random, birth_factor, birth_one_prob, E):
     """One NSFA sweep of the power posterior at ``beta`` (module docstring), updating
     ``Z, V, X, lam, tau`` in place.
 
@@ -239,8 +275,6 @@ def nsfa_sweep(rng, Y, W, complete, Z, V, X, lam, tau, beta, alpha, hyper, lam_m
     alpha_random : bool
     birth_factor, birth_one_prob : float
         Eq. 3.10's ``lambda`` and ``pi`` (1 and 0: the prior proposal).
-    odds_offset : int; delete_singletons : bool
-        Planted-bug switches (module docstring); 0 and False for the sampler.
     E : (D, N) float64
         Workspace for the residual (overwritten).
 
@@ -291,12 +325,8 @@ def nsfa_sweep(rng, Y, W, complete, Z, V, X, lam, tau, beta, alpha, hyper, lam_m
                 xe += X[k, n] * E[d, n]
             prec = t * xx + lam[k]
             mu = t * xe / prec
-            denom = D - odds_offset - m_minus
-            if denom <= 0:
-                log_odds = np.inf
-            else:
-                log_odds = (0.5 * math.log(lam[k] / prec) + 0.5 * prec * mu * mu
-                            + math.log(m_minus / denom))
+            log_odds = (0.5 * math.log(lam[k] / prec) + 0.5 * prec * mu * mu
+                        + shared_feature_log_odds(m_minus, D))
             if log_odds > 0:
                 p_on = 1.0 / (1.0 + math.exp(-log_odds))
             else:
@@ -315,26 +345,7 @@ def nsfa_sweep(rng, Y, W, complete, Z, V, X, lam, tau, beta, alpha, hyper, lam_m
                     Z[d, k] = 0
                     m[k] -= 1
         # 2. singletons: MH on kappa_d with their X rows integrated out (Eqs 3.7-3.15)
-        kappa = 0
-        g_sq = 0.0
-        for k in range(C):
-            if Z[d, k] != 0 and m[k] == 1:
-                S[kappa] = k
-                kappa += 1
-                g_sq += V[d, k] * V[d, k]
-        for n in range(N):
-            Ehat[n] = E[d, n]
-        for j in range(kappa):
-            k = S[j]
-            for n in range(N):
-                Ehat[n] += W[d, n] * V[d, k] * X[k, n]
-        if delete_singletons:
-            for j in range(kappa):
-                Z[d, S[j]] = 0
-                m[S[j]] = 0
-            net -= kappa
-            kappa = 0
-            g_sq = 0.0
+        kappa, g_sq = take_out_singletons(d, Z, V, X, W, E, m, S, Ehat)
         sum_sq = 0.0
         for n in range(N):
             sum_sq += Ehat[n] * Ehat[n]
@@ -345,7 +356,6 @@ def nsfa_sweep(rng, Y, W, complete, Z, V, X, lam, tau, beta, alpha, hyper, lam_m
         rate = birth_factor * gamma
         kappa_new = _draw_birth_count(rng, rate, birth_one_prob)
         proposals += 1
-        keep = True
         if kappa_new > unused + kappa:
             overflow += 1
         else:
@@ -363,7 +373,6 @@ def nsfa_sweep(rng, Y, W, complete, Z, V, X, lam, tau, beta, alpha, hyper, lam_m
                      + log_birth_proposal(kappa, rate, birth_one_prob)
                      - log_birth_proposal(kappa_new, rate, birth_one_prob))
             if log_a >= 0.0 or rng.random() < math.exp(log_a):
-                keep = False
                 accepted += 1
                 net += kappa_new - kappa
                 for j in range(kappa):
@@ -382,8 +391,6 @@ def nsfa_sweep(rng, Y, W, complete, Z, V, X, lam, tau, beta, alpha, hyper, lam_m
                         S[filled] = k
                         filled += 1
                 kappa = kappa_new
-        if keep and delete_singletons:
-            kappa = 0
         # the row's singletons' X rows from their collapsed posterior, then the residual
         gs = np.empty(kappa)
         for j in range(kappa):

@@ -80,31 +80,34 @@ proposal does not look at the data); a proposal with zero likelihood is rejected
 In the DDT (``theta = alpha = 0``) every tree with a node of three children has density
 0, so collapses are always rejected and there is nothing to expand: the move is void.
 
-The ``bug`` code exists only for the planted-bug twins of the tests: 1 drops
-``binom(K_u, |S|)`` from both directions, 2 drops ``q_t``, 3 takes an expansion's
-reverse count ``E`` from the current tree instead of the proposed one.
+The subset probability (:func:`log_subset_prob`), the time proposal's density
+(:func:`log_time_proposal`) and the reverse count of an expansion
+(:func:`collapses_after_expansion`) are kernels of their own: the tests' planted-bug
+twins are these moves compiled with one of them replaced (``tests/helpers/
+twin_kernels.py``: ``binom(K_u, |S|)`` dropped from both directions, ``q_t`` dropped,
+``E`` counted on the current tree instead of the proposed one).
 """
 
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import numpy as np
 
 from custom_ops.jit import njit_exact_numpy
 from custom_ops.pydt.messages import (
+    Check,
     cached_total,
     clear_node,
-    free_slots,
     full_state,
     journal,
     link,
     new_journal,
-    prior_tables,
     refresh_path,
     refresh_prior,
     restore,
-    root_term,
+    state_root_term,
     unlink,
 )
 from custom_ops.pydt.ops import pydt_forward
@@ -113,6 +116,7 @@ __all__ = [
     "COLLAPSE",
     "EXPAND",
     "VOID",
+    "collapses_after_expansion",
     "log_subset_prob",
     "log_time_proposal",
     "propose_branch_move",
@@ -123,19 +127,32 @@ __all__ = [
 VOID = -1
 COLLAPSE = 0
 EXPAND = 1
-_BUG_SUBSET = 1
-_BUG_TIME = 2
-_BUG_COUNT = 3
+
+
+class _Work(NamedTuple):
+    """Workspace of :func:`_branch_move`, allocated once per call of the moves: the
+    change of ``(log prior, log likelihood)``, the children being moved, and the record
+    ``(kind, v, u, log_ratio, log_q_forward, log_q_reverse)`` of the last proposal."""
+
+    acc: np.ndarray
+    kids: np.ndarray
+    record: np.ndarray
 
 
 @njit_exact_numpy
-def log_subset_prob(k, m, bug=0):
+def log_subset_prob(k, m):
     """log probability of one subset of size ``m`` of ``k`` children: the size uniform
     in ``{2, ..., k - 1}``, the subset uniform among ``binom(k, m)``."""
-    out = -math.log(k - 2.0)
-    if bug != _BUG_SUBSET:
-        out -= math.lgamma(k + 1.0) - math.lgamma(m + 1.0) - math.lgamma(k - m + 1.0)
-    return out
+    return -math.log(k - 2.0) - (math.lgamma(k + 1.0) - math.lgamma(m + 1.0)
+                                 - math.lgamma(k - m + 1.0))
+
+
+@njit_exact_numpy
+def collapses_after_expansion(n_internal):
+    """The number of collapses the reverse of an expansion chooses from: the non-root
+    internal nodes of the *proposed* tree, ``E(T') = (n_internal + 1) - 1`` for a tree
+    with ``n_internal`` internal nodes before the expansion."""
+    return n_internal
 
 
 @njit_exact_numpy
@@ -206,13 +223,20 @@ def _latest_child(topo, lt, n, v):
 
 
 @njit_exact_numpy
-def _check_change(parent, lt, X, c, theta, alpha, sigma2, ref0_p, ref0_l, acc, errs):
-    ref1_p, ref1_l = pydt_forward(parent, lt, X, c, theta, alpha, sigma2)
+def _full_density(st, chk):
+    return pydt_forward(st.topo[0], st.lt, chk.X, st.c, st.theta, st.alpha, st.sigma2)
+
+
+@njit_exact_numpy
+def _check_change(st, chk, ref0_p, ref0_l, acc):
+    """The change ``acc`` of the log prior and log likelihood against two full
+    recursions (before: ``ref0_p, ref0_l``); largest relative error in ``chk.errs[0]``."""
+    ref1_p, ref1_l = _full_density(st, chk)
     if math.isfinite(ref1_p + ref1_l):
         err = (abs(ref1_p - ref0_p - acc[0]) / (1.0 + abs(ref1_p))
                + abs(ref1_l - ref0_l - acc[1]) / (1.0 + abs(ref1_l)))
-        if not err <= errs[0]:
-            errs[0] = err
+        if not err <= chk.errs[0]:
+            chk.errs[0] = err
 
 
 @njit_exact_numpy
@@ -233,32 +257,33 @@ def _record_move(record, kind, v, u, acc, log_q_fwd, log_q_rev, beta):
 
 
 @njit_exact_numpy
-def _branch_move(rng, topo, lt, n, mu, s, rr, ll, lp, sigma2, tables, c, root_box, free,
-                 free_top, n_internal_box, jr, jnodes, jmu, jsc, mark, stamp, acc, kids,
-                 bug, keep, record, check_X, theta, alpha, errs, beta):
+def _branch_move(rng, st, jn, work, stamp, keep, chk):
     """One collapse-or-expand proposal (module docstring), accepted by its
-    Metropolis-Hastings-Green ratio (``keep``: always kept). Fills ``record`` with
+    Metropolis-Hastings-Green ratio (``keep``: always kept). Fills ``work.record`` with
     ``(kind, v, u, log_ratio, log_q_forward, log_q_reverse)``; returns whether the tree
-    changed. With a non-empty ``check_X`` the change of the log density the ratio uses
-    is compared with two full recursions (largest relative error kept in ``errs[0]``)."""
+    changed. With data in ``chk`` the change of the log density the ratio uses is
+    compared with two full recursions (largest relative error kept in ``chk.errs[0]``)."""
+    topo, lt, n, c = st.topo, st.lt, st.n, st.c
     parent = topo[0]
     first = topo[1]
     nxt = topo[2]
     nch = topo[4]
     nb = topo[5]
-    H = tables[0]
-    n_internal = n_internal_box[0]
+    H = st.tables[0]
+    free, free_top = st.free, st.free_top
+    n_internal = st.n_internal[0]
+    acc, kids, record = work.acc, work.kids, work.record
     acc[0] = 0.0
     acc[1] = 0.0
-    jr[0] = 0
+    jn.length[0] = 0
     record[0] = VOID
-    root = root_box[0]
-    root_before = root_term(root, lt, n, mu, s, sigma2)
-    checking = check_X.shape[0] > 0
+    root = st.root[0]
+    root_before = state_root_term(st, root)
+    checking = chk.X.shape[0] > 0
     ref0_p = 0.0
     ref0_l = 0.0
     if checking:
-        ref0_p, ref0_l = pydt_forward(parent, lt, check_X, c, theta, alpha, sigma2)
+        ref0_p, ref0_l = _full_density(st, chk)
     if rng.random() < 0.5:
         n_edges = n_internal - 1
         if n_edges < 1:
@@ -271,9 +296,9 @@ def _branch_move(rng, topo, lt, n, mu, s, rr, ll, lp, sigma2, tables, c, root_bo
         l_u = lt[u - n]
         l_min = _latest_child(topo, lt, n, v)
         lam = c * H[nb[v] - 1]
-        log_qt = 0.0 if bug == _BUG_TIME else log_time_proposal(l_v, l_u, l_min, lam)
+        log_qt = log_time_proposal(l_v, l_u, l_min, lam)
         saved_nb = nb[v]
-        journal(u, jr, jnodes, jmu, jsc, mark, stamp, mu, s, ll, lp)
+        journal(u, jn, stamp, st.mu, st.s, st.ll, st.lp)
         k = 0
         w = first[v]
         while w >= 0:
@@ -289,22 +314,20 @@ def _branch_move(rng, topo, lt, n, mu, s, rr, ll, lp, sigma2, tables, c, root_bo
         nb[v] = 0
         free[free_top[0]] = v
         free_top[0] += 1
-        clear_node(v, n, mu, s, ll, lp, acc, jr, jnodes, jmu, jsc, mark, stamp)
+        clear_node(v, st, acc, jn, stamp)
         for i in range(k):
-            refresh_prior(kids[i], topo, lt, n, mu, s, ll, lp, tables, c, acc, jr,
-                           jnodes, jmu, jsc, mark, stamp, True)
-        refresh_path(u, topo, lt, n, mu, s, rr, ll, lp, sigma2, tables, c, True, acc, jr,
-                      jnodes, jmu, jsc, mark, stamp, True)
-        acc[1] += root_term(root, lt, n, mu, s, sigma2) - root_before
+            refresh_prior(kids[i], st, acc, jn, stamp, True)
+        refresh_path(u, st, True, acc, jn, stamp, True)
+        acc[1] += state_root_term(st, root) - root_before
         if checking:
-            _check_change(parent, lt, check_X, c, theta, alpha, sigma2, ref0_p, ref0_l,
-                          acc, errs)
+            _check_change(st, chk, ref0_p, ref0_l, acc)
         log_q_fwd = -math.log(n_edges)
         log_q_rev = (-math.log(_count_branch_points(topo, n))
-                     + log_subset_prob(k_after, k_v, bug) + log_qt)
-        log_ratio = _record_move(record, COLLAPSE, v, u, acc, log_q_fwd, log_q_rev, beta)
+                     + log_subset_prob(k_after, k_v) + log_qt)
+        log_ratio = _record_move(record, COLLAPSE, v, u, acc, log_q_fwd, log_q_rev,
+                                 st.beta)
         if keep or math.log(rng.random()) < log_ratio:
-            n_internal_box[0] = n_internal - 1
+            st.n_internal[0] = n_internal - 1
             return True
         for i in range(k):
             unlink(kids[i], topo)
@@ -313,7 +336,7 @@ def _branch_move(rng, topo, lt, n, mu, s, rr, ll, lp, sigma2, tables, c, root_bo
         link(v, u, topo)
         lt[v - n] = l_v
         nb[v] = saved_nb
-        restore(jr, jnodes, jmu, jsc, mu, s, ll, lp)
+        restore(jn, st)
         return False
     n_branch = _count_branch_points(topo, n)
     if n_branch < 1:
@@ -344,10 +367,10 @@ def _branch_move(rng, topo, lt, n, mu, s, rr, ll, lp, sigma2, tables, c, root_bo
     if not (l_min < l_v < l_u):
         # a tie in floating point (probability ~ 0): the move is void
         return False
-    log_qt = 0.0 if bug == _BUG_TIME else log_time_proposal(l_v, l_u, l_min, lam)
+    log_qt = log_time_proposal(l_v, l_u, l_min, lam)
     free_top[0] -= 1
     v = free[free_top[0]]
-    journal(v, jr, jnodes, jmu, jsc, mark, stamp, mu, s, ll, lp)
+    journal(v, jn, stamp, st.mu, st.s, st.ll, st.lp)
     first[v] = -1
     nch[v] = 0
     for i in range(size):
@@ -357,20 +380,16 @@ def _branch_move(rng, topo, lt, n, mu, s, rr, ll, lp, sigma2, tables, c, root_bo
     lt[v - n] = l_v
     nb[v] = leaves
     for i in range(size):
-        refresh_prior(kids[i], topo, lt, n, mu, s, ll, lp, tables, c, acc, jr, jnodes,
-                       jmu, jsc, mark, stamp, True)
-    refresh_path(v, topo, lt, n, mu, s, rr, ll, lp, sigma2, tables, c, True, acc, jr,
-                  jnodes, jmu, jsc, mark, stamp, True)
-    acc[1] += root_term(root, lt, n, mu, s, sigma2) - root_before
+        refresh_prior(kids[i], st, acc, jn, stamp, True)
+    refresh_path(v, st, True, acc, jn, stamp, True)
+    acc[1] += state_root_term(st, root) - root_before
     if checking:
-        _check_change(parent, lt, check_X, c, theta, alpha, sigma2, ref0_p, ref0_l, acc,
-                      errs)
-    log_q_fwd = -math.log(n_branch) + log_subset_prob(k_u, size, bug) + log_qt
-    # E(T') = (#internal + 1) - 1
-    log_q_rev = -math.log(n_internal if bug != _BUG_COUNT else max(n_internal - 1, 1))
-    log_ratio = _record_move(record, EXPAND, v, u, acc, log_q_fwd, log_q_rev, beta)
+        _check_change(st, chk, ref0_p, ref0_l, acc)
+    log_q_fwd = -math.log(n_branch) + log_subset_prob(k_u, size) + log_qt
+    log_q_rev = -math.log(collapses_after_expansion(n_internal))
+    log_ratio = _record_move(record, EXPAND, v, u, acc, log_q_fwd, log_q_rev, st.beta)
     if keep or math.log(rng.random()) < log_ratio:
-        n_internal_box[0] = n_internal + 1
+        st.n_internal[0] = n_internal + 1
         return True
     for i in range(size):
         unlink(kids[i], topo)
@@ -381,23 +400,12 @@ def _branch_move(rng, topo, lt, n, mu, s, rr, ll, lp, sigma2, tables, c, root_bo
     nb[v] = 0
     free[free_top[0]] = v
     free_top[0] += 1
-    restore(jr, jnodes, jmu, jsc, mu, s, ll, lp)
+    restore(jn, st)
     return False
 
 
 @njit_exact_numpy
-def _state(parent, log1m_t, X, c, theta, alpha, sigma2):
-    n = X.shape[0]
-    tables = prior_tables(n, theta, alpha)
-    topo, mu, s, rr, ll, lp, root = full_state(parent, log1m_t, X, c, sigma2, tables)
-    free, free_top, n_internal = free_slots(parent, n)
-    return (tables, topo, mu, s, rr, ll, lp, np.array([root]), free, free_top,
-            np.array([n_internal]))
-
-
-@njit_exact_numpy
-def pydt_branch_moves(rng, parent, log1m_t, X, c, theta, alpha, sigma2, beta, n_moves,
-                      bug, check):
+def pydt_branch_moves(rng, parent, log1m_t, X, params, n_moves, check):
     """``n_moves`` collapse-or-expand Metropolis-Hastings-Green moves (module docstring),
     in place on a valid tree ``(parent, log1m_t)`` (as :func:`custom_ops.pydt.sweep.
     pydt_sweep`; parameters in range, see :func:`custom_ops.pydt.sweep.
@@ -408,15 +416,12 @@ def pydt_branch_moves(rng, parent, log1m_t, X, c, theta, alpha, sigma2, beta, n_
     rng : numpy.random.Generator
     parent, log1m_t : int64 (2n - 1,), float64 (n - 1,) arrays, edited in place
     X : (n, D) float64 array (``D = 0``: the prior alone)
-    c, theta, alpha, sigma2 : float
-    beta : float
-        Inverse temperature in [0, 1] of the likelihood (module docstring); 1 for the
-        posterior.
+    params : custom_ops.pydt.messages.PYDTParameters
+        ``(c, theta, alpha, sigma2, beta)``, floats; ``beta`` in [0, 1] the inverse
+        temperature of the likelihood (module docstring), 1 for the posterior.
     n_moves : int
         A fixed count (a count read off the current tree would not leave the posterior
         invariant).
-    bug : int
-        0 for the correct move (1, 2: the tests' planted-bug twins, module docstring).
     check : bool
         Compare the change of the log density each ratio uses, and the cached total
         after each move, with :func:`custom_ops.pydt.density.pydt_forward` (O(n D); for tests).
@@ -427,47 +432,36 @@ def pydt_branch_moves(rng, parent, log1m_t, X, c, theta, alpha, sigma2, beta, n_
         Accepted moves; the largest relative error seen with ``check`` (else 0).
     """
     n, d = X.shape
-    nn = parent.shape[0]
-    (tables, topo, mu, s, rr, ll, lp, root_box, free, free_top,
-     n_internal_box) = _state(parent, log1m_t, X, c, theta, alpha, sigma2)
-    jr, jnodes, jmu, jsc, mark = new_journal(nn, d)
-    acc = np.zeros(2)
-    kids = np.empty(n, dtype=np.int64)
-    record = np.zeros(6)
-    errs = np.zeros(1)
-    check_X = X if check else np.zeros((0, d))
+    c, theta, alpha, sigma2, beta = params
+    st = full_state(parent, log1m_t, X, c, theta, alpha, sigma2, beta)
+    jn = new_journal(parent.shape[0], d)
+    work = _Work(np.zeros(2), np.empty(n, dtype=np.int64), np.zeros(6))
+    chk = Check(X if check else np.zeros((0, d)), np.zeros(1))
     accepted = 0
     for move in range(n_moves):
-        if _branch_move(rng, topo, log1m_t, n, mu, s, rr, ll, lp, sigma2, tables, c,
-                        root_box, free, free_top, n_internal_box, jr, jnodes, jmu, jsc,
-                        mark, move, acc, kids, bug, np.bool_(False), record, check_X, theta,
-                        alpha, errs, beta):
+        if _branch_move(rng, st, jn, work, move, np.bool_(False), chk):
             accepted += 1
         if check:
             ref_p, ref_l = pydt_forward(parent, log1m_t, X, c, theta, alpha, sigma2)
-            tp, tl = cached_total(topo, n, ll, lp, root_box[0], log1m_t, mu, s, sigma2)
+            tp, tl = cached_total(st)
             err = (abs(ref_p - tp) / (1.0 + abs(ref_p))
                    + abs(ref_l - tl) / (1.0 + abs(ref_l)))
-            if not err <= errs[0]:
-                errs[0] = err
-    return accepted, errs[0]
+            if not err <= chk.errs[0]:
+                chk.errs[0] = err
+    return accepted, chk.errs[0]
 
 
 @njit_exact_numpy
-def propose_branch_move(rng, parent, log1m_t, X, c, theta, alpha, sigma2, beta, bug):
+def propose_branch_move(rng, parent, log1m_t, X, params):
     """One collapse-or-expand proposal, kept whatever its ratio (for the tests: the tree
-    is left as proposed), its ratio at inverse temperature ``beta``. Returns ``(kind,
-    v, u, log_ratio, log_q_forward, log_q_reverse)``: ``kind`` :data:`COLLAPSE` (``v``
-    merged into ``u``, its slot freed), :data:`EXPAND` (new node ``v`` below ``u``) or
-    :data:`VOID`."""
+    is left as proposed), its ratio at the inverse temperature ``params.beta``. Returns
+    ``(kind, v, u, log_ratio, log_q_forward, log_q_reverse)``: ``kind`` :data:`COLLAPSE`
+    (``v`` merged into ``u``, its slot freed), :data:`EXPAND` (new node ``v`` below
+    ``u``) or :data:`VOID`."""
     n, d = X.shape
-    nn = parent.shape[0]
-    (tables, topo, mu, s, rr, ll, lp, root_box, free, free_top,
-     n_internal_box) = _state(parent, log1m_t, X, c, theta, alpha, sigma2)
-    jr, jnodes, jmu, jsc, mark = new_journal(nn, d)
-    record = np.zeros(6)
-    _branch_move(rng, topo, log1m_t, n, mu, s, rr, ll, lp, sigma2, tables, c, root_box,
-                 free, free_top, n_internal_box, jr, jnodes, jmu, jsc, mark, np.int64(0),
-                 np.zeros(2), np.empty(n, dtype=np.int64), bug, np.bool_(True), record,
-                 np.zeros((0, d)), theta, alpha, np.zeros(1), beta)
-    return record
+    c, theta, alpha, sigma2, beta = params
+    st = full_state(parent, log1m_t, X, c, theta, alpha, sigma2, beta)
+    work = _Work(np.zeros(2), np.empty(n, dtype=np.int64), np.zeros(6))
+    _branch_move(rng, st, new_journal(parent.shape[0], d), work, np.int64(0), np.bool_(True),
+                 Check(np.zeros((0, d)), np.zeros(1)))
+    return work.record

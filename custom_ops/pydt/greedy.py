@@ -14,6 +14,7 @@ from custom_ops.jit import njit_exact_numpy
 from custom_ops.pydt.messages import (
     EDGE,
     NODE,
+    PYDTState,
     attach,
     detach,
     journal,
@@ -26,7 +27,7 @@ from custom_ops.pydt.messages import (
     refresh_path,
     refresh_prior,
     restore,
-    root_term,
+    state_root_term,
 )
 
 # @njit_exact_numpy, as custom_ops.pydt.messages: a NaN or infinite density is rejected,
@@ -36,31 +37,28 @@ __all__ = ["pydt_greedy"]
 
 
 @njit_exact_numpy
-def _greedy_try(x, mode, anchor, l_new, topo, lt, n, mu, s, rr, ll, lp, sigma2, tables, c,
-                root_box, free, free_top, jr, jnodes, jmu, jsc, mark, stamp, keep):
+def _greedy_try(x, mode, anchor, l_new, st, jn, stamp, keep):
     """Attach leaf ``x`` at a candidate position and return the change of the log joint;
     undone unless ``keep``."""
-    root_before = root_box[0]
-    root_term_before = root_term(root_before, lt, n, mu, s, sigma2)
+    root_before = st.root[0]
+    root_term_before = state_root_term(st, root_before)
     acc = np.zeros(2)
-    jr[0] = 0
+    jn.length[0] = 0
     slot = -1
     if mode == EDGE:
-        free_top[0] -= 1
-        slot = free[free_top[0]]
-        journal(slot, jr, jnodes, jmu, jsc, mark, stamp, mu, s, ll, lp)
-    start = attach(x, mode, anchor, l_new, slot, topo, lt, n, root_box)
+        st.free_top[0] -= 1
+        slot = st.free[st.free_top[0]]
+        journal(slot, jn, stamp, st.mu, st.s, st.ll, st.lp)
+    start = attach(x, mode, anchor, l_new, slot, st)
     if mode == EDGE:
-        refresh_prior(anchor, topo, lt, n, mu, s, ll, lp, tables, c, acc, jr, jnodes, jmu,
-                       jsc, mark, stamp, True)
-    refresh_path(start, topo, lt, n, mu, s, rr, ll, lp, sigma2, tables, c, True, acc, jr,
-                  jnodes, jmu, jsc, mark, stamp, True)
-    delta = acc[0] + acc[1] + root_term(root_box[0], lt, n, mu, s, sigma2) - root_term_before
+        refresh_prior(anchor, st, acc, jn, stamp, True)
+    refresh_path(start, st, True, acc, jn, stamp, True)
+    delta = acc[0] + acc[1] + state_root_term(st, st.root[0]) - root_term_before
     if not keep:
-        detach(x, topo, lt, n, root_box, free, free_top)
-        restore(jr, jnodes, jmu, jsc, mu, s, ll, lp)
-        root_box[0] = root_before
-    jr[0] = 0
+        detach(x, st)
+        restore(jn, st)
+        st.root[0] = root_before
+    jn.length[0] = 0
     return delta
 
 
@@ -102,11 +100,13 @@ def pydt_greedy(parent, log1m_t, X, order, c, theta, alpha, sigma2):
     for v in range(nn - 1, n - 1, -1):
         free[free_top[0]] = v
         free_top[0] += 1
-    jr, jnodes, jmu, jsc, mark = new_journal(nn, d)
+    jn = new_journal(nn, d)
     path = np.empty(nn, dtype=np.int64)
     # two leaves under a root halfway in log(1 - t) of their expected divergence
     free_top[0] -= 1
     root = free[free_top[0]]
+    st = PYDTState(topo, log1m_t, mu, s, rr, ll, lp, np.array([root]), free, free_top,
+                   np.array([1]), n, c, theta, alpha, sigma2, tables, 1.0)
     parent[root] = -1
     link(order[0], root, topo)
     link(order[1], root, topo)
@@ -114,7 +114,6 @@ def pydt_greedy(parent, log1m_t, X, order, c, theta, alpha, sigma2):
     log1m_t[root - n] = -math.log(2.0)
     ll[root] = node_likelihood(root, topo, log1m_t, n, mu, s, rr, sigma2)
     lp[root] = node_prior(root, topo, log1m_t, n, tables, c)
-    root_box = np.array([root])
     stamp = 0
     for k in range(2, n):
         x = order[k]
@@ -149,9 +148,7 @@ def pydt_greedy(parent, log1m_t, X, order, c, theta, alpha, sigma2):
                 if mode == NODE and v < n:
                     continue
                 stamp += 1
-                val = _greedy_try(x, mode, v, l_mid, topo, log1m_t, n, mu, s, rr, ll, lp,
-                                  sigma2, tables, c, root_box, free, free_top, jr, jnodes,
-                                  jmu, jsc, mark, stamp, np.bool_(False))
+                val = _greedy_try(x, mode, v, l_mid, st, jn, stamp, np.bool_(False))
                 if val > best:
                     best = val
                     best_mode = mode
@@ -162,7 +159,6 @@ def pydt_greedy(parent, log1m_t, X, order, c, theta, alpha, sigma2):
         stamp += 1
         # int()/np.bool_(): plain run-time types, so both calls share one compile of
         # _greedy_try instead of one per Literal constant
-        _greedy_try(x, int(best_mode), int(best_anchor), best_l, topo, log1m_t, n, mu, s, rr,
-                    ll, lp, sigma2, tables, c, root_box, free, free_top, jr, jnodes, jmu, jsc,
-                    mark, stamp, np.bool_(True))
+        _greedy_try(x, int(best_mode), int(best_anchor), best_l, st, jn, stamp,
+                    np.bool_(True))
     return stamp - (n - 2)

@@ -24,14 +24,20 @@ The tree is ``topo = (parent, first, next, prev, n_children, n_below)``: the par
 vector of :mod:`custom_ops.trees.diffusion` plus doubly linked child lists and
 leaf counts. Internal node slots: an edit that frees a slot pushes it on a stack and a
 new node takes the top one; slot numbers are labels the density does not depend on.
-These are Numba kernels for those two modules, not a user API.
+These are Numba kernels for those two modules, not a user API. The kernels pass the
+state as :class:`PYDTState` (a Numba structref: the tree, its cached terms and the
+model's constants, passed as one pointer) and :class:`Journal` (a named tuple: the
+values a proposal saved).
 """
 
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import numpy as np
+from numba.core import types
+from numba.experimental import structref
 
 from custom_ops.jit import njit_exact_numpy
 from custom_ops.pydt.ops import edge_length, h_table
@@ -41,6 +47,12 @@ __all__ = [
     "EDGE",
     "MIN_VARIANCE",
     "NODE",
+    "STATE_FIELDS",
+    "Check",
+    "Journal",
+    "PYDTParameters",
+    "PYDTState",
+    "PYDTStateType",
     "add_leaf_count",
     "attach",
     "cached_total",
@@ -59,6 +71,7 @@ __all__ = [
     "refresh_prior",
     "restore",
     "root_term",
+    "state_root_term",
     "unlink",
 ]
 
@@ -73,6 +86,73 @@ EDGE = 0
 NODE = 1
 
 
+@structref.register
+class PYDTStateType(types.StructRef):
+    """Numba type of :class:`PYDTState` (a struct passed by reference)."""
+
+    def preprocess_fields(self, fields):
+        return tuple((name, types.unliteral(typ)) for name, typ in fields)
+
+
+#: The fields of :class:`PYDTState`, in the order its constructor takes them: the tree
+#: ``topo = (parent, first, next, prev, n_children, n_below)``; ``lt``, log(1 - t) of the
+#: internal slots (``lt[v - n]``); the upward messages' means ``mu`` (slots, D) and
+#: variances ``s``; ``rr``, each node's variance ``s + sigma2 * edge length`` as its
+#: parent last saw it; the likelihood and prior terms ``ll``, ``lp``; the root's slot
+#: ``root``, the stack of free internal slots ``free`` and its height ``free_top``, the
+#: number of internal nodes in use ``n_internal`` (1-element arrays, edited in place);
+#: the model's ``n``, ``c``, ``theta``, ``alpha``, ``sigma2`` and ``tables``
+#: (:func:`prior_tables` of ``n``, ``theta``, ``alpha``); the inverse temperature
+#: ``beta`` of the likelihood in the samplers' target ``p(T) p(X | T)^beta``.
+STATE_FIELDS = ("topo", "lt", "mu", "s", "rr", "ll", "lp", "root", "free", "free_top",
+                "n_internal", "n", "c", "theta", "alpha", "sigma2", "tables", "beta")
+
+
+class PYDTState(structref.StructRefProxy):
+    """A tree, its cached messages and terms (module docstring), and the model's constants
+    they were computed with (:data:`STATE_FIELDS`). A Numba structref: kernels pass it as
+    one pointer, however many arrays it holds; the arrays are edited in place."""
+
+    def __new__(cls, *fields):
+        return structref.StructRefProxy.__new__(cls, *fields)
+
+
+structref.define_proxy(PYDTState, PYDTStateType, list(STATE_FIELDS))
+
+
+class PYDTParameters(NamedTuple):
+    """The model's parameters and the inverse temperature ``beta`` in [0, 1] of the
+    likelihood (1: the posterior), as the samplers' entry kernels take them (floats)."""
+
+    c: float
+    theta: float
+    alpha: float
+    sigma2: float
+    beta: float = 1.0
+
+
+class Check(NamedTuple):
+    """What a sampler compares its cached log density with, for the tests: the data
+    ``X`` for the full recursion (no rows: no comparison) and the largest relative error
+    seen (``errs[0]``)."""
+
+    X: np.ndarray
+    errs: np.ndarray
+
+
+class Journal(NamedTuple):
+    """The cached values of the nodes a proposal changed (:func:`journal`,
+    :func:`restore`): how many, which nodes, their messages and ``(s, ll, lp)``, and per
+    slot the stamp of the proposal that last saved it (a node is saved once per
+    proposal)."""
+
+    length: np.ndarray
+    nodes: np.ndarray
+    messages: np.ndarray
+    scalars: np.ndarray
+    mark: np.ndarray
+
+
 @njit_exact_numpy
 def log1m_time(lt, n, v):
     """log(1 - t_v); -inf at a leaf (t = 1)."""
@@ -84,7 +164,13 @@ def log1m_time(lt, n, v):
 @njit_exact_numpy
 def node_likelihood(v, topo, lt, n, mu, s, rr, sigma2):
     """Recompute the upward message (mu[v], s[v]) of internal node ``v`` from its
-    children's and return its likelihood term (digest §3.9)."""
+    children's and return its likelihood term (digest §3.9).
+
+    This and the other per-node kernels (:func:`node_prior`, :func:`root_term`,
+    :func:`journal`) take the arrays they read rather than a :class:`PYDTState`: they run
+    once per node of a path, and taking each array out of the state there costs the
+    sweep about a third of its time (reference counts); their callers take it out once.
+    """
     first = topo[1]
     nxt = topo[2]
     nch = topo[4]
@@ -240,10 +326,11 @@ def free_slots(parent, n):
 
 
 @njit_exact_numpy
-def detach(v, topo, lt, n, root_box, free, free_top):
+def detach(v, st):
     """Cut the subtree under ``v`` off (as DiffusionTree.detach). Returns ``(mode, anchor,
     l_old, freed_slot, start)``: where it was, the slot freed (or -1) and the lowest
     node whose message changed (-1 if only the root changed)."""
+    topo, lt, n, free, free_top = st.topo, st.lt, st.n, st.free, st.free_top
     parent = topo[0]
     first = topo[1]
     nch = topo[4]
@@ -264,7 +351,7 @@ def detach(v, topo, lt, n, root_box, free, free_top):
         link(s, pp, topo)
     else:
         parent[s] = -1
-        root_box[0] = s
+        st.root[0] = s
     parent[p] = -2
     lt[p - n] = 0.0
     nb[p] = 0
@@ -274,10 +361,11 @@ def detach(v, topo, lt, n, root_box, free, free_top):
 
 
 @njit_exact_numpy
-def attach(v, mode, anchor, l_new, slot, topo, lt, n, root_box):
+def attach(v, mode, anchor, l_new, slot, st):
     """Hang the detached subtree ``v`` at ``anchor``: as a child of the node, or under the
     new node ``slot`` at ``l_new`` on the edge above it. Returns the lowest node whose
     message changed."""
+    topo, lt, n = st.topo, st.lt, st.n
     parent = topo[0]
     first = topo[1]
     nxt = topo[2]
@@ -300,7 +388,7 @@ def attach(v, mode, anchor, l_new, slot, topo, lt, n, root_box):
         parent[w] = -1
         prv[w] = -1
         nxt[w] = -1
-        root_box[0] = w
+        st.root[0] = w
     link(anchor, w, topo)
     link(v, w, topo)
     lt[w - n] = l_new
@@ -311,50 +399,54 @@ def attach(v, mode, anchor, l_new, slot, topo, lt, n, root_box):
 
 @njit_exact_numpy
 def new_journal(nn, d):
-    """Empty journal for :func:`journal` / :func:`restore` over ``nn`` node slots in ``d``
-    dimensions: ``(length, nodes, messages, scalars, mark)``; ``mark[v]`` is the stamp of
-    the proposal that last journalled ``v`` (so a node is saved once per proposal)."""
-    return (np.zeros(1, dtype=np.int64), np.empty(nn, dtype=np.int64), np.empty((nn, d)),
-            np.empty((nn, 3)), np.full(nn, -1, dtype=np.int64))
+    """Empty :class:`Journal` over ``nn`` node slots in ``d`` dimensions."""
+    return Journal(np.zeros(1, dtype=np.int64), np.empty(nn, dtype=np.int64),
+                   np.empty((nn, d)), np.empty((nn, 3)), np.full(nn, -1, dtype=np.int64))
 
 
 @njit_exact_numpy
-def journal(v, jr, jnodes, jmu, jsc, mark, stamp, mu, s, ll, lp):
+def journal(v, jn, stamp, mu, s, ll, lp):
     """Save node ``v``'s cached values once per move (restored if the move is rejected)."""
+    mark = jn.mark
     if v < 0 or mark[v] == stamp:
         return
     mark[v] = stamp
-    k = jr[0]
-    jnodes[k] = v
+    k = jn.length[0]
+    jn.nodes[k] = v
+    messages = jn.messages
     for j in range(mu.shape[1]):
-        jmu[k, j] = mu[v, j]
-    jsc[k, 0] = s[v]
-    jsc[k, 1] = ll[v]
-    jsc[k, 2] = lp[v]
-    jr[0] = k + 1
+        messages[k, j] = mu[v, j]
+    scalars = jn.scalars
+    scalars[k, 0] = s[v]
+    scalars[k, 1] = ll[v]
+    scalars[k, 2] = lp[v]
+    jn.length[0] = k + 1
 
 
 @njit_exact_numpy
-def restore(jr, jnodes, jmu, jsc, mu, s, ll, lp):
-    for k in range(jr[0] - 1, -1, -1):
-        v = jnodes[k]
+def restore(jn, st):
+    mu = st.mu
+    for k in range(jn.length[0] - 1, -1, -1):
+        v = jn.nodes[k]
         for j in range(mu.shape[1]):
-            mu[v, j] = jmu[k, j]
-        s[v] = jsc[k, 0]
-        ll[v] = jsc[k, 1]
-        lp[v] = jsc[k, 2]
-    jr[0] = 0
+            mu[v, j] = jn.messages[k, j]
+        st.s[v] = jn.scalars[k, 0]
+        st.ll[v] = jn.scalars[k, 1]
+        st.lp[v] = jn.scalars[k, 2]
+    jn.length[0] = 0
 
 
 @njit_exact_numpy
-def refresh_path(u, topo, lt, n, mu, s, rr, ll, lp, sigma2, tables, c, prior_too, acc,
-                  jr, jnodes, jmu, jsc, mark, stamp, use_journal):
+def refresh_path(u, st, prior_too, acc, jn, stamp, use_journal):
     """Recompute the likelihood terms (and, with ``prior_too``, the prior terms) of ``u``
-    and its ancestors; add the changes to ``acc = [d log prior, d log lik]``."""
+    and its ancestors; add the changes to ``acc = [d log prior, d log lik]`` (saving the
+    old values in ``jn`` under ``stamp`` first, with ``use_journal``)."""
+    topo, lt, n, mu, s, rr, ll, lp = st.topo, st.lt, st.n, st.mu, st.s, st.rr, st.ll, st.lp
+    sigma2, tables, c = st.sigma2, st.tables, st.c
     parent = topo[0]
     while u >= 0:
         if use_journal:
-            journal(u, jr, jnodes, jmu, jsc, mark, stamp, mu, s, ll, lp)
+            journal(u, jn, stamp, mu, s, ll, lp)
         new = node_likelihood(u, topo, lt, n, mu, s, rr, sigma2)
         acc[1] += new - ll[u]
         ll[u] = new
@@ -366,21 +458,22 @@ def refresh_path(u, topo, lt, n, mu, s, rr, ll, lp, sigma2, tables, c, prior_too
 
 
 @njit_exact_numpy
-def refresh_prior(v, topo, lt, n, mu, s, ll, lp, tables, c, acc, jr, jnodes, jmu, jsc,
-                   mark, stamp, use_journal):
-    if v < n:
+def refresh_prior(v, st, acc, jn, stamp, use_journal):
+    if v < st.n:
         return
+    lp = st.lp
     if use_journal:
-        journal(v, jr, jnodes, jmu, jsc, mark, stamp, mu, s, ll, lp)
-    newp = node_prior(v, topo, lt, n, tables, c)
+        journal(v, jn, stamp, st.mu, st.s, st.ll, lp)
+    newp = node_prior(v, st.topo, st.lt, st.n, st.tables, st.c)
     acc[0] += newp - lp[v]
     lp[v] = newp
 
 
 @njit_exact_numpy
-def clear_node(v, n, mu, s, ll, lp, acc, jr, jnodes, jmu, jsc, mark, stamp):
+def clear_node(v, st, acc, jn, stamp):
     """A freed slot contributes nothing."""
-    journal(v, jr, jnodes, jmu, jsc, mark, stamp, mu, s, ll, lp)
+    ll, lp = st.ll, st.lp
+    journal(v, jn, stamp, st.mu, st.s, ll, lp)
     acc[0] -= lp[v]
     acc[1] -= ll[v]
     lp[v] = 0.0
@@ -388,10 +481,13 @@ def clear_node(v, n, mu, s, ll, lp, acc, jr, jnodes, jmu, jsc, mark, stamp):
 
 
 @njit_exact_numpy
-def full_state(parent, lt, X, c, sigma2, tables):
-    """Linked children, leaf counts and every node's cached message and terms."""
+def full_state(parent, lt, X, c, theta, alpha, sigma2, beta):
+    """The :class:`PYDTState` of the valid tree ``(parent, lt)`` (arrays kept, edited in
+    place by the moves) for the target at inverse temperature ``beta``: linked children,
+    leaf counts, free slots and every node's cached message and terms."""
     n, d = X.shape
     nn = parent.shape[0]
+    tables = prior_tables(n, theta, alpha)
     structure = diffusion_tree_structure(parent, lt, n)
     order = structure[1]
     n_below = structure[4]
@@ -412,22 +508,32 @@ def full_state(parent, lt, X, c, sigma2, tables):
     rr = np.zeros(nn)
     ll = np.zeros(nn)
     lp = np.zeros(nn)
+    free, free_top, n_internal = free_slots(parent, n)
+    st = PYDTState(topo, lt, mu, s, rr, ll, lp, np.array([order[0]]), free, free_top,
+                   np.array([n_internal]), n, c, theta, alpha, sigma2, tables, beta)
     for q in range(order.shape[0] - 1, -1, -1):
         v = order[q]
         if v >= n:
             ll[v] = node_likelihood(v, topo, lt, n, mu, s, rr, sigma2)
             lp[v] = node_prior(v, topo, lt, n, tables, c)
-    root = order[0]
-    return topo, mu, s, rr, ll, lp, root
+    return st
 
 
 @njit_exact_numpy
-def cached_total(topo, n, ll, lp, root, lt, mu, s, sigma2):
-    parent = topo[0]
+def cached_total(st):
+    """(log prior, log likelihood) of the tree from the cached terms."""
+    parent = st.topo[0]
+    n, ll, lp = st.n, st.ll, st.lp
     tp = 0.0
     tl = 0.0
     for v in range(n, parent.shape[0]):
         if parent[v] != -2:
             tp += lp[v]
             tl += ll[v]
-    return tp, tl + root_term(root, lt, n, mu, s, sigma2)
+    return tp, tl + state_root_term(st, st.root[0])
+
+
+@njit_exact_numpy
+def state_root_term(st, root):
+    """:func:`root_term` at node ``root`` of the tree of ``st``."""
+    return root_term(root, st.lt, st.n, st.mu, st.s, st.sigma2)

@@ -11,8 +11,10 @@ generative process on the rest (restarted until it diverges before the subtree's
 at most 200 tries, else the move is void), the full Metropolis-Hastings ratio with the
 proposal densities and the ratio of the numbers of subtrees; then every divergence time
 slice-sampled (Neal 2003, stepping out and shrinkage) in ``log(1 - t)`` with its
-Jacobian, in a random order. The ``exact_ratio``, ``proposal_ratio`` and
-``time_jacobian`` flags exist only for the planted-bug twins of the tests.
+Jacobian, in a random order. The Metropolis-Hastings log ratio (:func:`mh_log_ratio`)
+and the Jacobian of the times (:func:`log_time_jacobian`) are kernels of their own: the
+tests' planted-bug twins are this sweep compiled with one of them replaced
+(``tests/helpers/twin_kernels.py``).
 
 Power posteriors: the sweep targets ``p(T) p(X | T)^beta`` for an inverse temperature
 ``beta`` in [0, 1] (``beta = 1``: the posterior). The prior ``p(T)`` and the likelihood
@@ -36,22 +38,22 @@ from custom_ops.jit import njit_exact_numpy
 from custom_ops.pydt.messages import (
     EDGE,
     NODE,
+    Check,
     attach,
     cached_total,
     clear_node,
     detach,
-    free_slots,
     full_state,
     journal,
     log1m_time,
     new_journal,
     node_likelihood,
     node_prior,
-    prior_tables,
     refresh_path,
     refresh_prior,
     restore,
     root_term,
+    state_root_term,
 )
 from custom_ops.pydt.ops import choose_branch, parameter_code, pydt_forward
 from custom_ops.trees.diffusion import diffusion_tree_structure
@@ -59,7 +61,7 @@ from custom_ops.trees.diffusion import diffusion_tree_structure
 # @njit_exact_numpy, as custom_ops.pydt.messages: a NaN or infinite density is rejected,
 # not raised
 
-__all__ = ["pydt_sweep", "sweep_inputs_valid"]
+__all__ = ["log_time_jacobian", "mh_log_ratio", "pydt_sweep", "sweep_inputs_valid"]
 
 _MAX_TRIES = 200
 _MAX_SHRINK = 200
@@ -69,14 +71,17 @@ _FAIL = 2
 
 
 @njit_exact_numpy
-def _sample_attach(rng, root, topo, lt, n, l_limit, c, theta, alpha, rate):
-    """The generative process for one new point on the tree under ``root`` (Eqs.
+def _sample_attach(rng, st, l_limit):
+    """The generative process for one new point on the tree under ``st``'s root (Eqs.
     4.9-4.11), restarted until it diverges before ``log(1 - t) = l_limit``; as
     pp_models.pydt.attach.sample_attach. Returns ``(mode, anchor, log1m_t)``."""
-    first = topo[1]
-    nxt = topo[2]
-    nch = topo[4]
-    nb = topo[5]
+    first = st.topo[1]
+    nxt = st.topo[2]
+    nch = st.topo[4]
+    nb = st.topo[5]
+    lt, n, c, theta, alpha = st.lt, st.n, st.c, st.theta, st.alpha
+    root = st.root[0]
+    rate = st.tables[4]
     u_limit = -l_limit
     for _ in range(_MAX_TRIES):
         v = root
@@ -100,13 +105,16 @@ def _sample_attach(rng, root, topo, lt, n, l_limit, c, theta, alpha, rate):
 
 
 @njit_exact_numpy
-def _log_attach_density(root, topo, lt, n, mode, anchor, l_attach, c, theta, alpha,
-                        rate, path):
+def _log_attach_density(st, mode, anchor, l_attach, path):
     """log density (in t) of the generative process placing one point at ``(mode,
-    anchor, l_attach)``; as pp_models.pydt.attach.log_attach_density."""
-    parent = topo[0]
-    nch = topo[4]
-    nb = topo[5]
+    anchor, l_attach)`` on the tree under ``st``'s root; as
+    pp_models.pydt.attach.log_attach_density (``path``: workspace)."""
+    parent = st.topo[0]
+    nch = st.topo[4]
+    nb = st.topo[5]
+    lt, n, c, theta, alpha = st.lt, st.n, st.c, st.theta, st.alpha
+    root = st.root[0]
+    rate = st.tables[4]
     k = 0
     u = anchor
     while True:
@@ -134,14 +142,15 @@ def _log_attach_density(root, topo, lt, n, mode, anchor, l_attach, c, theta, alp
 
 
 @njit_exact_numpy
-def _slice_eval(x, v, topo, lt, n, mu, s, rr, ll, lp, sigma2, tables, c, root_box, lo, hi,
-                beta):
+def _slice_eval(x, v, st, lo, hi):
     """Move the caches to ``log(1 - t_v) = x`` and return the tempered sum of the terms
     that depend on it: the edge factors of ``v``'s internal children and ``v``'s prior
     term, plus ``beta`` times ``v``'s and its ancestors' likelihood terms and the root
     term (-inf, with nothing changed, outside the open interval (lo, hi))."""
     if not (lo < x < hi):
         return -np.inf
+    topo, lt, n, mu, s, rr, ll, lp = st.topo, st.lt, st.n, st.mu, st.s, st.rr, st.ll, st.lp
+    sigma2, tables, c = st.sigma2, st.tables, st.c
     parent = topo[0]
     first = topo[1]
     nxt = topo[2]
@@ -161,35 +170,54 @@ def _slice_eval(x, v, topo, lt, n, mu, s, rr, ll, lp, sigma2, tables, c, root_bo
         ll[u] = node_likelihood(u, topo, lt, n, mu, s, rr, sigma2)
         lik += ll[u]
         u = parent[u]
-    lik += root_term(root_box[0], lt, n, mu, s, sigma2)
+    lik += root_term(st.root[0], lt, n, mu, s, sigma2)
     if not math.isfinite(lik):
         return -np.inf if not lik > 0 else lik
-    return total + beta * lik
+    return total + st.beta * lik
 
 
 @njit_exact_numpy
-def _check_value(value, lt, parent, check_X, c, theta, alpha, sigma2, beta, errs):
-    """With ``check``: compare a tempered log density the sampler is about to use with
-    the full recursion on the current tree (largest relative error kept in ``errs[0]``)."""
-    if check_X.shape[0] == 0 or not math.isfinite(value):
+def _check_value(value, st, chk):
+    """With a :class:`~custom_ops.pydt.messages.Check` holding data: compare a tempered
+    log density the sampler is about to use with the full recursion on the current tree
+    (largest relative error kept in ``chk.errs[0]``)."""
+    if chk.X.shape[0] == 0 or not math.isfinite(value):
         return value
-    ref_p, ref_l = pydt_forward(parent, lt, check_X, c, theta, alpha, sigma2)
-    err = abs(ref_p + beta * ref_l - value) / (1.0 + abs(ref_p) + abs(ref_l))
-    if not err <= errs[0]:
-        errs[0] = err
+    ref_p, ref_l = pydt_forward(st.topo[0], st.lt, chk.X, st.c, st.theta, st.alpha,
+                                st.sigma2)
+    err = abs(ref_p + st.beta * ref_l - value) / (1.0 + abs(ref_p) + abs(ref_l))
+    if not err <= chk.errs[0]:
+        chk.errs[0] = err
     return value
 
 
 @njit_exact_numpy
-def _slice_time(rng, v, topo, lt, n, mu, s, rr, ll, lp, sigma2, tables, c, tot,
-                root_box, jac, beta, check_X, theta, alpha, errs):
-    """Slice-sample log(1 - t_v) as inference.gibbs.pydt.slice_time (Neal 2003) from the
-    power posterior at ``beta``. The target at ``x`` is ``tot - base + _slice_eval(x) +
-    jac x`` (``tot`` tempered: ``tot[0] + beta tot[1]``) with ``base`` the changed terms
-    at the current value, so repeated evaluations do not accumulate rounding."""
-    parent = topo[0]
-    first = topo[1]
-    nxt = topo[2]
+def mh_log_ratio(d_log_prior, d_log_lik, n_before, n_after, log_q_old, log_q_new):
+    """Log Metropolis-Hastings ratio of a detach-and-reattach move (module docstring of
+    ``inference.gibbs.pydt``): the change of the log prior and log likelihood, the ratio
+    of the numbers of subtrees to choose from, and the proposal densities
+    ``g_R(old) / g_R(new)``."""
+    return (d_log_prior + d_log_lik + math.log(n_before) - math.log(n_after)
+            + log_q_old - log_q_new)
+
+
+@njit_exact_numpy
+def log_time_jacobian(l):
+    """``log |dt/dl|`` at ``l = log(1 - t)``: the density is in ``t`` and the slice
+    sampler moves ``l`` (``dt/dl = -(1 - t) = -exp(l)``)."""
+    return l
+
+
+@njit_exact_numpy
+def _slice_time(rng, v, st, tot, chk):
+    """Slice-sample log(1 - t_v) (Neal 2003) from the power posterior at ``st.beta``. The
+    target at ``x`` is ``tot - base + _slice_eval(x) + log_time_jacobian(x)`` (``tot``
+    tempered: ``tot[0] + beta tot[1]``) with ``base`` the changed terms at the current
+    value, so repeated evaluations do not accumulate rounding."""
+    parent = st.topo[0]
+    first = st.topo[1]
+    nxt = st.topo[2]
+    lt, n, ll, lp = st.lt, st.n, st.ll, st.lp
     p = parent[v]
     hi = 0.0 if p < 0 else lt[p - n]
     lo = -np.inf
@@ -201,16 +229,17 @@ def _slice_time(rng, v, topo, lt, n, mu, s, rr, ll, lp, sigma2, tables, c, tot,
             if lt[w - n] > lo:
                 lo = lt[w - n]
         w = nxt[w]
+    beta = st.beta
     base_lik = 0.0
     u = v
     while u >= 0:
         base_lik += ll[u]
         u = parent[u]
-    base_lik += root_term(root_box[0], lt, n, mu, s, sigma2)
+    base_lik += state_root_term(st, st.root[0])
     base += beta * base_lik
     rest = tot[0] + beta * tot[1] - base
     x0 = lt[v - n]
-    f0 = tot[0] + beta * tot[1] + jac * x0
+    f0 = tot[0] + beta * tot[1] + log_time_jacobian(x0)
     if not math.isfinite(f0):
         return
     log_y = f0 + math.log(rng.random())
@@ -223,26 +252,20 @@ def _slice_time(rng, v, topo, lt, n, mu, s, rr, ll, lp, sigma2, tables, c, tot,
         right = min(left + width, hi)
         j = int(_MAX_STEPS * rng.random())
         kk = _MAX_STEPS - 1 - j
-        while j > 0 and jac * left + _check_value(rest + _slice_eval(
-            left, v, topo, lt, n, mu, s, rr, ll, lp, sigma2, tables, c, root_box, lo, hi,
-            beta,
-        ), lt, parent, check_X, c, theta, alpha, sigma2, beta, errs) > log_y:
+        while j > 0 and log_time_jacobian(left) + _check_value(
+                rest + _slice_eval(left, v, st, lo, hi), st, chk) > log_y:
             left -= width
             j -= 1
-        while kk > 0 and right < hi and jac * right + _check_value(rest + _slice_eval(
-            right, v, topo, lt, n, mu, s, rr, ll, lp, sigma2, tables, c, root_box, lo, hi,
-            beta,
-        ), lt, parent, check_X, c, theta, alpha, sigma2, beta, errs) > log_y:
+        while kk > 0 and right < hi and log_time_jacobian(right) + _check_value(
+                rest + _slice_eval(right, v, st, lo, hi), st, chk) > log_y:
             right = min(right + width, hi)
             kk -= 1
     for _ in range(_MAX_SHRINK):
         x1 = left + (right - left) * rng.random()
         if not lo < x1 < hi:
             continue
-        f1 = jac * x1 + _check_value(
-            rest + _slice_eval(x1, v, topo, lt, n, mu, s, rr, ll, lp, sigma2, tables, c,
-                               root_box, lo, hi, beta),
-            lt, parent, check_X, c, theta, alpha, sigma2, beta, errs)
+        f1 = log_time_jacobian(x1) + _check_value(rest + _slice_eval(x1, v, st, lo, hi),
+                                                  st, chk)
         if f1 > log_y:
             return
         if x1 < x0:
@@ -250,13 +273,11 @@ def _slice_time(rng, v, topo, lt, n, mu, s, rr, ll, lp, sigma2, tables, c, tot,
         else:
             right = x1
     # the bracket collapsed in floating point without hitting the slice: stay put
-    _slice_eval(x0, v, topo, lt, n, mu, s, rr, ll, lp, sigma2, tables, c, root_box, lo, hi,
-                beta)
+    _slice_eval(x0, v, st, lo, hi)
 
 
 @njit_exact_numpy
-def pydt_sweep(rng, parent, log1m_t, X, c, theta, alpha, sigma2, beta, n_moves,
-               slice_times, exact_ratio, proposal_ratio, time_jacobian, check):
+def pydt_sweep(rng, parent, log1m_t, X, params, n_moves, slice_times, check):
     """One sweep of the PYDT tree sampler (module docstring), in place on ``parent`` and
     ``log1m_t`` (a valid tree; see :mod:`custom_ops.trees.diffusion`).
 
@@ -265,10 +286,9 @@ def pydt_sweep(rng, parent, log1m_t, X, c, theta, alpha, sigma2, beta, n_moves,
     rng : numpy.random.Generator
     parent, log1m_t : int64 (2n - 1,), float64 (n - 1,) arrays, edited in place
     X : (n, D) float64 array
-    c, theta, alpha, sigma2 : float
-    beta : float
-        Inverse temperature in [0, 1] of the likelihood (module docstring); 1 for the
-        posterior.
+    params : custom_ops.pydt.messages.PYDTParameters
+        ``(c, theta, alpha, sigma2, beta)``, floats; ``beta`` in [0, 1] the inverse
+        temperature of the likelihood (module docstring), 1 for the posterior.
     n_moves : int
         Detach-reattach proposals; negative means ``2 n - 2``, the number of subtrees of
         a binary tree. The count must not depend on the current tree: repeating an
@@ -277,8 +297,6 @@ def pydt_sweep(rng, parent, log1m_t, X, c, theta, alpha, sigma2, beta, n_moves,
         the exact-prior test of the sweep).
     slice_times : bool
         Slice-sample every divergence time after the moves.
-    exact_ratio, proposal_ratio, time_jacobian : bool
-        True for the correct sampler (False only in the tests' planted-bug twins).
     check : bool
         Compare with :func:`custom_ops.pydt.density.pydt_forward` (O(n D) each; for tests): the
         change of the log density each Metropolis-Hastings ratio uses, every value the
@@ -294,25 +312,22 @@ def pydt_sweep(rng, parent, log1m_t, X, c, theta, alpha, sigma2, beta, n_moves,
     """
     n, d = X.shape
     nn = parent.shape[0]
-    tables = prior_tables(n, theta, alpha)
-    rate = tables[4]
-    topo, mu, s, rr, ll, lp, root = full_state(parent, log1m_t, X, c, sigma2, tables)
-    lt = log1m_t
-    root_box = np.array([root])
-    free, free_top, n_internal = free_slots(parent, n)
+    c, theta, alpha, sigma2, beta = params
+    st = full_state(parent, log1m_t, X, c, theta, alpha, sigma2, beta)
+    lt, lp = st.lt, st.lp
     tot = np.zeros(2)  # log prior, log likelihood
-    tot[0], tot[1] = cached_total(topo, n, ll, lp, root, lt, mu, s, sigma2)
+    tot[0], tot[1] = cached_total(st)
     # journal of the cached values a move changes
-    jr, jnodes, jmu, jsc, mark = new_journal(nn, d)
+    jn = new_journal(nn, d)
     path = np.empty(nn, dtype=np.int64)
     max_err = 0.0
-    errs = np.zeros(1)
-    check_X = X if check else np.zeros((0, d))
+    chk = Check(X if check else np.zeros((0, d)), np.zeros(1))
     accepted = 0
     if n_moves < 0:
         n_moves = 2 * n - 2
     acc = np.zeros(2)
     for move in range(n_moves):
+        n_internal = st.n_internal[0]
         n_before = n + n_internal - 1
         while True:
             v = int(rng.random() * nn)
@@ -321,57 +336,42 @@ def pydt_sweep(rng, parent, log1m_t, X, c, theta, alpha, sigma2, beta, n_moves,
         l_limit = log1m_time(lt, n, v)
         acc[0] = 0.0
         acc[1] = 0.0
-        jr[0] = 0
-        root_before = root_box[0]
-        root_term_before = root_term(root_before, lt, n, mu, s, sigma2)
+        jn.length[0] = 0
+        root_before = st.root[0]
+        root_term_before = state_root_term(st, root_before)
         if check:
             ref0_p, ref0_l = pydt_forward(parent, lt, X, c, theta, alpha, sigma2)
         # cut: the old parent's messages (or the new root's) change
-        mode0, anchor0, l_old, freed, start = detach(v, topo, lt, n, root_box, free,
-                                                      free_top)
+        mode0, anchor0, l_old, freed, start = detach(v, st)
         if freed >= 0:
-            clear_node(freed, n, mu, s, ll, lp, acc, jr, jnodes, jmu, jsc, mark, move)
-            refresh_prior(anchor0, topo, lt, n, mu, s, ll, lp, tables, c, acc, jr,
-                           jnodes, jmu, jsc, mark, move, True)
-        refresh_path(start, topo, lt, n, mu, s, rr, ll, lp, sigma2, tables, c, True, acc,
-                      jr, jnodes, jmu, jsc, mark, move, True)
-        journal(v, jr, jnodes, jmu, jsc, mark, move, mu, s, ll, lp)
+            clear_node(freed, st, acc, jn, move)
+            refresh_prior(anchor0, st, acc, jn, move, True)
+        refresh_path(start, st, True, acc, jn, move, True)
+        journal(v, jn, move, st.mu, st.s, st.ll, st.lp)
         if v >= n:
             acc[0] -= lp[v]
             lp[v] = 0.0
-        mode1, anchor1, l_new = _sample_attach(rng, root_box[0], topo, lt, n, l_limit, c,
-                                               theta, alpha, rate)
+        mode1, anchor1, l_new = _sample_attach(rng, st, l_limit)
         log_ratio = -np.inf
         slot = -1
         if mode1 != _FAIL:
-            log_q_new = _log_attach_density(root_box[0], topo, lt, n, mode1, anchor1,
-                                            l_new, c, theta, alpha, rate, path)
-            log_q_old = _log_attach_density(root_box[0], topo, lt, n, mode0, anchor0,
-                                            l_old, c, theta, alpha, rate, path)
+            log_q_new = _log_attach_density(st, mode1, anchor1, l_new, path)
+            log_q_old = _log_attach_density(st, mode0, anchor0, l_old, path)
             if mode1 == EDGE:
-                free_top[0] -= 1
-                slot = free[free_top[0]]
-                journal(slot, jr, jnodes, jmu, jsc, mark, move, mu, s, ll, lp)
-            start = attach(v, mode1, anchor1, l_new, slot, topo, lt, n, root_box)
+                st.free_top[0] -= 1
+                slot = st.free[st.free_top[0]]
+                journal(slot, jn, move, st.mu, st.s, st.ll, st.lp)
+            start = attach(v, mode1, anchor1, l_new, slot, st)
             if mode1 == EDGE:
-                refresh_prior(anchor1, topo, lt, n, mu, s, ll, lp, tables, c, acc, jr,
-                               jnodes, jmu, jsc, mark, move, True)
-            refresh_prior(v, topo, lt, n, mu, s, ll, lp, tables, c, acc, jr, jnodes, jmu,
-                           jsc, mark, move, True)
-            refresh_path(start, topo, lt, n, mu, s, rr, ll, lp, sigma2, tables, c, True,
-                          acc, jr, jnodes, jmu, jsc, mark, move, True)
-            new_root_term = root_term(root_box[0], lt, n, mu, s, sigma2)
+                refresh_prior(anchor1, st, acc, jn, move, True)
+            refresh_prior(v, st, acc, jn, move, True)
+            refresh_path(start, st, True, acc, jn, move, True)
+            new_root_term = state_root_term(st, st.root[0])
             acc[1] += new_root_term - root_term_before
             n_after = n + n_internal - 1 + (1 if mode1 == EDGE else 0) - (
                 1 if freed >= 0 else 0)
-            if exact_ratio:
-                log_ratio = (acc[0] + beta * acc[1] + math.log(n_before)
-                             - math.log(n_after))
-                if proposal_ratio:
-                    log_ratio += log_q_old - log_q_new
-            else:
-                # the prior-as-proposal shortcut (planted bug): likelihood ratio alone
-                log_ratio = beta * acc[1]
+            log_ratio = mh_log_ratio(acc[0], beta * acc[1], n_before, n_after, log_q_old,
+                                     log_q_new)
             if not math.isfinite(acc[0] + acc[1]):
                 log_ratio = -np.inf
             if check:
@@ -384,19 +384,20 @@ def pydt_sweep(rng, parent, log1m_t, X, c, theta, alpha, sigma2, beta, n_moves,
                         max_err = err
         if mode1 != _FAIL and math.log(rng.random()) < log_ratio:
             accepted += 1
-            tot[0], tot[1] = cached_total(topo, n, ll, lp, root_box[0], lt, mu, s, sigma2)
-            n_internal += (1 if mode1 == EDGE else 0) - (1 if freed >= 0 else 0)
+            tot[0], tot[1] = cached_total(st)
+            st.n_internal[0] = n_internal + (1 if mode1 == EDGE else 0) - (
+                1 if freed >= 0 else 0)
         else:
             # undo the structure edits (LIFO slots), then the cached values
             if mode1 != _FAIL:
-                detach(v, topo, lt, n, root_box, free, free_top)
+                detach(v, st)
             slot0 = -1
             if mode0 == EDGE:
-                free_top[0] -= 1
-                slot0 = free[free_top[0]]
-            attach(v, mode0, anchor0, l_old, slot0, topo, lt, n, root_box)
-            restore(jr, jnodes, jmu, jsc, mu, s, ll, lp)
-            root_box[0] = root_before
+                st.free_top[0] -= 1
+                slot0 = st.free[st.free_top[0]]
+            attach(v, mode0, anchor0, l_old, slot0, st)
+            restore(jn, st)
+            st.root[0] = root_before
         if check:
             ref_p, ref_l = pydt_forward(parent, lt, X, c, theta, alpha, sigma2)
             err = (abs(ref_p - tot[0]) / (1.0 + abs(ref_p))
@@ -404,7 +405,7 @@ def pydt_sweep(rng, parent, log1m_t, X, c, theta, alpha, sigma2, beta, n_moves,
             if not err <= max_err:
                 max_err = err
     if slice_times:
-        jac = 1.0 if time_jacobian else 0.0
+        n_internal = st.n_internal[0]
         internal = np.empty(n_internal, dtype=np.int64)
         k = 0
         for v in range(n, nn):
@@ -415,21 +416,20 @@ def pydt_sweep(rng, parent, log1m_t, X, c, theta, alpha, sigma2, beta, n_moves,
             j = int(rng.random() * (i + 1))
             internal[i], internal[j] = internal[j], internal[i]
         for i in range(n_internal):
-            _slice_time(rng, internal[i], topo, lt, n, mu, s, rr, ll, lp, sigma2, tables,
-                        c, tot, root_box, jac, beta, check_X, theta, alpha, errs)
+            _slice_time(rng, internal[i], st, tot, chk)
             # the total from the cached terms (O(n) scalars), not a running sum
-            tot[0], tot[1] = cached_total(topo, n, ll, lp, root_box[0], lt, mu, s, sigma2)
+            tot[0], tot[1] = cached_total(st)
             if check:
                 ref_p, ref_l = pydt_forward(parent, lt, X, c, theta, alpha, sigma2)
                 err = (abs(ref_p - tot[0]) / (1.0 + abs(ref_p))
-                   + abs(ref_l - tot[1]) / (1.0 + abs(ref_l)))
+                       + abs(ref_l - tot[1]) / (1.0 + abs(ref_l)))
                 if not err <= max_err:
                     max_err = err
     for v in range(n, nn):
         if parent[v] == -2:
             lt[v - n] = 0.0
-    tp, tl = cached_total(topo, n, ll, lp, root_box[0], lt, mu, s, sigma2)
-    return accepted, tp, tl, max(max_err, errs[0])
+    tp, tl = cached_total(st)
+    return accepted, tp, tl, max(max_err, chk.errs[0])
 
 
 def sweep_inputs_valid(parent, log1m_t, X, c, theta, alpha, sigma2):

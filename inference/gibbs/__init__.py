@@ -35,7 +35,3 @@ for _info in _pkgutil.walk_packages(__path__, f"{__name__}."):
     if not _info.name.rpartition(".")[2].startswith("_"):
         _importlib.import_module(_info.name)
 
-# pm.sample on a zoo model uses the zoo's steps (see inference.gibbs.pymc_assignment)
-from inference.gibbs.pymc_assignment import register_with_pymc as _register_with_pymc  # noqa: E402
-
-_register_with_pymc()

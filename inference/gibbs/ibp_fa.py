@@ -63,9 +63,8 @@ class NSFAGibbs(ZooGibbsStep):
         "birth_proposals": (np.int64, []),
         "capacity_rejections": (np.int64, []),
     }
-    #: Planted-bug switches for tests (see custom_ops.ibp_fa.nsfa); never set otherwise.
-    _odds_offset = 0
-    _delete_singletons = False
+    #: the sweep the step runs (a subclass with another kernel is a tests' planted-bug twin)
+    sweep_kernel = staticmethod(nsfa_sweep)
 
     def __init__(self, vars, *, model=None, rng=None, blocked=True, spec=None, hyper=None,
                  fixed=None, shared_lambda=False, isotropic_noise=False,
@@ -154,12 +153,11 @@ class NSFAGibbs(ZooGibbsStep):
         alpha = float(self._value(point, "alpha", 1)[0])
         births = proposals = overflow = 0
         for _ in range(self.sweeps):
-            alpha, a, p, o, _net = nsfa_sweep(
+            alpha, a, p, o, _net = self.sweep_kernel(
                 self.rng, Y, self._W, self._observed is None, Z, V, X, lam, tau,
                 self.beta, alpha,
                 self.hyper, self.lam_mode, self.noise_mode, "alpha" in n,
-                self.birth_factor, self.birth_one_prob, self._odds_offset,
-                self._delete_singletons, self._work,
+                self.birth_factor, self.birth_one_prob, self._work,
             )
             births += a
             proposals += p

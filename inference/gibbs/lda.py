@@ -16,6 +16,7 @@ from custom_ops.lda.gibbs import (
 )
 from inference.gibbs.base import ZooGibbsStep
 from inference.gibbs.registry import register_step
+from pp_models.validation import check_choice, check_int
 
 __all__ = ["CollapsedLDAGibbs"]
 
@@ -107,10 +108,8 @@ class CollapsedLDAGibbs(ZooGibbsStep):
             raise ValueError(
                 f"vars: CollapsedLDAGibbs updates one variable z, got {self.var_names}"
             )
-        if sampler not in ("auto", "sparse", "dense"):
-            raise ValueError(f"sampler must be 'auto', 'sparse' or 'dense', got {sampler!r}")
-        if isinstance(sweeps, bool) or not isinstance(sweeps, int | np.integer) or sweeps < 1:
-            raise ValueError(f"sweeps must be a positive integer, got {sweeps!r}")
+        check_choice(sampler, "sampler", ("auto", "sparse", "dense"))
+        sweeps = check_int(sweeps, "sweeps", minimum=1)
         self.n_words = int(n_words)
         self.n_topics = int(n_topics)
         if self.n_topics < 1 or self.n_words < 1:

@@ -20,8 +20,8 @@ One :class:`PYDTTreeStep` call is a sweep over the tree variable of a
    the prior terms cancel and only the likelihood ratio (and the #nonroot ratio) remain:
    the thesis's "prior as proposal" acceptance. For a subtree with more than one leaf
    the later leaves' factors depend on the position and the prior terms do **not**
-   cancel (digest §3.8, errata item 14); :attr:`PYDTTreeStep.exact_ratio` switches the
-   full ratio off only for the planted-bug twin of the tests.
+   cancel (digest §3.8, errata item 14): the ratio is
+   :func:`custom_ops.pydt.sweep.mh_log_ratio`.
 2. **Slice sampling of every divergence time** (Neal 2003, stepping out and shrinkage)
    in ``l = log(1 - t)`` between its parent's and its children's times, with the
    Jacobian ``dt/dl``: the density of the joint (Op) is in ``t``.
@@ -67,9 +67,11 @@ replica shares nothing mutable with another.
 :class:`PYDTTreeStep` runs the sweep as one Numba call
 (:func:`custom_ops.pydt.sweep.pydt_sweep`) that keeps every node's upward message and
 density terms cached and updates only the root paths a move or a new time touches:
-O(depth x D) per proposal instead of the O(n D) recursion. :func:`detach_reattach` and
-:func:`slice_time` below are the same moves written with the full recursion (the
-reference the benchmark compares against).
+O(depth x D) per proposal instead of the O(n D) recursion (the tests run the same moves
+written in Python on the full recursion beside it). The kernels are class attributes
+(:attr:`PYDTTreeStep.sweep_kernel`, :attr:`PYDTTreeStep.branch_kernel`) and the
+non-centred change of the times a method (:meth:`PYDTTreeStep.moved_times`), so the
+tests' planted-bug twins are subclasses.
 """
 
 from __future__ import annotations
@@ -81,29 +83,21 @@ import pytensor.tensor as pt
 from pytensor.graph.traversal import ancestors
 
 from custom_ops.pydt.branch import pydt_branch_moves
+from custom_ops.pydt.messages import PYDTParameters
 from custom_ops.pydt.noncentred import noncentred_times, variance_shifted_times
 from custom_ops.pydt.ops import pydt_forward
 from custom_ops.pydt.sweep import pydt_sweep, sweep_inputs_valid
 from inference.gibbs.base import ZooGibbsStep, terms_depending_on
 from inference.gibbs.registry import register_step
 from pp_models.distributions.pydt import DiffusionTreeGaussianRV, PYDiffusionTreeRV
-from pp_models.pydt.attach import (
-    children_lists,
-    leaf_counts_from,
-    log_attach_density,
-    sample_attach,
-)
 from pp_models.pydt.greedy import greedy
 from pp_models.trees import DETACHED, UNUSED_SLOT, DiffusionTree
+from pp_models.validation import check_int
 
-__all__ = ["PYDTTreeStep", "detach_reattach", "slice_time"]
+__all__ = ["PYDTTreeStep"]
 
 
 _MAX_SHRINK = 200
-
-
-def _l(tree, v):
-    return -math.inf if v < tree.n_leaves else float(tree.log1m_t[v - tree.n_leaves])
 
 
 def _tempered(log_prior, log_lik, beta):
@@ -118,119 +112,6 @@ def _log_post(tree, X, c, theta, alpha, sigma2, beta=1.0):
     """log p(T) + beta log p(X | T): the (power) posterior of the tree, unnormalised."""
     lp, ll = pydt_forward(tree.parent, tree.log1m_t, X, c, theta, alpha, sigma2)
     return _tempered(lp, ll, beta)
-
-
-def _n_nonroot(tree):
-    return int(np.count_nonzero(tree.parent >= 0))
-
-
-def detach_reattach(rng, tree, v, X, c, theta, alpha, sigma2, current=None,
-                    exact_ratio=True, proposal_ratio=True):
-    """One detach-and-reattach Metropolis-Hastings move of the subtree under ``v`` (module
-    docstring), in place. Returns ``(accepted, log posterior of the kept tree)``.
-
-    ``exact_ratio=False`` (the prior-as-proposal shortcut) and ``proposal_ratio=False``
-    (``g_R(old) / g_R(new)`` left out) are the planted bugs of the tests' twins."""
-    if current is None:
-        current = _log_post(tree, X, c, theta, alpha, sigma2)
-    n_before = _n_nonroot(tree)
-    saved_parent = tree.parent.copy()
-    saved_l = tree.log1m_t.copy()
-    old = tree.detach(v)
-    parent = tree.parent
-    root = int(np.flatnonzero(parent == -1)[0])
-    kids = children_lists(parent)
-    counts = leaf_counts_from(root, kids, tree.n_leaves)
-    new = sample_attach(rng, tree, root, kids, counts, _l(tree, v), c, theta, alpha)
-    if new is None:
-        tree.parent[:] = saved_parent
-        tree.log1m_t[:] = saved_l
-        return False, current
-    log_q_new = log_attach_density(tree, root, kids, counts, *new, c, theta, alpha)
-    log_q_old = log_attach_density(tree, root, kids, counts, *old, c, theta, alpha)
-    tree.attach(v, *new)
-    proposed = _log_post(tree, X, c, theta, alpha, sigma2)
-    if exact_ratio:
-        log_ratio = (proposed - current + math.log(n_before) - math.log(_n_nonroot(tree)))
-        if proposal_ratio:
-            log_ratio += log_q_old - log_q_new
-    else:
-        # the "prior as proposal" shortcut: exact only for a single leaf, and only when
-        # the number of subtrees to choose from does not change
-        ll_new = pydt_forward(tree.parent, tree.log1m_t, X, c, theta, alpha, sigma2)[1]
-        tree_old = DiffusionTree(saved_parent, saved_l, validate=False)
-        ll_old = pydt_forward(tree_old.parent, tree_old.log1m_t, X, c, theta, alpha,
-                              sigma2)[1]
-        log_ratio = ll_new - ll_old
-    if math.log(rng.random()) < log_ratio:
-        return True, proposed
-    tree.parent[:] = saved_parent
-    tree.log1m_t[:] = saved_l
-    return False, current
-
-
-def slice_time(rng, tree, v, X, c, theta, alpha, sigma2, current=None, max_steps=50,
-               jacobian=True):
-    """Slice-sample ``l = log(1 - t_v)`` of internal node ``v`` given everything else, in
-    place; returns the new log posterior (Neal 2003).
-
-    The density is in ``t``, so the target in ``l`` gains the Jacobian ``|dt/dl| = e^l``
-    (``jacobian=False`` leaves it out: the planted bug of a test twin).
-    Between a parent and an internal child the whole open interval is the initial
-    bracket (shrinkage only); below a node whose children are all leaves the bracket
-    steps out towards ``t = 1`` with Neal's randomly split step budget (Fig. 3), width
-    ``1 + |l_parent|`` (fixed during the update; the times' spread in ``l`` grows with
-    their depth).
-    """
-    n = tree.n_leaves
-    k = v - n
-    p = int(tree.parent[v])
-    hi = 0.0 if p < 0 else float(tree.log1m_t[p - n])
-    child_l = [float(tree.log1m_t[w - n]) for w in np.flatnonzero(tree.parent == v) if w >= n]
-    lo = max(child_l) if child_l else -math.inf
-
-    # density in t; dt/dl = -(1 - t) = -exp(l)
-    log_jac = 1.0 if jacobian else 0.0
-
-    def f(x):
-        tree.log1m_t[k] = x
-        return _log_post(tree, X, c, theta, alpha, sigma2) + log_jac * x
-
-    x0 = float(tree.log1m_t[k])
-    f0 = f(x0) if current is None else current + log_jac * x0
-    if not math.isfinite(f0):
-        tree.log1m_t[k] = x0
-        return f0 - log_jac * x0
-    log_y = f0 + math.log(rng.random())
-    if math.isfinite(lo):
-        left, right = lo, hi
-    else:
-        width = 1.0 + abs(hi)
-        left = x0 - width * rng.random()
-        right = min(left + width, hi)
-        j = int(max_steps * rng.random())
-        kk = max_steps - 1 - j
-        while j > 0 and f(left) > log_y:
-            left -= width
-            j -= 1
-        while kk > 0 and right < hi and f(right) > log_y:
-            right = min(right + width, hi)
-            kk -= 1
-    for _ in range(_MAX_SHRINK):
-        x1 = left + (right - left) * rng.random()
-        if not lo < x1 < hi:
-            # open interval: a time may not tie with its parent's or child's
-            continue
-        f1 = f(x1)
-        if f1 > log_y:  # False for NaN
-            return f1 - log_jac * x1
-        if x1 < x0:
-            left = x1
-        else:
-            right = x1
-    # the bracket collapsed in floating point without hitting the slice: stay put
-    tree.log1m_t[k] = x0
-    return f0 - log_jac * x0
 
 
 @register_step
@@ -286,20 +167,18 @@ class PYDTTreeStep(ZooGibbsStep):
         "root_time": (np.float64, []),
         "branch_accepted": (np.int64, []),
     }
-    #: the full Metropolis-Hastings ratio; a planted-bug twin switches it off
-    exact_ratio = True
-    #: the proposal-density ratio g_R(old) / g_R(new) in it; a planted-bug twin drops it
-    proposal_ratio = True
-    #: the t <-> log(1 - t) Jacobian of the slice sampler; a planted-bug twin drops it
-    time_jacobian = True
-    #: ``log |dt/dw|`` in the non-centred hyperparameter update; a planted-bug twin drops it
-    noncentred_jacobian = True
-    #: planted-bug code of the branch-point moves (0: correct; see custom_ops.pydt.branch)
-    branch_bug = 0
+    #: the detach-reattach and slice-sampling sweep (items 1-2 of the module docstring)
+    sweep_kernel = staticmethod(pydt_sweep)
+    #: the branch-point moves (item 4)
+    branch_kernel = staticmethod(pydt_branch_moves)
 
     def __init__(self, vars, *, model=None, rng=None, blocked=True, moves=None,
                  slice_times=True, greedy_start=True, noncentred=(), binary_start=True,
                  branch_moves=None):
+        if moves is not None:
+            moves = check_int(moves, "moves", minimum=0)
+        if branch_moves is not None:
+            branch_moves = check_int(branch_moves, "branch_moves", minimum=0)
         super().__init__(vars, model=model, rng=rng, blocked=blocked)
         self.greedy_start = bool(greedy_start)
         self.binary_start = bool(binary_start)
@@ -324,14 +203,7 @@ class PYDTTreeStep(ZooGibbsStep):
         self._inputs_fn = self.compile_point_fn(outputs)
         self._n = int(np.asarray(n.eval()).reshape(-1)[0]) if hasattr(n, "eval") else int(n)
         self._value_name = self.var_names[0]
-        if moves is not None and (isinstance(moves, bool) or not isinstance(moves, int)
-                                  or moves < 0):
-            raise ValueError(f"moves: must be an integer >= 0, got {moves!r}")
         self.moves = moves
-        if branch_moves is not None and (isinstance(branch_moves, bool)
-                                         or not isinstance(branch_moves, int)
-                                         or branch_moves < 0):
-            raise ValueError(f"branch_moves: must be an integer >= 0, got {branch_moves!r}")
         self.branch_moves = self._n if branch_moves is None else branch_moves
         self.slice_times = bool(slice_times)
         self._init_noncentred(noncentred, tree_rv, data[0] if data else None,
@@ -425,22 +297,21 @@ class PYDTTreeStep(ZooGibbsStep):
                 if log_joint > current:
                     tree, current = built.tree, log_joint
         # the whole sweep in one Numba call with cached messages (custom_ops.pydt.sweep);
-        # detach_reattach / slice_time above are the same moves in Python
+        # (the tests run the same moves written in Python on the full recursion beside it)
         if not sweep_inputs_valid(tree.parent, tree.log1m_t, X, c, theta, alpha, sigma2):
             # a zero-density state: every proposal would be rejected
             stats = {"accepted": 0, "n_internal": tree.n_internal,
                      "root_time": tree.root_time, "branch_accepted": 0}
             return point, [stats]
-        accepted = pydt_sweep(
-            rng, tree.parent, tree.log1m_t, X, c, theta, alpha, sigma2, beta,
-            -1 if self.moves is None else int(self.moves), self.slice_times,
-            self.exact_ratio, self.proposal_ratio, self.time_jacobian, False,
+        params = PYDTParameters(c, theta, alpha, sigma2, beta)
+        accepted = self.sweep_kernel(
+            rng, tree.parent, tree.log1m_t, X, params,
+            -1 if self.moves is None else int(self.moves), self.slice_times, False,
         )[0]
         branch_accepted = 0
         if self.branch_moves > 0:
-            branch_accepted = pydt_branch_moves(
-                rng, tree.parent, tree.log1m_t, X, c, theta, alpha, sigma2, beta,
-                self.branch_moves, self.branch_bug, False)[0]
+            branch_accepted = self.branch_kernel(rng, tree.parent, tree.log1m_t, X, params,
+                                                 self.branch_moves, False)[0]
         new = tree.to_packed().astype(packed.dtype)
         point = self.updated(point, **{self._value_name: new})
         for value_name in self._noncentred_values:
@@ -449,6 +320,17 @@ class PYDTTreeStep(ZooGibbsStep):
         stats = {"accepted": accepted, "n_internal": tree.n_internal,
                  "root_time": tree.root_time, "branch_accepted": branch_accepted}
         return point, [stats]
+
+    @staticmethod
+    def moved_times(parent, log1m_t, n, gaps, before, after):
+        """The divergence times after the hyperparameters ``(c, theta, alpha, sigma2)``
+        go from ``before`` to ``after`` with the standardised gaps held fixed (``gaps``;
+        :func:`custom_ops.pydt.noncentred.noncentred_times`) or every ``sigma2 (1 - t)``
+        (:func:`custom_ops.pydt.noncentred.variance_shifted_times`), and ``log |dt/dw|``
+        of that change (module docstring, item 3)."""
+        if gaps:
+            return noncentred_times(parent, log1m_t, n, *before[:3], *after[:3])
+        return variance_shifted_times(parent, log1m_t, n, before[3], after[3])
 
     def noncentred_log_density(self, point, value_name):
         """The conditional of one hyperparameter's unconstrained value ``x`` given the
@@ -461,7 +343,6 @@ class PYDTTreeStep(ZooGibbsStep):
         parent = np.rint(packed[:, 0]).astype(np.int64)
         l0 = np.ascontiguousarray(packed[n:, 1], dtype=np.float64)
         X, c0, theta0, alpha0, sigma2_0 = self._values(point)
-        jac = 1.0 if self.noncentred_jacobian else 0.0
         beta = float(self.beta)
         dtype = np.asarray(point[value_name]).dtype
         fast = self._noncentred_fast
@@ -476,11 +357,8 @@ class PYDTTreeStep(ZooGibbsStep):
                         *[trial[name] for name in self._hyper_input_names]))
             else:
                 _X, c1, theta1, alpha1, sigma2_1 = self._values(trial)
-            if gaps:
-                l1, log_jac = noncentred_times(parent, l0, n, c0, theta0, alpha0, c1,
-                                               theta1, alpha1)
-            else:
-                l1, log_jac = variance_shifted_times(parent, l0, n, sigma2_0, sigma2_1)
+            l1, log_jac = self.moved_times(parent, l0, n, gaps, (c0, theta0, alpha0, sigma2_0),
+                                           (c1, theta1, alpha1, sigma2_1))
             if not np.isfinite(log_jac):
                 return -np.inf, trial
             moved = packed.copy()
@@ -491,7 +369,7 @@ class PYDTTreeStep(ZooGibbsStep):
             else:
                 lp, ll = (float(v) for v in self._logp_fn(trial))
                 log_hyper = 0.0
-            value = log_hyper + _tempered(lp, ll, beta) + jac * log_jac
+            value = log_hyper + _tempered(lp, ll, beta) + log_jac
             return (value if not np.isnan(value) else -np.inf), trial
 
         return f

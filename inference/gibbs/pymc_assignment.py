@@ -2,8 +2,10 @@
 
 ``pm.sample`` picks, for every free variable it is not given a step for, the class in
 ``pymc.step_methods.STEP_METHODS`` with the highest ``competence`` (the first one on a
-tie). Importing :mod:`inference` puts :class:`ZooAssignment` at the front of that list:
-it is ``IDEAL`` for a variable of a zoo model (one a factory attached a
+tie). Importing this module names :class:`ZooAssignment` to ``pp_models`` as the
+provider of the zoo's steps, and the next zoo model built puts it at the front of that
+list (:func:`pp_models.step_assignment.install`; nothing of PyMC changes on import): it
+is ``IDEAL`` for a variable of a zoo model (one a factory attached a
 ``ZooModelInfo`` to) that a zoo Gibbs step updates -- named in one of the factory's step
 hints or drawn from a distribution a registered step claims -- and otherwise
 ``INCOMPATIBLE``, leaving PyMC's choice untouched. PyMC then "instantiates" it with the
@@ -19,13 +21,13 @@ from __future__ import annotations
 
 import numpy as np
 import pymc as pm
-from pymc.step_methods import STEP_METHODS
 from pymc.step_methods.compound import Competence, CompoundStep
 
 from inference.gibbs.registry import PYMC_STEPS, step_for
 from pp_models.model_info import get_info, zoo_model_of
+from pp_models.step_assignment import register_provider
 
-__all__ = ["ZooAssignment", "register_with_pymc"]
+__all__ = ["ZooAssignment"]
 
 
 class ZooAssignment:
@@ -65,7 +67,7 @@ class ZooAssignment:
         return steps[0] if len(steps) == 1 else CompoundStep(steps)
 
 
-def register_with_pymc() -> None:
-    """Put :class:`ZooAssignment` first in PyMC's step classes (once)."""
-    if ZooAssignment not in STEP_METHODS:
-        STEP_METHODS.insert(0, ZooAssignment)
+# pp_models learns of the provider (its own record; nothing of PyMC changes on import):
+# the next zoo model built puts it first in PyMC's step classes
+# (pp_models.step_assignment.install)
+register_provider(ZooAssignment)

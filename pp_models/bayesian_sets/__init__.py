@@ -12,7 +12,7 @@ demand"; Heller 2007 ch. 4, Ghahramani & Heller 2005).
   and an item sharing theta or not (Fig. 4.1): the difference of the two models' log
   evidences is the item's score.
 
-There is no ``ppzoo fit`` entry (:data:`CLI_ENTRY` says why): a retrieval answers a
+There is no ``ppzoo fit`` entry (its :data:`FAMILY` record says why): a retrieval answers a
 query in closed form, and the posterior ``ppzoo fit`` would sample (theta given the
 query) is a known Beta.
 """
@@ -20,9 +20,10 @@ query) is a known Beta.
 from pp_models.bayesian_sets.model import model
 from pp_models.bayesian_sets.prior import BetaPrior, beta_prior
 from pp_models.bayesian_sets.score import QueryWeights, Ranking, query_weights, rank, scores
-from pp_models.registry import NoCLIEntry
+from pp_models.registry import Family, NoCLIEntry
 
 __all__ = [
+    "FAMILY",
     "BetaPrior",
     "QueryWeights",
     "Ranking",
@@ -33,9 +34,18 @@ __all__ = [
     "scores",
 ]
 
-CLI_ENTRY = NoCLIEntry(
+
+#: The family's record (pp_models.registry): factory, ppzoo entry, picture, predictive
+#: functions, test keywords.
+FAMILY = Family(
     name="bayesian_sets",
-    reason="a retrieval method: bayesian_sets.rank(X, query) answers a query in closed form "
-    "(one sparse matrix-vector product); the posterior `ppzoo fit` would sample, theta "
-    "given the query, is a known Beta",
+    description="Bayesian Sets: the items that belong with a query set, scored in closed "
+    "form (Heller 2007 ch. 4)",
+    factory=model,
+    cli=NoCLIEntry(
+        "a retrieval method: bayesian_sets.rank(X, query) answers a query in closed form "
+        "(one sparse matrix-vector product); the posterior `ppzoo fit` would sample, theta "
+        "given the query, is a known Beta",
+    ),
+    test_keywords=("bayesian_sets",),
 )

@@ -26,6 +26,8 @@ data, Beta prior per dimension), ``"multinomial"`` (count vectors, Dirichlet),
 :mod:`pp_models.trees`.
 """
 
+from pp_models.bhc import outputs as _outputs
+from pp_models.bhc import predictive as _predictive
 from pp_models.bhc.defaults import LIKELIHOODS, default_hyper
 from pp_models.bhc.deprecated import fit
 from pp_models.bhc.greedy import greedy
@@ -34,10 +36,11 @@ from pp_models.bhc.model import OBJECTIVES, model
 from pp_models.bhc.priors import DEFAULT_PRIORS, Gamma, LogNormal
 from pp_models.bhc.randomized import embhc, randomized
 from pp_models.bhc.result import BHCResult
-from pp_models.registry import ModelEntry
+from pp_models.registry import CLIEntry, Family
 
 __all__ = [
     "DEFAULT_PRIORS",
+    "FAMILY",
     "LIKELIHOODS",
     "OBJECTIVES",
     "BHCResult",
@@ -52,16 +55,26 @@ __all__ = [
     "randomized",
 ]
 
-CLI_ENTRY = ModelEntry(
+
+#: The family's record (pp_models.registry): factory, ppzoo entry, picture, predictive
+#: functions, test keywords.
+FAMILY = Family(
     name="bhc",
     description="Bayesian hierarchical clustering: DP concentration and prior "
     "hyperparameters for the greedy BHC tree (potential = DPM evidence lower bound)",
-    methods=("nuts", "advi", "auto"),
-    build=lambda dataset, **options: model(dataset.data, **options),
-    default_dataset="iris",
-    defaults={"likelihood": "gaussian"},
-    # NUTS on 5 hyperparameters mixes fast: 4 x 1000 gave bulk ESS >= 2150, 4 x 500 >= 1046;
-    # 4 x 300 failed R-hat on 1 of 5 seeds (docs/benchmarks.md, "Defaults, measured")
-    fit_defaults={"draws": 500, "tune": 500, "chains": 4},
+    factory=model,
+    cli=CLIEntry(
+        methods=("nuts", "advi", "auto"),
+        build=lambda dataset, **options: model(dataset.data, **options),
+        default_dataset="iris",
+        defaults={"likelihood": "gaussian"},
+        # NUTS on five hyperparameters mixes fast (docs/benchmarks.md, "Defaults,
+        # measured")
+        fit_defaults={"draws": 500, "tune": 500, "chains": 4},
+    ),
+    plot=_outputs.plot_results,
+    plot_name="tree",
+    posterior_predictive=_predictive.posterior_predictive,
+    pointwise_log_likelihood=_predictive.pointwise_log_likelihood,
+    test_keywords=("bhc", "hierarchical_clustering"),
 )
-

@@ -3,11 +3,10 @@ and the validation every estimator and the model share."""
 
 from __future__ import annotations
 
-import numbers
-
 import numpy as np
 
 from custom_ops import conjugate as cj
+from pp_models.validation import check_positive
 
 __all__ = [
     "LEARNABLE",
@@ -80,12 +79,7 @@ def resolve_hyper(X, likelihood, hyper):
 
 
 def check_alpha(alpha):
-    if isinstance(alpha, bool) or not isinstance(alpha, numbers.Real):
-        raise TypeError(f"alpha: must be a positive number, got {alpha!r}")
-    alpha = float(alpha)
-    if not np.isfinite(alpha) or alpha <= 0:
-        raise ValueError(f"alpha: the DP concentration must be finite and > 0, got {alpha}")
-    return alpha
+    return check_positive(alpha, "alpha (the DP concentration)")
 
 
 def check_data(X, likelihood):

@@ -7,7 +7,6 @@ from __future__ import annotations
 import collections
 import dataclasses
 import math
-import numbers
 import warnings
 
 import numpy as np
@@ -22,7 +21,7 @@ from pp_models.bhc.model import _check_objective, _objective
 from pp_models.bhc.priors import resolve_priors
 from pp_models.bhc.randomized import embhc, randomized
 from pp_models.bhc.result import BHCResult, evaluate
-from pp_models.validation import rng_from_seed
+from pp_models.validation import check_int, check_real, rng_from_seed
 
 __all__ = ["TREE_BUILDERS", "learn"]
 
@@ -195,10 +194,8 @@ def learn(
     if bad or not names:
         raise ValueError(f"params: must be a non-empty subset of {allowed}, got {params!r}")
     priors = resolve_priors(priors, names)
-    if isinstance(max_iter, bool) or not isinstance(max_iter, numbers.Integral) or max_iter < 1:
-        raise ValueError(f"max_iter: must be a positive integer, got {max_iter!r}")
-    if not (isinstance(tol, numbers.Real) and tol >= 0):
-        raise ValueError(f"tol: must be a number >= 0, got {tol!r}")
+    max_iter = check_int(max_iter, "max_iter", minimum=1)
+    tol = check_real(tol, "tol", minimum=0.0)
     rng = rng_from_seed(random_seed)
 
     cur_alpha, cur_hyper = alpha, dict(hyper_dict)

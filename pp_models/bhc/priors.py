@@ -37,16 +37,9 @@ import numbers
 
 import numpy as np
 
+from pp_models.validation import check_positive, check_real
+
 __all__ = ["DEFAULT_PRIORS", "Gamma", "LogNormal", "resolve_priors"]
-
-
-def _positive(owner, field, value):
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise TypeError(f"{owner}: {field} must be a number, got {value!r}")
-    value = float(value)
-    if not math.isfinite(value) or value <= 0:
-        raise ValueError(f"{owner}: {field} must be finite and > 0, got {value}")
-    return value
 
 
 @dataclasses.dataclass(frozen=True)
@@ -57,12 +50,8 @@ class LogNormal:
     sigma: float = 1.0
 
     def __post_init__(self):
-        if isinstance(self.mu, bool) or not isinstance(self.mu, numbers.Real) or not (
-            math.isfinite(self.mu)
-        ):
-            raise ValueError(f"LogNormal: mu must be a finite number, got {self.mu!r}")
-        object.__setattr__(self, "mu", float(self.mu))
-        object.__setattr__(self, "sigma", _positive("LogNormal", "sigma", self.sigma))
+        object.__setattr__(self, "mu", check_real(self.mu, "LogNormal mu"))
+        object.__setattr__(self, "sigma", check_positive(self.sigma, "LogNormal sigma"))
 
     def log_density_of_log(self, u):
         """Log density of u = log x (a Normal(mu, sigma) density); numpy or pytensor."""
@@ -83,8 +72,8 @@ class Gamma:
     rate: float = 1.0
 
     def __post_init__(self):
-        object.__setattr__(self, "shape", _positive("Gamma", "shape", self.shape))
-        object.__setattr__(self, "rate", _positive("Gamma", "rate", self.rate))
+        object.__setattr__(self, "shape", check_positive(self.shape, "Gamma shape"))
+        object.__setattr__(self, "rate", check_positive(self.rate, "Gamma rate"))
 
     def log_density_of_log(self, u):
         """Log density of u = log x: shape·u − rate·eᵘ + shape·log(rate) − log Γ(shape)."""

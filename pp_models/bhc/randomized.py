@@ -6,7 +6,6 @@ subsamples (:class:`~pp_models.bhc.greedy.TreeBuilder`)."""
 from __future__ import annotations
 
 import math
-import numbers
 
 import numpy as np
 
@@ -15,7 +14,7 @@ from custom_ops.bhc import evidence as ops
 from pp_models import trees
 from pp_models.bhc.greedy import build_tree
 from pp_models.bhc.result import BHCResult
-from pp_models.validation import rng_from_seed
+from pp_models.validation import check_choice, check_int, rng_from_seed
 
 __all__ = ["embhc", "randomized"]
 
@@ -212,22 +211,6 @@ def _embhc(builder, rng, subsample, em_iterations):
     return out.array()
 
 
-def _check_integer(value, name, low, high=None, what=None):
-    ok = not isinstance(value, bool) and isinstance(value, numbers.Integral) and value >= low
-    if ok and high is not None:
-        ok = value <= high
-    if not ok:
-        raise ValueError(f"{name}: must be {what}, got {value!r}")
-    return int(value)
-
-
-def _check_choice(value, name, choices):
-    if value not in choices:
-        raise ValueError(
-            f"{name}: must be " + " or ".join(repr(c) for c in choices) + f", got {value!r}"
-        )
-
-
 def randomized(
     X,
     *,
@@ -340,15 +323,14 @@ def _randomized_options(
     n, method, subsample, leaf_size, em_iterations, filter_prior, split, filter_predictive
 ):
     """Validate the randomized builders' options; return (m, leaf size)."""
-    _check_choice(filter_predictive, "filter_predictive", ("tree", "cluster"))
-    _check_choice(split, "split", ("balanced", "top"))
-    _check_choice(filter_prior, "filter_prior", ("size", "pi"))
-    _check_integer(em_iterations, "em_iterations", 0, what="a non-negative integer")
+    check_choice(filter_predictive, "filter_predictive", ("tree", "cluster"))
+    check_choice(split, "split", ("balanced", "top"))
+    check_choice(filter_prior, "filter_prior", ("size", "pi"))
+    check_int(em_iterations, "em_iterations", minimum=0)
     default_m = min(n, 200) if method == "randomized" else min(n, max(20, int(math.sqrt(n))))
-    m = default_m if subsample is None else subsample
-    if isinstance(m, bool) or not isinstance(m, numbers.Integral) or not (2 <= m <= n):
-        raise ValueError(f"subsample: must be an integer in [2, n = {n}], got {subsample!r}")
-    ls = 4 * int(m) if leaf_size is None else leaf_size
-    if isinstance(ls, bool) or not isinstance(ls, numbers.Integral) or ls < m:
-        raise ValueError(f"leaf_size: must be an integer >= subsample = {m}, got {leaf_size!r}")
-    return int(m), int(ls)
+    # the bounds depend on the data: n points, and leaves of at least subsample points
+    m = default_m if subsample is None else check_int(subsample, f"subsample (n = {n})",
+                                                      minimum=2, maximum=n)
+    ls = 4 * m if leaf_size is None else check_int(leaf_size, f"leaf_size (subsample = {m})",
+                                                   minimum=m)
+    return m, ls

@@ -29,6 +29,7 @@ from pytensor.tensor.random.op import RandomVariable
 
 from custom_ops.dpm.crp import crp_draw, crp_logp_op
 from custom_ops.jit import rv_draw_cache_key
+from pp_models.validation import check_int
 
 __all__ = ["CRP", "CRPRV", "crp"]
 
@@ -123,10 +124,7 @@ class CRP(Discrete):
 
     @classmethod
     def dist(cls, alpha, n, discount=0.0, **kwargs):
-        if isinstance(n, bool) or not isinstance(n, int | np.integer):
-            raise TypeError(f"n must be a Python or NumPy integer, got {n!r}")
-        if n < 1:
-            raise ValueError(f"n must be >= 1, got {n}")
+        n = check_int(n, "n", minimum=1)
         alpha = pt.as_tensor_variable(alpha, dtype="float64")
         discount = pt.as_tensor_variable(discount, dtype="float64")
         return super().dist([alpha, discount, pt.constant(int(n), dtype="int64")], **kwargs)

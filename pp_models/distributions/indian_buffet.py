@@ -29,6 +29,7 @@ from pytensor.tensor.random.op import RandomVariable
 
 from custom_ops.ibp_fa.ibp import ibp_draw, ibp_logp_op
 from custom_ops.jit import rv_draw_cache_key
+from pp_models.validation import check_int
 
 __all__ = ["IndianBuffet", "IndianBuffetRV", "indian_buffet", "left_ordered"]
 
@@ -123,11 +124,8 @@ class IndianBuffet(Discrete):
 
     @classmethod
     def dist(cls, alpha, n_rows, k_max, **kwargs):
-        for name, v in (("n_rows", n_rows), ("k_max", k_max)):
-            if isinstance(v, bool) or not isinstance(v, int | np.integer):
-                raise TypeError(f"{name} must be a Python or NumPy integer, got {v!r}")
-            if v < 1:
-                raise ValueError(f"{name} must be >= 1, got {v}")
+        n_rows = check_int(n_rows, "n_rows", minimum=1)
+        k_max = check_int(k_max, "k_max", minimum=1)
         if isinstance(alpha, int | float | np.number) and not alpha > 0:
             raise ValueError(f"alpha must be > 0, got {alpha}")
         alpha = pt.as_tensor_variable(alpha, dtype="float64")

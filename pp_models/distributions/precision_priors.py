@@ -41,6 +41,7 @@ from pytensor.tensor.random.op import RandomVariable
 
 from custom_ops.ggm.gibbs import draw_bglasso_prior, draw_spike_slab_prior
 from custom_ops.jit import rv_draw_cache_key
+from pp_models.validation import check_int
 
 __all__ = [
     "BayesianGLassoPrecision",
@@ -52,13 +53,6 @@ __all__ = [
 #: Rejection-sampling budget of a prior draw.
 MAX_TRIES = 1_000_000
 
-
-def _check_p(p) -> int:
-    if isinstance(p, bool) or not isinstance(p, int | np.integer):
-        raise TypeError(f"p must be an integer, got {p!r}")
-    if p < 1:
-        raise ValueError(f"p must be >= 1, got {p}")
-    return int(p)
 
 
 def _fail(tries):
@@ -189,7 +183,7 @@ class BayesianGLassoPrecision(Continuous):
 
     @classmethod
     def dist(cls, lam, p, **kwargs):
-        p = _check_p(p)
+        p = check_int(p, "p", minimum=1)
         return super().dist([pt.as_tensor_variable(lam, dtype="float64"),
                              pt.constant(p, dtype="int64")], **kwargs)
 
@@ -233,7 +227,7 @@ class SpikeSlabPrecision(Continuous):
 
     @classmethod
     def dist(cls, v0, v1, pi, lam, p, **kwargs):
-        p = _check_p(p)
+        p = check_int(p, "p", minimum=1)
         params = [pt.as_tensor_variable(v, dtype="float64") for v in (v0, v1, pi, lam)]
         return super().dist([*params, pt.constant(p, dtype="int64")], **kwargs)
 

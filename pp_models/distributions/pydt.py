@@ -34,6 +34,7 @@ from pytensor.tensor.random.op import RandomVariable
 from custom_ops.jit import rv_draw_cache_key
 from custom_ops.pydt.draws import pydt_draw_data, pydt_draw_tree
 from custom_ops.pydt.ops import PYDTLogProb
+from pp_models.validation import check_int
 
 __all__ = [
     "DiffusionTreeGaussian",
@@ -158,10 +159,7 @@ class PYDiffusionTree(Continuous):
 
     @classmethod
     def dist(cls, c, theta, alpha, n_leaves, **kwargs):
-        if isinstance(n_leaves, bool) or not isinstance(n_leaves, int | np.integer):
-            raise TypeError(f"n_leaves must be a Python or NumPy integer, got {n_leaves!r}")
-        if n_leaves < 2:
-            raise ValueError(f"n_leaves must be >= 2, got {n_leaves}")
+        n_leaves = check_int(n_leaves, "n_leaves", minimum=2)
         c, theta, alpha = (pt.as_tensor_variable(v, dtype="float64") for v in (c, theta, alpha))
         return super().dist([c, theta, alpha, pt.constant(int(n_leaves), dtype="int64")],
                             **kwargs)
@@ -265,8 +263,7 @@ class DiffusionTreeGaussian(Continuous):
 
     @classmethod
     def dist(cls, tree, sigma2, dim, **kwargs):
-        if isinstance(dim, bool) or not isinstance(dim, int | np.integer) or dim < 1:
-            raise ValueError(f"dim must be an integer >= 1, got {dim!r}")
+        dim = check_int(dim, "dim", minimum=1)
         sigma2 = pt.as_tensor_variable(sigma2, dtype="float64")
         return super().dist([tree, sigma2, pt.constant(int(dim), dtype="int64")], **kwargs)
 

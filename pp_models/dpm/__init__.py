@@ -9,8 +9,9 @@ docstring for the three representations and the likelihoods. The Gibbs steps are
 :mod:`custom_ops.conjugate`.
 """
 
+from pp_models.dpm import outputs as _outputs
+from pp_models.dpm import predictive as _predictive
 from pp_models.dpm.model import (
-    CLI_ENTRY,
     CONJUGATE,
     LEARNABLE,
     LIKELIHOODS,
@@ -30,10 +31,11 @@ from pp_models.dpm.outputs import (
     predictive_density,
     summarize,
 )
+from pp_models.registry import CLIEntry, Family
 
 __all__ = [
-    "CLI_ENTRY",
     "CONJUGATE",
+    "FAMILY",
     "LEARNABLE",
     "LIKELIHOODS",
     "NONCONJUGATE",
@@ -50,3 +52,30 @@ __all__ = [
     "predictive_density",
     "summarize",
 ]
+
+
+#: The family's record (pp_models.registry): factory, ppzoo entry, picture, predictive
+#: functions, test keywords.
+FAMILY = Family(
+    name="dpm",
+    description="Dirichlet-process mixture (collapsed CRP: Algorithm 3 + split-merge; "
+    "truncation=T: stick-breaking for NUTS/ADVI)",
+    factory=model,
+    cli=CLIEntry(
+        methods=("gibbs", "nuts", "advi", "auto"),
+        build=lambda dataset, **options: model(dataset.data, **options),
+        default_dataset="iris",
+        defaults={"alpha": (1.0, 1.0)},
+        # Under the data-scaled default prior iris has one mode, K = 2 (setosa and the
+        # rest); n_clusters is the slowest quantity (docs/benchmarks.md, "Defaults,
+        # measured").
+        fit_defaults={"draws": 1000, "tune": 500, "chains": 4},
+    ),
+    plot=_outputs.plot_results,
+    plot_name="clustering",
+    posterior_predictive=_predictive.posterior_predictive,
+    pointwise_log_likelihood=_predictive.pointwise_log_likelihood,
+    # write_your_own_model builds its model from the DPM's CRP and collapsed Ops
+    test_keywords=("dpm", "crp", "dirichlet_process", "collapsed", "niw",
+                   "write_your_own_model"),
+)

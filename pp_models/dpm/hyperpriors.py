@@ -7,8 +7,6 @@ base-measure hyperparameters that the collapsed likelihood and the outputs use. 
 
 from __future__ import annotations
 
-import numbers
-
 import numpy as np
 
 from pp_models.dpm.spec import (
@@ -17,6 +15,7 @@ from pp_models.dpm.spec import (
     DPMSpec,
     column_variances,
 )
+from pp_models.validation import check_gamma_prior
 
 # --------------------------------------------------------------------------------------
 # learned base measure (Rasmussen 2000; Gorur & Rasmussen 2010)
@@ -94,15 +93,7 @@ def check_hyperprior(hyperprior, likelihood, d, truncation, prior):
         if key in fixed:
             continue
         pair = hyperprior.get(key, pair)
-        if (not isinstance(pair, tuple | list) or len(pair) != 2
-                or any(isinstance(v, bool) or not isinstance(v, numbers.Real) for v in pair)):
-            raise ValueError(f"hyperprior[{key!r}]: must be a pair (shape, rate) of numbers, "
-                             f"got {pair!r}")
-        shape, rate = float(pair[0]), float(pair[1])
-        if not (np.isfinite(shape) and np.isfinite(rate) and shape > 0 and rate > 0):
-            raise ValueError(f"hyperprior[{key!r}]: shape and rate must be finite and > 0, "
-                             f"got {pair!r}")
-        out[key] = (shape, rate)
+        out[key] = check_gamma_prior(pair, f"hyperprior[{key!r}]")
     return out
 
 

@@ -99,7 +99,6 @@ the learned base measures (``hyperprior=``) in :mod:`pp_models.dpm.hyperpriors`.
 
 from __future__ import annotations
 
-import numbers
 from functools import partial
 
 import numpy as np
@@ -158,12 +157,13 @@ from pp_models.model_info import (
     posterior_with_labels,
     weights_sorted,
 )
-from pp_models.registry import ModelEntry
 from pp_models.validation import (
     as_data_matrix,
     check_feature_names,
+    check_fixed_or_gamma,
+    check_gamma_prior,
     check_int,
-    check_positive,
+    check_real,
     rng_from_seed,
 )
 
@@ -254,11 +254,7 @@ def model(
     alpha_value, alpha_prior = _check_alpha(alpha)
     if truncation is not None:
         truncation = check_int(truncation, "truncation", minimum=2)
-    if isinstance(discount, bool) or not isinstance(discount, numbers.Real):
-        raise TypeError(f"discount must be a number in [0, 1), got {discount!r}")
-    discount = float(discount)
-    if not 0.0 <= discount < 1.0:
-        raise ValueError(f"discount must be in [0, 1), got {discount}")
+    discount = check_real(discount, "discount", minimum=0.0, below=1.0)
     if discount > 0 and truncation is not None:
         raise ValueError("discount: Pitman-Yor is available in the CRP representation only "
                          "(truncation=None)")
@@ -325,17 +321,12 @@ def _check_alpha(alpha):
             raise ValueError(
                 f"alpha: the Gamma prior's parameters must be constants ({err})"
             ) from None
-        return None, (check_positive(a, "alpha (Gamma shape a)"),
-                      check_positive(b, "alpha (Gamma rate b)"))
-    if isinstance(alpha, tuple | list):
-        if len(alpha) != 2:
-            raise ValueError(f"alpha: a Gamma prior is a pair (a, b), got {alpha!r}")
-        return None, (check_positive(alpha[0], "alpha (Gamma shape a)"),
-                      check_positive(alpha[1], "alpha (Gamma rate b)"))
-    if isinstance(alpha, bool) or not isinstance(alpha, numbers.Real):
-        raise TypeError(f"alpha must be a number > 0, a pair (a, b) or pm.Gamma.dist(a, b); "
-                        f"got {alpha!r}")
-    return check_positive(alpha, "alpha"), None
+        return None, check_gamma_prior((a, b), "alpha")
+    try:
+        checked = check_fixed_or_gamma(alpha, "alpha")
+    except TypeError as err:
+        raise TypeError(f"{err}; or pm.Gamma.dist(a, b)") from None
+    return (None, checked) if isinstance(checked, tuple) else (checked, None)
 
 
 def _prior(likelihood, X, prior):
@@ -631,17 +622,3 @@ def _stick_breaking_model(spec, coords):
     return attach_info(m, info)
 
 
-CLI_ENTRY = ModelEntry(
-    name="dpm",
-    description="Dirichlet-process mixture (collapsed CRP: Algorithm 3 + split-merge; "
-    "truncation=T: stick-breaking for NUTS/ADVI)",
-    methods=("gibbs", "nuts", "advi", "auto"),
-    build=lambda dataset, **options: model(dataset.data, **options),
-    default_dataset="iris",
-    defaults={"alpha": (1.0, 1.0)},
-    # Under the data-scaled default prior iris has one mode, K = 2 (setosa and the rest):
-    # 4 x 1000 draws give bulk ESS ~1000 on n_clusters, the slowest quantity
-    # (docs/benchmarks.md, "Defaults, measured"); the old 4 x 20000 was sized for the
-    # previous prior, under which the chains rarely moved between K = 2 and 3.
-    fit_defaults={"draws": 1000, "tune": 500, "chains": 4},
-)

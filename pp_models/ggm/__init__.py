@@ -11,6 +11,7 @@
   edge-inclusion probabilities, a circle graph plot.
 """
 
+from pp_models.ggm import outputs as _outputs
 from pp_models.ggm.covariance_selection import CovarianceSelectionResult, covariance_selection
 from pp_models.ggm.graphical_lasso import (
     GraphicalLassoPath,
@@ -28,10 +29,10 @@ from pp_models.ggm.outputs import (
     posterior_mean_precision,
     posterior_partial_correlation,
 )
-from pp_models.registry import ModelEntry
+from pp_models.registry import CLIEntry, Family
 
 __all__ = [
-    "CLI_ENTRY",
+    "FAMILY",
     "CovarianceSelectionResult",
     "GraphicalLassoPath",
     "GraphicalLassoResult",
@@ -61,17 +62,24 @@ def _build(dataset, *, standardize: bool = True, **options):
     return model(X, feature_names=names, **options)
 
 
-CLI_ENTRY = ModelEntry(
+#: The family's record (pp_models.registry): factory, ppzoo entry, picture, predictive
+#: functions, test keywords.
+FAMILY = Family(
     name="ggm",
     description="Gaussian graphical model: spike-and-slab structure learning (Wang 2015) "
     "or the Bayesian graphical lasso (prior=bglasso), column-wise block Gibbs; "
     "writes graph.png",
-    methods=("gibbs", "nuts", "auto"),
-    build=_build,
-    default_dataset="sachs",
-    # On Sachs the edges plcg-PKC / plcg-P38 switch in and out slowly (bulk ESS ~0.01 per
-    # sweep): the chains run 30,000 sweeps and keep every 15th (docs/benchmarks.md,
-    # "Defaults, measured"; 4 x 20,000 stored draws wrote 114 MB)
-    defaults={"prior": "spike_slab", "sweeps_per_draw": 15},
-    fit_defaults={"draws": 2000, "tune": 100, "chains": 4},
+    factory=model,
+    cli=CLIEntry(
+        methods=("gibbs", "nuts", "auto"),
+        build=_build,
+        default_dataset="sachs",
+        # On Sachs the edges plcg-PKC / plcg-P38 switch in and out slowly: the chains run
+        # 15 sweeps per stored draw (docs/benchmarks.md, "Defaults, measured")
+        defaults={"prior": "spike_slab", "sweeps_per_draw": 15},
+        fit_defaults={"draws": 2000, "tune": 100, "chains": 4},
+    ),
+    plot=_outputs.plot_results,
+    plot_name="graph",
+    test_keywords=("ggm", "glasso", "graphical"),
 )

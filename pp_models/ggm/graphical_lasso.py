@@ -24,7 +24,7 @@ import numpy as np
 from custom_ops.ggm.glasso import glasso_sweeps, kkt_violation, precision_from_regressions
 from pp_models.ggm.inputs import as_covariance, check_penalty
 from pp_models.progress import WorkProgress
-from pp_models.validation import check_int
+from pp_models.validation import check_bool, check_int, check_positive
 
 __all__ = [
     "GraphicalLassoPath",
@@ -199,10 +199,8 @@ def _solve(S, lam, penalize_diagonal, warm_start, tol, max_iter, inner_max):
 
 def _check_common(S_or_X, kind, penalize_diagonal, tol, max_iter, inner_max):
     data = as_covariance(S_or_X, kind=kind)
-    if not isinstance(penalize_diagonal, (bool, np.bool_)):
-        raise TypeError(f"penalize_diagonal must be a bool, got {penalize_diagonal!r}")
-    if isinstance(tol, bool) or not isinstance(tol, (int, float)) or not tol > 0:
-        raise ValueError(f"tol must be a positive number, got {tol!r}")
+    penalize_diagonal = check_bool(penalize_diagonal, "penalize_diagonal")
+    tol = check_positive(tol, "tol")
     max_iter = check_int(max_iter, "max_iter", minimum=1)
     inner_max = check_int(inner_max, "inner_max_iter", minimum=1)
     if not penalize_diagonal and np.any(np.diag(data.S) <= 0):

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from pp_models.validation import as_data_matrix
+from pp_models.validation import as_data_matrix, check_real
 
 __all__ = ["CovarianceInput", "as_covariance", "check_graph", "check_penalty"]
 
@@ -73,12 +73,7 @@ def as_covariance(S_or_X, name: str = "S_or_X", *, kind: str = "auto") -> Covari
 
 def check_penalty(lam, name: str = "lam") -> float:
     """``lam`` as a finite float >= 0."""
-    if isinstance(lam, bool) or not isinstance(lam, (int, float, np.integer, np.floating)):
-        raise TypeError(f"{name} must be a number >= 0, got {lam!r}")
-    lam = float(lam)
-    if not np.isfinite(lam) or lam < 0:
-        raise ValueError(f"{name} must be a finite number >= 0, got {lam}")
-    return lam
+    return check_real(lam, name, minimum=0.0)
 
 
 def check_graph(graph, p: int, name: str = "graph") -> np.ndarray:

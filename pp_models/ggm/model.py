@@ -24,8 +24,6 @@ of ``inference.gibbs.ggm``.
 
 from __future__ import annotations
 
-from numbers import Real
-
 import numpy as np
 import pymc as pm
 import xarray as xr
@@ -36,7 +34,9 @@ from pp_models.ggm.outputs import graph_summary, partial_correlation_array
 from pp_models.model_info import DerivedStatistic, StepHint, ZooModelInfo, attach_info
 from pp_models.validation import (
     as_data_matrix,
+    check_bool,
     check_feature_names,
+    check_fixed_or_gamma,
     check_int,
     check_positive,
 )
@@ -48,20 +48,6 @@ BGLASSO_STEP = "bglasso_block_gibbs"
 SSSL_STEP = "sssl_block_gibbs"
 
 DIMS = ("node", "node_other")
-
-
-def _check_lam(lam):
-    if isinstance(lam, tuple):
-        if len(lam) != 2:
-            raise ValueError(f"lam as a Gamma prior must be (shape, rate), got {lam!r}")
-        a, b = lam
-        for name, v in (("shape", a), ("rate", b)):
-            if isinstance(v, bool) or not isinstance(v, Real) or not np.isfinite(v) or v <= 0:
-                raise ValueError(f"lam: the Gamma prior's {name} must be > 0, got {v!r}")
-        return float(a), float(b)
-    if isinstance(lam, bool) or not isinstance(lam, Real) or not np.isfinite(lam) or lam <= 0:
-        raise ValueError(f"lam must be a number > 0 or a Gamma prior (shape, rate), got {lam!r}")
-    return float(lam)
 
 
 def model(
@@ -118,9 +104,8 @@ def model(
         raise ValueError(f"X must have at least 2 columns (variables), got {p}")
     if prior not in ("bglasso", "spike_slab"):
         raise ValueError(f"prior must be 'bglasso' or 'spike_slab', got {prior!r}")
-    if not isinstance(nonparanormal, bool):
-        raise TypeError(f"nonparanormal must be a bool, got {nonparanormal!r}")
-    lam = _check_lam(lam)
+    nonparanormal = check_bool(nonparanormal, "nonparanormal")
+    lam = check_fixed_or_gamma(lam, "lam")
     sweeps = check_int(sweeps_per_draw, "sweeps_per_draw", minimum=1)
     # checked whatever the prior, so that a bad value is never silently ignored
     v0 = check_positive(spike_sd, "spike_sd")

@@ -11,6 +11,8 @@ model and :mod:`.outputs` for what to read off a fit.
 >>> ibp_fa.reconstruction(dt)                      # posterior mean of G X  # doctest: +SKIP
 """
 
+from pp_models.ibp_fa import outputs as _outputs
+from pp_models.ibp_fa import predictive as _predictive
 from pp_models.ibp_fa.model import (
     BIRTH_PROPOSALS,
     STEP_NAME,
@@ -29,11 +31,11 @@ from pp_models.ibp_fa.outputs import (
     summarize,
     synthetic,
 )
-from pp_models.registry import ModelEntry
+from pp_models.registry import CLIEntry, Family
 
 __all__ = [
     "BIRTH_PROPOSALS",
-    "CLI_ENTRY",
+    "FAMILY",
     "STEP_NAME",
     "NSFASpec",
     "active_features",
@@ -62,13 +64,22 @@ def _build(dataset, **options):
     return model(Y, **options)
 
 
-CLI_ENTRY = ModelEntry(
+#: The family's record (pp_models.registry): factory, ppzoo entry, picture, predictive
+#: functions, test keywords.
+FAMILY = Family(
     name="ibp_fa",
     description="non-parametric sparse factor analysis (IBP loadings; Knowles' NSFA "
     "sampler; k_max=K: finite approximation for NUTS/ADVI)",
-    methods=("gibbs", "auto", "advi", "nuts"),
-    build=_build,
-    default_dataset="iris",
-    defaults={},
-    fit_defaults={"draws": 500, "tune": 500, "chains": 2},
+    factory=model,
+    cli=CLIEntry(
+        methods=("gibbs", "auto", "advi", "nuts"),
+        build=_build,
+        default_dataset="iris",
+        defaults={},
+        fit_defaults={"draws": 500, "tune": 500, "chains": 2},
+    ),
+    plot=_outputs.plot_results,
+    plot_name="features",
+    pointwise_log_likelihood=_predictive.pointwise_log_likelihood,
+    test_keywords=("ibp",),
 )

@@ -27,7 +27,6 @@ Missing entries (NaN in ``Y``) are skipped by the likelihood.
 
 from __future__ import annotations
 
-import numbers
 from dataclasses import dataclass
 from functools import partial
 
@@ -38,7 +37,13 @@ import xarray as xr
 
 from pp_models.distributions import IndianBuffet
 from pp_models.model_info import DerivedStatistic, StepHint, ZooModelInfo, attach_info
-from pp_models.validation import as_data_matrix, check_feature_names, check_int, check_positive
+from pp_models.validation import (
+    as_data_matrix,
+    check_feature_names,
+    check_fixed_or_gamma,
+    check_int,
+    check_positive,
+)
 
 __all__ = [
     "BIRTH_PROPOSALS",
@@ -95,14 +100,8 @@ def as_factor_data(Y, name: str = "Y") -> tuple[np.ndarray, np.ndarray | None]:
 
 def _gamma_or_fixed(value, name):
     """(a, b) Gamma shape/rate or a fixed positive float -> ('gamma', a, b) / ('fixed', v)."""
-    if isinstance(value, numbers.Real) and not isinstance(value, bool):
-        return ("fixed", check_positive(value, name))
-    if isinstance(value, tuple | list) and len(value) == 2:
-        a = check_positive(value[0], f"{name}[0] (Gamma shape)")
-        b = check_positive(value[1], f"{name}[1] (Gamma rate)")
-        return ("gamma", a, b)
-    raise TypeError(f"{name} must be a positive float (fixed) or a (shape, rate) pair of a "
-                    f"Gamma prior, got {value!r}")
+    checked = check_fixed_or_gamma(value, name)
+    return ("gamma", *checked) if isinstance(checked, tuple) else ("fixed", checked)
 
 
 def _default_slots(alpha_spec, D: int) -> int:

@@ -12,6 +12,8 @@ for what to read off a fit.
 >>> iomm.shared_clusters(dt)                 # E[Z Z^T], label-invariant  # doctest: +SKIP
 """
 
+from pp_models.iomm import outputs as _outputs
+from pp_models.iomm import predictive as _predictive
 from pp_models.iomm.experts import bernoulli_product, gaussian_product
 from pp_models.iomm.model import (
     DEFAULT_OMEGA,
@@ -36,12 +38,12 @@ from pp_models.iomm.synthetic import (
     agreement,
     synthetic,
 )
-from pp_models.registry import ModelEntry
+from pp_models.registry import CLIEntry, Family
 
 __all__ = [
-    "CLI_ENTRY",
     "CLI_WORDS",
     "DEFAULT_OMEGA",
+    "FAMILY",
     "LIKELIHOODS",
     "STEP_MEMBERSHIPS",
     "STEP_PARAMETERS",
@@ -88,13 +90,22 @@ def _build(dataset, **options):
     return model(X, **options)
 
 
-CLI_ENTRY = ModelEntry(
+#: The family's record (pp_models.registry): factory, ppzoo entry, picture, predictive
+#: functions, test keywords.
+FAMILY = Family(
     name="iomm",
     description="infinite overlapping mixture (points in several clusters: IBP "
     "memberships, product-of-experts likelihood; Heller's Algorithm 7.1)",
-    methods=("gibbs", "auto"),
-    build=_build,
-    default_dataset="reuters",
-    defaults={},
-    fit_defaults={"draws": 500, "tune": 500, "chains": 2},
+    factory=model,
+    cli=CLIEntry(
+        methods=("gibbs", "auto"),
+        build=_build,
+        default_dataset="reuters",
+        defaults={},
+        fit_defaults={"draws": 500, "tune": 500, "chains": 2},
+    ),
+    plot=_outputs.plot_results,
+    plot_name="memberships",
+    pointwise_log_likelihood=_predictive.pointwise_log_likelihood,
+    test_keywords=("iomm", "overlapping"),
 )

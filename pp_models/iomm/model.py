@@ -36,7 +36,6 @@ the caller's, chains start empty (a prior draw might need more slots).
 
 from __future__ import annotations
 
-import numbers
 from dataclasses import dataclass
 
 import numpy as np
@@ -50,6 +49,7 @@ from pp_models.validation import (
     as_binary_matrix,
     as_data_matrix,
     check_feature_names,
+    check_fixed_or_gamma,
     check_int,
     check_positive,
     check_positive_vector,
@@ -120,13 +120,8 @@ def default_capacity(alpha_mean: float, N: int) -> int:
 
 
 def _alpha_spec(alpha):
-    if isinstance(alpha, numbers.Real) and not isinstance(alpha, bool):
-        return check_positive(alpha, "alpha"), None
-    if isinstance(alpha, tuple | list) and len(alpha) == 2:
-        return None, (check_positive(alpha[0], "alpha[0] (Gamma shape)"),
-                      check_positive(alpha[1], "alpha[1] (Gamma rate)"))
-    raise TypeError(f"alpha must be a positive number (fixed) or a (shape, rate) pair of a "
-                    f"Gamma prior, got {alpha!r}")
+    checked = check_fixed_or_gamma(alpha, "alpha")
+    return (None, checked) if isinstance(checked, tuple) else (checked, None)
 
 
 def _pair(value, name, D):

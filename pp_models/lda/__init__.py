@@ -1,27 +1,37 @@
 """Latent Dirichlet allocation (Blei, Ng & Jordan 2003; Murphy 2012 §27.3).
 
 The factory :func:`model` (collapsed for the Gibbs step, or explicit for NUTS / ADVI; see
-``model.py``'s docstring for the equations) and the CLI entry are in ``model.py``, the
+``model.py``'s docstring for the equations) is in ``model.py``, the family's record
+(:data:`FAMILY`) here, the
 corpus layout (:func:`prepare_corpus`, :class:`TokenCorpus`) in ``inputs.py``, the
 outputs (:func:`perplexity`, :func:`top_words`, :func:`posterior_topics`) in
 ``outputs.py``. The collapsed Gibbs step is in ``inference/gibbs/lda.py``, its hot loops
-in :mod:`custom_ops.lda.gibbs`.
+in :mod:`custom_ops.lda.gibbs`. :func:`adlda` (``adlda.py``) is approximate distributed
+collapsed Gibbs (AD-LDA) over partitions of the documents, in this process or on a Dask
+cluster, for corpora on disk too (``shards.py``).
 """
 
+import numpy as np
+
+from pp_models.lda import outputs as _outputs
+from pp_models.lda import predictive as _predictive
+from pp_models.lda.adlda import ADLDAResult, adlda
 from pp_models.lda.inputs import TokenCorpus, prepare_corpus
 from pp_models.lda.model import (
-    CLI_ENTRY,
     STEP_NAME,
     CollapsedStepOptions,
     model,
 )
 from pp_models.lda.outputs import perplexity, plot_top_words, posterior_topics, top_words
+from pp_models.registry import CLIEntry, Family
 
 __all__ = [
-    "CLI_ENTRY",
+    "FAMILY",
     "STEP_NAME",
+    "ADLDAResult",
     "CollapsedStepOptions",
     "TokenCorpus",
+    "adlda",
     "model",
     "perplexity",
     "plot_top_words",
@@ -29,3 +39,45 @@ __all__ = [
     "prepare_corpus",
     "top_words",
 ]
+
+
+def _build_from_dataset(dataset, **options):
+    """The CLI's build: a CSV arrives as a DataFrame of counts; the data set's
+    vocabulary (or the CSV's header) labels the words unless ``vocabulary`` is given."""
+    if options.get("collapsed", True) and not options.get("deterministics", True):
+        # the command line records theta and phi per draw (fit_defaults) and draws the
+        # topics from them; without them the fit would fail on its own var_names
+        raise ValueError("deterministics=False: the command line records theta and phi per "
+                         "draw to write the topics; call pp_models.lda.model(...) and "
+                         "inference.fit from Python to fit without them")
+    data = dataset.data
+    counts = data.to_numpy() if hasattr(data, "to_numpy") else data
+    names = tuple(dataset.feature_names or ())
+    n_columns = np.shape(counts)[1] if np.ndim(counts) == 2 else None
+    if "vocabulary" not in options and names and len(names) == n_columns:
+        options["vocabulary"] = names
+    return model(counts, **options)
+
+
+#: The family's record (pp_models.registry): factory, ppzoo entry, picture, predictive
+#: functions, test keywords.
+FAMILY = Family(
+    name="lda",
+    description="latent Dirichlet allocation, collapsed Gibbs (SparseLDA) on token "
+    "topics; theta and phi recorded per draw",
+    factory=model,
+    cli=CLIEntry(
+        # the command line writes the topics: theta and phi per draw
+        methods=("gibbs", "auto"),
+        build=_build_from_dataset,
+        default_dataset="reuters",
+        defaults={"n_topics": 20},
+        fit_defaults={"draws": 200, "tune": 200, "chains": 2, "var_names": ("theta", "phi")},
+    ),
+    plot=_outputs.plot_top_words,
+    plot_name="topics",
+    posterior_predictive=_predictive.posterior_predictive,
+    pointwise_log_likelihood=_predictive.pointwise_log_likelihood,
+    log_likelihood_needs=("z",),
+    test_keywords=("lda",),
+)

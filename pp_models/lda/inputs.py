@@ -10,10 +10,11 @@ from __future__ import annotations
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
-from numbers import Integral, Real
 
 import numpy as np
 import scipy.sparse as sp
+
+from pp_models.validation import as_whole_numbers, check_int
 
 __all__ = ["TokenCorpus", "prepare_corpus"]
 
@@ -67,22 +68,6 @@ class TokenCorpus:
         return out
 
 
-def _integral_values(values: np.ndarray, name: str) -> np.ndarray:
-    """``values`` as int64, or ValueError naming ``name`` if any is not a whole number >= 0."""
-    if values.dtype == bool or not (
-        np.issubdtype(values.dtype, np.integer) or np.issubdtype(values.dtype, np.floating)
-    ):
-        raise TypeError(f"{name}: expected integer counts, got dtype {values.dtype}")
-    if np.issubdtype(values.dtype, np.floating):
-        if not np.all(np.isfinite(values)):
-            raise ValueError(f"{name}: counts must be finite (found NaN or inf)")
-        if np.any(values != np.round(values)):
-            raise ValueError(f"{name}: counts must be whole numbers (found non-integer values)")
-    if np.any(values < 0):
-        raise ValueError(f"{name}: counts must be >= 0 (found negative values)")
-    return values.astype(np.int64)
-
-
 def prepare_corpus(docs, *, n_words: int | None = None, name: str = "docs") -> TokenCorpus:
     """Validate a corpus and lay it out as a token stream.
 
@@ -111,9 +96,7 @@ def prepare_corpus(docs, *, n_words: int | None = None, name: str = "docs") -> T
         without tokens. Empty documents are dropped with a warning that counts them.
     """
     if n_words is not None:
-        if isinstance(n_words, bool) or not isinstance(n_words, Integral) or n_words < 1:
-            raise ValueError(f"n_words must be a positive integer, got {n_words!r}")
-        n_words = int(n_words)
+        n_words = check_int(n_words, "n_words", minimum=1)
     if sp.issparse(docs) or isinstance(docs, np.ndarray):
         lengths, words = _tokens_from_counts(docs, n_words, name)
         vocab = docs.shape[1]
@@ -154,11 +137,11 @@ def _tokens_from_counts(docs, n_words, name):
         csr = sp.csr_matrix(docs, copy=True)
         csr.sum_duplicates()
         csr.sort_indices()
-        data = _integral_values(np.asarray(csr.data), name)
+        data = as_whole_numbers(csr.data, name, "counts")
         indices, indptr = csr.indices, csr.indptr
     else:
         dense = np.asarray(docs)
-        counts = _integral_values(dense, name)
+        counts = as_whole_numbers(dense, name, "counts")
         csr = sp.csr_matrix(counts)
         data, indices, indptr = csr.data.astype(np.int64), csr.indices, csr.indptr
     words = np.repeat(indices.astype(np.int32), data)
@@ -195,34 +178,3 @@ def _tokens_from_sequences(docs, n_words, name):
     return lengths, words, vocab
 
 
-def _check_n_topics(n_topics) -> int:
-    if isinstance(n_topics, bool) or not isinstance(n_topics, Integral):
-        raise ValueError(f"n_topics must be an integer >= 1, got {n_topics!r}")
-    if n_topics < 1:
-        raise ValueError(f"n_topics must be >= 1, got {n_topics}")
-    return int(n_topics)
-
-
-def _check_concentration(value, length: int, name: str, what: str) -> np.ndarray:
-    """A symmetric (scalar) or full (vector of ``length``) Dirichlet parameter, all > 0."""
-    if isinstance(value, bool):
-        raise ValueError(f"{name} must be a positive number or a vector of {length}, got bool")
-    if isinstance(value, Real):
-        arr = np.full(length, float(value))
-    else:
-        try:
-            arr = np.asarray(value, dtype=np.float64)
-        except (TypeError, ValueError):
-            raise TypeError(
-                f"{name} must be a positive number or a vector, got {value!r}"
-            ) from None
-        if arr.ndim == 0:
-            arr = np.full(length, float(arr))
-        elif arr.shape != (length,):
-            raise ValueError(
-                f"{name} must be a scalar or a vector of length {length} ({what}), "
-                f"got shape {arr.shape}"
-            )
-    if not np.all(np.isfinite(arr)) or np.any(arr <= 0):
-        raise ValueError(f"{name} must be > 0 and finite, got {value!r}")
-    return arr

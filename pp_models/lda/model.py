@@ -23,18 +23,17 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from numbers import Integral
 
 import numpy as np
 import pymc as pm
 import pytensor.tensor as pt
 import xarray as xr
 
-from pp_models.lda.inputs import _check_concentration, _check_n_topics, prepare_corpus
+from pp_models.lda.inputs import prepare_corpus
 from pp_models.model_info import DerivedStatistic, StepHint, ZooModelInfo, attach_info
-from pp_models.registry import ModelEntry
+from pp_models.validation import check_bool, check_int, check_positive_vector
 
-__all__ = ["CLI_ENTRY", "DERIVED", "STEP_NAME", "CollapsedStepOptions", "model"]
+__all__ = ["DERIVED", "STEP_NAME", "CollapsedStepOptions", "model"]
 
 #: Registry name of the collapsed Gibbs step the collapsed model asks for.
 STEP_NAME = "lda_collapsed_gibbs"
@@ -96,16 +95,14 @@ def model(
         log density is the collapsed joint log p(w, z | alpha, eta) (Murphy Eqs. 27.34 +
         27.36). Explicit: free ``theta``, ``phi``, observed ``counts``.
     """
-    n_topics = _check_n_topics(n_topics)
-    if not isinstance(collapsed, bool):
-        raise TypeError(f"collapsed must be True or False, got {collapsed!r}")
-    if isinstance(thin, bool) or not isinstance(thin, Integral) or thin < 1:
-        raise ValueError(f"thin must be a positive integer, got {thin!r}")
+    n_topics = check_int(n_topics, "n_topics", minimum=1)
+    collapsed = check_bool(collapsed, "collapsed")
+    thin = check_int(thin, "thin", minimum=1)
     if thin != 1 and not collapsed:
         raise ValueError("thin is for the collapsed model's Gibbs step (collapsed=True) only")
     corpus = prepare_corpus(docs, n_words=n_words)
-    alpha_v = _check_concentration(alpha, n_topics, "alpha", "one per topic")
-    eta_v = _check_concentration(eta, corpus.n_words, "eta", "one per vocabulary word")
+    alpha_v = check_positive_vector(alpha, "alpha", n_topics, what="one per topic")
+    eta_v = check_positive_vector(eta, "eta", corpus.n_words, what="one per vocabulary word")
     if vocabulary is not None:
         vocabulary = [str(v) for v in vocabulary]
         if len(vocabulary) != corpus.n_words:
@@ -115,12 +112,8 @@ def model(
     if batch_size is not None:
         if collapsed:
             raise ValueError("batch_size is for the explicit model (collapsed=False) only")
-        if isinstance(batch_size, bool) or not isinstance(batch_size, Integral):
-            raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}")
-        if not 1 <= batch_size <= corpus.n_docs:
-            raise ValueError(
-                f"batch_size must be between 1 and the {corpus.n_docs} documents, got {batch_size}"
-            )
+        # at most one batch of all the documents
+        batch_size = check_int(batch_size, "batch_size", minimum=1, maximum=corpus.n_docs)
     coords = {
         "doc": corpus.doc_index,
         "topic": np.arange(n_topics),
@@ -359,34 +352,3 @@ def _explicit_model(corpus, n_topics, alpha_v, eta_v, coords, batch_size):
         "permutation of topics",
     )
     return attach_info(m, info)
-
-
-def _build_from_dataset(dataset, **options):
-    """The CLI's build: a CSV arrives as a DataFrame of counts; the data set's
-    vocabulary (or the CSV's header) labels the words unless ``vocabulary`` is given."""
-    if options.get("collapsed", True) and not options.get("deterministics", True):
-        # the command line records theta and phi per draw (fit_defaults) and draws the
-        # topics from them; without them the fit would fail on its own var_names
-        raise ValueError("deterministics=False: the command line records theta and phi per "
-                         "draw to write the topics; call pp_models.lda.model(...) and "
-                         "inference.fit from Python to fit without them")
-    data = dataset.data
-    counts = data.to_numpy() if hasattr(data, "to_numpy") else data
-    names = tuple(dataset.feature_names or ())
-    n_columns = np.shape(counts)[1] if np.ndim(counts) == 2 else None
-    if "vocabulary" not in options and names and len(names) == n_columns:
-        options["vocabulary"] = names
-    return model(counts, **options)
-
-
-CLI_ENTRY = ModelEntry(
-    name="lda",
-    description="latent Dirichlet allocation, collapsed Gibbs (SparseLDA) on token "
-    "topics; theta and phi recorded per draw",
-    # the command line writes the topics: theta and phi per draw
-    methods=("gibbs", "auto"),
-    build=_build_from_dataset,
-    default_dataset="reuters",
-    defaults={"n_topics": 20},
-    fit_defaults={"draws": 200, "tune": 200, "chains": 2, "var_names": ("theta", "phi")},
-)

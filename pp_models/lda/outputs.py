@@ -8,16 +8,15 @@ the observed part of the document with the topics held fixed, and the rest is sc
 from __future__ import annotations
 
 from collections.abc import Sequence
-from numbers import Integral, Real
 
 import numpy as np
 import scipy.sparse as sp
 import xarray as xr
 
 from custom_ops.lda.evaluation import sample_theta_fixed_phi
-from pp_models.lda.inputs import _check_concentration, prepare_corpus
+from pp_models.lda.inputs import prepare_corpus
 from pp_models.model_info import posterior_with_labels
-from pp_models.validation import rng_from_seed
+from pp_models.validation import check_int, check_positive_vector, check_real, rng_from_seed
 
 __all__ = ["perplexity", "plot_top_words", "posterior_topics", "top_words"]
 
@@ -82,12 +81,11 @@ def perplexity(
     """
     phi = _check_topics(topics)
     n_topics, n_vocab = phi.shape
-    alpha_v = _check_concentration(alpha, n_topics, "alpha", "one per topic")
-    if not isinstance(observed_fraction, Real) or not 0.0 < observed_fraction < 1.0:
-        raise ValueError(f"observed_fraction must be in (0, 1), got {observed_fraction!r}")
-    for nm, val, low in (("n_burn", n_burn, 0), ("n_samples", n_samples, 1)):
-        if isinstance(val, bool) or not isinstance(val, Integral) or val < low:
-            raise ValueError(f"{nm} must be an integer >= {low}, got {val!r}")
+    alpha_v = check_positive_vector(alpha, "alpha", n_topics, what="one per topic")
+    observed_fraction = check_real(observed_fraction, "observed_fraction", above=0.0,
+                                   below=1.0)
+    n_burn = check_int(n_burn, "n_burn", minimum=0)
+    n_samples = check_int(n_samples, "n_samples", minimum=1)
     is_matrix = sp.issparse(docs) or isinstance(docs, np.ndarray)
     if is_matrix and docs.ndim == 2 and docs.shape[1] != n_vocab:
         raise ValueError(
@@ -138,8 +136,7 @@ def top_words(topics, vocabulary: Sequence[str] | None = None, n: int = 10) -> l
     phi = np.asarray(topics, dtype=np.float64)
     if phi.ndim != 2:
         raise ValueError(f"topics must be a (n_topics, n_words) matrix, got shape {phi.shape}")
-    if isinstance(n, bool) or not isinstance(n, Integral) or n < 1:
-        raise ValueError(f"n must be a positive integer, got {n!r}")
+    n = check_int(n, "n", minimum=1)
     if vocabulary is not None and len(vocabulary) != phi.shape[1]:
         raise ValueError(f"vocabulary has {len(vocabulary)} words, topics have {phi.shape[1]}")
     order = np.argsort(-phi, axis=1, kind="stable")[:, :n]

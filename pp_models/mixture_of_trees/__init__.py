@@ -8,14 +8,16 @@
   for ``inference.fit``'s Gibbs steps.
 """
 
+from pp_models.mixture_of_trees import outputs as _outputs
+from pp_models.mixture_of_trees import predictive as _predictive
 from pp_models.mixture_of_trees.chow_liu import TreeModel, chow_liu
 from pp_models.mixture_of_trees.em import MixtureOfTrees, em
 from pp_models.mixture_of_trees.map_forest import forest_log_marginal, map_forest
 from pp_models.mixture_of_trees.model import model
-from pp_models.registry import ModelEntry
+from pp_models.registry import CLIEntry, Family
 
 __all__ = [
-    "CLI_ENTRY",
+    "FAMILY",
     "MixtureOfTrees",
     "TreeModel",
     "chow_liu",
@@ -32,12 +34,23 @@ def _build(dataset, **options):
     return build_from_dataset(dataset, **options)
 
 
-CLI_ENTRY = ModelEntry(
+#: The family's record (pp_models.registry): factory, ppzoo entry, picture, predictive
+#: functions, test keywords.
+FAMILY = Family(
     name="mixture_of_trees",
     description="Bayesian mixture of trees (BDeu CPTs collapsed, exact tree draws), Gibbs",
-    methods=("gibbs", "auto"),
-    build=_build,
-    default_dataset="reuters",
-    defaults={"n_components": 2},
-    fit_defaults={"draws": 200, "tune": 100, "chains": 2},
+    factory=model,
+    cli=CLIEntry(
+        methods=("gibbs", "auto"),
+        build=_build,
+        default_dataset="reuters",
+        defaults={"n_components": 2},
+        fit_defaults={"draws": 200, "tune": 100, "chains": 2},
+    ),
+    plot=_outputs.plot_structure,
+    plot_name="structure",
+    posterior_predictive=_predictive.posterior_predictive,
+    pointwise_log_likelihood=_predictive.pointwise_log_likelihood,
+    test_keywords=("tree_mixture", "mixture_of_trees", "mixtures_of_trees", "spanning_tree",
+                   "chow_liu", "map_forest"),
 )

@@ -16,7 +16,6 @@ indicators) and the tree from Prim's algorithm (Numba).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from numbers import Integral, Real
 
 import numpy as np
 
@@ -30,7 +29,14 @@ from pp_models.trees import (
     plot_spanning_tree,
     spanning_tree_edges,
 )
-from pp_models.validation import as_data_matrix, check_feature_names, rng_from_seed
+from pp_models.validation import (
+    as_data_matrix,
+    as_whole_numbers,
+    check_feature_names,
+    check_int,
+    check_real,
+    rng_from_seed,
+)
 
 __all__ = ["TreeModel", "as_discrete_data", "chow_liu", "discrete_statistics"]
 
@@ -107,8 +113,7 @@ class TreeModel:
 
     def sample(self, n: int, random_seed=None) -> np.ndarray:
         """``n`` independent draws (ancestral sampling for discrete trees)."""
-        if isinstance(n, bool) or not isinstance(n, Integral) or n < 0:
-            raise ValueError(f"n must be a non-negative integer, got {n!r}")
+        n = check_int(n, "n", minimum=0)
         rng = rng_from_seed(random_seed)
         if self.kind == "gaussian":
             chol = np.linalg.cholesky(self.precision)
@@ -152,18 +157,9 @@ def as_discrete_data(X, *, n_categories=None, name: str = "X", min_rows: int = 1
     if arr.ndim != 2:
         raise ValueError(f"{name} must be 2-D (n_observations, n_variables), got shape "
                          f"{arr.shape}")
-    if not (np.issubdtype(arr.dtype, np.integer) or np.issubdtype(arr.dtype, np.floating)):
-        raise TypeError(f"{name}: expected integer category codes, got dtype {arr.dtype}")
     if arr.shape[0] < min_rows:
         raise ValueError(f"{name} needs at least {min_rows} rows, got {arr.shape[0]}")
-    if np.issubdtype(arr.dtype, np.floating):
-        if not np.all(np.isfinite(arr)):
-            raise ValueError(f"{name} contains NaN or inf")
-        if np.any(arr != np.round(arr)):
-            raise ValueError(f"{name}: discrete data must be whole-number category codes")
-    codes = arr.astype(np.int64)
-    if codes.size and codes.min() < 0:
-        raise ValueError(f"{name}: category codes must be >= 0 (found {codes.min()})")
+    codes = as_whole_numbers(arr, name, "category codes")
     observed = codes.max(axis=0) + 1 if codes.shape[0] else np.ones(codes.shape[1], np.int64)
     if n_categories is None:
         K = np.maximum(observed, 2).astype(np.int64)
@@ -242,11 +238,8 @@ def discrete_statistics(codes, n_categories, weights=None, one_hot=None, joint=N
 def _check_prior(prior, kind):
     if prior is None:
         return 0.0
-    if isinstance(prior, bool) or not isinstance(prior, Real) or not np.isfinite(prior) \
-            or prior < 0:
-        what = "Dirichlet pseudo-count" if kind == "discrete" else "covariance ridge"
-        raise ValueError(f"prior must be a finite number >= 0 (a {what}), got {prior!r}")
-    return float(prior)
+    what = "Dirichlet pseudo-count" if kind == "discrete" else "covariance ridge"
+    return check_real(prior, f"prior (a {what})", minimum=0.0)
 
 
 # ---------------------------------------------------------------------------------------
@@ -301,8 +294,7 @@ def chow_liu(X, *, kind: str = "discrete", weights=None, prior=None, n_categorie
         n, V = data.shape
     if V < 2:
         raise ValueError(f"X needs at least 2 variables (columns) for a tree, got {V}")
-    if isinstance(root, bool) or not isinstance(root, Integral) or not 0 <= root < V:
-        raise ValueError(f"root must be a node index in [0, {V}), got {root!r}")
+    root = check_int(root, "root (a node index)", minimum=0, maximum=V - 1)
     w = _check_weights(weights, n)
     names = check_feature_names(feature_names, V)
     names = None if names is None else tuple(names)

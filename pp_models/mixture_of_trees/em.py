@@ -11,7 +11,6 @@ likelihood, which is then monotone only up to that penalty).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from numbers import Integral, Real
 
 import numpy as np
 from scipy.special import logsumexp
@@ -27,7 +26,13 @@ from pp_models.mixture_of_trees.chow_liu import (
     tree_log_density,
 )
 from pp_models.progress import WorkProgress
-from pp_models.validation import as_data_matrix, check_feature_names, rng_from_seed
+from pp_models.validation import (
+    as_data_matrix,
+    check_feature_names,
+    check_int,
+    check_real,
+    rng_from_seed,
+)
 
 __all__ = ["MixtureOfTrees", "em"]
 
@@ -134,11 +139,10 @@ def em(X, n_components: int, *, kind: str = "discrete", n_init: int = 1,
     """
     if kind not in ("discrete", "gaussian"):
         raise ValueError(f"kind must be 'discrete' or 'gaussian', got {kind!r}")
-    K = _positive_int(n_components, "n_components")
-    n_init = _positive_int(n_init, "n_init")
-    max_iter = _positive_int(max_iter, "max_iter")
-    if isinstance(tol, bool) or not isinstance(tol, Real) or not tol >= 0:
-        raise ValueError(f"tol must be a number >= 0, got {tol!r}")
+    K = check_int(n_components, "n_components", minimum=1)
+    n_init = check_int(n_init, "n_init", minimum=1)
+    max_iter = check_int(max_iter, "max_iter", minimum=1)
+    tol = check_real(tol, "tol", minimum=0.0)
     prior = _check_prior(prior, kind)
     if kind == "discrete":
         data, cats = as_discrete_data(X, n_categories=n_categories)
@@ -171,12 +175,6 @@ def em(X, n_components: int, *, kind: str = "discrete", n_init: int = 1,
                           log_likelihood_trace=np.asarray(trace), n_iter=n_iter,
                           converged=converged, responsibilities=resp,
                           restart_log_likelihoods=np.asarray(finals))
-
-
-def _positive_int(value, name):
-    if isinstance(value, bool) or not isinstance(value, Integral) or value < 1:
-        raise ValueError(f"{name} must be a positive integer, got {value!r}")
-    return int(value)
 
 
 def _initial_responsibilities(data, kind, K, rng):

@@ -10,8 +10,6 @@ the best forest is Kruskal's / Prim's maximum-weight forest of the positive edge
 
 from __future__ import annotations
 
-from numbers import Real
-
 import numpy as np
 
 from custom_ops.conjugate import dirichlet_categorical_log_marginal
@@ -32,7 +30,7 @@ from pp_models.mixture_of_trees.chow_liu import (
     tree_precision,
 )
 from pp_models.trees import maximum_spanning_tree, spanning_tree_edges
-from pp_models.validation import as_data_matrix, check_feature_names
+from pp_models.validation import as_data_matrix, check_feature_names, check_positive
 
 __all__ = ["forest_log_marginal", "map_forest"]
 
@@ -63,8 +61,7 @@ def map_forest(X, *, score: str = "bdeu", ess: float = 1.0, kind: str = "discret
     """
     if score not in _SCORES:
         raise ValueError(f"score must be one of {_SCORES}, got {score!r}")
-    if isinstance(ess, bool) or not isinstance(ess, Real) or not np.isfinite(ess) or ess <= 0:
-        raise ValueError(f"ess must be a finite number > 0, got {ess!r}")
+    ess = check_positive(ess, "ess")
     if kind not in ("discrete", "gaussian"):
         raise ValueError(f"kind must be 'discrete' or 'gaussian', got {kind!r}")
     if kind == "gaussian" and score != "bic":

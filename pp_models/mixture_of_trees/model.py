@@ -19,7 +19,6 @@ Dirichlet posterior.
 from __future__ import annotations
 
 from functools import partial
-from numbers import Integral, Real
 
 import numpy as np
 import pymc as pm
@@ -37,7 +36,13 @@ from pp_models.model_info import (
     weights_sorted,
 )
 from pp_models.trees import check_tree_weights
-from pp_models.validation import as_data_matrix, check_feature_names
+from pp_models.validation import (
+    as_data_matrix,
+    check_bool,
+    check_feature_names,
+    check_int,
+    check_positive,
+)
 
 __all__ = ["GAUSSIAN_STEP_NAME", "STEP_NAME", "model"]
 
@@ -110,17 +115,12 @@ def model(X, n_components: int, *, kind: str = "discrete", alpha: float = 1.0,
     n, V = codes.shape
     if V < 2:
         raise ValueError(f"X needs at least 2 variables (columns) for a tree, got {V}")
-    if isinstance(n_components, bool) or not isinstance(n_components, Integral) \
-            or n_components < 1:
-        raise ValueError(f"n_components must be a positive integer, got {n_components!r}")
-    Kc = int(n_components)
-    for name, value in (("alpha", alpha), ("ess", ess), ("kappa0", kappa0),
-                        ("delta", delta)):
-        if isinstance(value, bool) or not isinstance(value, Real) or not np.isfinite(value) \
-                or value <= 0:
-            raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
-    if not isinstance(split_merge, bool | np.bool_):
-        raise TypeError(f"split_merge must be True or False, got {split_merge!r}")
+    Kc = check_int(n_components, "n_components", minimum=1)
+    alpha = check_positive(alpha, "alpha")
+    ess = check_positive(ess, "ess")
+    kappa0 = check_positive(kappa0, "kappa0")
+    delta = check_positive(delta, "delta")
+    split_merge = check_bool(split_merge, "split_merge")
     if kind == "gaussian" and split_merge:
         raise ValueError("split_merge: the split-merge move exists for kind='discrete' only")
     if kind == "gaussian":

@@ -14,7 +14,7 @@ from pp_models.model_info import posterior_with_labels
 from pp_models.pydt.attach import children_lists, leaf_counts_from, sample_attach
 from pp_models.pydt.greedy import _grow
 from pp_models.trees import DiffusionTree
-from pp_models.validation import rng_from_seed
+from pp_models.validation import check_int, rng_from_seed
 
 __all__ = ["log_predictive", "log_predictive_tree", "plot_results"]
 
@@ -168,8 +168,7 @@ def log_predictive_tree(tree, X, X_new, *, c, theta, alpha, sigma2, n_positions=
     check_parameters(c, theta, alpha, sigma2)
     if n_positions is None:
         return _log_predictive_quadrature(tree, X, X_new, c, theta, alpha, sigma2)
-    if isinstance(n_positions, bool) or not isinstance(n_positions, int) or n_positions < 1:
-        raise ValueError(f"n_positions: None or an integer >= 1, got {n_positions!r}")
+    n_positions = check_int(n_positions, "n_positions", minimum=1)
     rng = rng_from_seed(random_seed)
     n = tree.n_leaves
     base = pydt_forward(tree.parent, tree.log1m_t, X, c, theta, alpha, sigma2)[1]

@@ -9,7 +9,7 @@ import numpy as np
 from custom_ops.pydt.draws import pydt_draw_data, pydt_draw_tree
 from custom_ops.pydt.ops import check_parameters
 from pp_models.trees import DiffusionTree
-from pp_models.validation import rng_from_seed
+from pp_models.validation import check_int, rng_from_seed
 
 __all__ = ["PriorDraw", "sample_prior"]
 
@@ -56,12 +56,9 @@ def sample_prior(n_leaves, *, c, theta, alpha, dim=1, sigma2=1.0, size=1, random
     -------
     list of PriorDraw
     """
-    if isinstance(n_leaves, bool) or not isinstance(n_leaves, int | np.integer) or n_leaves < 2:
-        raise ValueError(f"n_leaves: must be an integer >= 2, got {n_leaves!r}")
-    if isinstance(dim, bool) or not isinstance(dim, int | np.integer) or dim < 0:
-        raise ValueError(f"dim: must be an integer >= 0, got {dim!r}")
-    if isinstance(size, bool) or not isinstance(size, int | np.integer) or size < 1:
-        raise ValueError(f"size: must be an integer >= 1, got {size!r}")
+    n_leaves = check_int(n_leaves, "n_leaves", minimum=2)
+    dim = check_int(dim, "dim", minimum=0)
+    size = check_int(size, "size", minimum=1)
     check_parameters(c, theta, alpha, sigma2)
     rng = rng_from_seed(random_seed)
     n = int(n_leaves)

@@ -1,6 +1,8 @@
-"""Numba's cache goes to the user's cache folder, not into the package (unless the user
-chose a folder); cache writes are process-safe; a graph loaded from PyTensor's cache in a
-new process finds its kernels."""
+"""The package's kernels are cached in the user's cache folder (a folder per source
+version and optimisation level), not in the package and not by moving Numba's cache for
+everyone; a user's NUMBA_CACHE_DIR is used as it is; old sources' folders go only when
+asked; cache writes are process-safe; a graph loaded from PyTensor's cache in a new process
+finds its kernels."""
 
 import os
 import subprocess
@@ -11,47 +13,72 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 
+# a kernel of the package's (njit_exact) and one of another library (plain numba.njit)
 KERNEL = """
 import numba
 
-@numba.njit(cache=True)
+from custom_ops.jit import njit_exact
+
+
+@njit_exact
 def twice(x):
     return 2 * x
+
+
+@numba.njit(cache=True)
+def thrice(x):
+    return 3 * x
 """
 
-# custom_ops first (as every kernel module's import does), then a cached kernel
 SCRIPT = """
-import os
+import json, os, sys
 import custom_ops
 import kernel
-assert kernel.twice(21) == 42
-print(os.environ["NUMBA_CACHE_DIR"])
+from custom_ops import jit
+assert kernel.twice(21) == 42 and kernel.thrice(2) == 6
+if sys.argv[1:] == ["prune"]:
+    jit.prune_kernel_cache()
+print(json.dumps({"ours": kernel.twice.stats.cache_path,
+                  "theirs": kernel.thrice.stats.cache_path,
+                  "env": os.environ.get("NUMBA_CACHE_DIR")}))
 """
 
 
-def _run(env_extra, tmp_path):
+def _run(env_extra, tmp_path, *args):
+    """Run SCRIPT in a fresh process: where the package's kernel and another library's
+    kernel were cached, and NUMBA_CACHE_DIR as the process ended."""
+    import json
+
     # the test run itself sets NUMBA_OPT (tests/conftest.py): start from Numba's default
     env = {k: v for k, v in os.environ.items() if k not in ("NUMBA_CACHE_DIR", "NUMBA_OPT")}
     (tmp_path / "kernel.py").write_text(KERNEL)
     env.update(PYTHONPATH=os.pathsep.join([str(ROOT), str(tmp_path)]), **env_extra)
-    proc = subprocess.run([sys.executable, "-c", SCRIPT], env=env, cwd=tmp_path,
+    proc = subprocess.run([sys.executable, "-c", SCRIPT, *args], env=env, cwd=tmp_path,
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
-    return Path(proc.stdout.strip().splitlines()[-1])
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    return Path(out["ours"]), Path(out["theirs"]), out["env"]
 
 
 def test_kernels_are_cached_in_the_user_cache_folder(tmp_path):
-    folder = _run({"XDG_CACHE_HOME": str(tmp_path / "cache")}, tmp_path)
-    assert folder.parent == tmp_path / "cache" / "pp-models" / "numba"
-    assert list(folder.rglob("*.nbi")), "no Numba index written there"
+    """Ours in the user's cache folder; another library's kernel where Numba puts it
+    (beside its source), and Numba's configuration untouched."""
+    from custom_ops.jit import kernel_source_version
+
+    ours, theirs, env = _run({"XDG_CACHE_HOME": str(tmp_path / "cache")}, tmp_path)
+    folder = tmp_path / "cache" / "pp-models" / "numba" / f"src-{kernel_source_version():x}"
+    assert ours.parent == folder
+    assert list(ours.glob("*.nbi")), "no Numba index written there"
+    assert theirs == tmp_path / "__pycache__" and list(theirs.glob("kernel.thrice*.nbi"))
+    assert env is None
 
 
 def test_each_kernel_source_gets_its_own_cache_folder(tmp_path):
     """A cached kernel holds the code of the kernels it calls from other files, which
     Numba's per-file stamps do not re-check: the cache folder is named by custom_ops'
-    source version; another source's folder is kept while recently used and deleted once
-    unused for STALE_AFTER_DAYS."""
-    from custom_ops.jit import STALE_AFTER_DAYS, kernel_source_version
+    source version. Other sources' folders stay until prune_kernel_cache is called, which
+    deletes those unused for STALE_AFTER_DAYS and keeps the recent ones."""
+    from custom_ops.jit import STALE_AFTER_DAYS
 
     base = tmp_path / "cache" / "pp-models" / "numba"
     recent, old = base / "src-1", base / "src-2"
@@ -62,26 +89,51 @@ def test_each_kernel_source_gets_its_own_cache_folder(tmp_path):
         used.touch()
         stamp = used.stat().st_mtime - age_days * 86400
         os.utime(used, (stamp, stamp))
-    folder = _run({"XDG_CACHE_HOME": str(tmp_path / "cache")}, tmp_path)
-    assert folder == base / f"src-{kernel_source_version():x}"
-    assert list(folder.rglob("*.nbi")), "no Numba index written there"
-    assert recent.exists() and not old.exists()
+    env = {"XDG_CACHE_HOME": str(tmp_path / "cache")}
+    ours, _, _ = _run(env, tmp_path)
+    folder = ours.parent
+    assert folder.parent == base and folder.name.startswith("src-")
+    assert (folder / "last-used").exists()
+    assert recent.exists() and old.exists(), "deleted without being asked"
+    assert _run(env, tmp_path, "prune")[0] == ours
+    assert recent.exists() and not old.exists() and list(ours.glob("*.nbi"))
+
+
+def test_prune_kernel_cache_refuses_a_bad_age():
+    from custom_ops.jit import prune_kernel_cache
+
+    for bad, error in ((-1, ValueError), (float("nan"), ValueError), (True, TypeError),
+                       ("14", TypeError)):
+        with pytest.raises(error, match="older_than_days"):
+            prune_kernel_cache(older_than_days=bad)
 
 
 def test_a_users_numba_cache_dir_is_kept(tmp_path):
     mine = tmp_path / "mine"
-    assert _run({"NUMBA_CACHE_DIR": str(mine), "XDG_CACHE_HOME": str(tmp_path / "c")},
-                tmp_path) == mine
-    assert list(mine.rglob("*.nbi")) and not (tmp_path / "c").exists()
+    ours, theirs, env = _run({"NUMBA_CACHE_DIR": str(mine),
+                              "XDG_CACHE_HOME": str(tmp_path / "c")}, tmp_path)
+    assert ours.parent == mine and theirs.parent == mine and env == str(mine)
+    assert list(ours.glob("kernel.twice*.nbi")) and not (tmp_path / "c").exists()
 
 
 def test_code_compiled_at_another_level_is_cached_apart(tmp_path):
     """Numba's cache index does not record NUMBA_OPT: -O1 code (the test run's) must not
     be loaded by an -O3 run (a user's, a benchmark's)."""
-    folder = _run({"XDG_CACHE_HOME": str(tmp_path / "cache"), "NUMBA_OPT": "1"}, tmp_path)
-    assert folder.parent == tmp_path / "cache" / "pp-models" / "numba-O1"
-    assert list(folder.rglob("*.nbi"))
+    ours, _, _ = _run({"XDG_CACHE_HOME": str(tmp_path / "cache"), "NUMBA_OPT": "1"},
+                      tmp_path)
+    assert ours.parent.parent == tmp_path / "cache" / "pp-models" / "numba-O1"
+    assert list(ours.glob("*.nbi"))
     assert not (tmp_path / "cache" / "pp-models" / "numba").exists()
+
+
+def test_an_unwritable_cache_folder_leaves_the_kernels_uncached(tmp_path):
+    """No writable home: the kernels compile in memory and run; nothing is written into
+    the package."""
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("")
+    ours, _, _ = _run({"XDG_CACHE_HOME": str(blocker)}, tmp_path)
+    assert not ours.exists()
+    assert not list((ROOT / "custom_ops").rglob("*.nbi"))
 
 
 def test_an_edited_kernel_changes_the_graph_cache_key(tmp_path):
@@ -144,8 +196,7 @@ folder, name, ready_dir, index_delay, data_delay, locked = sys.argv[1:7]
 spec = importlib.util.spec_from_file_location("nc", r"{module}")
 nc = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(nc)
-if locked == "1":
-    nc.make_cache_writes_process_safe()
+cache_file = nc.LockedIndexDataCacheFile if locked == "1" else caching.IndexDataCacheFile
 
 read_index = caching.IndexDataCacheFile._load_index
 write_index = caching.IndexDataCacheFile._save_index
@@ -171,7 +222,7 @@ def slow_write(self, *args):
 caching.IndexDataCacheFile._load_index = slow_read
 caching.IndexDataCacheFile._save_index = slow_index_write
 caching.IndexDataCacheFile._save_data = slow_write
-cache = caching.IndexDataCacheFile(folder, "kernel", source_stamp=0)
+cache = cache_file(folder, "kernel", source_stamp=0)
 # start together: on a loaded machine importing numba takes seconds and varies by more
 # than the delays above, so each process waits until all four have imported it
 import pathlib
@@ -185,9 +236,9 @@ cache.save(("signature", name), "code of " + name)
 
 
 def test_the_cache_lock_keeps_each_signature_with_its_code(tmp_path):
-    """With the lock both signatures keep their code. Without it (Numba's own save, run at
-    the same time in another folder, so this test can fail) one signature is lost and the
-    other maps to the wrong code."""
+    """With the lock (LockedIndexDataCacheFile, the kernels' cache file) both signatures
+    keep their code. Without it (Numba's own save, run at the same time in another folder,
+    so this test can fail) one signature is lost and the other maps to the wrong code."""
 
     from numba.core import caching
 
@@ -215,12 +266,15 @@ def test_the_cache_lock_keeps_each_signature_with_its_code(tmp_path):
     assert saved["0"] == {"float64": "code of int32"}
 
 
-def test_importing_custom_ops_installs_the_lock():
-    from numba.core import caching
+def test_every_kernel_writes_its_cache_under_the_lock():
+    from numba.core.dispatcher import Dispatcher
 
-    import custom_ops  # noqa: F401
+    from custom_ops.conjugate import special
+    from custom_ops.jit import KernelCache, LockedIndexDataCacheFile
 
-    assert getattr(caching.IndexDataCacheFile.save, "_ppm_locked", False)
+    assert isinstance(special.digamma, Dispatcher)
+    assert isinstance(special.digamma._cache, KernelCache)
+    assert isinstance(special.digamma._cache._cache_file, LockedIndexDataCacheFile)
 
 
 # --- a graph loaded from PyTensor's cache finds its kernels ------------------------------

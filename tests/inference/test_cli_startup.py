@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-HEAVY = ("pymc", "pytensor", "numba", "pandas", "scipy", "xarray", "matplotlib")
+HEAVY = ("pymc", "pytensor", "numba", "pandas", "scipy", "xarray", "matplotlib", "dask",
+         "distributed")
 
 _RUN = """
 import contextlib, io, json, sys
@@ -61,27 +62,27 @@ def test_argument_errors_import_no_family(argv):
         assert "did you mean 'dpm'" in result["err"]
 
 
-def test_summaries_read_from_the_source_match_the_entries():
-    # `ppzoo list` reads CLI_ENTRY's literal fields without importing; they must be the
-    # imported entries' values
-    from pp_models.registry import list_model_summaries, list_models
+def test_summaries_read_from_the_source_match_the_families():
+    # `ppzoo list`, the report's file names and the tests' groups read each FAMILY's
+    # literal fields without importing it; they must be the imported records' values
+    from pp_models.registry import list_families, list_family_summaries, no_cli_entries
 
-    summaries = {s.name: s for s in list_model_summaries()}
-    entries = list_models()
-    assert sorted(summaries) == [e.name for e in entries]
-    for entry in entries:
-        s = summaries[entry.name]
-        assert (s.description, s.methods, s.default_dataset, s.defaults, s.fit_defaults) == (
-            entry.description, tuple(entry.methods), entry.default_dataset,
-            dict(entry.defaults), dict(entry.fit_defaults))
-        module = sys.modules[s.module]
-        assert module.CLI_ENTRY is entry
-    # the families without a ppzoo entry too
-    from pp_models.registry import NoCLIEntry, family_modules, no_cli_entries
-
-    declared = [m.CLI_ENTRY for m in family_modules()
-                if isinstance(getattr(m, "CLI_ENTRY", None), NoCLIEntry)]
-    assert declared and no_cli_entries() == sorted(declared, key=lambda e: e.name)
+    summaries = {s.name: s for s in list_family_summaries()}
+    families = list_families()
+    assert sorted(summaries) == [f.name for f in families]
+    for family in families:
+        s = summaries[family.name]
+        assert (s.description, s.plot_name, s.test_keywords, s.has_cli) == (
+            family.description, family.plot_name, tuple(family.test_keywords),
+            family.has_cli)
+        if family.has_cli:
+            assert (s.methods, s.default_dataset, s.defaults, s.fit_defaults) == (
+                tuple(family.methods), family.default_dataset, dict(family.defaults),
+                dict(family.fit_defaults))
+        else:
+            assert s.reason == family.cli.reason
+        assert sys.modules[s.module].FAMILY is family
+    assert [s.name for s in no_cli_entries()] == [f.name for f in families if not f.has_cli]
 
 
 def test_the_package_attributes_are_the_functions():

@@ -210,7 +210,7 @@ def sampling_forbidden(monkeypatch):
         ({"target_acept": 0.9}, TypeError, "did you mean 'target_accept'"),
         ({"method": "advi", "bogus": 1}, TypeError, "unknown option 'bogus' for method='advi'"),
         ({"trace_flush": 1.0}, ValueError, "trace_flush needs trace=PATH"),
-        ({"target_accept": 1.5}, ValueError, r"target_accept must be a number in \(0, 1\)"),
+        ({"target_accept": 1.5}, ValueError, r"target_accept must be a finite number in \(0, 1\)"),
     ],
 )
 def test_bad_sampler_options_raise_before_compiling(normal_model, sampling_forbidden, kwargs,

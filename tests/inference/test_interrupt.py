@@ -22,7 +22,7 @@ import xarray as xr
 
 from inference import fit
 from inference.cli import main
-from inference.report import FAMILY_PLOTS, RESULT_FILES
+from inference.report import RESULT_FILES
 from pp_models import lda
 from pp_models.model_info import posterior_with_labels
 
@@ -120,7 +120,9 @@ def _only_results(tmp_path, out):
     # no staging or retired folders left beside the output
     # the fits here are DP mixtures, whose answer picture is written beside the results
     # when the post-processing it needs ran (not when sampling was interrupted)
-    picture = f"{FAMILY_PLOTS['dpm'][0]}.png"
+    from pp_models.dpm import FAMILY
+
+    picture = f"{FAMILY.plot_name}.png"
     names = sorted(p.name for p in out.iterdir() if p.name != picture)
     assert names == sorted(RESULT_FILES)
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]

@@ -3,7 +3,16 @@
 import numpy as np
 import pytest
 
-from pp_models.validation import as_data_matrix, check_random_seed, rng_from_seed
+from pp_models.validation import (
+    as_data_matrix,
+    check_bool,
+    check_choice,
+    check_int,
+    check_positive,
+    check_random_seed,
+    check_real,
+    rng_from_seed,
+)
 
 
 def test_as_data_matrix_returns_float64_copy_of_good_data():
@@ -69,6 +78,78 @@ def test_rng_from_seed_refuses_what_check_random_seed_refuses(seed, err, msg):
         rng_from_seed(seed, "seed")
     with pytest.raises(err, match=f"^random_seed {msg}"):
         rng_from_seed(seed)
+
+
+@pytest.mark.parametrize(
+    "value,kwargs,err,msg",
+    [(True, {}, TypeError, "^n must be an integer, got True$"),
+     (np.bool_(True), {}, TypeError, "must be an integer"),
+     (2.0, {}, TypeError, "must be an integer, got 2.0"),
+     ("3", {}, TypeError, "must be an integer"),
+     (0, {"minimum": 1}, ValueError, "^n must be >= 1, got 0$"),
+     (5, {"maximum": 4}, ValueError, "^n must be <= 4, got 5$"),
+     (1, {"minimum": 2, "maximum": 4}, ValueError, r"^n must be in \[2, 4\], got 1$")],
+)
+def test_check_int_refuses(value, kwargs, err, msg):
+    with pytest.raises(err, match=msg):
+        check_int(value, "n", **kwargs)
+
+
+def test_check_int_returns_a_python_int():
+    out = check_int(np.int32(3), "n", minimum=3, maximum=3)
+    assert out == 3 and type(out) is int
+
+
+@pytest.mark.parametrize(
+    "value,kwargs,err,msg",
+    [(True, {}, TypeError, "^x must be a number, got True$"),
+     ("1", {"above": 0}, TypeError, "^x must be a number > 0, got '1'$"),
+     (np.nan, {}, ValueError, "^x must be a finite number, got nan$"),
+     (np.inf, {"minimum": 0}, ValueError, "finite number >= 0, got inf"),
+     (0.0, {"above": 0}, ValueError, "^x must be a finite number > 0, got 0.0$"),
+     (1.0, {"minimum": 0, "below": 1}, ValueError, r"finite number in \[0, 1\), got 1.0$"),
+     (0.0, {"above": 0, "below": 1}, ValueError, r"in \(0, 1\)"),
+     (2.5, {"maximum": 2}, ValueError, "<= 2, got 2.5")],
+)
+def test_check_real_refuses(value, kwargs, err, msg):
+    with pytest.raises(err, match=msg):
+        check_real(value, "x", **kwargs)
+
+
+def test_check_real_accepts_its_bounds_and_numpy_numbers():
+    assert check_real(np.float32(0.5), "x", minimum=0.5, maximum=0.5) == 0.5
+    assert check_real(3, "x", above=2, below=4) == 3.0
+    assert check_positive(np.int64(2), "x") == 2.0
+    with pytest.raises(ValueError, match="x must be a finite number > 0"):
+        check_positive(0, "x")
+
+
+def test_check_bool_and_check_choice():
+    assert check_bool(np.bool_(False), "flag") is False
+    for bad in (0, 1, "yes", None):
+        with pytest.raises(TypeError, match="^flag must be True or False, got"):
+            check_bool(bad, "flag")
+    assert check_choice("vi", "loss", ("binder", "vi")) == "vi"
+    with pytest.raises(ValueError, match="^loss must be 'binder' or 'vi', got 'x'$"):
+        check_choice("x", "loss", ("binder", "vi"))
+    with pytest.raises(ValueError, match="^k must be one of 'a', 'b', 'c', 'd', got"):
+        check_choice(np.array([1]), "k", ("a", "b", "c", "d"))
+
+
+def test_check_fixed_or_gamma():
+    from pp_models.validation import check_fixed_or_gamma, check_gamma_prior
+
+    assert check_fixed_or_gamma(2, "lam") == 2.0
+    assert check_fixed_or_gamma([2, 0.5], "lam") == (2.0, 0.5)
+    assert check_gamma_prior((1, 3), "lam") == (1.0, 3.0)
+    with pytest.raises(ValueError, match=r"^lam \(Gamma rate\) must be a finite number > 0"):
+        check_fixed_or_gamma((1.0, -1.0), "lam")
+    with pytest.raises(ValueError, match=r"^lam: a Gamma prior is a pair \(shape, rate\)"):
+        check_fixed_or_gamma((1.0, 2.0, 3.0), "lam")
+    with pytest.raises(TypeError, match=r"^lam must be a number > 0 or a pair"):
+        check_fixed_or_gamma("big", "lam")
+    with pytest.raises(ValueError, match=r"^lam must be a finite number > 0, got 0.0"):
+        check_fixed_or_gamma(0.0, "lam")
 
 
 def test_as_binary_matrix_keeps_sparse_input_sparse():

@@ -34,6 +34,7 @@ from custom_ops.dpm.gibbs import COMPONENT_CODES, auxiliary_sweeps
 from inference.gibbs.base import ZooGibbsStep, depends_directly
 from inference.gibbs.registry import register_step
 from pp_models.distributions.crp import CRPRV
+from pp_models.validation import check_int
 
 __all__ = ["CRPAuxiliaryGibbs"]
 
@@ -100,12 +101,8 @@ class CRPAuxiliaryGibbs(ZooGibbsStep):
         rvs = [z_rv, *params]
         if not isinstance(z_rv.owner.op, CRPRV):
             raise TypeError(f"vars: {z_rv.name} is not a CRP random variable")
-        if isinstance(m, bool) or not isinstance(m, int | np.integer) or m < 1:
-            raise ValueError(f"m must be an integer >= 1, got {m!r}")
-        if isinstance(sweeps, bool) or not isinstance(sweeps, int | np.integer) or sweeps < 1:
-            raise ValueError(f"sweeps must be an integer >= 1, got {sweeps!r}")
-        self.m = int(m)
-        self.sweeps = int(sweeps)
+        self.m = check_int(m, "m", minimum=1)
+        self.sweeps = check_int(sweeps, "sweeps", minimum=1)
         n = int(z_rv.owner.op.dist_params(z_rv.owner)[2].eval())
         self.n = n
         if data not in model.named_vars:

@@ -33,6 +33,7 @@ from inference.gibbs.base import ZooGibbsStep, depends_directly, terms_depending
 from inference.gibbs.registry import register_step
 from pp_models.distributions.collapsed import CollapsedRV
 from pp_models.distributions.crp import CRPRV
+from pp_models.validation import check_int
 
 __all__ = ["CRPCollapsedGibbs", "find_crp_likelihood"]
 
@@ -171,8 +172,8 @@ class CRPCollapsedGibbs(ZooGibbsStep):
     ):
         super().__init__(vars, model=model, rng=rng, blocked=blocked)
         self.greedy_start = bool(greedy_start)
-        self.start_kmeans = tuple(_count(k, "start_kmeans", 2) for k in start_kmeans)
-        self.start_pilot = _count(start_pilot, "start_pilot", 0)
+        self.start_kmeans = tuple(check_int(k, "start_kmeans", minimum=2) for k in start_kmeans)
+        self.start_pilot = check_int(start_pilot, "start_pilot", minimum=0)
         #: (candidate name, log joint after its pilot) of the last start search, best first
         self.start_scores: list[tuple[str, float]] = []
         self._start_pending = False
@@ -182,10 +183,11 @@ class CRPCollapsedGibbs(ZooGibbsStep):
         z_rv = self.model.values_to_rvs[self.vars[0]]
         if not isinstance(z_rv.owner.op, CRPRV):
             raise TypeError(f"vars: {z_rv.name} is not a CRP random variable")
-        self.sweeps = _count(sweeps, "sweeps", 0)
-        self.split_merge_every = _count(split_merge_every, "split_merge_every", 0)
-        self.split_merge_proposals = _count(split_merge_proposals, "split_merge_proposals", 0)
-        self.launch_scans = _count(launch_scans, "launch_scans", 0)
+        self.sweeps = check_int(sweeps, "sweeps", minimum=0)
+        self.split_merge_every = check_int(split_merge_every, "split_merge_every", minimum=0)
+        self.split_merge_proposals = check_int(split_merge_proposals, "split_merge_proposals",
+                                               minimum=0)
+        self.launch_scans = check_int(launch_scans, "launch_scans", minimum=0)
         if self.sweeps == 0 and (self.split_merge_every == 0 or self.split_merge_proposals == 0):
             raise ValueError("sweeps=0 needs split-merge proposals, or the step does nothing")
 
@@ -309,10 +311,3 @@ def hyper_names(family: str) -> tuple[str, ...]:
 
     return FAMILIES[family].hyper_names
 
-
-def _count(value, name, minimum):
-    if isinstance(value, bool) or not isinstance(value, int | np.integer):
-        raise TypeError(f"{name} must be an integer, got {value!r}")
-    if value < minimum:
-        raise ValueError(f"{name} must be >= {minimum}, got {value}")
-    return int(value)

@@ -151,7 +151,7 @@ def test_distribution_in_a_model_draw_and_bad_arguments():
     for kwargs, err, msg in [
         (dict(alpha=1.0, n_rows=0, k_max=3), ValueError, "n_rows must be >= 1"),
         (dict(alpha=1.0, n_rows=3, k_max=0), ValueError, "k_max must be >= 1"),
-        (dict(alpha=1.0, n_rows=3.0, k_max=3), TypeError, "n_rows must be a Python"),
+        (dict(alpha=1.0, n_rows=3.0, k_max=3), TypeError, "n_rows must be an integer, got 3.0"),
         (dict(alpha=0.0, n_rows=3, k_max=3), ValueError, "alpha must be > 0"),
     ]:
         with pytest.raises(err, match=msg):

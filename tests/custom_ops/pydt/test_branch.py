@@ -36,7 +36,9 @@ from custom_ops.pydt.branch import (
     propose_branch_move,
     pydt_branch_moves,
 )
+from custom_ops.pydt.messages import PYDTParameters
 from pp_models.trees import DiffusionTree
+from tests.inference.gibbs.pydt import twins
 from tests.pp_models.pydt.test_prior import shape_key, shape_probabilities
 
 
@@ -134,7 +136,7 @@ def test_log_ratio_equals_op_density_and_proposal_terms(n, d, c, theta, alpha):
         before = logp(parent, log1m_t, X, c, theta, alpha, 0.8)
         p0, l0 = parent.copy(), log1m_t.copy()
         kind, v, u, log_ratio, _qf, _qr = propose_branch_move(
-            rng, parent, log1m_t, X, c, theta, alpha, 0.8, 1.0, 0)
+            rng, parent, log1m_t, X, PYDTParameters(c, theta, alpha, 0.8))
         kinds[int(kind)] += 1
         if kind == VOID:
             np.testing.assert_array_equal(parent, p0)
@@ -175,8 +177,8 @@ def test_prior_ratio_of_an_expansion_has_the_docstring_closed_form(n, c, theta, 
         parent, log1m_t, _X = _draw(rng, n, 0, c, theta, alpha)
         X = np.zeros((n, 0))
         before = pydt.pydt_forward(parent, log1m_t, X, c, theta, alpha, 1.0)[0]
-        kind, v, u, *_ = propose_branch_move(rng, parent, log1m_t, X, c, theta, alpha,
-                                             1.0, 1.0, 0)
+        kind, v, u, *_ = propose_branch_move(rng, parent, log1m_t, X,
+                                             PYDTParameters(c, theta, alpha, 1.0))
         if kind != EXPAND:
             continue
         after = pydt.pydt_forward(parent, log1m_t, X, c, theta, alpha, 1.0)[0]
@@ -205,8 +207,8 @@ def test_cached_change_equals_full_recursion(n, d, c, theta, alpha):
     the ratio uses and the cached total agree with pydt_forward; moves are accepted."""
     rng = np.random.default_rng(100 + n)
     parent, log1m_t, X = _draw(rng, n, d, c, theta, alpha, 0.8, noise=0.3)
-    accepted, err = pydt_branch_moves(rng, parent, log1m_t, X, c, theta, alpha, 0.8, 1.0,
-                                      200, 0, True)
+    accepted, err = pydt_branch_moves(rng, parent, log1m_t, X,
+                                      PYDTParameters(c, theta, alpha, 0.8), 200, True)
     assert err < 1e-9
     pydt.check_tree(parent, log1m_t, n)
     assert accepted > 0
@@ -217,8 +219,8 @@ def test_ddt_move_is_void():
     rng = np.random.default_rng(3)
     parent, log1m_t, X = _draw(rng, 30, 2, 1.0, 0.0, 0.0)
     p0, l0 = parent.copy(), log1m_t.copy()
-    accepted, _ = pydt_branch_moves(rng, parent, log1m_t, X, 1.0, 0.0, 0.0, 1.0, 1.0, 100,
-                                    0, False)
+    accepted, _ = pydt_branch_moves(rng, parent, log1m_t, X,
+                                    PYDTParameters(1.0, 0.0, 0.0, 1.0), 100, False)
     assert accepted == 0
     np.testing.assert_array_equal(parent, p0)
     np.testing.assert_array_equal(log1m_t, l0)
@@ -228,17 +230,18 @@ def test_ddt_move_is_void():
 PARAMS = {"c": 1.0, "theta": 1.0, "alpha": 0.3}
 
 
-def run_moves(seed, n_leaves, bug=0, n_chains=4000, n_moves=10, params=PARAMS):
+def run_moves(seed, n_leaves, bug=None, n_chains=4000, n_moves=10, params=PARAMS):
     """p-values (labelled shapes, number of branch points) of ``n_chains`` independent
-    prior draws after ``n_moves`` branch moves each, against the closed form."""
+    prior draws after ``n_moves`` branch moves each (the twin of ``bug``, a key of
+    ``twins.BRANCH_BUGS``, for a bug), against the closed form."""
+    moves = pydt_branch_moves if bug is None else twins.branch_twin(bug)
     rng = np.random.default_rng(seed)
     X = np.zeros((n_leaves, 0))
     probs = shape_probabilities(n_leaves, params["theta"], params["alpha"])
     keys = []
     for _ in range(n_chains):
         parent, log1m_t, _ = _draw(rng, n_leaves, 0, **params)
-        pydt_branch_moves(rng, parent, log1m_t, X, params["c"], params["theta"],
-                          params["alpha"], 1.0, 1.0, n_moves, bug, False)
+        moves(rng, parent, log1m_t, X, PYDTParameters(**params, sigma2=1.0), n_moves, False)
         keys.append(shape_key(DiffusionTree(parent, log1m_t, validate=False)))
     counts = Counter(keys)
     assert set(counts) <= set(probs)
@@ -269,12 +272,12 @@ def test_moves_keep_the_exact_prior(n_leaves):
     assert not rejects(p)
 
 
-@pytest.mark.parametrize(("bug", "name"), [(1, "subset count dropped"),
-                                           (2, "time density dropped"),
-                                           (3, "reverse count of the current tree")])
-def test_planted_bugs_are_caught(bug, name):
-    p = run_moves(seed=20 + bug, n_leaves=4, bug=bug)
-    print(f"{name}: p (shapes, branch points) = {p}")
+@pytest.mark.parametrize(("seed", "bug"), [(21, "subset count dropped"),
+                                         (22, "time density dropped"),
+                                         (23, "reverse count of the current tree")])
+def test_planted_bugs_are_caught(seed, bug):
+    p = run_moves(seed=seed, n_leaves=4, bug=bug)
+    print(f"{bug}: p (shapes, branch points) = {p}")
     assert rejects(p)
 
 
@@ -290,8 +293,8 @@ def test_false_alarm_and_power_over_ten_seeds(params):
     seeds = range(300, 310)
     correct = sum(rejects(run_moves(s, 5, params=params)) for s in seeds)
     caught = {bug: sum(rejects(run_moves(s, 5, bug=bug, params=params)) for s in seeds)
-              for bug in (1, 2, 3)}
+              for bug in twins.BRANCH_BUGS}
     print(f"{params}: correct rejected {correct}/10; twins caught {caught}")
     assert correct <= 2
-    assert caught[1] >= 9 and caught[2] >= 9
-    assert caught[3] >= 6
+    assert caught["subset count dropped"] >= 9 and caught["time density dropped"] >= 9
+    assert caught["reverse count of the current tree"] >= 6

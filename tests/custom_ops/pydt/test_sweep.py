@@ -14,10 +14,12 @@ from scipy import stats
 
 from custom_ops.pydt import draws as pydt_draws
 from custom_ops.pydt import ops as pydt
+from custom_ops.pydt.messages import PYDTParameters
 from custom_ops.pydt.sweep import pydt_sweep, sweep_inputs_valid
 from pp_models.pydt import sample_prior
 from pp_models.pydt.greedy import greedy
 from pp_models.trees import DETACHED, UNUSED_SLOT, DiffusionTree
+from tests.inference.gibbs.pydt import twins
 from tests.pp_models.pydt.test_prior import chi_square_pvalue, shape_key, shape_probabilities
 
 
@@ -49,8 +51,8 @@ def test_cached_density_equals_full_recursion(n, d, c, theta, alpha):
     parent, log1m_t, X = _draw(rng, n, d, c, theta, alpha, 1.0, 0.3)
     accepted = 0
     for _ in range(20):
-        acc, lp, ll, err = pydt_sweep(rng, parent, log1m_t, X, c, theta, alpha, 0.7, 1.0, -1,
-                                      True, True, True, True, True)
+        acc, lp, ll, err = pydt_sweep(rng, parent, log1m_t, X,
+                                      PYDTParameters(c, theta, alpha, 0.7), -1, True, True)
         accepted += acc
         assert err < 1e-9
         ref_p, ref_l = pydt.pydt_forward(parent, log1m_t, X, c, theta, alpha, 0.7)
@@ -68,8 +70,7 @@ def test_same_seed_same_chain_and_generator_advances():
         p, lt = parent.copy(), log1m_t.copy()
         rng = np.random.default_rng(11)
         for _ in range(3):
-            pydt_sweep(rng, p, lt, X, 1.0, 1.0, 0.3, 1.0, 1.0, -1, True, True, True, True,
-                       False)
+            pydt_sweep(rng, p, lt, X, PYDTParameters(1.0, 1.0, 0.3, 1.0), -1, True, False)
         runs.append((p, lt, rng.random()))
     np.testing.assert_array_equal(runs[0][0], runs[1][0])
     np.testing.assert_array_equal(runs[0][1], runs[1][1])
@@ -86,17 +87,16 @@ def test_invalid_inputs_are_reported_before_a_sweep():
                                   1.0)
 
 
-def _prior_chain(c, theta, alpha, exact_ratio=True, proposal_ratio=True, n_keep=3000,
-                 thin=3, seed=0):
-    """Sweeps on four leaves with no data: the chain's invariant law is the prior."""
+def _prior_chain(c, theta, alpha, sweep=pydt_sweep, n_keep=3000, thin=3, seed=0):
+    """Sweeps (``sweep``: the kernel or a twin) on four leaves with no data: the chain's
+    invariant law is the prior."""
     rng = np.random.default_rng(seed)
     n = 4
     parent, log1m_t, _ = _draw(rng, n, 0, c, theta, alpha, 1.0, 0.0)
     X = np.zeros((n, 0))
     keys, roots = [], []
     for k in range(n_keep * thin + 50):
-        pydt_sweep(rng, parent, log1m_t, X, c, theta, alpha, 1.0, 1.0, -1, True, exact_ratio,
-                   proposal_ratio, True, False)
+        sweep(rng, parent, log1m_t, X, PYDTParameters(c, theta, alpha, 1.0), -1, True, False)
         if k >= 50 and k % thin == 0:
             tree = DiffusionTree(parent.copy(), log1m_t.copy(), validate=False)
             keys.append(shape_key(tree))
@@ -115,13 +115,13 @@ def test_prior_is_invariant(c, theta, alpha):
     assert stats.ks_2samp(roots, [d.tree.root_time for d in draws]).pvalue > 1e-3
 
 
-@pytest.mark.parametrize(("exact_ratio", "proposal_ratio"), [(False, True), (True, False)])
-def test_planted_ratio_bugs_break_prior_invariance(exact_ratio, proposal_ratio):
+@pytest.mark.parametrize("twin", [twins.shortcut_sweep, twins.no_proposal_ratio_sweep])
+def test_planted_ratio_bugs_break_prior_invariance(twin):
     """The prior-as-proposal shortcut for multi-leaf subtrees, and the ratio without the
     proposal densities, change the chain's law: the same tests reject it. Measured on
     seeds 10-14 (min of the two p-values): shortcut 2e-5 to 3e-9, no proposal ratio
     < 1e-140; the correct sampler 0.15 to 0.76."""
-    keys, roots = _prior_chain(1.0, 1.0, 0.3, exact_ratio, proposal_ratio)
+    keys, roots = _prior_chain(1.0, 1.0, 0.3, twin())
     draws = sample_prior(4, c=1.0, theta=1.0, alpha=0.3, dim=0, size=3000, random_seed=1)
     p_shape = chi_square_pvalue(keys, shape_probabilities(4, 1.0, 0.3))
     p_root = stats.ks_2samp(roots, [d.tree.root_time for d in draws]).pvalue
@@ -204,8 +204,8 @@ def _internal_counts(n_sweeps, state_dependent, seed=0):
     for k in range(n_sweeps):
         n_internal = int(np.count_nonzero(parent[n:] != -2))
         moves = n + n_internal - 1 if state_dependent else -1
-        pydt_sweep(rng, parent, log1m_t, X, 1.0, 1.0, 0.5, 1.0, 1.0, moves, False, True, True,
-                   True, False)
+        pydt_sweep(rng, parent, log1m_t, X, PYDTParameters(1.0, 1.0, 0.5, 1.0), moves, False,
+                   False)
         out[k] = np.count_nonzero(parent[n:] != -2)
     return out
 

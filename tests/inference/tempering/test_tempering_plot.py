@@ -125,3 +125,12 @@ def test_write_results_draws_tempering_png(walled_ladder, tmp_path):
                                                    tmp_path / "p")
     with pytest.raises(ValueError, match="no 'tempering' group"):
         plot_tempering(plain, tmp_path / "x.png")
+
+
+def test_tempering_png_is_a_result_file_no_family_picture_takes():
+    from pp_models.registry import list_family_summaries
+
+    family_pictures = {f"{s.plot_name}.png" for s in list_family_summaries() if s.plot_name}
+    assert report.TEMPERING_PLOT not in family_pictures | set(report.RESULT_FILES)
+    # a folder holding a previous tempered result may be replaced by the next run
+    assert report.TEMPERING_PLOT in report._result_names()

@@ -99,7 +99,7 @@ X_OK, _ = three_blobs()
         (np.ones((1, 2)), {}, ValueError, "at least 2 rows"),
         (X_OK, dict(alpha=0.0), ValueError, "alpha must be a finite number > 0"),
         (X_OK, dict(alpha=-1.0), ValueError, "alpha must be a finite number > 0"),
-        (X_OK, dict(alpha=(1.0, -2.0)), ValueError, r"alpha \(Gamma rate b\)"),
+        (X_OK, dict(alpha=(1.0, -2.0)), ValueError, r"alpha \(Gamma rate\)"),
         (X_OK, dict(alpha="big"), TypeError, "alpha must be a number"),
         (X_OK, dict(truncation=1), ValueError, "truncation must be >= 2"),
         (X_OK, dict(truncation=2.5), TypeError, "truncation must be an integer"),
@@ -110,7 +110,7 @@ X_OK, _ = three_blobs()
         (X_OK, dict(prior={"kappa": 1.0}), ValueError, "prior: unknown key"),
         (X_OK, dict(prior={"kappa0": -1.0}), ValueError, "kappa0"),
         (X_OK, dict(prior={"nu0": 0.5}), ValueError, "nu0"),
-        (X_OK, dict(discount=1.0), ValueError, r"discount must be in \[0, 1\)"),
+        (X_OK, dict(discount=1.0), ValueError, r"discount must be a finite number in \[0, 1\)"),
         (X_OK, dict(alpha=pm.Normal.dist(1.0, 1.0)), TypeError, "pm.Gamma.dist"),
     ],
 )

@@ -19,7 +19,7 @@ def test_the_observed_dimensions_keep_their_names():
     assert list(ibp_fa.model(pd.DataFrame(Y, index=NAMES)).coords["dim"]) == NAMES
     assert list(ibp_fa.model(Y, dim_names=NAMES).coords["dim"]) == NAMES
     assert list(ibp_fa.model(Y).coords["dim"]) == [0, 1, 2, 3]
-    cli = ibp_fa.CLI_ENTRY.build(datasets.load("iris"))
+    cli = ibp_fa.FAMILY.cli.build(datasets.load("iris"))
     assert list(cli.coords["dim"]) == NAMES
     with pytest.raises(ValueError, match="dim_names has 2 names but Y has 4 rows"):
         ibp_fa.model(Y, dim_names=["a", "b"])

@@ -165,7 +165,7 @@ def test_constant_columns():
     [
         (np.array([[0, 1], [1, np.nan]]), {}, "NaN"),
         (np.array([[0, -1], [1, 0]]), {}, ">= 0"),
-        (np.array([[0, 0.5], [1, 0]]), {}, "whole-number"),
+        (np.array([[0, 0.5], [1, 0]]), {}, "whole numbers"),
         (np.zeros((5, 1), int), {}, "at least 2 variables"),
         (np.zeros((5, 3), int), {"kind": "poisson"}, "kind"),
         (np.zeros((5, 3), int), {"weights": -np.ones(5)}, "weights"),

@@ -104,7 +104,7 @@ def test_gaussian_mixture_monotone_and_sample():
 
 
 @pytest.mark.parametrize(("kwargs", "match"), [
-    ({"n_components": 0}, "n_components"), ({"n_components": 1.5}, "n_components"),
+    ({"n_components": 0}, "n_components"),
     ({"n_components": 2, "n_init": 0}, "n_init"), ({"n_components": 2, "tol": -1}, "tol"),
     ({"n_components": 2, "kind": "x"}, "kind"), ({"n_components": 50}, "exceeds"),
     ({"n_components": 2, "feature_names": ["a"]}, "feature_names has 1 names but X has 3"),
@@ -113,6 +113,12 @@ def test_bad_input(kwargs, match):
     X = np.random.default_rng(0).integers(0, 2, size=(20, 3))
     with pytest.raises(ValueError, match=match):
         em(X, **kwargs)
+
+
+def test_a_fractional_n_components_is_a_type_error():
+    X = np.random.default_rng(0).integers(0, 2, size=(20, 3))
+    with pytest.raises(TypeError, match="n_components must be an integer, got 1.5"):
+        em(X, 1.5)
 
 
 def test_bad_random_seed_is_named():

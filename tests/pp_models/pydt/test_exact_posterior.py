@@ -46,6 +46,7 @@ from inference import fit
 from inference.gibbs.pydt import PYDTTreeStep
 from pp_models import pydt
 from tests.custom_ops.pydt.test_ops import all_trees  # labelled shapes: 4 over 3 leaves, 26 over 4
+from tests.inference.gibbs.pydt.twins import BranchNoTimeDensityTreeStep
 
 #: two pairs: shapes with 1, 2 and 3 internal nodes all have posterior mass (0.48,
 #: 0.34, 0.18) and c's posterior (mean 1.43) moves off its prior's (1)
@@ -244,13 +245,6 @@ def exact():
     return exact_posterior(X4, PRIORS, N_EXACT, seed=0)
 
 
-class BranchNoTimeDensityStep(PYDTTreeStep):
-    """Planted bug: the branch-point moves without the time proposal's density q_t."""
-
-    name = "test_pydt_exact_branch_no_time_density"
-    branch_bug = 2
-
-
 def _posterior(draws, step_cls=None, branch_moves=None, seed=1):
     """``fit``'s posterior: the factory's own steps (``step_cls=None``), or those with
     the tree step replaced by ``step_cls`` with ``branch_moves``."""
@@ -310,5 +304,5 @@ def test_sampler_matches_the_exact_posterior(exact, branch_moves):
 def test_branch_moves_without_time_density_are_caught(exact):
     """The twin pushes the number of branch points up (measured at 4 x 10000 draws:
     P(1 internal node) 0.291 against 0.480, z -44; c z +3.3)."""
-    z = _z_scores(_posterior(2000, BranchNoTimeDensityStep), exact)
+    z = _z_scores(_posterior(2000, BranchNoTimeDensityTreeStep), exact)
     assert max(abs(v) for v in z.values()) > 6.0, z

@@ -94,7 +94,7 @@ def kernel_chain(beta, seed, n=N_SWEEPS):
     keep = {"Z": [], "V": [], "X": [], "tau": [], "alpha": []}
     for _ in range(n):
         alpha = nsfa_sweep(rng, Y, W, False, Z, V, X, lam, tau, beta, alpha, hyper, FIXED,
-                           PER_ELEMENT, True, 2.0, 0.1, 0, False, work)[0]
+                           PER_ELEMENT, True, 2.0, 0.1, work)[0]
         for key, value in (("Z", Z), ("V", V), ("X", X), ("tau", tau), ("alpha", alpha)):
             keep[key].append(np.copy(value))
     return statistics(*(np.array(keep[k]) for k in ("Z", "V", "X", "tau", "alpha")))

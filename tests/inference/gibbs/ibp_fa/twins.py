@@ -1,15 +1,45 @@
-"""Planted-bug twins of the NSFA step, each one realistic mistake the thesis warns of,
-and the tempered step's twin that ignores beta."""
+"""Planted-bug twins of the NSFA step, each one realistic mistake the thesis warns of: the
+sweep compiled with one of its kernels replaced by a test-only one
+(``tests/helpers/twin_kernels.py``); and the tempered step's twin that ignores beta."""
 
+import math
+
+import numpy as np
+
+from custom_ops.ibp_fa.nsfa import nsfa_sweep, take_out_singletons
+from custom_ops.jit import njit_exact
 from inference.gibbs.ibp_fa import NSFAGibbs
 from pp_models.validation import check_inverse_temperature
+from tests.helpers.twin_kernels import twin_kernel
+
+
+@njit_exact
+def printed_log_odds(m_minus, D):
+    """``shared_feature_log_odds`` with the prior odds of Eq. 3.6 as printed,
+    ``m / (D - 1 - m)`` (should be ``m / (D - m)``)."""
+    if D - 1 - m_minus <= 0:
+        return np.inf
+    return math.log(m_minus / (D - 1 - m_minus))
+
+
+@njit_exact
+def take_out_and_delete_singletons(d, Z, V, X, W, E, m, S, Ehat):
+    """``take_out_singletons`` that also Gibbs-samples the row's singletons to zero before
+    new ones are proposed (Knowles §3.2: the kernel then depends on the current state of
+    what it samples; under-counts)."""
+    kappa, _g_sq = take_out_singletons(d, Z, V, X, W, E, m, S, Ehat)
+    for j in range(kappa):
+        Z[d, S[j]] = 0
+        m[S[j]] = 0
+    return 0, 0.0
 
 
 class PrintedOddsNSFA(NSFAGibbs):
     """The prior odds of Eq. 3.6 as printed, ``m/(D - 1 - m)`` (should be ``m/(D - m)``)."""
 
     name = "test_nsfa_printed_odds"
-    _odds_offset = 1
+    sweep_kernel = staticmethod(twin_kernel(nsfa_sweep,
+                                            shared_feature_log_odds=printed_log_odds))
 
 
 class DeleteSingletonsNSFA(NSFAGibbs):
@@ -17,7 +47,8 @@ class DeleteSingletonsNSFA(NSFAGibbs):
     kernel then depends on the current state of what it samples; under-counts)."""
 
     name = "test_nsfa_delete_singletons"
-    _delete_singletons = True
+    sweep_kernel = staticmethod(twin_kernel(
+        nsfa_sweep, take_out_singletons=take_out_and_delete_singletons))
 
 
 class IgnoresBetaNSFA(NSFAGibbs):

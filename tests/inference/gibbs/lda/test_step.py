@@ -119,7 +119,7 @@ def test_step_pickles_mid_chain():
     ("overrides", "match"),
     [
         ({"sampler": "alias"}, "sampler must be"),
-        ({"sweeps": 0}, "sweeps must be a positive integer"),
+        ({"sweeps": 0}, "sweeps must be >= 1"),
         ({"doc_ptr": np.array([1, 5])}, "doc_ptr must be"),
         ({"alpha": -1.0}, "alpha and eta must be > 0"),
         ({"words": np.zeros(3, dtype=int)}, "words has shape"),

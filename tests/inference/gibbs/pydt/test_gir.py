@@ -36,6 +36,13 @@ from inference.gibbs.pydt import PYDTTreeStep
 from inference.testing import getting_it_right
 from pp_models import pydt
 from pp_models.trees import DiffusionTree
+from tests.inference.gibbs.pydt.twins import (
+    BranchNoTimeDensityTreeStep,
+    NoJacobianTreeStep,
+    NoncentredNoJacobianTreeStep,
+    NoProposalRatioTreeStep,
+    ShortcutTreeStep,
+)
 
 N_SAMPLES = 800
 # Lighter tails than the thesis's G(1, 1) on the precision (E[X^4] must be finite for the
@@ -83,43 +90,6 @@ STATISTICS = {
 def gir_model(n=5, d=1, binary=False):
     X = np.zeros((n, d))
     return pydt.model(X, priors=GIR_PRIORS, binary=binary)
-
-
-class ShortcutTreeStep(PYDTTreeStep):
-    """Planted bug: the prior-as-proposal acceptance for every subtree."""
-
-    name = "test_pydt_shortcut"
-    exact_ratio = False
-
-
-class NoProposalRatioTreeStep(PYDTTreeStep):
-    """Planted bug: detach-reattach accepted by posterior ratio x #nonroot ratio, the
-    proposal densities g_R(old) / g_R(new) dropped."""
-
-    name = "test_pydt_no_proposal_ratio"
-    proposal_ratio = False
-
-
-class NoncentredNoJacobianTreeStep(PYDTTreeStep):
-    """Planted bug: the non-centred update of c, theta, alpha without log |dt/dw|."""
-
-    name = "test_pydt_noncentred_no_jacobian_gir"
-    noncentred_jacobian = False
-
-
-class BranchNoTimeDensityTreeStep(PYDTTreeStep):
-    """Planted bug: the branch-point moves without the time proposal's density."""
-
-    name = "test_pydt_branch_no_time_density"
-    branch_bug = 2
-
-
-class NoJacobianTreeStep(PYDTTreeStep):
-    """Planted bug: the divergence times slice-sampled in l = log(1 - t) against the
-    density in t, without the Jacobian |dt/dl| = 1 - t."""
-
-    name = "test_pydt_no_jacobian"
-    time_jacobian = False
 
 
 def _run(step_cls, seed, n_samples=N_SAMPLES, binary=False, d=1, noncentred=True,

@@ -30,8 +30,8 @@ import pytest
 from scipy import stats
 
 from custom_ops.pydt.ops import log_structure_prob
-from inference.gibbs.pydt import _n_nonroot, detach_reattach, slice_time
 from pp_models import pydt
+from tests.inference.gibbs.pydt.python_moves import _n_nonroot, detach_reattach, slice_time
 
 N_LEAVES = 4
 # many multi-leaf subtrees and multifurcations, so the twins' errors have room to show
@@ -171,43 +171,40 @@ def test_false_alarm_and_power_over_ten_seeds():
 
 
 def test_tree_step_move_count_is_fixed():
-    """``PYDTTreeStep.step`` makes the same number of detach-reattach moves from a star
-    and from a binary tree. Each move leaves the posterior invariant, but a
-    state-dependent number of them does not: on 4 leaves the end states had too many
-    stars and too few binary trees (test_state_dependent_move_count_is_biased). This test
-    failed on 2026-11-26, when the step made ``_n_nonroot(tree)`` moves, a number read off
+    """``PYDTTreeStep.step`` asks its sweep for the same number of detach-reattach moves
+    from a star and from a binary tree (the sweep's own count, ``2 n - 2`` for ``-1``, is
+    tested in tests/custom_ops/pydt/test_sweep.py). Each move leaves the posterior
+    invariant, but a state-dependent number of them does not: on 4 leaves the end states
+    had too many stars and too few binary trees (test_state_dependent_move_count_is_biased).
+    This test failed when the step asked for ``_n_nonroot(tree)`` moves, a number read off
     the current tree; the step now defaults to ``2 n - 2`` (``moves``), a count that
     depends on n only."""
     import pymc as pm
 
-    import inference.gibbs.pydt as step_module
+    from custom_ops.pydt.sweep import pydt_sweep
     from inference.gibbs.pydt import PYDTTreeStep
     from pp_models.distributions import PYDiffusionTree
     from pp_models.trees import DiffusionTree
 
+    asked = []
+
+    def counting_sweep(rng, parent, log1m_t, X, params, n_moves, *rest):
+        asked.append(2 * X.shape[0] - 2 if n_moves < 0 else n_moves)
+        return pydt_sweep(rng, parent, log1m_t, X, params, n_moves, *rest)
+
+    class CountingStep(PYDTTreeStep):
+        name = "test_pydt_counting"
+        sweep_kernel = staticmethod(counting_sweep)
+
     with pm.Model() as m:
         PYDiffusionTree("tree", 1.0, 1.0, 0.3, N_LEAVES)
-    step = PYDTTreeStep([m["tree"]], model=m, rng=0, slice_times=False,
-                        greedy_start=False)
+    step = CountingStep([m["tree"]], model=m, rng=0, slice_times=False, greedy_start=False,
+                        branch_moves=0)
     star = DiffusionTree(np.array([4, 4, 4, 4, -1, -2, -2]), np.array([-0.5, 0.0, 0.0]))
     binary = DiffusionTree(np.array([5, 5, 6, 6, -1, 4, 4]), np.array([-0.2, -1.0, -1.0]))
-    calls = []
-    original = step_module.detach_reattach
-
-    def counting(*args, **kwargs):
-        calls.append(1)
-        return original(*args, **kwargs)
-
-    step_module.detach_reattach = counting
-    try:
-        counts = []
-        for tree in (star, binary):
-            calls.clear()
-            step.step({"tree": tree.to_packed()})
-            counts.append(len(calls))
-    finally:
-        step_module.detach_reattach = original
-    assert counts[0] == counts[1], f"moves per sweep: star {counts[0]}, binary {counts[1]}"
+    for tree in (star, binary):
+        step.step({"tree": tree.to_packed()})
+    assert asked == [2 * N_LEAVES - 2] * 2, f"moves per sweep (star, binary): {asked}"
 
 
 @pytest.mark.slow

@@ -24,15 +24,9 @@ from inference.testing.generative import GenerativeModel
 from pp_models import pydt
 from pp_models.trees import DiffusionTree
 from tests.inference.gibbs.pydt.test_gir import GIR_PRIORS
+from tests.inference.gibbs.pydt.twins import NoJacobianTreeStep, NoncentredNoJacobianTreeStep
 
 HYPER = ("c", "theta", "alpha")
-
-
-class NoncentredNoJacobianStep(PYDTTreeStep):
-    """Planted bug: the non-centred update without log |dt/dw|."""
-
-    name = "test_pydt_noncentred_no_jacobian"
-    noncentred_jacobian = False
 
 
 def _generative(n=5, d=1):
@@ -171,7 +165,7 @@ def test_update_keeps_the_joint_distribution():
 
 def test_update_without_jacobian_is_caught():
     with np.errstate(over="ignore"):
-        pushed, fresh = _pushed_and_fresh(NoncentredNoJacobianStep, N_REP, N_UPDATES,
+        pushed, fresh = _pushed_and_fresh(NoncentredNoJacobianTreeStep, N_REP, N_UPDATES,
                                           seed=7)
     p, each = _smallest_adjusted_p(pushed, fresh)
     print(each)
@@ -191,7 +185,7 @@ def test_variance_update_keeps_the_joint_distribution():
 
 def test_variance_update_without_jacobian_is_caught():
     with np.errstate(over="ignore"):
-        pushed, fresh = _pushed_and_fresh(NoncentredNoJacobianStep, N_REP, N_UPDATES,
+        pushed, fresh = _pushed_and_fresh(NoncentredNoJacobianTreeStep, N_REP, N_UPDATES,
                                           seed=8, noncentred=("precision",))
     p, each = _smallest_adjusted_p(pushed, fresh)
     print(each)
@@ -213,7 +207,6 @@ def test_time_slice_sampler_keeps_the_joint_distribution():
 
 
 def test_time_slice_sampler_without_jacobian_is_caught():
-    from tests.inference.gibbs.pydt.test_gir import NoJacobianTreeStep
 
     with np.errstate(over="ignore"):
         pushed, fresh = _pushed_and_fresh(NoJacobianTreeStep, N_REP, N_UPDATES, seed=7,
@@ -231,7 +224,7 @@ def test_false_alarm_and_power_over_seeds():
             correct += _smallest_adjusted_p(*_pushed_and_fresh(
                 PYDTTreeStep, N_REP, N_UPDATES, seed))[0] < 0.01
             twin += _smallest_adjusted_p(*_pushed_and_fresh(
-                NoncentredNoJacobianStep, N_REP, N_UPDATES, seed))[0] < 0.01
+                NoncentredNoJacobianTreeStep, N_REP, N_UPDATES, seed))[0] < 0.01
     print("rejections out of 10: correct", correct, "no-Jacobian twin", twin)
     assert correct <= 1
     assert twin >= 9

@@ -45,6 +45,6 @@ def test_branch_moves_option():
     model = pydt.model(X)
     assert PYDTTreeStep([model["tree"]], model=model).branch_moves == 6
     assert PYDTTreeStep([model["tree"]], model=model, branch_moves=0).branch_moves == 0
-    for bad in (-1, 2.5, True):
-        with pytest.raises(ValueError, match="branch_moves"):
+    for bad, error in ((-1, ValueError), (2.5, TypeError), (True, TypeError)):
+        with pytest.raises(error, match="branch_moves"):
             PYDTTreeStep([model["tree"]], model=model, branch_moves=bad)
