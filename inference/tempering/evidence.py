@@ -249,15 +249,19 @@ def _from_draws(loglik: np.ndarray, ladders: np.ndarray, method: str, *, indepen
             log_ratio = np.full(n - 1, np.nan)
         estimates.append(est)
         variances.append(var)
-        for t in range(n):
-            row = {"chain": c, "temperature": t, "beta": ladder[t],
-                   "mean_log_likelihood": ll[:, t].mean(),
-                   "var_log_likelihood": ll[:, t].var(ddof=1),
-                   "ess": _ess(ll[:, t]) if np.all(np.isfinite(ll[:, t])) else np.nan,
-                   "log_ratio": log_ratio[t] if t < n - 1 else np.nan}
-            if divergences is not None:
-                row["divergences"] = int(divergences[c, t])
-            rows.append(row)
+        # prior draws of a heavy-tailed model (the diffusion tree's hyperparameters) can
+        # have log-likelihoods near -1e200: their variance overflows to inf and their
+        # ESS is not defined; the table says so without a warning
+        with np.errstate(over="ignore", invalid="ignore"):
+            for t in range(n):
+                row = {"chain": c, "temperature": t, "beta": ladder[t],
+                       "mean_log_likelihood": ll[:, t].mean(),
+                       "var_log_likelihood": ll[:, t].var(ddof=1),
+                       "ess": _ess(ll[:, t]) if np.all(np.isfinite(ll[:, t])) else np.nan,
+                       "log_ratio": log_ratio[t] if t < n - 1 else np.nan}
+                if divergences is not None:
+                    row["divergences"] = int(divergences[c, t])
+                rows.append(row)
     table = pd.DataFrame(rows).set_index(["chain", "temperature"])
     between = ("temperatures independent" if independent
                else "cross-temperature covariance included")

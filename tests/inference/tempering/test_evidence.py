@@ -197,3 +197,23 @@ def test_standard_error_is_calibrated(method, sampler):
           f"{z.mean():.2f}, sd {z.std():.2f}")
     assert np.mean(np.abs(z) < 2) >= 0.8
     assert math.isfinite(z.mean())
+
+
+def test_table_of_a_heavy_tailed_prior_has_no_overflow_warning():
+    """Prior draws of the diffusion tree give log-likelihoods near -1e200: the table's
+    variance at beta = 0 is inf and its ESS undefined, without an overflow warning
+    (warnings are errors here)."""
+    from inference.tempering.evidence import _from_draws
+
+    rng = np.random.default_rng(0)
+    loglik = rng.normal(-10.0, 1.0, size=(2, 40, 3))
+    loglik[:, :, 0] = -1e200 * rng.uniform(0.5, 1.0, size=(2, 40))
+    ladder = np.array([[0.0, 0.5, 1.0]] * 2)
+    result = _from_draws(loglik, ladder, "stepping_stone", independent=True,
+                         sampler="parallel_tempering")
+    assert np.isinf(result.table["var_log_likelihood"].loc[(0, 0)])
+    assert np.isfinite(result.table["var_log_likelihood"].loc[(0, 1)])
+    assert np.isnan(result.table["ess"].loc[(0, 0)])
+    # the data are all but impossible under those draws: the first step's log ratio,
+    # 0.5 x the log-likelihood's log-mean-exp, dominates
+    assert -1e200 < result.log_evidence < -1e199
