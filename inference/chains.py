@@ -12,7 +12,9 @@ end. When every free variable is updated by a :class:`~inference.gibbs.ZooGibbsS
   allocated once;
 - chains run in worker processes (``fork``: the workers inherit the built steps and
   their compiled kernels, nothing is pickled on the way in; a throwaway first draw in
-  this process compiles those kernels once before the fork) or one after the other;
+  this process compiles those kernels once before the fork), one after the other, or
+  as tasks of a ``concurrent.futures.Executor`` (``executor=``: the steps are pickled
+  to its workers, see :mod:`inference.executors`), with the same draws every way;
 - Ctrl-C (SIGINT) is caught between draws, never inside a Numba kernel: every chain
   stops after the draw it is making, the draws completed so far are kept and the result
   is marked interrupted (:class:`SamplingInterrupted` carries it when the caller wants an
@@ -384,6 +386,69 @@ def _run_workers(ctx, event, step, spec, starts, rngs, tunes, draws, flag, bar, 
 
 
 # ---------------------------------------------------------------------------------------
+# chains as tasks of an executor
+# ---------------------------------------------------------------------------------------
+class _NeverSet:
+    """A task's flag: a Ctrl-C reaches the caller, which stops waiting for the tasks."""
+
+    def is_set(self) -> bool:
+        return False
+
+    def arm(self) -> None:
+        pass
+
+
+def _executor_chain(payload, chain, start, rng, tune, draws, trace) -> _ChainOutput:
+    """Chain ``chain`` to completion on an executor's worker: the steps and the trace
+    spec arrive pickled (fresh objects, as a fork would give), the generator is the
+    chain's own."""
+    import cloudpickle
+
+    try:
+        step, spec = cloudpickle.loads(payload)
+        return _run_chain(step, spec, start, rng, tune, draws, _NeverSet(),
+                          [0] * (chain + 1), chain, False, trace)
+    except BaseException as err:  # reported to the caller, which raises it
+        return _ChainOutput({}, {}, 0, 0, 0.0, error="".join(
+            traceback.format_exception(type(err), err, err.__traceback__)))
+
+
+def _trace_reachable(path: str) -> str | None:
+    """On a worker: ``None`` when the trace folder is there and writable, else why not."""
+    if not os.path.isdir(path):
+        return f"{path} does not exist on the worker"
+    if not os.access(path, os.W_OK | os.X_OK):
+        return f"{path} is not writable on the worker"
+    return None
+
+
+def _run_on_executor(executor, step, spec, starts, rngs, tunes, draws, flag, bar, traces):
+    """Every chain with work left as one task; returns (outputs, lost chains)."""
+    from inference.executors import pickled, run_chain_tasks
+
+    chains = len(starts)
+    todo = [c for c in range(chains) if tunes[c] + draws[c] > 0]
+    payload = pickled((step, spec), "the model and its steps")
+    stored = next((t for t in traces if t is not None), None)
+    if stored is not None and todo:
+        problem = executor.submit(_trace_reachable, stored.path).result()
+        if problem is not None:
+            raise ValueError(f"trace: the executor's workers cannot write the trace: "
+                             f"{problem}; give a path on storage they share")
+    progress = [0] * chains
+
+    def done(c, _output):
+        progress[c] = tunes[c] + draws[c]
+        bar.update(progress)
+
+    jobs = {c: (payload, c, starts[c], rngs[c], tunes[c], draws[c], traces[c]) for c in todo}
+    flag.arm()  # from here a first Ctrl-C keeps the chains finished before it
+    results, lost = run_chain_tasks(executor, _executor_chain, jobs, flag, on_done=done)
+    outputs = [results.get(c, _ChainOutput({}, {}, 0, 0, 0.0)) for c in range(chains)]
+    return outputs, lost
+
+
+# ---------------------------------------------------------------------------------------
 # public entry
 # ---------------------------------------------------------------------------------------
 def sample_gibbs(
@@ -401,6 +466,7 @@ def sample_gibbs(
     trace=None,
     resume: bool = False,
     flush_seconds: float | None = None,
+    executor=None,
 ) -> tuple[xr.DataTree, bool]:
     """Run ``chains`` chains of ``steps`` (all zoo Gibbs steps) on ``model``.
 
@@ -415,6 +481,11 @@ def sample_gibbs(
     at most every ``flush_seconds``; the result is then read back from it. ``resume``:
     continue the chains stored there (each from its last stored point and step state;
     ``draws``, ``tune`` and ``chains`` must be the ones the trace was started with).
+
+    ``executor``: a checked ``concurrent.futures.Executor`` that runs each chain as one
+    task (``cores`` is then unused). A chain whose worker is lost is left out of the
+    result (with ``trace``, its stored draws stay in it) and named in the root
+    attribute ``pp_models_lost_chains``; a chain that fails raises, as locally.
     """
     spec = _trace_spec(model, var_names)
     step = CompoundStep(list(steps)) if len(steps) > 1 else steps[0]
@@ -436,7 +507,8 @@ def sample_gibbs(
 
         every = FLUSH_SECONDS if flush_seconds is None else float(flush_seconds)
         for c, state in enumerate(states):
-            traces[c] = _ChainTrace(str(store.path), c, every, state)
+            # absolute: an executor's workers may run in another folder
+            traces[c] = _ChainTrace(os.path.abspath(store.path), c, every, state)
             if state is not None:
                 starts[c] = {k: state.point[k] for k in starts[c]}
                 tunes[c] = max(0, tune - state.tuned)
@@ -450,9 +522,13 @@ def sample_gibbs(
     t0 = time.perf_counter()
     todo = [c for c in range(chains) if tunes[c] + lengths[c] > 0]
     total = max((tunes[c] + lengths[c] for c in todo), default=1)
+    lost: dict[int, str] = {}
     with ChainProgress(chains, total, enabled=progressbar) as bar, \
             stop_requested() as flag:
-        if parallel:
+        if executor is not None:
+            outputs, lost = _run_on_executor(executor, step, spec, starts, rngs, tunes,
+                                             lengths, flag, bar, traces)
+        elif parallel:
             outputs = _run_parallel(step, spec, starts, rngs, tunes, lengths, flag, bar,
                                     cores, progressbar, traces)
         else:
@@ -470,25 +546,40 @@ def sample_gibbs(
     errors = [o.error for o in outputs if o.error]
     interrupted = flag.is_set()
     if store is not None:
-        finished = not errors and not interrupted
+        finished = not errors and not interrupted and not lost
         store.set_status("complete" if finished and all(
             o.completed == lengths[c] for c, o in enumerate(outputs)) else "interrupted")
     if errors:
         raise RuntimeError("a chain failed:\n" + errors[0])
+    if lost and len(lost) == len([c for c in range(chains) if tunes[c] + lengths[c] > 0]):
+        raise RuntimeError("every chain was lost with its worker: " + "; ".join(
+            f"chain {c}: {why}" for c, why in sorted(lost.items())))
     if store is not None:
-        dt = store.read()
+        # a lost chain's stored draws stay in the trace (resume continues it); the result
+        # holds the other chains, at their full length
+        dt = store.read(None if not lost else [c for c in range(chains) if c not in lost])
+        if interrupted:
+            dt.attrs["pp_models_interrupted"] = 1
         if dt["posterior"].sizes.get("draw", 0) == 0:
             raise SamplingInterrupted(None)
         dt.attrs.pop("pp_models_trace_status", None)
         dt.attrs["pp_models_trace"] = str(store.path)
+        _note_lost(dt, lost)
         return dt, interrupted
     dt = _to_datatree(model, spec, outputs, draws, tune, time.perf_counter() - t0)
     if dt is None:
         raise SamplingInterrupted(None)
+    _note_lost(dt, lost)
     if interrupted:
         dt.attrs["pp_models_interrupted"] = 1
     dt.attrs["pp_models_draws_completed"] = [int(o.completed) for o in outputs]
     return dt, interrupted
+
+
+def _note_lost(dt, lost: dict[int, str]) -> None:
+    if lost:
+        dt.attrs["pp_models_lost_chains"] = sorted(lost)
+        dt.attrs["pp_models_lost_reasons"] = [lost[c] for c in sorted(lost)]
 
 
 def _open_trace(model, spec, step, path, resume, start, *, draws, tune, chains):

@@ -37,10 +37,13 @@ DEMO = dict(model="finite_mixture", dataset="iris", method="gibbs", draws=1000, 
 
 _FIT_DEFAULTS = {"draws": 1000, "tune": 1000, "chains": 4}
 
+#: Seconds ``--scheduler`` waits for the scheduler to answer.
+CONNECT_SECONDS = 10
+
 # The library's messages name its arguments; the user typed these flags.
 _FIT_FLAGS = {"draws": "--draws", "tune": "--tune", "chains": "--chains", "cores": "--cores",
               "random_seed": "--seed", "method": "--method", "trace": "--trace",
-              "tempering": "--tempering"}
+              "tempering": "--tempering", "executor": "--scheduler"}
 _EVIDENCE_FLAGS = {"draws": "--draws", "tune": "--tune", "chains": "--chains",
                    "cores": "--cores", "random_seed": "--seed", "method": "--method",
                    "n_temperatures": "--temperatures"}
@@ -275,6 +278,10 @@ def _add_sampling_options(p: argparse.ArgumentParser) -> None:
                         "`ppzoo check PATH` reads it while it runs or after a crash)")
     p.add_argument("--resume", action="store_true",
                    help="continue the run stored at --trace PATH (same draws/tune/chains)")
+    p.add_argument("--scheduler", default=None, metavar="ADDRESS",
+                   help="run the chains on the Dask cluster whose scheduler is at ADDRESS "
+                        "(e.g. tcp://10.0.0.5:8786), one task per chain; needs the dask "
+                        "extra; --trace must then be a folder the workers share")
 
 
 def _cmd_list(args) -> int:
@@ -386,10 +393,37 @@ def _cmd_fit(args) -> int:
               "dataset": None if args.data is not None else (args.dataset
                                                               or entry.default_dataset),
               "data": None if args.data is None else str(args.data.resolve())}
-    return _run_fit(entry, data, options, args.method, sizes["draws"], sizes["tune"],
-                    sizes["chains"], args.cores, args.seed, not args.no_progress, out,
-                    fit_kwargs=extra, build_flags=_data_flag(entry, args),
-                    fit_flags=_FIT_FLAGS, recipe=recipe)
+    with _dask_executor(args.scheduler) as executor:
+        if executor is not None:
+            extra["executor"] = executor
+        return _run_fit(entry, data, options, args.method, sizes["draws"], sizes["tune"],
+                        sizes["chains"], args.cores, args.seed, not args.no_progress, out,
+                        fit_kwargs=extra, build_flags=_data_flag(entry, args),
+                        fit_flags=_FIT_FLAGS, recipe=recipe)
+
+
+@contextlib.contextmanager
+def _dask_executor(address: str | None):
+    """The executor of a Dask client connected to ``address`` (closed afterwards), or
+    ``None`` without an address; Dask is imported only here."""
+    if address is None:
+        yield None
+        return
+    try:
+        import distributed
+    except ImportError:
+        raise UsageError("--scheduler needs Dask: pip install 'pp-models[dask]'") from None
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # version-mismatch notices name their fix
+            client = distributed.Client(address, timeout=CONNECT_SECONDS)
+    except (OSError, TimeoutError, ValueError) as err:
+        raise UsageError(f"--scheduler {address}: cannot connect to a Dask scheduler there "
+                         f"({type(err).__name__}: {err})") from None
+    try:
+        yield client.get_executor()
+    finally:
+        client.close()
 
 
 def _cmd_evidence(args) -> int:

@@ -26,6 +26,7 @@ from pymc.step_methods.compound import BlockedStep, CompoundStep, flatten_steps
 from pymc.vartypes import discrete_types
 
 from inference.chains import all_zoo_gibbs, model_cache, sample_gibbs
+from inference.executors import ChainsLost
 from inference.fit_options import check_method_options, pop_step_options
 from inference.gibbs.registry import PYMC_STEPS, get_step, step_for
 from inference.interrupt import raising_sigint, stop_requested
@@ -45,7 +46,13 @@ from inference.tempering.options import check_tempering
 from inference.tempering.sampling import check_tempering_request, fit_tempered
 from inference.trace_store import check_trace_path
 from pp_models.model_info import ZooModelInfo, get_info
-from pp_models.validation import check_int, check_positive, check_random_seed, check_real
+from pp_models.validation import (
+    check_executor,
+    check_int,
+    check_positive,
+    check_random_seed,
+    check_real,
+)
 
 __all__ = ["METHODS", "assign_steps", "check_method", "describe_steps", "fit",
            "select_pymc_steps"]
@@ -73,6 +80,7 @@ def fit(
     trace_flush: float | None = None,
     tempering=None,
     log_likelihood: bool = False,
+    executor=None,
     **method_kwargs,
 ) -> xr.DataTree:
     """Sample (or approximate) the posterior of ``model``.
@@ -147,6 +155,18 @@ def fit(
         others, otherwise its density with its own latent variable summed out). Variables
         it needs that the model does not record by default are recorded (collapsed LDA:
         ``z``). Skipped after a Ctrl-C.
+    executor : concurrent.futures.Executor, optional
+        Where the chains run, one task per chain (:mod:`inference.executors`): a
+        ``ProcessPoolExecutor``, a Dask ``Client(address).get_executor()``, ... The
+        same seed gives the same draws as without it. The model and its steps are
+        pickled to the workers; ``trace=`` must then be a folder the workers can write
+        (checked on a worker first), and ``resume=True`` continues it there. A chain
+        whose worker is lost (killed, out of memory) is left out of the result with a
+        :class:`~inference.executors.ChainsLost` warning naming it (its draws stored in
+        ``trace=`` stay there for ``resume``); the other chains' draws are kept. NUTS
+        runs PyMC's sampler (nutpie samples all chains in one call, so it cannot hand
+        a chain to a worker); ``cores`` does not apply; methods ``"gibbs"`` and
+        ``"nuts"``.
     **method_kwargs
         Passed on: to ``pm.sample`` for ``"nuts"``/``"gibbs"`` (e.g. ``target_accept``,
         ``nuts_sampler``, ``initvals``, ``var_names``); for ``"advi"``: ``n``
@@ -184,6 +204,11 @@ def fit(
     if cores is not None:
         cores = check_int(cores, "cores", minimum=1)
     random_seed = check_random_seed(random_seed)
+    if executor is not None:
+        executor = check_executor(executor)
+        if cores is not None:
+            raise ValueError("cores is for chains in local processes; with executor= the "
+                             "executor's workers run the chains (drop cores=)")
     user_steps = _as_step_list(step)
     if trace_flush is not None:
         trace_flush = check_real(trace_flush, "trace_flush (seconds)", minimum=0.0)
@@ -205,6 +230,12 @@ def fit(
         raise ValueError("step is not used by method='advi'; drop it or use method='gibbs'")
     if chosen == "advi" and trace is not None:
         raise ValueError("trace= stores MCMC draws; method='advi' makes none (drop trace=)")
+    if chosen == "advi" and executor is not None:
+        raise ValueError("executor= runs MCMC chains; method='advi' has none (drop executor=)")
+    if executor is not None and method_kwargs.get("nuts_sampler", "pymc") != "pymc":
+        raise ValueError(f"executor= needs PyMC's NUTS (nuts_sampler='pymc'): "
+                         f"nuts_sampler={method_kwargs['nuts_sampler']!r} samples every "
+                         "chain in one call, which cannot be handed to the workers")
     if log_likelihood and chosen != "advi":
         # record what the pointwise terms need (collapsed LDA: z) before any sampling
         needed = needed_for_log_likelihood(model, method_kwargs.get("var_names"))
@@ -235,6 +266,7 @@ def fit(
                 stop,
                 trace_options,
                 tempering,
+                executor,
             )
         if stop.is_set() and sampler != "zoo":
             # PyMC / nutpie / ADVI stopped on the KeyboardInterrupt and returned what
@@ -256,6 +288,8 @@ def fit(
         interrupted = interrupted or stop.is_set()
         if log_likelihood and not interrupted:
             compute_log_likelihood(dt, model)
+    if dt.attrs.get("pp_models_lost_chains") is not None:
+        _warn_lost(dt, chains)
     if interrupted:
         dt.attrs["pp_models_interrupted"] = 1
         dt.attrs["pp_models_draws_requested"] = draws
@@ -284,6 +318,17 @@ def fit(
             {"initial_ladder": list(tempering.ladder), "adapt": tempering.adapt,
              "prior_draws": tempering.prior_draws})
     return dt
+
+
+def _warn_lost(dt: xr.DataTree, chains: int) -> None:
+    lost = [int(c) for c in dt.attrs["pp_models_lost_chains"]]
+    reasons = list(dt.attrs.get("pp_models_lost_reasons", [""] * len(lost)))
+    kept = dt["posterior"].sizes.get("chain", 0)
+    what = "; ".join(f"chain {c}: {why}" for c, why in zip(lost, reasons))
+    warnings.warn(
+        f"{len(lost)} of {chains} chains lost with their workers ({what}); the result holds "
+        f"the draws of the {kept} other chains (dt.attrs['pp_models_lost_chains'])",
+        ChainsLost, stacklevel=3)
 
 
 def _as_step_list(step) -> list:
@@ -347,7 +392,7 @@ def _nutpie_available() -> bool:
 
 
 def _fit_mcmc(model, chosen, info, user_steps, sizes, random_seed, progressbar, kwargs, stop,
-              trace_options=None, tempering=None):
+              trace_options=None, tempering=None, executor=None):
     kwargs = dict(kwargs)
     if info is not None and info.trace_var_names is not None:
         kwargs.setdefault("var_names", list(info.trace_var_names))
@@ -358,16 +403,18 @@ def _fit_mcmc(model, chosen, info, user_steps, sizes, random_seed, progressbar, 
     if tempering is not None:
         dt, assignment = fit_tempered(
             model, info, user_steps, tempering, sizes=sizes, random_seed=random_seed,
-            progressbar=progressbar, kwargs=kwargs, trace_options=trace_options)
+            progressbar=progressbar, kwargs=kwargs, trace_options=trace_options,
+            executor=executor)
         return dt, assignment, "zoo"
     if chosen == "nuts" and not user_steps:
-        default_sampler = "nutpie" if _nutpie_available() and trace_options is None else "pymc"
+        default_sampler = ("nutpie" if _nutpie_available() and trace_options is None
+                           and executor is None else "pymc")
         sampler = kwargs.pop("nuts_sampler", default_sampler)
         if trace_options is not None and sampler != "pymc":
             raise ValueError(f"trace= needs PyMC's NUTS (nuts_sampler='pymc'), not {sampler!r}")
         if sampler == "pymc":
             dt = _pm_sample(model, None, sizes, random_seed, progressbar, kwargs, stop,
-                            trace_options)
+                            trace_options, executor)
         else:
             # a second fit of the same model (other seed, sizes or data values) reuses
             # the first one's compiled model
@@ -406,17 +453,19 @@ def _fit_mcmc(model, chosen, info, user_steps, sizes, random_seed, progressbar, 
             initvals=kwargs.get("initvals"),
             **(trace_options or {}),
             **sizes,
+            executor=executor,
         )
         return dt, describe_steps(steps), "zoo"
     if kwargs.get("var_names") is not None and not list(kwargs["var_names"]):
         raise ValueError("var_names=[] (no variable traced per draw) needs a model whose "
                          "every variable has a zoo Gibbs step; name at least one variable")
     dt = _pm_sample(model, steps, sizes, random_seed, progressbar, kwargs, stop,
-                    trace_options)
+                    trace_options, executor)
     return dt, describe_steps(steps), "pymc"
 
 
-def _pm_sample(model, steps, sizes, random_seed, progressbar, kwargs, stop, trace_options):
+def _pm_sample(model, steps, sizes, random_seed, progressbar, kwargs, stop, trace_options,
+               executor=None):
     """``pm.sample`` with the zoo's Ctrl-C (every chain stops, between two draws) and,
     with ``trace_options``, the draws written to a trace folder as they are made."""
     from inference.chains import SamplingInterrupted
@@ -425,6 +474,10 @@ def _pm_sample(model, steps, sizes, random_seed, progressbar, kwargs, stop, trac
 
     kwargs = dict(kwargs)
     sizes = dict(sizes)
+    if executor is not None and trace_options is not None:
+        raise ValueError("trace= with executor= needs the zoo's chain loop (every variable "
+                         "updated by a zoo Gibbs step, or tempering=); PyMC's sampler "
+                         "writes the trace from the process that runs the chain loop")
     store = states = None
     resumed = trace_options is not None and trace_options["resume"]
     if resumed:
@@ -464,11 +517,21 @@ def _pm_sample(model, steps, sizes, random_seed, progressbar, kwargs, stop, trac
         flush_seconds=None if trace_options is None else trace_options["flush_seconds"],
         resume_states=states, store=store)
     step_kwarg = {} if steps is None else {"step": steps}
+    on_executor = contextlib.nullcontext({"lost": {}})
+    if executor is not None:
+        from inference.executors import pymc_chains_on
+
+        sizes["cores"] = 1  # pm.sample's sequential chain loop is the one handed over
+        on_executor = pymc_chains_on(executor, stop)
     try:
-        with bar:
+        with bar, on_executor as report:
             dt = pm.sample(model=model, random_seed=random_seed, progressbar=progressbar,
                            nuts_sampler="pymc", callback=callback, **step_kwarg, **sizes,
                            **kwargs)
+        if report["lost"]:
+            lost = report["lost"]
+            dt.attrs["pp_models_lost_chains"] = sorted(lost)
+            dt.attrs["pp_models_lost_reasons"] = [lost[c] for c in sorted(lost)]
     except ValueError as err:
         if stop.is_set() and "Not enough samples" in str(err):
             raise SamplingInterrupted(None) from None

@@ -311,16 +311,18 @@ class TraceStore:
         states = [self.chain_state(c, load_point=False) for c in range(self.chains)]
         return [s.completed if s is not None else 0 for s in states]
 
-    def read(self) -> xr.DataTree:
+    def read(self, chains=None) -> xr.DataTree:
         """The trace as a DataTree in memory, trimmed to the committed draws.
 
         Chains keep a common length (the least any chain with a draw has committed;
         chains without a draw are dropped). Unless the run completed, the root attributes
         say so: ``pp_models_interrupted = 1``, ``pp_models_trace_status`` and
-        ``pp_models_draws_completed`` (per chain).
+        ``pp_models_draws_completed`` (per chain). ``chains``: read only these (e.g.
+        leave out a chain lost with its worker, which would shorten the others).
         """
         completed = self.completed()
-        keep = [c for c in range(self.chains) if completed[c] > 0]
+        wanted = range(self.chains) if chains is None else chains
+        keep = [c for c in wanted if completed[c] > 0]
         length = min((completed[c] for c in keep), default=0)
         dt = xr.DataTree()
         status = self.attrs.get("status", "running")
@@ -338,7 +340,7 @@ class TraceStore:
             dt[group] = xr.DataTree(ds)
         dt.attrs["pp_models_trace_status"] = status
         dt.attrs["pp_models_draws_completed"] = [int(c) for c in completed]
-        if status != "complete" or length < self.draws:
+        if (status != "complete" and chains is None) or length < self.draws:
             dt.attrs["pp_models_interrupted"] = 1
         return dt
 

@@ -17,6 +17,8 @@ __all__ = [
     "as_whole_numbers",
     "check_bool",
     "check_choice",
+    "check_dask_client",
+    "check_executor",
     "check_feature_names",
     "check_fixed_or_gamma",
     "check_gamma_prior",
@@ -450,6 +452,49 @@ def rng_from_seed(random_seed, name: str = "random_seed") -> np.random.Generator
     return np.random.default_rng(check_random_seed(random_seed, name))
 
 
+def check_executor(value, name: str = "executor"):
+    """``value`` if it is a ``concurrent.futures.Executor`` that still takes work.
+
+    Raises ``TypeError`` for anything else (a Dask ``Client`` itself is named: its
+    ``get_executor()`` is the executor) and ``ValueError`` for an executor that was shut
+    down or whose pool broke, or a Dask client's executor whose client is closed: before
+    any work is sent.
+    """
+    from concurrent.futures import Executor
+
+    if not isinstance(value, Executor):
+        hint = (" (for a Dask client pass client.get_executor())"
+                if _is_dask_client(value) else "")
+        raise TypeError(f"{name} must be a concurrent.futures.Executor{hint}, got "
+                        f"{type(value).__name__}")
+    client = getattr(value, "_client", None)
+    if client is not None and _is_dask_client(client):
+        check_dask_client(client, name)
+    # the standard pools mark a shut-down or broken pool on these attributes
+    if getattr(value, "_shutdown_thread", False) or getattr(value, "_shutdown", False):
+        raise ValueError(f"{name}: the executor was shut down; it takes no more work")
+    if getattr(value, "_broken", False):
+        raise ValueError(f"{name}: the executor's pool is broken (a worker died): "
+                         f"{value._broken}")
+    return value
+
+
+def check_dask_client(value, name: str = "client"):
+    """``value`` if it is a running ``dask.distributed.Client`` (``TypeError`` for
+    another kind of object, ``ValueError`` for a closed client), without importing Dask.
+    """
+    if not _is_dask_client(value):
+        raise TypeError(f"{name} must be a dask.distributed.Client, got {type(value).__name__}")
+    status = getattr(value, "status", None)
+    if status != "running":
+        raise ValueError(f"{name}: the Dask client is {status or 'not connected'}; "
+                         "connect a running one (Client(address))")
+    return value
+
+
+def _is_dask_client(value) -> bool:
+    cls = type(value)
+    return cls.__name__ == "Client" and cls.__module__.split(".")[0] == "distributed"
 def check_inverse_temperature(value, name: str = "beta") -> float:
     """``value`` as a float in [0, 1]: the inverse temperature of a power posterior
     p(theta) p(X | theta)^beta (0: the prior, 1: the posterior)."""

@@ -5,5 +5,7 @@
 - :mod:`custom_ops.lda.evaluation`: document completion and Minka's update of the
   document-topic concentration;
 - :mod:`custom_ops.lda.predictive`: each token's conditional predictive and replicated
-  words given a posterior draw's topics (LOO and the posterior predictive).
+  words given a posterior draw's topics (LOO and the posterior predictive);
+- :mod:`custom_ops.lda.likelihood`: log p(w | z) and log p(z | alpha) apart, from count
+  matrices (AD-LDA sums the second over partitions).
 """

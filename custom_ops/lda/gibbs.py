@@ -468,6 +468,28 @@ class SparseLDAState:
         self.power_tables = None
         self._no_powers = (np.empty(0), np.empty(0))
 
+    def set_word_counts(self, n_wk, n_k) -> None:
+        """Sample against the word-topic counts ``n_wk`` (V, K) and ``n_k`` (K,) (copied)
+        instead of this state's own: the corpus-wide counts of approximate distributed
+        LDA, of which this state's tokens are one part (Newman et al. 2009 §3). The word
+        topic lists are rebuilt with room for every topic, as the counts of other tokens
+        may fill any. Counts equal to the state's own change nothing (the lists keep the
+        order the sweeps left them in, which the next sweep's draws depend on), so a
+        single partition's sweeps are exactly the serial sampler's."""
+        n_wk = np.asarray(n_wk)
+        if n_wk.shape != (self.n_words, self.n_topics) or np.shape(n_k) != (self.n_topics,):
+            raise ValueError(f"n_wk must be ({self.n_words}, {self.n_topics}) and n_k "
+                             f"({self.n_topics},), got {n_wk.shape} and {np.shape(n_k)}")
+        full = self.w_ptr[-1] == self.n_words * self.n_topics
+        if full and np.array_equal(n_wk, self.n_wk):
+            return
+        self.n_wk = np.array(n_wk, dtype=COUNT_DTYPE, order="C")
+        self.n_k = np.array(n_k, dtype=COUNT_DTYPE)
+        if not full:
+            self.w_ptr = np.arange(self.n_words + 1, dtype=np.int64) * self.n_topics
+            self.w_topics = np.zeros(self.n_words * self.n_topics, dtype=np.int32)
+        _fill_topic_lists(self.n_wk, self.w_ptr, self.w_topics, self.w_nnz)
+
     def powers(self, eta, beta: float):
         """``(word_pow, topic_pow)`` of :func:`tempered_powers` at ``beta`` and ``eta``,
         made once and kept while they stay the same (empty arrays at ``beta = 1``)."""

@@ -86,7 +86,11 @@ class TemperedNUTS(pm.NUTS):
     def step(self, point):
         # the compiled function is shared between replicas: weight it for this one
         self._logp_dlogp_func.set_weights(self._weights)
-        return super().step(point)
+        # a hot replica's trajectories diverge often (the power posterior near the prior
+        # has heavy tails): the kinetic energy overflows, NUTS sees the non-finite energy
+        # and records a divergence; NumPy's overflow warning would only repeat that
+        with np.errstate(over="ignore", invalid="ignore"):
+            return super().step(point)
 
     def replica(self) -> TemperedNUTS:
         """A new NUTS on the same compiled function, with its own adaptation."""

@@ -34,8 +34,10 @@ def check_tempering_request(model, chosen: str, kwargs: dict) -> None:
 
 
 def fit_tempered(model, info, user_steps, options: TemperingOptions, *, sizes, random_seed,
-                 progressbar, kwargs, trace_options):
-    """Run ``fit``'s chains as tempered runs; returns (DataTree, step assignment)."""
+                 progressbar, kwargs, trace_options, executor=None):
+    """Run ``fit``'s chains as tempered runs; returns (DataTree, step assignment).
+    ``executor``: each chain's whole ladder is one task there (see
+    :mod:`inference.executors`)."""
     from inference.fit import describe_steps, pop_step_options
 
     kwargs = dict(kwargs)
@@ -63,7 +65,7 @@ def fit_tempered(model, info, user_steps, options: TemperingOptions, *, sizes, r
     dt, _interrupted = sample_gibbs(
         model, [tempered], random_seed=random_seed, progressbar=progressbar,
         var_names=kwargs.get("var_names"), initvals=kwargs.get("initvals"),
-        **(trace_options or {}), **sizes)
+        **(trace_options or {}), **sizes, executor=executor)
     tempering_group(dt, tune=sizes["tune"])
     assignment = describe_steps(steps)
     return dt, assignment

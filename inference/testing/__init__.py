@@ -2,6 +2,8 @@
 
 - :func:`getting_it_right` (Geweke 2004): marginal-conditional vs successive-conditional
   draws of the joint; catches a transition that does not leave the posterior invariant.
+- :func:`getting_it_right_campaign`: many seeds x many steps (a planted-bug campaign),
+  one task per run on any ``concurrent.futures.Executor``.
 - :func:`sbc` (Talts et al. 2018): ranks of prior draws among posterior draws; catches
   miscalibrated inference end to end, with any ``concurrent.futures.Executor``.
 - :func:`check_convergence`: R-hat / ESS on label-invariant statistics.
@@ -13,14 +15,17 @@ In a test::
 """
 
 from inference.convergence import ConvergenceReport, check_convergence
+from inference.testing.campaign import CampaignResult, getting_it_right_campaign
 from inference.testing.gir import GIRResult, getting_it_right
 from inference.testing.sbc import SBCResult, sbc
 
 __all__ = [
+    "CampaignResult",
     "ConvergenceReport",
     "GIRResult",
     "SBCResult",
     "check_convergence",
     "getting_it_right",
+    "getting_it_right_campaign",
     "sbc",
 ]

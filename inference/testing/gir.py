@@ -36,9 +36,9 @@ from inference.testing.statistics import (
     holm,
 )
 from pp_models.model_info import get_info
-from pp_models.validation import check_int
+from pp_models.validation import check_executor, check_int
 
-__all__ = ["GIRResult", "getting_it_right"]
+__all__ = ["GIRResult", "getting_it_right", "run_pickled"]
 
 
 @dataclass
@@ -137,6 +137,7 @@ def getting_it_right(
     thin: int = 1,
     tune: int | None = None,
     random_seed=None,
+    executor=None,
 ) -> GIRResult:
     """Run Geweke's getting-it-right test of a sampler on a generative model.
 
@@ -173,6 +174,12 @@ def getting_it_right(
         adaptation, 500 otherwise. Adaptation is switched off afterwards: an adapting
         transition is not Markov and would fail the test.
     random_seed : int or Generator, optional
+    executor : concurrent.futures.Executor, optional
+        Run the test as one task there (a process pool, a Dask
+        ``Client.get_executor()``): the model and ``step`` are pickled to the worker and
+        the result is the serial one for the same seed. Many runs (seeds x steps) spread
+        over the workers with :func:`inference.testing.campaign.getting_it_right_campaign`,
+        one task per run.
 
     Returns
     -------
@@ -191,6 +198,14 @@ def getting_it_right(
         tune = check_int(tune, "tune", minimum=0)
     if step is None and method not in ("gibbs", "auto", "nuts"):
         raise ValueError(f"method must be 'gibbs', 'auto' or 'nuts' (or pass step), got {method!r}")
+    if executor is not None:
+        from inference.executors import pickled
+
+        executor = check_executor(executor)
+        kwargs = dict(data_vars=data_vars, statistics=statistics, method=method, step=step,
+                      n_samples=n_samples, thin=thin, tune=tune, random_seed=random_seed)
+        payload = pickled((model, kwargs), "the model, step and statistics")
+        return executor.submit(run_pickled, payload).result()
 
     gen = GenerativeModel(model, data_vars)
     transition = _resolve_step(gen, model, step, method)
@@ -216,6 +231,18 @@ def getting_it_right(
     successive_df = pd.DataFrame(successive, columns=names)
     table = _compare(marginal_df, successive_df)
     return GIRResult(marginal_df, successive_df, table, seconds, describe_steps([transition]))
+
+
+def run_pickled(payload: bytes, **overrides) -> GIRResult:
+    """On a worker: :func:`getting_it_right` of a cloudpickled ``(model, kwargs)``
+    (updated with ``overrides``); the model may be a ``pymc.Model`` or a function of no
+    argument that builds one."""
+    import cloudpickle
+
+    model, kwargs = cloudpickle.loads(payload)
+    if callable(model) and not isinstance(model, pm.Model):
+        model = model()
+    return getting_it_right(model, **{**kwargs, **overrides})
 
 
 def _resolve_step(gen: GenerativeModel, original: pm.Model, step, method="gibbs"):

@@ -6,13 +6,16 @@ The factory :func:`model` (collapsed for the Gibbs step, or explicit for NUTS / 
 corpus layout (:func:`prepare_corpus`, :class:`TokenCorpus`) in ``inputs.py``, the
 outputs (:func:`perplexity`, :func:`top_words`, :func:`posterior_topics`) in
 ``outputs.py``. The collapsed Gibbs step is in ``inference/gibbs/lda.py``, its hot loops
-in :mod:`custom_ops.lda.gibbs`.
+in :mod:`custom_ops.lda.gibbs`. :func:`adlda` (``adlda.py``) is approximate distributed
+collapsed Gibbs (AD-LDA) over partitions of the documents, in this process or on a Dask
+cluster, for corpora on disk too (``shards.py``).
 """
 
 import numpy as np
 
 from pp_models.lda import outputs as _outputs
 from pp_models.lda import predictive as _predictive
+from pp_models.lda.adlda import ADLDAResult, adlda
 from pp_models.lda.inputs import TokenCorpus, prepare_corpus
 from pp_models.lda.model import (
     STEP_NAME,
@@ -25,8 +28,10 @@ from pp_models.registry import CLIEntry, Family
 __all__ = [
     "FAMILY",
     "STEP_NAME",
+    "ADLDAResult",
     "CollapsedStepOptions",
     "TokenCorpus",
+    "adlda",
     "model",
     "perplexity",
     "plot_top_words",

@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-HEAVY = ("pymc", "pytensor", "numba", "pandas", "scipy", "xarray", "matplotlib")
+HEAVY = ("pymc", "pytensor", "numba", "pandas", "scipy", "xarray", "matplotlib", "dask",
+         "distributed")
 
 _RUN = """
 import contextlib, io, json, sys

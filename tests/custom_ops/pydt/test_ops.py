@@ -619,11 +619,13 @@ def test_plot_draws_every_edge():
 
     rng = np.random.default_rng(2)
     tree = DiffusionTree(*draw_tree(rng, 12, 1.0, 2.0, 0.3))
-    ax = tree.plot()
-    segments = ax.collections[0].get_segments()
-    assert len(segments) == (tree.n_leaves + tree.n_internal) + tree.n_internal
-    assert ax.get_ylabel() == "divergence time t"
-    plt.close(ax.figure)
+    for time_axis, label in (("log", "divergence time t\n(spaced as -log(1 - t))"),
+                             ("linear", "divergence time t")):
+        ax = tree.plot(time_axis=time_axis)
+        segments = ax.collections[0].get_segments()
+        assert len(segments) == (tree.n_leaves + tree.n_internal) + tree.n_internal
+        assert ax.get_ylabel() == label
+        plt.close(ax.figure)
 
 
 def test_prior_draws_two_leaf_and_trifurcation_frequencies():

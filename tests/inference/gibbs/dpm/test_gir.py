@@ -153,12 +153,16 @@ def test_planted_bugs_are_caught(label):
 @pytest.mark.slow
 def test_false_alarm_and_power():
     """20 seeds each at N_SAMPLES: correct steps rarely rejected, twins always."""
-    seeds = range(100, 120)
-    correct = {k: sum(not _gir(*v, seed=s, n_samples=SAMPLES.get(k, N_SAMPLES)).passed(0.01)
-                      for s in seeds)
-               for k, v in CORRECT.items()}
-    twins = {k: sum(not _gir(*v, seed=s).passed(0.01) for s in seeds)
-             for k, v in TWINS.items()}
+    from tests.helpers.campaign import run_campaign
+
+    # one task per (case, seed) on the executor PP_MODELS_TEST_EXECUTOR names (serial
+    # when unset; tests/helpers/campaign.py)
+    cases = {k: dict(model=make_model, data_vars=["X"], step=step,
+                     n_samples=SAMPLES.get(k, N_SAMPLES))
+             for k, (make_model, step) in {**CORRECT, **TWINS}.items()}
+    rejections = run_campaign(cases, range(100, 120)).rejections(0.01)
+    correct = {k: int(rejections[k]) for k in CORRECT}
+    twins = {k: int(rejections[k]) for k in TWINS}
     print("rejections out of 20: correct", correct, "twins", twins)
     assert all(r <= 1 for r in correct.values()), correct
     assert all(r == 20 for r in twins.values()), twins
