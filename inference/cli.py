@@ -714,6 +714,8 @@ def _fit_and_write(entry, data, options, method, draws, tune, chains, cores, see
             print(report.advice())
     stop.arm()  # a result to write: the first Ctrl-C now lets the writing finish
     _RUN["stage"] = "writing"
+    if entry.written is not None:
+        dt = entry.written(dt)
     paths = write_results(dt, table, out)
     print("\nwrote " + ", ".join(str(p) for p in paths.values()), flush=True)
     if interrupted or stop.is_set():

@@ -83,6 +83,8 @@ FAMILY = Family(
         "(feature_sizes R-hat 1.1-1.9; still 1.07-1.14 at --chains 4 --draws 10000). "
         "Run two or three --seed values and compare their features.png; the noise "
         "precisions and the reconstruction norm mix.",
+        # X's inactive slots and V off Z are prior draws: zeroed, they compress away
+        written=_outputs.zero_unused_slots,
     ),
     plot=_outputs.plot_results,
     plot_name="features",
