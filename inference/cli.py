@@ -64,12 +64,12 @@ def main(argv: list[str] | None = None) -> int:
     wait for.
     """
     as_program = argv is None
-    parser = _parser()
+    parser, commands = _parser()
     argv = list(sys.argv[1:] if argv is None else argv)
     if (len(argv) >= 2 and argv[0] == "fit" and not argv[1].startswith("-")
             and ({"-h", "--help"} & set(argv))):
         # `ppzoo fit NAME --help`: the sampling options and NAME's own --param keys
-        return _fit_help(parser, argv[1])
+        return _fit_help(commands["fit"], argv[1])
     args = parser.parse_args(argv)
     _RUN.clear()
     try:
@@ -205,7 +205,9 @@ def _name_flags(message: str, flags: dict[str, str]) -> str:
     return re.sub(rf"(?<![\w.-])({names})=(?:'([^']*)'|([^\s,;)]*))", flag_value, message)
 
 
-def _parser() -> argparse.ArgumentParser:
+def _parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]]:
+    """``ppzoo``'s parser and its commands' parsers by name (argparse keeps its own
+    record of them private)."""
     parser = argparse.ArgumentParser(prog="ppzoo", description="pp-models: the model zoo.")
     sub = parser.add_subparsers(dest="command", required=True)
 
@@ -260,7 +262,9 @@ def _parser() -> argparse.ArgumentParser:
     p_demo.add_argument("--out", type=Path, default=Path("ppzoo-out/demo"))
     p_demo.add_argument("--no-progress", action="store_true")
     p_demo.set_defaults(run=_cmd_demo)
-    return parser
+    commands = {"list": p_list, "describe": p_describe, "fit": p_fit, "evidence": p_evidence,
+                "check": p_check, "demo": p_demo}
+    return parser, commands
 
 
 def _add_sampling_options(p: argparse.ArgumentParser) -> None:
@@ -317,11 +321,10 @@ def _cmd_describe(args) -> int:
     return 0
 
 
-def _fit_help(parser, name: str) -> int:
+def _fit_help(fit_parser: argparse.ArgumentParser, name: str) -> int:
     from inference.model_help import describe_model
     from pp_models.registry import get_model, get_summary
 
-    fit_parser = parser._subparsers._group_actions[0].choices["fit"]
     fit_parser.print_help()
     try:
         get_summary(name)  # an unknown name is refused before a family is imported
@@ -715,6 +718,8 @@ def _fit_and_write(entry, data, options, method, draws, tune, chains, cores, see
         print("\n" + "\n".join(describe_tempering(dt)))
     stop.arm()  # a result to write: the first Ctrl-C now lets the writing finish
     _RUN["stage"] = "writing"
+    if entry.written is not None:
+        dt = entry.written(dt)
     paths = write_results(dt, table, out)
     print("\nwrote " + ", ".join(str(p) for p in paths.values()), flush=True)
     if interrupted or stop.is_set():

@@ -5,62 +5,44 @@ Every method returns an ``xarray.DataTree`` (ArviZ 1.x) with the same layout: a
 ADVI loss history in ``fit_history``), ``observed_data``; label-invariant statistics a
 zoo factory declares are added to ``posterior``; the root attributes record the method,
 the step each variable got, the seed and the package versions.
+
+This module checks ``fit``'s arguments, chooses the method and sends the model on: to
+:mod:`inference.mcmc` (NUTS or Gibbs: nutpie, ``pm.sample``, the zoo's chain loop or a
+tempered run) or :mod:`inference.advi`; :mod:`inference.posterior_layout` then adds
+what ``fit`` adds to the draws. Which step updates which variable is
+:mod:`inference.gibbs.assignment`'s (its :func:`assign_steps`, :func:`describe_steps`
+and :func:`select_pymc_steps` are importable from here too).
 """
 
 from __future__ import annotations
 
-import contextlib
-import functools
-import json
-import numbers
-import warnings
 from collections.abc import Sequence
-from importlib.metadata import PackageNotFoundError, version
+from dataclasses import dataclass
 
-import numpy as np
 import pymc as pm
-import pytensor
 import xarray as xr
-from pymc.sampling.mcmc import assign_step_methods, instantiate_steppers
-from pymc.step_methods.compound import BlockedStep, CompoundStep, flatten_steps
+from pymc.step_methods.compound import BlockedStep, CompoundStep
 from pymc.vartypes import discrete_types
 
-from inference.chains import all_zoo_gibbs, model_cache, sample_gibbs
-from inference.executors import ChainsLost
-from inference.fit_options import check_method_options, pop_step_options
-from inference.gibbs.registry import PYMC_STEPS, get_step, step_for
+from inference.advi import fit_advi
+from inference.fit_options import check_method_options
+from inference.gibbs.assignment import assign_steps, describe_steps, select_pymc_steps
 from inference.interrupt import raising_sigint, stop_requested
-from inference.log_likelihood import compute_log_likelihood, needed_for_log_likelihood
-from inference.nutpie_cache import reusing_compiled_model
-from inference.posterior_layout import add_derived, move_labels
-from inference.progress import (
-    ChainProgress,
-    DrawCounter,
-    ElapsedProgress,
-    compiling,
-    in_ci,
-    progress_enabled,
-    pymc_table_fits,
-)
-from inference.tempering.options import check_tempering
-from inference.tempering.sampling import check_tempering_request, fit_tempered
+from inference.log_likelihood import needed_for_log_likelihood
+from inference.mcmc import fit_mcmc
+from inference.posterior_layout import finish_fit, record_fit, trim_unfinished
+from inference.progress import in_ci
+from inference.tempering.options import TemperingOptions, check_tempering
+from inference.tempering.sampling import check_tempering_request
 from inference.trace_store import check_trace_path
 from pp_models.model_info import ZooModelInfo, get_info
-from pp_models.validation import (
-    check_executor,
-    check_int,
-    check_positive,
-    check_random_seed,
-    check_real,
-)
+from pp_models.validation import check_executor, check_int, check_random_seed, check_real
 
 __all__ = ["METHODS", "assign_steps", "check_method", "describe_steps", "fit",
            "select_pymc_steps"]
 
 #: The methods ``fit`` understands.
 METHODS = ("auto", "nuts", "gibbs", "advi")
-
-_VERSIONED_PACKAGES = ("pp-models", "pymc", "pytensor", "arviz", "numpy", "numba", "nutpie")
 
 
 def fit(
@@ -194,6 +176,62 @@ def fit(
         naming no variable of the model, a model with discrete free variables sent to
         NUTS or ADVI; all raised before anything is compiled.
     """
+    run = _check_request(
+        model, method=method, draws=draws, tune=tune, chains=chains, cores=cores,
+        random_seed=random_seed, progressbar=progressbar, step=step, trace=trace,
+        resume=resume, trace_flush=trace_flush, tempering=tempering,
+        log_likelihood=log_likelihood, executor=executor, method_kwargs=method_kwargs)
+    with stop_requested() as stop:
+        if run.chosen == "advi":
+            with raising_sigint(stop):
+                dt, assignment, sampler = fit_advi(
+                    model, draws=run.sizes["draws"], chains=run.sizes["chains"],
+                    random_seed=run.random_seed, progressbar=run.progressbar,
+                    options=run.kwargs)
+        else:
+            dt, assignment, sampler = fit_mcmc(
+                model, chosen=run.chosen, info=run.info, user_steps=run.user_steps,
+                sizes=dict(run.sizes), random_seed=run.random_seed,
+                progressbar=run.progressbar, kwargs=run.kwargs, stop=stop,
+                trace_options=run.trace_options, tempering=run.tempering,
+                executor=run.executor)
+        if stop.is_set() and sampler != "zoo":
+            # PyMC / nutpie / ADVI stopped on the KeyboardInterrupt and returned what
+            # they had: drop draws never made (nutpie leaves them NaN), mark the result
+            dt = trim_unfinished(dt)
+            dt.attrs["pp_models_interrupted"] = 1
+    dt, derived = finish_fit(dt, model, run.info, postprocess=postprocess,
+                             log_likelihood=log_likelihood, draws=run.sizes["draws"],
+                             chains=run.sizes["chains"])
+    record_fit(dt, run.info, derived, method=method, chosen=run.chosen, sampler=sampler,
+               assignment=assignment, random_seed=run.random_seed, tempering=run.tempering)
+    return dt
+
+
+@dataclass(frozen=True)
+class _Request:
+    """A ``fit`` call's arguments, checked, and the method chosen for them."""
+
+    chosen: str
+    info: ZooModelInfo | None
+    user_steps: list
+    #: ``draws``, ``tune``, ``chains``, ``cores``
+    sizes: dict
+    random_seed: object
+    progressbar: bool
+    #: ``**method_kwargs``, checked (:mod:`inference.fit_options`)
+    kwargs: dict
+    #: ``{"trace", "resume", "flush_seconds"}``, or None without ``trace=``
+    trace_options: dict | None
+    tempering: TemperingOptions | None
+    executor: object
+
+
+def _check_request(model, *, method, draws, tune, chains, cores, random_seed, progressbar,
+                   step, trace, resume, trace_flush, tempering, log_likelihood, executor,
+                   method_kwargs) -> _Request:
+    """Every argument of :func:`fit` checked and the method chosen, before anything is
+    compiled (``fit``'s Raises)."""
     if not isinstance(model, pm.Model):
         raise TypeError(f"model must be a pymc.Model, got {type(model).__name__}")
     if not isinstance(method, str) or method not in METHODS:
@@ -219,8 +257,6 @@ def fit(
         raise ValueError("resume=True needs trace=PATH (the trace to continue)")
     elif trace_flush is not None:
         raise ValueError("trace_flush needs trace=PATH (how often the trace is written)")
-    # PyMC's bars (NUTS, ADVI with its running loss) and ours are off in CI logs
-    progressbar = bool(progressbar) and not in_ci()
 
     info = get_info(model)
     discrete = [rv.name for rv in model.free_RVs if rv.dtype in discrete_types]
@@ -244,91 +280,16 @@ def fit(
     method_kwargs = check_method_options(model, chosen, method_kwargs)
     if tempering is not None:
         check_tempering_request(model, chosen, method_kwargs)
-    trace_options = (None if trace is None
-                     else {"trace": trace, "resume": bool(resume), "flush_seconds": trace_flush})
-
-    with stop_requested() as stop:
-        if chosen == "advi":
-            with raising_sigint(stop):
-                dt, assignment, sampler = _fit_advi(
-                    model, draws, chains, random_seed, progressbar, method_kwargs
-                )
-        else:
-            dt, assignment, sampler = _fit_mcmc(
-                model,
-                chosen,
-                info,
-                user_steps,
-                dict(draws=draws, tune=tune, chains=chains, cores=cores),
-                random_seed,
-                progressbar,
-                method_kwargs,
-                stop,
-                trace_options,
-                tempering,
-                executor,
-            )
-        if stop.is_set() and sampler != "zoo":
-            # PyMC / nutpie / ADVI stopped on the KeyboardInterrupt and returned what
-            # they had: drop draws never made (nutpie leaves them NaN), mark the result
-            dt = _trim_unfinished(dt)
-            dt.attrs["pp_models_interrupted"] = 1
-
-    with stop_requested() as stop:
-        stop.arm()  # there are draws to keep: a Ctrl-C now skips the optional outputs
-        interrupted = bool(dt.attrs.get("pp_models_interrupted", 0)) or stop.is_set()
-        derived = add_derived(dt, info)
-        if postprocess and info is not None and info.postprocess is not None:
-            if interrupted:
-                # the user asked to stop: keep the draws, skip the optional outputs
-                dt.attrs["pp_models_postprocess_skipped"] = 1
-            else:
-                dt = info.postprocess(dt)
-        move_labels(dt, info)
-        interrupted = interrupted or stop.is_set()
-        if log_likelihood and not interrupted:
-            compute_log_likelihood(dt, model)
-    if dt.attrs.get("pp_models_lost_chains") is not None:
-        _warn_lost(dt, chains)
-    if interrupted:
-        dt.attrs["pp_models_interrupted"] = 1
-        dt.attrs["pp_models_draws_requested"] = draws
-        warnings.warn(
-            "sampling was interrupted (Ctrl-C): the result holds the draws completed "
-            f"before it ({dt['posterior'].sizes.get('draw', 0)} per chain); "
-            "dt.attrs['pp_models_interrupted'] == 1",
-            UserWarning,
-            stacklevel=2,
-        )
-    dt.attrs.update(
-        {
-            "pp_models_method": chosen,
-            "pp_models_requested_method": method,
-            "pp_models_sampler": sampler,
-            "pp_models_steps": json.dumps(assignment),
-            "pp_models_random_seed": json.dumps(_seed_repr(random_seed)),
-            "pp_models_versions": json.dumps(dict(_versions())),
-            "pp_models_family": info.family if info else "",
-            "pp_models_label_invariant": json.dumps(derived),
-            "pp_models_label_variables": json.dumps(list(info.label_variables) if info else []),
-        }
-    )
-    if tempering is not None:
-        dt.attrs["pp_models_tempering"] = json.dumps(
-            {"initial_ladder": list(tempering.ladder), "adapt": tempering.adapt,
-             "prior_draws": tempering.prior_draws})
-    return dt
-
-
-def _warn_lost(dt: xr.DataTree, chains: int) -> None:
-    lost = [int(c) for c in dt.attrs["pp_models_lost_chains"]]
-    reasons = list(dt.attrs.get("pp_models_lost_reasons", [""] * len(lost)))
-    kept = dt["posterior"].sizes.get("chain", 0)
-    what = "; ".join(f"chain {c}: {why}" for c, why in zip(lost, reasons))
-    warnings.warn(
-        f"{len(lost)} of {chains} chains lost with their workers ({what}); the result holds "
-        f"the draws of the {kept} other chains (dt.attrs['pp_models_lost_chains'])",
-        ChainsLost, stacklevel=3)
+    return _Request(
+        chosen=chosen, info=info, user_steps=user_steps,
+        sizes=dict(draws=draws, tune=tune, chains=chains, cores=cores),
+        random_seed=random_seed,
+        # PyMC's bars (NUTS, ADVI with its running loss) and ours are off in CI logs
+        progressbar=bool(progressbar) and not in_ci(),
+        kwargs=method_kwargs,
+        trace_options=(None if trace is None else
+                       {"trace": trace, "resume": bool(resume), "flush_seconds": trace_flush}),
+        tempering=tempering, executor=executor)
 
 
 def _as_step_list(step) -> list:
@@ -381,398 +342,3 @@ def _resolve_method(
     if info is not None and info.preferred_method in METHODS[1:]:
         return info.preferred_method
     return "gibbs" if (discrete or user_steps) else "nuts"
-
-
-def _nutpie_available() -> bool:
-    try:
-        import nutpie  # noqa: F401
-    except ImportError:
-        return False
-    return True
-
-
-def _fit_mcmc(model, chosen, info, user_steps, sizes, random_seed, progressbar, kwargs, stop,
-              trace_options=None, tempering=None, executor=None):
-    kwargs = dict(kwargs)
-    if info is not None and info.trace_var_names is not None:
-        kwargs.setdefault("var_names", list(info.trace_var_names))
-    if info is not None and info.label_variables:
-        # PyMC's own checks look at raw labels, which label switching makes meaningless;
-        # check_convergence / summary look at the label-invariant statistics instead.
-        kwargs.setdefault("compute_convergence_checks", False)
-    if tempering is not None:
-        dt, assignment = fit_tempered(
-            model, info, user_steps, tempering, sizes=sizes, random_seed=random_seed,
-            progressbar=progressbar, kwargs=kwargs, trace_options=trace_options,
-            executor=executor)
-        return dt, assignment, "zoo"
-    if chosen == "nuts" and not user_steps:
-        default_sampler = ("nutpie" if _nutpie_available() and trace_options is None
-                           and executor is None else "pymc")
-        sampler = kwargs.pop("nuts_sampler", default_sampler)
-        if trace_options is not None and sampler != "pymc":
-            raise ValueError(f"trace= needs PyMC's NUTS (nuts_sampler='pymc'), not {sampler!r}")
-        if sampler == "pymc":
-            dt = _pm_sample(model, None, sizes, random_seed, progressbar, kwargs, stop,
-                            trace_options, executor)
-        else:
-            # a second fit of the same model (other seed, sizes or data values) reuses
-            # the first one's compiled model
-            reuse = (reusing_compiled_model(model, progressbar=progressbar)
-                     if sampler == "nutpie" and _nutpie_available()
-                     else contextlib.nullcontext())
-            # nutpie reports to PyMC's table only; where the table would be cut, a line
-            # with the elapsed time stands in for it
-            own_line = bool(progressbar) and progress_enabled(True) and not pymc_table_fits()
-            waiting = ElapsedProgress(
-                f"sampling {sizes['chains']} chains x {sizes['draws']:,} draws "
-                f"(+{sizes['tune']:,} tuning) with {sampler}", enabled=own_line)
-            with raising_sigint(stop), reuse, waiting:
-                dt = pm.sample(
-                    model=model,
-                    random_seed=random_seed,
-                    progressbar=progressbar and not own_line,
-                    nuts_sampler=sampler,
-                    **sizes,
-                    **kwargs,
-                )
-        names = [_untransformed(v.name) for v in model.value_vars]
-        return dt, {"NUTS" if sampler == "pymc" else f"NUTS ({sampler})": names}, sampler
-
-    if kwargs.pop("nuts_sampler", "pymc") != "pymc":
-        raise ValueError("nuts_sampler must be 'pymc' when Gibbs steps are combined with NUTS")
-    step_kwargs = pop_step_options(kwargs)
-    steps = _steps_for(model, info, user_steps, step_kwargs, progressbar)
-    if all_zoo_gibbs(steps) and set(kwargs) <= _ZOO_DRIVER_KWARGS:
-        dt, _interrupted = sample_gibbs(
-            model,
-            steps,
-            random_seed=random_seed,
-            progressbar=progressbar,
-            var_names=kwargs.get("var_names"),
-            initvals=kwargs.get("initvals"),
-            **(trace_options or {}),
-            **sizes,
-            executor=executor,
-        )
-        return dt, describe_steps(steps), "zoo"
-    if kwargs.get("var_names") is not None and not list(kwargs["var_names"]):
-        raise ValueError("var_names=[] (no variable traced per draw) needs a model whose "
-                         "every variable has a zoo Gibbs step; name at least one variable")
-    dt = _pm_sample(model, steps, sizes, random_seed, progressbar, kwargs, stop,
-                    trace_options, executor)
-    return dt, describe_steps(steps), "pymc"
-
-
-def _pm_sample(model, steps, sizes, random_seed, progressbar, kwargs, stop, trace_options,
-               executor=None):
-    """``pm.sample`` with the zoo's Ctrl-C (every chain stops, between two draws) and,
-    with ``trace_options``, the draws written to a trace folder as they are made."""
-    from inference.chains import SamplingInterrupted
-    from inference.pymc_callback import SampleCallback, check_resumable, resume_initvals
-    from inference.trace_store import TraceStore
-
-    kwargs = dict(kwargs)
-    sizes = dict(sizes)
-    if executor is not None and trace_options is not None:
-        raise ValueError("trace= with executor= needs the zoo's chain loop (every variable "
-                         "updated by a zoo Gibbs step, or tempering=); PyMC's sampler "
-                         "writes the trace from the process that runs the chain loop")
-    store = states = None
-    resumed = trace_options is not None and trace_options["resume"]
-    if resumed:
-        store = TraceStore(trace_options["trace"])
-        check_resumable(store, draws=sizes["draws"], tune=sizes["tune"],
-                        chains=sizes["chains"])
-        stored = json.loads(store.attrs.get("value_vars", "{}"))
-        point = model.initial_point()
-        if {k: list(np.shape(v)) for k, v in point.items()} != {
-                k: v[0] for k, v in stored.items()}:
-            raise ValueError(f"trace: {store.path} was written by another model; it "
-                             "cannot be resumed with this one")
-        states = [store.chain_state(c) for c in range(store.chains)]
-        left = [store.draws - (s.completed if s else 0) for s in states]
-        if max(left) <= 0:
-            return store.read()
-        store.set_status("running")
-        # every chain goes on from its stored point; PyMC's steps keep no state we can
-        # store, so they adapt again during the tuning iterations (not stored)
-        sizes["draws"] = max(left)
-        kwargs["initvals"] = resume_initvals(model, states)
-        if steps is None:
-            kwargs.setdefault("init", "adapt_diag")  # no jitter away from the stored point
-    user = kwargs.pop("callback", None)
-    # PyMC's table needs ~100 columns (rich cuts its columns below): a narrower terminal
-    # gets the zoo's one-line progress instead, counted by a callback
-    own_bar = bool(progressbar) and progress_enabled(True) and not pymc_table_fits()
-    bar = ChainProgress(sizes["chains"], sizes["tune"] + sizes["draws"], enabled=own_bar)
-    if own_bar:
-        user = DrawCounter(bar, sizes["chains"], then=user)
-        progressbar = False
-    callback = SampleCallback(
-        model, stop, user=user,
-        trace=None if trace_options is None else trace_options["trace"],
-        sizes=None if trace_options is None else dict(
-            draws=sizes["draws"], tune=sizes["tune"], chains=sizes["chains"]),
-        flush_seconds=None if trace_options is None else trace_options["flush_seconds"],
-        resume_states=states, store=store)
-    step_kwarg = {} if steps is None else {"step": steps}
-    on_executor = contextlib.nullcontext({"lost": {}})
-    if executor is not None:
-        from inference.executors import pymc_chains_on
-
-        sizes["cores"] = 1  # pm.sample's sequential chain loop is the one handed over
-        on_executor = pymc_chains_on(executor, stop)
-    try:
-        with bar, on_executor as report:
-            dt = pm.sample(model=model, random_seed=random_seed, progressbar=progressbar,
-                           nuts_sampler="pymc", callback=callback, **step_kwarg, **sizes,
-                           **kwargs)
-        if report["lost"]:
-            lost = report["lost"]
-            dt.attrs["pp_models_lost_chains"] = sorted(lost)
-            dt.attrs["pp_models_lost_reasons"] = [lost[c] for c in sorted(lost)]
-    except ValueError as err:
-        if stop.is_set() and "Not enough samples" in str(err):
-            raise SamplingInterrupted(None) from None
-        raise
-    finally:
-        if trace_options is not None:
-            callback.finish(stop.is_set())
-    if resumed:
-        dt = store.read()
-        if stop.is_set():
-            dt.attrs["pp_models_interrupted"] = 1
-    return dt
-
-
-#: pm.sample options the zoo's own chain loop (inference.chains) honours; any other one
-#: sends the run through pm.sample.
-_ZOO_DRIVER_KWARGS = frozenset({"var_names", "initvals", "compute_convergence_checks"})
-
-
-def _steps_for(model, info, user_steps, step_kwargs, progressbar) -> list:
-    """:func:`assign_steps`, built once per model when nothing user-specific is asked.
-
-    Steps compile point functions and kernels; a second ``fit`` on the same model reuses
-    them (each chain re-seeds and resets them through ``setup_chain``).
-    """
-    cacheable = not user_steps and step_kwargs is None
-    cache = model_cache(model) if cacheable else {}
-    if "zoo_steps" in cache:
-        return cache["zoo_steps"]
-    family = f" ({info.family})" if info is not None and info.family else ""
-    with compiling(f"the samplers of the model{family}", enabled=progressbar):
-        steps = assign_steps(model, info, user_steps, step_kwargs)
-    if cacheable and all_zoo_gibbs(steps):
-        # PyMC's own steps (NUTS) adapt in place, so only zoo steps are reused
-        cache["zoo_steps"] = steps
-    return steps
-
-
-def assign_steps(model, info, user_steps, step_kwargs, *, only=None) -> list:
-    """User steps, then factory hints, then registered zoo steps, then PyMC's choice.
-
-    ``only``: names of the random variables to assign (default: every free variable).
-    """
-    targets = [rv for rv in model.free_RVs if only is None or rv.name in only]
-    target_values = {model.rvs_to_values[rv] for rv in targets}
-    steps = list(user_steps)
-    claimed = {v for s in steps for v in s.vars}
-
-    for hint in info.step_hints if info else ():
-        values = [model.rvs_to_values[model[name]] for name in hint.var_names]
-        if claimed.intersection(values) or not target_values.issuperset(values):
-            continue
-        options = hint.options(model) if callable(hint.options) else dict(hint.options)
-        if hint.step in PYMC_STEPS:
-            step = PYMC_STEPS[hint.step](vars=values, model=model, **options)
-        else:
-            step = get_step(hint.step).from_model(model, hint.var_names, **options)
-        steps.append(step)
-        claimed.update(values)
-
-    for rv in targets:
-        value = model.rvs_to_values[rv]
-        if value in claimed:
-            continue
-        zoo_step = step_for(rv)
-        if zoo_step is not None:
-            steps.append(zoo_step.from_model(model, [rv.name]))
-            claimed.add(value)
-
-    if not target_values - claimed:
-        if step_kwargs:
-            raise ValueError(
-                f"options for the step(s) {', '.join(sorted(step_kwargs))} (e.g. "
-                "target_accept) have no variable to apply to: every variable already has a "
-                f"step ({', '.join(describe_steps(steps))}); drop them")
-        provided, selected = steps, {}
-    elif only is None:
-        provided, selected = assign_step_methods(model, steps or None, methods=_pymc_methods())
-    else:
-        # PyMC's assignment covers every free variable; assign only the targets.
-        provided, selected = steps, select_pymc_steps(model, target_values - claimed)
-    built = instantiate_steppers(model, provided, selected, step_kwargs=step_kwargs)
-    return built if isinstance(built, list) else [built]
-
-
-def _pymc_methods() -> list:
-    """PyMC's step classes without the zoo's entries: here the zoo's steps are already
-    assigned, what is left is PyMC's to choose (and the zoo's entries would call back
-    here)."""
-    from pymc.step_methods import STEP_METHODS
-
-    from inference.gibbs.pymc_assignment import ZooAssignment
-    from pp_models.step_assignment import ZooStepsNotLoaded
-
-    return [m for m in STEP_METHODS if m is not ZooAssignment and m is not ZooStepsNotLoaded]
-
-
-def select_pymc_steps(model, values) -> dict:
-    """PyMC's competence-based choice of step class for each of ``values``."""
-    import pytensor.gradient as tg
-
-    selected: dict = {}
-    logp = model.logp()
-    for value in model.value_vars:
-        if value not in values:
-            continue
-        has_grad = value.dtype not in discrete_types
-        if has_grad:
-            try:
-                tg.grad(logp, value)
-            except (NotImplementedError, tg.NullTypeGradError):
-                has_grad = False
-        rv = model.values_to_rvs[value]
-        best = max(_pymc_methods(), key=lambda m, rv=rv, g=has_grad: m._competence(rv, g))
-        selected.setdefault(best, []).append(value)
-    return selected
-
-
-def describe_steps(steps) -> dict[str, list[str]]:
-    """Step name -> the (untransformed) names of the variables it updates."""
-    out: dict[str, list[str]] = {}
-    for s in steps:
-        for leaf in flatten_steps(s):
-            key = getattr(leaf, "name", type(leaf).__name__)
-            key = type(leaf).__name__ if key in PYMC_STEPS else key
-            out.setdefault(key, []).extend(_untransformed(v.name) for v in leaf.vars)
-    return out
-
-
-def _untransformed(name: str) -> str:
-    from pymc.util import get_untransformed_name, is_transformed_name
-
-    return get_untransformed_name(name) if is_transformed_name(name) else name
-
-
-def _fit_advi(model, draws, chains, random_seed, progressbar, kwargs):
-    kwargs = dict(kwargs)
-    n = check_int(kwargs.pop("n", 30_000), "n", minimum=1)
-    learning_rate = kwargs.pop("learning_rate", 0.01)
-    learning_rate = check_positive(learning_rate, "learning_rate")
-    fullrank = bool(kwargs.pop("fullrank", False))
-    user_optimizer = kwargs.pop("obj_optimizer", None)
-    rng = np.random.default_rng(random_seed)
-    fit_seed, sample_seed = (int(s) for s in rng.integers(2**31, size=2))
-    with model:
-        inference = pm.FullRankADVI(random_seed=fit_seed) if fullrank else pm.ADVI(
-            random_seed=fit_seed
-        )
-        if user_optimizer is not None:
-            approx = inference.fit(n, obj_optimizer=user_optimizer, progressbar=progressbar,
-                                   **kwargs)
-        else:
-            # Adam's last iterate jitters around the optimum by about the step size; a
-            # second, shorter phase at a tenth of the rate settles it (a two-step
-            # learning-rate schedule), so the returned approximation is the optimum's.
-            # The rate is a shared variable: both phases build the same graph, so the
-            # second loads the first's compiled step function from PyTensor's cache
-            # instead of compiling one with another constant.
-            rate = pytensor.shared(np.float64(learning_rate), name="advi_learning_rate")
-            inference.fit(n, obj_optimizer=pm.adam(learning_rate=rate),
-                          progressbar=progressbar, **kwargs)
-            rate.set_value(np.float64(learning_rate / 10))
-            approx = inference.fit(max(n // 5, 1), obj_optimizer=pm.adam(learning_rate=rate),
-                                   progressbar=progressbar, **kwargs)
-        sampled = approx.sample(draws * chains, random_seed=sample_seed)
-
-    posterior = sampled["posterior"].to_dataset()
-    reshaped = {}
-    for name, arr in posterior.data_vars.items():
-        values = arr.values.reshape(chains, draws, *arr.shape[2:])
-        reshaped[name] = (("chain", "draw", *arr.dims[2:]), values)
-    coords = {k: v for k, v in posterior.coords.items() if k not in ("chain", "draw")}
-    coords.update(chain=np.arange(chains), draw=np.arange(draws))
-    new_posterior = xr.Dataset(reshaped, coords=coords, attrs=posterior.attrs)
-
-    dt = xr.DataTree()
-    dt["posterior"] = xr.DataTree(new_posterior)
-    for group in sampled.children:
-        if group != "posterior":
-            dt[group] = sampled[group].copy()
-    hist = np.asarray(approx.hist, dtype=np.float64)
-    dt["fit_history"] = xr.DataTree(
-        xr.Dataset(
-            {"loss": (("iteration",), hist)},
-            coords={"iteration": np.arange(hist.size)},
-            attrs={"description": "negative ELBO per iteration (Monte Carlo estimate)"},
-        )
-    )
-    kind = "FullRankADVI" if fullrank else "ADVI"
-    names = [_untransformed(v.name) for v in model.value_vars]
-    return dt, {kind: names}, kind.lower()
-
-
-def _trim_unfinished(dt: xr.DataTree) -> xr.DataTree:
-    """Keep, in every chain that made any, the draws all those chains completed.
-
-    A draw counts as not made when every floating-point posterior variable is NaN in it
-    (no real draw is NaN throughout); chains without a single draw are dropped. Records
-    ``pp_models_draws_completed`` per chain.
-    """
-    posterior = dt["posterior"].to_dataset()
-    floats = [v for v in posterior.data_vars.values()
-              if np.issubdtype(v.dtype, np.floating) and {"chain", "draw"} <= set(v.dims)]
-    if not floats:
-        return dt
-    made = None
-    for v in floats:
-        other = [d for d in v.dims if d not in ("chain", "draw")]
-        ok = ~np.isnan(v).all(other) if other else ~np.isnan(v)
-        made = ok if made is None else (made | ok)
-    made = made.transpose("chain", "draw").values
-    # completed draws: those before the first draw not made
-    completed = np.where(made.all(1), made.shape[1], np.argmin(made, axis=1))
-    dt.attrs["pp_models_draws_completed"] = [int(c) for c in completed]
-    keep = np.flatnonzero(completed > 0)
-    if keep.size == made.shape[0] and completed.min() == made.shape[1]:
-        return dt
-    length = int(completed[keep].min()) if keep.size else 0
-    out = dt.copy()
-    for name, node in dt.children.items():
-        ds = node.to_dataset()
-        if "chain" in ds.dims and "draw" in ds.dims:
-            ds = ds.isel(chain=keep, draw=slice(0, length))
-            out[name] = xr.DataTree(ds.assign_coords(chain=np.arange(keep.size)))
-    return out
-
-
-def _seed_repr(seed):
-    if seed is None or isinstance(seed, numbers.Integral):
-        return None if seed is None else int(seed)
-    if isinstance(seed, Sequence):
-        return [int(s) for s in seed]
-    return repr(seed)
-
-
-@functools.cache
-def _versions() -> dict[str, str]:
-    out = {}
-    for pkg in _VERSIONED_PACKAGES:
-        try:
-            out[pkg] = version(pkg)
-        except PackageNotFoundError:
-            continue
-    return out

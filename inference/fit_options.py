@@ -6,7 +6,7 @@ or ``initvals`` naming no variable, only after compiling the model (or with a ba
 ``AssertionError``). :func:`check_method_options` reads what each method takes from
 those functions' signatures and raises first. :func:`pop_step_options` moves the options
 of the steps PyMC would assign (``target_accept``, ``nuts={...}``, ``step_kwargs``) to
-:func:`inference.fit.assign_steps`, because ``fit`` builds every step itself.
+:func:`inference.gibbs.assignment.assign_steps`, because ``fit`` builds every step itself.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ __all__ = ["check_method_options", "known_options", "pop_step_options"]
 #: Options of ``pm.sample`` that ``fit`` sets itself (its own arguments).
 _FIT_OWNED = frozenset({"draws", "tune", "chains", "cores", "random_seed", "progressbar",
                         "step", "model", "trace"})
-#: ``fit``'s own ADVI options (``inference.fit._fit_advi``); the rest go to
+#: ``fit``'s own ADVI options (:func:`inference.advi.fit_advi`); the rest go to
 #: ``Inference.fit``.
 _ADVI_OPTIONS = frozenset({"n", "learning_rate", "fullrank", "obj_optimizer"})
 

@@ -1,21 +1,115 @@
-"""Where ``fit`` puts what it adds to the draws: label-invariant statistics in
-``posterior``, raw labels in ``posterior_labels``, and the root attributes that say which
-is which.
+"""What ``fit`` does with the draws once they are made: label-invariant statistics added
+to ``posterior``, the family's post-processing, raw labels moved to
+``posterior_labels``, the pointwise ``log_likelihood`` group when asked, and the root
+attributes that say how the result was made and which variable is which.
 
-:func:`lay_out` applies the same to draws read back from a trace folder, so ``ppzoo
+:func:`finish_fit` and :func:`record_fit` are ``fit``'s last two steps;
+:func:`trim_unfinished` keeps the draws every chain completed before a Ctrl-C.
+:func:`lay_out` applies the same layout to draws read back from a trace folder, so ``ppzoo
 check TRACE`` scores the statistics ``ppzoo check OUT`` scores.
 """
 
 from __future__ import annotations
 
+import functools
 import json
+import numbers
+import warnings
+from collections.abc import Sequence
+from importlib.metadata import PackageNotFoundError, version
 
 import numpy as np
 import xarray as xr
 
+from inference.interrupt import stop_requested
+from inference.log_likelihood import compute_log_likelihood
 from pp_models.model_info import LABELS_GROUP, ZooModelInfo, get_info
 
-__all__ = ["add_derived", "lay_out", "move_labels", "plottable"]
+__all__ = ["add_derived", "finish_fit", "lay_out", "move_labels", "plottable", "record_fit",
+           "trim_unfinished"]
+
+_VERSIONED_PACKAGES = ("pp-models", "pymc", "pytensor", "arviz", "numpy", "numba", "nutpie")
+
+
+def finish_fit(dt: xr.DataTree, model, info: ZooModelInfo | None, *, postprocess: bool,
+               log_likelihood: bool, draws: int, chains: int) -> tuple[xr.DataTree, list[str]]:
+    """The derived statistics, the family's post-processing, the labels' group and, when
+    asked, the pointwise log-likelihood, added to the draws ``fit`` made.
+
+    A Ctrl-C now (or one that ended the sampling: ``pp_models_interrupted``) keeps the
+    draws and skips the optional outputs (post-processing, log-likelihood), with a
+    ``UserWarning``; chains lost with their workers are named in a
+    :class:`~inference.executors.ChainsLost` warning.
+
+    Parameters
+    ----------
+    dt : xarray.DataTree
+        The draws, as the sampler returned them.
+    model : pymc.Model
+    info : ZooModelInfo or None
+        The factory's hints.
+    postprocess : bool
+        Run the family's ``info.postprocess``.
+    log_likelihood : bool
+        Add the ``log_likelihood`` group
+        (:func:`inference.log_likelihood.compute_log_likelihood`).
+    draws, chains : int
+        What was asked for (recorded, and named in the warnings).
+
+    Returns
+    -------
+    tuple
+        The DataTree and the names of the derived statistics added.
+    """
+    with stop_requested() as stop:
+        stop.arm()  # there are draws to keep: a Ctrl-C now skips the optional outputs
+        interrupted = bool(dt.attrs.get("pp_models_interrupted", 0)) or stop.is_set()
+        derived = add_derived(dt, info)
+        if postprocess and info is not None and info.postprocess is not None:
+            if interrupted:
+                # the user asked to stop: keep the draws, skip the optional outputs
+                dt.attrs["pp_models_postprocess_skipped"] = 1
+            else:
+                dt = info.postprocess(dt)
+        move_labels(dt, info)
+        interrupted = interrupted or stop.is_set()
+        if log_likelihood and not interrupted:
+            compute_log_likelihood(dt, model)
+    if dt.attrs.get("pp_models_lost_chains") is not None:
+        _warn_lost(dt, chains)
+    if interrupted:
+        dt.attrs["pp_models_interrupted"] = 1
+        dt.attrs["pp_models_draws_requested"] = draws
+        warnings.warn(
+            "sampling was interrupted (Ctrl-C): the result holds the draws completed "
+            f"before it ({dt['posterior'].sizes.get('draw', 0)} per chain); "
+            "dt.attrs['pp_models_interrupted'] == 1",
+            UserWarning,
+            stacklevel=3,
+        )
+    return dt, derived
+
+
+def record_fit(dt: xr.DataTree, info: ZooModelInfo | None, derived: list[str], *,
+               method: str, chosen: str, sampler: str, assignment: dict, random_seed,
+               tempering=None) -> None:
+    """Set the root attributes of ``fit``'s result (docs/architecture.md): the method
+    asked for and the one used, the sampler, the step of each variable, the seed, the
+    package versions, the family, the label-invariant statistics and raw labels, and the
+    tempering options (``tempering``, a ``TemperingOptions``)."""
+    dt.attrs.update({
+        "pp_models_method": chosen,
+        "pp_models_requested_method": method,
+        "pp_models_sampler": sampler,
+        "pp_models_steps": json.dumps(assignment),
+        "pp_models_random_seed": json.dumps(_seed_repr(random_seed)),
+        "pp_models_versions": json.dumps(dict(_versions())),
+        **_layout_attrs(info, derived),
+    })
+    if tempering is not None:
+        dt.attrs["pp_models_tempering"] = json.dumps(
+            {"initial_ladder": list(tempering.ladder), "adapt": tempering.adapt,
+             "prior_draws": tempering.prior_draws})
 
 
 def lay_out(dt: xr.DataTree, model) -> xr.DataTree:
@@ -28,12 +122,16 @@ def lay_out(dt: xr.DataTree, model) -> xr.DataTree:
     dt = dt.copy()
     derived = add_derived(dt, info)
     move_labels(dt, info)
-    dt.attrs.update({
+    dt.attrs.update(_layout_attrs(info, derived))
+    return dt
+
+
+def _layout_attrs(info: ZooModelInfo | None, derived: list[str]) -> dict[str, str]:
+    return {
         "pp_models_family": info.family if info else "",
         "pp_models_label_invariant": json.dumps(derived),
         "pp_models_label_variables": json.dumps(list(info.label_variables) if info else []),
-    })
-    return dt
+    }
 
 
 def add_derived(dt: xr.DataTree, info: ZooModelInfo | None) -> list[str]:
@@ -102,3 +200,69 @@ def move_labels(dt: xr.DataTree, info: ZooModelInfo | None) -> None:
     kept = kept.drop_vars([c for c in kept.coords if not set(kept[c].dims) <= used])
     dt["posterior"] = xr.DataTree(kept)
     dt[LABELS_GROUP] = xr.DataTree(labels)
+
+
+def trim_unfinished(dt: xr.DataTree) -> xr.DataTree:
+    """Keep, in every chain that made any, the draws all those chains completed.
+
+    A draw counts as not made when every floating-point posterior variable is NaN in it
+    (no real draw is NaN throughout); chains without a single draw are dropped. Records
+    ``pp_models_draws_completed`` per chain.
+    """
+    posterior = dt["posterior"].to_dataset()
+    floats = [v for v in posterior.data_vars.values()
+              if np.issubdtype(v.dtype, np.floating) and {"chain", "draw"} <= set(v.dims)]
+    if not floats:
+        return dt
+    made = None
+    for v in floats:
+        other = [d for d in v.dims if d not in ("chain", "draw")]
+        ok = ~np.isnan(v).all(other) if other else ~np.isnan(v)
+        made = ok if made is None else (made | ok)
+    made = made.transpose("chain", "draw").values
+    # completed draws: those before the first draw not made
+    completed = np.where(made.all(1), made.shape[1], np.argmin(made, axis=1))
+    dt.attrs["pp_models_draws_completed"] = [int(c) for c in completed]
+    keep = np.flatnonzero(completed > 0)
+    if keep.size == made.shape[0] and completed.min() == made.shape[1]:
+        return dt
+    length = int(completed[keep].min()) if keep.size else 0
+    out = dt.copy()
+    for name, node in dt.children.items():
+        ds = node.to_dataset()
+        if "chain" in ds.dims and "draw" in ds.dims:
+            ds = ds.isel(chain=keep, draw=slice(0, length))
+            out[name] = xr.DataTree(ds.assign_coords(chain=np.arange(keep.size)))
+    return out
+
+
+def _warn_lost(dt: xr.DataTree, chains: int) -> None:
+    from inference.executors import ChainsLost
+
+    lost = [int(c) for c in dt.attrs["pp_models_lost_chains"]]
+    reasons = list(dt.attrs.get("pp_models_lost_reasons", [""] * len(lost)))
+    kept = dt["posterior"].sizes.get("chain", 0)
+    what = "; ".join(f"chain {c}: {why}" for c, why in zip(lost, reasons))
+    warnings.warn(
+        f"{len(lost)} of {chains} chains lost with their workers ({what}); the result holds "
+        f"the draws of the {kept} other chains (dt.attrs['pp_models_lost_chains'])",
+        ChainsLost, stacklevel=4)
+
+
+def _seed_repr(seed):
+    if seed is None or isinstance(seed, numbers.Integral):
+        return None if seed is None else int(seed)
+    if isinstance(seed, Sequence):
+        return [int(s) for s in seed]
+    return repr(seed)
+
+
+@functools.cache
+def _versions() -> dict[str, str]:
+    out = {}
+    for pkg in _VERSIONED_PACKAGES:
+        try:
+            out[pkg] = version(pkg)
+        except PackageNotFoundError:
+            continue
+    return out

@@ -124,7 +124,8 @@ def write_results(dt: xr.DataTree, table: pd.DataFrame, out_dir: str | os.PathLi
     staging = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}.", suffix=".new"))
     try:
         _atomic_write(staging / "posterior.nc",
-                      lambda tmp: dt.to_netcdf(tmp, engine="h5netcdf"))
+                      lambda tmp: dt.to_netcdf(tmp, engine="h5netcdf",
+                                               encoding=_compressed_encoding(dt)))
         _atomic_write(staging / "summary.csv", lambda tmp: table.to_csv(tmp))
         _draw_picture(staging / "trace.png", lambda tmp: plot_trace(dt, tmp))
         family_plot = _family_plot(dt)
@@ -157,6 +158,25 @@ def write_results(dt: xr.DataTree, table: pd.DataFrame, out_dir: str | os.PathLi
     if tempered:
         paths["tempering"] = out / TEMPERING_PLOT
     return paths
+
+
+#: Variables from this many bytes up are written gzip-compressed (level 4, byte-shuffled):
+#: the smaller ones stay contiguous, quick to read, and would gain little.
+_COMPRESS_FROM_BYTES = 1 << 20
+
+
+def _compressed_encoding(dt: xr.DataTree) -> dict:
+    """``DataTree.to_netcdf``'s ``encoding`` that gzips every numeric variable of at least
+    :data:`_COMPRESS_FROM_BYTES`. Random floats shrink little, but the runs of zeros some
+    families write (IBP-FA's unused slots) and integer labels shrink many-fold."""
+    encoding = {}
+    for node in dt.subtree:
+        chosen = {name: {"compression": "gzip", "compression_opts": 4, "shuffle": True}
+                  for name, var in node.data_vars.items()
+                  if var.dtype.kind in "biufc" and var.nbytes >= _COMPRESS_FROM_BYTES}
+        if chosen:
+            encoding[node.path] = chosen
+    return encoding
 
 
 def _draw_picture(path: Path, draw: Callable[[str], None], *, quiet: bool = False) -> bool:

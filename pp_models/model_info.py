@@ -221,3 +221,36 @@ def posterior_with_labels(dt: xr.DataTree) -> xr.Dataset:
     if LABELS_GROUP in dt.children:
         posterior = posterior.assign(dt[LABELS_GROUP].to_dataset().data_vars)
     return posterior
+
+
+#: The DataTree groups into which :func:`per_chain_moments` moves labelled variables:
+#: their posterior mean and standard deviation over the draws of each chain.
+MEAN_GROUP = "posterior_mean"
+SD_GROUP = "posterior_sd"
+
+
+def per_chain_moments(dt: xr.DataTree, names) -> xr.DataTree:
+    """A copy of ``dt`` whose labelled variables ``names`` are kept only as their mean and
+    standard deviation over each chain's draws (groups ``posterior_mean`` and
+    ``posterior_sd``, dims ``(chain, ...)``), not per draw.
+
+    Labels switch between chains but rarely within one (LDA's topics), so a chain's mean
+    is an answer where the mean over chains mixes labels; the result's size is then
+    independent of the number of draws.
+    """
+    if not isinstance(dt, xr.DataTree) or LABELS_GROUP not in dt.children:
+        raise ValueError(f"dt has no {LABELS_GROUP!r} group to summarise")
+    labels = dt[LABELS_GROUP].to_dataset()
+    missing = [n for n in names if n not in labels]
+    if missing:
+        raise ValueError(f"dt's {LABELS_GROUP!r} has no variable(s) {missing}")
+    out = dt.copy()
+    chosen = labels[list(names)]
+    out[MEAN_GROUP] = xr.DataTree(chosen.mean("draw", keep_attrs=True))
+    out[SD_GROUP] = xr.DataTree(chosen.std("draw", keep_attrs=True))
+    rest = labels.drop_vars(list(names))
+    if rest.data_vars:
+        out[LABELS_GROUP] = xr.DataTree(rest)
+    else:
+        del out[LABELS_GROUP]
+    return out

@@ -59,7 +59,10 @@ class CLIEntry:
     it uses for this family and any other ``fit`` keyword it passes (e.g. ``var_names``),
     sized by measurement (``benchmarks/bench_defaults.py``). ``check_note``: for a family
     whose default run does not pass ``ppzoo check``, why not and what to do instead
-    (``ppzoo list`` prints it).
+    (``ppzoo list`` prints it). ``written(dt) -> dt``: what the command line writes (and
+    draws its picture from) of the ``fit`` result, when per-draw values no user reads
+    would make the output folder grow with the draws (e.g. LDA's topics, kept as their
+    per-chain mean); None writes the result whole.
     """
 
     methods: tuple[str, ...]
@@ -68,6 +71,7 @@ class CLIEntry:
     defaults: dict[str, Any] = field(default_factory=dict)
     fit_defaults: dict[str, Any] = field(default_factory=dict)
     check_note: str = ""
+    written: Callable[[Any], Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -162,6 +166,10 @@ class Family:
     @property
     def fit_defaults(self) -> dict[str, Any]:
         return self._entry().fit_defaults
+
+    @property
+    def written(self) -> Callable[[Any], Any] | None:
+        return self._entry().written
 
 
 _FAMILIES: dict[str, Family] = {}

@@ -75,6 +75,8 @@ def _wants_zoo_step(var, info) -> bool:
     # a random variable from the zoo's own distributions (CRP, IBP, trees, ...): its
     # step is claimed by distribution in the inference layer's registry
     owner = getattr(var, "owner", None)
+    if owner is not None and not getattr(owner.op, "zoo_step", True):
+        return False  # a zoo distribution that PyMC's own samplers take
     module = type(owner.op).__module__ if owner is not None else ""
     return module.startswith(("pp_models.", "custom_ops."))
 

@@ -28,6 +28,10 @@ Kernels
 - :func:`concentrations`: label-invariant summaries of the conditional posterior means
   of phi and theta, from the counts.
 
+Why one module of ~770 lines: the dense and the sparse sweeps are one Markov chain and
+share the count layout, the tempered conditional and the helpers they inline; apart,
+each would import the other's internals.
+
 Tempering. The sweeps take an inverse temperature ``beta`` in [0, 1] and sample the
 power posterior of the collapsed model, ``p_beta(z | w) ∝ p(z | alpha) p(w | z,
 eta)^beta`` (the likelihood is the collapsed word term, Murphy Eq. 27.36). Removing token

@@ -9,8 +9,8 @@ is ``IDEAL`` for a variable of a zoo model (one a factory attached a
 ``ZooModelInfo`` to) that a zoo Gibbs step updates -- named in one of the factory's step
 hints or drawn from a distribution a registered step claims -- and otherwise
 ``INCOMPATIBLE``, leaving PyMC's choice untouched. PyMC then "instantiates" it with the
-variables it won; that builds the steps :func:`inference.fit.assign_steps` would,
-hint options included. So ``with dpm.model(X): pm.sample()`` and
+variables it won; that builds the steps :func:`inference.gibbs.assignment.assign_steps`
+(``fit``'s assignment) would, hint options included. So ``with dpm.model(X): pm.sample()`` and
 ``pm.sample(model=dpm.model(X))`` sample the partition with the collapsed CRP step
 instead of Metropolis (PyMC asks about a variable without its model; the model is the
 context or, without one, the live zoo model the variable belongs to:
@@ -23,6 +23,7 @@ import numpy as np
 import pymc as pm
 from pymc.step_methods.compound import Competence, CompoundStep
 
+from inference.gibbs.assignment import assign_steps
 from inference.gibbs.registry import PYMC_STEPS, step_for
 from pp_models.model_info import get_info, zoo_model_of
 from pp_models.step_assignment import register_provider
@@ -59,8 +60,6 @@ class ZooAssignment:
                 for var, grad in zip(np.atleast_1d(vars), np.atleast_1d(have_grad), strict=True)]
 
     def __new__(cls, vars, model=None, **_pymc_kwargs):
-        from inference.fit import assign_steps
-
         model = pm.modelcontext(model)
         names = {model.values_to_rvs[v].name for v in vars}
         steps = assign_steps(model, get_info(model), [], None, only=names)

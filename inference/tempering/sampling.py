@@ -4,6 +4,8 @@ the zoo's chain loop, add the ``tempering`` group."""
 from __future__ import annotations
 
 from inference.chains import initial_point, model_cache, sample_gibbs
+from inference.fit_options import pop_step_options
+from inference.gibbs.assignment import describe_steps
 from inference.progress import compiling
 from inference.tempering.driver import TemperedStep, tempering_group
 from inference.tempering.options import TemperingOptions
@@ -38,8 +40,6 @@ def fit_tempered(model, info, user_steps, options: TemperingOptions, *, sizes, r
     """Run ``fit``'s chains as tempered runs; returns (DataTree, step assignment).
     ``executor``: each chain's whole ladder is one task there (see
     :mod:`inference.executors`)."""
-    from inference.fit import describe_steps, pop_step_options
-
     kwargs = dict(kwargs)
     kwargs.pop("nuts_sampler", None)
     step_kwargs = pop_step_options(kwargs) or {}

@@ -1,13 +1,14 @@
 """Which step samples which variable of a tempered run, decided before anything compiles.
 
-:func:`plan_steps` follows ``inference.fit.assign_steps``'s order (the user's steps, the
-factory's step hints, registered zoo steps by distribution, then PyMC's choice for the
-rest) but builds nothing: it returns the step classes with their variables and options,
-and raises ``ValueError`` naming the first step that cannot sample a power posterior
-(a zoo step whose ``can_temper`` is false or whose ``tempering_error`` objects to the
-options; any PyMC step but NUTS/HMC, whose gradient function can be tempered, see
-:mod:`inference.tempering.nuts`). :func:`build_steps` then builds them: zoo steps from
-their options, the continuous rest as one :class:`~inference.tempering.nuts.TemperedNUTS`.
+:func:`plan_steps` follows the order of :func:`inference.gibbs.assignment.assign_steps`
+(the user's steps, the factory's step hints, registered zoo steps by distribution, then
+PyMC's choice for the rest) but builds nothing: it returns the step classes with their
+variables and options, and raises ``ValueError`` naming the first step that cannot
+sample a power posterior (a zoo step whose ``can_temper`` is false or whose
+``tempering_error`` objects to the options; any PyMC step but NUTS/HMC, whose gradient
+function can be tempered, see :mod:`inference.tempering.nuts`). :func:`build_steps` then
+builds them: zoo steps from their options, the continuous rest as one
+:class:`~inference.tempering.nuts.TemperedNUTS`.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from dataclasses import dataclass, field
 import pymc as pm
 from pymc.step_methods.compound import flatten_steps
 
+from inference.gibbs.assignment import select_pymc_steps
 from inference.gibbs.base import ZooGibbsStep
 from inference.gibbs.registry import PYMC_STEPS, get_step, step_for
 from inference.tempering.nuts import TemperedNUTS
@@ -94,8 +96,6 @@ def plan_steps(model: pm.Model, info, user_steps) -> list[PlannedStep]:
 
     rest = [rv for rv in model.free_RVs if rv.name not in claimed]
     if rest:
-        from inference.fit import select_pymc_steps
-
         values = {model.rvs_to_values[rv] for rv in rest}
         for cls, chosen in select_pymc_steps(model, values).items():
             names = [model.values_to_rvs[v].name for v in chosen]

@@ -26,7 +26,7 @@ import xarray as xr
 from pymc.step_methods.compound import BlockedStep, CompoundStep, flatten_steps
 from scipy import stats as sps
 
-from inference.fit import assign_steps, describe_steps
+from inference.gibbs.assignment import assign_steps, describe_steps
 from inference.testing.generative import GenerativeModel, check_data_vars
 from inference.testing.statistics import (
     Statistic,

@@ -36,6 +36,7 @@ from pytensor.link.numba.dispatch.random import numba_core_rv_funcify
 from pytensor.tensor.random.op import RandomVariable
 
 from custom_ops.floored_half_normal import floored_half_normal_draw
+from custom_ops.jit import rv_draw_cache_key
 
 __all__ = ["FlooredHalfNormal", "FlooredHalfNormalRV"]
 
@@ -47,6 +48,8 @@ class FlooredHalfNormalRV(RandomVariable):
     signature = "(),()->()"
     dtype = "floatX"
     _print_name = ("FlooredHalfNormal", "\\operatorname{FlooredHalfNormal}")
+    #: a continuous prior PyMC's own samplers (NUTS) take: no zoo step claims it
+    zoo_step = False
 
     @classmethod
     def rng_fn(cls, rng, sigma, floor, size):
@@ -69,7 +72,7 @@ def _numba_core_floored_half_normal(op, node):
     def random_fn(rng, sigma, floor):
         return floored_half_normal_draw(rng, sigma, floor)
 
-    return random_fn
+    return random_fn, rv_draw_cache_key(__file__)
 
 
 class FlooredHalfNormal(PositiveContinuous):

@@ -76,7 +76,15 @@ FAMILY = Family(
         build=_build,
         default_dataset="iris",
         defaults={},
+        # the feature structure switches slowly; more draws and tempering do not make it
+        # pass (docs/benchmarks.md, "Defaults, measured")
         fit_defaults={"draws": 500, "tune": 500, "chains": 2},
+        check_note="the feature structure switches too slowly for the chains to agree "
+        "(feature_sizes R-hat 1.1-1.9; still 1.07-1.14 at --chains 4 --draws 10000). "
+        "Run two or three --seed values and compare their features.png; the noise "
+        "precisions and the reconstruction norm mix.",
+        # X's inactive slots and V off Z are prior draws: zeroed, they compress away
+        written=_outputs.zero_unused_slots,
     ),
     plot=_outputs.plot_results,
     plot_name="features",

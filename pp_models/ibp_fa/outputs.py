@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 import xarray as xr
 
-from pp_models.model_info import posterior_with_labels
+from pp_models.model_info import LABELS_GROUP, posterior_with_labels
 
 __all__ = [
     "SyntheticFactors",
@@ -25,6 +25,7 @@ __all__ = [
     "row_feature_counts",
     "summarize",
     "synthetic",
+    "zero_unused_slots",
 ]
 
 
@@ -94,6 +95,31 @@ def reconstruction(dt: xr.DataTree, *, max_draws: int | None = None,
     return xr.Dataset({"mean": (("dim", "obs"), mean), "sd": (("dim", "obs"), sd)},
                       attrs={"draws_used": int(idx.size),
                              "description": "posterior mean and sd of the reconstruction GX"})
+
+
+def zero_unused_slots(dt: xr.DataTree) -> xr.DataTree:
+    """A copy of an NSFA result whose values outside the likelihood are 0: ``X`` of the
+    slots no dimension loads on (inactive features) and ``V_dk`` where ``Z_dk = 0``.
+
+    ``Y`` depends on ``V`` and ``X`` only through ``G X`` with ``G = Z o V``, so those
+    values are draws from their prior that no output reads (the reconstruction, the
+    loadings, the log-likelihood and the replicates are unchanged), yet they fill most of
+    ``X`` (all ``k_max`` slots x samples per draw while a few features are active).
+    Zeroed, they compress away when written (``ppzoo fit ibp_fa`` writes this). A
+    finite-approximation result (no ``Z``) is returned unchanged.
+    """
+    if LABELS_GROUP not in dt.children or "Z" not in dt[LABELS_GROUP]:
+        return dt
+    labels = dt[LABELS_GROUP].to_dataset()
+    on = labels["Z"] != 0  # dims (chain, draw, dim, feature), shared with V and X
+    changed = {}
+    if "V" in labels:
+        changed["V"] = labels["V"].where(on, 0.0)
+    if "X" in labels:
+        changed["X"] = labels["X"].where(on.any(labels["Z"].dims[2]), 0.0)
+    out = dt.copy()
+    out[LABELS_GROUP] = xr.DataTree(labels.assign(changed))
+    return out
 
 
 def reconstruction_error(GX_true, GX_hat) -> float:

@@ -15,7 +15,7 @@ import xarray as xr
 
 from custom_ops.lda.evaluation import sample_theta_fixed_phi
 from pp_models.lda.inputs import prepare_corpus
-from pp_models.model_info import posterior_with_labels
+from pp_models.model_info import MEAN_GROUP, posterior_with_labels
 from pp_models.validation import check_int, check_positive_vector, check_real, rng_from_seed
 
 __all__ = ["perplexity", "plot_top_words", "posterior_topics", "top_words"]
@@ -157,10 +157,15 @@ def posterior_topics(posterior, *, chain: int = 0, var_name: str = "phi") -> xr.
     posterior : xarray.DataTree or Dataset
         What ``fit`` returned (or its ``dt.posterior`` node; ``fit`` keeps the topics
         in ``dt.posterior_labels``), or a Dataset holding ``var_name`` with dims
-        ``(chain, draw, topic, word)``.
+        ``(chain, draw, topic, word)``. A result that keeps the topics only as each
+        chain's mean (group ``posterior_mean``, what ``ppzoo fit lda`` writes) is read
+        from there.
     chain : int
     var_name : str
     """
+    means = _chain_means(posterior, var_name)
+    if means is not None:
+        return means.isel(chain=chain)
     if isinstance(posterior, xr.DataTree) and "posterior" in posterior.children:
         ds = posterior_with_labels(posterior)
     elif isinstance(posterior, xr.DataTree) and posterior.parent is not None:
@@ -171,6 +176,20 @@ def posterior_topics(posterior, *, chain: int = 0, var_name: str = "phi") -> xr.
     if var_name not in ds:
         raise ValueError(f"posterior has no variable {var_name!r}")
     return ds[var_name].isel(chain=chain).mean("draw")
+
+
+def _chain_means(posterior, var_name: str) -> xr.DataArray | None:
+    """``var_name``'s per-chain mean from a result that keeps no draws of it
+    (:func:`pp_models.model_info.per_chain_moments`), else None."""
+    if not isinstance(posterior, xr.DataTree):
+        return None
+    root = posterior if "posterior" in posterior.children else posterior.parent
+    if root is None or MEAN_GROUP not in root.children:
+        return None
+    if var_name in posterior_with_labels(root):
+        return None
+    means = root[MEAN_GROUP].to_dataset()
+    return means[var_name] if var_name in means else None
 
 
 def plot_top_words(dt: xr.DataTree, path=None, *, chain: int = 0, n: int = 8):
@@ -187,8 +206,11 @@ def plot_top_words(dt: xr.DataTree, path=None, *, chain: int = 0, n: int = 8):
     phi = posterior_topics(dt, chain=chain)
     words = [str(w) for w in phi["word"].values]
     share = None
+    theta_means = _chain_means(dt, "theta")
     together = posterior_with_labels(dt) if isinstance(dt, xr.DataTree) else dt
-    if "theta" in together:
+    if theta_means is not None:
+        share = theta_means.isel(chain=chain).mean("doc").values
+    elif "theta" in together:
         share = together["theta"].isel(chain=chain).mean(("draw", "doc")).values
     K = phi.sizes["topic"]
     order = np.argsort(-share) if share is not None else np.arange(K)

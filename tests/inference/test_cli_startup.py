@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -46,6 +47,27 @@ def test_list_imports_no_family():
         assert name in result["out"]
 
 
+def test_list_prints_each_check_note_without_importing_the_family():
+    # a family whose default run does not pass `ppzoo check` says why in `ppzoo list`;
+    # the note is a literal, read from the source like the other fields
+    from pp_models.registry import list_model_summaries
+
+    noted = {s.name: s.check_note for s in list_model_summaries() if s.check_note}
+    # the measured defaults of LDA (local modes of the topics) cannot pass
+    assert "lda" in noted
+    result = _run("list")
+    assert result["code"] == 0 and result["heavy"] == []
+    # one block per listed name: its line and the indented note lines under it
+    blocks = re.split(r"\n  (?=\S)", result["out"])
+    for name, note in noted.items():
+        (block,) = [b for b in blocks if b.startswith(name + " ")]
+        assert " ".join(f"default run does not pass `ppzoo check`: {note}".split()) in (
+            " ".join(block.split()))
+    for block in blocks:
+        if block.split(" ")[0] not in noted:
+            assert "does not pass" not in block
+
+
 @pytest.mark.parametrize("argv", [
     ("fit", "dmp"),
     ("describe", "dmp"),
@@ -76,9 +98,10 @@ def test_summaries_read_from_the_source_match_the_families():
             family.description, family.plot_name, tuple(family.test_keywords),
             family.has_cli)
         if family.has_cli:
-            assert (s.methods, s.default_dataset, s.defaults, s.fit_defaults) == (
+            assert (s.methods, s.default_dataset, s.defaults, s.fit_defaults,
+                    s.check_note) == (
                 tuple(family.methods), family.default_dataset, dict(family.defaults),
-                dict(family.fit_defaults))
+                dict(family.fit_defaults), family.cli.check_note)
         else:
             assert s.reason == family.cli.reason
         assert sys.modules[s.module].FAMILY is family

@@ -189,8 +189,8 @@ def sampling_forbidden(monkeypatch):
         raise AssertionError("fit started compiling/sampling before rejecting the argument")
 
     module = sys.modules["inference.fit"]
-    monkeypatch.setattr(module, "_fit_mcmc", started)
-    monkeypatch.setattr(module, "_fit_advi", started)
+    monkeypatch.setattr(module, "fit_mcmc", started)
+    monkeypatch.setattr(module, "fit_advi", started)
 
 
 @pytest.mark.parametrize(
@@ -229,12 +229,11 @@ def test_var_names_as_one_string_means_that_variable(normal_model, monkeypatch):
     class Captured(Exception):
         pass
 
-    def capture(model, chosen, info, user_steps, sizes, random_seed, progressbar, kwargs,
-                *rest):
-        seen.update(kwargs)
+    def capture(model, **arguments):
+        seen.update(arguments["kwargs"])
         raise Captured  # stop here: the options are what this test looks at
 
-    monkeypatch.setattr(sys.modules["inference.fit"], "_fit_mcmc", capture)
+    monkeypatch.setattr(sys.modules["inference.fit"], "fit_mcmc", capture)
     model, _, _ = normal_model
     with pytest.raises(Captured):
         fit(model, draws=5, tune=5, chains=1, progressbar=False, var_names="mu")
@@ -261,11 +260,11 @@ def test_nuts_options_reach_the_nuts_step_of_a_gibbs_fit(option, monkeypatch):
 
     seen = {}
 
-    def capture(model, steps, sizes, random_seed, progressbar, kwargs, *rest):
-        seen.update(steps=steps, kwargs=kwargs)
+    def capture(model, steps, **arguments):
+        seen.update(steps=steps, kwargs=arguments["kwargs"])
         raise Captured
 
-    monkeypatch.setattr(sys.modules["inference.fit"], "_pm_sample", capture)
+    monkeypatch.setattr(sys.modules["inference.mcmc"], "_pm_sample", capture)
     with pytest.raises(Captured):
         fit(_flag_model(), method="gibbs", draws=5, tune=5, chains=1, progressbar=False,
             **option)

@@ -55,8 +55,7 @@ import inference.report as report
 
 if moment == "compile":
     import contextlib, time
-    import inference.fit
-    fit_module = sys.modules["inference.fit"]  # the package's attribute is the function
+    import inference.mcmc as mcmc  # builds the samplers (inference.fit calls it)
     @contextlib.contextmanager
     def compiling(what, **kwargs):
         # the samplers' compile, made long (a cold cache takes a minute): a real SIGINT
@@ -65,7 +64,7 @@ if moment == "compile":
         os.kill(os.getpid(), signal.SIGINT)
         time.sleep(120)
         yield
-    fit_module.compiling = compiling
+    mcmc.compiling = compiling
 if moment == "sampling":
     record = chains._record
     def _record(*args):
@@ -271,7 +270,7 @@ def test_fit_returns_the_completed_draws_after_a_sigint():
 def test_draws_never_made_are_trimmed_after_an_interrupted_pymc_or_nutpie_run():
     """nutpie leaves the draws it did not make as NaN: they go, the chains keep a common
     length, a chain without any draw is dropped."""
-    from inference.fit import _trim_unfinished
+    from inference.posterior_layout import trim_unfinished
 
     rng = np.random.default_rng(0)
     mu = rng.normal(size=(3, 10, 2))
@@ -283,7 +282,7 @@ def test_draws_never_made_are_trimmed_after_an_interrupted_pymc_or_nutpie_run():
     stats = xr.Dataset({"diverging": (("chain", "draw"), np.zeros((3, 10), bool))},
                        coords={"chain": np.arange(3), "draw": np.arange(10)})
     dt = xr.DataTree.from_dict({"posterior": ds, "sample_stats": stats})
-    out = _trim_unfinished(dt)
+    out = trim_unfinished(dt)
     assert out["posterior"].sizes == {"chain": 2, "draw": 6, "k": 2}
     assert out["sample_stats"].sizes == {"chain": 2, "draw": 6}
     assert dt.attrs["pp_models_draws_completed"] == [10, 6, 0]

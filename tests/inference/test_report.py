@@ -44,3 +44,21 @@ def test_a_failing_family_picture_warns_and_keeps_the_result(tmp_path, monkeypat
                                                                     "summary.csv", "trace.png"]
     assert xr.open_datatree(paths["posterior"], engine="h5netcdf")["posterior"]["c"].shape \
         == (2, 30)
+
+
+def test_large_variables_are_written_compressed_small_ones_contiguous(tmp_path):
+    import h5py
+
+    dt = _dt(np.random.default_rng(2).normal(size=(2, 50)))
+    # 4 MB of mostly zeros (as IBP-FA's unused slots are written): gzipped to a few kB
+    sparse = np.zeros((2, 50, 40, 125))
+    sparse[..., :2, :] = np.random.default_rng(3).normal(size=(2, 50, 2, 125))
+    dt["posterior_labels"] = xr.DataTree(xr.Dataset(
+        {"X": (("chain", "draw", "feature", "obs"), sparse)}))
+    paths = report.write_results(dt, pd.DataFrame({"a": [1.0]}), tmp_path / "out")
+    assert paths["posterior"].stat().st_size < 0.5e6  # 4 MB uncompressed (on main)
+    with h5py.File(paths["posterior"]) as f:
+        assert f["posterior_labels/X"].compression == "gzip"
+        assert f["posterior/c"].compression is None
+    back = xr.open_datatree(paths["posterior"], engine="h5netcdf")
+    np.testing.assert_array_equal(back["posterior_labels"]["X"].values, sparse)

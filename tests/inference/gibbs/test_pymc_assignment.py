@@ -15,7 +15,7 @@ from pymc.step_methods import STEP_METHODS
 from pymc.step_methods.compound import flatten_steps
 
 import inference.gibbs  # noqa: F401  (registers the zoo's steps with PyMC)
-from inference.fit import assign_steps
+from inference.gibbs.assignment import assign_steps
 from inference.gibbs.base import ZooGibbsStep
 from inference.gibbs.pymc_assignment import ZooAssignment
 from pp_models import dpm

@@ -125,14 +125,15 @@ def test_annealed_importance_sampling(model):
 def test_bad_input_is_refused_before_compiling(model, kwargs, error, match, monkeypatch):
     import sys
 
+    import inference.tempering.ais as ais
     import inference.tempering.nutpie_ladder as ladder_runs
 
     def started(*args, **kw):
         raise AssertionError("compiled before refusing")
 
-    monkeypatch.setattr(sys.modules["inference.fit"], "_fit_mcmc", started)
+    monkeypatch.setattr(sys.modules["inference.fit"], "fit_mcmc", started)
     monkeypatch.setattr(ladder_runs, "run_ladder", started)
-    monkeypatch.setattr(sys.modules["inference.tempering.ais"], "sample_gibbs", started)
+    monkeypatch.setattr(ais, "sample_gibbs", started)
     with pytest.raises(error, match=match):
         evidence(model, **kwargs)
 
