@@ -184,12 +184,14 @@ fig.savefig(OUT / "model_comparison_evidence.png", dpi=80)
 # prior's mass over settings that explain nothing). The diffusion tree came out at
 # -183.8 ± 0.8.
 #
-# Two cautions, both visible in that run. The standard error is the Monte Carlo error
-# *within* each chain, combined; it assumes every replica samples its power posterior.
-# A chain whose replicas are stuck in one mode (no round trips, next section) biases its
-# stepping stone low, and the se does not show it: the DP mixture's chains gave -181.8,
-# -181.7, -199.9 and -181.9, a mean of -186.3 "± 0.2". Compare `per_chain` before you
-# trust the se. BHC's bound is the second check: -180.7, above all four chains. With 24
+# Two cautions, both visible in that run. Each chain's Monte Carlo error assumes its
+# replicas sample their power posteriors. A chain whose replicas are stuck in one mode
+# (no round trips, next section) biases its stepping stone low while its own error stays
+# small: the DP mixture's chains gave -181.8, -181.7, -199.9 and -181.9 with a
+# within-chain error of 0.2. That is why the se is the larger of the within-chain error
+# and the spread of the chains' estimates (here 4.5, and `se_method` says "between
+# chains"): compare `per_chain` when it is. BHC's bound is the second check: -180.7,
+# above all four chains. With 24
 # temperatures and 4 x 1500 draws (the DP mixture's sweeps are cheap) the chains agree
 # (-181.0 to -180.7, mean -181.0 ± 0.08), still 0.3 nats below the bound: a stepping
 # stone over a phase change (the mean log-likelihood jumps from about -196 to -130
@@ -268,8 +270,8 @@ print(side.round(2))
 # - `inference.evidence(model)` gives the log evidence of any zoo model with data (and
 #   any PyMC model whose steps temper), with a standard error; `ppzoo evidence NAME`
 #   prints it. Compare models by their difference, in nats, against the errors, and
-#   look at `per_chain` first: chains that disagree mean stuck replicas and a biased
-#   estimate that the se does not include.
+#   look at `per_chain`: chains that disagree mean stuck replicas and a biased
+#   estimate; the se then grows to their spread, but all chains can share one bias.
 # - BHC's tree-consistent evidence is a cheap lower bound on the DP mixture's.
 # - `fit(model, tempering=N)` runs the same tempered replicas to help a chain between
 #   modes; read the swaps and round trips (`tempering.png`) before trusting it to: a

@@ -141,7 +141,7 @@ def annealed_importance_sampling(model, *, n_temperatures: int, particles: int, 
     """AIS estimate of ``log p(X)`` (module docstring); returns an
     :class:`~inference.tempering.evidence.EvidenceResult`. ``schedule``: the annealing
     schedule (default: from the tuning run's barrier, ``n_temperatures`` of them)."""
-    from inference.tempering.evidence import EvidenceResult
+    from inference.tempering.evidence import EvidenceResult, combine_chains
 
     cache = model_cache(model)
     steps = cache.get("tempered_steps")
@@ -170,13 +170,14 @@ def annealed_importance_sampling(model, *, n_temperatures: int, particles: int, 
                     for m in range(kept))
     table = pd.DataFrame(rows).set_index(["chain", "particle"])
     n_chains = log_weights.shape[0]
+    estimate, se, which = combine_chains(estimates, variances)
     return EvidenceResult(
-        log_evidence=float(np.mean(estimates)),
-        se=float(math.sqrt(sum(variances)) / n_chains),
+        log_evidence=estimate,
+        se=se,
         method="ais",
         per_chain=tuple(estimates),
         table=table,
         se_method="delta method on each chain's mean importance weight (independent "
-                  "particles); mean over independent chains",
+                  f"particles); mean over independent chains, se {which}",
         draws=kept, chains=n_chains, n_temperatures=annealing.n_temperatures,
         sampler="ais")

@@ -23,9 +23,13 @@ vector (the stones' ``exp((beta_{k+1} - beta_k) (l - max))``, or the log-likelih
 the covariance of those means is estimated by batch means (the draws cut into 20
 consecutive batches, which carries the autocorrelation and the correlation between
 temperatures that the swaps create), and the delta method gives the estimate's variance.
-Chains are independent runs: the estimate is the mean of the chains' estimates and
-``se = sqrt(sum of their variances) / chains``. The thermodynamic ``se`` does not include
-the discretisation error of the quadrature. For AIS, see its module.
+Chains are independent runs: the estimate is the mean of the chains' estimates, and its
+``se`` the larger of ``sqrt(sum of their variances) / chains`` (within the chains) and
+the standard error of the chains' estimates about their mean (between them; with two or
+more chains). A chain stuck in one mode of a multimodal power posterior has a small
+within-chain variance and an estimate far from the others': the within-chain figure
+alone would then claim a precision the run does not have. The thermodynamic ``se`` does
+not include the discretisation error of the quadrature. For AIS, see its module.
 
 Where the draws come from (``sampler``): parallel tempering (``fit(..., tempering=...)``,
 any model whose steps can temper), or, for an all-continuous model, independent nutpie
@@ -53,6 +57,7 @@ __all__ = [
     "EVIDENCE_METHODS",
     "EVIDENCE_SAMPLERS",
     "EvidenceResult",
+    "combine_chains",
     "estimate_from_tempering",
     "evidence",
 ]
@@ -233,6 +238,24 @@ def estimate_from_tempering(dt: xr.DataTree, method: str = "stepping_stone") -> 
                        sampler="parallel_tempering")
 
 
+def combine_chains(estimates, variances) -> tuple[float, float, str]:
+    """The mean of independent chains' estimates, its standard error (the larger of the
+    within-chain and the between-chain figure, module docstring) and which one it is."""
+    estimates = np.asarray(estimates, dtype=float)
+    within = math.sqrt(float(np.sum(variances))) / estimates.size
+    between = 0.0
+    if estimates.size >= 2:
+        # scaled: estimates near -1e200 (prior draws of a heavy-tailed model) would
+        # overflow the squares
+        scale = float(np.max(np.abs(estimates))) or 1.0
+        between = scale * float(np.std(estimates / scale, ddof=1)) / math.sqrt(estimates.size)
+    if between > within:
+        return float(estimates.mean()), between, (
+            f"between chains (their estimates' spread, {between:.3g}, exceeds the "
+            f"within-chain {within:.3g}: a chain may be stuck in one mode)")
+    return float(estimates.mean()), within, "within chains"
+
+
 def _from_draws(loglik: np.ndarray, ladders: np.ndarray, method: str, *, independent: bool,
                 tempering=None, sampler: str, divergences: np.ndarray | None = None
                 ) -> EvidenceResult:
@@ -263,16 +286,17 @@ def _from_draws(loglik: np.ndarray, ladders: np.ndarray, method: str, *, indepen
                     row["divergences"] = int(divergences[c, t])
                 rows.append(row)
     table = pd.DataFrame(rows).set_index(["chain", "temperature"])
-    between = ("temperatures independent" if independent
-               else "cross-temperature covariance included")
+    across = ("temperatures independent" if independent
+              else "cross-temperature covariance included")
+    estimate, se, which = combine_chains(estimates, variances)
     return EvidenceResult(
-        log_evidence=float(np.mean(estimates)),
-        se=float(math.sqrt(sum(variances)) / chains),
+        log_evidence=estimate,
+        se=se,
         method=method,
         per_chain=tuple(float(e) for e in estimates),
         table=table,
-        se_method=f"batch means ({BATCHES} per chain) and the delta method, {between}; "
-                  "mean over independent chains",
+        se_method=f"batch means ({BATCHES} per chain) and the delta method, {across}; "
+                  f"mean over independent chains, se {which}",
         draws=draws, chains=chains, n_temperatures=n, tempering=tempering, sampler=sampler)
 
 

@@ -218,3 +218,31 @@ def test_table_of_a_heavy_tailed_prior_has_no_overflow_warning():
     # the data are all but impossible under those draws: the first step's log ratio,
     # 0.5 x the log-likelihood's log-mean-exp, dominates
     assert -1e200 < result.log_evidence < -1e199
+
+
+def test_se_covers_chains_that_disagree():
+    """A chain stuck in one mode reports a small within-chain variance and an estimate far
+    from the others' (the model_comparison tutorial's DP mixture: -181.8, -181.7, -199.9,
+    -181.9 at a within-chain se of 0.2): the se is then the chains' spread, not the
+    within-chain figure that would put the truth 20 se away."""
+    from inference.tempering.evidence import _from_draws, combine_chains
+
+    stuck = [-181.8, -181.7, -199.9, -181.9]
+    estimate, se, which = combine_chains(stuck, [0.16] * 4)
+    assert estimate == pytest.approx(np.mean(stuck))
+    assert se == pytest.approx(np.std(stuck, ddof=1) / 2) and se > 4
+    assert which.startswith("between chains")
+    agreeing = [-181.8, -181.7, -181.9, -181.75]
+    estimate, se, which = combine_chains(agreeing, [0.16] * 4)
+    assert se == pytest.approx(math.sqrt(4 * 0.16) / 4) and which == "within chains"
+    assert combine_chains([-3.0], [0.04])[1] == pytest.approx(0.2)  # one chain: within
+
+    # through the estimator: four chains on a 2-temperature ladder, exact independent
+    # draws of the same log-likelihoods except one chain shifted by 20 nats at beta = 1
+    rng = np.random.default_rng(0)
+    loglik = rng.normal(-10.0, 1.0, size=(4, 400, 2))
+    loglik[3, :, 0] += 20.0
+    result = _from_draws(loglik, np.tile([0.0, 1.0], (4, 1)), "stepping_stone",
+                         independent=True, sampler="nutpie")
+    spread = np.std(result.per_chain, ddof=1) / 2
+    assert result.se == pytest.approx(spread) and "between chains" in result.se_method
