@@ -150,43 +150,54 @@ def assignment_sweep(rng, codes, z, parents, tables, log_weights, n_categories, 
 
 
 @njit_exact
+def draw_component_rows(rng, k, z, parents_k, n_categories, ess, tables_k, out):
+    """Component ``k``'s CPTs drawn from Dirichlet(``ess / (K_pa K_v)`` + ``tables_k``)
+    (zero tables: the BDeu prior), then every row with ``z == k`` by ancestral sampling
+    (parents before children: :func:`breadth_first_order`) into ``out``."""
+    V = parents_k.shape[0]
+    k_max = max_categories(n_categories)
+    order = breadth_first_order(parents_k)
+    cpt = np.zeros((V, k_max, k_max))
+    for v in range(V):
+        Kv = n_categories[v]
+        Kp = _parent_categories(parents_k, v, n_categories)
+        a = ess / (Kp * Kv)
+        for j in range(Kp):
+            total = 0.0
+            for c in range(Kv):
+                g = rng.gamma(a + tables_k[v, j, c], 1.0)
+                cpt[v, j, c] = g
+                total += g
+            if total <= 0.0:  # every gamma draw underflowed: a point mass at random
+                cpt[v, j, int(rng.random() * Kv)] = 1.0
+                total = 1.0
+            for c in range(Kv):
+                cpt[v, j, c] /= total
+    for i in np.nonzero(z == k)[0]:
+        for v in order:
+            p = parents_k[v]
+            j = out[i, p] if p >= 0 else 0
+            u = rng.random()
+            acc = 0.0
+            Kv = n_categories[v]
+            choice = Kv - 1
+            for c in range(Kv):
+                acc += cpt[v, j, c]
+                if u < acc:
+                    choice = c
+                    break
+            out[i, v] = choice
+
+
+@njit_exact
 def sample_tree_mixture_data(rng, z, parents, n_categories, ess, out):
-    """Data given assignments and trees: draw every component's BDeu CPTs, then each row
-    by ancestral sampling (parents before children: :func:`breadth_first_order`)."""
+    """Data given assignments and trees: every component's BDeu CPTs drawn from the
+    prior, then its rows by ancestral sampling (:func:`draw_component_rows`)."""
     n_components, V = parents.shape
     k_max = max_categories(n_categories)
+    prior = np.zeros((V, k_max, k_max))
     for k in range(n_components):
-        order = breadth_first_order(parents[k])
-        cpt = np.zeros((V, k_max, k_max))
-        for v in range(V):
-            Kv = n_categories[v]
-            Kp = _parent_categories(parents[k], v, n_categories)
-            a = ess / (Kp * Kv)
-            for j in range(Kp):
-                s = 0.0
-                for c in range(Kv):
-                    g = rng.gamma(a, 1.0)
-                    cpt[v, j, c] = g
-                    s += g
-                if s <= 0.0:  # every gamma draw underflowed: a point mass at random
-                    cpt[v, j, int(rng.random() * Kv)] = 1.0
-                    s = 1.0
-                for c in range(Kv):
-                    cpt[v, j, c] /= s
-        for i in np.nonzero(z == k)[0]:
-            for v in order:
-                p = parents[k, v]
-                j = out[i, p] if p >= 0 else 0
-                u = rng.random()
-                acc = 0.0
-                Kv = n_categories[v]
-                choice = Kv - 1
-                for c in range(Kv):
-                    acc += cpt[v, j, c]
-                    if u < acc:
-                        choice = c
-                        break
-                out[i, v] = choice
+        draw_component_rows(rng, k, z, parents[k], n_categories, ess, prior, out)
     return out
 
 

@@ -18,13 +18,17 @@ import numpy as np
 
 from custom_ops.conjugate import gaussian_add, gaussian_remove
 from custom_ops.jit import njit_exact
-from custom_ops.mixture_of_trees.discrete import row_log_predictive, tree_tables
+from custom_ops.mixture_of_trees.discrete import (
+    draw_component_rows,
+    row_log_predictive,
+    tree_tables,
+)
 from custom_ops.mixture_of_trees.gaussian import (
     gaussian_component_stats,
     gaussian_tree_draw_row,
     gaussian_tree_row_log_predictive,
 )
-from custom_ops.trees.spanning import breadth_first_order, max_categories
+from custom_ops.trees.spanning import breadth_first_order
 
 __all__ = [
     "gaussian_loo_log_predictive",
@@ -77,43 +81,10 @@ def loo_log_predictive(codes, z, parents, log_w, n_categories, ess, out):
 def replicate_rows(rng, codes, z, parents, n_categories, ess, out):
     """One replicate of every row given its component: each component's CPTs drawn from
     their posterior (Dirichlet, prior cell ``ess / (K_pa K_v)`` plus the counts of its
-    rows), then the row by ancestral sampling."""
-    K, V = parents.shape
+    rows), then the row by ancestral sampling (:func:`draw_component_rows`)."""
     tables = tree_tables(codes, z, parents, n_categories)
-    k_max = max_categories(n_categories)
-    for k in range(K):
-        order = breadth_first_order(parents[k])
-        cpt = np.zeros((V, k_max, k_max))
-        for v in range(V):
-            Kv = n_categories[v]
-            p = parents[k, v]
-            Kp = 1 if p < 0 else n_categories[p]
-            a = ess / (Kp * Kv)
-            for j in range(Kp):
-                total = 0.0
-                for c in range(Kv):
-                    g = rng.gamma(a + tables[k, v, j, c], 1.0)
-                    cpt[v, j, c] = g
-                    total += g
-                if total <= 0.0:  # every gamma draw underflowed: a point mass at random
-                    cpt[v, j, int(rng.random() * Kv)] = 1.0
-                    total = 1.0
-                for c in range(Kv):
-                    cpt[v, j, c] /= total
-        for i in np.nonzero(z == k)[0]:
-            for v in order:
-                p = parents[k, v]
-                j = out[i, p] if p >= 0 else 0
-                u = rng.random()
-                acc = 0.0
-                Kv = n_categories[v]
-                choice = Kv - 1
-                for c in range(Kv):
-                    acc += cpt[v, j, c]
-                    if u < acc:
-                        choice = c
-                        break
-                out[i, v] = choice
+    for k in range(parents.shape[0]):
+        draw_component_rows(rng, k, z, parents[k], n_categories, ess, tables[k], out)
     return out
 
 

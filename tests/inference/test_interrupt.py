@@ -36,6 +36,11 @@ pytestmark = pytest.mark.xdist_group("sigint")
 WRAPPER = """
 import os, signal, sys
 from pathlib import Path
+# as a ppzoo started from a shell: Python's own SIGINT handler, SIGINT not blocked (a
+# child inherits an ignored or blocked SIGINT from the test worker that starts it, e.g.
+# one left by a multiprocessing helper; the signal would then never arrive)
+signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+signal.signal(signal.SIGINT, signal.default_int_handler)
 marker, moment = sys.argv[1], sys.argv[2]
 if moment == "import":
     class SignalOnPyMC:
