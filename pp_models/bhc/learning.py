@@ -97,7 +97,7 @@ class _EvidenceFunction:
 
 
 #: Compiled objectives by structure (likelihood, d, names, objective, priors), most
-#: recently used last; a few suffice (a test run or a user's session uses a handful).
+#: recently used last; a few suffice (a process fits a handful of structures).
 _EVIDENCE_FUNCTIONS: collections.OrderedDict = collections.OrderedDict()
 _EVIDENCE_FUNCTIONS_MAX = 16
 

@@ -24,11 +24,8 @@ from custom_ops.trees.spanning import (
     tree_edge_tables,
     tree_log_density_rows,
 )
-from pp_models.trees import (
-    maximum_spanning_tree,
-    plot_spanning_tree,
-    spanning_tree_edges,
-)
+from pp_models.tree_pictures import plot_spanning_tree
+from pp_models.trees import maximum_spanning_tree, spanning_tree_edges
 from pp_models.validation import (
     as_data_matrix,
     as_whole_numbers,

@@ -147,13 +147,13 @@ def plot_structure(dt: xr.DataTree, path=None, *, chain: int = 0, threshold: flo
     import matplotlib.pyplot as plt
     from matplotlib.lines import Line2D
 
-    from pp_models.trees import (
+    from pp_models.tree_pictures import (
         centred_parents,
-        maximum_spanning_tree,
         plot_spanning_tree,
         tree_figure_size,
         tree_layout,
     )
+    from pp_models.trees import maximum_spanning_tree
 
     if "tree_structure" not in dt.children:
         dt = add_edge_probabilities(dt)

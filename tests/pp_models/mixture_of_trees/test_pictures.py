@@ -66,7 +66,7 @@ def test_structure_is_compact_named_inside_boxes_and_explained():
 
 
 def test_centred_parents_halves_a_path():
-    from pp_models.trees import centred_parents
+    from pp_models.tree_pictures import centred_parents
 
     path = np.array([-1, 0, 1, 2, 3, 4, 5])  # 0-1-2-...-6 rooted at an end: depth 6
     centred = centred_parents(path)
