@@ -1,9 +1,10 @@
-"""Drawing an index from unnormalised log weights, inside Numba kernels.
+"""Unnormalised log weights inside Numba kernels: drawing an index, and their log-sum.
 
 Every collapsed Gibbs sweep in the zoo ends a site update the same way: scores
 ``log w_a`` for the candidate values, then one draw with probability
-``w_a / sum_b w_b``. Subtracting the largest score before exponentiating keeps the
-weights finite when the scores span hundreds of nats.
+``w_a / sum_b w_b``; a mixture density sums ``w_k p_k(x)`` given as logs. Subtracting the
+largest score before exponentiating keeps the weights finite when the scores span
+hundreds of nats.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import math
 
 from custom_ops.jit import njit_exact
 
-__all__ = ["sample_log_weights"]
+__all__ = ["log_sum_exp", "sample_log_weights"]
 
 
 @njit_exact
@@ -37,3 +38,18 @@ def sample_log_weights(log_weights, m, rng):
         if u < acc:
             return a
     return m - 1
+
+
+@njit_exact
+def log_sum_exp(log_weights):
+    """``log sum_a exp(log_weights[a])`` of a 1-D array; ``-inf`` when every weight is
+    zero."""
+    top = log_weights[0]
+    for t in log_weights:
+        top = max(top, t)
+    if top == -math.inf:
+        return top
+    acc = 0.0
+    for t in log_weights:
+        acc += math.exp(t - top)
+    return top + math.log(acc)

@@ -35,6 +35,7 @@ from custom_ops.conjugate import (
     stats_size,
 )
 from custom_ops.jit import njit_exact
+from custom_ops.log_weights import log_sum_exp
 
 __all__ = ["crp_conjugate_loo_log_predictive", "crp_conjugate_predictive_density",
            "mvn_mixture_density",
@@ -120,7 +121,6 @@ def normal_mixture_density(weights, mu, sigma, points):
                 for j in range(p):
                     log_sigma[k, j] = math.log(sigma[s, k, j])
         for g in range(G):
-            top = -np.inf
             for k in range(K):
                 t = log_w[k]
                 if t > -np.inf:
@@ -130,14 +130,7 @@ def normal_mixture_density(weights, mu, sigma, points):
                         comp += (-z * z / 2.0 - _LOG_SQRT_2PI) - log_sigma[k, j]
                     t += comp
                 terms[k] = t
-                if t > top:
-                    top = t
-            if top == -np.inf:
-                continue
-            acc = 0.0
-            for k in range(K):
-                acc += math.exp(terms[k] - top)
-            dens[g] += math.exp(math.log(acc) + top)
+            dens[g] += math.exp(log_sum_exp(terms))
     return dens
 
 
@@ -164,7 +157,6 @@ def mvn_mixture_density(weights, mu, chol, points):
                 for j in range(p):
                     log_norm[k] -= math.log(chol[s, k, j, j])
         for g in range(G):
-            top = -np.inf
             for k in range(K):
                 t = log_w[k]
                 if t > -np.inf:
@@ -178,14 +170,7 @@ def mvn_mixture_density(weights, mu, chol, points):
                         quad += r[i] * r[i]
                     t += log_norm[k] - 0.5 * quad
                 terms[k] = t
-                if t > top:
-                    top = t
-            if top == -np.inf:
-                continue
-            acc = 0.0
-            for k in range(K):
-                acc += math.exp(terms[k] - top)
-            dens[g] += math.exp(math.log(acc) + top)
+            dens[g] += math.exp(log_sum_exp(terms))
     return dens
 
 
@@ -229,12 +214,6 @@ def crp_conjugate_loo_log_predictive(fam, X, labels, alphas, discount, hps, out)
             terms[m] = (math.log(a + m * discount) - norm
                         + log_predictive(fam, X[i], stats[K], hp))
             m += 1
-            top = terms[0]
-            for j in range(1, m):
-                top = max(top, terms[j])
-            acc = 0.0
-            for j in range(m):
-                acc += math.exp(terms[j] - top)
-            out[s, i] = top + math.log(acc)
+            out[s, i] = log_sum_exp(terms[:m])
             add(fam, stats[k0], X[i])
     return out

@@ -12,12 +12,11 @@ assignments are independent given ``w``)::
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from custom_ops.conjugate import gaussian_add, gaussian_remove
 from custom_ops.jit import njit_exact
+from custom_ops.log_weights import log_sum_exp
 from custom_ops.mixture_of_trees.discrete import (
     draw_component_rows,
     row_log_predictive,
@@ -36,19 +35,6 @@ __all__ = [
     "loo_log_predictive",
     "replicate_rows",
 ]
-
-
-@njit_exact
-def _logsumexp(terms):
-    top = terms[0]
-    for t in terms:
-        top = max(top, t)
-    if top == -np.inf:
-        return top
-    acc = 0.0
-    for t in terms:
-        acc += math.exp(t - top)
-    return top + math.log(acc)
 
 
 @njit_exact
@@ -72,7 +58,7 @@ def loo_log_predictive(codes, z, parents, log_w, n_categories, ess, out):
         for k in range(K):
             terms[k] = log_w[k] + row_log_predictive(tables, codes[i], parents[k], k,
                                                      n_categories, ess)
-        out[i] = _logsumexp(terms)
+        out[i] = log_sum_exp(terms)
         _count(tables, codes[i], parents[k0], k0, 1.0)
     return out
 
@@ -101,7 +87,7 @@ def gaussian_loo_log_predictive(X, z, parents, log_w, m0, kappa0, delta, S0, out
         for k in range(K):
             terms[k] = log_w[k] + gaussian_tree_row_log_predictive(
                 X[i], stats[k], parents[k], m0, kappa0, delta, S0)
-        out[i] = _logsumexp(terms)
+        out[i] = log_sum_exp(terms)
         gaussian_add(stats[k0], X[i])
     return out
 
