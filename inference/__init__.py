@@ -27,6 +27,8 @@ _LAZY = {
     "summary": "inference.summary",
     "compute_log_likelihood": "inference.log_likelihood",
     "sample_posterior_predictive": "inference.predictive",
+    "stack_chains": "inference.stacking",
+    "check_convergence": "inference.convergence",
     "evidence": "inference.tempering.evidence",
     "EvidenceResult": "inference.tempering.evidence",
 }

@@ -48,7 +48,18 @@ _EVIDENCE_FLAGS = {"draws": "--draws", "tune": "--tune", "chains": "--chains",
                    "cores": "--cores", "random_seed": "--seed", "method": "--method",
                    "n_temperatures": "--temperatures"}
 _CHECK_FLAGS = {"rhat_max": "--rhat-max", "ess_bulk_min": "--ess-min",
-                "ess_tail_min": "--ess-min"}
+                "ess_tail_min": "--ess-min", "chain_groups": "--chain-groups"}
+
+#: ``ppzoo check``'s exit statuses (``inference.convergence.EXIT_CODES``), for its help.
+_CHECK_EXIT_STATUS = """exit status:
+  0  converged: R-hat <= --rhat-max, bulk and tail ESS >= --ess-min, no divergences
+  1  not_converged: a chain drifts or has too few effective draws, or NUTS diverged
+     (or too few draws to check)
+  2  bad arguments or an unreadable file
+  3  multimodal: every chain is stationary on its own but the chains disagree
+     (chain stacking weights are printed when the fit has a log_likelihood group)
+  4  an interrupted run (whatever its draws say): the verdict is printed, the run is partial
+"""
 
 
 class UsageError(Exception):
@@ -252,10 +263,19 @@ def _parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParse
     p_evidence.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     p_evidence.set_defaults(run=_cmd_evidence)
 
-    p_check = sub.add_parser("check", help="convergence report of a saved fit")
+    p_check = sub.add_parser(
+        "check", help="convergence report of a saved fit",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="The convergence verdict of a saved fit (any posterior.nc with a "
+                    "posterior group,\na result folder or a --trace folder), pooled "
+                    "and per chain.",
+        epilog=_CHECK_EXIT_STATUS)
     p_check.add_argument("path", type=Path, help="posterior.nc written by `ppzoo fit`, or its dir")
     p_check.add_argument("--rhat-max", type=float, default=1.01)
     p_check.add_argument("--ess-min", type=float, default=400)
+    p_check.add_argument("--chain-groups", default=None, metavar="G,G,...",
+                         help="group of each chain (chains started from one point), e.g. "
+                              "0,0,1,1: nested R-hat replaces R-hat")
     p_check.set_defaults(run=_cmd_check)
 
     p_demo = sub.add_parser("demo", help="fit the finite mixture to iris with Gibbs + NUTS")
@@ -491,9 +511,10 @@ def _cmd_demo(args) -> int:
 
 
 def _cmd_check(args) -> int:
-    """``ppzoo check PATH``: the convergence report of a result folder (``--out``) or a
-    trace folder (``--trace``), on the same label-invariant statistics; the headline's
-    verdict is the exit status (0 PASSED, 1 otherwise) and an interrupted run says so."""
+    """``ppzoo check PATH``: the convergence report of a result folder (``--out``), a
+    trace folder (``--trace``) or any posterior file, on the same label-invariant
+    statistics; the exit status is the verdict's (:data:`_CHECK_EXIT_STATUS`), 4 for an
+    interrupted run."""
     import xarray as xr
 
     from inference.trace_store import is_trace
@@ -557,7 +578,7 @@ def _rebuild(recipe: dict):
 
 
 def _report_convergence(args, dt, total) -> int:
-    from inference.convergence import check_convergence
+    from inference.convergence import EXIT_CODES, check_convergence
 
     posterior = dt["posterior"] if "posterior" in dt.children else None
     kept = posterior.sizes.get("draw", 0) if posterior is not None else 0
@@ -570,16 +591,47 @@ def _report_convergence(args, dt, total) -> int:
     if kept < 4 or n_chains < 2:
         print(f"Convergence: NOT CHECKED{run}: needs >= 2 chains with >= 4 draws, "
               f"has {n_chains} x {kept}")
-        return 1
+        return EXIT_CODES["interrupted"] if interrupted else EXIT_CODES["not_converged"]
+    groups = None
+    if args.chain_groups is not None:
+        try:
+            groups = [int(g) for g in args.chain_groups.split(",")]
+        except ValueError:
+            raise UsageError("--chain-groups expects integers separated by commas, got "
+                             f"{args.chain_groups!r}") from None
     with _flags_named(_CHECK_FLAGS):
         report = check_convergence(dt, rhat_max=args.rhat_max, ess_bulk_min=args.ess_min,
-                                   ess_tail_min=args.ess_min)
+                                   ess_tail_min=args.ess_min, chain_groups=groups)
     headline, _, body = str(report).partition("\n")
     print(headline + run)
     print(body)
+    print("\n" + report.chains_text())
     if not report.passed:
-        print(report.advice())
-    return 0 if report.passed else 1
+        print("\n" + report.advice())
+    if report.verdict == "multimodal":
+        _print_stacking(dt)
+    if interrupted:
+        print(f"\nexit status {EXIT_CODES['interrupted']}: an interrupted run (the verdict is "
+              "of the draws kept)")
+        return EXIT_CODES["interrupted"]
+    return report.exit_code
+
+
+def _print_stacking(dt) -> None:
+    """The chain stacking weights of a multimodal run, or how to get them."""
+    if "log_likelihood" not in dt.children:
+        print("\nChain stacking weights need the pointwise log-likelihood: fit with "
+              "fit(..., log_likelihood=True) (or add it with "
+              "inference.compute_log_likelihood(dt, model)) and check again.")
+        return
+    from inference.stacking import stack_chains
+
+    try:
+        stacking = stack_chains(dt, random_seed=0)
+    except ValueError as err:
+        print(f"\nChain stacking: not computed ({err})")
+        return
+    print("\n" + str(stacking))
 
 
 def _parse_params(items: list[str]) -> dict:

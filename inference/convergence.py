@@ -28,8 +28,14 @@ from inference.summary import label_variable_names
 from pp_models.model_info import posterior_with_labels
 from pp_models.validation import check_real
 
-__all__ = ["CHAIN_GROUPS_ATTR", "EXIT_CODES", "VERDICTS", "ConvergenceReport",
-           "check_convergence", "split_rhat"]
+__all__ = [
+    "CHAIN_GROUPS_ATTR",
+    "EXIT_CODES",
+    "VERDICTS",
+    "ConvergenceReport",
+    "check_convergence",
+    "split_rhat",
+]
 
 #: The verdicts of :attr:`ConvergenceReport.verdict`.
 VERDICTS = ("converged", "multimodal", "not_converged")
@@ -105,14 +111,16 @@ class ConvergenceReport:
         if self.chains.empty:
             return pd.Series(False, index=self.table.index)
         bad = ~self.chains["stationary"].astype(bool)
-        return bad.groupby(level="quantity", sort=False).any().reindex(self.table.index,
-                                                                        fill_value=False)
+        return (
+            bad.groupby(level="quantity", sort=False)
+            .any()
+            .reindex(self.table.index, fill_value=False)
+        )
 
     def chains_disagree(self) -> pd.Series:
         """Per quantity: whether the pooled R-hat (nested R-hat when chains are grouped)
         failed, or each chain sat at its own constant value."""
-        rhat = self.table["r_hat_nested"] if "r_hat_nested" in self.table else \
-            self.table["r_hat"]
+        rhat = self.table["r_hat_nested"] if "r_hat_nested" in self.table else self.table["r_hat"]
         return ~(rhat <= self.rhat_max)
 
     def advice(self) -> str:
@@ -136,35 +144,44 @@ class ConvergenceReport:
                 "with enough effective draws, but the chains disagree: they found separate "
                 "modes. Chain stacking weighs them (inference.stack_chains; `ppzoo check` "
                 "prints the weights for a fit with a log_likelihood group); compare runs "
-                "from more starts (--chains 4) and longer (--draws) before trusting one.")
+                "from more starts (--chains 4) and longer (--draws) before trusting one."
+            )
         else:
             if len(drift):
                 lines.append(
                     f"  {names(drift)}: drift within a chain (split R-hat of its halves "
                     f"above {self.chain_rhat_max}) -- not yet stationary; run longer "
-                    "(--tune and --draws, e.g. x4) and keep several chains (--chains 4).")
+                    "(--tune and --draws, e.g. x4) and keep several chains (--chains 4)."
+                )
             if len(few):
                 lines.append(
                     f"  {names(few)}: too few effective draws within a chain (need "
                     f"{self.chain_ess_min:g} per chain; {self.ess_bulk_min:g} bulk / "
                     f"{self.ess_tail_min:g} tail over all) -- more --draws or more "
-                    "--chains add them.")
+                    "--chains add them."
+                )
             rest = [q for q in failed.index if q not in set(drift) | set(few)]
             rhat = [q for q in rest if not self.table.loc[q, "r_hat"] <= self.rhat_max]
             ess = [q for q in rest if q not in rhat]
             if rhat:
-                lines.append(f"  {names(rhat)}: R-hat above {self.rhat_max} -- the chains "
-                             "disagree; run longer (--tune and --draws, e.g. x4) and keep "
-                             "several chains (--chains 4).")
+                lines.append(
+                    f"  {names(rhat)}: R-hat above {self.rhat_max} -- the chains "
+                    "disagree; run longer (--tune and --draws, e.g. x4) and keep "
+                    "several chains (--chains 4)."
+                )
             if ess:
-                lines.append(f"  {names(ess)}: too few effective draws (need "
-                             f"{self.ess_bulk_min:g} bulk / {self.ess_tail_min:g} tail) -- "
-                             "more --draws or more --chains add them.")
+                lines.append(
+                    f"  {names(ess)}: too few effective draws (need "
+                    f"{self.ess_bulk_min:g} bulk / {self.ess_tail_min:g} tail) -- "
+                    "more --draws or more --chains add them."
+                )
         if self.n_divergent:
-            lines.append(f"  {self.n_divergent} divergent NUTS transitions -- the sampler "
-                         "missed part of the posterior; try a higher target_accept or "
-                         "another method (--method).")
-        return (f"What failed ({verdict}) and what to try:\n" + "\n".join(lines))
+            lines.append(
+                f"  {self.n_divergent} divergent NUTS transitions -- the sampler "
+                "missed part of the posterior; try a higher target_accept or "
+                "another method (--method)."
+            )
+        return f"What failed ({verdict}) and what to try:\n" + "\n".join(lines)
 
     def _within_chain_kinds(self) -> tuple[list, list]:
         """Quantities with a drifting chain, and (the others) with a chain of too few
@@ -175,8 +192,11 @@ class ConvergenceReport:
         drifting = ~(c["split_r_hat"] <= self.chain_rhat_max) & c["split_r_hat"].notna()
         short = ~(c["ess_bulk"] >= self.chain_ess_min) & c["ess_bulk"].notna()
         drift = list(dict.fromkeys(c.index[drifting.to_numpy()].get_level_values("quantity")))
-        few = [q for q in dict.fromkeys(c.index[short.to_numpy()].get_level_values("quantity"))
-               if q not in drift]
+        few = [
+            q
+            for q in dict.fromkeys(c.index[short.to_numpy()].get_level_values("quantity"))
+            if q not in drift
+        ]
         return drift, few
 
     def chain_table(self) -> pd.DataFrame:
@@ -210,11 +230,14 @@ class ConvergenceReport:
         if wide.empty:
             return ""
         wide.columns = [f"{stat}[{chain}]" for stat, chain in wide.columns]
-        with pd.option_context("display.width", 160, "display.max_rows", 60,
-                               "display.max_columns", 40):
+        with pd.option_context(
+            "display.width", 160, "display.max_rows", 60, "display.max_columns", 40
+        ):
             body = wide.to_string(float_format=lambda v: f"{v:.3f}")
-        return (f"Per chain (stationary: split R-hat of its halves <= {self.chain_rhat_max}, "
-                f"bulk ESS >= {self.chain_ess_min:g}):\n{body}")
+        return (
+            f"Per chain (stationary: split R-hat of its halves <= {self.chain_rhat_max}, "
+            f"bulk ESS >= {self.chain_ess_min:g}):\n{body}"
+        )
 
 
 def check_convergence(
@@ -283,13 +306,17 @@ def check_convergence(
     n_chains = posterior.sizes.get("chain", 0)
     if n_chains < 2:
         raise ValueError("convergence checks need at least 2 chains")
-    chain_ess_min = (ess_bulk_min / n_chains if chain_ess_min is None
-                     else check_real(chain_ess_min, "chain_ess_min", minimum=0.0))
+    chain_ess_min = (
+        ess_bulk_min / n_chains
+        if chain_ess_min is None
+        else check_real(chain_ess_min, "chain_ess_min", minimum=0.0)
+    )
     groups = _chain_groups(dt, chain_groups, n_chains)
     labels = set(label_variable_names(dt))
     if var_names is None:
-        var_names = [v for v in posterior.data_vars
-                     if v not in labels and posterior[v].dtype.kind in "biuf"]
+        var_names = [
+            v for v in posterior.data_vars if v not in labels and posterior[v].dtype.kind in "biuf"
+        ]
     else:
         var_names = [var_names] if isinstance(var_names, str) else list(var_names)
         missing = [v for v in var_names if v not in posterior.data_vars]
@@ -300,8 +327,16 @@ def check_convergence(
 
     rows, chain_rows = [], []
     for label, values in scalar_quantities(posterior, var_names):
-        row, per_chain = _diagnose(label, values, rhat_max, ess_bulk_min, ess_tail_min,
-                                   chain_rhat_max, chain_ess_min, groups)
+        row, per_chain = _diagnose(
+            label,
+            values,
+            rhat_max,
+            ess_bulk_min,
+            ess_tail_min,
+            chain_rhat_max,
+            chain_ess_min,
+            groups,
+        )
         rows.append(row)
         chain_rows.extend(per_chain)
     table = pd.DataFrame(rows).set_index("quantity")
@@ -310,10 +345,17 @@ def check_convergence(
     n_divergent = None
     if "sample_stats" in dt.children and "diverging" in dt["sample_stats"].data_vars:
         n_divergent = int(dt["sample_stats"]["diverging"].sum())
-    return ConvergenceReport(table, rhat_max, ess_bulk_min, ess_tail_min, n_divergent,
-                             chains=chains, chain_rhat_max=chain_rhat_max,
-                             chain_ess_min=chain_ess_min,
-                             chain_groups=None if groups is None else tuple(groups))
+    return ConvergenceReport(
+        table,
+        rhat_max,
+        ess_bulk_min,
+        ess_tail_min,
+        n_divergent,
+        chains=chains,
+        chain_rhat_max=chain_rhat_max,
+        chain_ess_min=chain_ess_min,
+        chain_groups=None if groups is None else tuple(groups),
+    )
 
 
 def scalar_quantities(posterior: xr.Dataset, var_names):
@@ -366,12 +408,15 @@ def _chain_groups(dt, chain_groups, n_chains):
         chain_groups = json.loads(raw) if isinstance(raw, str) else list(raw)
     groups = np.asarray(chain_groups)
     if groups.ndim != 1 or groups.size != n_chains or groups.dtype.kind not in "iu":
-        raise ValueError(f"chain_groups must give an integer group for each of the "
-                         f"{n_chains} chains, got {list(chain_groups)!r}")
+        raise ValueError(
+            f"chain_groups must give an integer group for each of the "
+            f"{n_chains} chains, got {list(chain_groups)!r}"
+        )
     _, counts = np.unique(groups, return_counts=True)
     if counts.size < 2 or np.any(counts != counts[0]):
-        raise ValueError("chain_groups must form at least 2 groups of equal size, got "
-                         f"{list(chain_groups)!r}")
+        raise ValueError(
+            f"chain_groups must form at least 2 groups of equal size, got {list(chain_groups)!r}"
+        )
     return [int(g) for g in groups]
 
 
@@ -386,36 +431,69 @@ def _per_chain(label, values, chain_rhat_max, chain_ess_min) -> list[dict]:
     for c, chain in enumerate(values):
         if np.ptp(chain) == 0:
             # stuck at one value: stationary, with no defined R-hat or ESS
-            rows.append(dict(quantity=label, chain=c, mean=float(chain[0]), split_r_hat=np.nan,
-                             ess_bulk=np.nan, stationary=True))
+            rows.append(
+                dict(
+                    quantity=label,
+                    chain=c,
+                    mean=float(chain[0]),
+                    split_r_hat=np.nan,
+                    ess_bulk=np.nan,
+                    stationary=True,
+                )
+            )
             continue
         r_hat = split_rhat(chain)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
-            ess = float(az.ess(xr.DataArray(chain[None], dims=("chain", "draw")),
-                               method="bulk"))
-        rows.append(dict(quantity=label, chain=c, mean=float(np.mean(chain)),
-                         split_r_hat=r_hat, ess_bulk=ess,
-                         stationary=bool(r_hat <= chain_rhat_max and ess >= chain_ess_min)))
+            ess = float(az.ess(xr.DataArray(chain[None], dims=("chain", "draw")), method="bulk"))
+        rows.append(
+            dict(
+                quantity=label,
+                chain=c,
+                mean=float(np.mean(chain)),
+                split_r_hat=r_hat,
+                ess_bulk=ess,
+                stationary=bool(r_hat <= chain_rhat_max and ess >= chain_ess_min),
+            )
+        )
     return rows
 
 
-def _diagnose(label, values, rhat_max, ess_bulk_min, ess_tail_min, chain_rhat_max,
-              chain_ess_min, groups) -> tuple[dict, list[dict]]:
+def _diagnose(
+    label, values, rhat_max, ess_bulk_min, ess_tail_min, chain_rhat_max, chain_ess_min, groups
+) -> tuple[dict, list[dict]]:
     per_chain = _per_chain(label, values, chain_rhat_max, chain_ess_min)
-    chain_part = dict(chain_r_hat=max((r["split_r_hat"] for r in per_chain
-                                       if np.isfinite(r["split_r_hat"])), default=np.nan),
-                      chain_ess=min((r["ess_bulk"] for r in per_chain
-                                     if np.isfinite(r["ess_bulk"])), default=np.nan))
+    chain_part = dict(
+        chain_r_hat=max(
+            (r["split_r_hat"] for r in per_chain if np.isfinite(r["split_r_hat"])), default=np.nan
+        ),
+        chain_ess=min(
+            (r["ess_bulk"] for r in per_chain if np.isfinite(r["ess_bulk"])), default=np.nan
+        ),
+    )
     nested = {} if groups is None else {"r_hat_nested": np.nan}
     if np.ptp(values) == 0:
-        return dict(quantity=label, r_hat=1.0, ess_bulk=np.nan, ess_tail=np.nan,
-                    **({} if groups is None else {"r_hat_nested": 1.0}), **chain_part,
-                    ok=True, reason="constant"), per_chain
+        return dict(
+            quantity=label,
+            r_hat=1.0,
+            ess_bulk=np.nan,
+            ess_tail=np.nan,
+            **({} if groups is None else {"r_hat_nested": 1.0}),
+            **chain_part,
+            ok=True,
+            reason="constant",
+        ), per_chain
     if np.all(np.ptp(values, axis=1) == 0):
-        return dict(quantity=label, r_hat=np.inf, ess_bulk=np.nan, ess_tail=np.nan,
-                    **({} if groups is None else {"r_hat_nested": np.inf}), **chain_part,
-                    ok=False, reason="each chain stuck at a different value"), per_chain
+        return dict(
+            quantity=label,
+            r_hat=np.inf,
+            ess_bulk=np.nan,
+            ess_tail=np.nan,
+            **({} if groups is None else {"r_hat_nested": np.inf}),
+            **chain_part,
+            ok=False,
+            reason="each chain stuck at a different value",
+        ), per_chain
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         da = xr.DataArray(values, dims=("chain", "draw"))
@@ -425,8 +503,9 @@ def _diagnose(label, values, rhat_max, ess_bulk_min, ess_tail_min, chain_rhat_ma
         if groups is not None:
             import arviz_stats
 
-            nested["r_hat_nested"] = float(arviz_stats.rhat_nested(
-                values, superchain_ids=groups, chain_axis=0, draw_axis=1))
+            nested["r_hat_nested"] = float(
+                arviz_stats.rhat_nested(values, superchain_ids=groups, chain_axis=0, draw_axis=1)
+            )
     reasons = []
     if groups is not None:
         if not nested["r_hat_nested"] <= rhat_max:
@@ -437,5 +516,13 @@ def _diagnose(label, values, rhat_max, ess_bulk_min, ess_tail_min, chain_rhat_ma
         reasons.append(f"bulk ESS {ess_bulk:.0f} < {ess_bulk_min:g}")
     if not ess_tail >= ess_tail_min:
         reasons.append(f"tail ESS {ess_tail:.0f} < {ess_tail_min:g}")
-    return dict(quantity=label, r_hat=r_hat, ess_bulk=ess_bulk, ess_tail=ess_tail, **nested,
-                **chain_part, ok=not reasons, reason="; ".join(reasons)), per_chain
+    return dict(
+        quantity=label,
+        r_hat=r_hat,
+        ess_bulk=ess_bulk,
+        ess_tail=ess_tail,
+        **nested,
+        **chain_part,
+        ok=not reasons,
+        reason="; ".join(reasons),
+    ), per_chain

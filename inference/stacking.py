@@ -11,8 +11,8 @@ length of independent draws, r_eff = 1), the weights maximise
 
     sum_i log sum_k w_k exp(elpd[i, k])   over the simplex (their Eq. 3),
 
-a concave objective in the weights, maximised here by EM on mixture weights (each step
-raises it; Dempster, Laird & Rubin 1977).
+a concave objective in the weights, maximised here on the simplex by sequential
+quadratic programming with its gradient.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import xarray as xr
+from scipy import optimize
 from scipy.special import logsumexp
 
 from pp_models.validation import rng_from_seed
@@ -60,8 +61,10 @@ class ChainStacking:
         for k, (w, e) in enumerate(zip(self.weights, self.elpd.sum(axis=0), strict=True)):
             lines.append(f"  chain {k}: weight {w:.3f}, elpd_loo {e:.1f}")
         if k_bad:
-            lines.append(f"  ({k_bad} of {self.pareto_k.size} per-chain LOO terms have "
-                         "Pareto k > 0.7: those chains' LOO estimates are unreliable)")
+            lines.append(
+                f"  ({k_bad} of {self.pareto_k.size} per-chain LOO terms have "
+                "Pareto k > 0.7: those chains' LOO estimates are unreliable)"
+            )
         return "\n".join(lines)
 
 
@@ -84,19 +87,23 @@ def chain_loo(dt: xr.DataTree, *, var_name: str | None = None) -> tuple[np.ndarr
     import arviz_stats  # noqa: F401  (registers the .azstats accessor)
 
     if not isinstance(dt, xr.DataTree) or "log_likelihood" not in dt.children:
-        raise ValueError("dt has no 'log_likelihood' group: fit with "
-                         "fit(..., log_likelihood=True) or add one with "
-                         "inference.compute_log_likelihood(dt, model)")
+        raise ValueError(
+            "dt has no 'log_likelihood' group: fit with "
+            "fit(..., log_likelihood=True) or add one with "
+            "inference.compute_log_likelihood(dt, model)"
+        )
     group = dt["log_likelihood"].to_dataset()
     names = list(group.data_vars)
     if var_name is None:
         if len(names) != 1:
-            raise ValueError(f"var_name: the log_likelihood group holds {', '.join(names)}; "
-                             "name one")
+            raise ValueError(
+                f"var_name: the log_likelihood group holds {', '.join(names)}; name one"
+            )
         var_name = names[0]
     elif var_name not in names:
-        raise ValueError(f"var_name: {var_name!r} is not in the log_likelihood group "
-                         f"({', '.join(names)})")
+        raise ValueError(
+            f"var_name: {var_name!r} is not in the log_likelihood group ({', '.join(names)})"
+        )
     log_lik = group[var_name]
     n_chains = log_lik.sizes.get("chain", 0)
     if n_chains < 2:
@@ -143,29 +150,37 @@ def stacking_weights(elpd) -> np.ndarray:
     # exp(elpd - row max) keeps the mixture densities in range; the shift is a constant
     dens = np.exp(elpd - elpd.max(axis=1, keepdims=True))
 
-    # EM on the mixture weights (each step w_k <- w_k mean_i dens_ik / mix_i raises the
-    # concave objective; its fixed points on the simplex are the maximum's conditions)
-    w = np.full(k, 1.0 / k)
-    previous = -np.inf
-    for _ in range(_MAX_ITERATIONS):
-        mix = dens @ w
-        value = np.sum(np.log(mix))
-        if value - previous <= _TOLERANCE * max(1.0, abs(value)):
-            break
-        previous = value
-        w = w * (dens / mix[:, None]).mean(axis=0)
-        w /= w.sum()
-    return w
+    n = elpd.shape[0]
+
+    def negative(w):
+        mix = np.maximum(dens @ w, _TINY)
+        return -np.sum(np.log(mix)) / n, -(dens / mix[:, None]).sum(axis=0) / n
+
+    # the objective is concave in w: SLSQP on the simplex (bounds and sum = 1) reaches
+    # its maximum; the few candidates (chains) keep each step cheap
+    result = optimize.minimize(
+        negative,
+        np.full(k, 1.0 / k),
+        jac=True,
+        method="SLSQP",
+        bounds=[(0.0, 1.0)] * k,
+        constraints=[
+            {"type": "eq", "fun": lambda w: np.sum(w) - 1.0, "jac": lambda w: np.ones_like(w)}
+        ],
+        options={"ftol": 1e-14, "maxiter": 1000},
+    )
+    w = np.clip(result.x, 0.0, None)
+    return w / w.sum()
 
 
-#: EM stops when the objective rises by less than this (relative), or after this many
-#: steps.
-_TOLERANCE = 1e-10
-_MAX_ITERATIONS = 100_000
+#: Floor of a mixture density (after the rows' shift), so a weight at 0 on the only
+#: candidate that predicts an observation gives a large finite penalty, not log(0).
+_TINY = 1e-300
 
 
-def stack_chains(dt: xr.DataTree, *, var_name: str | None = None,
-                 random_seed=None) -> ChainStacking:
+def stack_chains(
+    dt: xr.DataTree, *, var_name: str | None = None, random_seed=None
+) -> ChainStacking:
     """Stacking weights of a run's chains and the stacked posterior.
 
     Parameters
@@ -194,11 +209,12 @@ def _resampled(dt: xr.DataTree, weights: np.ndarray, rng) -> xr.DataTree:
     total = n_chains * n_draws
     exact = weights * total
     counts = np.floor(exact).astype(int)
-    counts[np.argsort(exact - counts)[::-1][:total - counts.sum()]] += 1
+    counts[np.argsort(exact - counts)[::-1][: total - counts.sum()]] += 1
     chain = np.repeat(np.arange(n_chains), counts)
     draw = np.concatenate([rng.integers(0, n_draws, size=m) for m in counts])
-    pick = dict(chain=xr.DataArray(chain, dims="_stacked"),
-                draw=xr.DataArray(draw, dims="_stacked"))
+    pick = dict(
+        chain=xr.DataArray(chain, dims="_stacked"), draw=xr.DataArray(draw, dims="_stacked")
+    )
     out = xr.DataTree()
     for node in dt.children.values():
         ds = node.to_dataset()

@@ -1,5 +1,6 @@
-"""``ppzoo check``: an interrupted run says so, the headline's verdict is the exit status,
-and a reader that goes away (``| head``) ends it quietly; a partial result is written
+"""``ppzoo check``: an interrupted run says so and has its own exit status, the verdict
+is the exit status otherwise (0 / 1 / 3), a multimodal run's chain stacking weights are
+printed, and a reader that goes away (``| head``) ends it quietly; a partial result is written
 beside a complete one, never over it."""
 
 from __future__ import annotations
@@ -47,10 +48,14 @@ def test_the_headline_says_interrupted_and_is_the_exit_status(tmp_path, capsys, 
     printed = capsys.readouterr().out
     headline = next(line for line in printed.splitlines() if line.startswith("Convergence:"))
     passed = shift == 0.0
-    assert code == (0 if passed else 1)
+    # an interrupted run has its own status, whatever its draws say (a script must not
+    # take a partial run for a result); else the verdict's: a chain shifted by 3 sd is
+    # stationary in its own place, so the chains disagree as separate modes do
+    assert code == (4 if interrupted else 0 if passed else 3)
     assert headline.startswith("Convergence: PASSED" if passed else "Convergence: FAILED")
     assert ("on an interrupted run (1000 of 40000 draws per chain kept)" in headline) \
         == interrupted
+    assert ("exit status 4: an interrupted run" in printed) == interrupted
 
 
 @pytest.mark.parametrize("command", ["list", pytest.param("check", marks=pytest.mark.slow)])
@@ -86,3 +91,51 @@ def test_a_partial_result_goes_beside_a_complete_one(tmp_path):
     # a name beside that holds something else is skipped
     (beside / "notes.md").write_text("mine")
     assert report.result_folder(partial, out) == tmp_path / "out.interrupted-2"
+
+
+def _write(folder: Path, dt: xr.DataTree) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    dt.to_netcdf(folder / "posterior.nc", engine="h5netcdf")
+    return folder
+
+
+def test_exit_status_per_verdict_and_stacking_weights(tmp_path, capsys):
+    rng = np.random.default_rng(3)
+    # separate modes: theta near -3 in chains 0-1, near 3 in chains 2-3; the data are
+    # 30 points around -3 and 10 around 3, so the modes' stacking shares are 3/4 and 1/4
+    y = np.concatenate([-3 + 0.3 * rng.normal(size=30), 3 + 0.3 * rng.normal(size=10)])
+    theta = np.concatenate([rng.normal(-3, 0.05, size=(2, 500)),
+                            rng.normal(3, 0.05, size=(2, 500))])
+    log_lik = -0.5 * (y[None, None, :] - theta[..., None]) ** 2 - 0.5 * np.log(2 * np.pi)
+    posterior = xr.Dataset({"theta": (("chain", "draw"), theta)})
+    modes = _write(tmp_path / "modes", xr.DataTree.from_dict({"posterior": posterior}))
+    assert main(["check", str(modes)]) == 3
+    out = capsys.readouterr().out
+    assert "multimodal" in out.splitlines()[0] and "Per chain" in out
+    assert "log_likelihood=True" in out  # how to get the weights
+    stacked = _write(tmp_path / "stacked", xr.DataTree.from_dict({
+        "posterior": posterior,
+        "log_likelihood": xr.Dataset({"y": (("chain", "draw", "obs"), log_lik)})}))
+    assert main(["check", str(stacked)]) == 3
+    out = capsys.readouterr().out
+    weights = [float(line.split("weight ")[1].split(",")[0])
+               for line in out.splitlines() if line.strip().startswith("chain ")]
+    assert len(weights) == 4 and sum(weights[:2]) == pytest.approx(0.75, abs=2e-3)
+
+    drift = rng.normal(size=(2, 1000)) + np.linspace(0, 3, 1000)
+    drifting = _write(tmp_path / "drift", xr.DataTree.from_dict(
+        {"posterior": xr.Dataset({"theta": (("chain", "draw"), drift)})}))
+    assert main(["check", str(drifting)]) == 1
+    assert "drift within a chain" in capsys.readouterr().out
+    assert main(["check", str(drifting), "--chain-groups", "0,x"]) == 2
+    assert "--chain-groups expects integers" in capsys.readouterr().err
+    assert main(["check", str(drifting), "--chain-groups", "0,0"]) == 2
+    assert "--chain-groups must form at least 2 groups" in capsys.readouterr().err
+
+
+def test_the_help_lists_the_exit_statuses(capsys):
+    with pytest.raises(SystemExit):
+        main(["check", "--help"])
+    out = capsys.readouterr().out
+    for line in ("0  converged", "1  not_converged", "3  multimodal", "4  an interrupted run"):
+        assert line in out

@@ -364,7 +364,7 @@ def test_terminal_ctrl_c_keeps_the_trace_and_never_replaces_a_complete_result(tm
         headline = next(line for line in printed.splitlines()
                         if line.startswith("Convergence:"))
         assert "on an interrupted run" in headline
-        assert (code == 0) == headline.startswith("Convergence: PASSED")
+        assert code == 4  # an interrupted run, whatever the verdict
         tables[path] = {line.split()[0] for line in printed.splitlines()[
             printed.splitlines().index(headline) + 3:] if line and line[0].isalpha()
             and not line.startswith(("What", "  "))}
