@@ -34,6 +34,7 @@ __all__ = [
     "VERDICTS",
     "ConvergenceReport",
     "check_convergence",
+    "scalar_quantities",
     "split_rhat",
 ]
 

@@ -22,9 +22,9 @@ import xarray as xr
 
 from inference.summary import label_variable_names
 
-__all__ = ["RESULT_FILES", "TEMPERING_PLOT", "check_output_dir", "holds_complete_result",
-           "plot_trace",
-           "result_folder", "write_results"]
+__all__ = ["LOG_DENSITY_STATS", "RESULT_FILES", "TEMPERING_PLOT", "check_output_dir",
+           "holds_complete_result", "plot_trace", "pooled_picture_note", "result_folder",
+           "write_results"]
 
 
 #: The files :func:`write_results` writes; a folder holding only these (or nothing) is a
@@ -110,6 +110,10 @@ def result_folder(dt: xr.DataTree, out_dir: str | os.PathLike) -> Path:
 def write_results(dt: xr.DataTree, table: pd.DataFrame, out_dir: str | os.PathLike) -> dict:
     """Write ``posterior.nc``, ``summary.csv`` and ``trace.png`` into ``out_dir``.
 
+    ``trace.png`` draws what the convergence check saw (:func:`plot_trace`). When the
+    check's verdict is not ``converged``, the family's picture, which pools the chains,
+    gets a line above it saying so (:func:`pooled_picture_note`).
+
     The files are written into a new hidden folder beside ``out_dir`` which then takes
     its place by renames: ``out_dir`` holds either the previous run's files or this
     run's, never a mix, whenever the process is stopped. A previous result in
@@ -127,14 +131,17 @@ def write_results(dt: xr.DataTree, table: pd.DataFrame, out_dir: str | os.PathLi
                       lambda tmp: dt.to_netcdf(tmp, engine="h5netcdf",
                                                encoding=_compressed_encoding(dt)))
         _atomic_write(staging / "summary.csv", lambda tmp: table.to_csv(tmp))
-        _draw_picture(staging / "trace.png", lambda tmp: plot_trace(dt, tmp))
+        report = _check_quietly(dt)
+        _draw_picture(staging / "trace.png", lambda tmp: plot_trace(dt, tmp, report=report))
         family_plot = _family_plot(dt)
         if family_plot is not None:
             name, plot = family_plot
+            note = pooled_picture_note(report)
             # an interrupted run may have skipped the post-processing its picture needs;
             # the CLI already says it was interrupted, so a missing picture is no news
             quiet = bool(dt.attrs.get("pp_models_interrupted", 0))
-            if not _draw_picture(staging / f"{name}.png", lambda tmp: plot(dt, tmp),
+            if not _draw_picture(staging / f"{name}.png",
+                                 lambda tmp: _plot_with_note(plot, dt, tmp, note),
                                  quiet=quiet):
                 family_plot = None
         tempered = "tempering" in dt.children
@@ -158,6 +165,58 @@ def write_results(dt: xr.DataTree, table: pd.DataFrame, out_dir: str | os.PathLi
     if tempered:
         paths["tempering"] = out / TEMPERING_PLOT
     return paths
+
+
+def _check_quietly(dt: xr.DataTree):
+    """The convergence check of ``dt`` for its pictures, or None when it has too few
+    chains or draws, or nothing to check."""
+    from inference.convergence import check_convergence
+
+    posterior = dt["posterior"] if "posterior" in dt.children else None
+    if posterior is None or posterior.sizes.get("chain", 0) < 2 \
+            or posterior.sizes.get("draw", 0) < 4:
+        return None
+    try:
+        return check_convergence(dt)
+    except ValueError:
+        return None
+
+
+def pooled_picture_note(report) -> str:
+    """The line put above a family's picture, which pools the chains' draws, when the
+    check's verdict is not ``converged`` ("" when it is, or when there is no check)."""
+    if report is None or report.verdict == "converged":
+        return ""
+    if report.verdict == "multimodal":
+        why = "the chains sit in separate modes (`ppzoo check` gives their stacking weights)"
+    else:
+        why = "the chains have not converged"
+    return (f"Chains pooled although {why}: verdict {report.verdict}; "
+            "trace.png shows each chain")
+
+
+def _plot_with_note(plot, dt: xr.DataTree, path: str, note: str) -> None:
+    """Draw the family's picture; with a ``note``, redraw it with the note above."""
+    plot(dt, path)
+    if not note:
+        return
+    import matplotlib
+
+    matplotlib.use("Agg", force=False)
+    import matplotlib.pyplot as plt
+
+    image = plt.imread(path, format="png")
+    height, width = image.shape[:2]
+    dpi = 100
+    band = 40  # pixels for the note
+    fig = plt.figure(figsize=(width / dpi, (height + band) / dpi), dpi=dpi)
+    ax = fig.add_axes((0, 0, 1, height / (height + band)))
+    ax.imshow(image)
+    ax.axis("off")
+    fig.text(0.5, 1 - 0.5 * band / (height + band), note, ha="center", va="center",
+             fontsize=9, color="darkred", wrap=True)
+    fig.savefig(path, format="png", dpi=dpi)
+    plt.close(fig)
 
 
 #: Variables from this many bytes up are written gzip-compressed (level 4, byte-shuffled):
@@ -223,51 +282,141 @@ def _family_plot(dt: xr.DataTree):
     return (family.plot_name, family.plot) if family.plot is not None else None
 
 
-def plot_trace(dt: xr.DataTree, path: str | os.PathLike, *, max_variables: int = 8) -> None:
-    """Trace and marginal plots of the identified / label-invariant quantities.
+#: Per-draw log densities drawn at the top of ``trace.png`` when the posterior or the
+#: sample stats hold one: the Gibbs steps' ``log_joint`` (LDA) and ``log_marginal``
+#: (mixtures of trees), NUTS's ``lp``, a model's ``log_likelihood`` statistic.
+LOG_DENSITY_STATS = ("log_joint", "lp", "log_marginal", "log_likelihood", "logp")
 
-    Raw labels and quantities constant over every draw are left out (a constant has no
-    density to draw); at most ``max_variables`` variables are shown.
+#: Points per chain drawn in a trace (longer chains are thinned evenly for the picture).
+_TRACE_POINTS = 2000
+
+
+def plot_trace(dt: xr.DataTree, path: str | os.PathLike, *, max_variables: int = 12,
+               report=None) -> list[str]:
+    """Traces and per-chain histograms of what the convergence check saw.
+
+    One row per scalar quantity :func:`inference.convergence.check_convergence` checks
+    (raw labels left out), the worst first (largest R-hat: a quantity each chain holds at
+    its own constant comes first), constant ones included; above them the log density
+    per draw where the posterior or the sample stats have one (:data:`LOG_DENSITY_STATS`).
+    Each chain has its own colour, so chains that disagree are seen apart. At most
+    ``max_variables`` quantities are drawn; the title says how many there are and the
+    verdict.
+
+    Parameters
+    ----------
+    dt : xarray.DataTree
+    path : str or path-like
+        The PNG written.
+    max_variables : int
+    report : ConvergenceReport, optional
+        The check of ``dt`` (computed here when not given, and when ``dt`` has 2 chains
+        or more).
+
+    Returns
+    -------
+    list of str
+        The rows drawn, top to bottom.
     """
-    import arviz as az
     import matplotlib
 
     matplotlib.use("Agg", force=False)
     import matplotlib.pyplot as plt
 
-    posterior = dt["posterior"]
+    from inference.convergence import check_convergence, scalar_quantities
+    from pp_models.model_info import posterior_with_labels
+
+    posterior = posterior_with_labels(dt)
+    if report is None and posterior.sizes.get("chain", 0) >= 2 \
+            and posterior.sizes.get("draw", 0) >= 4:
+        try:
+            report = check_convergence(dt)
+        except ValueError:  # nothing checkable (e.g. only raw labels): draw what there is
+            report = None
     labels = set(label_variable_names(dt))
-    names = [
-        v
-        for v in posterior.data_vars
-        if v not in labels and _every_element_varies(posterior[v].values)
-    ][:max_variables]
-    if not names:
+    names = [v for v in posterior.data_vars
+             if v not in labels and posterior[v].dtype.kind in "biuf"]
+    quantities = dict(scalar_quantities(posterior, names))
+    if report is not None:
+        rhat = report.table["r_hat"].astype(float).fillna(1.0)
+        order = list(rhat.sort_values(ascending=False, kind="stable").index)
+        order = [q for q in order if q in quantities]
+    else:
+        order = list(quantities)
+    shown = order[:max_variables]
+    densities = _log_densities(dt)
+    rows = [(name, values, None) for name, values in densities]
+    rows += [(q, quantities[q], None if report is None else report.table.loc[q])
+             for q in shown]
+    if not rows:
         fig, ax = plt.subplots(figsize=(4, 1))
-        ax.text(0.5, 0.5, "no varying identified quantity to plot", ha="center")
+        ax.text(0.5, 0.5, "no identified quantity to plot", ha="center")
         ax.axis("off")
         fig.savefig(path, format="png")
         plt.close(fig)
-        return
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        collection = az.plot_trace_dist(dt, var_names=names)
-    collection.savefig(path, format="png")
-    plt.close("all")
+        return []
+    fig, axes = plt.subplots(len(rows), 2, figsize=(11, 1.7 * len(rows) + 0.9),
+                             gridspec_kw={"width_ratios": [3, 1]}, squeeze=False)
+    for (name, values, row), (trace_ax, hist_ax) in zip(rows, axes, strict=True):
+        _draw_row(trace_ax, hist_ax, name, np.asarray(values, dtype=float), row)
+    verdict = "" if report is None else f"verdict: {report.verdict}; "
+    fig.suptitle(f"{verdict}{len(shown)} of {len(order)} checked quantities, worst "
+                 "(largest R-hat) first"
+                 + (f", below the log density ({', '.join(n for n, _ in densities)})"
+                    if densities else "") + "; one colour per chain", fontsize=10)
+    fig.tight_layout(rect=(0, 0, 1, 1 - 0.5 / (1.7 * len(rows) + 0.9)))
+    fig.savefig(path, format="png", dpi=80)
+    plt.close(fig)
+    return [name for name, _, _ in rows]
 
 
-def _every_element_varies(values) -> bool:
-    """Whether each element of a (chain, draw, ...) variable varies within every chain:
-    ArviZ's density plot fails on an element that is constant in all of its chains'
-    draws (e.g. a number of features each chain holds fixed)."""
-    values = np.asarray(values, dtype=float)
-    flat = values.reshape(values.shape[0], values.shape[1], -1)
-    if flat.shape[2] == 0 or not np.all(np.isfinite(flat)):
-        return False
-    # a range below ~1e-10 of the values' size cannot be cut into ArviZ's histogram bins
-    # ("Too many bins for data range"): a chain stuck at one point, up to rounding
-    scale = np.maximum(np.abs(flat).max(axis=1), 1e-300)
-    return bool(np.all(np.ptp(flat, axis=1) > 1e-10 * scale))
+def _log_densities(dt: xr.DataTree) -> list[tuple[str, np.ndarray]]:
+    """``(name, (chain, draw) values)`` of the per-draw log densities the fit kept."""
+    found = []
+    for group in ("posterior", "sample_stats"):
+        if group not in dt.children:
+            continue
+        ds = dt[group]
+        for name in LOG_DENSITY_STATS:
+            if name in ds.data_vars and set(ds[name].dims) == {"chain", "draw"}:
+                found.append((name if group == "posterior" else f"{name} ({group})",
+                              np.asarray(ds[name].transpose("chain", "draw").values,
+                                         dtype=float)))
+    return found
+
+
+def _draw_row(trace_ax, hist_ax, name, values, row) -> None:
+    """One quantity: its traces (thinned to :data:`_TRACE_POINTS` per chain) and a
+    histogram per chain on shared bins; a constant gets one bin around its value."""
+    colours = [f"C{c % 10}" for c in range(values.shape[0])]
+    step = max(1, values.shape[1] // _TRACE_POINTS)
+    draws = np.arange(values.shape[1])[::step]
+    for chain, colour in zip(values, colours, strict=True):
+        trace_ax.plot(draws, chain[::step], color=colour, lw=0.6, alpha=0.8)
+    finite = values[np.isfinite(values)]
+    if finite.size:
+        low, high = float(finite.min()), float(finite.max())
+        if not high - low > 1e-12 * max(abs(low), abs(high), 1e-300):
+            low, high = low - 0.5, high + 0.5
+        bins = np.linspace(low, high, 31)
+        for chain, colour in zip(values, colours, strict=True):
+            chain = chain[np.isfinite(chain)]
+            hist_ax.hist(np.clip(chain, low, high), bins=bins, color=colour, alpha=0.45,
+                         histtype="stepfilled", orientation="horizontal")
+        hist_ax.set_ylim(trace_ax.get_ylim())
+    hist_ax.set_yticklabels([])
+    title = name
+    if row is not None:
+        title += f"   R-hat {row['r_hat']:.3f}"
+        if np.isfinite(row.get("chain_r_hat", np.nan)):
+            title += f", worst chain's split R-hat {row['chain_r_hat']:.3f}"
+        if np.isfinite(row["ess_bulk"]):
+            title += f", bulk ESS {row['ess_bulk']:.0f}"
+        if row.get("reason"):
+            title += f"  [{row['reason']}]"
+    trace_ax.set_title(title, fontsize=9, loc="left")
+    trace_ax.tick_params(labelsize=8)
+    hist_ax.tick_params(labelsize=8)
 
 
 def _atomic_write(path: Path, write: Callable[[str], None]) -> None:

@@ -20,15 +20,61 @@ def _dt(c_values):
     return xr.DataTree.from_dict({"posterior": ds})
 
 
-def test_a_chain_stuck_up_to_rounding_is_left_out_of_the_trace_plot(tmp_path):
+def test_a_chain_stuck_up_to_rounding_is_drawn_and_the_fit_kept(tmp_path):
     # The PYDT default fit's case: NUTS stuck, c moving by ~1e-16 within each chain;
-    # ArviZ's histogram then raised "Too many bins for data range" and the fit was lost.
+    # ArviZ's histogram raised "Too many bins for data range" and the fit was lost. The
+    # picture now draws it (its chains apart: the check's worst quantity) on its own bins.
     stuck = np.array([0.13 + 1e-16 * (np.arange(50) % 2), 0.87 + 1e-16 * (np.arange(50) % 2)])
-    assert not report._every_element_varies(stuck)
-    assert report._every_element_varies(np.random.default_rng(1).normal(size=(2, 50)))
     paths = report.write_results(_dt(stuck), pd.DataFrame({"a": [1.0]}), tmp_path / "out")
     assert {"posterior", "summary", "trace"} <= set(paths)
     assert all(p.stat().st_size > 0 for p in paths.values())
+    assert report.plot_trace(_dt(stuck), tmp_path / "t.png") == ["c", "x"]
+
+
+def test_the_trace_picture_draws_every_checked_quantity_worst_first(tmp_path):
+    # before: a statistic constant within each chain (IBP-FA's feature sizes, the worst
+    # one) was dropped, and no log density was drawn
+    rng = np.random.default_rng(4)
+    n = 400
+    posterior = xr.Dataset({
+        "mixed": (("chain", "draw"), rng.normal(size=(2, n))),
+        "apart": (("chain", "draw"), rng.normal(size=(2, n)) + np.array([[0.0], [0.5]])),
+        "sizes": (("chain", "draw", "k"), np.stack([np.full((n, 2), 3.0),
+                                                   np.full((n, 2), 4.0)])),
+        "z": (("chain", "draw"), rng.normal(size=(2, n)) + np.array([[0.0], [9.0]])),
+    })
+    stats = xr.Dataset({"log_joint": (("chain", "draw"),
+                                      np.cumsum(rng.normal(size=(2, n)), axis=1))})
+    dt = xr.DataTree.from_dict({"posterior": posterior, "sample_stats": stats})
+    dt.attrs["pp_models_label_variables"] = '["z"]'
+    rows = report.plot_trace(dt, tmp_path / "trace.png")
+    # the log density first, then by R-hat: stuck chains (inf), the shifted one, mixed;
+    # raw labels (z) left out
+    assert rows == ["log_joint (sample_stats)", "sizes[0]", "sizes[1]", "apart", "mixed"]
+    assert (tmp_path / "trace.png").stat().st_size > 0
+    assert report.plot_trace(dt, tmp_path / "t2.png", max_variables=2) == [
+        "log_joint (sample_stats)", "sizes[0]", "sizes[1]"]
+
+
+def test_a_family_picture_of_chains_that_disagree_says_it_pools_them(tmp_path, monkeypatch):
+    import matplotlib.pyplot as plt
+
+    def picture(dt, path):
+        fig = plt.figure(figsize=(3, 2), dpi=100)
+        fig.savefig(path, format="png", dpi=100)
+        plt.close(fig)
+
+    monkeypatch.setattr(report, "_family_plot", lambda dt: ("family", picture))
+    rng = np.random.default_rng(5)
+    apart = rng.normal(size=(2, 1000)) + np.array([[0.0], [5.0]])
+    paths = report.write_results(_dt(apart), pd.DataFrame({"a": [1.0]}), tmp_path / "apart")
+    assert plt.imread(paths["family"]).shape[:2] == (240, 300)  # the note's band above
+    mixed = rng.normal(size=(4, 1000))
+    paths = report.write_results(_dt(mixed), pd.DataFrame({"a": [1.0]}), tmp_path / "mixed")
+    assert plt.imread(paths["family"]).shape[:2] == (200, 300)
+    check = report._check_quietly(_dt(apart))
+    assert "separate modes" in report.pooled_picture_note(check)
+    assert report.pooled_picture_note(None) == ""
 
 
 def test_a_failing_family_picture_warns_and_keeps_the_result(tmp_path, monkeypatch):
