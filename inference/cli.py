@@ -606,6 +606,8 @@ def _report_convergence(args, dt, total) -> int:
     print(headline + run)
     print(body)
     print("\n" + report.chains_text())
+    if report.splits is not None:
+        print("\n" + str(report.splits))
     if not report.passed:
         print("\n" + report.advice())
     if report.verdict == "multimodal":

@@ -31,11 +31,15 @@ from pp_models.validation import check_real
 __all__ = [
     "CHAIN_GROUPS_ATTR",
     "EXIT_CODES",
+    "TREE_VARIABLES",
     "VERDICTS",
     "ConvergenceReport",
+    "SplitFrequencies",
     "check_convergence",
     "scalar_quantities",
+    "split_frequencies",
     "split_rhat",
+    "tree_split_frequencies",
 ]
 
 #: The verdicts of :attr:`ConvergenceReport.verdict`.
@@ -72,6 +76,9 @@ class ConvergenceReport:
         ``chain_rhat_max`` and its bulk ESS at least ``chain_ess_min``).
     chain_groups : tuple of int or None
         Group of each chain, when nested R-hat was used.
+    splits : SplitFrequencies or None
+        For tree-valued chains (PYDT), the clades' frequencies per chain and their
+        average standard deviation (reported, not part of the verdict).
     """
 
     table: pd.DataFrame
@@ -83,6 +90,7 @@ class ConvergenceReport:
     chain_rhat_max: float = 1.05
     chain_ess_min: float = 100.0
     chain_groups: tuple | None = None
+    splits: SplitFrequencies | None = None
 
     @property
     def passed(self) -> bool:
@@ -346,6 +354,7 @@ def check_convergence(
     n_divergent = None
     if "sample_stats" in dt.children and "diverging" in dt["sample_stats"].data_vars:
         n_divergent = int(dt["sample_stats"]["diverging"].sum())
+    splits = tree_split_frequencies(dt)
     return ConvergenceReport(
         table,
         rhat_max,
@@ -356,7 +365,130 @@ def check_convergence(
         chain_rhat_max=chain_rhat_max,
         chain_ess_min=chain_ess_min,
         chain_groups=None if groups is None else tuple(groups),
+        splits=splits,
     )
+
+
+@dataclass(frozen=True)
+class SplitFrequencies:
+    """Clade (split) frequencies of tree-valued chains, per chain, and their average
+    standard deviation over the chains (ASDSF, as MrBayes reports it: below 0.01 very
+    good, below 0.05 adequate).
+
+    Attributes
+    ----------
+    frequencies : pandas.DataFrame
+        One row per clade seen in at least ``min_frequency`` of some chain's draws (the
+        clade's leaves as its label), one column per chain.
+    asdsf : float
+        The mean over those clades of the sample standard deviation (ddof 1) of their
+        frequencies across chains.
+    min_frequency : float
+    """
+
+    frequencies: pd.DataFrame
+    asdsf: float
+    min_frequency: float
+
+    def __str__(self) -> str:
+        grade = (
+            "very good"
+            if self.asdsf < 0.01
+            else "adequate"
+            if self.asdsf < 0.05
+            else "the chains sample different trees"
+        )
+        sd = self.frequencies.std(axis=1, ddof=1).sort_values(ascending=False)
+        worst = self.frequencies.loc[sd.index[:5]]
+        with pd.option_context("display.width", 120, "display.max_colwidth", 40):
+            body = worst.to_string(float_format=lambda v: f"{v:.3f}")
+        return (
+            f"Tree splits: ASDSF {self.asdsf:.4f} over {len(self.frequencies)} clades "
+            f"seen in >= {self.min_frequency:g} of a chain's draws ({grade}; MrBayes: "
+            f"< 0.01 very good, < 0.05 adequate). Least agreed clades:\n{body}"
+        )
+
+
+def _pydt_clades(packed):
+    from pp_models.trees import DiffusionTree
+
+    return DiffusionTree.from_packed(packed, validate=False).clades()
+
+
+#: Tree-valued posterior variables, by family: the variable and the clades of one
+#: draw's value (boolean rows over the leaves).
+TREE_VARIABLES = {"pydt": ("tree", _pydt_clades)}
+
+
+def tree_split_frequencies(dt: xr.DataTree, *, min_frequency: float = 0.1):
+    """:class:`SplitFrequencies` of a fit whose family samples trees
+    (:data:`TREE_VARIABLES`), else None.
+
+    Parameters
+    ----------
+    dt : xarray.DataTree
+    min_frequency : float
+        Clades below this frequency in every chain are left out (MrBayes's default 0.10).
+    """
+    family = dt.attrs.get("pp_models_family", "")
+    if family not in TREE_VARIABLES:
+        return None
+    name, clades_of = TREE_VARIABLES[family]
+    posterior = posterior_with_labels(dt)
+    if name not in posterior.data_vars:
+        return None
+    values = np.asarray(posterior[name].values)
+    return split_frequencies(
+        [[clades_of(v) for v in chain] for chain in values], min_frequency=min_frequency
+    )
+
+
+def split_frequencies(clades, *, min_frequency: float = 0.1) -> SplitFrequencies:
+    """Split frequencies per chain and their ASDSF.
+
+    Parameters
+    ----------
+    clades : sequence (chains) of sequences (draws) of boolean arrays
+        Each draw's clades, one row over the leaves per clade.
+    min_frequency : float
+        Clades seen less often in every chain are left out of the average.
+    """
+    min_frequency = check_real(min_frequency, "min_frequency", minimum=0.0, maximum=1.0)
+    counts = []
+    for chain in clades:
+        seen: dict[bytes, int] = {}
+        for draw in chain:
+            rows = np.atleast_2d(np.asarray(draw, dtype=bool))
+            for key in {np.packbits(r).tobytes() + bytes([r.size % 8]) for r in rows}:
+                seen[key] = seen.get(key, 0) + 1
+        counts.append((seen, len(chain)))
+    if len(counts) < 2:
+        raise ValueError("clades: split frequencies need at least 2 chains")
+    keys = sorted(set().union(*(seen for seen, _ in counts)))
+    table = np.array([[seen.get(k, 0) / max(n, 1) for seen, n in counts] for k in keys])
+    table = table.reshape(len(keys), len(counts))
+    keep = table.max(axis=1) >= min_frequency if len(keys) else np.zeros(0, dtype=bool)
+    n_leaves = None
+    for chain in clades:
+        for draw in chain:
+            n_leaves = np.atleast_2d(draw).shape[1]
+            break
+        if n_leaves is not None:
+            break
+    labels = [_clade_label(k, n_leaves) for k in np.asarray(keys, dtype=object)[keep]]
+    frequencies = pd.DataFrame(
+        table[keep],
+        index=pd.Index(labels, name="clade"),
+        columns=pd.Index(range(len(counts)), name="chain"),
+    )
+    asdsf = float(frequencies.std(axis=1, ddof=1).mean()) if len(frequencies) else 0.0
+    return SplitFrequencies(frequencies, asdsf, min_frequency)
+
+
+def _clade_label(key: bytes, n_leaves: int) -> str:
+    leaves = np.flatnonzero(np.unpackbits(np.frombuffer(key[:-1], dtype=np.uint8))[:n_leaves])
+    shown = ",".join(map(str, leaves[:12])) + (",..." if leaves.size > 12 else "")
+    return f"{{{shown}}} ({leaves.size})"
 
 
 def scalar_quantities(posterior: xr.Dataset, var_names):

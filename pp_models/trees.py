@@ -498,6 +498,23 @@ class DiffusionTree:
         out[n:, 1][self.parent[n:] == UNUSED_SLOT] = 0.0
         return out
 
+    def clades(self) -> np.ndarray:
+        """The leaf sets under the internal nodes other than the root (the tree's
+        clades, or splits of its leaves), one boolean row over the leaves each, in node
+        order."""
+        n = self.n_leaves
+        inside = np.zeros((self.parent.shape[0], n), dtype=bool)
+        node = np.arange(n)
+        leaves = np.arange(n)
+        # climb from every leaf at once; each step marks the leaves under the nodes reached
+        while node.size:
+            node = self.parent[node]
+            keep = node >= 0
+            node, leaves = node[keep], leaves[keep]
+            inside[node, leaves] = True
+        internal = self.internal_nodes
+        return inside[internal[internal != self.root]]
+
     @classmethod
     def from_packed(cls, packed, validate: bool = True) -> DiffusionTree:
         packed = np.asarray(packed, dtype=np.float64)

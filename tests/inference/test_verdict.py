@@ -197,3 +197,55 @@ def test_a_pm_sample_style_tree_without_zoo_attributes_checks_every_variable():
     assert list(report.table.index) == ["mu", "sigma[a]", "sigma[b]"]
     assert set(report.chains.index.get_level_values("chain")) == {0, 1}
     assert "Per chain" in report.chains_text() and "mean[1]" in report.chains_text()
+
+
+def _packed(parent, times):
+    """A PYDT tree packed as the posterior stores it (parent, log(1 - t) per slot)."""
+    from pp_models.trees import DiffusionTree
+
+    return DiffusionTree(np.asarray(parent), np.log1p(-np.asarray(times))).to_packed()
+
+
+# two topologies over 4 leaves (internal slots 4, 5; root 6): ((0,1),(2,3)), ((0,2),(1,3))
+_T1 = _packed([4, 4, 5, 5, 6, 6, -1], [0.5, 0.6, 0.2])
+_T2 = _packed([4, 5, 4, 5, 6, 6, -1], [0.5, 0.6, 0.2])
+
+
+def _pydt_tree(trees):
+    ds = xr.Dataset(
+        {
+            "tree": (("chain", "draw", "slot", "part"), np.asarray(trees)),
+            "c": (
+                ("chain", "draw"),
+                np.random.default_rng(0).normal(size=np.asarray(trees).shape[:2]),
+            ),
+        }
+    )
+    dt = xr.DataTree.from_dict({"posterior": ds})
+    dt.attrs.update(pp_models_family="pydt", pp_models_label_variables='["tree"]')
+    return dt
+
+
+def test_split_frequencies_of_tree_chains_that_agree_and_that_do_not():
+    from inference.convergence import split_frequencies
+
+    # each chain draws T1 or T2 with probability 1/2: a clade's frequency in 400 draws
+    # has sd 0.025, so the sd over 2 chains exceeds 0.2 only if they differ by > 0.28
+    # (8 sd: p < 1e-14); chains stuck in T1 and in T2 give sd 0.707 for every clade
+    rng = np.random.default_rng(19)
+    mixed = np.where(rng.uniform(size=(2, 400))[..., None, None] < 0.5, _T1, _T2)
+    report = check_convergence(_pydt_tree(mixed), ess_bulk_min=0, ess_tail_min=0)
+    assert report.splits is not None and report.splits.asdsf < 0.2
+    assert len(report.splits.frequencies) == 4  # {0,1} {2,3} {0,2} {1,3}
+    stuck = np.stack(
+        [np.broadcast_to(_T1, (400, *_T1.shape)), np.broadcast_to(_T2, (400, *_T2.shape))]
+    )
+    apart = check_convergence(_pydt_tree(stuck), ess_bulk_min=0, ess_tail_min=0).splits
+    assert apart.asdsf == pytest.approx(np.sqrt(0.5), rel=1e-12)
+    assert "ASDSF 0.7071" in str(apart) and "{0,1} (2)" in str(apart)
+    # the frequencies by hand: T1's clades in 3 of 4 draws of chain 0, 1 of 4 of chain 1
+    direct = split_frequencies(
+        [[[[1, 1, 0, 0]]] * 3 + [[[0, 1, 1, 0]]], [[[1, 1, 0, 0]]] + [[[0, 1, 1, 0]]] * 3]
+    )
+    np.testing.assert_allclose(direct.frequencies.loc["{0,1} (2)"], [0.75, 0.25])
+    assert direct.asdsf == pytest.approx(np.std([0.75, 0.25], ddof=1))

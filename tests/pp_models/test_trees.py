@@ -113,3 +113,13 @@ def test_conversion_errors():
         trees.to_newick(np.array([[0, 1]]), ["a,", "b"])
     with pytest.raises(ValueError, match="node"):
         trees.leaves_under(np.array([[0, 1]]), 3)
+
+
+def test_diffusion_tree_clades_are_the_leaf_sets_under_its_non_root_branch_points():
+    from pp_models.trees import UNUSED_SLOT, DiffusionTree
+
+    # 5 leaves; root 8 -> (5 -> 0, 1, 2 [a multifurcation]), (6 -> 3, 4); slot 7 unused
+    parent = np.array([5, 5, 5, 6, 6, 8, 8, UNUSED_SLOT, -1])
+    tree = DiffusionTree(parent, np.log1p(-np.array([0.5, 0.6, 0.0, 0.2])))
+    np.testing.assert_array_equal(tree.clades().astype(int),
+                                  [[1, 1, 1, 0, 0], [0, 0, 0, 1, 1]])
