@@ -139,3 +139,14 @@ def test_the_help_lists_the_exit_statuses(capsys):
     out = capsys.readouterr().out
     for line in ("0  converged", "1  not_converged", "3  multimodal", "4  an interrupted run"):
         assert line in out
+
+
+def test_an_interrupted_run_too_short_to_check_has_the_interrupted_status(tmp_path, capsys):
+    # a killed run whose second chain stored nothing: one chain is read, nothing checked
+    posterior = xr.Dataset({"theta": (("chain", "draw"), np.zeros((1, 20)))})
+    dt = xr.DataTree.from_dict({"posterior": posterior})
+    dt.attrs.update(pp_models_interrupted=1, pp_models_draws_requested=1000)
+    assert main(["check", str(_write(tmp_path / "p", dt))]) == 4
+    assert "NOT CHECKED on an interrupted run" in capsys.readouterr().out
+    dt.attrs.update(pp_models_interrupted=0)
+    assert main(["check", str(_write(tmp_path / "c", dt))]) == 1
