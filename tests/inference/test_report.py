@@ -25,10 +25,10 @@ def test_a_chain_stuck_up_to_rounding_is_drawn_and_the_fit_kept(tmp_path):
     # ArviZ's histogram raised "Too many bins for data range" and the fit was lost. The
     # picture now draws it (its chains apart: the check's worst quantity) on its own bins.
     stuck = np.array([0.13 + 1e-16 * (np.arange(50) % 2), 0.87 + 1e-16 * (np.arange(50) % 2)])
+    assert report.plot_trace(_dt(stuck), tmp_path / "t.png") == ["c", "x"]
     paths = report.write_results(_dt(stuck), pd.DataFrame({"a": [1.0]}), tmp_path / "out")
     assert {"posterior", "summary", "trace"} <= set(paths)
     assert all(p.stat().st_size > 0 for p in paths.values())
-    assert report.plot_trace(_dt(stuck), tmp_path / "t.png") == ["c", "x"]
 
 
 def test_the_trace_picture_draws_every_checked_quantity_worst_first(tmp_path):
@@ -52,8 +52,6 @@ def test_the_trace_picture_draws_every_checked_quantity_worst_first(tmp_path):
     # raw labels (z) left out
     assert rows == ["log_joint (sample_stats)", "sizes[0]", "sizes[1]", "apart", "mixed"]
     assert (tmp_path / "trace.png").stat().st_size > 0
-    assert report.plot_trace(dt, tmp_path / "t2.png", max_variables=2) == [
-        "log_joint (sample_stats)", "sizes[0]", "sizes[1]"]
 
 
 def test_a_family_picture_of_chains_that_disagree_says_it_pools_them(tmp_path, monkeypatch):
