@@ -343,8 +343,10 @@ def plot_trace(dt: xr.DataTree, path: str | os.PathLike, *, max_variables: int =
         order = [q for q in order if q in quantities]
     else:
         order = list(quantities)
-    shown = order[:max_variables]
     densities = _log_densities(dt)
+    # a log density the posterior holds is a checked statistic too: drawn once, on top
+    order = [q for q in order if q not in {name for name, _ in densities}]
+    shown = order[:max_variables]
     rows = [(name, values, None) for name, values in densities]
     rows += [(q, quantities[q], None if report is None else report.table.loc[q])
              for q in shown]

@@ -43,6 +43,7 @@ def test_the_trace_picture_draws_every_checked_quantity_worst_first(tmp_path):
                                                    np.full((n, 2), 4.0)])),
         "z": (("chain", "draw"), rng.normal(size=(2, n)) + np.array([[0.0], [9.0]])),
     })
+    posterior["log_likelihood"] = (("chain", "draw"), rng.normal(size=(2, n)))
     stats = xr.Dataset({"log_joint": (("chain", "draw"),
                                       np.cumsum(rng.normal(size=(2, n)), axis=1))})
     dt = xr.DataTree.from_dict({"posterior": posterior, "sample_stats": stats})
@@ -50,7 +51,8 @@ def test_the_trace_picture_draws_every_checked_quantity_worst_first(tmp_path):
     rows = report.plot_trace(dt, tmp_path / "trace.png")
     # the log density first, then by R-hat: stuck chains (inf), the shifted one, mixed;
     # raw labels (z) left out
-    assert rows == ["log_joint (sample_stats)", "sizes[0]", "sizes[1]", "apart", "mixed"]
+    assert rows == ["log_likelihood", "log_joint (sample_stats)", "sizes[0]", "sizes[1]",
+                    "apart", "mixed"]
     assert (tmp_path / "trace.png").stat().st_size > 0
 
 
