@@ -347,7 +347,9 @@ def plot_trace(dt: xr.DataTree, path: str | os.PathLike, *, max_variables: int =
     # a log density the posterior holds is a checked statistic too: drawn once, on top
     order = [q for q in order if q not in {name for name, _ in densities}]
     shown = order[:max_variables]
-    rows = [(name, values, None) for name, values in densities]
+    checked = set() if report is None else set(report.table.index)
+    rows = [(name, values, report.table.loc[name] if name in checked else None)
+            for name, values in densities]
     rows += [(q, quantities[q], None if report is None else report.table.loc[q])
              for q in shown]
     if not rows:
@@ -362,10 +364,13 @@ def plot_trace(dt: xr.DataTree, path: str | os.PathLike, *, max_variables: int =
     for (name, values, row), (trace_ax, hist_ax) in zip(rows, axes, strict=True):
         _draw_row(trace_ax, hist_ax, name, np.asarray(values, dtype=float), row)
     verdict = "" if report is None else f"verdict: {report.verdict}; "
-    fig.suptitle(f"{verdict}{len(shown)} of {len(order)} checked quantities, worst "
-                 "(largest R-hat) first"
-                 + (f", below the log density ({', '.join(n for n, _ in densities)})"
-                    if densities else "") + "; one colour per chain", fontsize=10)
+    drawn = len(shown) + len(checked & {name for name, _ in densities})
+    total = len(order) + len(checked & {name for name, _ in densities})
+    fig.suptitle(f"{verdict}{drawn} of {total} checked quantities, worst (largest R-hat) "
+                 "first; one colour per chain"
+                 + (f"\non top, the log density per draw "
+                    f"({', '.join(n for n, _ in densities)})" if densities else ""),
+                 fontsize=10)
     fig.tight_layout(rect=(0, 0, 1, 1 - 0.5 / (1.7 * len(rows) + 0.9)))
     fig.savefig(path, format="png", dpi=80)
     plt.close(fig)
