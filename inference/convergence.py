@@ -31,7 +31,7 @@ from pp_models.validation import check_real
 __all__ = [
     "CHAIN_GROUPS_ATTR",
     "EXIT_CODES",
-    "TREE_VARIABLES",
+    "TREE_SPLITS",
     "VERDICTS",
     "ConvergenceReport",
     "SplitFrequencies",
@@ -77,8 +77,9 @@ class ConvergenceReport:
     chain_groups : tuple of int or None
         Group of each chain, when nested R-hat was used.
     splits : SplitFrequencies or None
-        For tree-valued chains (PYDT), the clades' frequencies per chain and their
-        average standard deviation (reported, not part of the verdict).
+        For tree-valued chains (PYDT's tree, the mixture of trees' spanning trees), the
+        splits' frequencies per chain and their average standard deviation (reported,
+        not part of the verdict).
     """
 
     table: pd.DataFrame
@@ -371,17 +372,17 @@ def check_convergence(
 
 @dataclass(frozen=True)
 class SplitFrequencies:
-    """Clade (split) frequencies of tree-valued chains, per chain, and their average
+    """Split (clade, edge) frequencies of tree-valued chains, per chain, and their average
     standard deviation over the chains (ASDSF, as MrBayes reports it: below 0.01 very
     good, below 0.05 adequate).
 
     Attributes
     ----------
     frequencies : pandas.DataFrame
-        One row per clade seen in at least ``min_frequency`` of some chain's draws (the
-        clade's leaves as its label), one column per chain.
+        One row per split seen in at least ``min_frequency`` of some chain's draws (the
+        split's leaves or nodes as its label), one column per chain.
     asdsf : float
-        The mean over those clades of the sample standard deviation (ddof 1) of their
+        The mean over those splits of the sample standard deviation (ddof 1) of their
         frequencies across chains.
     min_frequency : float
     """
@@ -403,59 +404,87 @@ class SplitFrequencies:
         with pd.option_context("display.width", 120, "display.max_colwidth", 40):
             body = worst.to_string(float_format=lambda v: f"{v:.3f}")
         return (
-            f"Tree splits: ASDSF {self.asdsf:.4f} over {len(self.frequencies)} clades "
+            f"Tree splits: ASDSF {self.asdsf:.4f} over {len(self.frequencies)} splits "
             f"seen in >= {self.min_frequency:g} of a chain's draws ({grade}; MrBayes: "
-            f"< 0.01 very good, < 0.05 adequate). Least agreed clades:\n{body}"
+            f"< 0.01 very good, < 0.05 adequate). Least agreed splits:\n{body}"
         )
 
 
-def _pydt_clades(packed):
+def _pydt_clades(posterior: xr.Dataset):
+    """Per chain, per draw: the clades of the sampled PYDT tree."""
     from pp_models.trees import DiffusionTree
 
-    return DiffusionTree.from_packed(packed, validate=False).clades()
+    if "tree" not in posterior.data_vars:
+        return None
+    packed = np.asarray(posterior["tree"].transpose("chain", "draw", ...).values)
+    return [
+        [DiffusionTree.from_packed(p, validate=False).clades() for p in chain] for chain in packed
+    ]
 
 
-#: Tree-valued posterior variables, by family: the variable and the clades of one
-#: draw's value (boolean rows over the leaves).
-TREE_VARIABLES = {"pydt": ("tree", _pydt_clades)}
+def _mixture_of_trees_edges(posterior: xr.Dataset):
+    """Per chain, per draw: the edges (as pairs of nodes) of the occupied components'
+    spanning trees, a label-invariant set (the components' order does not enter)."""
+    from pp_models.trees import spanning_tree_edges
+
+    if "trees" not in posterior.data_vars or "z" not in posterior.data_vars:
+        return None
+    trees = np.asarray(posterior["trees"].transpose("chain", "draw", ...).values)
+    z = np.asarray(posterior["z"].transpose("chain", "draw", ...).values)
+    n_nodes = trees.shape[-1]
+    out = []
+    for chain_trees, chain_z in zip(trees, z, strict=True):
+        draws = []
+        for parents, labels in zip(chain_trees, chain_z, strict=True):
+            edges = np.concatenate(
+                [spanning_tree_edges(parents[k]) for k in np.unique(labels.astype(np.int64))]
+            )
+            rows = np.zeros((len(edges), n_nodes), dtype=bool)
+            rows[np.arange(len(edges))[:, None], edges] = True
+            draws.append(rows)
+        out.append(draws)
+    return out
+
+
+#: Tree-valued chains, by family: a function of the posterior (with its labels) giving,
+#: per chain and draw, the tree's splits as boolean rows (PYDT: each clade's leaves;
+#: mixture of trees: each edge's two nodes, over the occupied components' trees).
+TREE_SPLITS = {"pydt": _pydt_clades, "mixture_of_trees": _mixture_of_trees_edges}
 
 
 def tree_split_frequencies(dt: xr.DataTree, *, min_frequency: float = 0.1):
     """:class:`SplitFrequencies` of a fit whose family samples trees
-    (:data:`TREE_VARIABLES`), else None.
+    (:data:`TREE_SPLITS`), else None.
 
     Parameters
     ----------
     dt : xarray.DataTree
     min_frequency : float
-        Clades below this frequency in every chain are left out (MrBayes's default 0.10).
+        Splits below this frequency in every chain are left out (MrBayes's default 0.10).
     """
     family = dt.attrs.get("pp_models_family", "")
-    if family not in TREE_VARIABLES:
+    if family not in TREE_SPLITS:
         return None
-    name, clades_of = TREE_VARIABLES[family]
-    posterior = posterior_with_labels(dt)
-    if name not in posterior.data_vars:
+    splits = TREE_SPLITS[family](posterior_with_labels(dt))
+    if splits is None:
         return None
-    values = np.asarray(posterior[name].values)
-    return split_frequencies(
-        [[clades_of(v) for v in chain] for chain in values], min_frequency=min_frequency
-    )
+    return split_frequencies(splits, min_frequency=min_frequency)
 
 
-def split_frequencies(clades, *, min_frequency: float = 0.1) -> SplitFrequencies:
+def split_frequencies(splits, *, min_frequency: float = 0.1) -> SplitFrequencies:
     """Split frequencies per chain and their ASDSF.
 
     Parameters
     ----------
-    clades : sequence (chains) of sequences (draws) of boolean arrays
-        Each draw's clades, one row over the leaves per clade.
+    splits : sequence (chains) of sequences (draws) of boolean arrays
+        Each draw's splits, one boolean row per split (a clade's leaves, an edge's two
+        nodes).
     min_frequency : float
-        Clades seen less often in every chain are left out of the average.
+        Splits seen less often in every chain are left out of the average.
     """
     min_frequency = check_real(min_frequency, "min_frequency", minimum=0.0, maximum=1.0)
     counts = []
-    for chain in clades:
+    for chain in splits:
         seen: dict[bytes, int] = {}
         for draw in chain:
             rows = np.atleast_2d(np.asarray(draw, dtype=bool))
@@ -463,29 +492,29 @@ def split_frequencies(clades, *, min_frequency: float = 0.1) -> SplitFrequencies
                 seen[key] = seen.get(key, 0) + 1
         counts.append((seen, len(chain)))
     if len(counts) < 2:
-        raise ValueError("clades: split frequencies need at least 2 chains")
+        raise ValueError("splits: split frequencies need at least 2 chains")
     keys = sorted(set().union(*(seen for seen, _ in counts)))
     table = np.array([[seen.get(k, 0) / max(n, 1) for seen, n in counts] for k in keys])
     table = table.reshape(len(keys), len(counts))
     keep = table.max(axis=1) >= min_frequency if len(keys) else np.zeros(0, dtype=bool)
     n_leaves = None
-    for chain in clades:
+    for chain in splits:
         for draw in chain:
             n_leaves = np.atleast_2d(draw).shape[1]
             break
         if n_leaves is not None:
             break
-    labels = [_clade_label(k, n_leaves) for k in np.asarray(keys, dtype=object)[keep]]
+    labels = [_split_label(k, n_leaves) for k in np.asarray(keys, dtype=object)[keep]]
     frequencies = pd.DataFrame(
         table[keep],
-        index=pd.Index(labels, name="clade"),
+        index=pd.Index(labels, name="split"),
         columns=pd.Index(range(len(counts)), name="chain"),
     )
     asdsf = float(frequencies.std(axis=1, ddof=1).mean()) if len(frequencies) else 0.0
     return SplitFrequencies(frequencies, asdsf, min_frequency)
 
 
-def _clade_label(key: bytes, n_leaves: int) -> str:
+def _split_label(key: bytes, n_leaves: int) -> str:
     leaves = np.flatnonzero(np.unpackbits(np.frombuffer(key[:-1], dtype=np.uint8))[:n_leaves])
     shown = ",".join(map(str, leaves[:12])) + (",..." if leaves.size > 12 else "")
     return f"{{{shown}}} ({leaves.size})"

@@ -249,3 +249,27 @@ def test_split_frequencies_of_tree_chains_that_agree_and_that_do_not():
     )
     np.testing.assert_allclose(direct.frequencies.loc["{0,1} (2)"], [0.75, 0.25])
     assert direct.asdsf == pytest.approx(np.std([0.75, 0.25], ddof=1))
+
+
+def test_edge_frequencies_of_mixture_of_trees_chains_count_occupied_components_only():
+    # 3 nodes, 2 components; component 1 is empty in every draw, so its tree (which
+    # differs between the chains) must not count; component 0's chain path 0-1-2 in
+    # chain 0 and star 1-0-2 in chain 1: edge {0,1} in both, {1,2} and {0,2} in one each
+    n = 50
+    chain0 = np.broadcast_to([[-1, 0, 1], [-1, 0, 0]], (n, 2, 3))
+    chain1 = np.broadcast_to([[-1, 0, 0], [-1, 0, 1]], (n, 2, 3))
+    ds = xr.Dataset(
+        {
+            "trees": (("chain", "draw", "component", "node"), np.stack([chain0, chain1])),
+            "z": (("chain", "draw", "obs"), np.zeros((2, n, 4), dtype=int)),
+            "n_occupied": (("chain", "draw"), np.ones((2, n))),
+        }
+    )
+    dt = xr.DataTree.from_dict({"posterior": ds})
+    dt.attrs.update(pp_models_family="mixture_of_trees", pp_models_label_variables='["trees", "z"]')
+    splits = check_convergence(dt, ess_bulk_min=0, ess_tail_min=0).splits
+    freq = splits.frequencies
+    assert freq.loc["{0,1} (2)"].tolist() == [1.0, 1.0]
+    assert freq.loc["{1,2} (2)"].tolist() == [1.0, 0.0]
+    assert freq.loc["{0,2} (2)"].tolist() == [0.0, 1.0]
+    assert splits.asdsf == pytest.approx(2 * np.sqrt(0.5) / 3)
