@@ -355,7 +355,10 @@ def check_convergence(
     n_divergent = None
     if "sample_stats" in dt.children and "diverging" in dt["sample_stats"].data_vars:
         n_divergent = int(dt["sample_stats"]["diverging"].sum())
-    splits = tree_split_frequencies(dt)
+    try:
+        splits = tree_split_frequencies(dt)
+    except ValueError:  # a tree the family's reader refuses: the verdict stands without it
+        splits = None
     return ConvergenceReport(
         table,
         rhat_max,
