@@ -26,17 +26,13 @@ from tests.inference.gibbs.iomm.oracle import (
     pooled_chisquare,
     state_index,
 )
+from tests.inference.gibbs.iomm.twins import without_proposal_terms
 
 N, C, D = 3, 3, 2
 ALPHA = 1.3
 N_DRAWS = 6000
 MOVES = 3
 STATES = matrix_states(N, C)
-
-
-@njit_exact
-def without_proposal_terms(log_prior_ratio, log_lik_ratio, beta, log_q_reverse, log_q_forward):
-    return log_prior_ratio + beta * log_lik_ratio
 
 
 @njit_exact
