@@ -12,8 +12,9 @@ values and labels), and the worst R-hat. Chains run in turn (``cores=1``), so th
 one core's.
 
 Settings per family (:data:`SETTINGS`): ``iomm``: ``split_merge`` proposals per sweep
-(0: Algorithm 7.1's single-site moves; the factory's option). A family without a
-setting is measured as it is.
+(0: Algorithm 7.1's single-site moves; the factory's option); ``ibp_fa``:
+``feature_moves`` whole-feature birth/death proposals per sweep (0: Knowles' sweep). A
+family without a setting is measured as it is.
 
     PYTHONPATH=$PWD python benchmarks/bench_mixing.py iomm --seeds 11 12
     PYTHONPATH=$PWD python benchmarks/bench_mixing.py ibp_fa --seeds 11 12 --draws 1000
@@ -27,7 +28,7 @@ import time
 import numpy as np
 
 #: family -> (factory option, values measured)
-SETTINGS = {"iomm": ("split_merge", (0, 20))}
+SETTINGS = {"iomm": ("split_merge", (0, 20)), "ibp_fa": ("feature_moves", (0, 5))}
 
 
 def log_joint(dt, model) -> np.ndarray | None:
@@ -128,7 +129,8 @@ def main(argv=None):
                 stats = r["dt"].get("sample_stats")
                 if stats is not None:
                     for name in ("splits_accepted", "merges_accepted",
-                                 "split_merge_proposed"):
+                                 "split_merge_proposed", "feature_moves_accepted",
+                                 "feature_moves_proposed"):
                         if name in stats.data_vars:
                             print(f"  {name} per draw: {float(stats[name].mean()):.3f}")
                 for q, e in r["ess"].items():
