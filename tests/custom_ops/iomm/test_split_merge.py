@@ -101,3 +101,10 @@ def test_twin_that_ignores_beta_is_caught():
     twin = twin_kernel(split_merge_moves, split_merge_log_ratio=untempered_likelihood)
     p, _ = transport(twin, bernoulli_problem(), 0.3, seed=1)
     assert p < 1e-6, p
+
+
+def test_factory_checks_split_merge():
+    from pp_models import iomm
+
+    with pytest.raises(ValueError, match="split_merge"):
+        iomm.model(np.array([[1, 0], [0, 1]]), split_merge=-1)

@@ -7,7 +7,7 @@ the expectations of ``G X``, ``tau`` and ``alpha`` are known exactly
 (:mod:`custom_ops.ibp_fa.feature_moves`; at D = 2 a feature of two rows is the pattern
 ``11``) at beta in {0.3, 1} must match them within their Monte Carlo error
 (``tests.helpers.stationary``, one family-wise level over every comparison); the twin
-whose acceptance ratio leaves out the proposal probabilities must not.
+whose acceptance ratio leaves out the proposal probabilities must not (``-m slow``).
 """
 
 import numpy as np
@@ -69,6 +69,7 @@ def test_step_with_feature_moves_samples_the_power_posterior(beta):
     assert result.passed
 
 
+@pytest.mark.slow  # planted-bug power (a chain of 4000 sweeps and a twin compile)
 def test_twin_without_the_proposal_probabilities_is_caught():
     draws, _ = chain(NoProposalTermsFeatureMoves, 1.0, seed=21)
     result = check(draws, 1.0)
@@ -96,3 +97,8 @@ def test_moves_need_two_rows():
         counts,
     )
     assert not Z.any() and not counts.any()
+
+
+def test_factory_checks_feature_moves():
+    with pytest.raises(ValueError, match="feature_moves"):
+        ibp_fa.model(Y, feature_moves=-1)
