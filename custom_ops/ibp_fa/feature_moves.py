@@ -34,7 +34,14 @@ after it; a death with the reciprocal (``F`` before it). Singletons are left to 
 sweep's own move. :func:`feature_move_log_ratio` combines the terms (a planted-bug twin
 under ``tests/`` replaces it).
 
-Cost per move: O(D N K) for the residual plus O(|R| N).
+:func:`two_feature_row_update` is the other many-entries move: one row's entries in two
+features resampled with both features' factor rows integrated out and then redrawn
+(``2 N`` factor values and two entries of ``Z`` at once), so a row moves from one
+feature to another while both refit. :func:`feature_birth_death_moves` runs rounds of
+one of each.
+
+Cost per move: O(D N K) for the residual plus O(|R| N) (birth/death), O(D N) (row
+update).
 """
 
 from __future__ import annotations
@@ -51,6 +58,8 @@ __all__ = [
     "feature_birth_death_move",
     "feature_birth_death_moves",
     "feature_move_log_ratio",
+    "two_feature_log_marginal",
+    "two_feature_row_update",
 ]
 
 #: Entries of the counts array :func:`feature_birth_death_move` adds to.
@@ -60,6 +69,8 @@ FEATURE_MOVE_STATS = (
     "deaths_proposed",
     "deaths_accepted",
     "no_free_slot",
+    "row_updates",
+    "row_updates_changed",
 )
 
 
@@ -218,8 +229,161 @@ def feature_birth_death_move(rng, Y, W, Z, V, X, tau, alpha, beta, E, counts):
 
 @njit_exact
 def feature_birth_death_moves(rng, Y, W, Z, V, X, tau, alpha, beta, n_moves, E, counts):
-    """``n_moves`` proposals of :func:`feature_birth_death_move` in turn; returns
-    ``counts``."""
+    """``n_moves`` rounds of one :func:`feature_birth_death_move` proposal and one
+    :func:`two_feature_row_update` (counted in ``counts[5:7]``); returns ``counts``."""
+    pair = counts[5:7]
     for _ in range(n_moves):
         feature_birth_death_move(rng, Y, W, Z, V, X, tau, alpha, beta, E, counts)
+        two_feature_row_update(rng, Y, W, Z, V, X, tau, beta, E, pair)
     return counts
+
+
+@njit_exact
+def two_feature_log_marginal(a11, a12, a22, b1, b2):
+    """``-1/2 log|A| + 1/2 b^T A^-1 b`` for the symmetric 2 x 2 ``A`` and ``b``: one
+    column's log likelihood with two features' factors integrated out, against none."""
+    det = a11 * a22 - a12 * a12
+    quad = (a22 * b1 * b1 - 2.0 * a12 * b1 * b2 + a11 * b2 * b2) / det
+    return -0.5 * math.log(det) + 0.5 * quad
+
+
+@njit_exact
+def _pair_terms(R, W, V, Z, k1, k2, d, on1, on2, tau, beta, n, out):
+    """``A`` (upper triangle) and ``b`` of column ``n`` for features ``k1, k2`` with row
+    ``d``'s entries set to ``on1, on2``, into ``out`` (5,)."""
+    D = R.shape[0]
+    a11 = 1.0
+    a12 = 0.0
+    a22 = 1.0
+    b1 = 0.0
+    b2 = 0.0
+    for r in range(D):
+        if W[r, n] == 0.0:
+            continue
+        z1 = on1 if r == d else Z[r, k1] != 0
+        z2 = on2 if r == d else Z[r, k2] != 0
+        g1 = V[r, k1] if z1 else 0.0
+        g2 = V[r, k2] if z2 else 0.0
+        p = beta * tau[r]
+        a11 += p * g1 * g1
+        a12 += p * g1 * g2
+        a22 += p * g2 * g2
+        b1 += p * g1 * R[r, n]
+        b2 += p * g2 * R[r, n]
+    out[0] = a11
+    out[1] = a12
+    out[2] = a22
+    out[3] = b1
+    out[4] = b2
+
+
+@njit_exact
+def two_feature_row_update(rng, Y, W, Z, V, X, tau, beta, E, counts):
+    """Gibbs update of one row's entries in two used features with both features' factor
+    rows integrated out, then the factor rows drawn anew; ``Z``, ``X`` in place.
+
+    Draws two used features ``k1 != k2`` and a row ``d`` uniformly; ``(Z[d, k1], Z[d,
+    k2])`` takes one of its four values with probability proportional to the slot IBP
+    prior times the likelihood with ``X[k1]`` and ``X[k2]`` integrated out (per column
+    :func:`two_feature_log_marginal` with ``A = I + G^T P G``, ``b = G^T P r_n``, ``G``
+    the two features' loadings ``Z o V``, ``P = diag(beta tau)`` over the observed rows,
+    ``r_n`` the residual of every other feature), among the values that leave both
+    features used (a set fixed by the other rows); then ``(X[k1, n], X[k2, n]) ~ N(A^-1
+    b, A^-1)``. This moves a row from one feature to another in one step, both factor
+    rows refitting, where the sweep would pass through a row in both features or in
+    neither with the factors fixed. ``counts[0]`` and ``counts[1]`` count the updates and
+    those that changed ``Z``.
+    """
+    D, N = Y.shape
+    C = Z.shape[1]
+    m = np.zeros(C, dtype=np.int64)
+    for r in range(D):
+        for k in range(C):
+            if Z[r, k] != 0:
+                m[k] += 1
+    used = np.empty(C, dtype=np.int64)
+    n_used = 0
+    for k in range(C):
+        if m[k] > 0:
+            used[n_used] = k
+            n_used += 1
+    if n_used < 2:
+        return False
+    i1 = int(rng.random() * n_used)
+    if i1 >= n_used:
+        i1 = n_used - 1
+    i2 = int(rng.random() * (n_used - 1))
+    if i2 >= n_used - 1:
+        i2 = n_used - 2
+    if i2 >= i1:
+        i2 += 1
+    k1 = used[i1]
+    k2 = used[i2]
+    d = int(rng.random() * D)
+    if d >= D:
+        d = D - 1
+    counts[0] += 1
+    # the residual of every feature but k1 and k2
+    residual_into(E, Y, W, Z, V, X)
+    for r in range(D):
+        for n in range(N):
+            if Z[r, k1] != 0:
+                E[r, n] += W[r, n] * V[r, k1] * X[k1, n]
+            if Z[r, k2] != 0:
+                E[r, n] += W[r, n] * V[r, k2] * X[k2, n]
+    rest1 = m[k1] - (Z[d, k1] != 0)
+    rest2 = m[k2] - (Z[d, k2] != 0)
+    logw = np.full(4, -np.inf)
+    terms = np.empty(5)
+    for o in range(4):
+        on1 = o >= 2
+        on2 = (o % 2) == 1
+        m1 = rest1 + (1 if on1 else 0)
+        m2 = rest2 + (1 if on2 else 0)
+        if m1 == 0 or m2 == 0:
+            continue
+        lw = _log_f(D, m1) + _log_f(D, m2)
+        for n in range(N):
+            _pair_terms(E, W, V, Z, k1, k2, d, on1, on2, tau, beta, n, terms)
+            lw += two_feature_log_marginal(terms[0], terms[1], terms[2], terms[3], terms[4])
+        logw[o] = lw
+    top = -np.inf
+    for o in range(4):
+        if logw[o] > top:
+            top = logw[o]
+    total = 0.0
+    for o in range(4):
+        total += math.exp(logw[o] - top)
+    u = rng.random() * total
+    chosen = 3
+    acc = 0.0
+    for o in range(4):
+        acc += math.exp(logw[o] - top)
+        if u < acc:
+            chosen = o
+            break
+    on1 = chosen >= 2
+    on2 = (chosen % 2) == 1
+    changed = (on1 != (Z[d, k1] != 0)) or (on2 != (Z[d, k2] != 0))
+    for n in range(N):
+        _pair_terms(E, W, V, Z, k1, k2, d, on1, on2, tau, beta, n, terms)
+        a11, a12, a22, b1, b2 = terms[0], terms[1], terms[2], terms[3], terms[4]
+        det = a11 * a22 - a12 * a12
+        # covariance A^-1 and mean A^-1 b; its Cholesky factor for the draw
+        s11 = a22 / det
+        s12 = -a12 / det
+        s22 = a11 / det
+        mu1 = s11 * b1 + s12 * b2
+        mu2 = s12 * b1 + s22 * b2
+        l11 = math.sqrt(s11)
+        l21 = s12 / l11
+        l22 = math.sqrt(max(s22 - l21 * l21, 0.0))
+        e1 = rng.standard_normal()
+        e2 = rng.standard_normal()
+        X[k1, n] = mu1 + l11 * e1
+        X[k2, n] = mu2 + l21 * e1 + l22 * e2
+    Z[d, k1] = 1 if on1 else 0
+    Z[d, k2] = 1 if on2 else 0
+    if changed:
+        counts[1] += 1
+    return changed

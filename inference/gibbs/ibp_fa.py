@@ -5,8 +5,8 @@ row, Gibbs on the shared features' ``Z_dk`` with the loading collapsed, one
 Metropolis-Hastings move on the row's singleton features with their factor rows
 integrated out (prior or tuned proposal, Eq. 3.10), then ``X`` jointly, then the
 conjugate updates of the noise and loading precisions and of ``alpha``; then
-``feature_moves`` whole-feature birth/death proposals
-(:func:`custom_ops.ibp_fa.feature_moves.feature_birth_death_moves`). The step owns
+``feature_moves`` rounds of a whole-feature birth/death proposal and a two-feature row
+update (:func:`custom_ops.ibp_fa.feature_moves.feature_birth_death_moves`). The step owns
 every free variable of :func:`pp_models.ibp_fa.model`'s non-parametric model: ``Z``,
 ``V``, ``X`` and whichever of ``alpha``, ``lambda``, ``noise_precision`` are random; the
 factory names it in its step hint.
@@ -59,7 +59,8 @@ class NSFAGibbs(ZooGibbsStep):
     ``n_features`` (after the step), ``births_accepted`` and ``birth_proposals`` (of the
     singleton moves), ``capacity_rejections`` (births refused for lack of slots, the
     whole-feature births' too), ``feature_moves_accepted`` (of
-    ``feature_moves_proposed``).
+    ``feature_moves_proposed``), ``row_moves`` (two-feature row updates that changed
+    ``Z``).
     """
 
     name = "nsfa_gibbs"
@@ -71,6 +72,7 @@ class NSFAGibbs(ZooGibbsStep):
         "capacity_rejections": (np.int64, []),
         "feature_moves_accepted": (np.int64, []),
         "feature_moves_proposed": (np.int64, []),
+        "row_moves": (np.int64, []),
     }
     #: the sweep the step runs (a subclass with another kernel is a tests' planted-bug twin)
     sweep_kernel = staticmethod(nsfa_sweep)
@@ -193,5 +195,6 @@ class NSFAGibbs(ZooGibbsStep):
             "capacity_rejections": overflow + int(moves[4]),
             "feature_moves_accepted": int(moves[1] + moves[3]),
             "feature_moves_proposed": int(moves[0] + moves[2]),
+            "row_moves": int(moves[6]),
         }
         return self.updated(point, **new), [stats]

@@ -4,10 +4,12 @@ posterior.
 At D = 2 rows and N = 1 column the power posterior's class probabilities of ``Z`` and
 the expectations of ``G X``, ``tau`` and ``alpha`` are known exactly
 (``oracle.py``). Chains of the step with its whole-feature moves
-(:mod:`custom_ops.ibp_fa.feature_moves`; at D = 2 a feature of two rows is the pattern
-``11``) at beta in {0.3, 1} must match them within their Monte Carlo error
-(``tests.helpers.stationary``, one family-wise level over every comparison); the twin
-whose acceptance ratio leaves out the proposal probabilities must not (``-m slow``).
+(:mod:`custom_ops.ibp_fa.feature_moves`: births and deaths of features of two rows, at
+D = 2 the pattern ``11``, and two-feature row updates) at beta in {0.3, 1} must match
+them within their Monte Carlo error
+(``tests.helpers.stationary``, one family-wise level over every comparison); the twins
+must not (``-m slow``): the birth/death ratio without the proposal probabilities, and
+the two-feature row update's integral with the two factors taken apart.
 """
 
 import numpy as np
@@ -18,7 +20,10 @@ from inference.gibbs.ibp_fa import NSFAGibbs
 from pp_models import ibp_fa
 from tests.helpers.stationary import compare_with_exact
 from tests.inference.gibbs.ibp_fa.test_tempered import CAPACITY, LAM, NOISE, Y, oracle, statistics
-from tests.inference.gibbs.ibp_fa.twins import NoProposalTermsFeatureMoves
+from tests.inference.gibbs.ibp_fa.twins import (
+    FactorsApartFeatureMoves,
+    NoProposalTermsFeatureMoves,
+)
 
 N_SWEEPS = 4000
 MOVES = 4
@@ -44,7 +49,7 @@ def chain(step_cls, beta, seed, n=N_SWEEPS):
     accepted = 0
     for _ in range(n):
         point, stats = step.step(point)
-        accepted += stats[0]["feature_moves_accepted"]
+        accepted += stats[0]["feature_moves_accepted"] + stats[0]["row_moves"]
         for key, values in keep.items():
             values.append(point[key])
     tau = np.exp(np.array(keep["noise_precision_log__"]).reshape(n, -1))
@@ -70,8 +75,9 @@ def test_step_with_feature_moves_samples_the_power_posterior(beta):
 
 
 @pytest.mark.slow  # planted-bug power (a chain of 4000 sweeps and a twin compile)
-def test_twin_without_the_proposal_probabilities_is_caught():
-    draws, _ = chain(NoProposalTermsFeatureMoves, 1.0, seed=21)
+@pytest.mark.parametrize("twin", [NoProposalTermsFeatureMoves, FactorsApartFeatureMoves])
+def test_twins_are_caught(twin):
+    draws, _ = chain(twin, 1.0, seed=21)
     result = check(draws, 1.0)
     print(result)
     assert not result.passed
