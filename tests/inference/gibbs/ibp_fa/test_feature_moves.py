@@ -7,9 +7,10 @@ the expectations of ``G X``, ``tau`` and ``alpha`` are known exactly
 (:mod:`custom_ops.ibp_fa.feature_moves`: births and deaths of features of two rows, at
 D = 2 the pattern ``11``, and two-feature row updates) at beta in {0.3, 1} must match
 them within their Monte Carlo error
-(``tests.helpers.stationary``, one family-wise level over every comparison); the twins
-must not (``-m slow``): the birth/death ratio without the proposal probabilities, and
-the two-feature row update's integral with the two factors taken apart.
+(``tests.helpers.stationary``, one family-wise level over every comparison); the twin
+whose birth/death ratio leaves out the proposal probabilities must not (``-m slow``).
+The two-feature row update's own exact test and twin (which this oracle is too weak to
+catch: the sweep alone mixes the tiny case) are in tests/custom_ops/ibp_fa/.
 """
 
 import numpy as np
@@ -20,10 +21,7 @@ from inference.gibbs.ibp_fa import NSFAGibbs
 from pp_models import ibp_fa
 from tests.helpers.stationary import compare_with_exact
 from tests.inference.gibbs.ibp_fa.test_tempered import CAPACITY, LAM, NOISE, Y, oracle, statistics
-from tests.inference.gibbs.ibp_fa.twins import (
-    FactorsApartFeatureMoves,
-    NoProposalTermsFeatureMoves,
-)
+from tests.inference.gibbs.ibp_fa.twins import NoProposalTermsFeatureMoves
 
 N_SWEEPS = 4000
 MOVES = 4
@@ -75,9 +73,8 @@ def test_step_with_feature_moves_samples_the_power_posterior(beta):
 
 
 @pytest.mark.slow  # planted-bug power (a chain of 4000 sweeps and a twin compile)
-@pytest.mark.parametrize("twin", [NoProposalTermsFeatureMoves, FactorsApartFeatureMoves])
-def test_twins_are_caught(twin):
-    draws, _ = chain(twin, 1.0, seed=21)
+def test_twin_without_the_proposal_probabilities_is_caught():
+    draws, _ = chain(NoProposalTermsFeatureMoves, 1.0, seed=21)
     result = check(draws, 1.0)
     print(result)
     assert not result.passed
