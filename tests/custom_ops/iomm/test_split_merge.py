@@ -6,9 +6,9 @@ and 7.7 directly: tests/inference/gibbs/iomm/oracle.py). Exact draws are passed 
 a few split-merge proposals (:func:`custom_ops.iomm.split_merge.split_merge_moves`); the
 result must have the same distribution (a chi-square test, cells pooled to expected
 counts of at least 5; false-failure rate 1e-3 per test). Planted-bug twins of the
-kernel must fail the same test: the acceptance ratio without the proposal probabilities
-(the reverse merge's and the forward split's), and (``-m slow``: a second compile of the
-kernel) without the ``beta`` of the likelihood (caught at beta < 1).
+kernel must fail the same test (``-m slow``: each is a second compile of the kernel): the
+acceptance ratio without the proposal probabilities (the reverse merge's and the forward
+split's), and without the ``beta`` of the likelihood (caught at beta < 1).
 """
 
 import numpy as np
@@ -88,6 +88,7 @@ def test_split_merge_at_beta_zero_samples_the_prior():
     assert p > 1e-3, p
 
 
+@pytest.mark.slow  # a second compile of the kernel (~28 s cold under load)
 def test_twin_without_the_proposal_probabilities_is_caught():
     # at beta = 1 the likelihood dominates these proposals' terms on this tiny problem
     # (the twin's p-values ~1e-3); at beta = 0.3 they decide (~1e-10)
