@@ -88,7 +88,7 @@ def test_split_merge_at_beta_zero_samples_the_prior():
     assert p > 1e-3, p
 
 
-@pytest.mark.slow  # a second compile of the kernel (~28 s cold under load)
+@pytest.mark.slow  # a second compile of the kernel
 def test_twin_without_the_proposal_probabilities_is_caught():
     # at beta = 1 the likelihood dominates these proposals' terms on this tiny problem
     # (the twin's p-values ~1e-3); at beta = 0.3 they decide (~1e-10)
