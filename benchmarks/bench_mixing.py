@@ -130,7 +130,7 @@ def main(argv=None):
                 if stats is not None:
                     for name in ("splits_accepted", "merges_accepted",
                                  "split_merge_proposed", "feature_moves_accepted",
-                                 "feature_moves_proposed"):
+                                 "feature_moves_proposed", "row_moves"):
                         if name in stats.data_vars:
                             print(f"  {name} per draw: {float(stats[name].mean()):.3f}")
                 for q, e in r["ess"].items():
