@@ -8,5 +8,7 @@
   Algorithm 7.1 (Gibbs on the shared clusters, Metropolis-Hastings on a point's own
   clusters);
 - :mod:`custom_ops.iomm.parameters`: the Metropolis-Hastings sweep over the cluster
-  parameters of Algorithm 7.1 (Eq. 7.13) and the prior draws of unused slots.
+  parameters of Algorithm 7.1 (Eq. 7.13) and the prior draws of unused slots;
+- :mod:`custom_ops.iomm.split_merge`: a split-merge move on whole clusters of ``Z``
+  given the cluster parameters (Meeds et al. 2007).
 """

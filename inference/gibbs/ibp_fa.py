@@ -4,7 +4,9 @@ One ``step`` runs ``sweeps`` sweeps of :func:`custom_ops.ibp_fa.nsfa.nsfa_sweep`
 row, Gibbs on the shared features' ``Z_dk`` with the loading collapsed, one
 Metropolis-Hastings move on the row's singleton features with their factor rows
 integrated out (prior or tuned proposal, Eq. 3.10), then ``X`` jointly, then the
-conjugate updates of the noise and loading precisions and of ``alpha``. The step owns
+conjugate updates of the noise and loading precisions and of ``alpha``; then
+``feature_moves`` rounds of a whole-feature birth/death proposal and a two-feature row
+update (:func:`custom_ops.ibp_fa.feature_moves.feature_birth_death_moves`). The step owns
 every free variable of :func:`pp_models.ibp_fa.model`'s non-parametric model: ``Z``,
 ``V``, ``X`` and whichever of ``alpha``, ``lambda``, ``noise_precision`` are random; the
 factory names it in its step hint.
@@ -26,6 +28,7 @@ import numpy as np
 import pytensor
 import pytensor.tensor as pt
 
+from custom_ops.ibp_fa.feature_moves import FEATURE_MOVE_STATS, feature_birth_death_moves
 from custom_ops.ibp_fa.nsfa import FIXED, ISOTROPIC_OR_SHARED, PER_ELEMENT, nsfa_sweep
 from inference.gibbs.base import ZooGibbsStep
 from inference.gibbs.registry import register_step
@@ -48,11 +51,16 @@ class NSFAGibbs(ZooGibbsStep):
         hyperparameters, its fixed values, its options).
     sweeps : int
         Sweeps per ``step`` call.
+    feature_moves : int
+        Whole-feature birth/death proposals after each sweep (0: none).
 
     Stats
     -----
     ``n_features`` (after the step), ``births_accepted`` and ``birth_proposals`` (of the
-    singleton moves), ``capacity_rejections`` (births refused for lack of slots).
+    singleton moves), ``capacity_rejections`` (births refused for lack of slots, the
+    whole-feature births' too), ``feature_moves_accepted`` (of
+    ``feature_moves_proposed``), ``row_moves`` (two-feature row updates that changed
+    ``Z``).
     """
 
     name = "nsfa_gibbs"
@@ -62,13 +70,18 @@ class NSFAGibbs(ZooGibbsStep):
         "births_accepted": (np.int64, []),
         "birth_proposals": (np.int64, []),
         "capacity_rejections": (np.int64, []),
+        "feature_moves_accepted": (np.int64, []),
+        "feature_moves_proposed": (np.int64, []),
+        "row_moves": (np.int64, []),
     }
     #: the sweep the step runs (a subclass with another kernel is a tests' planted-bug twin)
     sweep_kernel = staticmethod(nsfa_sweep)
+    #: the whole-feature moves (likewise)
+    feature_kernel = staticmethod(feature_birth_death_moves)
 
     def __init__(self, vars, *, model=None, rng=None, blocked=True, spec=None, hyper=None,
                  fixed=None, shared_lambda=False, isotropic_noise=False,
-                 birth_proposal=(10.0, 0.1), sweeps: int = 1):
+                 birth_proposal=(10.0, 0.1), sweeps: int = 1, feature_moves: int = 0):
         super().__init__(vars, model=model, rng=rng, blocked=blocked)
         if spec is None or hyper is None or fixed is None:
             raise ValueError("NSFAGibbs needs the options of pp_models.ibp_fa.model's step "
@@ -77,6 +90,7 @@ class NSFAGibbs(ZooGibbsStep):
             raise ValueError("NSFAGibbs samples the non-parametric model (k_max=None); the "
                              "finite approximation is for NUTS / ADVI")
         self.sweeps = check_int(sweeps, "sweeps", minimum=1)
+        self.feature_moves = check_int(feature_moves, "feature_moves", minimum=0)
         self.spec = spec
         self.hyper = np.asarray(hyper, dtype=np.float64)
         self.birth_factor, self.birth_one_prob = (float(v) for v in birth_proposal)
@@ -152,6 +166,7 @@ class NSFAGibbs(ZooGibbsStep):
         tau = self._value(point, "noise_precision", spec.D)
         alpha = float(self._value(point, "alpha", 1)[0])
         births = proposals = overflow = 0
+        moves = np.zeros(len(FEATURE_MOVE_STATS), dtype=np.int64)
         for _ in range(self.sweeps):
             alpha, a, p, o, _net = self.sweep_kernel(
                 self.rng, Y, self._W, self._observed is None, Z, V, X, lam, tau,
@@ -162,6 +177,9 @@ class NSFAGibbs(ZooGibbsStep):
             births += a
             proposals += p
             overflow += o
+            if self.feature_moves:
+                self.feature_kernel(self.rng, Y, self._W, Z, V, X, tau, alpha, self.beta,
+                                    self.feature_moves, self._work, moves)
         new = {n["Z"]: Z.astype(point[n["Z"]].dtype), n["V"]: V, n["X"]: X}
         for name, values in (("lambda", lam), ("noise_precision", tau),
                              ("alpha", np.array([alpha]))):
@@ -174,6 +192,9 @@ class NSFAGibbs(ZooGibbsStep):
             "n_features": int((Z != 0).any(axis=0).sum()),
             "births_accepted": births,
             "birth_proposals": proposals,
-            "capacity_rejections": overflow,
+            "capacity_rejections": overflow + int(moves[4]),
+            "feature_moves_accepted": int(moves[1] + moves[3]),
+            "feature_moves_proposed": int(moves[0] + moves[2]),
+            "row_moves": int(moves[6]),
         }
         return self.updated(point, **new), [stats]

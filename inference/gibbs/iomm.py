@@ -3,6 +3,8 @@
 - ``"iomm_memberships"`` (:class:`IOMMMemberships`) owns ``Z`` (and ``alpha`` when it is
   random): one :func:`custom_ops.iomm.memberships.membership_sweep` per call, Gibbs on
   each point's shared clusters and a Metropolis-Hastings move on its own clusters, then
+  ``split_merge`` split-merge proposals on whole clusters
+  (:func:`custom_ops.iomm.split_merge.split_merge_moves`, Meeds et al. 2007), then
   ``alpha | Z ~ Gamma(a + K+, b + H_N)`` (the IBP's ``alpha^K+ exp(-alpha H_N)``).
 - ``"iomm_parameters"`` (:class:`IOMMParameters`) owns the cluster parameters
   (``theta``, or ``mu`` and ``tau``): one Metropolis-Hastings sweep (Eq. 7.13) over the
@@ -32,6 +34,7 @@ from custom_ops.ibp_fa.ibp import harmonic
 from custom_ops.iomm.experts import BERNOULLI, GAUSSIAN
 from custom_ops.iomm.memberships import ibp_log_odds, membership_sweep
 from custom_ops.iomm.parameters import bernoulli_parameter_sweep, gaussian_parameter_sweep
+from custom_ops.iomm.split_merge import SPLIT_MERGE_STATS, split_merge_moves
 from inference.gibbs.base import ZooGibbsStep, terms_depending_on
 from inference.gibbs.registry import register_step
 from pp_models.iomm.model import IOMMSpec, parameter_names
@@ -101,12 +104,15 @@ class IOMMMemberships(ZooGibbsStep):
         Filled in by the factory's step hint.
     sweeps : int
         Sweeps over the points per ``step`` call.
+    split_merge : int
+        Split-merge proposals after each sweep (0: none).
 
     Stats
     -----
     ``n_clusters`` (after the step), ``moves_accepted`` and ``moves_proposed`` (the
     Metropolis-Hastings moves on points' own clusters), ``capacity_rejections`` (moves
-    proposing more clusters than free slots).
+    proposing more clusters than free slots, and splits finding no unused slot),
+    ``splits_accepted`` and ``merges_accepted`` (of ``split_merge_proposed``).
     """
 
     name = "iomm_memberships"
@@ -115,15 +121,22 @@ class IOMMMemberships(ZooGibbsStep):
         "moves_accepted": (np.int64, []),
         "moves_proposed": (np.int64, []),
         "capacity_rejections": (np.int64, []),
+        "splits_accepted": (np.int64, []),
+        "merges_accepted": (np.int64, []),
+        "split_merge_proposed": (np.int64, []),
     }
 
     can_temper = True
 
+    #: The split-merge kernel (a planted-bug twin under tests/ swaps it for its own).
+    split_merge_kernel = staticmethod(split_merge_moves)
+
     def __init__(self, vars, *, model=None, rng=None, blocked=True, spec=None,
-                 sweeps: int = 1):
+                 sweeps: int = 1, split_merge: int = 0):
         super().__init__(vars, model=model, rng=rng, blocked=blocked)
         spec = _spec_or_error(spec, "IOMMMemberships")
         self.sweeps = check_int(sweeps, "sweeps", minimum=1)
+        self.split_merge = check_int(split_merge, "split_merge", minimum=0)
         self.spec = spec
         m = self.model
         names = {m.values_to_rvs[v].name for v in self.vars}
@@ -171,6 +184,7 @@ class IOMMMemberships(ZooGibbsStep):
         alpha = (float(self._alpha.natural(point)) if spec.random_alpha
                  else float(spec.alpha))
         accepted = proposed = overflow = 0
+        moves = np.zeros(len(SPLIT_MERGE_STATS), dtype=np.int64)
         for _ in range(self.sweeps):
             a, p, o, _flips = membership_sweep(
                 self.rng, self._code, X, Z, E, self._background, self._log_odds,
@@ -178,6 +192,9 @@ class IOMMMemberships(ZooGibbsStep):
             accepted += a
             proposed += p
             overflow += o
+            if self.split_merge:
+                self.split_merge_kernel(self.rng, self._code, X, Z, E, self._background,
+                                        alpha, float(self.beta), self.split_merge, moves)
             if spec.random_alpha:
                 shape, rate = spec.alpha_prior
                 k_plus = int((Z != 0).any(axis=0).sum())
@@ -191,7 +208,10 @@ class IOMMMemberships(ZooGibbsStep):
             "n_clusters": int((Z != 0).any(axis=0).sum()),
             "moves_accepted": accepted,
             "moves_proposed": proposed,
-            "capacity_rejections": overflow,
+            "capacity_rejections": overflow + int(moves[4]),
+            "splits_accepted": int(moves[1]),
+            "merges_accepted": int(moves[3]),
+            "split_merge_proposed": int(moves[0] + moves[2]),
         }
         return self.updated(point, **new), [stats]
 

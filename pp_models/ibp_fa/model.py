@@ -122,6 +122,7 @@ def model(
     loading_prior=(1.0, 1.0),
     noise_prior=(1.0, 1.0),
     birth_proposal: str | tuple[float, float] = "tuned",
+    feature_moves: int = 0,
     spike_scale: float = 0.01,
     dim_names=None,
 ) -> pm.Model:
@@ -153,6 +154,10 @@ def model(
     birth_proposal : {"tuned", "prior"} or (factor, pi)
         The singleton move's proposal, Eq. 3.10: ``(1 - pi) Poisson(factor alpha / D) +
         pi 1(kappa = 1)``; "prior" is (1, 0) (Eqs 3.8-3.9), "tuned" (10, 0.1) (§3.3.2).
+    feature_moves : int
+        Whole-feature birth/death proposals (features of two rows or more, their factor
+        row integrated out: :mod:`custom_ops.ibp_fa.feature_moves`) after each sweep; 0:
+        Knowles' sweep only. Non-parametric model only.
     spike_scale : float
         Standard deviation of the spike of the finite approximation (``k_max`` only).
     dim_names : sequence of str, optional
@@ -187,6 +192,7 @@ def model(
     if loading_precision not in LOADING_PRECISION:
         raise ValueError(f"loading_precision must be one of {LOADING_PRECISION}, got "
                          f"{loading_precision!r}")
+    feature_moves = check_int(feature_moves, "feature_moves", minimum=0)
     alpha_spec = _gamma_or_fixed(alpha, "alpha")
     lam_spec = _gamma_or_fixed(loading_prior, "loading_prior")
     noise_spec = _gamma_or_fixed(noise_prior, "noise_prior")
@@ -295,6 +301,7 @@ def model(
             "shared_lambda": loading_precision == "shared",
             "isotropic_noise": noise == "isotropic",
             "birth_proposal": (factor, one_prob),
+            "feature_moves": feature_moves,
         }
         info = ZooModelInfo(
             family="ibp_fa",

@@ -84,6 +84,9 @@ DEFAULT_OMEGA = {"bernoulli": 20.0, "gaussian": 4.0}
 GAUSSIAN_PRECISION_SHAPE = 2.0
 GAUSSIAN_EXPERT_SCALE = 0.5
 
+#: Split-merge proposals per sweep over the points (``model(split_merge=...)``).
+DEFAULT_SPLIT_MERGE = 0
+
 _SPEC_ATTRIBUTE = "_pp_models_iomm_spec"
 
 
@@ -142,6 +145,7 @@ def model(
     precision_prior=None,
     background=None,
     omega: float | None = None,
+    split_merge: int = DEFAULT_SPLIT_MERGE,
     feature_names=None,
 ) -> pm.Model:
     """Build the infinite overlapping mixture model of ``X`` (points x features).
@@ -175,6 +179,9 @@ def model(
     omega : float, optional
         Width parameter of the parameter proposals (Eq. 7.13; larger is narrower).
         Default :data:`DEFAULT_OMEGA` of the likelihood.
+    split_merge : int
+        Split-merge proposals on whole clusters after each sweep over the points
+        (:mod:`custom_ops.iomm.split_merge`; 0: Algorithm 7.1's single-site moves only).
     feature_names : sequence of str, optional
         Names of the columns (coordinates of the ``feature`` dimension).
 
@@ -190,7 +197,7 @@ def model(
         Naming the argument: ``X`` not 2-D, with fewer than 2 rows, non-finite values,
         or non-binary values for the Bernoulli likelihood; an unknown ``likelihood``;
         ``alpha <= 0``; non-positive prior parameters; ``capacity < 1``; options of the
-        other likelihood. Nothing is compiled.
+        other likelihood; ``split_merge < 0``. Nothing is compiled.
     """
     if likelihood not in LIKELIHOODS:
         raise ValueError(f"likelihood must be one of {LIKELIHOODS}, got {likelihood!r}")
@@ -246,6 +253,7 @@ def model(
                               check_positive_vector(bg_sd, "background[1] (sd)", D)])
     alpha_fixed, alpha_prior = _alpha_spec(alpha)
     omega = DEFAULT_OMEGA[likelihood] if omega is None else check_positive(omega, "omega")
+    split_merge = check_int(split_merge, "split_merge", minimum=0)
     if capacity is None:
         mean_alpha = alpha_fixed if alpha_prior is None else alpha_prior[0] / alpha_prior[1]
         slots = default_capacity(mean_alpha, N)
@@ -285,12 +293,12 @@ def model(
 
     params = parameter_names(likelihood)
     memberships = ("Z",) if alpha_prior is None else ("Z", "alpha")
-    options = {"spec": spec}
     info = ZooModelInfo(
         family="iomm",
         preferred_method="gibbs",
-        step_hints=(StepHint(STEP_MEMBERSHIPS, memberships, options),
-                    StepHint(STEP_PARAMETERS, params, options)),
+        step_hints=(StepHint(STEP_MEMBERSHIPS, memberships,
+                             {"spec": spec, "split_merge": split_merge}),
+                    StepHint(STEP_PARAMETERS, params, {"spec": spec})),
         derived=DERIVED,
         label_variables=("Z", *params),
         notes=f"IOMM ({likelihood} experts; Heller 2007 Algorithm 7.1); slot order of Z "

@@ -6,7 +6,8 @@ from Eqs 7.5 and 7.7 directly, to the power beta: tests/inference/gibbs/iomm/ora
 States drawn from it are passed through one step; the step's output must have the same
 distribution (a chi-square test over the 512 states, cells pooled to expected counts of
 at least 5). The planted-bug twin (prior odds over the N - 1 other points) must fail the
-same test. Tempered (beta = 1/2) and Gaussian variants run the same check.
+same test. Tempered (beta = 1/2) and Gaussian variants run the same check, and the step
+with its split-merge proposals after the sweep.
 """
 
 import numpy as np
@@ -68,9 +69,9 @@ def gaussian_problem():
     return m, point, lambda Z: gaussian_loglik(Z, X, mu, tau, background)
 
 
-def _run(problem, step_cls, beta=1.0, seed=0):
+def _run(problem, step_cls, beta=1.0, seed=0, split_merge=0):
     m, point, loglik = problem
-    step = step_cls.from_model(m, ["Z"], spec=iomm.get_spec(m))
+    step = step_cls.from_model(m, ["Z"], spec=iomm.get_spec(m), split_merge=split_merge)
     step.set_inverse_temperature(beta)
     step.rng = np.random.default_rng(seed + 100)
     probs = exact_membership_conditional(STATES, ALPHA, loglik, beta)
@@ -81,6 +82,13 @@ def _run(problem, step_cls, beta=1.0, seed=0):
 @pytest.mark.parametrize("beta", [1.0, 0.5])
 def test_bernoulli_memberships_leave_the_conditional_invariant(bernoulli_problem, beta):
     p = _run(bernoulli_problem, IOMMMemberships, beta=beta, seed=1)
+    assert p > 1e-3, p
+
+
+@pytest.mark.parametrize("beta", [1.0, 0.5])
+def test_memberships_with_split_merge_leave_the_conditional_invariant(bernoulli_problem,
+                                                                      beta):
+    p = _run(bernoulli_problem, IOMMMemberships, beta=beta, seed=4, split_merge=2)
     assert p > 1e-3, p
 
 

@@ -1,11 +1,13 @@
 """Planted-bug twins of the NSFA step, each one realistic mistake the thesis warns of: the
 sweep compiled with one of its kernels replaced by a test-only one
-(``tests/helpers/twin_kernels.py``); and the tempered step's twin that ignores beta."""
+(``tests/helpers/twin_kernels.py``); the whole-feature moves without their proposal
+probabilities; and the tempered step's twin that ignores beta."""
 
 import math
 
 import numpy as np
 
+from custom_ops.ibp_fa.feature_moves import feature_birth_death_moves
 from custom_ops.ibp_fa.nsfa import nsfa_sweep, take_out_singletons
 from custom_ops.jit import njit_exact
 from inference.gibbs.ibp_fa import NSFAGibbs
@@ -59,3 +61,27 @@ class IgnoresBetaNSFA(NSFAGibbs):
 
     def set_inverse_temperature(self, beta) -> None:
         check_inverse_temperature(beta, "beta")
+
+
+@njit_exact
+def without_proposal_terms(log_prior_ratio, log_collapsed_ratio, log_q_reverse,
+                           log_q_forward):
+    """The whole-feature move's ratio with the proposal probabilities left out."""
+    return log_prior_ratio + log_collapsed_ratio
+
+
+class NoProposalTermsFeatureMoves(NSFAGibbs):
+    """Whole-feature births and deaths accepted without their proposal probabilities."""
+
+    name = "test_nsfa_no_proposal_terms_feature_moves"
+
+    @property
+    def feature_kernel(self):
+        return twin_kernel(feature_birth_death_moves, feature_move_log_ratio=without_proposal_terms)
+
+
+@njit_exact
+def factors_apart(a11, a12, a22, b1, b2):
+    """The two-feature row update's integral taken as if the two factors were
+    independent given the data (the cross term ``a12`` dropped)."""
+    return -0.5 * math.log(a11 * a22) + 0.5 * (b1 * b1 / a11 + b2 * b2 / a22)

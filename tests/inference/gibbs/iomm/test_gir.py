@@ -1,6 +1,7 @@
 """Getting-it-right (Geweke 2004) for the IOMM sampler: Algorithm 7.1's two steps
 together, alternated with fresh data, must reproduce the joint prior's label-invariant
-statistics, for Bernoulli and Gaussian experts and with a random alpha. The planted-bug
+statistics, for Bernoulli and Gaussian experts, with a random alpha and with split-merge
+proposals after each sweep (:mod:`custom_ops.iomm.split_merge`). The planted-bug
 twins (one per step; tests/inference/gibbs/iomm/twins.py) must fail the same test (their
 cheap exact tests are in the default run: tests/custom_ops/iomm/)."""
 
@@ -13,6 +14,7 @@ from pp_models import iomm
 from tests.inference.gibbs.iomm.twins import (
     NoHastingsParameters,
     NoJacobianParameters,
+    NoProposalTermsSplitMerge,
     OtherPointsOddsMemberships,
 )
 
@@ -111,6 +113,21 @@ def test_random_alpha_gets_it_right():
                   n_samples=3000)
     print(result)
     result.assert_passed(0.01)
+
+
+@pytest.mark.slow  # the move's exact transport tests are in the default run
+def test_sampler_with_split_merge_gets_it_right():
+    result = _gir(bernoulli_model(split_merge=3), _bernoulli_stats(), seed=4)
+    print(result)
+    result.assert_passed(0.01)
+
+
+@pytest.mark.slow  # planted-bug power; its exact twin test is tests/custom_ops/iomm/
+def test_split_merge_twin_is_caught():
+    result = _gir(bernoulli_model(split_merge=3), _bernoulli_stats(),
+                  memberships=NoProposalTermsSplitMerge, seed=4)
+    print(result)
+    assert not result.passed(0.01)
 
 
 def test_gaussian_sampler_gets_it_right():

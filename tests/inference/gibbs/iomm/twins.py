@@ -8,6 +8,9 @@
   symmetric).
 - :class:`NoJacobianParameters`: the Gaussian precision's random walk on ``log tau``
   without its Hastings term ``tau' / tau``.
+- :class:`NoProposalTermsSplitMerge`: the split-merge move's acceptance ratio without
+  the proposal probabilities (:func:`without_proposal_terms`, planted in
+  :func:`custom_ops.iomm.split_merge.split_merge_moves` by ``twin_kernel``).
 - :class:`IgnoresBetaMemberships`, :class:`IgnoresBetaParameters`: accept an inverse
   temperature and keep sampling the posterior (beta = 1), the steps a tempered run would
   get if beta were not passed to the kernels.
@@ -28,13 +31,34 @@ from custom_ops.iomm.parameters import (
     gaussian_mean_move,
     gaussian_sweep_state,
 )
+from custom_ops.iomm.split_merge import split_merge_moves
 from custom_ops.jit import njit_exact
 from inference.gibbs.iomm import IOMMMemberships, IOMMParameters
 from pp_models.validation import check_inverse_temperature
+from tests.helpers.twin_kernels import twin_kernel
 
 __all__ = ["IgnoresBetaMemberships", "IgnoresBetaParameters", "NoHastingsParameters",
-           "NoJacobianParameters", "OtherPointsOddsMemberships",
-           "no_hastings_coordinate_move", "no_jacobian_precision_move"]
+           "NoJacobianParameters", "NoProposalTermsSplitMerge", "OtherPointsOddsMemberships",
+           "no_hastings_coordinate_move", "no_jacobian_precision_move",
+           "without_proposal_terms"]
+
+
+@njit_exact
+def without_proposal_terms(log_prior_ratio, log_lik_ratio, beta, log_q_reverse,
+                           log_q_forward):
+    """The split-merge ratio with the proposal's reverse and forward probabilities left
+    out."""
+    return log_prior_ratio + beta * log_lik_ratio
+
+
+class NoProposalTermsSplitMerge(IOMMMemberships):
+    """Split-merge proposals accepted without their proposal probabilities."""
+
+    name = "test_iomm_no_proposal_terms_split_merge"
+
+    @property
+    def split_merge_kernel(self):
+        return twin_kernel(split_merge_moves, split_merge_log_ratio=without_proposal_terms)
 
 
 class OtherPointsOddsMemberships(IOMMMemberships):
