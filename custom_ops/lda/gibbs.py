@@ -71,6 +71,7 @@ __all__ = [
     "log_joint",
     "tempered_powers",
     "tempering_tables",
+    "topics_out",
 ]
 
 
@@ -267,6 +268,75 @@ def _draw_summary(n_wk, n_dk, n_k, alpha, eta, table_eta, table_alpha):
     return ll, phi_c / n_topics, theta_c / max(n_docs, 1)
 
 
+@njit_exact
+def _draw_summary_lists(
+    n_wk,
+    n_dk,
+    n_k,
+    w_ptr,
+    w_topics,
+    w_nnz,
+    d_ptr,
+    d_topics,
+    d_nnz,
+    alpha,
+    eta,
+    table_eta,
+    table_alpha,
+):
+    # _draw_summary's sums over the nonzero cells only, found through SparseLDA's topic
+    # lists: O(nonzero cells) rather than O((V + D) K) per draw
+    n_words, n_topics = n_wk.shape
+    n_docs = n_dk.shape[0]
+    v_eta = n_words * eta
+    k_alpha = n_topics * alpha
+    ll = n_topics * math.lgamma(v_eta)
+    sq = np.zeros(n_topics, dtype=np.int64)
+    for v in range(n_words):
+        for j in range(w_ptr[v], w_ptr[v] + w_nnz[v]):
+            k = w_topics[j]
+            c = n_wk[v, k]
+            ll += table_eta[c]
+            sq[k] += c * c
+    phi_c = 0.0
+    for k in range(n_topics):
+        ll -= math.lgamma(v_eta + n_k[k])
+        denom = n_k[k] + v_eta
+        phi_c += (sq[k] + 2.0 * eta * n_k[k] + n_words * eta * eta) / (denom * denom)
+    ll += n_docs * math.lgamma(k_alpha)
+    theta_c = 0.0
+    for d in range(n_docs):
+        length = 0
+        acc = 0
+        for j in range(d_ptr[d], d_ptr[d] + d_nnz[d]):
+            c = n_dk[d, d_topics[j]]
+            ll += table_alpha[c]
+            length += c
+            acc += c * c
+        ll -= math.lgamma(k_alpha + length)
+        denom = length + k_alpha
+        theta_c += (acc + 2.0 * alpha * length + n_topics * alpha * alpha) / (denom * denom)
+    return ll, phi_c / n_topics, theta_c / max(n_docs, 1)
+
+
+@njit_exact
+def _topics_out(z, z_in):
+    out = np.empty(z.size, dtype=np.int64)
+    changed = 0
+    for i in range(z.size):
+        out[i] = z[i]
+        if z[i] != z_in[i]:
+            changed += 1
+    return out, changed
+
+
+def topics_out(z, z_in) -> tuple[np.ndarray, int]:
+    """``(z as a new int64 array, number of tokens whose topic differs from z_in)`` in
+    one pass: what the collapsed step returns each draw."""
+    out, changed = _topics_out(z, z_in)
+    return out, int(changed)
+
+
 def draw_summary(n_wk, n_dk, n_k, alpha: float, eta: float, tables) -> tuple[float, float, float]:
     """``(log_joint, phi concentration, theta concentration)`` in one pass over the
     counts, for symmetric priors, with the tables of :func:`lgamma_tables`: what the
@@ -290,8 +360,9 @@ def concentrations(n_wk, n_dk, n_k, alpha, eta) -> tuple[float, float]:
         Counts as returned by :func:`build_counts`.
     alpha : float array (K,), eta : float array (V,)
     """
-    phi_c, theta_c = _concentrations(n_wk, n_dk, n_k, np.asarray(alpha, dtype=np.float64),
-                                     np.asarray(eta, dtype=np.float64))
+    phi_c, theta_c = _concentrations(
+        n_wk, n_dk, n_k, np.asarray(alpha, dtype=np.float64), np.asarray(eta, dtype=np.float64)
+    )
     return float(phi_c), float(theta_c)
 
 
@@ -333,8 +404,9 @@ def log_joint(n_wk, n_dk, n_k, alpha, eta) -> float:
 
 
 @njit_exact
-def gibbs_sweep_dense(words, doc_ptr, z, n_wk, n_dk, n_k, alpha, eta, beta, pow_offset,
-                      word_pow, topic_pow, rng):
+def gibbs_sweep_dense(
+    words, doc_ptr, z, n_wk, n_dk, n_k, alpha, eta, beta, pow_offset, word_pow, topic_pow, rng
+):
     """One collapsed Gibbs sweep over all tokens, O(K) per token, counts in place.
 
     For each token: remove it from the counts, draw its topic from Murphy (2012)
@@ -482,8 +554,10 @@ class SparseLDAState:
         single partition's sweeps are exactly the serial sampler's."""
         n_wk = np.asarray(n_wk)
         if n_wk.shape != (self.n_words, self.n_topics) or np.shape(n_k) != (self.n_topics,):
-            raise ValueError(f"n_wk must be ({self.n_words}, {self.n_topics}) and n_k "
-                             f"({self.n_topics},), got {n_wk.shape} and {np.shape(n_k)}")
+            raise ValueError(
+                f"n_wk must be ({self.n_words}, {self.n_topics}) and n_k "
+                f"({self.n_topics},), got {n_wk.shape} and {np.shape(n_k)}"
+            )
         full = self.w_ptr[-1] == self.n_words * self.n_topics
         if full and np.array_equal(n_wk, self.n_wk):
             return
@@ -501,10 +575,30 @@ class SparseLDAState:
             return self._no_powers
         key = (beta, np.asarray(eta, dtype=np.float64).tobytes())
         if self.power_tables is None or self.power_tables[0] != key:
-            tables = tempered_powers(self.pow_offset, np.asarray(eta, dtype=np.float64),
-                                     float(beta), self.words.size)
+            tables = tempered_powers(
+                self.pow_offset, np.asarray(eta, dtype=np.float64), float(beta), self.words.size
+            )
             self.power_tables = (key, tables)
         return self.power_tables[1]
+
+    def summary(self, alpha: float, eta: float, tables) -> tuple[float, float, float]:
+        """:func:`draw_summary` of this state's counts through its topic lists (valid
+        after sparse sweeps, not after dense ones, which leave the lists as they were)."""
+        ll, phi_c, theta_c = _draw_summary_lists(
+            self.n_wk,
+            self.n_dk,
+            self.n_k,
+            self.w_ptr,
+            self.w_topics,
+            self.w_nnz,
+            self.d_ptr,
+            self.d_topics,
+            self.d_nnz,
+            float(alpha),
+            float(eta),
+            *tables,
+        )
+        return float(ll), float(phi_c), float(theta_c)
 
     def sweep(self, alpha, eta, beta, rng) -> None:
         """One SparseLDA Gibbs sweep at inverse temperature ``beta`` (see
@@ -564,8 +658,7 @@ def tempering_tables(words, n_words: int, eta, beta: float):
     np.cumsum(freq + 1, out=pow_offset[1:])
     if beta == 1.0:
         return pow_offset, np.empty(0), np.empty(0)
-    eta = np.ascontiguousarray(np.broadcast_to(np.asarray(eta, dtype=np.float64),
-                                               (int(n_words),)))
+    eta = np.ascontiguousarray(np.broadcast_to(np.asarray(eta, dtype=np.float64), (int(n_words),)))
     return (pow_offset, *tempered_powers(pow_offset, eta, float(beta), int(freq.sum())))
 
 

@@ -13,6 +13,7 @@ from custom_ops.lda.gibbs import (
     gibbs_sweep_dense,
     lgamma_tables,
     log_joint,
+    topics_out,
 )
 from inference.gibbs.base import ZooGibbsStep
 from inference.gibbs.registry import register_step
@@ -221,8 +222,18 @@ class CollapsedLDAGibbs(ZooGibbsStep):
             s.sweep(self.alpha, self.eta, self.beta, self.rng)
         else:
             gibbs_sweep_dense(
-                s.words, s.doc_ptr, s.z, s.n_wk, s.n_dk, s.n_k, self.alpha, self.eta,
-                self.beta, s.pow_offset, *s.powers(self.eta, self.beta), self.rng
+                s.words,
+                s.doc_ptr,
+                s.z,
+                s.n_wk,
+                s.n_dk,
+                s.n_k,
+                self.alpha,
+                self.eta,
+                self.beta,
+                s.pow_offset,
+                *s.powers(self.eta, self.beta),
+                self.rng,
             )
 
     # -------------------------------------------------------------------- step
@@ -239,18 +250,27 @@ class CollapsedLDAGibbs(ZooGibbsStep):
         for _ in range(self.sweeps):
             self._sweep()
         state = self._state  # after the sweeps: a sweep may rebuild it
-        z_out = state.z.astype(np.asarray(z_in).dtype)
-        n_changed = int(np.count_nonzero(z_out != z_in))
+        z_in = np.asarray(z_in)
+        z_out, n_changed = topics_out(state.z, z_in)
+        if z_out.dtype != z_in.dtype:
+            z_out = z_out.astype(z_in.dtype)
         self._last_z = z_out
-        if self._tables is not None:
-            ll, phi_c, theta_c = draw_summary(state.n_wk, state.n_dk, state.n_k,
-                                              self._alpha_ll, self._eta_ll, self._tables)
+        if self._tables is not None and not self._lists_stale:
+            ll, phi_c, theta_c = state.summary(self._alpha_ll, self._eta_ll, self._tables)
+        elif self._tables is not None:
+            ll, phi_c, theta_c = draw_summary(
+                state.n_wk, state.n_dk, state.n_k, self._alpha_ll, self._eta_ll, self._tables
+            )
         else:
             ll = log_joint(state.n_wk, state.n_dk, state.n_k, self._alpha_ll, self._eta_ll)
             phi_c, theta_c = self._concentrations(state)
         return self.updated(point, **{self._z_name: z_out}), [
-            {"log_joint": ll, "n_changed": n_changed, "phi_concentration": phi_c,
-             "theta_concentration": theta_c}
+            {
+                "log_joint": ll,
+                "n_changed": n_changed,
+                "phi_concentration": phi_c,
+                "theta_concentration": theta_c,
+            }
         ]
 
     def _concentrations(self, state) -> tuple[float, float]:
