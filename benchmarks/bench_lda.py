@@ -8,7 +8,9 @@ excluded) and the final joint log likelihood log p(w, z).
 
 - ours/sparse: SparseLDA buckets (``custom_ops.lda.gibbs.gibbs_sweep_sparse``), the
   kernel the ``lda_collapsed_gibbs`` step uses by default;
-- ours/dense: the O(K) Griffiths-Steyvers kernel (``gibbs_sweep_dense``);
+- ours/dense: the O(K) Griffiths-Steyvers conditional, what the step's ``"dense"``
+  sampler runs: the fused scan (``gibbs_sweep_dense``) below 64 topics, the blocked
+  layout that vectorises (``gibbs_sweep_blocked``) from 64 on;
 - ours/fit: the user's path, ``inference.fit(model, method="gibbs", draws=sweeps,
   tune=0, chains=1)`` on a model built once, after one warm-up ``fit`` on it (the
   warm-up's time, mostly compilation, is printed apart); default outputs;
@@ -18,11 +20,12 @@ excluded) and the final joint log likelihood log p(w, z).
   computation and storage dominate the overhead at K = 500);
 - lda: ``lda.LDA`` internals (the per-iteration shuffle of its 1 MiB of cached
   uniforms and ``_sample_topics``; its periodic log-likelihood evaluation is excluded);
-- tomotopy: ``LDAModel.train(n, workers=1)`` with hyperparameter optimisation off.
+- tomotopy: ``LDAModel.train(n, workers=1)`` (and ``workers=2``) with hyperparameter
+  optimisation off.
 
 Peak RSS: the highest resident set seen while each run was timed (sampled every 2 ms).
 
-Run: ``python benchmarks/bench_lda.py [--topics 20 100 500] [--sweeps 200] [--repeat 3]``.
+Run: ``python benchmarks/bench_lda.py [--topics 20 100 500 1000] [--sweeps 200] [--repeat 3]``.
 The machine has 2 cores shared with other jobs: check ``uptime`` and repeat when quiet.
 """
 
@@ -42,6 +45,8 @@ from benchmarks._memory import PeakRSS
 from custom_ops.lda.gibbs import (
     SparseLDAState,
     build_counts,
+    dense_block_width,
+    gibbs_sweep_blocked,
     gibbs_sweep_dense,
     log_joint,
     tempering_tables,
@@ -72,10 +77,15 @@ def bench_ours_dense(corpus, n_topics, sweeps, seed):
     eta = np.full(corpus.n_words, ETA)
     n_wk, n_dk, n_k = build_counts(corpus.words, corpus.doc_ptr, z, corpus.n_words, n_topics)
     tables = tempering_tables(corpus.words, corpus.n_words, eta, 1.0)
+    width = dense_block_width(n_topics)
     t0 = time.perf_counter()
     for _ in range(sweeps):
-        gibbs_sweep_dense(corpus.words, corpus.doc_ptr, z, n_wk, n_dk, n_k, alpha, eta, 1.0,
-                          *tables, rng)
+        if width:
+            gibbs_sweep_blocked(corpus.words, corpus.doc_ptr, z, n_wk, n_dk, n_k, alpha, eta,
+                                1.0, *tables, width, rng)
+        else:
+            gibbs_sweep_dense(corpus.words, corpus.doc_ptr, z, n_wk, n_dk, n_k, alpha, eta,
+                              1.0, *tables, rng)
     elapsed = time.perf_counter() - t0
     return elapsed, log_joint(n_wk, n_dk, n_k, ALPHA, ETA)
 
@@ -147,7 +157,7 @@ def bench_lda(counts, n_topics, sweeps, seed):
     return elapsed, model.loglikelihood()
 
 
-def bench_tomotopy(counts, vocabulary, n_topics, sweeps, seed):
+def bench_tomotopy(counts, vocabulary, n_topics, sweeps, seed, workers=1):
     import tomotopy as tp
 
     mdl = tp.LDAModel(k=n_topics, alpha=ALPHA, eta=ETA, seed=seed)
@@ -159,16 +169,16 @@ def bench_tomotopy(counts, vocabulary, n_topics, sweeps, seed):
             doc.extend([vocabulary[j]] * int(c))
         if doc:
             mdl.add_doc(doc)
-    mdl.train(0, workers=1)  # initialisation
+    mdl.train(0, workers=workers)  # initialisation
     t0 = time.perf_counter()
-    mdl.train(sweeps, workers=1)
+    mdl.train(sweeps, workers=workers)
     elapsed = time.perf_counter() - t0
     return elapsed, mdl.ll_per_word * mdl.num_words
 
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--topics", type=int, nargs="+", default=[20, 100, 500])
+    parser.add_argument("--topics", type=int, nargs="+", default=[20, 100, 500, 1000])
     parser.add_argument("--sweeps", type=int, default=200)
     parser.add_argument("--repeat", type=int, default=3, help="best of this many runs")
     parser.add_argument("--seed", type=int, default=1)
@@ -189,6 +199,7 @@ def main(argv=None):
     # compile / warm every kernel outside the timings
     bench_ours_sparse(corpus, 3, 1, 0)
     bench_ours_dense(corpus, 3, 1, 0)
+    bench_ours_dense(corpus, 64, 1, 0)
 
     runners = {"ours/sparse": lambda k, s: bench_ours_sparse(corpus, k, args.sweeps, s)}
     if "dense" not in args.skip:
@@ -202,6 +213,9 @@ def main(argv=None):
     if "tomotopy" not in args.skip:
         runners["tomotopy 0.14"] = lambda k, s: bench_tomotopy(
             counts, reuters.feature_names, k, args.sweeps, s
+        )
+        runners["tomotopy 2 workers"] = lambda k, s: bench_tomotopy(
+            counts, reuters.feature_names, k, args.sweeps, s, workers=2
         )
 
     rows = []
@@ -225,17 +239,19 @@ def main(argv=None):
             mean_ll = float(np.mean(lls[name]))
             rows.append((n_topics, name, rate, best[name], mean_ll))
             print(
-                f"K={n_topics:4d} {name:14s} {rate / 1e6:7.2f} M token-updates/s "
+                f"K={n_topics:4d} {name:18s} {rate / 1e6:7.2f} M token-updates/s "
                 f"(best {best[name]:6.2f} s of {args.repeat})  log p(w,z) = {mean_ll:,.0f}  "
                 f"peak RSS {peak[name]:,.0f} MB",
                 flush=True,
             )
         ours = results["ours/sparse"]
-        for other in ("lda 3.0.2", "tomotopy 0.14"):
+        for other in ("lda 3.0.2", "tomotopy 0.14", "tomotopy 2 workers"):
             if other in results:
                 print(f"K={n_topics:4d} ratio ours/sparse : {other} = {ours / results[other]:.2f}x")
         if "ours/fit" in results:
-            for other in ("lda 3.0.2", "tomotopy 0.14"):
+            print(f"K={n_topics:4d} fit overhead over the sparse kernel: "
+                  f"{(results['ours/sparse'] / results['ours/fit'] - 1) * 100:.1f} %")
+            for other in ("lda 3.0.2", "tomotopy 0.14", "tomotopy 2 workers"):
                 if other in results:
                     print(f"K={n_topics:4d} ratio ours/fit    : {other} = "
                           f"{results['ours/fit'] / results[other]:.2f}x")
