@@ -822,7 +822,7 @@ def tempered_powers(pow_offset, eta, beta, n_tokens):
     return word_pow, topic_pow
 
 
-@njit_exact
+@njit_exact(nogil=True)
 def gibbs_sweep_sparse(
     words,
     doc_ptr,
