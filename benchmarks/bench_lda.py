@@ -18,6 +18,8 @@ excluded) and the final joint log likelihood log p(w, z).
   (``--step``), i.e. with PyMC's per-draw overhead (point copy, log_joint stat, and the
   trace, which must hold at least one variable: ``theta``, D x K floats per draw, whose
   computation and storage dominate the overhead at K = 500);
+- ours/2 threads: the step with ``n_threads=2`` (AD-LDA in shared memory, the SparseLDA
+  sweep on two threads, changes merged after each sweep), driven draw by draw;
 - lda: ``lda.LDA`` internals (the per-iteration shuffle of its 1 MiB of cached
   uniforms and ``_sample_topics``; its periodic log-likelihood evaluation is excluded);
 - tomotopy: ``LDAModel.train(n, workers=1)`` (and ``workers=2``) with hyperparameter
@@ -117,6 +119,24 @@ def bench_ours_step(counts, n_topics, sweeps, seed):
     return elapsed, float(dt.sample_stats["log_joint"].values[0, -1])
 
 
+def bench_ours_threads(counts, n_topics, sweeps, seed, n_threads=2):
+    from inference.gibbs import get_step
+    from pp_models import lda as zoo_lda
+    from pp_models.model_info import get_info
+
+    m = zoo_lda.model(counts, n_topics=n_topics, alpha=ALPHA, eta=ETA)
+    hint = get_info(m).step_hints[0]
+    step = get_step(hint.step).from_model(
+        m, hint.var_names, **hint.options(m), n_threads=n_threads, rng=seed
+    )
+    point = m.initial_point()
+    t0 = time.perf_counter()
+    for _ in range(sweeps):
+        point, stats = step.step(point)
+    elapsed = time.perf_counter() - t0
+    return elapsed, float(stats[0]["log_joint"])
+
+
 _FIT_MODELS: dict = {}
 
 
@@ -184,7 +204,7 @@ def main(argv=None):
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--step", action="store_true", help="also time ours through pm.sample")
     parser.add_argument(
-        "--skip", nargs="*", default=[], choices=["lda", "tomotopy", "dense", "fit"],
+        "--skip", nargs="*", default=[], choices=["lda", "tomotopy", "dense", "fit", "threads"],
         help="skip these",
     )
     args = parser.parse_args(argv)
@@ -206,6 +226,8 @@ def main(argv=None):
         runners["ours/dense"] = lambda k, s: bench_ours_dense(corpus, k, args.sweeps, s)
     if "fit" not in args.skip:
         runners["ours/fit"] = lambda k, s: bench_ours_fit(counts, k, args.sweeps, s)
+    if "threads" not in args.skip:
+        runners["ours/2 threads"] = lambda k, s: bench_ours_threads(counts, k, args.sweeps, s)
     if args.step:
         runners["ours/step"] = lambda k, s: bench_ours_step(counts, k, args.sweeps, s)
     if "lda" not in args.skip:
