@@ -16,7 +16,7 @@ from tests.inference.gibbs.lda.oracle import LDAEnumeration
 
 V = 3
 ETA = np.array([0.3, 0.7, 0.4])
-N_SWEEPS = 20_000
+N_SWEEPS = 12_000
 N_BATCHES = 40
 
 
