@@ -83,11 +83,24 @@ def bench_ours_dense(corpus, n_topics, sweeps, seed):
     t0 = time.perf_counter()
     for _ in range(sweeps):
         if width:
-            gibbs_sweep_blocked(corpus.words, corpus.doc_ptr, z, n_wk, n_dk, n_k, alpha, eta,
-                                1.0, *tables, width, rng)
+            gibbs_sweep_blocked(
+                corpus.words,
+                corpus.doc_ptr,
+                z,
+                n_wk,
+                n_dk,
+                n_k,
+                alpha,
+                eta,
+                1.0,
+                *tables,
+                width,
+                rng,
+            )
         else:
-            gibbs_sweep_dense(corpus.words, corpus.doc_ptr, z, n_wk, n_dk, n_k, alpha, eta,
-                              1.0, *tables, rng)
+            gibbs_sweep_dense(
+                corpus.words, corpus.doc_ptr, z, n_wk, n_dk, n_k, alpha, eta, 1.0, *tables, rng
+            )
     elapsed = time.perf_counter() - t0
     return elapsed, log_joint(n_wk, n_dk, n_k, ALPHA, ETA)
 
@@ -149,13 +162,15 @@ def bench_ours_fit(counts, n_topics, sweeps, seed):
         m = zoo_lda.model(counts, n_topics=n_topics, alpha=ALPHA, eta=ETA)
         t0 = time.perf_counter()
         fit(m, method="gibbs", draws=2, tune=0, chains=1, random_seed=seed, progressbar=False)
-        print(f"K={n_topics:4d} ours/fit warm-up call (compilation): "
-              f"{time.perf_counter() - t0:.2f} s", flush=True)
+        print(
+            f"K={n_topics:4d} ours/fit warm-up call (compilation): "
+            f"{time.perf_counter() - t0:.2f} s",
+            flush=True,
+        )
         _FIT_MODELS[n_topics] = m
     m = _FIT_MODELS[n_topics]
     t0 = time.perf_counter()
-    dt = fit(m, method="gibbs", draws=sweeps, tune=0, chains=1, random_seed=seed,
-             progressbar=False)
+    dt = fit(m, method="gibbs", draws=sweeps, tune=0, chains=1, random_seed=seed, progressbar=False)
     elapsed = time.perf_counter() - t0
     return elapsed, float(dt["sample_stats"]["log_joint"].values[0, -1])
 
@@ -204,7 +219,10 @@ def main(argv=None):
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--step", action="store_true", help="also time ours through pm.sample")
     parser.add_argument(
-        "--skip", nargs="*", default=[], choices=["lda", "tomotopy", "dense", "fit", "threads"],
+        "--skip",
+        nargs="*",
+        default=[],
+        choices=["lda", "tomotopy", "dense", "fit", "threads"],
         help="skip these",
     )
     args = parser.parse_args(argv)
@@ -271,12 +289,16 @@ def main(argv=None):
             if other in results:
                 print(f"K={n_topics:4d} ratio ours/sparse : {other} = {ours / results[other]:.2f}x")
         if "ours/fit" in results:
-            print(f"K={n_topics:4d} fit overhead over the sparse kernel: "
-                  f"{(results['ours/sparse'] / results['ours/fit'] - 1) * 100:.1f} %")
+            print(
+                f"K={n_topics:4d} fit overhead over the sparse kernel: "
+                f"{(results['ours/sparse'] / results['ours/fit'] - 1) * 100:.1f} %"
+            )
             for other in ("lda 3.0.2", "tomotopy 0.14", "tomotopy 2 workers"):
                 if other in results:
-                    print(f"K={n_topics:4d} ratio ours/fit    : {other} = "
-                          f"{results['ours/fit'] / results[other]:.2f}x")
+                    print(
+                        f"K={n_topics:4d} ratio ours/fit    : {other} = "
+                        f"{results['ours/fit'] / results[other]:.2f}x"
+                    )
         if "ours/step" in results and "lda 3.0.2" in results:
             print(
                 f"K={n_topics:4d} ratio ours/step   : lda 3.0.2 = "

@@ -48,9 +48,11 @@ def _build_from_dataset(dataset, **options):
     if options.get("collapsed", True) and not options.get("deterministics", True):
         # the command line records theta and phi per draw (fit_defaults) and writes
         # their per-chain means; without them the fit would fail on its own var_names
-        raise ValueError("deterministics=False: the command line records theta and phi per "
-                         "draw to write the topics; call pp_models.lda.model(...) and "
-                         "inference.fit from Python to fit without them")
+        raise ValueError(
+            "deterministics=False: the command line records theta and phi per "
+            "draw to write the topics; call pp_models.lda.model(...) and "
+            "inference.fit from Python to fit without them"
+        )
     data = dataset.data
     counts = data.to_numpy() if hasattr(data, "to_numpy") else data
     names = tuple(dataset.feature_names or ())
