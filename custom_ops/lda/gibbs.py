@@ -768,7 +768,7 @@ class SparseLDAState:
         )
 
 
-@njit_exact
+@njit_exact(nogil=True)
 def _fill_topic_lists(counts, ptr, topics, nnz):
     for r in range(counts.shape[0]):
         m = 0

@@ -20,9 +20,20 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
+from custom_ops.jit import njit_exact
 from custom_ops.lda.gibbs import SparseLDAState
 
 __all__ = ["ThreadedLDAState"]
+
+
+@njit_exact(nogil=True)
+def _add_changes(total, after, before):
+    # total += after - before, in one pass without temporaries (V x K cells per block)
+    flat_total = total.reshape(-1)
+    flat_after = after.reshape(-1)
+    flat_before = before.reshape(-1)
+    for i in range(flat_total.size):
+        flat_total[i] += flat_after[i] - flat_before[i]
 
 
 class ThreadedLDAState:
@@ -89,8 +100,8 @@ class ThreadedLDAState:
         new_wk = n_wk.copy()
         new_k = n_k.copy()
         for block in done:
-            new_wk += block.n_wk - n_wk
-            new_k += block.n_k - n_k
+            _add_changes(new_wk, block.n_wk, n_wk)
+            _add_changes(new_k, block.n_k, n_k)
         self.n_wk, self.n_k = new_wk, new_k
 
     def close(self) -> None:
