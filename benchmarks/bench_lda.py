@@ -8,7 +8,9 @@ excluded) and the final joint log likelihood log p(w, z).
 
 - ours/sparse: SparseLDA buckets (``custom_ops.lda.gibbs.gibbs_sweep_sparse``), the
   kernel the ``lda_collapsed_gibbs`` step uses by default;
-- ours/dense: the O(K) Griffiths-Steyvers kernel (``gibbs_sweep_dense``);
+- ours/dense: the O(K) Griffiths-Steyvers conditional, what the step's ``"dense"``
+  sampler runs: the fused scan (``gibbs_sweep_dense``) below 64 topics, the blocked
+  layout that vectorises (``gibbs_sweep_blocked``) from 64 on;
 - ours/fit: the user's path, ``inference.fit(model, method="gibbs", draws=sweeps,
   tune=0, chains=1)`` on a model built once, after one warm-up ``fit`` on it (the
   warm-up's time, mostly compilation, is printed apart); default outputs;
@@ -16,13 +18,16 @@ excluded) and the final joint log likelihood log p(w, z).
   (``--step``), i.e. with PyMC's per-draw overhead (point copy, log_joint stat, and the
   trace, which must hold at least one variable: ``theta``, D x K floats per draw, whose
   computation and storage dominate the overhead at K = 500);
+- ours/2 threads: the step with ``n_threads=2`` (AD-LDA in shared memory, the SparseLDA
+  sweep on two threads, changes merged after each sweep), driven draw by draw;
 - lda: ``lda.LDA`` internals (the per-iteration shuffle of its 1 MiB of cached
   uniforms and ``_sample_topics``; its periodic log-likelihood evaluation is excluded);
-- tomotopy: ``LDAModel.train(n, workers=1)`` with hyperparameter optimisation off.
+- tomotopy: ``LDAModel.train(n, workers=1)`` (and ``workers=2``) with hyperparameter
+  optimisation off.
 
 Peak RSS: the highest resident set seen while each run was timed (sampled every 2 ms).
 
-Run: ``python benchmarks/bench_lda.py [--topics 20 100 500] [--sweeps 200] [--repeat 3]``.
+Run: ``python benchmarks/bench_lda.py [--topics 20 100 500 1000] [--sweeps 200] [--repeat 3]``.
 The machine has 2 cores shared with other jobs: check ``uptime`` and repeat when quiet.
 """
 
@@ -42,6 +47,8 @@ from benchmarks._memory import PeakRSS
 from custom_ops.lda.gibbs import (
     SparseLDAState,
     build_counts,
+    dense_block_width,
+    gibbs_sweep_blocked,
     gibbs_sweep_dense,
     log_joint,
     tempering_tables,
@@ -72,10 +79,28 @@ def bench_ours_dense(corpus, n_topics, sweeps, seed):
     eta = np.full(corpus.n_words, ETA)
     n_wk, n_dk, n_k = build_counts(corpus.words, corpus.doc_ptr, z, corpus.n_words, n_topics)
     tables = tempering_tables(corpus.words, corpus.n_words, eta, 1.0)
+    width = dense_block_width(n_topics)
     t0 = time.perf_counter()
     for _ in range(sweeps):
-        gibbs_sweep_dense(corpus.words, corpus.doc_ptr, z, n_wk, n_dk, n_k, alpha, eta, 1.0,
-                          *tables, rng)
+        if width:
+            gibbs_sweep_blocked(
+                corpus.words,
+                corpus.doc_ptr,
+                z,
+                n_wk,
+                n_dk,
+                n_k,
+                alpha,
+                eta,
+                1.0,
+                *tables,
+                width,
+                rng,
+            )
+        else:
+            gibbs_sweep_dense(
+                corpus.words, corpus.doc_ptr, z, n_wk, n_dk, n_k, alpha, eta, 1.0, *tables, rng
+            )
     elapsed = time.perf_counter() - t0
     return elapsed, log_joint(n_wk, n_dk, n_k, ALPHA, ETA)
 
@@ -107,6 +132,24 @@ def bench_ours_step(counts, n_topics, sweeps, seed):
     return elapsed, float(dt.sample_stats["log_joint"].values[0, -1])
 
 
+def bench_ours_threads(counts, n_topics, sweeps, seed, n_threads=2):
+    from inference.gibbs import get_step
+    from pp_models import lda as zoo_lda
+    from pp_models.model_info import get_info
+
+    m = zoo_lda.model(counts, n_topics=n_topics, alpha=ALPHA, eta=ETA)
+    hint = get_info(m).step_hints[0]
+    step = get_step(hint.step).from_model(
+        m, hint.var_names, **hint.options(m), n_threads=n_threads, rng=seed
+    )
+    point = m.initial_point()
+    t0 = time.perf_counter()
+    for _ in range(sweeps):
+        point, stats = step.step(point)
+    elapsed = time.perf_counter() - t0
+    return elapsed, float(stats[0]["log_joint"])
+
+
 _FIT_MODELS: dict = {}
 
 
@@ -119,13 +162,15 @@ def bench_ours_fit(counts, n_topics, sweeps, seed):
         m = zoo_lda.model(counts, n_topics=n_topics, alpha=ALPHA, eta=ETA)
         t0 = time.perf_counter()
         fit(m, method="gibbs", draws=2, tune=0, chains=1, random_seed=seed, progressbar=False)
-        print(f"K={n_topics:4d} ours/fit warm-up call (compilation): "
-              f"{time.perf_counter() - t0:.2f} s", flush=True)
+        print(
+            f"K={n_topics:4d} ours/fit warm-up call (compilation): "
+            f"{time.perf_counter() - t0:.2f} s",
+            flush=True,
+        )
         _FIT_MODELS[n_topics] = m
     m = _FIT_MODELS[n_topics]
     t0 = time.perf_counter()
-    dt = fit(m, method="gibbs", draws=sweeps, tune=0, chains=1, random_seed=seed,
-             progressbar=False)
+    dt = fit(m, method="gibbs", draws=sweeps, tune=0, chains=1, random_seed=seed, progressbar=False)
     elapsed = time.perf_counter() - t0
     return elapsed, float(dt["sample_stats"]["log_joint"].values[0, -1])
 
@@ -147,7 +192,7 @@ def bench_lda(counts, n_topics, sweeps, seed):
     return elapsed, model.loglikelihood()
 
 
-def bench_tomotopy(counts, vocabulary, n_topics, sweeps, seed):
+def bench_tomotopy(counts, vocabulary, n_topics, sweeps, seed, workers=1):
     import tomotopy as tp
 
     mdl = tp.LDAModel(k=n_topics, alpha=ALPHA, eta=ETA, seed=seed)
@@ -159,22 +204,25 @@ def bench_tomotopy(counts, vocabulary, n_topics, sweeps, seed):
             doc.extend([vocabulary[j]] * int(c))
         if doc:
             mdl.add_doc(doc)
-    mdl.train(0, workers=1)  # initialisation
+    mdl.train(0, workers=workers)  # initialisation
     t0 = time.perf_counter()
-    mdl.train(sweeps, workers=1)
+    mdl.train(sweeps, workers=workers)
     elapsed = time.perf_counter() - t0
     return elapsed, mdl.ll_per_word * mdl.num_words
 
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--topics", type=int, nargs="+", default=[20, 100, 500])
+    parser.add_argument("--topics", type=int, nargs="+", default=[20, 100, 500, 1000])
     parser.add_argument("--sweeps", type=int, default=200)
     parser.add_argument("--repeat", type=int, default=3, help="best of this many runs")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--step", action="store_true", help="also time ours through pm.sample")
     parser.add_argument(
-        "--skip", nargs="*", default=[], choices=["lda", "tomotopy", "dense", "fit"],
+        "--skip",
+        nargs="*",
+        default=[],
+        choices=["lda", "tomotopy", "dense", "fit", "threads"],
         help="skip these",
     )
     args = parser.parse_args(argv)
@@ -189,12 +237,15 @@ def main(argv=None):
     # compile / warm every kernel outside the timings
     bench_ours_sparse(corpus, 3, 1, 0)
     bench_ours_dense(corpus, 3, 1, 0)
+    bench_ours_dense(corpus, 64, 1, 0)
 
     runners = {"ours/sparse": lambda k, s: bench_ours_sparse(corpus, k, args.sweeps, s)}
     if "dense" not in args.skip:
         runners["ours/dense"] = lambda k, s: bench_ours_dense(corpus, k, args.sweeps, s)
     if "fit" not in args.skip:
         runners["ours/fit"] = lambda k, s: bench_ours_fit(counts, k, args.sweeps, s)
+    if "threads" not in args.skip:
+        runners["ours/2 threads"] = lambda k, s: bench_ours_threads(counts, k, args.sweeps, s)
     if args.step:
         runners["ours/step"] = lambda k, s: bench_ours_step(counts, k, args.sweeps, s)
     if "lda" not in args.skip:
@@ -202,6 +253,9 @@ def main(argv=None):
     if "tomotopy" not in args.skip:
         runners["tomotopy 0.14"] = lambda k, s: bench_tomotopy(
             counts, reuters.feature_names, k, args.sweeps, s
+        )
+        runners["tomotopy 2 workers"] = lambda k, s: bench_tomotopy(
+            counts, reuters.feature_names, k, args.sweeps, s, workers=2
         )
 
     rows = []
@@ -225,20 +279,26 @@ def main(argv=None):
             mean_ll = float(np.mean(lls[name]))
             rows.append((n_topics, name, rate, best[name], mean_ll))
             print(
-                f"K={n_topics:4d} {name:14s} {rate / 1e6:7.2f} M token-updates/s "
+                f"K={n_topics:4d} {name:18s} {rate / 1e6:7.2f} M token-updates/s "
                 f"(best {best[name]:6.2f} s of {args.repeat})  log p(w,z) = {mean_ll:,.0f}  "
                 f"peak RSS {peak[name]:,.0f} MB",
                 flush=True,
             )
         ours = results["ours/sparse"]
-        for other in ("lda 3.0.2", "tomotopy 0.14"):
+        for other in ("lda 3.0.2", "tomotopy 0.14", "tomotopy 2 workers"):
             if other in results:
                 print(f"K={n_topics:4d} ratio ours/sparse : {other} = {ours / results[other]:.2f}x")
         if "ours/fit" in results:
-            for other in ("lda 3.0.2", "tomotopy 0.14"):
+            print(
+                f"K={n_topics:4d} fit overhead over the sparse kernel: "
+                f"{(results['ours/sparse'] / results['ours/fit'] - 1) * 100:.1f} %"
+            )
+            for other in ("lda 3.0.2", "tomotopy 0.14", "tomotopy 2 workers"):
                 if other in results:
-                    print(f"K={n_topics:4d} ratio ours/fit    : {other} = "
-                          f"{results['ours/fit'] / results[other]:.2f}x")
+                    print(
+                        f"K={n_topics:4d} ratio ours/fit    : {other} = "
+                        f"{results['ours/fit'] / results[other]:.2f}x"
+                    )
         if "ours/step" in results and "lda 3.0.2" in results:
             print(
                 f"K={n_topics:4d} ratio ours/step   : lda 3.0.2 = "

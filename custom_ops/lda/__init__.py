@@ -2,6 +2,8 @@
 
 - :mod:`custom_ops.lda.gibbs`: collapsed Gibbs sampling of the topic assignments (dense
   and SparseLDA sweeps, also of power posteriors), the counts and log joint they keep;
+- :mod:`custom_ops.lda.threads`: one chain swept on several threads (AD-LDA in shared
+  memory);
 - :mod:`custom_ops.lda.evaluation`: document completion and Minka's update of the
   document-topic concentration;
 - :mod:`custom_ops.lda.predictive`: each token's conditional predictive and replicated

@@ -21,16 +21,14 @@ Kernels
 - :func:`log_joint`: log p(w, z | alpha, eta), Murphy (2012) Eqs. 27.34 and 27.36.
 - :func:`gibbs_sweep_dense`: one collapsed Gibbs sweep (Griffiths & Steyvers 2004,
   Murphy Eq. 27.37), O(K) per token, of the posterior or a power posterior (below).
+- :func:`gibbs_sweep_blocked`: the same sweep with the O(K) sum laid out for vector
+  instructions (faster from ~64 topics).
 - :class:`SparseLDAState` and :func:`gibbs_sweep_sparse`: the same Markov chain by
   SparseLDA's bucket decomposition (Yao, Mimno & McCallum 2009), whose cost per token
   grows with the number of topics present in the token's word and document rather
   than with K.
 - :func:`concentrations`: label-invariant summaries of the conditional posterior means
   of phi and theta, from the counts.
-
-Why one module of ~770 lines: the dense and the sparse sweeps are one Markov chain and
-share the count layout, the tempered conditional and the helpers they inline; apart,
-each would import the other's internals.
 
 Tempering. The sweeps take an inverse temperature ``beta`` in [0, 1] and sample the
 power posterior of the collapsed model, ``p_beta(z | w) ∝ p(z | alpha) p(w | z,
@@ -45,9 +43,9 @@ and ``p(z | alpha)`` by ``(n^{-i}_{d_i k} + alpha_k) / (L_d - 1 + sum alpha)``, 
 ``beta = 1`` takes the untempered code (no powers); ``beta = 0`` samples the prior
 ``p(z | alpha)``.
 
-Why one module of ~750 lines: every kernel reads and writes the same count layout
-(``n_wk`` word-major, ``n_dk``, ``n_k``, CSR tokens), and the dense and sparse sweeps
-(and their tempered forms) must stay the same Markov chain, which is easiest to keep true
+Why one module of ~1000 lines: every kernel reads and writes the same count layout
+(``n_wk`` word-major, ``n_dk``, ``n_k``, CSR tokens), and the dense, blocked and sparse
+sweeps (and their tempered forms) must stay the same Markov chain, which is easiest to keep true
 side by side. Document completion and Minka's update are in
 :mod:`custom_ops.lda.evaluation`.
 """
@@ -62,15 +60,19 @@ from custom_ops.jit import njit_exact
 
 __all__ = [
     "SparseLDAState",
+    "block_residual",
     "build_counts",
     "concentrations",
+    "dense_block_width",
     "draw_summary",
+    "gibbs_sweep_blocked",
     "gibbs_sweep_dense",
     "gibbs_sweep_sparse",
     "lgamma_tables",
     "log_joint",
     "tempered_powers",
     "tempering_tables",
+    "topics_out",
 ]
 
 
@@ -267,6 +269,75 @@ def _draw_summary(n_wk, n_dk, n_k, alpha, eta, table_eta, table_alpha):
     return ll, phi_c / n_topics, theta_c / max(n_docs, 1)
 
 
+@njit_exact
+def _draw_summary_lists(
+    n_wk,
+    n_dk,
+    n_k,
+    w_ptr,
+    w_topics,
+    w_nnz,
+    d_ptr,
+    d_topics,
+    d_nnz,
+    alpha,
+    eta,
+    table_eta,
+    table_alpha,
+):
+    # _draw_summary's sums over the nonzero cells only, found through SparseLDA's topic
+    # lists: O(nonzero cells) rather than O((V + D) K) per draw
+    n_words, n_topics = n_wk.shape
+    n_docs = n_dk.shape[0]
+    v_eta = n_words * eta
+    k_alpha = n_topics * alpha
+    ll = n_topics * math.lgamma(v_eta)
+    sq = np.zeros(n_topics, dtype=np.int64)
+    for v in range(n_words):
+        for j in range(w_ptr[v], w_ptr[v] + w_nnz[v]):
+            k = w_topics[j]
+            c = n_wk[v, k]
+            ll += table_eta[c]
+            sq[k] += c * c
+    phi_c = 0.0
+    for k in range(n_topics):
+        ll -= math.lgamma(v_eta + n_k[k])
+        denom = n_k[k] + v_eta
+        phi_c += (sq[k] + 2.0 * eta * n_k[k] + n_words * eta * eta) / (denom * denom)
+    ll += n_docs * math.lgamma(k_alpha)
+    theta_c = 0.0
+    for d in range(n_docs):
+        length = 0
+        acc = 0
+        for j in range(d_ptr[d], d_ptr[d] + d_nnz[d]):
+            c = n_dk[d, d_topics[j]]
+            ll += table_alpha[c]
+            length += c
+            acc += c * c
+        ll -= math.lgamma(k_alpha + length)
+        denom = length + k_alpha
+        theta_c += (acc + 2.0 * alpha * length + n_topics * alpha * alpha) / (denom * denom)
+    return ll, phi_c / n_topics, theta_c / max(n_docs, 1)
+
+
+@njit_exact
+def _topics_out(z, z_in):
+    out = np.empty(z.size, dtype=np.int64)
+    changed = 0
+    for i in range(z.size):
+        out[i] = z[i]
+        if z[i] != z_in[i]:
+            changed += 1
+    return out, changed
+
+
+def topics_out(z, z_in) -> tuple[np.ndarray, int]:
+    """``(z as a new int64 array, number of tokens whose topic differs from z_in)`` in
+    one pass: what the collapsed step returns each draw."""
+    out, changed = _topics_out(z, z_in)
+    return out, int(changed)
+
+
 def draw_summary(n_wk, n_dk, n_k, alpha: float, eta: float, tables) -> tuple[float, float, float]:
     """``(log_joint, phi concentration, theta concentration)`` in one pass over the
     counts, for symmetric priors, with the tables of :func:`lgamma_tables`: what the
@@ -290,8 +361,9 @@ def concentrations(n_wk, n_dk, n_k, alpha, eta) -> tuple[float, float]:
         Counts as returned by :func:`build_counts`.
     alpha : float array (K,), eta : float array (V,)
     """
-    phi_c, theta_c = _concentrations(n_wk, n_dk, n_k, np.asarray(alpha, dtype=np.float64),
-                                     np.asarray(eta, dtype=np.float64))
+    phi_c, theta_c = _concentrations(
+        n_wk, n_dk, n_k, np.asarray(alpha, dtype=np.float64), np.asarray(eta, dtype=np.float64)
+    )
     return float(phi_c), float(theta_c)
 
 
@@ -333,8 +405,9 @@ def log_joint(n_wk, n_dk, n_k, alpha, eta) -> float:
 
 
 @njit_exact
-def gibbs_sweep_dense(words, doc_ptr, z, n_wk, n_dk, n_k, alpha, eta, beta, pow_offset,
-                      word_pow, topic_pow, rng):
+def gibbs_sweep_dense(
+    words, doc_ptr, z, n_wk, n_dk, n_k, alpha, eta, beta, pow_offset, word_pow, topic_pow, rng
+):
     """One collapsed Gibbs sweep over all tokens, O(K) per token, counts in place.
 
     For each token: remove it from the counts, draw its topic from Murphy (2012)
@@ -422,6 +495,146 @@ def gibbs_sweep_dense(words, doc_ptr, z, n_wk, n_dk, n_k, alpha, eta, beta, pow_
             coef[t] = (n_dk[d, t] + alpha[t]) * inv[t]
 
 
+def dense_block_width(n_topics: int) -> int:
+    """The number of blocks :func:`gibbs_sweep_blocked` splits ``n_topics`` topics into
+    (0: too few topics to gain, take :func:`gibbs_sweep_dense`): the vector loops run
+    over the blocks, so they need enough of them (measured on Reuters: the blocked sweep
+    is slower than the fused scan below 64 topics, 1.6 times faster at 500, 2.3 times
+    at 1000)."""
+    if n_topics < 64:
+        return 0
+    return 64 if n_topics < 1024 else 128
+
+
+@njit_exact(inline="always")
+def block_residual(u, cum, b):
+    # the uniform's offset into block b: the mass of the blocks before it
+    if b > 0:
+        return u - cum[b - 1]
+    return u
+
+
+@njit_exact
+def gibbs_sweep_blocked(
+    words,
+    doc_ptr,
+    z,
+    n_wk,
+    n_dk,
+    n_k,
+    alpha,
+    eta,
+    beta,
+    pow_offset,
+    word_pow,
+    topic_pow,
+    n_blocks,
+    rng,
+):
+    """:func:`gibbs_sweep_dense`'s Markov chain, its O(K) conditional summed so that the
+    compiler vectorises it.
+
+    The first ``L * B`` topics (``B = n_blocks``, ``L = K // B``) are laid out as an
+    ``(L, B)`` matrix, topic ``j B + b`` in row ``j``, column ``b``: block ``b`` holds the
+    topics ``b, B + b, ..., (L - 1) B + b``. The block masses are summed row after row,
+    an elementwise loop over the ``B`` columns with no dependence between them (vector
+    instructions, each block's terms added in a fixed order, so the code stays exact
+    under ``fastmath=False``); the remaining ``K - L B < B`` topics form one last block.
+    Only the ``B + 1`` block masses are summed serially; a binary search picks the block
+    with probability proportional to its mass and a scan of its ``L`` (or tail) topics the
+    topic, so ``k`` is drawn with probability ``p_k / sum p`` as in the fused scan. The
+    conditional and the tempering are those of :func:`gibbs_sweep_dense` (Murphy 2012 Eq.
+    27.37, the word's predictive to the power ``beta``); arguments are its own plus
+    ``n_blocks`` (1 <= ``B`` <= K; :func:`dense_block_width` chooses it).
+    """
+    n_topics = n_k.size
+    tempered = beta != 1.0
+    n_docs = doc_ptr.size - 1
+    eta_sum = 0.0
+    for v in range(eta.size):
+        eta_sum += eta[v]
+    inv = np.empty(n_topics)
+    for k in range(n_topics):
+        inv[k] = topic_pow[n_k[k]] if tempered else 1.0 / (n_k[k] + eta_sum)
+    coef = np.empty(n_topics)
+    nb = max(1, min(n_blocks, n_topics))
+    lanes = n_topics // nb
+    main = nb * lanes
+    block = np.empty(nb + 1)
+    cum = np.empty(nb + 1)
+    # 2-D views: the loops over their columns vectorise where the same sums over strided
+    # 1-D indices did not
+    coefs = coef[:main].reshape(lanes, nb)
+    for d in range(n_docs):
+        for k in range(n_topics):
+            coef[k] = (n_dk[d, k] + alpha[k]) * inv[k]
+        for i in range(doc_ptr[d], doc_ptr[d + 1]):
+            w = words[i]
+            t = z[i]
+            n_wk[w, t] -= 1
+            n_dk[d, t] -= 1
+            n_k[t] -= 1
+            inv[t] = topic_pow[n_k[t]] if tempered else 1.0 / (n_k[t] + eta_sum)
+            coef[t] = (n_dk[d, t] + alpha[t]) * inv[t]
+            row = n_wk[w]
+            rows = row[:main].reshape(lanes, nb)
+            eta_w = eta[w]
+            po = pow_offset[w]
+            tail = 0.0
+            if tempered:
+                for b in range(nb):
+                    block[b] = word_pow[po + rows[0, b]] * coefs[0, b]
+                for j in range(1, lanes):
+                    for b in range(nb):
+                        block[b] = block[b] + word_pow[po + rows[j, b]] * coefs[j, b]
+                for k in range(main, n_topics):
+                    tail += word_pow[po + row[k]] * coef[k]
+            else:
+                for b in range(nb):
+                    block[b] = (rows[0, b] + eta_w) * coefs[0, b]
+                for j in range(1, lanes):
+                    for b in range(nb):
+                        block[b] = block[b] + (rows[j, b] + eta_w) * coefs[j, b]
+                for k in range(main, n_topics):
+                    tail += (row[k] + eta_w) * coef[k]
+            block[nb] = tail
+            total = 0.0
+            for b in range(nb + 1):
+                total += block[b]
+                cum[b] = total
+            u = rng.random() * total
+            # binary search for the first block whose cumulative mass exceeds u
+            lo = 0
+            hi = nb if main < n_topics else nb - 1
+            while lo < hi:
+                mid = (lo + hi) >> 1
+                if cum[mid] > u:
+                    hi = mid
+                else:
+                    lo = mid + 1
+            u = block_residual(u, cum, lo)
+            if lo == nb:
+                first, stop, stride = main, n_topics, 1
+                t = n_topics - 1  # rounding: the scan ran off the end of the block
+            else:
+                first, stop, stride = lo, main, nb
+                t = lo + (lanes - 1) * nb
+            for k in range(first, stop, stride):
+                if tempered:
+                    u -= word_pow[po + row[k]] * coef[k]
+                else:
+                    u -= (row[k] + eta_w) * coef[k]
+                if u < 0.0:
+                    t = k
+                    break
+            z[i] = t
+            n_wk[w, t] += 1
+            n_dk[d, t] += 1
+            n_k[t] += 1
+            inv[t] = topic_pow[n_k[t]] if tempered else 1.0 / (n_k[t] + eta_sum)
+            coef[t] = (n_dk[d, t] + alpha[t]) * inv[t]
+
+
 # ---------------------------------------------------------------------------------------
 # SparseLDA (Yao, Mimno & McCallum 2009)
 # ---------------------------------------------------------------------------------------
@@ -482,8 +695,10 @@ class SparseLDAState:
         single partition's sweeps are exactly the serial sampler's."""
         n_wk = np.asarray(n_wk)
         if n_wk.shape != (self.n_words, self.n_topics) or np.shape(n_k) != (self.n_topics,):
-            raise ValueError(f"n_wk must be ({self.n_words}, {self.n_topics}) and n_k "
-                             f"({self.n_topics},), got {n_wk.shape} and {np.shape(n_k)}")
+            raise ValueError(
+                f"n_wk must be ({self.n_words}, {self.n_topics}) and n_k "
+                f"({self.n_topics},), got {n_wk.shape} and {np.shape(n_k)}"
+            )
         full = self.w_ptr[-1] == self.n_words * self.n_topics
         if full and np.array_equal(n_wk, self.n_wk):
             return
@@ -501,10 +716,30 @@ class SparseLDAState:
             return self._no_powers
         key = (beta, np.asarray(eta, dtype=np.float64).tobytes())
         if self.power_tables is None or self.power_tables[0] != key:
-            tables = tempered_powers(self.pow_offset, np.asarray(eta, dtype=np.float64),
-                                     float(beta), self.words.size)
+            tables = tempered_powers(
+                self.pow_offset, np.asarray(eta, dtype=np.float64), float(beta), self.words.size
+            )
             self.power_tables = (key, tables)
         return self.power_tables[1]
+
+    def summary(self, alpha: float, eta: float, tables) -> tuple[float, float, float]:
+        """:func:`draw_summary` of this state's counts through its topic lists (valid
+        after sparse sweeps, not after dense ones, which leave the lists as they were)."""
+        ll, phi_c, theta_c = _draw_summary_lists(
+            self.n_wk,
+            self.n_dk,
+            self.n_k,
+            self.w_ptr,
+            self.w_topics,
+            self.w_nnz,
+            self.d_ptr,
+            self.d_topics,
+            self.d_nnz,
+            float(alpha),
+            float(eta),
+            *tables,
+        )
+        return float(ll), float(phi_c), float(theta_c)
 
     def sweep(self, alpha, eta, beta, rng) -> None:
         """One SparseLDA Gibbs sweep at inverse temperature ``beta`` (see
@@ -533,7 +768,7 @@ class SparseLDAState:
         )
 
 
-@njit_exact
+@njit_exact(nogil=True)
 def _fill_topic_lists(counts, ptr, topics, nnz):
     for r in range(counts.shape[0]):
         m = 0
@@ -564,8 +799,7 @@ def tempering_tables(words, n_words: int, eta, beta: float):
     np.cumsum(freq + 1, out=pow_offset[1:])
     if beta == 1.0:
         return pow_offset, np.empty(0), np.empty(0)
-    eta = np.ascontiguousarray(np.broadcast_to(np.asarray(eta, dtype=np.float64),
-                                               (int(n_words),)))
+    eta = np.ascontiguousarray(np.broadcast_to(np.asarray(eta, dtype=np.float64), (int(n_words),)))
     return (pow_offset, *tempered_powers(pow_offset, eta, float(beta), int(freq.sum())))
 
 
@@ -588,7 +822,7 @@ def tempered_powers(pow_offset, eta, beta, n_tokens):
     return word_pow, topic_pow
 
 
-@njit_exact
+@njit_exact(nogil=True)
 def gibbs_sweep_sparse(
     words,
     doc_ptr,

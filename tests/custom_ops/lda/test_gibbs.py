@@ -110,8 +110,19 @@ def test_dense_sweep_leaves_the_exact_posterior_invariant():
     z = np.zeros(WORDS.size, dtype=np.int32)
     n_wk, n_dk, n_k = lk.build_counts(WORDS, DOC_PTR, z, V, K)
     mean, mcse = _state_frequencies(
-        lambda: lk.gibbs_sweep_dense(WORDS, DOC_PTR, z, n_wk, n_dk, n_k, ALPHA, ETA, 1.0,
-                                     *lk.tempering_tables(WORDS, V, ETA, 1.0), rng),
+        lambda: lk.gibbs_sweep_dense(
+            WORDS,
+            DOC_PTR,
+            z,
+            n_wk,
+            n_dk,
+            n_k,
+            ALPHA,
+            ETA,
+            1.0,
+            *lk.tempering_tables(WORDS, V, ETA, 1.0),
+            rng,
+        ),
         lambda: z,
         40_000,
         states,
@@ -206,8 +217,9 @@ def test_theta_given_fixed_topics_matches_enumeration():
         den += weight
     expected = num / den
     rng = np.random.default_rng(6)
-    theta = lda_eval.sample_theta_fixed_phi(doc, np.array([0, doc.size]), phi_wk, alpha, 100,
-                                            40_000, rng)
+    theta = lda_eval.sample_theta_fixed_phi(
+        doc, np.array([0, doc.size]), phi_wk, alpha, 100, 40_000, rng
+    )
     assert theta.shape == (1, 2)
     # 40k correlated sweeps of a 5-token document: MCSE of the mean is ~1e-3
     np.testing.assert_allclose(theta[0], expected, atol=6e-3)
@@ -244,11 +256,14 @@ def test_draw_summary_matches_polya_urns_and_the_float_formulas():
     words = rng.integers(0, n_words, doc_ptr[-1]).astype(np.int32)
     z = rng.integers(0, n_topics, doc_ptr[-1]).astype(np.int32)
     n_wk, n_dk, n_k = lk.build_counts(words, doc_ptr, z, n_words, n_topics)
-    tables = lk.lgamma_tables(alpha, eta, int(np.bincount(words).max()),
-                              int(np.diff(doc_ptr).max()))
+    tables = lk.lgamma_tables(
+        alpha, eta, int(np.bincount(words).max()), int(np.diff(doc_ptr).max())
+    )
     ll, phi_c, theta_c = lk.draw_summary(n_wk, n_dk, n_k, alpha, eta, tables)
-    assert ll == pytest.approx(polya_log_joint(words, doc_ptr, z, np.full(n_topics, alpha),
-                                               np.full(n_words, eta)), rel=1e-12)
+    assert ll == pytest.approx(
+        polya_log_joint(words, doc_ptr, z, np.full(n_topics, alpha), np.full(n_words, eta)),
+        rel=1e-12,
+    )
     phi = (n_wk.T + eta) / (n_k[:, None] + n_words * eta)
     theta = (n_dk + alpha) / (n_dk.sum(1, keepdims=True) + n_topics * alpha)
     assert phi_c == pytest.approx((phi**2).sum(1).mean(), rel=1e-12)
@@ -258,5 +273,38 @@ def test_draw_summary_matches_polya_urns_and_the_float_formulas():
     phi = (n_wk.T + e_vec) / (n_k[:, None] + e_vec.sum())
     theta = (n_dk + a_vec) / (n_dk.sum(1, keepdims=True) + a_vec.sum())
     got = lk.concentrations(n_wk, n_dk, n_k, a_vec, e_vec)
-    np.testing.assert_allclose(got, [(phi**2).sum(1).mean(), (theta**2).sum(1).mean()],
-                               rtol=1e-12)
+    np.testing.assert_allclose(got, [(phi**2).sum(1).mean(), (theta**2).sum(1).mean()], rtol=1e-12)
+
+
+def test_summary_through_the_topic_lists_equals_the_full_scan():
+    """SparseLDAState.summary walks only the listed (nonzero) cells; after sparse sweeps,
+    which keep the lists, it gives draw_summary's values on the same counts."""
+    rng = np.random.default_rng(9)
+    n_words, n_topics, alpha, eta = 12, 7, 0.3, 0.05
+    doc_ptr = np.array([0, 14, 15, 40, 40, 60], dtype=np.int64)
+    words = rng.integers(0, n_words, doc_ptr[-1]).astype(np.int32)
+    state = lk.SparseLDAState(
+        words, doc_ptr, rng.integers(0, n_topics, doc_ptr[-1]), n_words, n_topics
+    )
+    tables = lk.lgamma_tables(
+        alpha, eta, int(np.bincount(words).max()), int(np.diff(doc_ptr).max())
+    )
+    for _ in range(5):
+        state.sweep(np.full(n_topics, alpha), np.full(n_words, eta), 1.0, rng)
+        full = lk.draw_summary(state.n_wk, state.n_dk, state.n_k, alpha, eta, tables)
+        np.testing.assert_allclose(state.summary(alpha, eta, tables), full, rtol=1e-12)
+        assert full[0] == pytest.approx(
+            polya_log_joint(
+                words, doc_ptr, state.z, np.full(n_topics, alpha), np.full(n_words, eta)
+            ),
+            rel=1e-12,
+        )
+
+
+def test_topics_out_copies_and_counts_the_changes():
+    z = np.array([0, 2, 1, 1], dtype=np.int32)
+    z_in = np.array([0, 1, 1, 3], dtype=np.int64)
+    out, changed = lk.topics_out(z, z_in)
+    assert out.dtype == np.int64 and changed == 2
+    np.testing.assert_array_equal(out, z)
+    assert not np.shares_memory(out, z)
