@@ -32,9 +32,10 @@ def test_as_data_matrix_returns_float64_copy_of_good_data():
         (np.zeros((1, 2)), {}, ValueError, "at least 2 rows, got 1"),
         (np.zeros((3, 0)), {}, ValueError, "has no columns"),
         (np.array([[0.0, 1.0], [np.nan, np.nan]]), {}, ValueError,
-         r"2 non-finite value\(s\) \(NaN or inf\), first at row 1, column 0"),
+         r"2 non-finite value\(s\) \(NaN or inf\), first at row 1, column 0 \(counting from 0\)"),
         (np.array([[0.0, np.inf], [np.nan, 1.0]]), {"allow_nan": True}, ValueError,
-         r"1 infinite value\(s\), first at row 0, column 1; use NaN for a missing entry"),
+         r"1 infinite value\(s\), first at row 0, column 1 \(counting from 0\); use NaN for "
+         "a missing entry"),
         (np.array([[0.0, -np.inf], [1.0, 1.0]]), {"allow_nan": False}, ValueError,
          "non-finite"),
     ],
