@@ -1,5 +1,6 @@
 """The ppzoo command line."""
 
+import importlib
 import subprocess
 import sys
 
@@ -31,10 +32,11 @@ def test_demo_writes_results(demo_run, capsys):
     code, printed, out = demo_run
     assert code == 0
     assert "weights_sorted[0]" in printed and "Convergence:" in printed
-    for name in ("posterior.nc", "summary.csv", "trace.png"):
+    for name in ("posterior.nc", "summary.csv", "trace.png", "mixture.png"):
         assert (out / name).stat().st_size > 0
     # No temporary files are left behind.
-    assert sorted(p.name for p in out.iterdir()) == ["posterior.nc", "summary.csv", "trace.png"]
+    assert sorted(p.name for p in out.iterdir()) == ["mixture.png", "posterior.nc",
+                                                      "summary.csv", "trace.png"]
     dt = xr.open_datatree(out / "posterior.nc", engine="h5netcdf")
     assert dt["posterior_labels"]["z"].shape == (4, 1000, 150)
     table = pd.read_csv(out / "summary.csv", index_col=0)
@@ -58,6 +60,7 @@ def test_fit_from_csv(tmp_path, capsys):
     assert list(dt["posterior_labels"]["feature"].values) == ["a", "b"]
     w = dt["posterior"]["weights_sorted"].mean(("chain", "draw")).values
     np.testing.assert_allclose(w, [0.5, 0.5], atol=0.1)
+    assert (tmp_path / "out" / "mixture.png").stat().st_size > 0
 
 
 @pytest.mark.parametrize(
@@ -162,12 +165,11 @@ def test_a_bug_in_the_run_is_reported_with_its_traceback(tmp_path, capsys, monke
     """A ValueError raised by the library's work (not by a check of the user's input) is
     ours: its traceback, a line asking for a report and a status of its own, never the
     one-line usage error."""
-    import inference.fit
-
     def planted(*args, **kwargs):
         raise ValueError("planted bug")
 
-    monkeypatch.setattr(inference.fit, "fit_mcmc", planted)
+    # the module (the package's attribute of that name is the function)
+    monkeypatch.setattr(importlib.import_module("inference.fit"), "fit_mcmc", planted)
     out = tmp_path / "out"
     assert main(["fit", "finite_mixture", "--draws", "5", "--tune", "0", "--chains", "1",
                  "--no-progress", "--out", str(out)]) == EXIT_BUG
@@ -181,13 +183,12 @@ def test_a_bug_in_the_run_is_reported_with_its_traceback(tmp_path, capsys, monke
 def test_a_refusal_raised_during_the_run_is_the_users_error(tmp_path, capsys, monkeypatch):
     # a tempered run refuses a step once it plans the steps, after fit's own checks; the
     # library marks that refusal as the caller's (UserInputError), so it stays one line
-    import inference.fit
     from pp_models.validation import UserInputError
 
     def refusing(*args, **kwargs):
         raise UserInputError("tempering: step 'x' cannot temper")
 
-    monkeypatch.setattr(inference.fit, "fit_mcmc", refusing)
+    monkeypatch.setattr(importlib.import_module("inference.fit"), "fit_mcmc", refusing)
     assert main(["fit", "finite_mixture", "--draws", "5", "--tune", "0", "--chains", "1",
                  "--no-progress", "--out", str(tmp_path / "out")]) == 2
     err = capsys.readouterr().err

@@ -186,3 +186,37 @@ def test_check_positive_vector():
         check_positive_vector([1, 1], "a", 3)
     with pytest.raises(TypeError, match="a must be a positive number or 3 of them"):
         check_positive_vector("x", "a", 3)
+
+
+def test_checking_input_marks_the_callers_errors_and_nothing_else():
+    from pp_models.validation import (
+        USER_INPUT_ERRORS,
+        UserInputError,
+        UserTypeError,
+        check_int,
+        checking_input,
+    )
+
+    @checking_input()
+    def checks(value):
+        return check_int(value, "draws", minimum=1)
+
+    with pytest.raises(UserInputError, match="draws must be >= 1, got 0") as bad_value:
+        checks(0)
+    with pytest.raises(UserTypeError, match="draws must be an integer") as bad_kind:
+        checks("many")
+    # still what callers catch, with the original as the cause
+    assert isinstance(bad_value.value, ValueError) and isinstance(bad_kind.value, TypeError)
+    assert type(bad_value.value.__cause__) is ValueError
+    assert checks(3) == 3
+
+    class OtherError(ValueError):
+        pass
+
+    # another library's subclass, or an error raised outside the block, is not marked
+    with pytest.raises(OtherError) as other, checking_input():
+        raise OtherError("theirs")
+    assert not isinstance(other.value, USER_INPUT_ERRORS)
+    with pytest.raises(ValueError) as outside:
+        check_int(0, "draws", minimum=1)
+    assert not isinstance(outside.value, USER_INPUT_ERRORS)
