@@ -595,8 +595,8 @@ def _build(request: Request):
         from inference.fit import check_method
 
         with _flags_named(request.flags, params=params):
-            # a method the model cannot take, or more draws than memory: said before the
-            # run is announced (fit checks both again)
+            # a method the model cannot take (fit checks it again), or more draws than
+            # the machine can hold: said before the run is announced
             check_method(model, request.method)
             check_draws_fit_in_memory(model, chains=request.chains, draws=request.draws,
                                       var_names=request.fit_extra.get("var_names"))

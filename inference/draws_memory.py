@@ -1,11 +1,12 @@
-"""Whether a run's draws fit in the memory this machine has, checked by ``inference.fit``
-before anything compiles.
+"""Whether a run's draws fit in the memory this machine has, checked by ``ppzoo fit``
+before it builds the samplers.
 
 ``fit`` returns every chain's draws of the recorded variables in memory as 8-byte
 numbers (a ``trace=`` folder keeps them on disk as well, not instead). A run asking for
 more than the machine has available would sample for hours and then be killed, or
 swap the machine to a halt; :func:`check_draws_fit_in_memory` refuses it with the
-figures instead.
+figures instead. ``fit`` itself does not refuse: its buffers grow with the draws made,
+so a Python caller may ask for more draws than fit and stop the run early (Ctrl-C).
 """
 
 from __future__ import annotations

@@ -25,7 +25,6 @@ from pymc.step_methods.compound import BlockedStep, CompoundStep
 from pymc.vartypes import discrete_types
 
 from inference.advi import fit_advi
-from inference.draws_memory import check_draws_fit_in_memory
 from inference.fit_options import check_method_options
 from inference.gibbs.assignment import assign_steps, describe_steps, select_pymc_steps
 from inference.interrupt import raising_sigint, stop_requested
@@ -282,8 +281,6 @@ def _check_request(model, *, method, draws, tune, chains, cores, random_seed, pr
         if needed is not None:
             method_kwargs["var_names"] = needed
     method_kwargs = check_method_options(model, chosen, method_kwargs)
-    check_draws_fit_in_memory(model, chains=chains, draws=draws,
-                              var_names=method_kwargs.get("var_names"))
     if tempering is not None:
         check_tempering_request(model, chosen, method_kwargs)
     return _Request(
