@@ -13,8 +13,21 @@ Examples
     ppzoo check results/posterior.nc
     ppzoo demo
 
-Bad arguments print one line ``ppzoo: error: ...``, naming the flag given (``--seed``,
-not ``fit``'s ``random_seed``), and exit with status 2.
+A thin layer over the library: a command's arguments become a checked :class:`Request`,
+which one path (:func:`_run`) builds and fits (``fit``, ``demo``) or estimates the
+evidence of (``evidence``).
+
+Exit status: 0 done; 1 ``ppzoo check``'s verdict is not PASSED; 2 a problem with the
+user's arguments or data, printed as one line ``ppzoo: error: ...`` naming the flag
+given (``--seed``, not ``fit``'s ``random_seed``); 70 (``EX_SOFTWARE``) a bug in
+pp-models, printed as its traceback and a line asking for a report; 130 Ctrl-C; 141
+the reader of the output went away.
+
+Which errors are the user's: the checks of the arguments here, the model's factory (a
+factory validates its options and data and builds a graph, nothing more), and the
+errors the library marks as a bad input (:data:`pp_models.validation.USER_INPUT_ERRORS`,
+raised by ``fit``'s checks of its arguments and by a tempered run's refusal of a step).
+Anything else raised while fitting, estimating or writing is ours.
 """
 
 from __future__ import annotations
@@ -27,13 +40,22 @@ import re
 import sys
 import time
 import warnings
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
-__all__ = ["main"]
+__all__ = ["EXIT_BUG", "EXIT_INTERRUPTED", "EXIT_USAGE", "Request", "RunProgress", "main"]
 
 DEMO = dict(model="finite_mixture", dataset="iris", method="gibbs", draws=1000, tune=1000,
             chains=4, seed=20261126)
 
+#: Exit status of a problem with the user's arguments or data (argparse's own).
+EXIT_USAGE = 2
+#: Exit status of a bug in pp-models (``EX_SOFTWARE`` of BSD's ``sysexits.h``).
+EXIT_BUG = 70
+#: Exit status after a Ctrl-C (128 + SIGINT, as a shell reports it).
+EXIT_INTERRUPTED = 130
 
 _FIT_DEFAULTS = {"draws": 1000, "tune": 1000, "chains": 4}
 
@@ -61,20 +83,96 @@ _CHECK_EXIT_STATUS = """exit status:
   4  an interrupted run (whatever its draws say): the verdict is printed, the run is partial
 """
 
+_BUG_REPORT = ("ppzoo: this is a bug in pp-models, not a problem with your input; please "
+               "report it to the pp-models developers with the command you ran and the "
+               "traceback above")
+
 
 class UsageError(Exception):
     """A problem with the user's arguments (exit status 2, no traceback)."""
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Run ``ppzoo`` with ``argv`` (default: the command line) and return its exit status.
+@dataclass(frozen=True)
+class Request:
+    """A ``fit``, ``demo`` or ``evidence`` command, its arguments checked.
 
-    Called as the ``ppzoo`` program (no ``argv``), a Ctrl-C that ends the command ends the
-    process at once after its message and the exit handlers: tearing down the modules
-    of PyMC, PyTensor and Numba takes seconds, which a user who pressed Ctrl-C should not
-    wait for.
+    ``entry`` is the family's :class:`~pp_models.registry.Family` record, ``data`` the
+    loaded :class:`~pp_models.datasets.Dataset` and ``options`` the factory's keyword
+    arguments. ``temperatures`` is ``fit``'s ``tempering`` (``--tempering``) or
+    ``evidence``'s ``n_temperatures`` (``--temperatures``); ``out``, ``trace``,
+    ``resume``, ``scheduler``, ``fit_extra`` (the family's other ``fit`` keywords, e.g.
+    ``var_names``) and ``recipe`` (how to rebuild the model, stored in a trace) are
+    ``fit``'s. ``flags`` maps the library's argument names to the flags that gave them
+    and ``data_flags`` the factory's data argument to ``--data``/``--dataset``, for the
+    messages of bad values (empty for the demo, whose values are fixed).
     """
-    as_program = argv is None
+
+    command: str
+    entry: Any
+    data: Any
+    options: Mapping[str, Any]
+    method: str
+    draws: int
+    tune: int
+    chains: int
+    cores: int | None = None
+    seed: int | None = None
+    progress: bool = True
+    temperatures: int | None = None
+    out: Path | None = None
+    trace: Path | None = None
+    resume: bool = False
+    scheduler: str | None = None
+    fit_extra: Mapping[str, Any] = field(default_factory=dict)
+    recipe: Mapping[str, Any] | None = None
+    flags: Mapping[str, str] = field(default_factory=dict)
+    data_flags: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class RunProgress:
+    """How far the command under way got, for the message of a Ctrl-C that ends it:
+    its ``out`` folder and ``trace``, whether it resumes one, the run's stop ``flag``
+    (:class:`~inference.interrupt.StopFlag`) and ``stage`` (``"sampling"``,
+    ``"writing"``)."""
+
+    out: Path | None = None
+    trace: Path | None = None
+    resume: bool = False
+    flag: Any = None
+    stage: str = ""
+
+    def abandoned(self) -> str:
+        """What a Ctrl-C that ended the command before its results were written kept,
+        and where."""
+        out, trace = self.out, self.trace
+        if out is None:
+            return "interrupted; nothing was written"
+        untouched = (f"{out} still holds its previous result" if _has_result(out)
+                     else f"nothing was written to {out}")
+        if self.flag is None or not self.flag.armed:
+            # importing, building the model or compiling: no draw was made
+            kept = "interrupted before sampling began; nothing was written"
+            if trace is not None and self.resume:
+                kept += f" (the trace {trace} is as it was)"
+            return kept + (f"; {untouched}" if _has_result(out) else "")
+        what = "writing the results" if self.stage == "writing" else "sampling"
+        stored = _trace_draws(trace) if trace is not None else []
+        if trace is not None and not any(stored):
+            return (f"interrupted while {what}, before a draw was stored; the trace "
+                    f"{trace} holds none; {untouched}")
+        if stored:
+            return (f"interrupted while {what}; the trace {trace} keeps "
+                    f"{', '.join(map(str, stored))} draws per chain (`ppzoo check {trace}`; "
+                    f"add --resume to continue it); {untouched}")
+        if self.stage == "writing":
+            return f"interrupted twice while writing the results: {untouched}"
+        return f"interrupted twice while sampling: the draws were abandoned; {untouched}"
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run ``ppzoo`` with ``argv`` (default: the command line) and return its exit status
+    (module docstring)."""
     parser, commands = _parser()
     argv = list(sys.argv[1:] if argv is None else argv)
     if (len(argv) >= 2 and argv[0] == "fit" and not argv[1].startswith("-")
@@ -82,27 +180,17 @@ def main(argv: list[str] | None = None) -> int:
         # `ppzoo fit NAME --help`: the sampling options and NAME's own --param keys
         return _fit_help(commands["fit"], argv[1])
     args = parser.parse_args(argv)
-    _RUN.clear()
+    progress = RunProgress()
     try:
-        code = args.run(args)
+        code = args.run(args, progress)
         sys.stdout.flush()  # here, where a reader gone away (a broken pipe) is caught
         return code
     except UsageError as err:
         print(f"ppzoo: error: {err}", file=sys.stderr)
-        return 2
-    except (ValueError, TypeError) as err:
-        # Factories and fit validate their arguments before any work and raise these.
-        print(f"ppzoo: error: {err}", file=sys.stderr)
-        return 2
+        return EXIT_USAGE
     except KeyboardInterrupt:
-        print(f"ppzoo: {_abandoned()}", file=sys.stderr)
-        return _interrupted_exit(as_program)
-    except SystemError as err:
-        # a Ctrl-C that landed while a compiled kernel was returning surfaces as this
-        if isinstance(err.__cause__ or err.__context__, KeyboardInterrupt):
-            print(f"ppzoo: {_abandoned()}", file=sys.stderr)
-            return _interrupted_exit(as_program)
-        raise
+        print(f"ppzoo: {progress.abandoned()}", file=sys.stderr)
+        return EXIT_INTERRUPTED
     except BrokenPipeError:
         # the reader went away (`ppzoo check DIR | head`): end quietly, as `cat` does;
         # stdout is pointed at /dev/null so the interpreter's last flush cannot fail too
@@ -111,55 +199,23 @@ def main(argv: list[str] | None = None) -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return 141
+    except Exception as err:
+        if isinstance(err, SystemError) and isinstance(err.__cause__ or err.__context__,
+                                                       KeyboardInterrupt):
+            # a Ctrl-C that landed while a compiled kernel was returning
+            print(f"ppzoo: {progress.abandoned()}", file=sys.stderr)
+            return EXIT_INTERRUPTED
+        from pp_models.validation import USER_INPUT_ERRORS
 
+        if isinstance(err, USER_INPUT_ERRORS):
+            # the library's check of an input no flag names (the flags' are renamed)
+            print(f"ppzoo: error: {err}", file=sys.stderr)
+            return EXIT_USAGE
+        import traceback
 
-def _interrupted_exit(as_program: bool) -> int:
-    """130; as the program, exit now: run the exit handlers (multiprocessing's stops any
-    worker left), flush, and skip the interpreter's seconds-long teardown."""
-    if not as_program:
-        return 130
-    import atexit
-    import os
-
-    atexit._run_exitfuncs()
-    for stream in (sys.stdout, sys.stderr):
-        with contextlib.suppress(Exception):
-            stream.flush()
-    os._exit(130)
-
-
-#: What the run under way has reached, for the message of a Ctrl-C that ends it: "out",
-#: "trace", "resume", "flag" (the StopFlag), "stage" ("sampling", "writing").
-_RUN: dict = {}
-
-
-def _abandoned() -> str:
-    """What a Ctrl-C that ended the command before its results were written kept, and
-    where."""
-    flag, stage = _RUN.get("flag"), _RUN.get("stage")
-    out, trace = _RUN.get("out"), _RUN.get("trace")
-    if out is None:
-        return "interrupted; nothing was written"
-    untouched = (f"{out} still holds its previous result" if _has_result(out)
-                 else f"nothing was written to {out}")
-    if flag is None or not flag.armed:
-        # importing, building the model or compiling: no draw was made
-        kept = "interrupted before sampling began; nothing was written"
-        if trace is not None and _RUN.get("resume"):
-            kept += f" (the trace {trace} is as it was)"
-        return kept + (f"; {untouched}" if _has_result(out) else "")
-    what = "writing the results" if stage == "writing" else "sampling"
-    stored = _trace_draws(trace) if trace is not None else []
-    if trace is not None and not any(stored):
-        return (f"interrupted while {what}, before a draw was stored; the trace {trace} "
-                f"holds none; {untouched}")
-    if stored:
-        return (f"interrupted while {what}; the trace {trace} keeps "
-                f"{', '.join(map(str, stored))} draws per chain (`ppzoo check {trace}`; "
-                f"add --resume to continue it); {untouched}")
-    if stage == "writing":
-        return f"interrupted twice while writing the results: {untouched}"
-    return f"interrupted twice while sampling: the draws were abandoned; {untouched}"
+        traceback.print_exc()
+        print(_BUG_REPORT, file=sys.stderr)
+        return EXIT_BUG
 
 
 def _has_result(out) -> bool:
@@ -179,18 +235,27 @@ def _trace_draws(trace) -> list[int]:
 
 
 @contextlib.contextmanager
-def _flags_named(flags: dict[str, str], params=()):
+def _flags_named(flags: Mapping[str, str], params=(), *, marked_only: bool = False):
     """Re-raise a ``ValueError``/``TypeError`` from the library call inside as a
     ``UsageError`` whose message names the flags (``flags``: argument name -> flag text)
-    instead of the Python arguments they became; a factory option in ``params`` quoted as
-    ``name=...`` becomes ``--param name=...``.
+    instead of the Python arguments they became; a factory option in ``params`` named at
+    the message's start or quoted as ``name=...`` becomes ``--param name``.
+
+    ``marked_only``: only the errors the library marks as a bad input
+    (:data:`~pp_models.validation.USER_INPUT_ERRORS`); around a run, any other one is a
+    bug and goes on to :func:`main`'s report.
     """
+    if marked_only:
+        from pp_models.validation import USER_INPUT_ERRORS as errors
+    else:
+        errors = (ValueError, TypeError)
     try:
         yield
-    except (ValueError, TypeError) as err:
+    except errors as err:
         message = _name_flags(str(err), flags)
         if params:
             names = "|".join(map(re.escape, params))
+            message = re.sub(rf"^({names})(?=[\s:])", r"--param \1", message)
             message = re.sub(rf"(?<![\w.-])({names})=", r"--param \1=", message)
         raise UsageError(message) from None
 
@@ -308,7 +373,7 @@ def _add_sampling_options(p: argparse.ArgumentParser) -> None:
                         "extra; --trace must then be a folder the workers share")
 
 
-def _cmd_list(args) -> int:
+def _cmd_list(args, progress: RunProgress) -> int:
     import textwrap
 
     from pp_models.datasets import list_datasets
@@ -332,11 +397,12 @@ def _cmd_list(args) -> int:
     return 0
 
 
-def _cmd_describe(args) -> int:
+def _cmd_describe(args, progress: RunProgress) -> int:
     from inference.model_help import describe_model
     from pp_models.registry import get_model, get_summary
 
-    get_summary(args.model)  # an unknown name is refused before a family is imported
+    with _flags_named({}):
+        get_summary(args.model)  # an unknown name is refused before a family is imported
     print(describe_model(get_model(args.model)))
     return 0
 
@@ -371,33 +437,63 @@ def _check_param_keys(entry, options: dict) -> None:
                              f"(see `ppzoo describe {entry.name}`)")
 
 
-def _cmd_fit(args) -> int:
-    from pp_models.registry import get_model, get_summary
-    from pp_models.validation import check_int, check_random_seed
+def _cmd_fit(args, progress: RunProgress) -> int:
+    with _flags_named({}):  # reading the arguments and the data: all the user's
+        request = _request(args, "fit")
+    return _run(request, progress)
 
-    # the arguments that need no family are checked before one is imported (seconds)
-    summary = get_summary(args.model)
-    out = args.out or Path("ppzoo-out") / summary.name
-    sizes = {**_FIT_DEFAULTS, **{k: v for k, v in summary.fit_defaults.items()
-                                  if k in _FIT_DEFAULTS}}
+
+def _cmd_evidence(args, progress: RunProgress) -> int:
+    with _flags_named({}):
+        request = _request(args, "evidence")
+    return _run(request, progress)
+
+
+def _cmd_demo(args, progress: RunProgress) -> int:
+    from pp_models.registry import get_model
+
+    entry = get_model(DEMO["model"])
+    print(f"ppzoo demo: {entry.description}, on {DEMO['dataset']}")
+    return _run(Request(command="fit", entry=entry, data=_load_data(None, DEMO["dataset"]),
+                        options=dict(entry.defaults), method=DEMO["method"],
+                        draws=DEMO["draws"], tune=DEMO["tune"], chains=DEMO["chains"],
+                        seed=DEMO["seed"], progress=not args.no_progress, out=args.out),
+                progress)
+
+
+def _request(args, command: str) -> Request:
+    """The :class:`Request` of ``ppzoo fit`` or ``ppzoo evidence``: every argument that
+    needs no model checked (those that need no family before one is imported, which
+    takes seconds), the family's options and data loaded."""
+    from pp_models.registry import get_model, get_summary
+    from pp_models.validation import check_int, check_random_seed, check_sampling_sizes
+
+    fitting = command == "fit"
+    flags = _FIT_FLAGS if fitting else _EVIDENCE_FLAGS
+    summary = get_summary(args.model)  # an unknown model is refused before any import
+    sizes = dict(_FIT_DEFAULTS)
+    if fitting:
+        sizes.update({k: v for k, v in summary.fit_defaults.items() if k in sizes})
     sizes.update({k: getattr(args, k) for k in sizes if getattr(args, k) is not None})
-    with _flags_named(_FIT_FLAGS):
+    temperatures = args.tempering if fitting else args.temperatures
+    with _flags_named(flags):
         # fit checks these again; here a bad one is refused before the model is built and
         # the "sampling 4 chains x 0 draws" line is printed
-        check_int(sizes["draws"], "draws", minimum=1)
-        check_int(sizes["tune"], "tune", minimum=0)
-        check_int(sizes["chains"], "chains", minimum=1)
-        if args.cores is not None:
-            check_int(args.cores, "cores", minimum=1)
+        check_sampling_sizes(sizes["draws"], sizes["tune"], sizes["chains"], args.cores)
         check_random_seed(args.seed)
-        if args.tempering is not None:
-            check_int(args.tempering, "tempering", minimum=2)
-    if args.resume and args.trace is None:
-        raise UsageError("--resume needs --trace PATH (the run to continue)")
-    if args.trace is not None and args.trace.resolve().is_relative_to(out.resolve()):
-        # the results replace the output folder whole, which would take the trace along
-        raise UsageError(f"--trace {args.trace} must not be inside --out {out}")
-    _check_method(summary, args.method)
+        if temperatures is not None:
+            check_int(temperatures, "tempering" if fitting else "n_temperatures", minimum=2)
+    if fitting:
+        out = args.out or Path("ppzoo-out") / summary.name
+        if args.resume and args.trace is None:
+            raise UsageError("--resume needs --trace PATH (the run to continue)")
+        if args.trace is not None and args.trace.resolve().is_relative_to(out.resolve()):
+            # the results replace the output folder whole, which would take the trace along
+            raise UsageError(f"--trace {args.trace} must not be inside --out {out}")
+        _check_method(summary, args.method)
+    else:
+        out = None
+        _check_evidence_method(args.method, sizes["draws"])
     if args.data is not None and not args.data.exists():
         raise UsageError(f"--data: no such file: {args.data}")
 
@@ -406,23 +502,38 @@ def _cmd_fit(args) -> int:
     given = _parse_params(args.param)
     _check_param_keys(entry, given)
     options.update(given)
-    data = _load_data(args.data, args.dataset or entry.default_dataset)
-    extra = {k: v for k, v in entry.fit_defaults.items() if k not in _FIT_DEFAULTS}
-    if args.trace is not None:
-        extra.update(trace=args.trace, resume=args.resume)
-    if args.tempering is not None:
-        extra["tempering"] = args.tempering
-    recipe = {"model": entry.name, "options": repr(options),
-              "dataset": None if args.data is not None else (args.dataset
-                                                              or entry.default_dataset),
+    dataset = None if args.data is not None else (args.dataset or entry.default_dataset)
+    data = _load_data(args.data, dataset)
+    fitted = dict(command=command, entry=entry, data=data, options=options,
+                  method=args.method, **sizes, cores=args.cores, seed=args.seed,
+                  progress=not args.no_progress, temperatures=temperatures, flags=flags,
+                  data_flags=_data_flag(entry, args))
+    if not fitting:
+        return Request(**fitted)
+    recipe = {"model": entry.name, "options": repr(options), "dataset": dataset,
               "data": None if args.data is None else str(args.data.resolve())}
-    with _dask_executor(args.scheduler) as executor:
-        if executor is not None:
-            extra["executor"] = executor
-        return _run_fit(entry, data, options, args.method, sizes["draws"], sizes["tune"],
-                        sizes["chains"], args.cores, args.seed, not args.no_progress, out,
-                        fit_kwargs=extra, build_flags=_data_flag(entry, args),
-                        fit_flags=_FIT_FLAGS, recipe=recipe)
+    return Request(**fitted, out=out, trace=args.trace, resume=args.resume,
+                   scheduler=args.scheduler,
+                   fit_extra={k: v for k, v in entry.fit_defaults.items()
+                              if k not in _FIT_DEFAULTS},
+                   recipe=recipe)
+
+
+def _check_evidence_method(method: str, draws: int) -> None:
+    from inference.tempering.evidence import EVIDENCE_METHODS
+
+    if method not in EVIDENCE_METHODS:
+        raise UsageError(f"--method must be one of {', '.join(EVIDENCE_METHODS)}; "
+                         f"got {method!r}")
+    if method != "ais" and draws < 4:
+        raise UsageError(f"--draws must be >= 4 for a {method} estimate and its standard "
+                         f"error, got {draws}")
+
+
+def _check_method(entry, method: str) -> None:
+    if method not in entry.methods and method != "auto":
+        raise UsageError(f"--method {method!r} is not available for {entry.name}; "
+                         f"choose from {', '.join(entry.methods)}")
 
 
 @contextlib.contextmanager
@@ -449,44 +560,6 @@ def _dask_executor(address: str | None):
         client.close()
 
 
-def _cmd_evidence(args) -> int:
-    from pp_models.registry import get_model, get_summary
-    from pp_models.validation import check_int, check_random_seed
-
-    get_summary(args.model)  # an unknown model is refused before a family is imported
-    with _flags_named(_EVIDENCE_FLAGS):
-        check_int(args.draws, "draws", minimum=1)
-        check_int(args.tune, "tune", minimum=0)
-        check_int(args.chains, "chains", minimum=1)
-        if args.cores is not None:
-            check_int(args.cores, "cores", minimum=1)
-        if args.temperatures is not None:
-            check_int(args.temperatures, "n_temperatures", minimum=2)
-        check_random_seed(args.seed)
-    if args.data is not None and not args.data.exists():
-        raise UsageError(f"--data: no such file: {args.data}")
-    entry = get_model(args.model)
-    options = dict(entry.defaults)
-    given = _parse_params(args.param)
-    _check_param_keys(entry, given)
-    options.update(given)
-    data = _load_data(args.data, args.dataset or entry.default_dataset)
-    logging.getLogger("pymc").setLevel(logging.WARNING)
-    warnings.filterwarnings("ignore", category=RuntimeWarning)
-    with _flags_named(_data_flag(entry, args)):
-        model = entry.build(data, **options)
-    from inference.tempering.evidence import evidence
-
-    start = time.perf_counter()
-    with _flags_named(_EVIDENCE_FLAGS):
-        result = evidence(model, method=args.method, n_temperatures=args.temperatures,
-                          draws=args.draws, tune=args.tune, chains=args.chains,
-                          cores=args.cores, random_seed=args.seed,
-                          progressbar=not args.no_progress)
-    print(f"{entry.name} on {data.name}: {result} [{time.perf_counter() - start:.1f} s]")
-    return 0
-
-
 def _data_flag(entry, args) -> dict[str, str]:
     """The factory's data argument -> the flag that gave the data (none for the
     family's default data set, which the user did not name)."""
@@ -499,18 +572,154 @@ def _data_flag(entry, args) -> dict[str, str]:
     return {}
 
 
-def _cmd_demo(args) -> int:
-    from pp_models.registry import get_model
+def _run(request: Request, progress: RunProgress) -> int:
+    """Build the request's model and fit it (printing the summary and writing the
+    results) or estimate its evidence; the exit status."""
+    from inference.interrupt import stop_requested
 
-    entry = get_model(DEMO["model"])
-    data = _load_data(None, DEMO["dataset"])
-    print(f"ppzoo demo: {entry.description}, on {DEMO['dataset']}")
-    return _run_fit(entry, data, dict(entry.defaults), DEMO["method"], DEMO["draws"],
-                    DEMO["tune"], DEMO["chains"], None, DEMO["seed"], not args.no_progress,
-                    args.out)
+    _quiet_library_logs()
+    if request.command == "fit":
+        from inference.report import check_output_dir
+
+        try:
+            # before any sampling: nothing is overwritten or mixed
+            out = check_output_dir(request.out)
+        except ValueError as err:
+            raise UsageError(str(err)) from None
+        progress.out, progress.trace, progress.resume = out, request.trace, request.resume
+    model = _build(request)
+    if request.command == "evidence":
+        return _estimate_evidence(request, model)
+    with _dask_executor(request.scheduler) as executor, stop_requested() as stop:
+        progress.flag = stop
+        return _fit_and_write(request, model, out, executor, stop, progress)
 
 
-def _cmd_check(args) -> int:
+def _quiet_library_logs() -> None:
+    logging.getLogger("pymc").setLevel(logging.WARNING)
+    warnings.filterwarnings("ignore", category=RuntimeWarning)
+    warnings.filterwarnings("ignore", category=FutureWarning)
+    warnings.filterwarnings("ignore", message="sampling was interrupted", category=UserWarning)
+
+
+def _build(request: Request):
+    """The request's model, built and checked before any run: its factory's errors (a
+    factory only validates and builds) and the method's fit are the user's."""
+    from inference.model_help import model_parameters
+
+    params = [p.name for p in model_parameters(request.entry)]
+    with _flags_named(request.data_flags, params=params):
+        model = request.entry.build(request.data, **request.options)
+    if request.command == "fit":
+        from inference.draws_memory import check_draws_fit_in_memory
+        from inference.fit import check_method
+
+        with _flags_named(request.flags, params=params):
+            # a method the model cannot take (fit checks it again), or more draws than
+            # the machine can hold: said before the run is announced
+            check_method(model, request.method)
+            check_draws_fit_in_memory(model, chains=request.chains, draws=request.draws,
+                                      var_names=request.fit_extra.get("var_names"))
+        if request.recipe is not None:
+            from inference.trace_store import record_build
+
+            # a trace of this run can then be checked on the model's own statistics
+            record_build(model, dict(request.recipe))
+    return model
+
+
+def _estimate_evidence(request: Request, model) -> int:
+    from inference.tempering.evidence import evidence
+
+    start = time.perf_counter()
+    with _flags_named(request.flags, marked_only=True):
+        result = evidence(model, method=request.method, n_temperatures=request.temperatures,
+                          draws=request.draws, tune=request.tune, chains=request.chains,
+                          cores=request.cores, random_seed=request.seed,
+                          progressbar=request.progress)
+    print(f"{request.entry.name} on {request.data.name}: {result} "
+          f"[{time.perf_counter() - start:.1f} s]")
+    return 0
+
+
+def _fit_and_write(request: Request, model, out: Path, executor, stop,
+                   progress: RunProgress) -> int:
+    """Fit, print the summary, write the results, print the check's verdict; 130 after a
+    Ctrl-C (what was sampled before it is still written, marked interrupted; a second
+    Ctrl-C abandons it)."""
+    import pandas as pd
+
+    from inference.convergence import check_convergence
+    from inference.fit import fit
+    from inference.report import write_results
+    from inference.summary import summary
+
+    entry = request.entry
+    fit_kwargs = dict(request.fit_extra)
+    if request.trace is not None:
+        fit_kwargs.update(trace=request.trace, resume=request.resume)
+    if request.temperatures is not None:
+        fit_kwargs["tempering"] = request.temperatures
+    if executor is not None:
+        fit_kwargs["executor"] = executor
+    progress.stage = "sampling"
+    print(f"{entry.name}: sampling {request.chains} chains x {request.draws} draws "
+          f"(+{request.tune} tuning); Ctrl-C stops and keeps the draws made", flush=True)
+    start = time.perf_counter()
+    with _flags_named(request.flags, marked_only=True):
+        dt = fit(model, method=request.method, draws=request.draws, tune=request.tune,
+                 chains=request.chains, cores=request.cores, random_seed=request.seed,
+                 progressbar=request.progress, **fit_kwargs)
+    elapsed = time.perf_counter() - start
+    interrupted = bool(dt.attrs.get("pp_models_interrupted", 0)) or stop.is_set()
+    kept_chains = dt["posterior"].sizes.get("chain", 0)
+    kept_draws = dt["posterior"].sizes.get("draw", 0)
+    table = summary(dt)
+    note = " (interrupted)" if interrupted else ""
+    print(f"\n{entry.name}: {dt.attrs['pp_models_method']} "
+          f"({dt.attrs['pp_models_steps']}), {kept_chains} chains x {kept_draws} draws"
+          f"{note}, {elapsed:.1f} s")
+    with pd.option_context("display.width", 140, "display.max_columns", 20):
+        print(table.drop(columns=["label_invariant"]).round(3).to_string())
+    report = check_convergence(dt) if kept_chains >= 2 and not interrupted else None
+    if "tempering" in dt.children and not interrupted:
+        from inference.tempering.driver import describe_tempering
+
+        print("\n" + "\n".join(describe_tempering(dt)))
+    stop.arm()  # a result to write: the first Ctrl-C now lets the writing finish
+    progress.stage = "writing"
+    if entry.written is not None:
+        dt = entry.written(dt)
+    paths = write_results(dt, table, out)
+    print("\nwrote " + ", ".join(str(p) for p in paths.values()), flush=True)
+    if interrupted or stop.is_set():
+        folder = paths["posterior"].parent
+        where = f"written to {folder}"
+        if folder != out:
+            where += f"; {out} keeps the complete run it held"
+        if request.trace is not None:
+            where += (f"; the trace {request.trace} holds them too (add --resume to "
+                      "continue it)")
+        if interrupted:
+            print(f"ppzoo: interrupted; kept {kept_draws} of {request.draws} draws in "
+                  f"{kept_chains} of {request.chains} chains (marked pp_models_interrupted "
+                  f"= 1), {where}", file=sys.stderr)
+        else:
+            print(f"ppzoo: interrupted while writing; the complete run was {where}",
+                  file=sys.stderr)
+        return EXIT_INTERRUPTED
+    if report is not None:
+        # last, where a user looks: the verdict and, when it fails, what to do about it
+        print("\n" + str(report).splitlines()[0])
+        if not report.passed:
+            print(report.advice())
+            if entry.cli.check_note:
+                print(f"{entry.name}'s default run does not pass either: "
+                      f"{entry.cli.check_note}")
+    return 0
+
+
+def _cmd_check(args, progress: RunProgress) -> int:
     """``ppzoo check PATH``: the convergence report of a result folder (``--out``), a
     trace folder (``--trace``) or any posterior file, on the same label-invariant
     statistics; the exit status is the verdict's (:data:`_CHECK_EXIT_STATUS`), 4 for an
@@ -684,116 +893,6 @@ def _is_number(text) -> bool:
     except (TypeError, ValueError):
         return False
     return True
-
-
-def _run_fit(entry, data, options, method, draws, tune, chains, cores, seed, progress, out,
-             fit_kwargs=None, build_flags=None, fit_flags=None, recipe=None):
-    """Fit, print the summary, write the results; 130 after a Ctrl-C (what was sampled
-    before it is still written, marked interrupted; a second Ctrl-C abandons it).
-
-    ``build_flags`` and ``fit_flags`` map the arguments of the factory and of ``fit`` to
-    the flags they came from, for the messages of bad values (none for the demo, whose
-    values are fixed).
-    """
-    from inference.interrupt import stop_requested
-    from inference.report import check_output_dir
-
-    _check_method(entry, method)
-    try:
-        out = check_output_dir(out)  # before any sampling: nothing is overwritten or mixed
-    except ValueError as err:
-        raise UsageError(str(err)) from None
-    trace = (fit_kwargs or {}).get("trace")
-    _RUN.update(out=out, trace=trace, resume=bool((fit_kwargs or {}).get("resume")))
-    with stop_requested() as stop:
-        _RUN["flag"] = stop
-        return _fit_and_write(entry, data, options, method, draws, tune, chains, cores, seed,
-                              progress, out, fit_kwargs, stop, build_flags or {},
-                              fit_flags or {}, recipe)
-
-
-def _check_method(entry, method: str) -> None:
-    if method not in entry.methods and method != "auto":
-        raise UsageError(f"--method {method!r} is not available for {entry.name}; "
-                         f"choose from {', '.join(entry.methods)}")
-
-
-def _fit_and_write(entry, data, options, method, draws, tune, chains, cores, seed, progress,
-                   out, fit_kwargs, stop, build_flags, fit_flags, recipe=None):
-    import pandas as pd
-
-    from inference.convergence import check_convergence
-    from inference.fit import fit
-    from inference.report import write_results
-    from inference.summary import summary
-
-    logging.getLogger("pymc").setLevel(logging.WARNING)
-    warnings.filterwarnings("ignore", category=RuntimeWarning)
-    warnings.filterwarnings("ignore", category=FutureWarning)
-    warnings.filterwarnings("ignore", message="sampling was interrupted", category=UserWarning)
-    from inference.fit import check_method
-    from inference.model_help import model_parameters
-
-    with _flags_named(build_flags):
-        model = entry.build(data, **options)
-    with _flags_named(fit_flags, params=[p.name for p in model_parameters(entry)]):
-        check_method(model, method)  # a method the model cannot take: said before the run
-    if recipe is not None:
-        from inference.trace_store import record_build
-
-        # a trace of this run can then be checked on the model's own statistics
-        record_build(model, recipe)
-    _RUN["stage"] = "sampling"
-    print(f"{entry.name}: sampling {chains} chains x {draws} draws (+{tune} tuning); "
-          "Ctrl-C stops and keeps the draws made", flush=True)
-    start = time.perf_counter()
-    with _flags_named(fit_flags):
-        dt = fit(model, method=method, draws=draws, tune=tune, chains=chains, cores=cores,
-                 random_seed=seed, progressbar=progress, **(fit_kwargs or {}))
-    elapsed = time.perf_counter() - start
-    interrupted = bool(dt.attrs.get("pp_models_interrupted", 0)) or stop.is_set()
-    kept_chains = dt["posterior"].sizes.get("chain", 0)
-    kept_draws = dt["posterior"].sizes.get("draw", 0)
-    table = summary(dt)
-    note = " (interrupted)" if interrupted else ""
-    print(f"\n{entry.name}: {dt.attrs['pp_models_method']} "
-          f"({dt.attrs['pp_models_steps']}), {kept_chains} chains x {kept_draws} draws"
-          f"{note}, {elapsed:.1f} s")
-    with pd.option_context("display.width", 140, "display.max_columns", 20):
-        print(table.drop(columns=["label_invariant"]).round(3).to_string())
-    if kept_chains >= 2 and not interrupted:
-        report = check_convergence(dt)
-        print("\n" + str(report).splitlines()[0])
-        if not report.passed:
-            print(report.advice())
-    if "tempering" in dt.children and not interrupted:
-        from inference.tempering.driver import describe_tempering
-
-        print("\n" + "\n".join(describe_tempering(dt)))
-    stop.arm()  # a result to write: the first Ctrl-C now lets the writing finish
-    _RUN["stage"] = "writing"
-    if entry.written is not None:
-        dt = entry.written(dt)
-    paths = write_results(dt, table, out)
-    print("\nwrote " + ", ".join(str(p) for p in paths.values()), flush=True)
-    if interrupted or stop.is_set():
-        folder = paths["posterior"].parent
-        where = f"written to {folder}"
-        if folder != out:
-            where += f"; {out} keeps the complete run it held"
-        trace = (fit_kwargs or {}).get("trace")
-        if trace is not None:
-            where += f"; the trace {trace} holds them too (add --resume to continue it)"
-        if interrupted:
-            print(f"ppzoo: interrupted; kept {kept_draws} of {draws} draws in {kept_chains} "
-                  f"of {chains} chains (marked pp_models_interrupted = 1), {where}",
-                  file=sys.stderr)
-        else:
-            print(f"ppzoo: interrupted while writing; the complete run was {where}",
-                  file=sys.stderr)
-        return 130
-    return 0
-
 
 if __name__ == "__main__":  # pragma: no cover
     sys.exit(main())

@@ -36,7 +36,14 @@ from inference.tempering.options import TemperingOptions, check_tempering
 from inference.tempering.sampling import check_tempering_request
 from inference.trace_store import check_trace_path
 from pp_models.model_info import ZooModelInfo, get_info
-from pp_models.validation import check_executor, check_int, check_random_seed, check_real
+from pp_models.validation import (
+    check_executor,
+    check_model,
+    check_random_seed,
+    check_real,
+    check_sampling_sizes,
+    checking_input,
+)
 
 __all__ = ["METHODS", "assign_steps", "check_method", "describe_steps", "fit",
            "select_pymc_steps"]
@@ -227,20 +234,16 @@ class _Request:
     executor: object
 
 
+@checking_input()
 def _check_request(model, *, method, draws, tune, chains, cores, random_seed, progressbar,
                    step, trace, resume, trace_flush, tempering, log_likelihood, executor,
                    method_kwargs) -> _Request:
     """Every argument of :func:`fit` checked and the method chosen, before anything is
     compiled (``fit``'s Raises)."""
-    if not isinstance(model, pm.Model):
-        raise TypeError(f"model must be a pymc.Model, got {type(model).__name__}")
+    check_model(model)
     if not isinstance(method, str) or method not in METHODS:
         raise ValueError(f"method must be one of {', '.join(map(repr, METHODS))}; got {method!r}")
-    draws = check_int(draws, "draws", minimum=1)
-    tune = check_int(tune, "tune", minimum=0)
-    chains = check_int(chains, "chains", minimum=1)
-    if cores is not None:
-        cores = check_int(cores, "cores", minimum=1)
+    draws, tune, chains, cores = check_sampling_sizes(draws, tune, chains, cores)
     random_seed = check_random_seed(random_seed)
     if executor is not None:
         executor = check_executor(executor)
@@ -304,6 +307,7 @@ def _as_step_list(step) -> list:
     return steps
 
 
+@checking_input()
 def check_method(model: pm.Model, method: str = "auto") -> str:
     """The method ``fit(model, method=method)`` would use, or the ``ValueError`` it would
     raise for it (an unknown method; NUTS or ADVI for a model with discrete free
@@ -311,8 +315,7 @@ def check_method(model: pm.Model, method: str = "auto") -> str:
     one, e.g. the DP mixture's ``truncation=``). Compiles nothing: callers (the CLI)
     ask before announcing a run.
     """
-    if not isinstance(model, pm.Model):
-        raise TypeError(f"model must be a pymc.Model, got {type(model).__name__}")
+    check_model(model)
     if not isinstance(method, str) or method not in METHODS:
         raise ValueError(f"method must be one of {', '.join(map(repr, METHODS))}; got {method!r}")
     info = get_info(model)

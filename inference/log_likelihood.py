@@ -42,6 +42,7 @@ import xarray as xr
 
 from pp_models.model_info import get_info, posterior_with_labels
 from pp_models.registry import family_of_model
+from pp_models.validation import check_model
 
 __all__ = ["compute_log_likelihood", "needed_for_log_likelihood"]
 
@@ -94,12 +95,9 @@ def compute_log_likelihood(dt: xr.DataTree, model, *, extend_inferencedata: bool
     ValueError
         When a variable the terms need was not recorded (``var_names``), naming it.
     """
-    import pymc as pm
-
     if not isinstance(dt, xr.DataTree) or "posterior" not in dt.children:
         raise TypeError("dt must be an xarray.DataTree with a 'posterior' group (from fit)")
-    if not isinstance(model, pm.Model):
-        raise TypeError(f"model must be a pymc.Model, got {type(model).__name__}")
+    check_model(model)
     posterior = posterior_with_labels(dt)
     result = None
     family = family_of_model(model)

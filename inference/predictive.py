@@ -26,7 +26,7 @@ import xarray as xr
 
 from pp_models.model_info import posterior_with_labels
 from pp_models.registry import family_of_model
-from pp_models.validation import rng_from_seed
+from pp_models.validation import check_model, rng_from_seed
 
 __all__ = ["sample_posterior_predictive"]
 
@@ -63,8 +63,7 @@ def sample_posterior_predictive(dt: xr.DataTree, model, *, random_seed=None,
 
     if not isinstance(dt, xr.DataTree) or "posterior" not in dt.children:
         raise TypeError("dt must be an xarray.DataTree with a 'posterior' group (from fit)")
-    if not isinstance(model, pm.Model):
-        raise TypeError(f"model must be a pymc.Model, got {type(model).__name__}")
+    check_model(model)
     rng = rng_from_seed(random_seed, "random_seed")
     posterior = posterior_with_labels(dt)
     draws = observed = None

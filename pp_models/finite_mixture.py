@@ -42,6 +42,7 @@ from scipy.stats import norm
 
 from pp_models import finite_mixture_predictive as _predictive
 from pp_models.distributions.scale_priors import FlooredHalfNormal
+from pp_models.finite_mixture_outputs import plot_results
 from pp_models.model_info import (
     DerivedStatistic,
     StepHint,
@@ -49,7 +50,7 @@ from pp_models.model_info import (
     attach_info,
     weights_sorted,
 )
-from pp_models.registry import CLIEntry, Family
+from pp_models.registry import CLIEntry, Family, family_of_module
 from pp_models.resolution import recording_resolution
 from pp_models.validation import (
     as_data_matrix,
@@ -59,7 +60,7 @@ from pp_models.validation import (
     check_positive_vector,
 )
 
-__all__ = ["FAMILY", "model"]
+__all__ = ["FAMILY", "model", "plot_results"]
 
 
 def model(
@@ -117,7 +118,7 @@ def model(
         pm.Normal("X", mu=mu[z], sigma=sigma[z], observed=X, dims=("obs", "feature"))
 
     info = ZooModelInfo(
-        family="finite_mixture",
+        family=family_of_module(__name__),
         preferred_method="gibbs",
         step_hints=(StepHint("categorical_gibbs", ("z",), _assignment_conditional),),
         derived=(
@@ -174,7 +175,7 @@ def _log_likelihood(posterior: xr.Dataset, X: np.ndarray) -> xr.DataArray:
 
 
 #: The family's record (pp_models.registry): factory, ppzoo entry, picture, predictive
-#: functions, test keywords.
+#: functions.
 FAMILY = Family(
     name="finite_mixture",
     description="finite Gaussian mixture (diagonal), Gibbs on assignments + NUTS",
@@ -188,6 +189,7 @@ FAMILY = Family(
         # room (docs/benchmarks.md, "Defaults, measured")
         fit_defaults={"draws": 2000, "tune": 1000, "chains": 4},
     ),
+    plot=plot_results,
+    plot_name="mixture",
     pointwise_log_likelihood=_predictive.pointwise_log_likelihood,
-    test_keywords=("finite_mixture",),
 )

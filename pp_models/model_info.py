@@ -18,6 +18,8 @@ import numpy as np
 import pymc as pm
 import xarray as xr
 
+from pp_models.validation import check_model
+
 __all__ = [
     "LABELS_GROUP",
     "DerivedStatistic",
@@ -89,7 +91,9 @@ class ZooModelInfo:
     Parameters
     ----------
     family : str
-        Model family, e.g. ``"finite_mixture"``.
+        Model family, e.g. ``"finite_mixture"``: its :class:`~pp_models.registry.Family`
+        record's ``name``. A zoo factory passes
+        ``pp_models.registry.family_of_module(__name__)`` rather than typing it.
     preferred_method : str
         What ``fit(method="auto")`` uses: ``"nuts"``, ``"gibbs"`` or ``"advi"``.
     step_hints : tuple of StepHint
@@ -129,8 +133,7 @@ class ZooModelInfo:
 
 def attach_info(model: pm.Model, info: ZooModelInfo) -> pm.Model:
     """Attach ``info`` to ``model`` (in place) and return the model."""
-    if not isinstance(model, pm.Model):
-        raise TypeError(f"model must be a pymc.Model, got {type(model).__name__}")
+    check_model(model)
     if not isinstance(info, ZooModelInfo):
         raise TypeError(f"info must be a ZooModelInfo, got {type(info).__name__}")
     object.__setattr__(model, _ATTRIBUTE, info)

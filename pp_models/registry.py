@@ -1,16 +1,18 @@
 """The zoo's model families: one :class:`Family` record per family, the one place that
-names a family's factory, command-line entry, pictures, predictive functions and tests.
+names a family's factory, command-line entry, pictures and predictive functions.
 
 A family declares ``FAMILY = Family(...)`` beside its factory (its package's
 ``__init__``, or its module); this module discovers every one under ``pp_models`` (a
 test fails when a module with a ``model`` factory declares none). The command line
 (``ppzoo``), the result report (``inference.report``), the posterior predictive and
 pointwise log-likelihood (``inference.predictive``, ``inference.log_likelihood``) and
-the tests' grouping by family (``tests/conftest.py``) all read the records; the model's
-:class:`~pp_models.model_info.ZooModelInfo` names its family by ``name``.
+the tests' grouping by family (``tests/conftest.py``, by the families' names) all read
+the records. The family's name is its folder: a factory names its model's family by
+its own module (``ZooModelInfo(family=family_of_module(__name__))``), never by typing
+the name again, and a test checks that every record's name is its factory's folder.
 
-Importing a family imports PyMC, PyTensor and Numba (seconds). What ``ppzoo list`` prints,
-the check of a model's name and the tests' grouping need none of that:
+Importing a family imports PyMC, PyTensor and Numba (seconds). What ``ppzoo list`` prints
+and the check of a model's name need none of that:
 :func:`list_model_summaries` reads each record's literal fields from the source without
 importing it, and :func:`get_family` imports only the family asked for.
 """
@@ -35,6 +37,7 @@ __all__ = [
     "NoCLIEntry",
     "family_modules",
     "family_of_model",
+    "family_of_module",
     "get_family",
     "get_model",
     "get_summary",
@@ -115,9 +118,6 @@ class Family:
         ``inference.compute_log_likelihood`` (None: PyMC's elementwise logp suits).
     log_likelihood_needs : tuple of str
         Variables those terms need that the family does not record by default.
-    test_keywords : tuple of str
-        Words that put a test outside the family's folders in its test group (the
-        family's worker compiles its kernels once): a test whose node id names one.
     """
 
     name: str
@@ -129,7 +129,6 @@ class Family:
     posterior_predictive: Callable | None = None
     pointwise_log_likelihood: Callable | None = None
     log_likelihood_needs: tuple[str, ...] = ()
-    test_keywords: tuple[str, ...] = ()
 
     def __post_init__(self):
         if not isinstance(self.cli, CLIEntry | NoCLIEntry):
@@ -207,6 +206,17 @@ def get_family(name: str) -> Family:
     return _FAMILIES[name]
 
 
+def family_of_module(module: str) -> str:
+    """The name of the family a module of ``pp_models`` belongs to: the folder (or the
+    single module) directly under ``pp_models`` (``"pp_models.lda.adlda"`` -> ``"lda"``),
+    which is its :class:`Family` record's ``name``. A factory passes its ``__name__``."""
+    parts = module.split(".")
+    if len(parts) < 2 or parts[0] != "pp_models":
+        raise ValueError(f"module {module!r} is not a module of pp_models; give "
+                         "ZooModelInfo the family's name")
+    return parts[1]
+
+
 def family_of_model(model) -> Family | None:
     """The family that built ``model`` (named by its ``ZooModelInfo``), or None for a
     model no zoo factory built."""
@@ -244,7 +254,6 @@ class EntrySummary:
     fit_defaults: dict[str, Any] = field(default_factory=dict)
     reason: str = ""
     plot_name: str = ""
-    test_keywords: tuple[str, ...] = ()
     check_note: str = ""
 
     @property
@@ -298,11 +307,10 @@ def _summary_of(family: Family, module: str) -> EntrySummary:
     cli = family.cli
     if isinstance(cli, NoCLIEntry):
         return EntrySummary(family.name, family.description, module, reason=cli.reason,
-                            plot_name=family.plot_name,
-                            test_keywords=tuple(family.test_keywords))
+                            plot_name=family.plot_name)
     return EntrySummary(family.name, family.description, module, tuple(cli.methods),
                         cli.default_dataset, dict(cli.defaults), dict(cli.fit_defaults),
-                        plot_name=family.plot_name, test_keywords=tuple(family.test_keywords),
+                        plot_name=family.plot_name,
                         check_note=cli.check_note)
 
 
@@ -345,7 +353,7 @@ def _scan_families():
 
 
 #: the fields a summary reads from the source (each must be a literal there)
-_FAMILY_FIELDS = ("name", "description", "plot_name", "test_keywords")
+_FAMILY_FIELDS = ("name", "description", "plot_name")
 _CLI_FIELDS = ("methods", "default_dataset", "defaults", "fit_defaults", "check_note")
 
 
@@ -376,7 +384,6 @@ def _summary_in(path: Path, module: str) -> EntrySummary | None:
         cli = next((k.value for k in node.value.keywords if k.arg == "cli"), None)
         kind = getattr(getattr(cli, "func", None), "id", "")
         if fields is not None and {"name", "description"} <= set(fields):
-            fields["test_keywords"] = tuple(fields.get("test_keywords", ()))
             if kind == "NoCLIEntry" and cli.args:
                 try:
                     return EntrySummary(module=module, reason=ast.literal_eval(cli.args[0]),

@@ -3,15 +3,25 @@
 Each raises ``TypeError`` for a value of the wrong kind and ``ValueError`` for a value
 out of range, naming the argument, so that a bad call fails before any compilation or
 sampling.
+
+Each public entry point's checks of its caller's input run inside :func:`checking_input`,
+which re-raises their ``ValueError`` / ``TypeError`` as :class:`UserInputError` /
+:class:`UserTypeError` (subclasses: callers catching ``ValueError`` see no change), so a
+front end (``ppzoo``) tells a bad input, reported in one line, from an error raised by
+the work after the checks, which is a bug.
 """
 
 from __future__ import annotations
 
+import contextlib
 import numbers
 
 import numpy as np
 
 __all__ = [
+    "USER_INPUT_ERRORS",
+    "UserInputError",
+    "UserTypeError",
     "as_binary_matrix",
     "as_data_matrix",
     "as_whole_numbers",
@@ -25,13 +35,48 @@ __all__ = [
     "check_int",
     "check_inverse_temperature",
     "check_ladder",
+    "check_model",
     "check_positive",
     "check_positive_vector",
     "check_random_seed",
     "check_real",
     "check_row_indices",
+    "check_sampling_sizes",
+    "checking_input",
     "rng_from_seed",
 ]
+
+
+class UserInputError(ValueError):
+    """A value the caller gave is out of range or inconsistent with the others."""
+
+
+class UserTypeError(TypeError):
+    """A value the caller gave is of the wrong kind."""
+
+
+#: What a check of the caller's input raises.
+USER_INPUT_ERRORS = (UserInputError, UserTypeError)
+
+
+@contextlib.contextmanager
+def checking_input():
+    """Mark the ``ValueError`` / ``TypeError`` raised inside as the caller's error.
+
+    Used as a context manager or a decorator around checks of a caller's input (and
+    nothing else): a plain ``ValueError`` or ``TypeError`` becomes a
+    :class:`UserInputError` or :class:`UserTypeError` with the same message, the original
+    as its cause; subclasses of either (already marked, or another library's own) pass
+    unchanged.
+    """
+    try:
+        yield
+    except (ValueError, TypeError) as err:
+        if type(err) is ValueError:
+            raise UserInputError(*err.args) from err
+        if type(err) is TypeError:
+            raise UserTypeError(*err.args) from err
+        raise
 
 
 def as_data_matrix(
@@ -94,7 +139,8 @@ def as_data_matrix(
         kind = "infinite value(s)" if allow_nan else "non-finite value(s) (NaN or inf)"
         advice = "; use NaN for a missing entry" if allow_nan else ""
         raise ValueError(
-            f"{name} has {int(bad.sum())} {kind}, first at row {i}, column {j}{advice}"
+            f"{name} has {int(bad.sum())} {kind}, first at row {i}, column {j} "
+            f"(counting from 0){advice}"
         )
     return arr
 
@@ -281,6 +327,25 @@ def check_int(value, name: str, *, minimum: int | None = None,
     elif maximum is not None and value > maximum:
         raise ValueError(f"{name} must be <= {maximum}, got {value}")
     return value
+
+
+def check_sampling_sizes(draws, tune, chains, cores=None
+                         ) -> tuple[int, int, int, int | None]:
+    """``draws`` (>= 1), ``tune`` (>= 0), ``chains`` (>= 1) and ``cores`` (None, or
+    >= 1) of an MCMC run, as Python ints; ``TypeError`` / ``ValueError`` naming the
+    first bad one (:func:`check_int`)."""
+    return (check_int(draws, "draws", minimum=1), check_int(tune, "tune", minimum=0),
+            check_int(chains, "chains", minimum=1),
+            None if cores is None else check_int(cores, "cores", minimum=1))
+
+
+def check_model(model, name: str = "model"):
+    """``model`` if it is a ``pymc.Model``, else a ``TypeError`` naming ``name``."""
+    import pymc as pm  # here: the command line checks its flags without importing PyMC
+
+    if not isinstance(model, pm.Model):
+        raise TypeError(f"{name} must be a pymc.Model, got {type(model).__name__}")
+    return model
 
 
 def _range_text(minimum, maximum, above, below) -> str:

@@ -103,12 +103,40 @@ def test_every_gibbs_step_class_is_registered():
 def test_every_family_has_a_test_worker_group():
     # tests/conftest.py sends a family's tests to one xdist worker so a cold run compiles
     # its kernels once; a family without test keywords would be compiled twice
-    from tests.conftest import family_of
+    from pp_models.registry import list_family_summaries
+    from tests.conftest import FAMILY_TEST_KEYWORDS, family_of
 
-    missing = [f.name for f in list_families() if not f.test_keywords
-               or any(family_of(f"tests/test_x.py::test_{key}") != f.name
-                      for key in f.test_keywords)]
-    assert not missing, f"give these families test_keywords of their own: {missing}"
+    names = {s.name for s in list_family_summaries()}
+    assert set(FAMILY_TEST_KEYWORDS) <= names, "keywords for a family that does not exist"
+    missing = [name for name in sorted(names) if not FAMILY_TEST_KEYWORDS.get(name)
+               or any(family_of(f"tests/test_x.py::test_{key}") != name
+                      for key in FAMILY_TEST_KEYWORDS[name])]
+    assert not missing, ("give these families keywords of their own in "
+                         f"tests/conftest.py's FAMILY_TEST_KEYWORDS: {missing}")
+
+
+def test_every_family_is_named_by_its_folder_and_no_factory_types_the_name():
+    # ZooModelInfo.family comes from the factory's module (family_of_module(__name__)),
+    # so the record's name must be that folder, and no factory may spell it again
+    import ast
+    from pathlib import Path
+
+    from pp_models.registry import family_of_module
+
+    for family in list_families():
+        assert family_of_module(family.factory.__module__) == family.name, family.name
+    root = Path(__file__).resolve().parents[1] / "pp_models"
+    typed = []
+    for path in root.rglob("*.py"):
+        text = path.read_text(encoding="utf-8")
+        if "ZooModelInfo(" not in text:
+            continue
+        for node in ast.walk(ast.parse(text)):
+            if (isinstance(node, ast.Call) and getattr(node.func, "id", "") == "ZooModelInfo"
+                    and any(k.arg == "family" and isinstance(k.value, ast.Constant)
+                            for k in node.keywords)):
+                typed.append(f"{path.relative_to(root.parent)}:{node.lineno}")
+    assert not typed, f"family=family_of_module(__name__), not the name typed: {typed}"
 
 
 def test_every_class_and_function_a_package_imports_from_its_modules_is_in_its_all():

@@ -50,7 +50,14 @@ import pymc as pm
 import xarray as xr
 
 from inference.tempering.power import check_has_likelihood
-from pp_models.validation import check_int, check_ladder, check_random_seed, rng_from_seed
+from pp_models.validation import (
+    check_int,
+    check_ladder,
+    check_model,
+    check_random_seed,
+    check_sampling_sizes,
+    rng_from_seed,
+)
 
 __all__ = [
     "BATCHES",
@@ -398,8 +405,7 @@ def evidence(model: pm.Model, *, method: str = "stepping_stone",
         observed data, a step that cannot temper (named), a ``dt`` without a tempering
         group.
     """
-    if not isinstance(model, pm.Model):
-        raise TypeError(f"model must be a pymc.Model, got {type(model).__name__}")
+    check_model(model)
     if not isinstance(method, str) or method not in EVIDENCE_METHODS:
         raise ValueError(f"method must be one of {', '.join(map(repr, EVIDENCE_METHODS))}; "
                          f"got {method!r}")
@@ -419,11 +425,7 @@ def evidence(model: pm.Model, *, method: str = "stepping_stone",
         n = check_int(n_temperatures if n_temperatures is not None
                       else _DEFAULT_TEMPERATURES[method], "n_temperatures", minimum=2)
         betas = initial_ladder(n)
-    draws = check_int(draws, "draws", minimum=1)
-    tune = check_int(tune, "tune", minimum=0)
-    chains = check_int(chains, "chains", minimum=1)
-    if cores is not None:
-        cores = check_int(cores, "cores", minimum=1)
+    draws, tune, chains, cores = check_sampling_sizes(draws, tune, chains, cores)
     random_seed = check_random_seed(random_seed)
     if method != "ais" and draws < 4:
         raise ValueError(f"draws must be >= 4 for a {method} estimate and its standard "

@@ -22,6 +22,7 @@ from inference.gibbs.assignment import select_pymc_steps
 from inference.gibbs.base import ZooGibbsStep
 from inference.gibbs.registry import PYMC_STEPS, get_step, step_for
 from inference.tempering.nuts import TemperedNUTS
+from pp_models.validation import UserInputError
 
 __all__ = ["PlannedStep", "build_steps", "plan_steps"]
 
@@ -40,7 +41,8 @@ class PlannedStep:
 
 
 def _refuse(reason: str):
-    raise ValueError(f"tempering: {reason}")
+    # the model and steps the caller chose: their error, not a bug of the run
+    raise UserInputError(f"tempering: {reason}")
 
 
 def plan_steps(model: pm.Model, info, user_steps) -> list[PlannedStep]:

@@ -36,7 +36,7 @@ from inference.testing.statistics import (
     holm,
 )
 from pp_models.model_info import get_info
-from pp_models.validation import check_executor, check_int
+from pp_models.validation import check_executor, check_int, check_model
 
 __all__ = ["GIRResult", "getting_it_right", "run_pickled"]
 
@@ -189,8 +189,7 @@ def getting_it_right(
         sample size, and a two-sample Kolmogorov-Smirnov test against the chain thinned
         to roughly independent draws, with Holm's correction over all of these tests.
     """
-    if not isinstance(model, pm.Model):
-        raise TypeError(f"model must be a pymc.Model, got {type(model).__name__}")
+    check_model(model)
     data_vars = check_data_vars(model, data_vars)
     n_samples = check_int(n_samples, "n_samples", minimum=2)
     thin = check_int(thin, "thin", minimum=1)

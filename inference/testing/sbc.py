@@ -34,7 +34,7 @@ from inference.testing.statistics import (
     holm,
 )
 from pp_models.model_info import attach_info, get_info, posterior_with_labels
-from pp_models.validation import check_int
+from pp_models.validation import check_int, check_model
 
 __all__ = ["SBCResult", "sbc"]
 
@@ -174,8 +174,7 @@ def sbc(
     -------
     SBCResult
     """
-    if not isinstance(model, pm.Model):
-        raise TypeError(f"model must be a pymc.Model, got {type(model).__name__}")
+    check_model(model)
     data_vars = check_data_vars(model, data_vars)
     n_simulations = check_int(n_simulations, "n_simulations", minimum=2)
     n_rank_draws = check_int(n_rank_draws, "n_rank_draws", minimum=1)

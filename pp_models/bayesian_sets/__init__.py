@@ -36,7 +36,7 @@ __all__ = [
 
 
 #: The family's record (pp_models.registry): factory, ppzoo entry, picture, predictive
-#: functions, test keywords.
+#: functions.
 FAMILY = Family(
     name="bayesian_sets",
     description="Bayesian Sets: the items that belong with a query set, scored in closed "
@@ -47,5 +47,4 @@ FAMILY = Family(
         "(one sparse matrix-vector product); the posterior `ppzoo fit` would sample, theta "
         "given the query, is a known Beta",
     ),
-    test_keywords=("bayesian_sets",),
 )

@@ -16,6 +16,7 @@ import scipy.sparse as sp
 from pp_models.bayesian_sets.prior import resolve_prior
 from pp_models.bayesian_sets.score import check_inputs
 from pp_models.model_info import ZooModelInfo, attach_info
+from pp_models.registry import family_of_module
 from pp_models.validation import check_row_indices
 
 __all__ = ["model"]
@@ -78,5 +79,5 @@ def model(X, query, *, item=None, shared=True, kappa=2.0, alpha=None, beta=None)
     hypothesis = "x shares theta with Q" if shared else "x has its own theta"
     notes = "Bayesian Sets Beta-Bernoulli model" + (f" ({hypothesis})" if item is not None
                                                     else "")
-    return attach_info(m, ZooModelInfo(family="bayesian_sets", preferred_method="nuts",
+    return attach_info(m, ZooModelInfo(family=family_of_module(__name__), preferred_method="nuts",
                                        notes=notes))

@@ -57,7 +57,7 @@ __all__ = [
 
 
 #: The family's record (pp_models.registry): factory, ppzoo entry, picture, predictive
-#: functions, test keywords.
+#: functions.
 FAMILY = Family(
     name="bhc",
     description="Bayesian hierarchical clustering: DP concentration and prior "
@@ -76,5 +76,4 @@ FAMILY = Family(
     plot_name="tree",
     posterior_predictive=_predictive.posterior_predictive,
     pointwise_log_likelihood=_predictive.pointwise_log_likelihood,
-    test_keywords=("bhc", "hierarchical_clustering"),
 )

@@ -20,6 +20,7 @@ from pp_models.bhc.outputs import TreeAtPosteriorMedian
 from pp_models.bhc.priors import PRIOR_TYPES, resolve_priors
 from pp_models.bhc.result import BHCResult
 from pp_models.model_info import ZooModelInfo, attach_info
+from pp_models.registry import family_of_module
 
 __all__ = ["OBJECTIVES", "model"]
 
@@ -169,7 +170,7 @@ def model(
         pm.Deterministic("log_evidence", lp)
         pm.Deterministic("dpm_lower_bound", lb)
     info = ZooModelInfo(
-        family="bhc",
+        family=family_of_module(__name__),
         preferred_method="nuts",
         notes=f"Hyperparameters of BHC for a fixed tree; potential = {objective}.",
         postprocess=TreeAtPosteriorMedian(X, likelihood, np.asarray(merges), alpha, hyper_dict),

@@ -55,7 +55,7 @@ __all__ = [
 
 
 #: The family's record (pp_models.registry): factory, ppzoo entry, picture, predictive
-#: functions, test keywords.
+#: functions.
 FAMILY = Family(
     name="dpm",
     description="Dirichlet-process mixture (collapsed CRP: Algorithm 3 + split-merge; "
@@ -76,6 +76,4 @@ FAMILY = Family(
     posterior_predictive=_predictive.posterior_predictive,
     pointwise_log_likelihood=_predictive.pointwise_log_likelihood,
     # write_your_own_model builds its model from the DPM's CRP and collapsed Ops
-    test_keywords=("dpm", "crp", "dirichlet_process", "collapsed", "niw",
-                   "write_your_own_model"),
 )

@@ -157,6 +157,7 @@ from pp_models.model_info import (
     posterior_with_labels,
     weights_sorted,
 )
+from pp_models.registry import family_of_module
 from pp_models.validation import (
     as_data_matrix,
     check_feature_names,
@@ -500,7 +501,7 @@ def _crp_model(spec, coords, split_merge_every, auxiliary):
         notes += (" Base-measure hyperparameters "
                   f"({', '.join(LEARNABLE[lik][k] for k in spec.hyperprior)}): NUTS.")
     info = ZooModelInfo(
-        family="dpm",
+        family=family_of_module(__name__),
         preferred_method="gibbs",
         step_hints=tuple(hints),
         derived=(
@@ -600,7 +601,7 @@ def _stick_breaking_model(spec, coords):
                    "diag_gaussian": ("mu", "sigma"), "normal": ("mu", "sigma"),
                    "bernoulli": ("p",), "multinomial": ("p",), "poisson": ("rate",)}[lik]
     info = ZooModelInfo(
-        family="dpm",
+        family=family_of_module(__name__),
         preferred_method="nuts",
         derived=(
             DerivedStatistic("z", partial(sb_assignments, spec=spec, params=param_names),

@@ -63,7 +63,7 @@ def _build(dataset, *, standardize: bool = True, **options):
 
 
 #: The family's record (pp_models.registry): factory, ppzoo entry, picture, predictive
-#: functions, test keywords.
+#: functions.
 FAMILY = Family(
     name="ggm",
     description="Gaussian graphical model: spike-and-slab structure learning (Wang 2015) "
@@ -81,5 +81,4 @@ FAMILY = Family(
     ),
     plot=_outputs.plot_results,
     plot_name="graph",
-    test_keywords=("ggm", "glasso", "graphical"),
 )

@@ -32,6 +32,7 @@ from pp_models.distributions.precision_priors import BayesianGLassoPrecision, Sp
 from pp_models.ggm.nonparanormal import nonparanormal_transform
 from pp_models.ggm.outputs import graph_summary, partial_correlation_array
 from pp_models.model_info import DerivedStatistic, StepHint, ZooModelInfo, attach_info
+from pp_models.registry import family_of_module
 from pp_models.validation import (
     as_data_matrix,
     check_bool,
@@ -153,7 +154,7 @@ def model(
     return attach_info(
         m,
         ZooModelInfo(
-            family="ggm",
+            family=family_of_module(__name__),
             preferred_method="gibbs",
             step_hints=(StepHint(step=step, var_names=var_names,
                                  options={"sweeps": sweeps}),),

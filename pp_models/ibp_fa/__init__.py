@@ -65,7 +65,7 @@ def _build(dataset, **options):
 
 
 #: The family's record (pp_models.registry): factory, ppzoo entry, picture, predictive
-#: functions, test keywords.
+#: functions.
 FAMILY = Family(
     name="ibp_fa",
     description="non-parametric sparse factor analysis (IBP loadings; Knowles' NSFA "
@@ -91,5 +91,4 @@ FAMILY = Family(
     plot=_outputs.plot_results,
     plot_name="features",
     pointwise_log_likelihood=_predictive.pointwise_log_likelihood,
-    test_keywords=("ibp",),
 )

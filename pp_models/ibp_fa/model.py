@@ -37,6 +37,7 @@ import xarray as xr
 
 from pp_models.distributions import IndianBuffet
 from pp_models.model_info import DerivedStatistic, StepHint, ZooModelInfo, attach_info
+from pp_models.registry import family_of_module
 from pp_models.validation import (
     as_data_matrix,
     check_feature_names,
@@ -276,7 +277,7 @@ def model(
     )
     if finite:
         info = ZooModelInfo(
-            family="ibp_fa",
+            family=family_of_module(__name__),
             preferred_method="advi",
             derived=derived,
             label_variables=("pi", "G", "X", *(("lambda",) if "lambda" in random else ())),
@@ -304,7 +305,7 @@ def model(
             "feature_moves": feature_moves,
         }
         info = ZooModelInfo(
-            family="ibp_fa",
+            family=family_of_module(__name__),
             preferred_method="gibbs",
             step_hints=(StepHint(STEP_NAME, ("Z", "V", "X", *random), options),),
             derived=derived,

@@ -91,7 +91,7 @@ def _build(dataset, **options):
 
 
 #: The family's record (pp_models.registry): factory, ppzoo entry, picture, predictive
-#: functions, test keywords.
+#: functions.
 FAMILY = Family(
     name="iomm",
     description="infinite overlapping mixture (points in several clusters: IBP "
@@ -114,5 +114,4 @@ FAMILY = Family(
     plot=_outputs.plot_results,
     plot_name="memberships",
     pointwise_log_likelihood=_predictive.pointwise_log_likelihood,
-    test_keywords=("iomm", "overlapping"),
 )

@@ -45,6 +45,7 @@ import xarray as xr
 
 from pp_models.distributions import IndianBuffet
 from pp_models.model_info import DerivedStatistic, StepHint, ZooModelInfo, attach_info
+from pp_models.registry import family_of_module
 from pp_models.validation import (
     as_binary_matrix,
     as_data_matrix,
@@ -294,7 +295,7 @@ def model(
     params = parameter_names(likelihood)
     memberships = ("Z",) if alpha_prior is None else ("Z", "alpha")
     info = ZooModelInfo(
-        family="iomm",
+        family=family_of_module(__name__),
         preferred_method="gibbs",
         step_hints=(StepHint(STEP_MEMBERSHIPS, memberships,
                              {"spec": spec, "split_merge": split_merge}),

@@ -72,7 +72,7 @@ def _written(dt):
 
 
 #: The family's record (pp_models.registry): factory, ppzoo entry, picture, predictive
-#: functions, test keywords.
+#: functions.
 FAMILY = Family(
     name="lda",
     description="latent Dirichlet allocation, collapsed Gibbs (SparseLDA) on token "
@@ -102,5 +102,4 @@ FAMILY = Family(
     posterior_predictive=_predictive.posterior_predictive,
     pointwise_log_likelihood=_predictive.pointwise_log_likelihood,
     log_likelihood_needs=("z",),
-    test_keywords=("lda",),
 )

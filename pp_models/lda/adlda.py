@@ -45,6 +45,7 @@ from custom_ops.lda.gibbs import SparseLDAState
 from custom_ops.lda.likelihood import log_p_topics, log_p_words
 from pp_models.lda.inputs import TokenCorpus, prepare_corpus
 from pp_models.lda.shards import read_shards, shard_paths, shard_shapes
+from pp_models.registry import family_of_module
 from pp_models.validation import (
     check_bool,
     check_dask_client,
@@ -164,7 +165,7 @@ class ADLDAResult:
             "pp_models_steps": json.dumps({"adlda": ["z"]}),
             "pp_models_random_seed": json.dumps(
                 seed if seed is None or isinstance(seed, int) else repr(seed)),
-            "pp_models_family": "lda",
+            "pp_models_family": family_of_module(__name__),
             "pp_models_label_invariant": json.dumps(list(posterior)),
             "pp_models_label_variables": json.dumps(["z", "theta", "phi"]),
             "pp_models_n_partitions": self.n_partitions,

@@ -31,6 +31,7 @@ import xarray as xr
 
 from pp_models.lda.inputs import prepare_corpus
 from pp_models.model_info import DerivedStatistic, StepHint, ZooModelInfo, attach_info
+from pp_models.registry import family_of_module
 from pp_models.validation import check_bool, check_int, check_positive_vector
 
 __all__ = ["DERIVED", "STEP_NAME", "CollapsedStepOptions", "model"]
@@ -282,7 +283,7 @@ def _collapsed_model(corpus, n_topics, alpha_v, eta_v, coords, deterministics, t
                 dims=("topic", "word"),
             )
     info = ZooModelInfo(
-        family="lda",
+        family=family_of_module(__name__),
         preferred_method="gibbs",
         step_hints=(
             StepHint(
@@ -344,7 +345,7 @@ def _explicit_model(corpus, n_topics, alpha_v, eta_v, coords, batch_size):
                 total_size=n_docs,
             )
     info = ZooModelInfo(
-        family="lda",
+        family=family_of_module(__name__),
         preferred_method="advi" if batch_size is not None else "nuts",
         derived=DERIVED,
         label_variables=("theta", "phi"),

@@ -35,7 +35,7 @@ def _build(dataset, **options):
 
 
 #: The family's record (pp_models.registry): factory, ppzoo entry, picture, predictive
-#: functions, test keywords.
+#: functions.
 FAMILY = Family(
     name="mixture_of_trees",
     description="Bayesian mixture of trees (BDeu CPTs collapsed, exact tree draws), Gibbs",
@@ -57,6 +57,4 @@ FAMILY = Family(
     plot_name="structure",
     posterior_predictive=_predictive.posterior_predictive,
     pointwise_log_likelihood=_predictive.pointwise_log_likelihood,
-    test_keywords=("tree_mixture", "mixture_of_trees", "mixtures_of_trees", "spanning_tree",
-                   "chow_liu", "map_forest"),
 )

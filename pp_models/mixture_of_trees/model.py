@@ -35,6 +35,7 @@ from pp_models.model_info import (
     attach_info,
     weights_sorted,
 )
+from pp_models.registry import family_of_module
 from pp_models.trees import check_tree_weights
 from pp_models.validation import (
     as_data_matrix,
@@ -165,7 +166,7 @@ def model(X, n_components: int, *, kind: str = "discrete", alpha: float = 1.0,
         hook = partial(_gaussian_edge_probabilities, X=codes, m0=m0, kappa0=kappa0,
                        delta=float(delta), S0=S0, edge_prior=beta)
     info = ZooModelInfo(
-        family="mixture_of_trees",
+        family=family_of_module(__name__),
         preferred_method="gibbs",
         step_hints=(StepHint(step_name, ("w", "z", "trees"), options),),
         derived=(

@@ -24,7 +24,7 @@ __all__ = [
 
 
 #: The family's record (pp_models.registry): factory, ppzoo entry, picture, predictive
-#: functions, test keywords.
+#: functions.
 FAMILY = Family(
     name="pydt",
     description="Pitman-Yor diffusion tree: a hierarchical clustering / density model "
@@ -46,5 +46,4 @@ FAMILY = Family(
     plot_name="tree",
     posterior_predictive=_predictive.posterior_predictive,
     pointwise_log_likelihood=_predictive.pointwise_log_likelihood,
-    test_keywords=("pydt", "pitman_yor"),
 )

@@ -11,6 +11,7 @@ import xarray as xr
 
 from pp_models.distributions.pydt import DiffusionTreeGaussian, PYDiffusionTree
 from pp_models.model_info import DerivedStatistic, StepHint, ZooModelInfo, attach_info
+from pp_models.registry import family_of_module
 from pp_models.trees import DiffusionTree
 from pp_models.validation import as_data_matrix
 
@@ -106,7 +107,7 @@ def model(X, *, priors=None, binary=False):
         tree = PYDiffusionTree("tree", c, theta, alpha, n)
         DiffusionTreeGaussian("X", tree, sigma2, d, observed=X)
     info = ZooModelInfo(
-        family="pydt",
+        family=family_of_module(__name__),
         preferred_method="gibbs",
         # a fixed number of detach-reattach moves per sweep (2n - 2, the non-root nodes of
         # a binary tree): a count read off the current tree (the step's default) is not

@@ -1,5 +1,6 @@
 """The ppzoo command line."""
 
+import importlib
 import subprocess
 import sys
 
@@ -8,7 +9,7 @@ import pandas as pd
 import pytest
 import xarray as xr
 
-from inference.cli import main
+from inference.cli import EXIT_BUG, main
 
 # The demo is test_fit.py's iris fit (one session fixture, run on that module's xdist
 # worker, "fit" group). The CSV fit shares the finite mixture's kernels too.
@@ -31,10 +32,11 @@ def test_demo_writes_results(demo_run, capsys):
     code, printed, out = demo_run
     assert code == 0
     assert "weights_sorted[0]" in printed and "Convergence:" in printed
-    for name in ("posterior.nc", "summary.csv", "trace.png"):
+    for name in ("posterior.nc", "summary.csv", "trace.png", "mixture.png"):
         assert (out / name).stat().st_size > 0
     # No temporary files are left behind.
-    assert sorted(p.name for p in out.iterdir()) == ["posterior.nc", "summary.csv", "trace.png"]
+    assert sorted(p.name for p in out.iterdir()) == ["mixture.png", "posterior.nc",
+                                                      "summary.csv", "trace.png"]
     dt = xr.open_datatree(out / "posterior.nc", engine="h5netcdf")
     assert dt["posterior_labels"]["z"].shape == (4, 1000, 150)
     table = pd.read_csv(out / "summary.csv", index_col=0)
@@ -58,6 +60,7 @@ def test_fit_from_csv(tmp_path, capsys):
     assert list(dt["posterior_labels"]["feature"].values) == ["a", "b"]
     w = dt["posterior"]["weights_sorted"].mean(("chain", "draw")).values
     np.testing.assert_allclose(w, [0.5, 0.5], atol=0.1)
+    assert (tmp_path / "out" / "mixture.png").stat().st_size > 0
 
 
 @pytest.mark.parametrize(
@@ -70,6 +73,12 @@ def test_fit_from_csv(tmp_path, capsys):
         (["fit", "finite_mixture", "--data", "/no/such.csv"], "no such file"),
         (["fit", "finite_mixture", "--param", "n_components=0"], "n_components must be >= 1"),
         (["fit", "finite_mixture", "--param", "oops"], "KEY=VALUE"),
+        # a factory's message about its option names the flag that gave it
+        (["fit", "dpm", "--param", "alpha=abc"], "error: --param alpha must be a number"),
+        # more draws than this machine can hold are refused before sampling, with why
+        (["fit", "finite_mixture", "--chains", "100000"],
+         "error: --chains 100000 and --draws 2000: 177 recorded values per draw, 8 bytes "
+         "each, need 283 GB, more than the"),
         # a bad value for a flag is named by the flag, not by fit's argument
         (["fit", "finite_mixture", "--draws", "0"], "error: --draws must be >= 1, got 0"),
         (["fit", "finite_mixture", "--tune", "-1"], "error: --tune must be >= 0, got -1"),
@@ -115,7 +124,8 @@ def test_bad_data_values_are_named_by_the_data_flag(tmp_path, capsys):
     assert main(["fit", "finite_mixture", "--data", str(csv), "--out",
                  str(tmp_path / "out")]) == 2
     assert capsys.readouterr().err.startswith(
-        f"ppzoo: error: --data {csv} has 1 non-finite value(s) (NaN or inf)")
+        f"ppzoo: error: --data {csv} has 1 non-finite value(s) (NaN or inf), first at row "
+        "1, column 1 (counting from 0)")
     assert not (tmp_path / "out").exists()
 
 
@@ -151,6 +161,40 @@ def test_csv_without_header_row(tmp_path, capsys):
     assert not (tmp_path / "out").exists()
 
 
+def test_a_bug_in_the_run_is_reported_with_its_traceback(tmp_path, capsys, monkeypatch):
+    """A ValueError raised by the library's work (not by a check of the user's input) is
+    ours: its traceback, a line asking for a report and a status of its own, never the
+    one-line usage error."""
+    def planted(*args, **kwargs):
+        raise ValueError("planted bug")
+
+    # the module (the package's attribute of that name is the function)
+    monkeypatch.setattr(importlib.import_module("inference.fit"), "fit_mcmc", planted)
+    out = tmp_path / "out"
+    assert main(["fit", "finite_mixture", "--draws", "5", "--tune", "0", "--chains", "1",
+                 "--no-progress", "--out", str(out)]) == EXIT_BUG
+    err = capsys.readouterr().err
+    assert "Traceback (most recent call last)" in err and "ValueError: planted bug" in err
+    assert err.strip().splitlines()[-1].startswith("ppzoo: this is a bug in pp-models")
+    assert "please report it" in err and "ppzoo: error" not in err
+    assert not out.exists()
+
+
+def test_a_refusal_raised_during_the_run_is_the_users_error(tmp_path, capsys, monkeypatch):
+    # a tempered run refuses a step once it plans the steps, after fit's own checks; the
+    # library marks that refusal as the caller's (UserInputError), so it stays one line
+    from pp_models.validation import UserInputError
+
+    def refusing(*args, **kwargs):
+        raise UserInputError("tempering: step 'x' cannot temper")
+
+    monkeypatch.setattr(importlib.import_module("inference.fit"), "fit_mcmc", refusing)
+    assert main(["fit", "finite_mixture", "--draws", "5", "--tune", "0", "--chains", "1",
+                 "--no-progress", "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert err.strip() == "ppzoo: error: --tempering: step 'x' cannot temper"
+
+
 def test_console_script_usage_error_has_no_traceback():
     proc = subprocess.run([sys.executable, "-m", "inference.cli", "frobnicate"],
                           capture_output=True, text=True)
@@ -182,6 +226,13 @@ def test_fit_lda_on_reuters_uses_model_defaults(tmp_path, capsys):
     vocabulary = load("reuters").feature_names
     assert list(dt["posterior_mean"]["word"].values[:5]) == list(vocabulary[:5])
     assert (tmp_path / "topics.png").stat().st_size > 0
+    # 2 x 10 draws fail the check: its verdict, its advice and the family's note on its
+    # default run come last, where the user looks
+    from pp_models.lda import FAMILY
+
+    tail = printed[printed.rindex("\nwrote "):]
+    assert "Convergence: FAILED" in tail
+    assert tail.rstrip().endswith(FAMILY.cli.check_note)
 
 
 def test_fit_pydt_saves_a_tree_picture(tmp_path):

@@ -378,11 +378,7 @@ def test_terminal_ctrl_c_keeps_the_trace_and_never_replaces_a_complete_result(tm
     class Armed:
         armed = True
 
-    cli._RUN.update(out=out, trace=trace, flag=Armed(), stage="sampling")
-    try:
-        message = cli._abandoned()
-    finally:
-        cli._RUN.clear()
+    message = cli.RunProgress(out=out, trace=trace, flag=Armed(), stage="sampling").abandoned()
     stored = ", ".join(map(str, TraceStore(trace).completed()))
     assert f"the trace {trace} keeps {stored} draws per chain" in message
     assert f"{out} still holds its previous result" in message

@@ -108,3 +108,42 @@ def test_large_variables_are_written_compressed_small_ones_contiguous(tmp_path):
         assert f["posterior/c"].compression is None
     back = xr.open_datatree(paths["posterior"], engine="h5netcdf")
     np.testing.assert_array_equal(back["posterior_labels"]["X"].values, sparse)
+
+
+def test_the_finite_mixture_picture_colours_points_by_their_component(tmp_path):
+    # two groups; in chain 0's second half every point is in its group's component
+    # except point 4, in component 0 in 3 of 4 draws; chain 1 uses the other labelling
+    # and the first half of chain 0 is noise, neither of which the picture may read
+    from pp_models.finite_mixture_outputs import component_assignments
+
+    rng = np.random.default_rng(0)
+    X = np.vstack([rng.normal(-3, 0.3, (5, 2)), rng.normal(3, 0.3, (5, 2))])
+    truth = np.repeat([0, 1], 5)
+    z = np.empty((2, 8, 10), dtype=np.int64)
+    z[0, :4] = rng.integers(0, 2, (4, 10))
+    z[0, 4:] = truth
+    z[0, 5, 4] = 1
+    z[1] = 1 - truth
+    mu = np.zeros((2, 8, 2, 2))
+    mu[0, 4:, 0], mu[0, 4:, 1] = -3.0, 3.0
+    mu[0, 4:, 1, 0] = [2.0, 3.0, 4.0, 3.0]  # mean 3
+    mu[1] = 99.0
+    coords = {"chain": [0, 1], "draw": np.arange(8), "component": [0, 1],
+              "feature": ["a", "b"], "obs": np.arange(10)}
+    dt = xr.DataTree.from_dict({
+        "posterior": xr.Dataset({"weights_sorted": (("chain", "draw", "component"),
+                                                    np.full((2, 8, 2), 0.5))},
+                                coords=coords),
+        "posterior_labels": xr.Dataset(
+            {"z": (("chain", "draw", "obs"), z),
+             "mu": (("chain", "draw", "component", "feature"), mu)}, coords=coords),
+        "observed_data": xr.Dataset({"X": (("obs", "feature"), X)},
+                                    coords={"obs": np.arange(10), "feature": ["a", "b"]}),
+    })
+    dt.attrs["pp_models_family"] = "finite_mixture"
+    component, share, means = component_assignments(dt)
+    np.testing.assert_array_equal(component, truth)
+    np.testing.assert_array_equal(share, np.where(np.arange(10) == 4, 0.75, 1.0))
+    np.testing.assert_array_equal(means, [[-3.0, -3.0], [3.0, 3.0]])
+    paths = report.write_results(dt, pd.DataFrame({"a": [1.0]}), tmp_path / "out")
+    assert paths["mixture"].name == "mixture.png" and paths["mixture"].stat().st_size > 0

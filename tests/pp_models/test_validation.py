@@ -32,9 +32,10 @@ def test_as_data_matrix_returns_float64_copy_of_good_data():
         (np.zeros((1, 2)), {}, ValueError, "at least 2 rows, got 1"),
         (np.zeros((3, 0)), {}, ValueError, "has no columns"),
         (np.array([[0.0, 1.0], [np.nan, np.nan]]), {}, ValueError,
-         r"2 non-finite value\(s\) \(NaN or inf\), first at row 1, column 0"),
+         r"2 non-finite value\(s\) \(NaN or inf\), first at row 1, column 0 \(counting from 0\)"),
         (np.array([[0.0, np.inf], [np.nan, 1.0]]), {"allow_nan": True}, ValueError,
-         r"1 infinite value\(s\), first at row 0, column 1; use NaN for a missing entry"),
+         r"1 infinite value\(s\), first at row 0, column 1 \(counting from 0\); use NaN for "
+         "a missing entry"),
         (np.array([[0.0, -np.inf], [1.0, 1.0]]), {"allow_nan": False}, ValueError,
          "non-finite"),
     ],
@@ -185,3 +186,37 @@ def test_check_positive_vector():
         check_positive_vector([1, 1], "a", 3)
     with pytest.raises(TypeError, match="a must be a positive number or 3 of them"):
         check_positive_vector("x", "a", 3)
+
+
+def test_checking_input_marks_the_callers_errors_and_nothing_else():
+    from pp_models.validation import (
+        USER_INPUT_ERRORS,
+        UserInputError,
+        UserTypeError,
+        check_int,
+        checking_input,
+    )
+
+    @checking_input()
+    def checks(value):
+        return check_int(value, "draws", minimum=1)
+
+    with pytest.raises(UserInputError, match="draws must be >= 1, got 0") as bad_value:
+        checks(0)
+    with pytest.raises(UserTypeError, match="draws must be an integer") as bad_kind:
+        checks("many")
+    # still what callers catch, with the original as the cause
+    assert isinstance(bad_value.value, ValueError) and isinstance(bad_kind.value, TypeError)
+    assert type(bad_value.value.__cause__) is ValueError
+    assert checks(3) == 3
+
+    class OtherError(ValueError):
+        pass
+
+    # another library's subclass, or an error raised outside the block, is not marked
+    with pytest.raises(OtherError) as other, checking_input():
+        raise OtherError("theirs")
+    assert not isinstance(other.value, USER_INPUT_ERRORS)
+    with pytest.raises(ValueError) as outside:
+        check_int(0, "draws", minimum=1)
+    assert not isinstance(outside.value, USER_INPUT_ERRORS)
