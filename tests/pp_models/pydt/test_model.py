@@ -16,7 +16,8 @@ def test_factory_structure_and_hints():
     info = get_info(m)
     assert info.family == "pydt"
     assert info.step_hints[0].step == "pydt_tree"
-    assert set(info.step_hints[1].var_names) == {"c", "theta", "alpha", "precision"}
+    assert set(info.step_hints[0].var_names) == {"tree", "c", "theta", "alpha", "precision"}
+    assert len(info.step_hints) == 1
     ddt = pydt.model(X, binary=True)
     assert {v.name for v in ddt.free_RVs} == {"c", "precision", "tree"}
     assert np.isfinite(m.compile_logp()(m.initial_point()))
