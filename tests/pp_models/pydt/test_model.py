@@ -53,3 +53,22 @@ def test_posterior_of_sigma2_and_c_covers_the_truth():
     assert np.quantile(c, 0.005) < 1.0 < np.quantile(c, 0.995)
     assert 0.5 < np.median(s2) < 2.0
     assert set(dt.posterior["n_internal"].values.ravel()) == {11}
+
+
+def test_cli_build_drops_repeated_rows_and_standardises():
+    """A repeated row makes the posterior improper (docs/families/pydt.md, "Repeated
+    rows and the origin"): ``ppzoo fit pydt`` fits the distinct rows, standardised."""
+    from pp_models.datasets.registry import Dataset
+
+    X = np.array([[5.0, 1.0], [6.0, 3.0], [5.0, 1.0], [7.0, 2.0]])
+    data = Dataset(name="toy", data=X)
+
+    def observed(m):
+        return np.asarray(m.rvs_to_values[m["X"]].data)
+
+    fitted = observed(pydt.FAMILY.cli.build(data))
+    expected = X[[0, 1, 3]]
+    expected = (expected - expected.mean(axis=0)) / expected.std(axis=0)
+    np.testing.assert_allclose(fitted, expected)
+    np.testing.assert_array_equal(observed(pydt.FAMILY.cli.build(data, standardize=False)),
+                                  X[[0, 1, 3]])
