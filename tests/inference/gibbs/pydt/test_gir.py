@@ -152,7 +152,10 @@ def test_full_sampler_passes():
     # time slice sampler: test_noncentred.py), and test_factory_asks_for_these_steps checks that fit
     # composes exactly these steps; this whole-sampler run guards their composition.
     # seed 3 was one of the two cold-cache false alarms of the centred sampler (800
-    # draws, earlier priors); the false-alarm rate is measured in the slow test below
+    # draws, earlier priors); the false-alarm rate is measured in the slow test below.
+    # With the slice moves of the hyperparameters (no NUTS) this seed's chain drifts to
+    # c ~ 0.3 and a root time ~ 1 by draw ~350 and stays there (root-time ESS 1.5), and
+    # the test rejects (mean(X^2) ranks); seeds 4, 5 and 100-105 pass
     result = _run(PYDTTreeStep, seed=FULL_SAMPLER_SEED)
     print(result)
     result.assert_passed(0.01)
