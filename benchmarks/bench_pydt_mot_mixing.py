@@ -1,9 +1,10 @@
-"""Mixing per second of the PYDT's default run on iris, before and after the tree step
-took over the hyperparameters: ESS (bulk) per second of sampling of every statistic
-``ppzoo check`` scores (c, theta, alpha, sigma2, root time, branch points,
-multifurcations) and of the log joint, the number of divergent transitions, R-hat, and
-each chain's first-half / second-half means (drift within a chain against chains that
-disagree).
+"""Mixing per second of two families' default runs.
+
+PYDT (iris), before and after the tree step took over the hyperparameters: ESS (bulk)
+per second of sampling of every statistic ``ppzoo check`` scores (c, theta, alpha,
+sigma2, root time, branch points, multifurcations) and of the log joint, the number of
+divergent transitions, R-hat, and each chain's first-half / second-half means (drift
+within a chain against chains that disagree).
 
 - ``before``: the tree step (detach-reattach, times, branch points, non-centred
   hyperparameters) beside NUTS on c, theta, alpha and the precision, the factory's
@@ -17,6 +18,14 @@ fit first so compile time is not counted; sampling time is the run's own
 ``sampling_time`` attribute.
 
     PYTHONPATH=$PWD python benchmarks/bench_pydt_mot_mixing.py --seeds 1 2 3
+
+Mixture of trees (``--family mixture_of_trees``; Reuters word presence, K = 2, the
+``ppzoo fit`` default): ESS per second of every quantity ``ppzoo check`` scores and of
+``log_marginal`` (the step's log p(X | z, trees), standing in for the log joint), with
+the split-merge move off (the default) and on (``split_merge=True``), and each chain's
+halves of ``log_marginal``.
+
+    PYTHONPATH=$PWD python benchmarks/bench_pydt_mot_mixing.py --family mixture_of_trees
 """
 
 from __future__ import annotations
@@ -102,14 +111,49 @@ def run(variant, X, seed, draws, tune, chains):
     return row
 
 
+def run_mixture_of_trees(split_merge, seed, draws, tune, chains):
+    from inference.convergence import check_convergence
+    from pp_models import mixture_of_trees
+
+    entry = mixture_of_trees.FAMILY.cli
+    model = entry.build(load(entry.default_dataset), **entry.defaults,
+                        split_merge=split_merge)
+    start = time.perf_counter()
+    dt = fit(model, draws=draws, tune=tune, chains=chains, random_seed=seed,
+             progressbar=False)
+    wall = time.perf_counter() - start
+    sampling = float(dt["posterior"].attrs.get("sampling_time", wall))
+    table = check_convergence(dt).table
+    lm = dt["sample_stats"]["log_marginal"].values
+    row = {"variant": f"split_merge={split_merge}", "seed": seed,
+           "sampling_s": round(sampling, 1), "wall_s": round(wall, 1),
+           "split_merge_accepted": int(dt["sample_stats"]["split_merge_accepted"].sum()),
+           "log_marginal": {"rhat": round(float(azs.rhat(lm)), 3),
+                            "ess_per_s": round(float(azs.ess(lm, method="bulk")) / sampling, 2),
+                            "halves": [[round(float(h.mean()), 1)
+                                        for h in np.array_split(ch, 2)] for ch in lm]}}
+    for quantity, r in table.iterrows():
+        row[quantity] = {"rhat": round(float(r["r_hat"]), 3),
+                         "ess_per_s": round(float(r["ess_bulk"]) / sampling, 2)}
+    return row
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--family", default="pydt", choices=["pydt", "mixture_of_trees"])
     parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3])
     parser.add_argument("--variants", nargs="+", default=["before", "after"])
     parser.add_argument("--draws", type=int, default=200)
     parser.add_argument("--tune", type=int, default=100)
     parser.add_argument("--chains", type=int, default=2)
     args = parser.parse_args()
+    if args.family == "mixture_of_trees":
+        run_mixture_of_trees(False, 0, 5, 5, 2)  # warm-up: compile
+        for split_merge in (False, True):
+            for seed in args.seeds:
+                print(json.dumps(run_mixture_of_trees(split_merge, seed, args.draws,
+                                                      args.tune, args.chains)), flush=True)
+        return
     X = cli_rows()
     for variant in args.variants:
         run(variant, X, 0, 5, 5, 1)  # warm-up: compile

@@ -375,7 +375,11 @@ def test_tree_step_keeps_the_power_posterior(steps, bounds, beta):
 
 
 @pytest.mark.parametrize("moves", ["detach_reattach", "slice_times", "branch_points",
-                                   "noncentred", "centred"])
+                                   "noncentred",
+                                   # slow (its twin's power): the default run checks the
+                                   # centred move at beta = 0.3 inside the whole step
+                                   # (test_whole_step_with_free_hyperparameters_...)
+                                   pytest.param("centred", marks=pytest.mark.slow)])
 def test_each_move_is_tempered_and_its_twin_is_caught(steps, bounds, moves):
     """One kind of move alone at beta = 0.3 (hyperparameters free for their non-centred
     and centred updates), then the same move ignoring beta on the same draws."""
