@@ -35,7 +35,8 @@
 # detach-and-reattach moves, slice-sampled times and moves that collapse an internal
 # edge or expand a branch point (so the number of branch points mixes), the
 # hyperparameters
-# $c, \theta, \alpha, \sigma^2$ by NUTS.
+# $c, \theta, \alpha, \sigma^2$ by slice sampling on their log / logit scale, with the
+# tree fixed and with the times following them.
 
 # %%
 import argparse

@@ -49,8 +49,16 @@ One :class:`PYDTTreeStep` call is a sweep over the tree variable of a
    derived). Detach-and-reattach changes the number of branch points only one subtree
    at a time, through trees of low density; these moves change it in one step.
 
-Hyperparameters (``c``, ``theta``, ``alpha``, the precision) are otherwise left to NUTS
-or slice (the factory's hints); internal locations stay integrated out.
+5. **Centred hyperparameters**: every hyperparameter the step is given as a variable
+   besides the tree (the factory gives it ``c``, ``theta``, ``alpha`` and the
+   precision) is slice-sampled on its unconstrained scale (``log c``, ``logit alpha``:
+   PyMC's transforms, whose ``log |d phi / dx|`` is part of the target) with the tree,
+   times included, fixed: the same slice sampler as item 3 with the times left where
+   they are. With a Gamma prior the conditional of ``log c`` is log-concave (``c``
+   enters the tree's prior as ``c^I exp(-c S)``), so the sampler cannot run off to huge
+   ``c`` as NUTS's leapfrog steps did between tree moves that change ``S`` and ``I``.
+   Hyperparameters given to no step of this kind are left to the factory's other hints
+   (NUTS, slice); internal locations stay integrated out.
 
 **Tempering** (:class:`~inference.gibbs.ZooGibbsStep`, Notes). At inverse temperature
 ``beta`` the step samples ``p(phi) p(T | c, theta, alpha) p(X | T, sigma2)^beta``, where
@@ -59,7 +67,7 @@ integrated out (the model's ``datalogp``; the tree's own density is prior). Ever
 uses it so: the detach-and-reattach and branch-point ratios are ``Δ log prior + beta Δ
 log likelihood`` plus the proposal terms (their proposals, the generative process and
 the prior's own edge factor, do not look at the data), the slice samplers of the times
-and of the non-centred hyperparameters target ``log prior + beta log likelihood`` (plus
+and of the (non-)centred hyperparameters target ``log prior + beta log likelihood`` (plus
 their Jacobians), and the greedy start keeps the tree of higher tempered density. The
 cached messages live inside one Numba call (rebuilt from the tree at every call), so a
 replica shares nothing mutable with another.
@@ -122,7 +130,10 @@ class PYDTTreeStep(ZooGibbsStep):
     Parameters
     ----------
     vars : list
-        The tree random variable.
+        The tree random variable, optionally followed by scalar hyperparameters (its
+        ``c``, ``theta``, ``alpha`` or a free variable its data's variance depends on)
+        that the step then owns and slice-samples with the tree fixed (module
+        docstring, item 5).
     model : pymc.Model, optional
     rng : seed or Generator, optional
     moves : int, optional
@@ -183,12 +194,14 @@ class PYDTTreeStep(ZooGibbsStep):
         self.greedy_start = bool(greedy_start)
         self.binary_start = bool(binary_start)
         self._start_pending = False
-        if len(self.vars) != 1:
-            raise ValueError(f"vars: PYDTTreeStep updates one tree, got {self.var_names}")
         model = self.model
-        tree_rv = model.values_to_rvs[self.vars[0]]
-        if not isinstance(tree_rv.owner.op, PYDiffusionTreeRV):
-            raise ValueError(f"vars: {tree_rv.name} is not a PYDiffusionTree")
+        trees = [v for v in self.vars
+                 if isinstance(model.values_to_rvs[v].owner.op, PYDiffusionTreeRV)]
+        if len(trees) != 1:
+            raise ValueError(f"vars: PYDTTreeStep updates one PYDiffusionTree, got "
+                             f"{self.var_names}")
+        tree_rv = model.values_to_rvs[trees[0]]
+        centred = [model.values_to_rvs[v].name for v in self.vars if v is not trees[0]]
         c, theta, alpha, n = tree_rv.owner.op.dist_params(tree_rv.owner)
         data = [rv for rv in model.basic_RVs
                 if isinstance(rv.owner.op, DiffusionTreeGaussianRV)
@@ -202,40 +215,47 @@ class PYDTTreeStep(ZooGibbsStep):
         self._has_data = bool(data)
         self._inputs_fn = self.compile_point_fn(outputs)
         self._n = int(np.asarray(n.eval()).reshape(-1)[0]) if hasattr(n, "eval") else int(n)
-        self._value_name = self.var_names[0]
+        self._value_name = trees[0].name
         self.moves = moves
         self.branch_moves = self._n if branch_moves is None else branch_moves
         self.slice_times = bool(slice_times)
-        self._init_noncentred(noncentred, tree_rv, data[0] if data else None,
-                              (c, theta, alpha) + ((sigma2,) if data else ()))
+        self._init_hyper(noncentred, centred, tree_rv, data[0] if data else None,
+                         (c, theta, alpha) + ((sigma2,) if data else ()))
 
-    def _init_noncentred(self, noncentred, tree_rv, data_rv, params):
+    def _hyper_kind(self, name, tree_rv, params, argument):
+        """``"gaps"`` for the tree's c, theta, alpha (noncentred_times); ``"variance"``
+        for what sigma2 is a function of (variance_shifted_times)."""
+        model = self.model
+        rv = model.named_vars.get(name)
+        if rv is None or rv not in model.free_RVs:
+            raise ValueError(f"{argument}: {name!r} is not a free random variable")
+        if any(rv is p for p in params[:3]):
+            kind = "gaps"
+        elif len(params) > 3 and rv in set(ancestors([params[3]])):
+            kind = "variance"
+        else:
+            raise ValueError(f"{argument}: {name!r} is not c, theta or alpha of "
+                             f"{tree_rv.name} nor a parameter of its data's variance")
+        if model.rvs_to_values[rv].type.ndim != 0:
+            raise ValueError(f"{argument}: {name!r} must be a scalar")
+        return kind
+
+    def _init_hyper(self, noncentred, centred, tree_rv, data_rv, params):
         if isinstance(noncentred, str) or not all(isinstance(x, str) for x in noncentred):
             raise TypeError(f"noncentred: a sequence of variable names, got {noncentred!r}")
         model = self.model
         names = list(dict.fromkeys(noncentred))
-        values = []
-        # "gaps" for c, theta, alpha (noncentred_times); "variance" for what sigma2 is a
-        # function of (variance_shifted_times)
         self._noncentred_kind = {}
         for name in names:
-            rv = model.named_vars.get(name)
-            if rv is None or rv not in model.free_RVs:
-                raise ValueError(f"noncentred: {name!r} is not a free random variable")
-            if any(rv is p for p in params[:3]):
-                kind = "gaps"
-            elif len(params) > 3 and rv in set(ancestors([params[3]])):
-                kind = "variance"
-            else:
-                raise ValueError(f"noncentred: {name!r} is not c, theta or alpha of "
-                                 f"{tree_rv.name} nor a parameter of its data's variance")
-            if model.rvs_to_values[rv].type.ndim != 0:
-                raise ValueError(f"noncentred: {name!r} must be a scalar")
-            values.append(model.rvs_to_values[rv].name)
-            self._noncentred_kind[values[-1]] = kind
-        self._noncentred_values = values
+            kind = self._hyper_kind(name, tree_rv, params, "noncentred")
+            self._noncentred_kind[model.rvs_to_values[model[name]].name] = kind
+        for name in centred:
+            self._hyper_kind(name, tree_rv, params, "vars")
+        self._noncentred_values = list(self._noncentred_kind)
+        self._centred_values = [model.rvs_to_values[model[name]].name for name in centred]
         self._noncentred_fast = False
-        if not values:
+        names = list(dict.fromkeys([*names, *centred]))
+        if not names:
             return
         rvs = [model[name] for name in names]
         # Fast path when the hyperparameters enter nothing but the tree's density and its
@@ -249,7 +269,7 @@ class PYDTTreeStep(ZooGibbsStep):
             outputs = model.replace_rvs_by_values(list(params))
             if len(outputs) == 3:
                 outputs.append(pt.constant(1.0, dtype="float64"))
-            outputs.append(model.logp(vars=rvs, jacobian=True))
+            outputs.append(self.hyperprior_logp(rvs))
             # only the values it reads as inputs: PyTensor validates every input per call
             used = set(ancestors(outputs))
             inputs = [v for v in model.value_vars if v in used]
@@ -261,6 +281,12 @@ class PYDTTreeStep(ZooGibbsStep):
             self._logp_fn = model.compile_fn([model.varlogp, model.datalogp],
                                              inputs=model.value_vars,
                                              on_unused_input="ignore")
+
+    def hyperprior_logp(self, rvs):
+        """The hyperparameters' prior on their unconstrained scale: PyMC's log densities
+        of ``rvs`` plus the transforms' ``log |d phi / dx|`` (a slice sampler in ``x =
+        log c`` targets ``p(c) c``)."""
+        return self.model.logp(vars=rvs, jacobian=True)
 
     def setup_chain(self, rng, tune, draws):
         super().setup_chain(rng, tune, draws)
@@ -315,29 +341,36 @@ class PYDTTreeStep(ZooGibbsStep):
         new = tree.to_packed().astype(packed.dtype)
         point = self.updated(point, **{self._value_name: new})
         for value_name in self._noncentred_values:
-            point = self._slice_noncentred(point, value_name)
+            point = self._slice_hyper(point, value_name, self._noncentred_kind[value_name])
+        for value_name in self._centred_values:
+            point = self._slice_hyper(point, value_name, "centred")
         tree = DiffusionTree.from_packed(point[self._value_name], validate=False)
         stats = {"accepted": accepted, "n_internal": tree.n_internal,
                  "root_time": tree.root_time, "branch_accepted": branch_accepted}
         return point, [stats]
 
     @staticmethod
-    def moved_times(parent, log1m_t, n, gaps, before, after):
+    def moved_times(parent, log1m_t, n, kind, before, after):
         """The divergence times after the hyperparameters ``(c, theta, alpha, sigma2)``
-        go from ``before`` to ``after`` with the standardised gaps held fixed (``gaps``;
-        :func:`custom_ops.pydt.noncentred.noncentred_times`) or every ``sigma2 (1 - t)``
-        (:func:`custom_ops.pydt.noncentred.variance_shifted_times`), and ``log |dt/dw|``
-        of that change (module docstring, item 3)."""
-        if gaps:
+        go from ``before`` to ``after`` with the standardised gaps held fixed (``kind``
+        ``"gaps"``; :func:`custom_ops.pydt.noncentred.noncentred_times`), every ``sigma2
+        (1 - t)`` (``"variance"``;
+        :func:`custom_ops.pydt.noncentred.variance_shifted_times`) or the times
+        themselves (``"centred"``), and ``log |dt/dw|`` of that change (module
+        docstring, items 3 and 5)."""
+        if kind == "gaps":
             return noncentred_times(parent, log1m_t, n, *before[:3], *after[:3])
-        return variance_shifted_times(parent, log1m_t, n, before[3], after[3])
+        if kind == "variance":
+            return variance_shifted_times(parent, log1m_t, n, before[3], after[3])
+        return log1m_t, 0.0
 
-    def noncentred_log_density(self, point, value_name):
+    def noncentred_log_density(self, point, value_name, kind=None):
         """The conditional of one hyperparameter's unconstrained value ``x`` given the
         standardised gaps and the structure of ``point``'s tree (module docstring, item
-        3) under the power posterior at :attr:`beta`, up to a constant: a function ``x
-        -> (log density, point at x)`` whose point holds ``x`` and the tree with the
-        times moved to keep the gaps."""
+        3), or given the whole tree (``kind="centred"``, item 5), under the power
+        posterior at :attr:`beta`, up to a constant: a function ``x -> (log density,
+        point at x)`` whose point holds ``x`` and the tree with the times moved to keep
+        the gaps. ``kind`` defaults to the hyperparameter's non-centred kind."""
         packed = point[self._value_name]
         n = self._n
         parent = np.rint(packed[:, 0]).astype(np.int64)
@@ -346,7 +379,8 @@ class PYDTTreeStep(ZooGibbsStep):
         beta = float(self.beta)
         dtype = np.asarray(point[value_name]).dtype
         fast = self._noncentred_fast
-        gaps = self._noncentred_kind[value_name] == "gaps"
+        if kind is None:
+            kind = self._noncentred_kind[value_name]
 
         def f(x):
             trial = dict(point)
@@ -357,7 +391,7 @@ class PYDTTreeStep(ZooGibbsStep):
                         *[trial[name] for name in self._hyper_input_names]))
             else:
                 _X, c1, theta1, alpha1, sigma2_1 = self._values(trial)
-            l1, log_jac = self.moved_times(parent, l0, n, gaps, (c0, theta0, alpha0, sigma2_0),
+            l1, log_jac = self.moved_times(parent, l0, n, kind, (c0, theta0, alpha0, sigma2_0),
                                            (c1, theta1, alpha1, sigma2_1))
             if not np.isfinite(log_jac):
                 return -np.inf, trial
@@ -374,10 +408,11 @@ class PYDTTreeStep(ZooGibbsStep):
 
         return f
 
-    def _slice_noncentred(self, point, value_name, width=1.0, max_steps=20):
+    def _slice_hyper(self, point, value_name, kind, width=1.0, max_steps=20):
         """Slice-sample one hyperparameter's unconstrained value with the standardised
-        gaps fixed (module docstring, item 3); stepping out and shrinkage (Neal 2003)."""
-        f = self.noncentred_log_density(point, value_name)
+        gaps, the variances below the root or the times fixed (``kind``; module
+        docstring, items 3 and 5); stepping out and shrinkage (Neal 2003)."""
+        f = self.noncentred_log_density(point, value_name, kind)
         rng = self.rng
         x0 = float(point[value_name])
         f0, _ = f(x0)

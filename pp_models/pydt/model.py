@@ -83,9 +83,10 @@ def model(X, *, priors=None, binary=False):
     -------
     pymc.Model
         Free variables ``c``, ``theta``, ``alpha`` (unless binary), ``precision`` and
-        ``tree``; ``sigma2`` is deterministic. ``fit`` runs the tree moves of
-        ``inference.gibbs.pydt`` for ``tree`` (with the non-centred updates of ``c``,
-        ``theta``, ``alpha`` and the precision) and NUTS for the rest.
+        ``tree``; ``sigma2`` is deterministic. ``fit`` runs the tree step of
+        ``inference.gibbs.pydt`` for all of them: the tree moves, the non-centred
+        updates of ``c``, ``theta``, ``alpha`` and the precision, and their slice
+        updates on the log (logit) scale with the tree fixed.
     """
     X = as_data_matrix(X, "X", min_rows=2)
     if not isinstance(binary, bool | np.bool_):
@@ -114,10 +115,12 @@ def model(X, *, priors=None, binary=False):
         # invariant (tests/inference/gibbs/pydt/test_kernel_exact.py)
         # noncentred: the hyperparameters also moved with the times following them (c
         # and the times trade off, and sigma2 and the times; inference/gibbs/pydt.py,
-        # item 3)
-        step_hints=(StepHint("pydt_tree", ("tree",), {"moves": 2 * n - 2,
-                                                      "noncentred": hyper}),
-                    StepHint("nuts", hyper)),
+        # item 3); the hyperparameters as the step's own variables: slice-sampled on
+        # their log / logit scale with the tree fixed (item 5). NUTS beside the tree
+        # moves diverged on most transitions (its leapfrog runs off in log c between
+        # tree moves; docs/families/pydt.md)
+        step_hints=(StepHint("pydt_tree", ("tree", *hyper), {"moves": 2 * n - 2,
+                                                              "noncentred": hyper}),),
         derived=(
             DerivedStatistic("root_time", _per_draw(lambda t: t.root_time),
                              "divergence time of the first branch point"),

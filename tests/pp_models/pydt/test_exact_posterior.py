@@ -248,14 +248,12 @@ def exact():
 def _posterior(draws, step_cls=None, branch_moves=None, seed=1):
     """``fit``'s posterior: the factory's own steps (``step_cls=None``), or those with
     the tree step replaced by ``step_cls`` with ``branch_moves``."""
-    import pymc as pm
-
     model = pydt.model(X4, priors=PRIORS)
     step = None
     if step_cls is not None:
-        step = [step_cls([model["tree"]], model=model, moves=2 * X4.shape[0] - 2,
-                         noncentred=HYPER, branch_moves=branch_moves),
-                pm.NUTS([model[h] for h in HYPER], model=model)]
+        step = [step_cls([model["tree"], *(model[h] for h in HYPER)], model=model,
+                         moves=2 * X4.shape[0] - 2, noncentred=HYPER,
+                         branch_moves=branch_moves)]
     result = fit(model, step=step, draws=draws, tune=300, chains=4, cores=1,
                  random_seed=seed, progressbar=False, postprocess=False)
     return result["posterior"].to_dataset()

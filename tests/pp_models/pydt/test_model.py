@@ -16,7 +16,8 @@ def test_factory_structure_and_hints():
     info = get_info(m)
     assert info.family == "pydt"
     assert info.step_hints[0].step == "pydt_tree"
-    assert set(info.step_hints[1].var_names) == {"c", "theta", "alpha", "precision"}
+    assert set(info.step_hints[0].var_names) == {"tree", "c", "theta", "alpha", "precision"}
+    assert len(info.step_hints) == 1
     ddt = pydt.model(X, binary=True)
     assert {v.name for v in ddt.free_RVs} == {"c", "precision", "tree"}
     assert np.isfinite(m.compile_logp()(m.initial_point()))
@@ -52,3 +53,22 @@ def test_posterior_of_sigma2_and_c_covers_the_truth():
     assert np.quantile(c, 0.005) < 1.0 < np.quantile(c, 0.995)
     assert 0.5 < np.median(s2) < 2.0
     assert set(dt.posterior["n_internal"].values.ravel()) == {11}
+
+
+def test_cli_build_drops_repeated_rows_and_standardises():
+    """A repeated row makes the posterior improper (docs/families/pydt.md, "Repeated
+    rows and the origin"): ``ppzoo fit pydt`` fits the distinct rows, standardised."""
+    from pp_models.datasets.registry import Dataset
+
+    X = np.array([[5.0, 1.0], [6.0, 3.0], [5.0, 1.0], [7.0, 2.0]])
+    data = Dataset(name="toy", data=X)
+
+    def observed(m):
+        return np.asarray(m.rvs_to_values[m["X"]].data)
+
+    fitted = observed(pydt.FAMILY.cli.build(data))
+    expected = X[[0, 1, 3]]
+    expected = (expected - expected.mean(axis=0)) / expected.std(axis=0)
+    np.testing.assert_allclose(fitted, expected)
+    np.testing.assert_array_equal(observed(pydt.FAMILY.cli.build(data, standardize=False)),
+                                  X[[0, 1, 3]])

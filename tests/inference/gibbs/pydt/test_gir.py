@@ -2,8 +2,9 @@
 detach-reattach with the full Metropolis-Hastings ratio, slice-sampled divergence times,
 the non-centred update of c, theta and alpha (moved with the standardised time gaps
 fixed; inference/gibbs/pydt.py item 3), the branch-point moves (collapse an internal
-edge / expand a branch point; item 4, n per sweep) and NUTS for c, theta, alpha and the precision,
-on 5 leaves in 1 dimension; and planted-bug twins:
+edge / expand a branch point; item 4, n per sweep) and the slice update of c, theta, alpha
+and the precision on their log / logit scale with the tree fixed (item 5), on 5 leaves
+in 1 dimension; and planted-bug twins:
 
 - the slice sampler of the divergence times without the t <-> log(1 - t) Jacobian and
   the non-centred update without log |dt/dw| (each caught on every seed measured, so
@@ -98,13 +99,10 @@ def _run(step_cls, seed, n_samples=N_SAMPLES, binary=False, d=1, noncentred=True
     tree; ``noncentred=False``: the centred sampler of before; ``branch_moves=0``: the
     branch-point moves off (``None``: the step's default, n per sweep)."""
     def build(model):
-        import pymc as pm
-
         hyper = ["c", "precision"] if binary else ["c", "theta", "alpha", "precision"]
-        return [step_cls([model["tree"]], model=model,
+        return [step_cls([model["tree"], *(model[h] for h in hyper)], model=model,
                          noncentred=hyper if noncentred else (),
-                         branch_moves=branch_moves),
-                pm.NUTS([model[h] for h in hyper], model=model)]
+                         branch_moves=branch_moves)]
 
     stats = dict(STATISTICS)
     if binary:
@@ -117,9 +115,8 @@ def _run(step_cls, seed, n_samples=N_SAMPLES, binary=False, d=1, noncentred=True
 
 def test_factory_asks_for_these_steps():
     """``fit``'s assignment on ``pydt.model`` gives the steps tested here: the tree step
-    with 2n - 2 moves and the non-centred update of the tree's free hyperparameters, NUTS
-    for the hyperparameters."""
-    import pymc as pm
+    with 2n - 2 moves, the non-centred update of the tree's free hyperparameters and
+    their centred slice update: one step for every free variable, no NUTS."""
     from pymc.step_methods.compound import flatten_steps
 
     from inference.fit import assign_steps
@@ -139,8 +136,8 @@ def test_factory_asks_for_these_steps():
         assert tree[0].branch_moves == 6
         assert tree[0]._noncentred_values == names
         assert tree[0]._noncentred_fast
-        nuts = [s for s in steps if isinstance(s, pm.NUTS)]
-        assert [v.name for v in nuts[0].vars] == names
+        assert tree[0]._centred_values == names
+        assert len(steps) == 1
 
 
 FULL_SAMPLER_SEED = 3
@@ -155,7 +152,10 @@ def test_full_sampler_passes():
     # time slice sampler: test_noncentred.py), and test_factory_asks_for_these_steps checks that fit
     # composes exactly these steps; this whole-sampler run guards their composition.
     # seed 3 was one of the two cold-cache false alarms of the centred sampler (800
-    # draws, earlier priors); the false-alarm rate is measured in the slow test below
+    # draws, earlier priors); the false-alarm rate is measured in the slow test below.
+    # With the slice moves of the hyperparameters (no NUTS) this seed's chain drifts to
+    # c ~ 0.3 and a root time ~ 1 by draw ~350 and stays there (root-time ESS 1.5), and
+    # the test rejects (mean(X^2) ranks); seeds 4, 5 and 100-105 pass
     result = _run(PYDTTreeStep, seed=FULL_SAMPLER_SEED)
     print(result)
     result.assert_passed(0.01)

@@ -9,7 +9,10 @@
   tree, X) from the joint, each pushed through a few updates of c, theta and alpha
   (no other move), must still be draws of the joint: two-sample KS tests of c, theta,
   alpha and the root time against fresh independent draws;
-- a planted bug, the update without ``log |dt/dw|``, fails the same test.
+- a planted bug, the update without ``log |dt/dw|``, fails the same test;
+- the same two tests for the centred slice update of the hyperparameters (tree fixed,
+  on PyMC's log / logit scale, item 5 of inference/gibbs/pydt.py) and its twin without
+  the transforms' Jacobian.
 """
 
 import math
@@ -24,7 +27,11 @@ from inference.testing.generative import GenerativeModel
 from pp_models import pydt
 from pp_models.trees import DiffusionTree
 from tests.inference.gibbs.pydt.test_gir import GIR_PRIORS
-from tests.inference.gibbs.pydt.twins import NoJacobianTreeStep, NoncentredNoJacobianTreeStep
+from tests.inference.gibbs.pydt.twins import (
+    CentredNoJacobianTreeStep,
+    NoJacobianTreeStep,
+    NoncentredNoJacobianTreeStep,
+)
 
 HYPER = ("c", "theta", "alpha")
 
@@ -33,10 +40,17 @@ def _generative(n=5, d=1):
     return GenerativeModel(pydt.model(np.zeros((n, d)), priors=GIR_PRIORS), ["X"])
 
 
-def _move_only_step(gen, cls=PYDTTreeStep, seed=0, times=False, noncentred=HYPER):
+def _move_only_step(gen, cls=PYDTTreeStep, seed=0, times=False, noncentred=HYPER,
+                    centred=()):
     """The non-centred update alone, or (``times=True``) the slice sampler of the
-    divergence times alone."""
+    divergence times alone, or (``centred`` names, ``noncentred=()``) the centred
+    update of those hyperparameters alone."""
     model = gen.model
+    if centred:
+        step = cls([model["tree"], *(model[h] for h in centred)], model=model, moves=0,
+                   slice_times=False, greedy_start=False, noncentred=(), branch_moves=0)
+        step.rng = np.random.default_rng(seed)
+        return step
     step = cls([model["tree"]], model=model, moves=0, slice_times=times,
                greedy_start=False, noncentred=() if times else noncentred)
     step.rng = np.random.default_rng(seed)
@@ -113,12 +127,14 @@ def test_fast_path_equals_the_whole_joint():
             np.testing.assert_array_equal(f(x)[1]["tree"], g(x)[1]["tree"])
 
 
-def _pushed_and_fresh(cls, n_rep, n_updates, seed, times=False, noncentred=HYPER):
+def _pushed_and_fresh(cls, n_rep, n_updates, seed, times=False, noncentred=HYPER,
+                      centred=()):
     """Statistics of ``n_rep`` joint draws after ``n_updates`` non-centred updates (or
-    time-slice sweeps), and of ``n_rep`` fresh joint draws."""
+    time-slice sweeps, or centred updates), and of ``n_rep`` fresh joint draws."""
     gen = _generative()
     gen.seed(np.random.default_rng(seed))
-    step = _move_only_step(gen, cls, seed=seed + 1, times=times, noncentred=noncentred)
+    step = _move_only_step(gen, cls, seed=seed + 1, times=times, noncentred=noncentred,
+                           centred=centred)
 
     def statistics(params):
         tree = DiffusionTree.from_packed(params["tree"], validate=False)
@@ -187,6 +203,37 @@ def test_variance_update_without_jacobian_is_caught():
     with np.errstate(over="ignore"):
         pushed, fresh = _pushed_and_fresh(NoncentredNoJacobianTreeStep, N_REP, N_UPDATES,
                                           seed=8, noncentred=("precision",))
+    p, each = _smallest_adjusted_p(pushed, fresh)
+    print(each)
+    assert p < 0.01, each
+
+
+CENTRED = (*HYPER, "precision")
+#: the twin's KS p-value was ~1e-17 at 400 x 3 updates: 200 x 2 keeps the power and costs
+#: a third
+N_REP_CENTRED = 200
+N_UPDATES_CENTRED = 2
+
+
+def test_centred_update_keeps_the_joint_distribution():
+    """c, theta, alpha and the precision slice-sampled on their log / logit scale with
+    the tree fixed (item 5 of inference/gibbs/pydt.py)."""
+    with np.errstate(over="ignore"):
+        pushed, fresh = _pushed_and_fresh(PYDTTreeStep, N_REP_CENTRED, N_UPDATES_CENTRED,
+                                          seed=9, noncentred=(), centred=CENTRED)
+    p, each = _smallest_adjusted_p(pushed, fresh)
+    print(each)
+    assert p > 0.01, each
+    moved = _pushed_and_fresh.moved
+    # the hyperparameters moved, the tree did not
+    assert np.all(moved[[0, 1, 2, 5]] > 0.9) and np.all(moved[3:5] == 0), moved
+
+
+def test_centred_update_without_jacobian_is_caught():
+    with np.errstate(over="ignore"):
+        pushed, fresh = _pushed_and_fresh(CentredNoJacobianTreeStep, N_REP_CENTRED,
+                                          N_UPDATES_CENTRED, seed=9, noncentred=(),
+                                          centred=CENTRED)
     p, each = _smallest_adjusted_p(pushed, fresh)
     print(each)
     assert p < 0.01, each

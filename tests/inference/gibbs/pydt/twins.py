@@ -116,7 +116,18 @@ class NoncentredNoJacobianTreeStep(PYDTTreeStep):
     name = "test_pydt_noncentred_no_jacobian"
 
     @staticmethod
-    def moved_times(parent, log1m_t, n, gaps, before, after):
-        times, _log_jacobian = PYDTTreeStep.moved_times(parent, log1m_t, n, gaps, before,
+    def moved_times(parent, log1m_t, n, kind, before, after):
+        times, _log_jacobian = PYDTTreeStep.moved_times(parent, log1m_t, n, kind, before,
                                                         after)
         return times, 0.0
+
+
+class CentredNoJacobianTreeStep(PYDTTreeStep):
+    """Planted bug: the hyperparameters slice-sampled on their log / logit scale against
+    their prior density in the original scale (the transforms' ``log |d phi / dx|``
+    left out)."""
+
+    name = "test_pydt_centred_no_jacobian"
+
+    def hyperprior_logp(self, rvs):
+        return self.model.logp(vars=rvs, jacobian=False)
