@@ -36,27 +36,35 @@ def _inputs(log_pi0, log_P, log_lik, offsets):
     log_P = pt.as_tensor_variable(log_P)
     log_lik = pt.as_tensor_variable(log_lik)
     offsets = pt.as_tensor_variable(offsets)
-    for name, var, ndim in (("log_pi0", log_pi0, 1), ("log_P", log_P, 2),
-                            ("log_lik", log_lik, 2)):
+    for name, var, ndim in (("log_pi0", log_pi0, 1), ("log_P", log_P, 2), ("log_lik", log_lik, 2)):
         if var.ndim != ndim:
             raise TypeError(f"{name} must be a {ndim}-D tensor, got ndim={var.ndim}")
         if not var.dtype.startswith("float"):
             raise TypeError(f"{name} must be a float tensor, got dtype {var.dtype}")
     if offsets.ndim != 1 or not offsets.dtype.startswith(("int", "uint")):
-        raise TypeError(f"offsets must be a 1-D integer tensor, got ndim={offsets.ndim}, "
-                        f"dtype={offsets.dtype}")
-    K = [s for s in (log_pi0.type.shape[0], *log_P.type.shape, log_lik.type.shape[1])
-         if s is not None]
+        raise TypeError(
+            f"offsets must be a 1-D integer tensor, got ndim={offsets.ndim}, dtype={offsets.dtype}"
+        )
+    K = [
+        s
+        for s in (log_pi0.type.shape[0], *log_P.type.shape, log_lik.type.shape[1])
+        if s is not None
+    ]
     if len(set(K)) > 1:
-        raise ValueError(f"log_pi0 (K,), log_P (K, K) and log_lik (T, K) disagree on the "
-                         f"number of states: {sorted(set(K))}")
-    return [pt.cast(log_pi0, "float64"), pt.cast(log_P, "float64"),
-            pt.cast(log_lik, "float64"), pt.cast(offsets, "int64")]
+        raise ValueError(
+            f"log_pi0 (K,), log_P (K, K) and log_lik (T, K) disagree on the "
+            f"number of states: {sorted(set(K))}"
+        )
+    return [
+        pt.cast(log_pi0, "float64"),
+        pt.cast(log_P, "float64"),
+        pt.cast(log_lik, "float64"),
+        pt.cast(offsets, "int64"),
+    ]
 
 
 def _check_offsets(offsets, T):
-    if offsets.shape[0] < 2 or offsets[0] != 0 or offsets[-1] != T or np.any(
-            np.diff(offsets) <= 0):
+    if offsets.shape[0] < 2 or offsets[0] != 0 or offsets[-1] != T or np.any(np.diff(offsets) <= 0):
         raise ValueError(f"offsets must rise strictly from 0 to T = {T}, got {offsets}")
 
 
@@ -86,8 +94,12 @@ class HMMLogEvidence(Op):
         log_pi0, log_P, log_lik, offsets = inputs
         (g,) = cotangents
         d_pi0, d_P, d_lik = HMMLogEvidenceGrad()(log_pi0, log_P, log_lik, offsets)
-        return [g * d_pi0, g * d_P, g * d_lik,
-                grad_undefined(self, 3, offsets, "offsets are the sequences' boundaries")]
+        return [
+            g * d_pi0,
+            g * d_P,
+            g * d_lik,
+            grad_undefined(self, 3, offsets, "offsets are the sequences' boundaries"),
+        ]
 
 
 class HMMLogEvidenceGrad(Op):
@@ -103,8 +115,7 @@ class HMMLogEvidenceGrad(Op):
     def perform(self, node, inputs, output_storage):
         log_pi0, log_P, log_lik, offsets = inputs
         _check_offsets(offsets, log_lik.shape[0])
-        _evidence, gamma, xi, initial = forward_backward_kernel(log_pi0, log_P, log_lik,
-                                                                offsets)
+        _evidence, gamma, xi, initial = forward_backward_kernel(log_pi0, log_P, log_lik, offsets)
         output_storage[0][0] = initial
         output_storage[1][0] = xi
         output_storage[2][0] = gamma
@@ -124,8 +135,11 @@ def _numba_hmm_log_evidence(op, node, **kwargs):
     def hmm_log_evidence_numba(log_pi0, log_P, log_lik, offsets):
         # one array type for the kernel whatever the graph hands over (read-only inputs)
         evidence = forward_backward_kernel(
-            np.ascontiguousarray(log_pi0), np.ascontiguousarray(log_P),
-            np.ascontiguousarray(log_lik), np.ascontiguousarray(offsets))[0]
+            np.ascontiguousarray(log_pi0),
+            np.ascontiguousarray(log_P),
+            np.ascontiguousarray(log_lik),
+            np.ascontiguousarray(offsets),
+        )[0]
         return np.asarray(evidence.sum())
 
     return hmm_log_evidence_numba
@@ -136,8 +150,11 @@ def _numba_hmm_log_evidence_grad(op, node, **kwargs):
     @nb.numba_njit
     def hmm_log_evidence_grad_numba(log_pi0, log_P, log_lik, offsets):
         _evidence, gamma, xi, initial = forward_backward_kernel(
-            np.ascontiguousarray(log_pi0), np.ascontiguousarray(log_P),
-            np.ascontiguousarray(log_lik), np.ascontiguousarray(offsets))
+            np.ascontiguousarray(log_pi0),
+            np.ascontiguousarray(log_P),
+            np.ascontiguousarray(log_lik),
+            np.ascontiguousarray(offsets),
+        )
         return initial, xi, gamma
 
     return hmm_log_evidence_grad_numba

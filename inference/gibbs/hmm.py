@@ -40,8 +40,10 @@ def _only_enters(model, name: str, allowed: set[str], step: str) -> None:
     rvs, potentials = terms_depending_on(model, model[name])
     extra = sorted(rv.name for rv in rvs if rv.name not in allowed)
     if extra or potentials:
-        raise ValueError(f"{step}: {name} also enters {extra or 'a potential'}; the step's "
-                         f"conditional accounts only for {sorted(allowed)}")
+        raise ValueError(
+            f"{step}: {name} also enters {extra or 'a potential'}; the step's "
+            f"conditional accounts only for {sorted(allowed)}"
+        )
 
 
 def transition_counts(z, offsets, K) -> tuple[np.ndarray, np.ndarray]:
@@ -89,33 +91,49 @@ class HMMPathFFBS(ZooGibbsStep):
     #: the FFBS kernel (a subclass with another kernel is a tests' planted-bug twin)
     ffbs = staticmethod(ffbs_kernel)
 
-    def __init__(self, vars, *, log_pi0: Variable, log_P: Variable, log_lik: Variable,
-                 offsets, model=None, rng=None, blocked=True):
+    def __init__(
+        self,
+        vars,
+        *,
+        log_pi0: Variable,
+        log_P: Variable,
+        log_lik: Variable,
+        offsets,
+        model=None,
+        rng=None,
+        blocked=True,
+    ):
         super().__init__(vars, model=model, rng=rng, blocked=blocked)
         if len(self.vars) != 1:
             raise ValueError(f"vars: HMMPathFFBS updates the path alone, got {self.var_names}")
         name = self.model.values_to_rvs[self.vars[0]].name
         observed = {rv.name for rv in self.model.observed_RVs} | {
-            rv.name for rv in self.model.free_RVs}
+            rv.name for rv in self.model.free_RVs
+        }
         _only_enters(self.model, name, observed, self.name)
         self._key = self.var_names[0]
         self._offsets = np.asarray(offsets, dtype=np.int64)
         self._fn = self.compile_point_fn([log_pi0, log_P, log_lik])
 
     def step(self, point):
-        log_pi0, log_P, log_lik = (np.ascontiguousarray(v, dtype=np.float64)
-                                   for v in self._fn(point))
+        log_pi0, log_P, log_lik = (
+            np.ascontiguousarray(v, dtype=np.float64) for v in self._fn(point)
+        )
         if self.beta != 1.0:
             # beta * (-inf) stays -inf for beta > 0; at beta = 0 nothing is observed
-            log_lik = (np.zeros_like(log_lik) if self.beta == 0.0
-                       else np.where(np.isneginf(log_lik), -np.inf, self.beta * log_lik))
+            log_lik = (
+                np.zeros_like(log_lik)
+                if self.beta == 0.0
+                else np.where(np.isneginf(log_lik), -np.inf, self.beta * log_lik)
+            )
         old = point[self._key]
         T = old.shape[0]
         path = np.array(old, dtype=np.int64, copy=True)
         value = self.ffbs(log_pi0, log_P, log_lik, self._offsets, self.rng.random(T), path)
         new = path.astype(old.dtype)
         return self.updated(point, **{self._key: new}), [
-            {"n_changed": int(np.count_nonzero(new != old)), "log_evidence": float(value)}]
+            {"n_changed": int(np.count_nonzero(new != old)), "log_evidence": float(value)}
+        ]
 
 
 class _ValueSpace:
@@ -161,16 +179,19 @@ class HMMConjugate(ZooGibbsStep):
     def __init__(self, vars, *, spec: HMMSpec = None, model=None, rng=None, blocked=True):
         super().__init__(vars, model=model, rng=rng, blocked=blocked)
         if not isinstance(spec, HMMSpec) or spec.marginalize:
-            raise ValueError("hmm_conjugate needs the options of pp_models.hmm.model's step "
-                             "hint (spec) on a model whose path is sampled")
+            raise ValueError(
+                "hmm_conjugate needs the options of pp_models.hmm.model's step "
+                "hint (spec) on a model whose path is sampled"
+            )
         self.spec = spec
         self.emission = get_emission(spec.emission)
         m = self.model
         names = {m.values_to_rvs[v].name for v in self.vars}
         wanted = {"pi0", "P", *self.emission.parameters}
         if names != wanted:
-            raise ValueError(f"vars: hmm_conjugate updates {sorted(wanted)} together, got "
-                             f"{sorted(names)}")
+            raise ValueError(
+                f"vars: hmm_conjugate updates {sorted(wanted)} together, got {sorted(names)}"
+            )
         _only_enters(m, "pi0", {"z"}, self.name)
         _only_enters(m, "P", {"z"}, self.name)
         for name in self.emission.parameters:
@@ -178,8 +199,7 @@ class HMMConjugate(ZooGibbsStep):
         self._z_key = m.rvs_to_values[m["z"]].name
         self._y_fn = self.compile_point_fn(m["y"])
         self._writers = {name: _ValueSpace(m, name) for name in wanted}
-        self._current = {name: self.compile_point_fn(m[name])
-                         for name in self.emission.parameters}
+        self._current = {name: self.compile_point_fn(m[name]) for name in self.emission.parameters}
 
     def counts(self, z) -> tuple[np.ndarray, np.ndarray]:
         """The path's initial-state and transition counts (:func:`transition_counts`)."""
@@ -191,11 +211,14 @@ class HMMConjugate(ZooGibbsStep):
         z = np.asarray(point[self._z_key], dtype=np.int64)
         y = np.asarray(self._y_fn(point))
         first, counts = self.counts(z)
-        new = {"pi0": dirichlet_draw(self.rng, spec.initial_concentration + first),
-               "P": dirichlet_draw(self.rng, spec.transition_concentration + counts)}
+        new = {
+            "pi0": dirichlet_draw(self.rng, spec.initial_concentration + first),
+            "P": dirichlet_draw(self.rng, spec.transition_concentration + counts),
+        }
         current = {name: np.asarray(fn(point)) for name, fn in self._current.items()}
-        new.update(self.emission.conditional_draw(self.rng, y, z, K, spec.hyper, current,
-                                                  self.beta))
+        new.update(
+            self.emission.conditional_draw(self.rng, y, z, K, spec.hyper, current, self.beta)
+        )
         values = {}
         for name, natural in new.items():
             writer = self._writers[name]

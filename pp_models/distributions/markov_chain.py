@@ -71,8 +71,9 @@ class MarkovChainRV(RandomVariable):
         P = np.broadcast_to(P, (*batch, *P.shape[-2:]))
         out = np.empty((*batch, int(offsets[-1])), dtype=np.int64)
         for idx in np.ndindex(*batch):
-            markov_chain_draw(rng, np.ascontiguousarray(pi0[idx]),
-                              np.ascontiguousarray(P[idx]), offsets, out[idx])
+            markov_chain_draw(
+                rng, np.ascontiguousarray(pi0[idx]), np.ascontiguousarray(P[idx]), offsets, out[idx]
+            )
         return out
 
 
@@ -85,8 +86,13 @@ def _numba_core_markov_chain(op, node):
     def random_fn(rng, pi0, P, offsets, out=None):
         if out is None:
             out = np.empty(offsets[-1], dtype=np.int64)
-        markov_chain_draw(rng, np.ascontiguousarray(pi0), np.ascontiguousarray(P),
-                          np.ascontiguousarray(offsets), out)
+        markov_chain_draw(
+            rng,
+            np.ascontiguousarray(pi0),
+            np.ascontiguousarray(P),
+            np.ascontiguousarray(offsets),
+            out,
+        )
         return out
 
     random_fn.handles_out = True
@@ -135,12 +141,12 @@ class MarkovChain(Discrete):
         K = pi0.shape[-1]
         inside = pt.all(pt.and_(pt.ge(value, 0), pt.lt(value, K)))
         z = pt.clip(value, 0, K - 1)
-        starts = pt.set_subtensor(pt.zeros(value.shape[0], dtype="bool")[offsets[:-1]],
-                                  np.array(True))
+        starts = pt.set_subtensor(
+            pt.zeros(value.shape[0], dtype="bool")[offsets[:-1]], np.array(True)
+        )
         previous = pt.concatenate([z[:1], z[:-1]])
         terms = pt.switch(starts, pt.log(pi0)[z], pt.log(P)[previous, z])
-        logp = pt.switch(pt.and_(inside, pt.eq(value.shape[0], offsets[-1])), terms.sum(),
-                         -np.inf)
+        logp = pt.switch(pt.and_(inside, pt.eq(value.shape[0], offsets[-1])), terms.sum(), -np.inf)
         return check_parameters(
             logp,
             pt.all(pt.ge(pi0, 0)),

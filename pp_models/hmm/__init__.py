@@ -49,8 +49,7 @@ def _build(dataset, **options):
     import numpy as np
 
     data = np.asarray(dataset.data, dtype=np.float64)
-    return model(data.reshape(-1) if data.ndim == 2 and data.shape[1] == 1 else data,
-                 **options)
+    return model(data.reshape(-1) if data.ndim == 2 and data.shape[1] == 1 else data, **options)
 
 
 #: The family's record (pp_models.registry): factory, ppzoo entry, picture, predictive

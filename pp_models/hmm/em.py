@@ -41,9 +41,18 @@ class EMResult:
     converged: bool
 
 
-def em(y, n_states: int, *, emission: str = "gaussian", lengths=None, init=None,
-       max_iter: int = 200, tol: float = 1e-8, n_categories=None,
-       random_seed=None) -> EMResult:
+def em(
+    y,
+    n_states: int,
+    *,
+    emission: str = "gaussian",
+    lengths=None,
+    init=None,
+    max_iter: int = 200,
+    tol: float = 1e-8,
+    n_categories=None,
+    random_seed=None,
+) -> EMResult:
     """Baum-Welch estimates of an HMM's parameters.
 
     Parameters
@@ -97,22 +106,29 @@ def em(y, n_states: int, *, emission: str = "gaussian", lengths=None, init=None,
         for _ in range(max_iter):
             log_lik = np.ascontiguousarray(family.log_lik(params, y))
             evidence, gamma, xi, initial = forward_backward_kernel(
-                np.log(pi0), np.log(P), log_lik, offsets)
+                np.log(pi0), np.log(P), log_lik, offsets
+            )
             value = float(evidence.sum())
             history.append(value)
             if len(history) > 1 and value - history[-2] < tol * max(1.0, abs(value)):
                 converged = True
                 break
             pi0 = initial / initial.sum()
-            P = xi / np.where(xi.sum(axis=1, keepdims=True) > 0,
-                              xi.sum(axis=1, keepdims=True), 1.0)
+            P = xi / np.where(xi.sum(axis=1, keepdims=True) > 0, xi.sum(axis=1, keepdims=True), 1.0)
             P[xi.sum(axis=1) == 0] = 1.0 / K  # a state never left keeps a uniform row
             params = family.m_step(y, gamma, hyper)
         else:
             log_lik = np.ascontiguousarray(family.log_lik(params, y))
-            value = float(forward_backward_kernel(np.log(pi0), np.log(P), log_lik,
-                                                  offsets)[0].sum())
+            value = float(
+                forward_backward_kernel(np.log(pi0), np.log(P), log_lik, offsets)[0].sum()
+            )
             history.append(value)
-    return EMResult(pi0=pi0, P=P, params=params, log_likelihood=history[-1],
-                    history=np.asarray(history), iterations=len(history) - 1,
-                    converged=converged)
+    return EMResult(
+        pi0=pi0,
+        P=P,
+        params=params,
+        log_likelihood=history[-1],
+        history=np.asarray(history),
+        iterations=len(history) - 1,
+        converged=converged,
+    )

@@ -45,8 +45,10 @@ def _check_finite(y, name):
     bad = np.flatnonzero(~np.isfinite(y))
     if bad.size:
         shown = ", ".join(str(i) for i in bad[:10]) + (" ..." if bad.size > 10 else "")
-        raise ValueError(f"{name} has {bad.size} NaN or infinite values (positions "
-                         f"{shown}); an HMM here needs every observation")
+        raise ValueError(
+            f"{name} has {bad.size} NaN or infinite values (positions "
+            f"{shown}); an HMM here needs every observation"
+        )
     return y
 
 
@@ -105,8 +107,12 @@ class _Gaussian(Emission):
     def hyper(self, y, **options):
         sd = float(np.std(y)) if y.size > 1 else 1.0
         sd = sd if sd > 0 else 1.0
-        return {"mu_mean": float(np.mean(y)), "mu_sd": 2.0 * sd, "tau_shape": 2.0,
-                "tau_rate": 0.5 * sd * sd}
+        return {
+            "mu_mean": float(np.mean(y)),
+            "mu_sd": 2.0 * sd,
+            "tau_shape": 2.0,
+            "tau_rate": 0.5 * sd * sd,
+        }
 
     def priors(self, hyper):
         mu = pm.Normal("mu", mu=hyper["mu_mean"], sigma=hyper["mu_sd"], dims="state")
@@ -114,12 +120,12 @@ class _Gaussian(Emission):
         return {"mu": mu, "tau": tau}
 
     def observed(self, name, params, z, y):
-        return pm.Normal(name, mu=params["mu"][z], tau=params["tau"][z], observed=y,
-                         dims="time")
+        return pm.Normal(name, mu=params["mu"][z], tau=params["tau"][z], observed=y, dims="time")
 
     def symbolic_log_lik(self, params, y):
-        return pm.logp(pm.Normal.dist(params["mu"][None, :], tau=params["tau"][None, :]),
-                       y[:, None])
+        return pm.logp(
+            pm.Normal.dist(params["mu"][None, :], tau=params["tau"][None, :]), y[:, None]
+        )
 
     def log_lik(self, params, y):
         mu = np.asarray(params["mu"])[..., None, :]
@@ -131,8 +137,9 @@ class _Gaussian(Emission):
         total = np.bincount(z, weights=y, minlength=K)
         mu = np.asarray(current["mu"], dtype=float)
         ss = np.bincount(z, weights=(y - mu[z]) ** 2, minlength=K)
-        tau = rng.gamma(hyper["tau_shape"] + 0.5 * beta * n,
-                        1.0 / (hyper["tau_rate"] + 0.5 * beta * ss))
+        tau = rng.gamma(
+            hyper["tau_shape"] + 0.5 * beta * n, 1.0 / (hyper["tau_rate"] + 0.5 * beta * ss)
+        )
         prior_precision = 1.0 / hyper["mu_sd"] ** 2
         precision = prior_precision + beta * tau * n
         mean = (prior_precision * hyper["mu_mean"] + beta * tau * total) / precision
@@ -162,8 +169,7 @@ class _Poisson(Emission):
         return {"rate_shape": 1.0, "rate_rate": 1.0 / max(mean, 0.5)}
 
     def priors(self, hyper):
-        rate = pm.Gamma("rate", alpha=hyper["rate_shape"], beta=hyper["rate_rate"],
-                        dims="state")
+        rate = pm.Gamma("rate", alpha=hyper["rate_shape"], beta=hyper["rate_rate"], dims="state")
         return {"rate": rate}
 
     def observed(self, name, params, z, y):
@@ -180,8 +186,7 @@ class _Poisson(Emission):
         n = np.bincount(z, minlength=K).astype(float)
         total = np.bincount(z, weights=y, minlength=K)
         # numpy's gamma takes the scale, the inverse of the posterior rate
-        rate = rng.gamma(hyper["rate_shape"] + beta * total,
-                         1.0 / (hyper["rate_rate"] + beta * n))
+        rate = rng.gamma(hyper["rate_shape"] + beta * total, 1.0 / (hyper["rate_rate"] + beta * n))
         return {"rate": rate}
 
     def m_step(self, y, gamma, hyper):
@@ -239,8 +244,9 @@ class _Categorical(Emission):
         if n_categories is not None:
             C = check_int(n_categories, "n_categories", minimum=2)
             if y.size and y.max() >= C:
-                raise ValueError(f"{name}: category codes must be < n_categories = {C} "
-                                 f"(found {y.max()})")
+                raise ValueError(
+                    f"{name}: category codes must be < n_categories = {C} (found {y.max()})"
+                )
         return y
 
     def hyper(self, y, n_categories=None, **options):
@@ -298,6 +304,5 @@ EMISSIONS = {
 def get_emission(name) -> Emission:
     """The emission family ``name``; ``ValueError`` naming the choices."""
     if not isinstance(name, str) or name not in EMISSIONS:
-        raise ValueError(f"emission must be one of {', '.join(map(repr, EMISSIONS))}, "
-                         f"got {name!r}")
+        raise ValueError(f"emission must be one of {', '.join(map(repr, EMISSIONS))}, got {name!r}")
     return EMISSIONS[name]

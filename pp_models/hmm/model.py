@@ -123,10 +123,15 @@ def model(
         raise ValueError("y must hold at least one observation")
     offsets = offsets_of(as_lengths(lengths, y.shape[0]))
     hyper = spec_emission.hyper(y, n_categories=n_categories)
-    spec = HMMSpec(emission=emission, n_states=K, offsets=offsets,
-                   initial_concentration=np.full(K, a0),
-                   transition_concentration=np.full((K, K), a) + kappa * np.eye(K),
-                   hyper=hyper, marginalize=marginalize)
+    spec = HMMSpec(
+        emission=emission,
+        n_states=K,
+        offsets=offsets,
+        initial_concentration=np.full(K, a0),
+        transition_concentration=np.full((K, K), a) + kappa * np.eye(K),
+        hyper=hyper,
+        marginalize=marginalize,
+    )
 
     T = y.shape[0]
     coords = {"state": np.arange(K), "state_to": np.arange(K), "time": np.arange(T)}
@@ -144,26 +149,41 @@ def model(
 
     names = spec_emission.parameters
     derived = (
-        DerivedStatistic("log_likelihood", partial(outputs.log_likelihood, spec=spec, y=y),
-                         "log p(y | pi0, P, theta), the path summed out"),
-        DerivedStatistic("stationary_sorted", outputs.stationary_sorted,
-                         "stationary distribution of P, decreasing"),
-        DerivedStatistic("occupancy_sorted", partial(outputs.occupancy_sorted, spec=spec, y=y),
-                         "fraction of time in each state, decreasing"),
-        DerivedStatistic("emission_means_sorted",
-                         partial(outputs.emission_means_sorted, spec=spec),
-                         "each state's emission mean, increasing"),
+        DerivedStatistic(
+            "log_likelihood",
+            partial(outputs.log_likelihood, spec=spec, y=y),
+            "log p(y | pi0, P, theta), the path summed out",
+        ),
+        DerivedStatistic(
+            "stationary_sorted",
+            outputs.stationary_sorted,
+            "stationary distribution of P, decreasing",
+        ),
+        DerivedStatistic(
+            "occupancy_sorted",
+            partial(outputs.occupancy_sorted, spec=spec, y=y),
+            "fraction of time in each state, decreasing",
+        ),
+        DerivedStatistic(
+            "emission_means_sorted",
+            partial(outputs.emission_means_sorted, spec=spec),
+            "each state's emission mean, increasing",
+        ),
     )
     if marginalize:
         info = ZooModelInfo(
-            family="hmm", preferred_method="nuts", derived=derived,
+            family="hmm",
+            preferred_method="nuts",
+            derived=derived,
             label_variables=("pi0", "P", *names, "z"),
             postprocess=partial(outputs.recover_paths, spec=spec, y=y),
             notes="path summed out by the forward algorithm; z drawn by FFBS per draw "
-                  "afterwards. Labels are not identified.")
+            "afterwards. Labels are not identified.",
+        )
     else:
         info = ZooModelInfo(
-            family="hmm", preferred_method="gibbs",
+            family="hmm",
+            preferred_method="gibbs",
             step_hints=(
                 StepHint(STEP_PATH, ("z",), partial(_path_options, spec=spec)),
                 StepHint(STEP_PARAMETERS, ("pi0", "P", *names), {"spec": spec}),
@@ -171,9 +191,10 @@ def model(
             derived=derived,
             label_variables=("pi0", "P", *names, "z"),
             notes="z: FFBS (exact block draw); pi0, P, emission parameters: conjugate "
-                  "draws. Labels are not identified.",
+            "draws. Labels are not identified.",
             continuous_form="marginalize=True (the path summed out by the forward "
-                            "algorithm, for NUTS or ADVI)")
+            "algorithm, for NUTS or ADVI)",
+        )
     object.__setattr__(m, "_pp_models_hmm_spec", spec)
     return attach_info(m, info)
 
@@ -192,9 +213,12 @@ def _path_options(m: pm.Model, spec: HMMSpec) -> dict:
     ``(T, K)`` emission log-likelihoods, in terms of ``m``'s variables (the data's
     values when ``y`` is free, as in getting-it-right)."""
     emission = get_emission(spec.emission)
-    return {"log_pi0": pt.log(m["pi0"]), "log_P": pt.log(m["P"]),
-            "log_lik": emission.symbolic_log_lik(_params(m, spec), m["y"]),
-            "offsets": spec.offsets}
+    return {
+        "log_pi0": pt.log(m["pi0"]),
+        "log_P": pt.log(m["P"]),
+        "log_lik": emission.symbolic_log_lik(_params(m, spec), m["y"]),
+        "offsets": spec.offsets,
+    }
 
 
 def _marginal_observed(emission, pi0, P, params, y, offsets):
@@ -207,13 +231,24 @@ def _marginal_observed(emission, pi0, P, params, y, offsets):
         return hmm_log_evidence(pt.log(pi0), pt.log(P), log_lik, offsets)
 
     def random(pi0, P, *values, rng=None, size=None):
-        return outputs.simulate(emission, rng, pi0, P,
-                                dict(zip(names, values[:-1], strict=True)), offsets)
+        return outputs.simulate(
+            emission, rng, pi0, P, dict(zip(names, values[:-1], strict=True)), offsets
+        )
 
     length = pt.constant(np.zeros(y.shape[0]))
-    return pm.CustomDist("y", pi0, P, *(params[n] for n in names), length, logp=logp,
-                         random=random, observed=y, dims="time",
-                         signature=_signature(emission), dtype=str(y.dtype))
+    return pm.CustomDist(
+        "y",
+        pi0,
+        P,
+        *(params[n] for n in names),
+        length,
+        logp=logp,
+        random=random,
+        observed=y,
+        dims="time",
+        signature=_signature(emission),
+        dtype=str(y.dtype),
+    )
 
 
 def _signature(emission):

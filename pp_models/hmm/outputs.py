@@ -54,9 +54,9 @@ def log_likelihood(posterior: xr.Dataset, spec, y) -> xr.DataArray:
             log_lik = emission.log_lik({n: params[n][c] for n in emission.parameters}, y)
             log_pi0, log_P = np.log(params["pi0"][c]), np.log(params["P"][c])
             for s in range(draws):
-                out[c, s] = forward_backward_kernel(log_pi0[s], log_P[s],
-                                                    np.ascontiguousarray(log_lik[s]),
-                                                    spec.offsets)[0].sum()
+                out[c, s] = forward_backward_kernel(
+                    log_pi0[s], log_P[s], np.ascontiguousarray(log_lik[s]), spec.offsets
+                )[0].sum()
     return xr.DataArray(out, dims=("chain", "draw"))
 
 
@@ -101,8 +101,11 @@ def _smoothed(posterior, spec, y) -> np.ndarray:
             log_lik = emission.log_lik({n: params[n][c] for n in emission.parameters}, y)
             for s in range(draws):
                 out[c, s] = forward_backward_kernel(
-                    np.log(params["pi0"][c, s]), np.log(params["P"][c, s]),
-                    np.ascontiguousarray(log_lik[s]), spec.offsets)[1]
+                    np.log(params["pi0"][c, s]),
+                    np.log(params["P"][c, s]),
+                    np.ascontiguousarray(log_lik[s]),
+                    spec.offsets,
+                )[1]
     return out
 
 
@@ -136,13 +139,17 @@ def recover_paths(dt: xr.DataTree, spec, y, random_seed=None) -> xr.DataTree:
         for c in range(chains):
             log_lik = emission.log_lik({n: params[n][c] for n in emission.parameters}, y)
             for s in range(draws):
-                ffbs_kernel(np.log(params["pi0"][c, s]), np.log(params["P"][c, s]),
-                            np.ascontiguousarray(log_lik[s]), spec.offsets, rng.random(T),
-                            z[c, s])
+                ffbs_kernel(
+                    np.log(params["pi0"][c, s]),
+                    np.log(params["P"][c, s]),
+                    np.ascontiguousarray(log_lik[s]),
+                    spec.offsets,
+                    rng.random(T),
+                    z[c, s],
+                )
     dims = ("chain", "draw", "time")
     coords = {"time": np.arange(T)}
-    dt["posterior"] = xr.DataTree(posterior.assign(z=xr.DataArray(z, dims=dims,
-                                                                    coords=coords)))
+    dt["posterior"] = xr.DataTree(posterior.assign(z=xr.DataArray(z, dims=dims, coords=coords)))
     return dt
 
 
@@ -150,8 +157,13 @@ def simulate(emission, rng, pi0, P, params, offsets) -> np.ndarray:
     """A path and observations from the model (the marginalised form's forward draw)."""
     offsets = np.asarray(offsets, dtype=np.int64)
     z = np.empty(int(offsets[-1]), dtype=np.int64)
-    markov_chain_draw(rng, np.ascontiguousarray(pi0, dtype=np.float64),
-                      np.ascontiguousarray(P, dtype=np.float64), offsets, z)
+    markov_chain_draw(
+        rng,
+        np.ascontiguousarray(pi0, dtype=np.float64),
+        np.ascontiguousarray(P, dtype=np.float64),
+        offsets,
+        z,
+    )
     return emission.draw(rng, params, z)
 
 
@@ -172,8 +184,12 @@ def state_probabilities(dt, spec=None) -> np.ndarray:
 def _spec_from(posterior):
     from types import SimpleNamespace
 
-    for emission, names in (("gaussian", ("mu", "tau")), ("poisson", ("rate",)),
-                            ("bernoulli", ("p",)), ("categorical", ("phi",))):
+    for emission, names in (
+        ("gaussian", ("mu", "tau")),
+        ("poisson", ("rate",)),
+        ("bernoulli", ("p",)),
+        ("categorical", ("phi",)),
+    ):
         if all(n in posterior for n in names):
             return SimpleNamespace(emission=emission, n_states=posterior["P"].shape[-1])
     raise ValueError("the posterior holds no HMM emission parameters")
@@ -189,14 +205,16 @@ def plot_results(dt, path=None):
     T, K = probs.shape
     t = np.arange(T)
     colours = plt.get_cmap("viridis")(np.linspace(0.1, 0.9, K))
-    fig, (top, bottom) = plt.subplots(2, 1, figsize=(9, 5), sharex=True,
-                                      gridspec_kw={"height_ratios": [2, 1]})
+    fig, (top, bottom) = plt.subplots(
+        2, 1, figsize=(9, 5), sharex=True, gridspec_kw={"height_ratios": [2, 1]}
+    )
     top.plot(t, y, color="0.7", lw=0.8, zorder=1)
     modal = probs.argmax(axis=1)
     for r in range(K):
         sel = modal == r
-        top.scatter(t[sel], y[sel], s=14, color=colours[r], zorder=2,
-                    label=f"state {r} (by emission mean)")
+        top.scatter(
+            t[sel], y[sel], s=14, color=colours[r], zorder=2, label=f"state {r} (by emission mean)"
+        )
     top.set_ylabel("y")
     top.legend(loc="best", fontsize=8)
     bottom.stackplot(t, probs.T, colors=colours)

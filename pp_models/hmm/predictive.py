@@ -41,9 +41,9 @@ def pointwise_log_likelihood(posterior: xr.Dataset, model) -> xr.Dataset:
             log_lik = emission.log_lik({n: params[n][c] for n in emission.parameters}, y)
             for s in range(draws):
                 ll = np.ascontiguousarray(log_lik[s])
-                gamma = forward_backward_kernel(np.log(params["pi0"][c, s]),
-                                                np.log(params["P"][c, s]), ll,
-                                                spec.offsets)[1]
+                gamma = forward_backward_kernel(
+                    np.log(params["pi0"][c, s]), np.log(params["P"][c, s]), ll, spec.offsets
+                )[1]
                 out[c, s] = -logsumexp(np.log(gamma) - ll, axis=1)
     return draws_dataset(posterior, model, "y", out, dims=("time",))
 
@@ -59,6 +59,7 @@ def posterior_predictive(posterior: xr.Dataset, model, rng) -> xr.Dataset:
     out = np.empty(z.shape)
     for c in range(chains):
         for s in range(draws):
-            out[c, s] = emission.draw(rng, {n: params[n][c, s] for n in emission.parameters},
-                                      z[c, s])
+            out[c, s] = emission.draw(
+                rng, {n: params[n][c, s] for n in emission.parameters}, z[c, s]
+            )
     return draws_dataset(posterior, model, "y", out, dims=("time",))

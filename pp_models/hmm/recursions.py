@@ -21,8 +21,14 @@ from custom_ops.hmm.forward_backward import (
 )
 from pp_models.validation import rng_from_seed
 
-__all__ = ["ForwardBackwardResult", "as_lengths", "ffbs", "forward_backward",
-           "offsets_of", "viterbi"]
+__all__ = [
+    "ForwardBackwardResult",
+    "as_lengths",
+    "ffbs",
+    "forward_backward",
+    "offsets_of",
+    "viterbi",
+]
 
 
 @dataclass(frozen=True)
@@ -55,16 +61,22 @@ def as_lengths(lengths, T: int, name: str = "lengths") -> np.ndarray:
     if lengths is None:
         return np.array([T], dtype=np.int64)
     values = np.asarray(lengths)
-    if values.ndim != 1 or values.size == 0 or not (
+    if (
+        values.ndim != 1
+        or values.size == 0
+        or not (
             np.issubdtype(values.dtype, np.integer)
-            or (np.issubdtype(values.dtype, np.floating) and np.all(values == np.round(values)))):
+            or (np.issubdtype(values.dtype, np.floating) and np.all(values == np.round(values)))
+        )
+    ):
         raise ValueError(f"{name} must be a 1-D sequence of positive integers, got {lengths!r}")
     values = values.astype(np.int64)
     if np.any(values < 1):
         raise ValueError(f"{name} must be positive, got {values.tolist()}")
     if values.sum() != T:
-        raise ValueError(f"{name} must sum to the number of observations T = {T}, got "
-                         f"{values.sum()}")
+        raise ValueError(
+            f"{name} must sum to the number of observations T = {T}, got {values.sum()}"
+        )
     return values
 
 

@@ -135,5 +135,6 @@ def test_ffbs_returns_the_log_evidence():
     log_pi0, log_P, log_lik = random_hmm(rng, 3, 7)
     path = np.empty(7, dtype=np.int64)
     value = ffbs_kernel(log_pi0, log_P, log_lik, offsets, rng.random(7), path)
-    np.testing.assert_allclose(value, exact_posterior(log_pi0, log_P, log_lik, offsets)[0].sum(),
-                               rtol=1e-13)
+    np.testing.assert_allclose(
+        value, exact_posterior(log_pi0, log_P, log_lik, offsets)[0].sum(), rtol=1e-13
+    )

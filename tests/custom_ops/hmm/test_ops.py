@@ -25,8 +25,7 @@ def _symbols():
 def test_value_matches_enumeration(values):
     a, b, c = _symbols()
     f = pytensor.function([a, b, c], hmm_log_evidence(a, b, c, OFFSETS), mode=PYTHON_MODE)
-    np.testing.assert_allclose(f(*values), exact_posterior(*values, OFFSETS)[0].sum(),
-                               rtol=1e-13)
+    np.testing.assert_allclose(f(*values), exact_posterior(*values, OFFSETS)[0].sum(), rtol=1e-13)
 
 
 def test_gradient_is_the_expected_counts(values):
@@ -52,8 +51,7 @@ def test_shapes_and_validation(values):
         hmm_log_evidence(a, b, c, np.array([0.0, 5.0]))
     with pytest.raises(ValueError, match="number of states"):
         hmm_log_evidence(np.zeros(2), np.zeros((3, 3)), c, OFFSETS)
-    f = pytensor.function([a, b, c], hmm_log_evidence(a, b, c, np.array([0, 4])),
-                          mode=PYTHON_MODE)
+    f = pytensor.function([a, b, c], hmm_log_evidence(a, b, c, np.array([0, 4])), mode=PYTHON_MODE)
     with pytest.raises(ValueError, match="offsets"):
         f(*values)
 
@@ -74,5 +72,6 @@ def test_verify_grad(values, wrt):
 def test_numba_matches_python(values):
     a, b, c = _symbols()
     out = hmm_log_evidence(a, b, c, OFFSETS)
-    assert_numba_matches_python([a, b, c], [out, *pt.grad(out, [a, b, c])], values,
-                                op=HMMLogEvidence)
+    assert_numba_matches_python(
+        [a, b, c], [out, *pt.grad(out, [a, b, c])], values, op=HMMLogEvidence
+    )

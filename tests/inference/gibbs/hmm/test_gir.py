@@ -16,8 +16,11 @@ N_SAMPLES = 1500
 
 
 def _model(emission):
-    y = np.array([0.0, 1.0, 2.0, 1.0, 0.0, 3.0]) if emission == "gaussian" else \
-        np.array([0, 1, 2, 1, 0, 3])
+    y = (
+        np.array([0.0, 1.0, 2.0, 1.0, 0.0, 3.0])
+        if emission == "gaussian"
+        else np.array([0, 1, 2, 1, 0, 3])
+    )
     # sticky transitions: the path's structure (what FFBS's backward pass must get
     # right) shows in the statistics
     return hmm.model(y, 2, emission=emission, lengths=[4, 2], stickiness=3.0)
@@ -37,8 +40,11 @@ def _statistics(emission):
         "pi0_0": lambda s: float(s["pi0"][0]),
         "mean y": lambda s: float(np.mean(s["y"])),
         "y0 y1": lambda s: float(s["y"][0] * s["y"][1]),
-        "y in state 0": lambda s: float(np.mean(np.asarray(s["y"])[np.asarray(s["z"]) == 0]))
-        if np.any(np.asarray(s["z"]) == 0) else 0.0,
+        "y in state 0": lambda s: (
+            float(np.mean(np.asarray(s["y"])[np.asarray(s["z"]) == 0]))
+            if np.any(np.asarray(s["z"]) == 0)
+            else 0.0
+        ),
         f"{mean} spread": lambda s: float(np.ptp(s[mean])),
         f"{mean}[z0] * y0": lambda s: float(s[mean][s["z"][0]] * s["y"][0]),
     }
@@ -50,16 +56,28 @@ def _gir(emission, path=HMMPathFFBS, parameters=HMMConjugate, seed=0):
 
     def build(model):
         z_hint, p_hint = hints[hmm.STEP_PATH], hints[hmm.STEP_PARAMETERS]
-        return [path.from_model(model, z_hint.var_names, **z_hint.options(model)),
-                parameters.from_model(model, p_hint.var_names, **p_hint.options)]
+        return [
+            path.from_model(model, z_hint.var_names, **z_hint.options(model)),
+            parameters.from_model(model, p_hint.var_names, **p_hint.options),
+        ]
 
-    return getting_it_right(m, data_vars=["y"], step=build, n_samples=N_SAMPLES,
-                            statistics=_statistics(emission), random_seed=seed)
+    return getting_it_right(
+        m,
+        data_vars=["y"],
+        step=build,
+        n_samples=N_SAMPLES,
+        statistics=_statistics(emission),
+        random_seed=seed,
+    )
 
 
-@pytest.mark.parametrize("emission", [
-    pytest.param("gaussian", marks=pytest.mark.slow),  # its conditionals: test_tempered.py
-    "poisson"])
+@pytest.mark.parametrize(
+    "emission",
+    [
+        pytest.param("gaussian", marks=pytest.mark.slow),  # its conditionals: test_tempered.py
+        "poisson",
+    ],
+)
 def test_steps_get_it_right(emission):
     result = _gir(emission, seed=1)
     print(result)
@@ -69,10 +87,14 @@ def test_steps_get_it_right(emission):
 def test_fit_assigns_the_two_steps():
     from inference.testing import getting_it_right as gir
 
-    result = gir(_model("poisson"), data_vars=["y"], n_samples=20, random_seed=1,
-                 statistics={"P00": lambda s: float(s["P"][0, 0])})
-    assert result.step_description == {"hmm_ffbs": ["z"],
-                                       "hmm_conjugate": ["pi0", "P", "rate"]}
+    result = gir(
+        _model("poisson"),
+        data_vars=["y"],
+        n_samples=20,
+        random_seed=1,
+        statistics={"P00": lambda s: float(s["P"][0, 0])},
+    )
+    assert result.step_description == {"hmm_ffbs": ["z"], "hmm_conjugate": ["pi0", "P", "rate"]}
 
 
 @pytest.mark.slow  # planted-bug power (docs/architecture.md, "What runs where")

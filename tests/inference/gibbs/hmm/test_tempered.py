@@ -59,8 +59,11 @@ def _ffbs_pvalue(m, point, cls, beta, seed):
     pi0, P = _natural_fn(m, ["pi0", "P"])(point)
     paths = np.array(list(itertools.product(range(2), repeat=4)))
     log_lik = stats.poisson.logpmf(Y_COUNTS[None, :], RATES[paths])
-    score = (np.log(pi0[paths[:, 0]]) + np.log(P[paths[:, :-1], paths[:, 1:]]).sum(1)
-             + beta * log_lik.sum(1))
+    score = (
+        np.log(pi0[paths[:, 0]])
+        + np.log(P[paths[:, :-1], paths[:, 1:]]).sum(1)
+        + beta * log_lik.sum(1)
+    )
     exact = np.exp(score - np.logaddexp.reduce(score))
     counts = np.zeros(16)
     for _ in range(N_DRAWS):
@@ -102,9 +105,13 @@ def _poisson_pvalue(m, point, cls, beta):
     spec = hmm.get_spec(m)
     (rate,) = _conjugate_draws(m, point, cls, beta, ["rate"], seed=2)
     a, b = spec.hyper["rate_shape"], spec.hyper["rate_rate"]
-    pvalues = [stats.kstest(rate[:, k], stats.gamma(
-        a + beta * Y_COUNTS[Z_FIXED == k].sum(), scale=1.0 / (b + beta * 2)).cdf).pvalue
-        for k in range(2)]
+    pvalues = [
+        stats.kstest(
+            rate[:, k],
+            stats.gamma(a + beta * Y_COUNTS[Z_FIXED == k].sum(), scale=1.0 / (b + beta * 2)).cdf,
+        ).pvalue
+        for k in range(2)
+    ]
     return min(pvalues) * 2  # Bonferroni over the two states
 
 
@@ -132,8 +139,10 @@ def test_gaussian_precision_and_mean_at_beta(beta):
     pvalues = []
     for k in range(2):
         yk = Y_REAL[Z_FIXED == k]
-        tau_law = stats.gamma(h["tau_shape"] + beta * yk.size / 2,
-                              scale=1.0 / (h["tau_rate"] + beta * ((yk - mu0[k]) ** 2).sum() / 2))
+        tau_law = stats.gamma(
+            h["tau_shape"] + beta * yk.size / 2,
+            scale=1.0 / (h["tau_rate"] + beta * ((yk - mu0[k]) ** 2).sum() / 2),
+        )
         pvalues.append(stats.kstest(tau[:, k], tau_law.cdf).pvalue)
         precision = 1.0 / h["mu_sd"] ** 2 + beta * tau[:, k] * yk.size
         mean = (h["mu_mean"] / h["mu_sd"] ** 2 + beta * tau[:, k] * yk.sum()) / precision

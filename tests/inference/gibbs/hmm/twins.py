@@ -1,6 +1,7 @@
 """Planted-bug twins of the HMM steps: FFBS drawing each state from its filtered
 distribution (the backward pass's conditional without the transition to the state drawn
-after it), the conjugate step counting the moves between sequences as transitions, and twins that accept an inverse temperature and ignore it."""
+after it), the conjugate step counting the moves between sequences as transitions, and
+twins that accept an inverse temperature and ignore it."""
 
 import numpy as np
 
@@ -58,4 +59,3 @@ class IgnoresBetaConjugate(HMMConjugate):
 
     def set_inverse_temperature(self, beta) -> None:
         check_inverse_temperature(beta, "beta")
-
