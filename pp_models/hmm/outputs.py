@@ -223,6 +223,6 @@ def plot_results(dt, path=None):
     bottom.set_xlabel("t")
     fig.tight_layout()
     if path is not None:
-        fig.savefig(path, dpi=110)
+        fig.savefig(path, format="png", dpi=110)
         plt.close(fig)
     return fig
