@@ -197,3 +197,31 @@ def test_fit_gibbs_and_picture(tmp_path):
     assert probs.shape == (20, 2) and probs[:10, 0].mean() > 0.9 and probs[10:, 1].mean() > 0.9
     hmm.plot_results(dt, tmp_path / "states.png")
     assert (tmp_path / "states.png").stat().st_size > 0
+
+
+def test_nuts_on_the_sampled_path_names_the_marginalised_form():
+    from inference import fit
+
+    with pytest.raises(ValueError, match="marginalize=True"):
+        fit(hmm.model(Y, 2), method="nuts", draws=10, tune=10, chains=1)
+
+
+@pytest.mark.slow  # a NUTS compile; the Op's value and gradient are tested by default
+def test_nuts_on_the_marginalised_model_recovers_states_and_paths():
+    from inference import fit
+
+    y = np.r_[np.zeros(15), np.full(15, 5.0)] + np.random.default_rng(2).normal(0, 0.5, 30)
+    dt = fit(
+        hmm.model(y, 2, marginalize=True, stickiness=2.0),
+        method="nuts",
+        draws=300,
+        tune=300,
+        chains=2,
+        random_seed=4,
+        progressbar=False,
+    )
+    means = dt["posterior"]["emission_means_sorted"].mean(("chain", "draw")).values
+    np.testing.assert_allclose(means, [0.0, 5.0], atol=0.6)
+    assert dt["posterior_labels"]["z"].shape == (2, 300, 30)
+    probs = hmm.state_probabilities(dt)
+    assert probs[:15, 0].mean() > 0.9 and probs[15:, 1].mean() > 0.9
