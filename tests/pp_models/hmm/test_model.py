@@ -34,8 +34,13 @@ def test_marginalised_density_sums_the_sampled_one():
     y = Y[:5]
     sampled = hmm.model(y, 2, lengths=[3, 2])
     marginal = hmm.model(y, 2, lengths=[3, 2], marginalize=True)
-    point = marginal.initial_point()
-    point["mu"] = np.array([0.0, 4.0])
+    # a point in value space written out (initial_point would compile a Numba graph)
+    point = {
+        "pi0_simplex__": np.array([0.3]),
+        "P_simplex__": np.array([[0.5], [-0.2]]),
+        "mu": np.array([0.0, 4.0]),
+        "tau_log__": np.array([0.1, -0.3]),
+    }
     f_marginal = marginal.compile_logp(mode=PYTHON_MODE)
     f_sampled = sampled.compile_logp(mode=PYTHON_MODE)
     paths = np.array(np.meshgrid(*[[0, 1]] * 5, indexing="ij")).reshape(5, -1).T

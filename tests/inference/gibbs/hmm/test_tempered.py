@@ -148,3 +148,19 @@ def test_gaussian_precision_and_mean_at_beta(beta):
         mean = (h["mu_mean"] / h["mu_sd"] ** 2 + beta * tau[:, k] * yk.sum()) / precision
         pvalues.append(stats.kstest((mu[:, k] - mean) * np.sqrt(precision), "norm").pvalue)
     assert min(pvalues) * len(pvalues) > ALPHA
+
+
+@pytest.mark.parametrize("beta", [0.3, 1.0])
+def test_initial_and_transition_draws(poisson_model, beta):
+    """Given the path 0, 0, 1, 1 (one sequence), ``pi0 ~ Dirichlet(1 + 1, 1)``,
+    ``P[0] ~ Dirichlet(1 + 1, 1 + 1)`` and ``P[1] ~ Dirichlet(1, 1 + 1)``, whatever beta
+    (the path is not data)."""
+    m, point = poisson_model
+    point = dict(point, z=Z_FIXED)
+    pi0, P = _conjugate_draws(m, point, HMMConjugate, beta, ["pi0", "P"], seed=4)
+    pvalues = [
+        stats.kstest(pi0[:, 0], stats.beta(2, 1).cdf).pvalue,
+        stats.kstest(P[:, 0, 0], stats.beta(2, 2).cdf).pvalue,
+        stats.kstest(P[:, 1, 0], stats.beta(1, 2).cdf).pvalue,
+    ]
+    assert min(pvalues) * len(pvalues) > ALPHA
