@@ -5,7 +5,7 @@
 >>> iris = datasets.load("iris")
 """
 
-from pp_models.datasets import iris, reuters, sachs  # noqa: F401  (registers)
+from pp_models.datasets import iris, nile, reuters, sachs  # noqa: F401  (registers)
 from pp_models.datasets.registry import Dataset, DatasetInfo, list_datasets, load, register_dataset
 
 __all__ = ["Dataset", "DatasetInfo", "list_datasets", "load", "register_dataset"]

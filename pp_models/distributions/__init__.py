@@ -5,6 +5,7 @@
   :class:`CollapsedGaussian` (Normal-Inverse-Wishart), :class:`CollapsedDiagGaussian`
   (Normal-Gamma per column), :class:`CollapsedBernoulli` (Beta),
   :class:`CollapsedMultinomial` (Dirichlet).
+- :class:`MarkovChain`: the state path of a hidden Markov model (one or more sequences).
 - Shrinkage priors on a precision matrix: :class:`BayesianGLassoPrecision` (Wang 2012),
   :class:`SpikeSlabPrecision` (Wang 2015).
 - :class:`FlooredHalfNormal`: half-normal scale prior with a soft floor, which keeps a
@@ -25,6 +26,7 @@ from pp_models.distributions.collapsed import (
 )
 from pp_models.distributions.crp import CRP, CRPRV
 from pp_models.distributions.indian_buffet import IndianBuffet, IndianBuffetRV
+from pp_models.distributions.markov_chain import MarkovChain, MarkovChainRV
 from pp_models.distributions.precision_priors import BayesianGLassoPrecision, SpikeSlabPrecision
 from pp_models.distributions.pydt import DiffusionTreeGaussian, PYDiffusionTree
 from pp_models.distributions.scale_priors import FlooredHalfNormal, FlooredHalfNormalRV
@@ -44,6 +46,8 @@ __all__ = [
     "FlooredHalfNormalRV",
     "IndianBuffet",
     "IndianBuffetRV",
+    "MarkovChain",
+    "MarkovChainRV",
     "PYDiffusionTree",
     "SpanningTree",
     "SpanningTreeRV",

@@ -1,0 +1,108 @@
+"""Getting-it-right (Geweke 2004) for the HMM's two steps together (FFBS for the path,
+conjugate draws of pi0, P and the emission parameters), alternated with fresh data:
+Gaussian and Poisson emissions, two sequences. The planted-bug twins
+(tests/inference/gibbs/hmm/twins.py) must fail the same test (slow; FFBS's exact twin
+runs by default in tests/custom_ops/hmm/test_forward_backward.py)."""
+
+import numpy as np
+import pytest
+
+from inference.gibbs.hmm import HMMConjugate, HMMPathFFBS
+from inference.testing import getting_it_right
+from pp_models import hmm
+from tests.inference.gibbs.hmm.twins import CountsAcrossSequences, FilteredFFBS
+
+N_SAMPLES = 1500
+
+
+def _model(emission):
+    y = (
+        np.array([0.0, 1.0, 2.0, 1.0, 0.0, 3.0])
+        if emission == "gaussian"
+        else np.array([0, 1, 2, 1, 0, 3])
+    )
+    # sticky transitions: the path's structure (what FFBS's backward pass must get
+    # right) shows in the statistics
+    return hmm.model(y, 2, emission=emission, lengths=[4, 2], stickiness=3.0)
+
+
+def _statistics(emission):
+    mean = "mu" if emission == "gaussian" else "rate"
+
+    def switches(s):
+        z = np.asarray(s["z"])
+        return float(np.sum(z[1:4] != z[:3]) + (z[5] != z[4]))
+
+    return {
+        "switches": switches,
+        "P00": lambda s: float(s["P"][0, 0]),
+        "P10": lambda s: float(s["P"][1, 0]),
+        "pi0_0": lambda s: float(s["pi0"][0]),
+        "mean y": lambda s: float(np.mean(s["y"])),
+        "y0 y1": lambda s: float(s["y"][0] * s["y"][1]),
+        "y in state 0": lambda s: (
+            float(np.mean(np.asarray(s["y"])[np.asarray(s["z"]) == 0]))
+            if np.any(np.asarray(s["z"]) == 0)
+            else 0.0
+        ),
+        f"{mean} spread": lambda s: float(np.ptp(s[mean])),
+        f"{mean}[z0] * y0": lambda s: float(s[mean][s["z"][0]] * s["y"][0]),
+    }
+
+
+def _gir(emission, path=HMMPathFFBS, parameters=HMMConjugate, seed=0):
+    m = _model(emission)
+    hints = {h.step: h for h in m._pp_models_info.step_hints}
+
+    def build(model):
+        z_hint, p_hint = hints[hmm.STEP_PATH], hints[hmm.STEP_PARAMETERS]
+        return [
+            path.from_model(model, z_hint.var_names, **z_hint.options(model)),
+            parameters.from_model(model, p_hint.var_names, **p_hint.options),
+        ]
+
+    return getting_it_right(
+        m,
+        data_vars=["y"],
+        step=build,
+        n_samples=N_SAMPLES,
+        statistics=_statistics(emission),
+        random_seed=seed,
+    )
+
+
+@pytest.mark.parametrize(
+    "emission",
+    [
+        pytest.param("gaussian", marks=pytest.mark.slow),  # its conditionals: test_tempered.py
+        "poisson",
+    ],
+)
+def test_steps_get_it_right(emission):
+    result = _gir(emission, seed=1)
+    print(result)
+    result.assert_passed(0.01)
+
+
+def test_fit_assigns_the_two_steps():
+    from inference.testing import getting_it_right as gir
+
+    result = gir(
+        _model("poisson"),
+        data_vars=["y"],
+        n_samples=20,
+        random_seed=1,
+        statistics={"P00": lambda s: float(s["P"][0, 0])},
+    )
+    assert result.step_description == {"hmm_ffbs": ["z"], "hmm_conjugate": ["pi0", "P", "rate"]}
+
+
+@pytest.mark.slow  # planted-bug power (docs/architecture.md, "What runs where")
+@pytest.mark.parametrize("twin", ["filtered ffbs", "counts across sequences"])
+def test_planted_bugs_are_caught(twin):
+    if twin == "filtered ffbs":
+        result = _gir("poisson", path=FilteredFFBS, seed=1)
+    else:
+        result = _gir("poisson", parameters=CountsAcrossSequences, seed=1)
+    print(f"\n{twin}:\n{result}")
+    assert not result.passed(0.01)
