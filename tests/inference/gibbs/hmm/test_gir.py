@@ -71,13 +71,11 @@ def _gir(emission, path=HMMPathFFBS, parameters=HMMConjugate, seed=0):
     )
 
 
-@pytest.mark.parametrize(
-    "emission",
-    [
-        pytest.param("gaussian", marks=pytest.mark.slow),  # its conditionals: test_tempered.py
-        "poisson",
-    ],
-)
+# Every move has an exact test in the default run (FFBS against the enumerated path
+# posterior, the conjugate draws against their power posteriors in test_tempered.py),
+# so the whole-sampler run is in -m slow ("What runs where", docs/architecture.md).
+@pytest.mark.slow
+@pytest.mark.parametrize("emission", ["gaussian", "poisson"])
 def test_steps_get_it_right(emission):
     result = _gir(emission, seed=1)
     print(result)
