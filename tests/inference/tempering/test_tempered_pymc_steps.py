@@ -8,7 +8,7 @@ chain of the tempered label step with a tempered ``Slice`` or ``Metropolis`` on 
 at beta in {0, 0.3, 1} must match each labelling's probability and the means' power
 posterior expectations within the chain's Monte Carlo error (family-wise false-failure
 rate 1e-4 per test, ``tests.helpers.stationary``). A twin of each step that ignores beta
-is caught by the same comparison at beta = 0.3.
+is caught by the same comparison at beta = 0.1.
 """
 
 import itertools
@@ -41,7 +41,10 @@ S0, SIGMA = 1.0, 0.8
 WEIGHTS = np.array([0.35, 0.65])
 STATES = list(itertools.product(range(2), repeat=3))
 ALPHA = 1e-4
-TUNE, DRAWS = 200, 2000
+TUNE, DRAWS = 150, 1500
+#: where the twins (which run at beta = 1) are compared: far enough from 1 that a twin
+#: of the Metropolis step, whose draws are the most correlated, is caught by 1500 draws
+TWIN_BETA = 0.1
 
 
 def mixture(latent: str) -> pm.Model:
@@ -68,7 +71,10 @@ def built():
     for latent, (label, means) in STEPS.items():
         m = mixture(latent)
         with m:
-            out[latent] = (m, [label([m["z"]]), means([m["mu"]])])
+            # Metropolis tunes its scale every 20 iterations (PyMC: 100), so that the short
+            # tuning reaches a scale that mixes
+            options = {"tune_interval": 20} if means is TemperedMetropolis else {}
+            out[latent] = (m, [label([m["z"]]), means([m["mu"]], **options)])
     return out
 
 
@@ -137,8 +143,8 @@ def test_tempered_pymc_steps_match_power_posterior(built, latent, beta):
 )
 def test_twins_ignoring_beta_are_caught(built, latent, twin):
     m, steps = built[latent]
-    result = check(*run(replicas(steps, twin), m, 0.3, seed=5), 0.3)
-    print(latent, twin.__name__, result, sep="\n")
+    result = check(*run(replicas(steps, twin), m, TWIN_BETA, seed=5), TWIN_BETA)
+    print(latent, twin.__name__, f"max |z| {result.table['|z|'].max():.2f}", result, sep="\n")
     assert not result.passed, str(result)
 
 
@@ -155,8 +161,8 @@ def test_replicas_share_compiled_functions_and_own_their_state(built):
 
 
 def test_tempered_run_picks_them_in_place_of_pymcs_steps(built):
-    """The plan swaps each PyMC class for its tempered version; a built PyMC step is
-    refused with what to pass instead, before anything compiles."""
+    """The plan swaps each PyMC class for its tempered version, building nothing (a
+    built PyMC step given by the user is refused: ``test_interface``)."""
     with pm.Model() as m:
         z = pm.Categorical("z", p=np.ones(3) / 3, shape=2)
         k = pm.Poisson("k", 2.0)
@@ -173,10 +179,6 @@ def test_tempered_run_picks_them_in_place_of_pymcs_steps(built):
         TemperedBinaryGibbsMetropolis,
         TemperedNUTS,
     }
-    with two:
-        user = pm.BinaryGibbsMetropolis([two["z"]])
-    with pytest.raises(ValueError, match="pass inference.tempering.TemperedBinaryGibbs"):
-        plan_steps(two, None, [user])
 
 
 @pytest.mark.slow
