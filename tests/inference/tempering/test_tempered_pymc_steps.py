@@ -8,7 +8,8 @@ chain of the tempered label step with a tempered ``Slice`` or ``Metropolis`` on 
 at beta in {0, 0.3, 1} must match each labelling's probability and the means' power
 posterior expectations within the chain's Monte Carlo error (family-wise false-failure
 rate 1e-4 per test, ``tests.helpers.stationary``). A twin of each step that ignores beta
-is caught by the same comparison at beta = 0.1.
+is caught by the same comparison at beta = 0.1. Beta 0 and 1, and ``evidence`` on the
+Categorical mixture against the enumerated log evidence, run with ``-m slow``.
 """
 
 import itertools
