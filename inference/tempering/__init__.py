@@ -2,6 +2,8 @@
 
 - :mod:`~inference.tempering.power`: the model's log-likelihood and exact prior draws;
 - :mod:`~inference.tempering.nuts`: PyMC's NUTS on a power posterior;
+- :mod:`~inference.tempering.pymc_steps`: PyMC's Metropolis, Slice and discrete
+  Gibbs-Metropolis steps on a power posterior;
 - :mod:`~inference.tempering.steps`: which step tempers which variable (refusals first);
 - :mod:`~inference.tempering.ladder`: initial ladders and the schedule update;
 - :mod:`~inference.tempering.swaps`: non-reversible even/odd swaps, round trips;
@@ -22,12 +24,22 @@ from inference.tempering.evidence import EvidenceResult, estimate_from_tempering
 from inference.tempering.nuts import TemperedNUTS
 from inference.tempering.options import TemperingOptions, check_tempering
 from inference.tempering.power import PriorDraws, check_has_likelihood, log_likelihood_function
+from inference.tempering.pymc_steps import (
+    TemperedBinaryGibbsMetropolis,
+    TemperedCategoricalGibbsMetropolis,
+    TemperedMetropolis,
+    TemperedSlice,
+)
 
 __all__ = [
     "TEMPERING_GROUP",
     "EvidenceResult",
     "PriorDraws",
+    "TemperedBinaryGibbsMetropolis",
+    "TemperedCategoricalGibbsMetropolis",
+    "TemperedMetropolis",
     "TemperedNUTS",
+    "TemperedSlice",
     "TemperedStep",
     "TemperingOptions",
     "check_has_likelihood",

@@ -12,6 +12,9 @@ models put no prior term in a potential, a test checks it). Everything here is c
 once per model and kept for the model's lifetime.
 
 - :func:`log_likelihood_function`: ``point -> log p(X | theta)``, for swaps and evidence;
+- :func:`tempered_log_density`: the graph ``log p(theta) + beta log p(X | theta)`` with
+  ``beta`` a shared variable, for the tempered gradient-free steps
+  (:mod:`inference.tempering.pymc_steps`);
 - :class:`PriorDraws`: exact joint draws of every free variable from the prior, in
   PyMC's point layout (transformed values): the replica at ``beta = 0`` uses them
   instead of MCMC;
@@ -22,12 +25,14 @@ from __future__ import annotations
 
 import numpy as np
 import pymc as pm
+import pytensor
 from pymc.pytensorf import compile as compile_pymc
 from pymc.pytensorf import reseed_rngs
 from pytensor.compile.mode import Mode
 from pytensor.tensor.random.type import RandomGeneratorType
 
-__all__ = ["PriorDraws", "check_has_likelihood", "has_likelihood", "log_likelihood_function"]
+__all__ = ["PriorDraws", "check_has_likelihood", "has_likelihood", "log_likelihood_function",
+           "tempered_log_density"]
 
 
 def has_likelihood(model: pm.Model) -> bool:
@@ -64,6 +69,20 @@ def log_likelihood_function(model: pm.Model):
 
         cache["tempering_loglik"] = fn
     return fn
+
+
+def tempered_log_density(model: pm.Model):
+    """``(graph, beta)``: the power posterior's log density ``model.varlogp + beta *
+    model.datalogp`` of the model's value variables, and ``beta``, the scalar shared
+    variable it is weighted by (the same terms as PyMC's tempered
+    ``logp_dlogp_function``). Built once per model: every tempered step of the model
+    compiles this graph and sets ``beta`` to its own inverse temperature before use."""
+    cache = _cache(model)
+    entry = cache.get("tempered_log_density")
+    if entry is None:
+        beta = pytensor.shared(np.float64(1.0), name="inverse_temperature")
+        entry = cache["tempered_log_density"] = (model.varlogp + beta * model.datalogp, beta)
+    return entry
 
 
 class PriorDraws:

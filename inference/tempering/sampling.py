@@ -46,7 +46,8 @@ def fit_tempered(model, info, user_steps, options: TemperingOptions, *, sizes, r
     nuts_options = dict(step_kwargs.pop("nuts", {}))
     if step_kwargs:
         raise ValueError(f"tempering: options for {', '.join(sorted(step_kwargs))} have no "
-                         "step to apply to (a tempered run uses NUTS and zoo steps)")
+                         "step to apply to (a tempered run takes options for NUTS only; give "
+                         "other steps built, e.g. inference.tempering.TemperedMetropolis)")
     cacheable = not user_steps and not nuts_options
     cache = model_cache(model) if cacheable else {}
     steps = cache.get("tempered_steps")

@@ -158,3 +158,44 @@ def finite_log_evidence(X, block, K: int, gamma: float) -> float:
                 lik += cache[members]
         terms.append(log_pz + lik)
     return float(special.logsumexp(terms))
+
+
+# ----------------------------------------------------------------------- a hand-written mixture
+def gaussian_mean_block(x, m0: float, s0: float, sigma: float, beta: float):
+    """For ``mu ~ N(m0, s0^2)`` and ``x_j ~ N(mu, sigma^2)`` to the power ``beta``: the log
+    of ``∫ N(mu | m0, s0^2) prod_j N(x_j | mu, sigma^2)^beta dmu`` and the power
+    posterior's ``E[mu]`` and ``E[mu^2]``, by Simpson's rule on a grid of +-12 prior
+    sds."""
+    from scipy import integrate
+
+    grid = np.linspace(m0 - 12 * s0, m0 + 12 * s0, 40_001)
+    logf = stats.norm.logpdf(grid, m0, s0)
+    if len(x) and beta > 0:
+        logf = logf + beta * stats.norm.logpdf(np.asarray(x)[:, None], grid, sigma).sum(0)
+    top = logf.max()
+    f = np.exp(logf - top)
+    mass = integrate.simpson(f, x=grid)
+    moments = [float(integrate.simpson(grid**j * f, x=grid) / mass) for j in (1, 2)]
+    return float(top + math.log(mass)), *moments
+
+
+def latent_mixture_table(X, weights, m0, s0: float, sigma: float, beta: float):
+    """Two-or-more Gaussian components with means ``mu_k ~ N(m0[k], s0^2)``, known
+    ``sigma``, labels ``z_i ~ Categorical(weights)``, likelihood to the power ``beta``:
+    for every labelling ``z`` (in ``itertools.product`` order) ``p_beta(z)``, ``E_beta[mu
+    | z]`` and ``E_beta[mu^2 | z]`` (each ``(states, K)``), and the log normaliser ``log
+    sum_z ∫ p(z, mu) p(X | z, mu)^beta dmu`` (at ``beta = 1`` the log evidence)."""
+    K, n = len(weights), len(X)
+    states = list(itertools.product(range(K), repeat=n))
+    logw = np.empty(len(states))
+    means = np.empty((len(states), K))
+    squares = np.empty((len(states), K))
+    for s, z in enumerate(states):
+        z = np.array(z)
+        logw[s] = float(np.sum(np.log(np.asarray(weights)[z])))
+        for k in range(K):
+            log_mass, means[s, k], squares[s, k] = gaussian_mean_block(
+                X[z == k], m0[k], s0, sigma, beta)
+            logw[s] += log_mass
+    log_norm = float(special.logsumexp(logw))
+    return np.exp(logw - log_norm), means, squares, log_norm

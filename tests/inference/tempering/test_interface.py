@@ -169,10 +169,12 @@ def test_plan_refuses_a_step_that_cannot_temper_before_compiling(monkeypatch):
         p = pm.Beta("p", 1.0, 1.0)
         k = pm.Binomial("k", 5, p)
         pm.Normal("y", k, 1.0, observed=[1.0, 2.0])
-    with pytest.raises(ValueError, match="BinaryGibbsMetropolis|Metropolis"):
-        fit(m, method="gibbs", tempering=3, progressbar=False)
+    with m:
+        untempered = pm.Metropolis([k])
+    with pytest.raises(ValueError, match="Metropolis.*cannot temper.*TemperedMetropolis"):
+        fit(m, method="gibbs", tempering=3, step=[untempered], progressbar=False)
     with pytest.raises(ValueError, match="cannot temper"):
-        plan_steps(m, None, [])
+        plan_steps(m, None, [untempered])
     with pm.Model() as prior_only:
         pm.Normal("mu", 0.0, 1.0)
     with pytest.raises(ValueError, match="no observed data"):

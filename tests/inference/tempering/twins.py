@@ -4,6 +4,12 @@ realistic way, and the exact power-posterior tests must catch it."""
 from inference.gibbs import CRPAuxiliaryGibbs, CRPCollapsedGibbs
 from inference.gibbs.dpm.niw_hyper import NIWHyperGibbs
 from inference.tempering.nuts import TemperedNUTS
+from inference.tempering.pymc_steps import (
+    TemperedBinaryGibbsMetropolis,
+    TemperedCategoricalGibbsMetropolis,
+    TemperedMetropolis,
+    TemperedSlice,
+)
 
 
 class _IgnoresBeta:
@@ -40,3 +46,19 @@ class SplitMergeUntemperedAcceptance(CRPCollapsedGibbs):
                                    log_q_reverse):
         untempered = log_lik_ratio / self.beta if self.beta > 0 else log_lik_ratio
         return log_prior_ratio + untempered + log_q_reverse - log_q_forward
+
+
+class MetropolisIgnoringBeta(_IgnoresBeta, TemperedMetropolis):
+    name = "test_metropolis_ignoring_beta"
+
+
+class SliceIgnoringBeta(_IgnoresBeta, TemperedSlice):
+    name = "test_slice_ignoring_beta"
+
+
+class BinaryGibbsIgnoringBeta(_IgnoresBeta, TemperedBinaryGibbsMetropolis):
+    name = "test_binary_gibbs_ignoring_beta"
+
+
+class CategoricalGibbsIgnoringBeta(_IgnoresBeta, TemperedCategoricalGibbsMetropolis):
+    name = "test_categorical_gibbs_ignoring_beta"
