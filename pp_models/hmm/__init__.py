@@ -70,5 +70,4 @@ FAMILY = Family(
     plot_name="states",
     posterior_predictive=_predictive.posterior_predictive,
     pointwise_log_likelihood=_predictive.pointwise_log_likelihood,
-    test_keywords=("hmm",),
 )

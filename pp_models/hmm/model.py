@@ -40,6 +40,7 @@ from pp_models.hmm import outputs
 from pp_models.hmm.emissions import get_emission
 from pp_models.hmm.recursions import as_lengths, offsets_of
 from pp_models.model_info import DerivedStatistic, StepHint, ZooModelInfo, attach_info
+from pp_models.registry import family_of_module
 from pp_models.validation import check_bool, check_int, check_positive, check_real
 
 __all__ = ["STEP_PARAMETERS", "STEP_PATH", "HMMSpec", "get_spec", "model"]
@@ -172,7 +173,7 @@ def model(
     )
     if marginalize:
         info = ZooModelInfo(
-            family="hmm",
+            family=family_of_module(__name__),
             preferred_method="nuts",
             derived=derived,
             label_variables=("pi0", "P", *names, "z"),
@@ -182,7 +183,7 @@ def model(
         )
     else:
         info = ZooModelInfo(
-            family="hmm",
+            family=family_of_module(__name__),
             preferred_method="gibbs",
             step_hints=(
                 StepHint(STEP_PATH, ("z",), partial(_path_options, spec=spec)),
