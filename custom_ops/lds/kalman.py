@@ -72,10 +72,10 @@ def kalman_filter_kernel(y, A, C, Q, R, m0, P0):
     x = m0.copy()
     V = _symmetrise(P0)
     eye = np.eye(n)
+    obs = np.empty(p, dtype=np.int64)
     for t in range(T):
         mp[t] = x
         Pp[t] = V
-        obs = np.empty(p, dtype=np.int64)
         k = 0
         for j in range(p):
             if not np.isnan(y[t, j]):
@@ -85,15 +85,21 @@ def kalman_filter_kernel(y, A, C, Q, R, m0, P0):
             mf[t] = x
             Pf[t] = V
         else:
-            o = obs[:k]
-            Co = np.ascontiguousarray(C[o, :])
-            Roo = np.empty((k, k))
-            v = np.empty(k)
-            for a in range(k):
-                v[a] = y[t, o[a]]
-                for b in range(k):
-                    Roo[a, b] = R[o[a], o[b]]
-            v = v - Co @ x
+            if k == p:
+                # Fully observed: no copies of the observed blocks.
+                Co = C
+                Roo = R
+                v = y[t] - C @ x
+            else:
+                o = obs[:k]
+                Co = np.ascontiguousarray(C[o, :])
+                Roo = np.empty((k, k))
+                v = np.empty(k)
+                for a in range(k):
+                    v[a] = y[t, o[a]]
+                    for b in range(k):
+                        Roo[a, b] = R[o[a], o[b]]
+                v = v - Co @ x
             VCt = V @ Co.T
             S = _symmetrise(Co @ VCt + Roo)
             L = cholesky_lower(S)
