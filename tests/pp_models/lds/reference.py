@@ -1,0 +1,60 @@
+"""An independent reference for LDS tests: the stacked vector ``(x_1..x_T, y_1..y_T)``
+is one Gaussian; its moments are built densely and conditioned on the observed entries
+of ``y`` with plain linear algebra (no recursion shared with the code under test)."""
+
+import numpy as np
+from scipy.stats import multivariate_normal
+
+__all__ = ["dense_conditioning", "random_lds"]
+
+
+def random_lds(rng, n, p):
+    """A stable random LDS with positive definite covariances."""
+    A = rng.normal(size=(n, n))
+    A *= 0.9 / max(1.0, np.max(np.abs(np.linalg.eigvals(A))))
+    C = rng.normal(size=(p, n))
+    G = rng.normal(size=(n, n))
+    Q = G @ G.T / n + 0.2 * np.eye(n)
+    H = rng.normal(size=(p, p))
+    R = H @ H.T / p + 0.3 * np.eye(p)
+    m0 = rng.normal(size=n)
+    F = rng.normal(size=(n, n))
+    P0 = F @ F.T / n + 0.5 * np.eye(n)
+    return A, C, Q, R, m0, P0
+
+
+def dense_conditioning(y, A, C, Q, R, m0, P0):
+    """``(log p(y_{1:t} observed) for t = 1..T, E[x | y], Cov(x | y))`` with ``x``
+    stacked ``(T, n)`` and its covariance ``(T, n, T, n)``."""
+    T, p = y.shape
+    n = A.shape[0]
+    mean_x = np.zeros((T, n))
+    cov_x = np.zeros((T, n, T, n))
+    mean_x[0] = m0
+    cov_x[0, :, 0, :] = P0
+    for t in range(1, T):
+        mean_x[t] = A @ mean_x[t - 1]
+        for s in range(t):
+            cov_x[t, :, s, :] = A @ cov_x[t - 1, :, s, :]
+            cov_x[s, :, t, :] = cov_x[t, :, s, :].T
+        cov_x[t, :, t, :] = A @ cov_x[t - 1, :, t - 1, :] @ A.T + Q
+    Sxx = cov_x.reshape(T * n, T * n)
+    big_C = np.kron(np.eye(T), C)
+    mean_y = big_C @ mean_x.reshape(-1)
+    Syy = big_C @ Sxx @ big_C.T + np.kron(np.eye(T), R)
+    Sxy = Sxx @ big_C.T
+    observed = ~np.isnan(y.reshape(-1))
+    cumulative = []
+    for t in range(1, T + 1):
+        idx = np.flatnonzero(observed[: t * p])
+        if idx.size == 0:
+            cumulative.append(0.0)
+            continue
+        cumulative.append(
+            multivariate_normal(mean_y[idx], Syy[np.ix_(idx, idx)]).logpdf(y.reshape(-1)[idx])
+        )
+    idx = np.flatnonzero(observed)
+    gain = np.linalg.solve(Syy[np.ix_(idx, idx)], Sxy[:, idx].T).T
+    post_mean = mean_x.reshape(-1) + gain @ (y.reshape(-1)[idx] - mean_y[idx])
+    post_cov = Sxx - gain @ Sxy[:, idx].T
+    return (np.array(cumulative), post_mean.reshape(T, n), post_cov.reshape(T, n, T, n))
