@@ -35,21 +35,41 @@ CHECKED_VERSIONS = ("0.68",)
 
 #: Each private name of Numba used here -> why (no public route gives it).
 PRIVATE_NAMES = {
-    "numba.core.caching._CacheLocator": "base class of a cache locator: the only way to choose a function's cache folder "
-    "without the process-wide NUMBA_CACHE_DIR",
-    "numba.core.caching._SourceFileBackedLocatorMixin": "the source-file stamp and staleness check every Numba locator uses; reused so the "
-    "kernels go stale exactly when Numba's own cache would",
-    "numba.core.caching._CacheLocator.get_suitable_cache_subpath": "the per-source-file subfolder name Numba's own locators use",
-    "numba.core.caching.CacheImpl._locator_classes": "the locators a cache implementation tries, in order (a user's NUMBA_CACHE_DIR "
-    "first, then ours)",
-    "numba.core.caching.Cache._impl_class": "the cache implementation a FunctionCache builds",
-    "numba.core.caching.Cache._impl": "the built implementation, whose locator knows the folder in use",
-    "numba.core.caching.Cache._cache_path": "the cache folder, to build the locked cache file there",
-    "numba.core.caching.Cache._cache_file": "the index and data files of one function, replaced by the locked ones",
-    "numba.core.caching.IndexDataCacheFile._index_path": "the index file, beside which the lock file is taken",
-    "numba.core.dispatcher.Dispatcher._cache": "a dispatcher's cache: enable_caching() only installs Numba's own FunctionCache",
-    "numba.core.ccallback.CFunc._cache": "a C callback's cache, as for the dispatcher",
-    "numba.core.ccallback.CFunc._pyfunc": "the Python function a C callback compiles (its cache is keyed on it)",
+    "numba.core.caching._CacheLocator": (
+        "base class of a cache locator: the only way to choose a function's cache "
+        "folder without the process-wide NUMBA_CACHE_DIR"
+    ),
+    "numba.core.caching._SourceFileBackedLocatorMixin": (
+        "the source-file stamp and staleness check every Numba locator uses; reused so "
+        "the kernels go stale exactly when Numba's own cache would"
+    ),
+    "numba.core.caching._CacheLocator.get_suitable_cache_subpath": (
+        "the per-source-file subfolder name Numba's own locators use"
+    ),
+    "numba.core.caching.CacheImpl._locator_classes": (
+        "the locators a cache implementation tries, in order (a user's NUMBA_CACHE_DIR "
+        "first, then ours)"
+    ),
+    "numba.core.caching.Cache._impl_class": ("the cache implementation a FunctionCache builds"),
+    "numba.core.caching.Cache._impl": (
+        "the built implementation, whose locator knows the folder in use"
+    ),
+    "numba.core.caching.Cache._cache_path": (
+        "the cache folder, to build the locked cache file there"
+    ),
+    "numba.core.caching.Cache._cache_file": (
+        "the index and data files of one function, replaced by the locked ones"
+    ),
+    "numba.core.caching.IndexDataCacheFile._index_path": (
+        "the index file, beside which the lock file is taken"
+    ),
+    "numba.core.dispatcher.Dispatcher._cache": (
+        "a dispatcher's cache: enable_caching() only installs Numba's own FunctionCache"
+    ),
+    "numba.core.ccallback.CFunc._cache": ("a C callback's cache, as for the dispatcher"),
+    "numba.core.ccallback.CFunc._pyfunc": (
+        "the Python function a C callback compiles (its cache is keyed on it)"
+    ),
 }
 
 

@@ -230,10 +230,8 @@ def plot_trace(dt: xr.DataTree, path: str | os.PathLike, *, max_variables: int =
     density to draw); at most ``max_variables`` variables are shown.
     """
     import arviz as az
-    import matplotlib
-
-    matplotlib.use("Agg", force=False)
     import matplotlib.pyplot as plt
+    from matplotlib.figure import Figure
 
     posterior = dt["posterior"]
     labels = set(label_variable_names(dt))
@@ -243,11 +241,11 @@ def plot_trace(dt: xr.DataTree, path: str | os.PathLike, *, max_variables: int =
         if v not in labels and _every_element_varies(posterior[v].values)
     ][:max_variables]
     if not names:
-        fig, ax = plt.subplots(figsize=(4, 1))
+        fig = Figure(figsize=(4, 1))
+        ax = fig.subplots()
         ax.text(0.5, 0.5, "no varying identified quantity to plot", ha="center")
         ax.axis("off")
         fig.savefig(path, format="png")
-        plt.close(fig)
         return
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
