@@ -137,9 +137,9 @@ def attach_info(model: pm.Model, info: ZooModelInfo) -> pm.Model:
     _ZOO_MODELS.add(model)
     # the first zoo model registers the zoo with PyMC's step assignment, so pm.sample
     # uses the zoo's steps (or warns that they are not loaded); later ones find it there
-    from pp_models.step_assignment import install
+    from pp_models.step_assignment import register_zoo_steps
 
-    install()
+    register_zoo_steps()
     return model
 
 
