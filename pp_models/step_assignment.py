@@ -35,6 +35,8 @@ import warnings
 from pymc.step_methods import STEP_METHODS
 from pymc.step_methods.compound import Competence
 
+from pp_models.zoo_models import get_info, zoo_model_of
+
 __all__ = ["ZooStepsNotLoaded", "register_provider", "register_zoo_steps", "zoo_steps_loaded"]
 
 #: Step names a StepHint may use for PyMC's own samplers (kept in step with
@@ -97,8 +99,6 @@ class ZooStepsNotLoaded:
     def competence(cls, var, has_grad=None) -> Competence:
         if zoo_steps_loaded():
             return Competence.INCOMPATIBLE
-        from pp_models.model_info import get_info, zoo_model_of
-
         model = zoo_model_of(var)  # the context, or the zoo model of pm.sample(model=)
         info = get_info(model) if model is not None else None
         if info is not None and _wants_zoo_step(var, info) and not _warned:
