@@ -46,8 +46,12 @@ import pandas as pd
 import pymc as pm
 import xarray as xr
 
+from inference.progress import in_ci
 from inference.tempering.evidence_result import EvidenceResult, combine_chains
+from inference.tempering.options import check_tempering
 from inference.tempering.power import check_has_likelihood
+from inference.tempering.sampling import fit_tempered
+from pp_models.model_info import get_info
 from pp_models.validation import check_int, check_ladder, check_random_seed, rng_from_seed
 
 __all__ = [
@@ -221,7 +225,6 @@ def choose_sampler(model: pm.Model, sampler: str, method: str) -> str:
     from inference.tempering.nutpie_ladder import nutpie_available
     from inference.tempering.nuts import TemperedNUTS
     from inference.tempering.steps import plan_steps
-    from pp_models.model_info import get_info
 
     # the plan walks the model's graph (a tenth of a second on a small model): once per
     # model and variables
@@ -347,10 +350,14 @@ def evidence(model: pm.Model, *, method: str = "stepping_stone",
                           progressbar=progressbar)
         return _from_draws(runs.log_likelihood, np.tile(betas, (chains, 1)), method,
                            independent=True, sampler="nutpie", divergences=runs.divergences)
-    from inference.fit import fit
-
+    # the tempered run of fit(model, tempering=...), from the tempering layer itself: the
+    # zoo's tempered steps (the model's hints) and NUTS for the rest, the same draws
     tempering = {"ladder": betas} if ladder is not None else {"n_temperatures": betas.size}
-    tempered = fit(model, draws=draws, tune=tune, chains=chains, cores=cores,
-                   random_seed=random_seed, progressbar=progressbar, postprocess=False,
-                   tempering=tempering)
+    info = get_info(model)
+    traced = info.trace_var_names if info is not None else None
+    tempered, _assignment = fit_tempered(
+        model, info, [], check_tempering(tempering),
+        sizes=dict(draws=draws, tune=tune, chains=chains, cores=cores),
+        random_seed=random_seed, progressbar=bool(progressbar) and not in_ci(),
+        kwargs={} if traced is None else {"var_names": list(traced)}, trace_options=None)
     return estimate_from_tempering(tempered, method)

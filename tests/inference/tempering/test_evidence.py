@@ -248,3 +248,13 @@ def test_se_covers_chains_that_disagree():
                          independent=True, sampler="nutpie")
     spread = np.std(result.per_chain, ddof=1) / 2
     assert result.se == pytest.approx(spread) and "between chains" in result.se_method
+
+
+def test_evidence_runs_the_tempered_fit_s_draws(model):
+    # evidence() runs the tempered sampler itself (the tempering layer does not call fit):
+    # the same seed gives fit(..., tempering=)'s draws, so the same estimate (a short run:
+    # the model's tempered steps are built once and shared by both calls)
+    sizes = dict(draws=8, tune=10, chains=1, cores=1, random_seed=3)
+    ss = evidence(model, n_temperatures=3, sampler="parallel_tempering", **sizes)
+    dt = fit(model, tempering=3, progressbar=False, **sizes)
+    assert ss.per_chain == estimate_from_tempering(dt, "stepping_stone").per_chain
