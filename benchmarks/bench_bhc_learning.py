@@ -1,5 +1,5 @@
 """Benchmark panel: dendrogram purity of BHC with learned hyperparameters vs the fixed
-empirical defaults (issue #11 item 4).
+empirical defaults.
 
 For each data set and seed, three greedy BHC trees (Heller 2007 Alg. 3.2):
 

@@ -1,4 +1,4 @@
-"""Benchmark panel: does the DP mixture cluster real data out of the box? (issue #11)
+"""Benchmark panel: does the DP mixture cluster real data out of the box?
 
 For each data set (iris, breast cancer, digits projected on 10 principal components, two
 synthetic sets with known K: elongated clusters and clusters of unequal sizes; every
@@ -8,12 +8,12 @@ on alpha), reports the adjusted Rand index of the point estimate (Binder loss, t
 the wall time of ``fit(dpm.model(X, ...), method="gibbs")`` for
 
 the DPM configurations named by ``--candidates`` (:data:`CANDIDATES`: ``default`` is
-``dpm.model(X)``, ``fixed-old`` the fixed prior that was the default before issue #11,
+``dpm.model(X)``, ``fixed-old`` the fixed prior that was the earlier default,
 ``gamma`` the Gamma hyperpriors sampled by NUTS, ``hyperprior=True``, and ``wishart`` the
 conjugate hierarchy of Rasmussen 2000, ``hyperprior="wishart"``), side by side with
 scikit-learn's ``BayesianGaussianMixture`` (Dirichlet process, 20 components, full
 covariances; K = components holding >= 1 point) and ``GaussianMixture`` with K chosen by
-BIC over 1..15. Acceptance (issue #11), for the first candidate: ARI >= max(ARI of the
+BIC over 1..15. Acceptance, for the first candidate: ARI >= max(ARI of the
 other candidates, ARI(sklearn DP)) and mode of K in [K - 1, 2K] (breast cancer <= 4,
 digits-PCA10 in [9, 20]).
 
@@ -97,7 +97,7 @@ def load(name):
 
 
 def _legacy_default(X):
-    """The fixed prior that was ``dpm.model``'s default before issue #11 (nu0 = d + 2,
+    """The fixed prior that was ``dpm.model``'s earlier default (nu0 = d + 2,
     S0 = 0.1 diag(column variances), kappa0 = 0.05), for the panel's comparison."""
     d = X.shape[1]
     return {"prior": {"nu0": d + 2.0, "S0": 0.1 * np.diag(X.var(axis=0)), "kappa0": 0.05}}

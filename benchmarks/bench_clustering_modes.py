@@ -1,4 +1,4 @@
-"""Is a bad clustering the posterior's or the sampler's? (issue #11)
+"""Is a bad clustering the posterior's or the sampler's?
 
 For the panel's failures of ``benchmarks/bench_clustering.py`` (iris and breast cancer,
 the default ``dpm.model(X)``, fixed alpha = 1) this scores partitions by the collapsed log

@@ -12,9 +12,9 @@ Every timing is after a warm-up call; compile time (Numba, PyTensor) is printed 
 
 ``--drift``: instead, one long ``fit(pydt.model(X))`` at N = 1800, D = 171 (the same
 data) with theta, alpha, c learned under the thesis's hyperpriors, printing the traces of
-alpha, c, theta and the number of branch points at the start, middle and end (issue #13:
-Knowles' C++ sampler drifts to alpha -> 1, c -> 0, a few huge multifurcations).
-Measured 2026-11-26 (10 tuning + 1000 kept iterations, 20.5 min on a loaded box; means of
+alpha, c, theta and the number of branch points at the start, middle and end (the
+concern: Knowles' C++ sampler drifts to alpha -> 1, c -> 0, a few huge multifurcations).
+Measured (10 tuning + 1000 kept iterations, 20.5 min on a loaded box; means of
 the first / middle / last 100 draws; truth in brackets): alpha 0.38 / 0.31 / 0.29 (0.2),
 c 0.47 / 0.61 / 0.67 (1), theta 0.12 / 0.42 / 0.56 (1), sigma2 0.86 / 1.00 / 1.03 (1),
 branch points 964 / 973 / 948 (946), multifurcations 280 / 327 / 353 (362), largest
@@ -115,7 +115,7 @@ def sweep_timing(n, d, sweeps=3, seed=0):
 
 
 def python_sweep_timing(n, d, seed=0):
-    """One sweep of the first session's Python moves (full O(n D) recursion per
+    """One sweep of the earlier Python moves (full O(n D) recursion per
     proposal and per slice evaluation), for the speed-up."""
     X = data(n, d, seed).X
     c, theta, alpha = PARAMS.values()
@@ -225,7 +225,7 @@ def main():
     py = python_sweep_timing(200, d)
     i200 = args.sizes.index(200) if 200 in args.sizes else None
     if i200 is not None:
-        print(f"N=  200: first session's Python sweep {py:.2f} s vs kernel {times[i200]:.3f} s "
+        print(f"N=  200: earlier Python sweep {py:.2f} s vs kernel {times[i200]:.3f} s "
               f"({py / times[i200]:.0f}x)")
 
     if not args.no_fit:

@@ -13,7 +13,7 @@ posterior).
     PYTHONPATH=$PWD nice -n 5 python benchmarks/bench_pydt_c_posterior.py \
         --draws 1500 --chains 4 --seeds 11 12 --branch-moves 0 -1
 
-Measured 2026-11-27 (``--draws 3000 --tune 200 --chains 4 --seeds 11 12 13``, 2-4 min
+Measured (``--draws 3000 --tune 200 --chains 4 --seeds 11 12 13``, 2-4 min
 per fit; the 12 chains of each setting pooled, the range over the three seeds in
 brackets):
 

@@ -27,7 +27,7 @@ number of branch points, and the paired difference to ``dpm`` (the same test poi
 Over seeds: the mean of the per-seed paired differences with its standard error over
 seeds (data seeds are independent replicates).
 
-Measured 2026-11-26 (PYDT - dpm per test point, mean over data seeds +- SE over seeds):
+Measured (PYDT - dpm per test point, mean over data seeds +- SE over seeds):
 four_clusters -0.009 +- 0.033 (seeds 0-4; -0.004 +- 0.010 over seeds 0-19; 4 chains x
 (500 + 1000)); prior_pydt +2.39 +- 0.68 and prior_d5 +1.03 +- 0.09 (seeds 0-4, 4 chains x
 (250 + 500)). The predictive's Monte Carlo error: the 4 chains' values lie within 0.034

@@ -15,11 +15,11 @@ exactly (``fit`` would replace it by the step's greedy start while tuning).
     PYTHONPATH=$PWD python benchmarks/bench_pydt_mixing.py --branch-moves 0 200
     PYTHONPATH=$PWD python benchmarks/bench_pydt_mixing.py --kernel  # cost of the moves
 
-Measured 2026-11-26 (2000 sweeps, 10-15 ms per sweep): see the docstring of
+Measured (2000 sweeps, 10-15 ms per sweep): see the docstring of
 tests/pp_models/pydt/test_recovery.py::test_hyperparameters_cover_the_truth_on_prior_data.
 
 Branch-point moves off / on (``--branch-moves 0 -1``; on = n = 200 per sweep, the step's
-default), measured 2026-11-26, 2000 sweeps, statistics over sweeps 1000-2000, chain
+default), measured, 2000 sweeps, statistics over sweeps 1000-2000, chain
 seeds 5, 6 and 7 (``--seed``; per chain: true, greedy, binary start), number of branch
 points:
 
@@ -49,7 +49,7 @@ sweeps, like theta's (ESS 4); corr(branch points, theta) = -0.80. The count now 
 theta, which the tree pins (and the tree pins theta): a joint move of theta with the
 structure, not more branch moves, is the next step.
 
-Re-measured 2026-11-27 (ninth session, same command, moves on, 2000 sweeps, 8-10 ms per
+Re-measured (same command, moves on, 2000 sweeps, 8-10 ms per
 sweep), seeds 5 / 6 / 7: branch points R-hat 1.119 / 1.106 / 1.048 (ESS per 1000
 sweeps 6-21), theta 1.094 / 1.075 / 1.030 (ESS 8-34), alpha 1.033 / 1.058 / 1.014, c
 1.037 / 1.032 / 1.020, sigma2 1.002-1.012. The seeds trade places from run to run (the
@@ -70,7 +70,7 @@ invariant at theta_j), and accept with the accumulated log density increments of
 deterministic steps (plus the symmetric proposal of eps); with the reverse protocol
 using the kernels in reverse order, the move is exact. c could ride along (log c' =
 log c + b eps, b from the ridge's slope) to follow the theta-c correlation.
-A throwaway prototype (ninth session, not in the step, not checked by getting-it-right;
+A throwaway prototype (not in the step, not checked by getting-it-right;
 seed 7, 2000 sweeps, starts true / binary / binary with another seed): J = 20 steps of
 20 branch moves, eps ~ N(0, 0.4^2), c moved along with theta on the shear that keeps
 c H_1(theta) (the cherries' gap rate) fixed: acceptance 0.19-0.21, R-hat of the count
@@ -78,7 +78,7 @@ c H_1(theta) (the cherries' gap rate) fixed: acceptance 0.19-0.21, R-hat of the 
 theta 28-44 (19-36), count 21-31 (18-20), at 1.6 times the time per sweep: no clear
 gain per second. theta alone (c fixed) was accepted 7-15 % of the time and did not help.
 
-Kernel alone (``--kernel``; median of 5, prior-drawn trees, 2026-11-26): n = 200, D = 5:
+Kernel alone (``--kernel``; median of 5, prior-drawn trees): n = 200, D = 5:
 a sweep (2n - 2 detach-reattach moves + every time sliced) 6.2 ms, n branch moves 0.7
 ms (acceptance 0.38); n = 1800, D = 171: 336-361 ms and 72-84 ms (acceptance 0.06).
 """

@@ -24,7 +24,8 @@ does it notice an edit of a kernel that a cached kernel calls from another file,
 deleted unless it is called). Nor does it lock its writes (numba/numba#10128): two
 processes compiling one kernel at once could take the same data-file number, and the
 index would then map one signature to the other's machine code;
-:class:`LockedIndexDataCacheFile` takes a file lock for that.
+:class:`LockedIndexDataCacheFile` takes a file lock for that. Numba has no public option
+for any of these; the Numba internals they need live in :mod:`custom_ops.numba_internals`.
 
 Nor does Numba record the floating-point flags: it compiles a kernel that sets no
 ``fastmath`` with the flags of the code that first calls it (``inherit_if_not_set`` in
@@ -50,9 +51,14 @@ import sys
 import time
 from pathlib import Path
 
-from numba.core import caching, config, sigutils
-from numba.core.ccallback import CFunc
-from numba.core.registry import CPUDispatcher
+from numba.core import config, sigutils
+
+from custom_ops.numba_internals import (
+    LockedIndexDataCacheFile,
+    cached_cfunc,
+    cached_dispatcher,
+    kernel_cache_class,
+)
 
 __all__ = [
     "STALE_AFTER_DAYS",
@@ -155,99 +161,12 @@ def _mark_used(folder: str) -> None:
         _MARKED.add(folder)  # a read-only cache is still read
 
 
-class _KernelCacheLocator(caching._SourceFileBackedLocatorMixin, caching._CacheLocator):
-    """Numba cache locator of this package's kernels: :func:`kernel_cache_dir`, then the
-    source file's own subfolder (Numba's ``get_suitable_cache_subpath``). The folder is
-    created when a kernel is first saved, not when the kernel is decorated."""
-
-    def __init__(self, py_func, py_file):
-        self._py_file = py_file
-        self._lineno = py_func.__code__.co_firstlineno
-        self._root = str(kernel_cache_dir())
-        self._cache_path = os.path.join(self._root, self.get_suitable_cache_subpath(py_file))
-
-    def get_cache_path(self):
-        return self._cache_path
-
-    @classmethod
-    def from_function(cls, py_func, py_file):
-        if not os.path.exists(py_file):
-            return None
-        return cls(py_func, py_file)
-
-
-class _KernelCacheImpl(caching.CompileResultCacheImpl):
-    # a user's NUMBA_CACHE_DIR first (Numba's own locator, used as Numba uses it), then
-    # ours; NUMBA_CACHE_LOCATOR_CLASSES, when set, overrides both (CacheImpl reads it)
-    _locator_classes = [caching.UserProvidedCacheLocator, _KernelCacheLocator]
-
-
-class LockedIndexDataCacheFile(caching.IndexDataCacheFile):
-    """Numba's index and data files of one cached function, saved under a file lock.
-
-    Numba's ``save`` reads the index, takes the first free data-file number, writes the
-    index, then the data file (numba/numba#10128): two processes saving one function at
-    once could both take number k, and the index would map one signature to the other's
-    code in every later process. Here that sequence runs under ``<index>.lock``, so each
-    process sees the numbers the others took. Where no lock file can be created (a
-    read-only cache) the save is skipped.
-    """
-
-    #: tests that lock every Numba cache write leave this class's writes to it
-    locks_its_writes = True
-
-    def save(self, key, data):
-        from filelock import FileLock
-
-        with FileLock(self._index_path + ".lock"):
-            super().save(key, data)
-
-
-class KernelCache(caching.FunctionCache):
-    """The on-disk cache of one kernel of this package: located by
-    :func:`kernel_cache_dir` (or a user's ``NUMBA_CACHE_DIR``), written under a lock
-    (:class:`LockedIndexDataCacheFile`); a cache that cannot be read or written is
-    skipped (the kernel is compiled in memory) rather than failing the call."""
-
-    _impl_class = _KernelCacheImpl
-
-    def __init__(self, py_func):
-        super().__init__(py_func)
-        self._cache_file = LockedIndexDataCacheFile(
-            cache_path=self._cache_path, filename_base=self._impl.filename_base,
-            source_stamp=self._impl.locator.get_source_stamp())
-
-    def load_overload(self, sig, target_context):
-        root = getattr(self._impl.locator, "_root", None)
-        if root is not None:
-            _mark_used(root)
-        try:
-            return super().load_overload(sig, target_context)
-        except OSError:
-            return None
-
-    def save_overload(self, sig, data):
-        try:
-            super().save_overload(sig, data)
-        except OSError:
-            return  # no writable cache folder: the kernel stays compiled in memory
-        root = getattr(self._impl.locator, "_root", None)
-        if root is not None:
-            _mark_used(root)
-
-
-class _KernelDispatcher(CPUDispatcher):
-    """Numba's CPU dispatcher with this package's cache (:class:`KernelCache`)."""
-
-    def enable_caching(self):
-        self._cache = KernelCache(self.py_func)
-
-
-class _KernelCFunc(CFunc):
-    """Numba's C callback with this package's cache (:class:`KernelCache`)."""
-
-    def enable_caching(self):
-        self._cache = KernelCache(self._pyfunc)
+#: The on-disk cache of one kernel of this package: located by :func:`kernel_cache_dir`
+#: (or a user's ``NUMBA_CACHE_DIR``), written under a lock
+#: (:class:`LockedIndexDataCacheFile`); a cache that cannot be read or written is
+#: skipped (the kernel is compiled in memory) rather than failing the call. Built on
+#: Numba's internals in :mod:`custom_ops.numba_internals`, their one home.
+KernelCache = kernel_cache_class(kernel_cache_dir, _mark_used)
 
 
 def _kernel_decorator(**defaults):
@@ -261,10 +180,7 @@ def _kernel_decorator(**defaults):
         if config.DISABLE_JIT:
             return function
         targetoptions = {"nopython": True, "boundscheck": None, **defaults}
-        dispatcher = _KernelDispatcher(py_func=function, locals={},
-                                       targetoptions=targetoptions)
-        dispatcher.enable_caching()
-        return dispatcher
+        return cached_dispatcher(function, targetoptions, KernelCache)
 
     return decorator
 
@@ -377,9 +293,8 @@ def c_entry_points(prefix: str, signature, *, cfunc_options=None, **entries):
         symbol = f"ppm_{prefix}_{name}_{version:x}"
         if symbol not in _ENTRY_POINTS:
             options = {"fastmath": False, "error_model": "python", **(cfunc_options or {})}
-            compiled = _KernelCFunc(function, sigutils.normalize_signature(signature),
-                                    locals={}, options=options)
-            compiled.enable_caching()
+            compiled = cached_cfunc(function, sigutils.normalize_signature(signature),
+                                    options, KernelCache)
             compiled.compile()
             llvm.add_symbol(symbol, compiled.address)
             _ENTRY_POINTS[symbol] = compiled

@@ -37,6 +37,8 @@ import traceback
 
 import cloudpickle
 
+from pp_models.pymc_internals import iter_chain, replace_sequential_chains, sequential_chains
+
 __all__ = ["ChainsLost", "is_worker_loss", "pickled", "pymc_chains_on", "run_chain_tasks"]
 
 #: Exceptions (by class name, so Dask need not be imported) that mean the task's worker
@@ -129,13 +131,11 @@ def pymc_chains_on(executor, flag):
     chain as a task on ``executor``; yields a dict that receives ``"lost"`` (chain ->
     reason). Other threads' ``pm.sample`` calls are untouched; PyMC's function is put
     back when the last user leaves."""
-    import pymc.sampling.mcmc as mcmc
-
     report: dict = {"lost": {}}
     with _INSTALL_LOCK:
         if _INSTALLED["count"] == 0:
-            _INSTALLED["original"] = mcmc._sample_many
-            mcmc._sample_many = _sample_many_dispatch
+            _INSTALLED["original"] = sequential_chains()
+            replace_sequential_chains(_sample_many_dispatch)
         _INSTALLED["count"] += 1
     previous = getattr(_LOCAL, "target", None)
     _LOCAL.target = (executor, flag, report)
@@ -146,7 +146,7 @@ def pymc_chains_on(executor, flag):
         with _INSTALL_LOCK:
             _INSTALLED["count"] -= 1
             if _INSTALLED["count"] == 0:
-                mcmc._sample_many = _INSTALLED["original"]
+                replace_sequential_chains(_INSTALLED["original"])
                 _INSTALLED["original"] = None
 
 
@@ -159,7 +159,7 @@ def _sample_many_dispatch(**kwargs):
 
 def _sample_many_on(executor, flag, report, *, draws, chains, traces, start, rngs, step,
                     callback=None, **kwargs):
-    """``pymc.sampling.mcmc._sample_many`` (every chain from the same initial step
+    """PyMC's sequential chain loop (every chain from the same initial step
     state, chain ``i`` from ``start[i]`` with ``rngs[i]``), one task per chain."""
     tune = int(kwargs.get("tune", 0) or 0)
     model = kwargs.get("model")
@@ -196,14 +196,12 @@ def _own_attributes(trace) -> dict:
 def _pymc_chain(payload, trace_payload, shell, chain, start, rng, draws, tune):
     """One chain of ``pm.sample`` on a worker; returns the trace's recorded state (or the
     traceback of a failure, as text)."""
-    from pymc.sampling.mcmc import _iter_sample
-
     try:
         step, model = cloudpickle.loads(payload)
         trace = cloudpickle.loads(trace_payload)
         vars(trace).update(shell)
-        for _stats in _iter_sample(draws=draws, step=step, start=start, trace=trace,
-                                   chain=chain, tune=tune, model=model, rng=rng):
+        for _stats in iter_chain(draws=draws, step=step, start=start, trace=trace,
+                                 chain=chain, tune=tune, model=model, rng=rng):
             pass
     except Exception as err:
         return "".join(traceback.format_exception(type(err), err, err.__traceback__))

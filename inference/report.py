@@ -200,23 +200,20 @@ def _plot_with_note(plot, dt: xr.DataTree, path: str, note: str) -> None:
     plot(dt, path)
     if not note:
         return
-    import matplotlib
+    import matplotlib.image as mpimg
+    from matplotlib.figure import Figure
 
-    matplotlib.use("Agg", force=False)
-    import matplotlib.pyplot as plt
-
-    image = plt.imread(path, format="png")
+    image = mpimg.imread(path, format="png")
     height, width = image.shape[:2]
     dpi = 100
     band = 40  # pixels for the note
-    fig = plt.figure(figsize=(width / dpi, (height + band) / dpi), dpi=dpi)
+    fig = Figure(figsize=(width / dpi, (height + band) / dpi), dpi=dpi)
     ax = fig.add_axes((0, 0, 1, height / (height + band)))
     ax.imshow(image)
     ax.axis("off")
     fig.text(0.5, 1 - 0.5 * band / (height + band), note, ha="center", va="center",
              fontsize=9, color="darkred", wrap=True)
     fig.savefig(path, format="png", dpi=dpi)
-    plt.close(fig)
 
 
 #: Variables from this many bytes up are written gzip-compressed (level 4, byte-shuffled):
@@ -318,10 +315,7 @@ def plot_trace(dt: xr.DataTree, path: str | os.PathLike, *, max_variables: int =
     list of str
         The rows drawn, top to bottom.
     """
-    import matplotlib
-
-    matplotlib.use("Agg", force=False)
-    import matplotlib.pyplot as plt
+    from matplotlib.figure import Figure
 
     from inference.convergence import check_convergence, scalar_quantities
     from pp_models.model_info import posterior_with_labels
@@ -353,14 +347,14 @@ def plot_trace(dt: xr.DataTree, path: str | os.PathLike, *, max_variables: int =
     rows += [(q, quantities[q], None if report is None else report.table.loc[q])
              for q in shown]
     if not rows:
-        fig, ax = plt.subplots(figsize=(4, 1))
+        fig = Figure(figsize=(4, 1))
+        ax = fig.subplots()
         ax.text(0.5, 0.5, "no identified quantity to plot", ha="center")
         ax.axis("off")
         fig.savefig(path, format="png")
-        plt.close(fig)
         return []
-    fig, axes = plt.subplots(len(rows), 2, figsize=(11, 1.7 * len(rows) + 0.9),
-                             gridspec_kw={"width_ratios": [3, 1]}, squeeze=False)
+    fig = Figure(figsize=(11, 1.7 * len(rows) + 0.9))
+    axes = fig.subplots(len(rows), 2, gridspec_kw={"width_ratios": [3, 1]}, squeeze=False)
     for (name, values, row), (trace_ax, hist_ax) in zip(rows, axes, strict=True):
         _draw_row(trace_ax, hist_ax, name, np.asarray(values, dtype=float), row)
     verdict = "" if report is None else f"verdict: {report.verdict}; "
@@ -373,7 +367,6 @@ def plot_trace(dt: xr.DataTree, path: str | os.PathLike, *, max_variables: int =
                  fontsize=10)
     fig.tight_layout(rect=(0, 0, 1, 1 - 0.5 / (1.7 * len(rows) + 0.9)))
     fig.savefig(path, format="png", dpi=80)
-    plt.close(fig)
     return [name for name, _, _ in rows]
 
 

@@ -9,7 +9,6 @@ registry key (a string) and resolved by ``inference.gibbs.registry``.
 
 from __future__ import annotations
 
-import weakref
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -18,7 +17,9 @@ import numpy as np
 import pymc as pm
 import xarray as xr
 
+from pp_models.step_assignment import register_zoo_steps
 from pp_models.validation import check_model
+from pp_models.zoo_models import get_info, remember_info, zoo_model_of
 
 __all__ = [
     "LABELS_GROUP",
@@ -34,14 +35,6 @@ __all__ = [
     "weights_sorted",
     "zoo_model_of",
 ]
-
-_ATTRIBUTE = "_pp_models_info"
-
-#: every live model a factory attached a ZooModelInfo to (weakly: a model nobody holds
-#: goes), so a step assignment that is handed a random variable without the model
-#: context -- ``pm.sample(model=m)`` -- can still find the model it belongs to
-_ZOO_MODELS: weakref.WeakSet = weakref.WeakSet()
-
 
 @dataclass(frozen=True)
 class StepHint:
@@ -136,37 +129,11 @@ def attach_info(model: pm.Model, info: ZooModelInfo) -> pm.Model:
     check_model(model)
     if not isinstance(info, ZooModelInfo):
         raise TypeError(f"info must be a ZooModelInfo, got {type(info).__name__}")
-    object.__setattr__(model, _ATTRIBUTE, info)
-    _ZOO_MODELS.add(model)
+    remember_info(model, info)
     # the first zoo model registers the zoo with PyMC's step assignment, so pm.sample
     # uses the zoo's steps (or warns that they are not loaded); later ones find it there
-    from pp_models.step_assignment import install
-
-    install()
+    register_zoo_steps()
     return model
-
-
-def get_info(model: pm.Model) -> ZooModelInfo | None:
-    """The :class:`ZooModelInfo` a zoo factory attached, or ``None`` for a user model."""
-    return getattr(model, _ATTRIBUTE, None)
-
-
-def zoo_model_of(var) -> pm.Model | None:
-    """The zoo model (one with a :class:`ZooModelInfo`) that ``var`` is a free random
-    variable of, or ``None``.
-
-    PyMC's step assignment asks each step class's ``competence`` about a random variable
-    alone. Inside ``with model:`` the model is the context; ``pm.sample(model=m)`` sets
-    no context, so the model is looked up among the live zoo models instead (the
-    context's first), and both spellings choose the same steps.
-    """
-    context = pm.Model.get_context(error_if_none=False)
-    candidates = [context] if context is not None else []
-    candidates += [m for m in list(_ZOO_MODELS) if m is not context]
-    for model in candidates:
-        if get_info(model) is not None and any(rv is var for rv in model.free_RVs):
-            return model
-    return None
 
 
 def observed_data(model: pm.Model, name: str) -> np.ndarray:

@@ -1,28 +1,31 @@
 """The zoo's place in PyMC's step assignment, so ``pm.sample`` on a zoo model uses the
 zoo's Gibbs steps.
 
-Nothing is registered with PyMC on import. The first zoo model a factory builds
-(:func:`pp_models.model_info.attach_info`) calls :func:`install`, which puts
-:class:`ZooStepsNotLoaded` first in PyMC's list of step classes (``STEP_METHODS``) and,
-once the provider of the zoo's steps is known (``inference.gibbs.pymc_assignment``
-names itself with :func:`register_provider` when imported, as ``inference.fit`` does),
-the provider before it. Each goes in once, whatever the number of models built. A user
-who imports only a factory (``from pp_models import dpm``) and calls ``pm.sample`` would
-otherwise get PyMC's Metropolis on the partition -- which can sit in one wrong clustering
-for the whole run -- without a word.
+Nothing is registered with PyMC on import. :func:`register_zoo_steps` is the one
+registration, idempotent; the first zoo model a factory builds
+(:func:`pp_models.model_info.attach_info`) calls it, and so does every later one (which
+then finds it done). It puts the provider of the zoo's steps first in PyMC's list of step
+classes (``pymc.step_methods.STEP_METHODS``). The provider is a class of the inference
+layer (``inference.gibbs.pymc_assignment.ZooAssignment``), which ``pp_models`` cannot
+import (the layering runs one way); it is known
 
-``pp_models`` cannot import ``inference`` (the layering runs one way). When PyMC asks
-:class:`ZooStepsNotLoaded` about a variable of a zoo model that a zoo step should update
-while no class providing the zoo's steps is in the list, it:
+1. when it has named itself with :func:`register_provider` (importing
+   ``inference.gibbs``, as ``inference.fit`` does, imports it), or else
+2. through the ``pp_models.step_providers`` entry-point group (the installed package
+   declares ``inference.gibbs.pymc_assignment:ZooAssignment`` there in
+   ``pyproject.toml``; ``pp_models`` only knows the group's name), which the registration
+   loads.
 
-1. loads a provider through the ``pp_models.step_providers`` entry-point group (the
-   installed package declares ``inference.gibbs.pymc_assignment:ZooAssignment`` there
-   in ``pyproject.toml``; ``pp_models`` only knows the group's name; importing it
-   registers it here), and stands in for it in this very assignment (PyMC has already
-   copied its list), so ``pm.sample`` uses the zoo's steps with nothing but the factory
-   imported;
-2. when no provider is installed (e.g. running from a source tree whose package
-   metadata predates the entry point), warns once and names the fix.
+A user who imports only a factory (``from pp_models import dpm``) and calls ``pm.sample``
+would otherwise get PyMC's Metropolis on the partition -- which can sit in one wrong
+clustering for the whole run -- without a word. So when no provider is installed (e.g.
+running from a source tree whose package metadata predates the entry point), the
+registration puts :class:`ZooStepsNotLoaded` first instead: it claims nothing and warns,
+once, when PyMC asks it about a variable a zoo step should update, naming the fix. A later
+registration that finds a provider replaces it.
+
+First place matters: PyMC takes the first of the classes that claim a variable equally
+(``Competence.IDEAL``), and its own Gibbs steps claim categorical and binary variables so.
 """
 
 from __future__ import annotations
@@ -32,7 +35,9 @@ import warnings
 from pymc.step_methods import STEP_METHODS
 from pymc.step_methods.compound import Competence
 
-__all__ = ["ZooStepsNotLoaded", "install", "register_provider"]
+from pp_models.zoo_models import get_info, zoo_model_of
+
+__all__ = ["ZooStepsNotLoaded", "register_provider", "register_zoo_steps", "zoo_steps_loaded"]
 
 #: Step names a StepHint may use for PyMC's own samplers (kept in step with
 #: ``inference.gibbs.registry.PYMC_STEPS``; a test checks that).
@@ -48,7 +53,8 @@ _provider: list = []  # the loaded provider class, once found
 
 
 def _load_provider():
-    """The first installed step provider (loaded and registered with PyMC), or None."""
+    """The provider named with :func:`register_provider`, else the first one the entry
+    point group offers (loading it names it), or None."""
     if _provider:
         return _provider[0]
     from importlib.metadata import entry_points
@@ -56,7 +62,8 @@ def _load_provider():
     for entry in entry_points(group=PROVIDER_GROUP):
         provider = entry.load()  # importing the provider's package registers it
         if getattr(provider, "zoo_steps_provider", False):
-            _provider.append(provider)
+            if provider not in _provider:
+                _provider.append(provider)
             return provider
     return None
 
@@ -82,31 +89,19 @@ def _wants_zoo_step(var, info) -> bool:
 
 
 class ZooStepsNotLoaded:
-    """Stands in for the zoo's step provider in a ``pm.sample`` assignment when the zoo's
-    steps are not loaded: loads the provider through the entry point and answers (and
-    builds the steps) for it; with no provider installed it is never competent and warns
-    (once per process) that a zoo variable goes to PyMC's own samplers."""
+    """In PyMC's list of step classes while no provider of the zoo's steps is installed:
+    never competent; warns (once per process) that a variable a zoo step should update
+    goes to PyMC's own samplers."""
 
     name = "zoo_steps_not_loaded"
 
     @classmethod
     def competence(cls, var, has_grad=None) -> Competence:
-        if _provider:
-            # loaded during this assignment: PyMC's copy of the list lacks it, so this
-            # class answers for it (and builds its steps in __new__)
-            return _provider[0].competence(var, has_grad)
         if zoo_steps_loaded():
             return Competence.INCOMPATIBLE
-        from pp_models.model_info import get_info, zoo_model_of
-
         model = zoo_model_of(var)  # the context, or the zoo model of pm.sample(model=)
         info = get_info(model) if model is not None else None
-        if info is None or not _wants_zoo_step(var, info):
-            return Competence.INCOMPATIBLE
-        provider = _load_provider()
-        if provider is not None:
-            return provider.competence(var, has_grad)
-        if not _warned:
+        if info is not None and _wants_zoo_step(var, info) and not _warned:
             _warned.append(True)
             warnings.warn(
                 f"pm.sample is giving {var.name!r} of this zoo {info.family} model to "
@@ -118,14 +113,9 @@ class ZooStepsNotLoaded:
             )
         return Competence.INCOMPATIBLE
 
-    def __new__(cls, vars, model=None, **pymc_kwargs):
-        provider = _provider[0] if _provider else None
-        if provider is None:  # never competent without one; PyMC does not get here
-            raise RuntimeError("no provider of the zoo's steps is loaded")
-        return provider(vars, model=model, **pymc_kwargs)
-
     @classmethod
     def _competence(cls, vars, have_grad):
+        # PyMC's BlockedStep._competence protocol: one or many variables, a list back
         import numpy as np
 
         return [cls.competence(var, grad)
@@ -134,23 +124,25 @@ class ZooStepsNotLoaded:
 
 def register_provider(provider) -> None:
     """Name the class that provides the zoo's steps to PyMC (``zoo_steps_provider``; the
-    inference layer's ``ZooAssignment``). Recorded here only: :func:`install` puts it in
-    PyMC's list."""
+    inference layer's ``ZooAssignment``). Recorded here only: :func:`register_zoo_steps`
+    puts it in PyMC's list."""
     if not getattr(provider, "zoo_steps_provider", False):
         raise TypeError(f"provider must declare zoo_steps_provider = True, got {provider!r}")
     if provider not in _provider:
         _provider.insert(0, provider)
 
 
-def install() -> None:
-    """Register the zoo with PyMC's step assignment (idempotent): :class:`ZooStepsNotLoaded`
-    first in ``STEP_METHODS``, and the registered provider, when there is one, before it.
-
-    First place matters: PyMC takes the first of the classes that claim a variable equally
-    (``Competence.IDEAL``), and its own Gibbs steps claim categorical and binary
-    variables so.
-    """
-    if ZooStepsNotLoaded not in STEP_METHODS:
-        STEP_METHODS.insert(0, ZooStepsNotLoaded)
-    if _provider and _provider[0] not in STEP_METHODS:
-        STEP_METHODS.insert(0, _provider[0])
+def register_zoo_steps() -> None:
+    """Register the zoo with PyMC's step assignment (idempotent; module docstring): the
+    provider of the zoo's steps first in ``STEP_METHODS`` (loaded through the entry point
+    when none has named itself), or, with none installed, :class:`ZooStepsNotLoaded`.
+    Called by :func:`pp_models.model_info.attach_info`, i.e. by every zoo factory."""
+    provider = _load_provider()
+    if provider is None:
+        if ZooStepsNotLoaded not in STEP_METHODS:
+            STEP_METHODS.insert(0, ZooStepsNotLoaded)
+        return
+    if ZooStepsNotLoaded in STEP_METHODS:
+        STEP_METHODS.remove(ZooStepsNotLoaded)
+    if provider not in STEP_METHODS:
+        STEP_METHODS.insert(0, provider)

@@ -17,8 +17,8 @@ warnings.filterwarnings("ignore", message="PyTensor could not link to a BLAS")
 # cold, 666 warm). LLVM at -O1 compiles about a fifth faster than Numba's default -O3
 # (cold, one process: test_bhc + test_pydt_prior 140 -> 110 CPU-s compiling,
 # test_collapsed 116 -> 95) and the tests' kernels ran no slower warm (getting-it-right
-# DPM + CRP steps: 91 -> 77 CPU-s). On the whole cold suite, with that session's other
-# changes, only 1988 -> 1889 worker-s. Our kernels use no fastmath, so their floating
+# DPM + CRP steps: 91 -> 77 CPU-s). On the whole cold suite, with other changes
+# measured together, only 1988 -> 1889 worker-s. Our kernels use no fastmath, so their floating
 # point is the same at every level; the tests compare with tolerances anyway. The -O1 code is
 # cached apart from the -O3 code users and the benchmarks get, since neither Numba's nor
 # PyTensor's cache index records the level: custom_ops.jit names its folder by

@@ -1,6 +1,7 @@
 """Source says what the code does, not how it got here.
 
-No line of ``pp_models``, ``custom_ops`` or ``inference`` names one of the project's
+No line of ``pp_models``, ``custom_ops``, ``inference``, ``tests``, ``benchmarks`` or
+``tutorials`` names one of the project's
 issues (``issue #11``, a bare ``#11``), a work session (``the ninth session``) or a date
 (``2026-11-26``): that history belongs in commit messages, and the measurements and
 reasoning that still matter in the docs pages (``docs/families/``, ``docs/benchmarks.md``,
@@ -15,7 +16,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).parents[1]
-PACKAGES = ("pp_models", "custom_ops", "inference")
+PACKAGES = ("pp_models", "custom_ops", "inference", "tests", "benchmarks", "tutorials")
 
 _ORDINALS = (
     "first|second|third|fourth|fifth|sixth|seventh|eighth|ninth|tenth|eleventh|twelfth|"
@@ -47,7 +48,9 @@ def history_named(line: str) -> list[str]:
 
 def _source_files():
     for package in PACKAGES:
-        yield from sorted((ROOT / package).rglob("*.py"))
+        # this file's own examples of what is refused are not history
+        yield from (path for path in sorted((ROOT / package).rglob("*.py"))
+                    if path != Path(__file__).resolve())
 
 
 @pytest.mark.parametrize("line, expected", [

@@ -4,7 +4,8 @@
 ``pymc.step_methods.STEP_METHODS`` with the highest ``competence`` (the first one on a
 tie). Importing this module names :class:`ZooAssignment` to ``pp_models`` as the
 provider of the zoo's steps, and the next zoo model built puts it at the front of that
-list (:func:`pp_models.step_assignment.install`; nothing of PyMC changes on import): it
+list (:func:`pp_models.step_assignment.register_zoo_steps`; nothing of PyMC changes on
+import): it
 is ``IDEAL`` for a variable of a zoo model (one a factory attached a
 ``ZooModelInfo`` to) that a zoo Gibbs step updates -- named in one of the factory's step
 hints or drawn from a distribution a registered step claims -- and otherwise
@@ -68,5 +69,5 @@ class ZooAssignment:
 
 # pp_models learns of the provider (its own record; nothing of PyMC changes on import):
 # the next zoo model built puts it first in PyMC's step classes
-# (pp_models.step_assignment.install)
+# (pp_models.step_assignment.register_zoo_steps)
 register_provider(ZooAssignment)

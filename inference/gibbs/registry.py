@@ -4,6 +4,10 @@ A zoo step registers itself with :func:`register_step` (a class decorator). ``fi
 resolves a factory's :class:`~pp_models.model_info.StepHint` by name with
 :func:`get_step`, and claims the remaining free variables whose distribution some
 registered step declares in its ``distributions`` (:func:`step_for`).
+
+The lookups see every built-in step without loading them: importing this module (or any
+module of :mod:`inference.gibbs`) runs the package's ``__init__`` first, which imports
+every step module.
 """
 
 from __future__ import annotations
@@ -42,7 +46,6 @@ def register_step(cls: type[BlockedStep]) -> type[BlockedStep]:
 
 def registered_steps() -> dict[str, type[BlockedStep]]:
     """All steps by name: the zoo's and PyMC's."""
-    _load_builtin_steps()
     return {**PYMC_STEPS, **_ZOO_STEPS}
 
 
@@ -56,16 +59,9 @@ def get_step(name: str) -> type[BlockedStep]:
 
 def step_for(rv, has_grad: bool = False) -> type[BlockedStep] | None:
     """The zoo step most competent for random variable ``rv``, or ``None``."""
-    _load_builtin_steps()
     best, best_competence = None, Competence.INCOMPATIBLE
     for cls in _ZOO_STEPS.values():
         competence = cls._competence([rv], [has_grad])[0]
         if competence > best_competence:
             best, best_competence = cls, competence
     return best
-
-
-def _load_builtin_steps() -> None:
-    # Importing the package registers every built-in step; done lazily so that this
-    # module has no import cycle with the step modules that import it.
-    import inference.gibbs  # noqa: F401

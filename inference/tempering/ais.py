@@ -41,6 +41,7 @@ from scipy.special import logsumexp
 from inference.chains import initial_point, model_cache, sample_gibbs
 from inference.gibbs.base import ZooGibbsStep
 from inference.tempering.driver import TemperedStep
+from inference.tempering.evidence_result import EvidenceResult, combine_chains
 from inference.tempering.ladder import cumulative_barrier, initial_ladder
 from inference.tempering.power import PriorDraws, log_likelihood_function
 from inference.tempering.steps import build_steps, plan_steps
@@ -141,8 +142,6 @@ def annealed_importance_sampling(model, *, n_temperatures: int, particles: int, 
     """AIS estimate of ``log p(X)`` (module docstring); returns an
     :class:`~inference.tempering.evidence.EvidenceResult`. ``schedule``: the annealing
     schedule (default: from the tuning run's barrier, ``n_temperatures`` of them)."""
-    from inference.tempering.evidence import EvidenceResult, combine_chains
-
     cache = model_cache(model)
     steps = cache.get("tempered_steps")
     info = get_info(model)

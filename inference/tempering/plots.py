@@ -36,19 +36,14 @@ def plot_tempering(dt: xr.DataTree, path: str | os.PathLike) -> None:
 
     ``ValueError`` when ``dt`` has no ``tempering`` group (not a tempered fit).
     """
-    import matplotlib
-
-    matplotlib.use("Agg", force=False)
-    import matplotlib.pyplot as plt
-
-    fig = tempering_figure(dt)
-    fig.savefig(path, format="png", dpi=90)
-    plt.close(fig)
+    tempering_figure(dt).savefig(path, format="png", dpi=90)
 
 
 def tempering_figure(dt: xr.DataTree):
-    """The matplotlib figure of :func:`plot_tempering` (axes in reading order)."""
-    import matplotlib.pyplot as plt
+    """The matplotlib figure of :func:`plot_tempering` (axes in reading order): a
+    :class:`matplotlib.figure.Figure` of its own, outside pyplot's figure list, whatever
+    the backend."""
+    from matplotlib.figure import Figure
 
     if "tempering" not in dt.children:
         raise ValueError("dt: no 'tempering' group; fit with tempering=N to draw one")
@@ -62,7 +57,8 @@ def tempering_figure(dt: xr.DataTree):
     index = np.asarray(g["index"].values)  # chain, draw, temperature -> state label
     n_chains, n = ladder.shape
 
-    fig, axes = plt.subplots(2, 2, figsize=(11, 7.5))
+    fig = Figure(figsize=(11, 7.5))
+    axes = fig.subplots(2, 2)
     tried = np.isfinite(np.asarray(g["swap_prob"].values, dtype=float)).sum(axis=1)
     swapped = np.asarray(g["swaps_accepted"].values) / np.maximum(tried, 1)
 

@@ -34,13 +34,14 @@ import numpy as np
 import pytensor.tensor as pt
 from pymc.distributions.distribution import Continuous
 from pymc.distributions.shape_utils import rv_size_is_none
-from pymc.distributions.transforms import CholeskyCovTransform, _default_transform
+from pymc.distributions.transforms import CholeskyCovTransform
 from pytensor.link.numba.dispatch import basic as numba_basic
 from pytensor.link.numba.dispatch.random import numba_core_rv_funcify
 from pytensor.tensor.random.op import RandomVariable
 
 from custom_ops.ggm.gibbs import draw_bglasso_prior, draw_spike_slab_prior
 from custom_ops.jit import rv_draw_cache_key
+from pp_models.pymc_internals import register_default_transform
 from pp_models.validation import check_int
 
 __all__ = [
@@ -251,7 +252,6 @@ class SpikeSlabPrecision(Continuous):
         return pt.switch(ok, logp, -np.inf)
 
 
-@_default_transform.register(BayesianGLassoPrecisionRV)
-@_default_transform.register(SpikeSlabPrecisionRV)
+@register_default_transform(BayesianGLassoPrecisionRV, SpikeSlabPrecisionRV)
 def _precision_default_transform(op, rv):
     return CholeskyCovTransform(n=rv.owner.inputs[-1])

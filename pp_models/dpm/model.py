@@ -118,6 +118,7 @@ from pp_models.distributions import (
     CollapsedGaussian,
     CollapsedMultinomial,
 )
+from pp_models.dpm import outputs
 from pp_models.dpm.hyperpriors import (
     LEARNABLE,
     at_hyperprior_mean,
@@ -528,8 +529,6 @@ class _Summarize:
         posterior = posterior_with_labels(dt)
         if "z" not in posterior.data_vars:
             return dt  # labels not traced: nothing to summarise
-        from pp_models.dpm import outputs  # outputs imports this module
-
         spec = get_spec(self.model)
         if spec.truncation is not None and "n_clusters" in posterior.data_vars:
             warn_if_truncated(posterior["n_clusters"].values, spec.truncation)

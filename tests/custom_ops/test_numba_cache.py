@@ -242,7 +242,8 @@ def test_the_cache_lock_keeps_each_signature_with_its_code(tmp_path):
 
     from numba.core import caching
 
-    script = CONCURRENT_SAVE.replace("{module}", str(ROOT / "custom_ops" / "jit.py"))
+    script = CONCURRENT_SAVE.replace("{module}",
+                                    str(ROOT / "custom_ops" / "numba_internals.py"))
     ready_dir = tmp_path / "ready"
     ready_dir.mkdir()
     runs = {}

@@ -22,16 +22,11 @@ import inspect
 import types
 
 from numba.core.dispatcher import Dispatcher
-from numba.core.registry import CPUDispatcher
 
 from custom_ops.jit import KernelCache
+from custom_ops.numba_internals import cached_dispatcher
 
 __all__ = ["twin_kernel"]
-
-
-class _TwinDispatcher(CPUDispatcher):
-    def enable_caching(self):
-        self._cache = KernelCache(self.py_func)
 
 
 def _global_names(code) -> set[str]:
@@ -114,9 +109,7 @@ def twin_kernel(kernel: Dispatcher, **replacements) -> Dispatcher:
         copy.__qualname__ = function.__qualname__ + suffix
         copy.__module__ = function.__module__
         options = {k: v for k, v in dispatcher.targetoptions.items() if k != "nopython"}
-        twin = _TwinDispatcher(py_func=copy, locals={},
-                               targetoptions={"nopython": True, **options})
-        twin.enable_caching()
+        twin = cached_dispatcher(copy, {"nopython": True, **options}, KernelCache)
         rebuilt[dispatcher] = twin
         return twin
 

@@ -11,7 +11,7 @@ import xarray as xr
 
 from inference.cli import EXIT_BUG, main
 
-# The demo is test_fit.py's iris fit (one session fixture, run on that module's xdist
+# The demo is test_fit.py's iris fit (a session-scoped fixture, run on that module's xdist
 # worker, "fit" group). The CSV fit shares the finite mixture's kernels too.
 ON_THE_FIT_WORKER = pytest.mark.xdist_group("fit")
 

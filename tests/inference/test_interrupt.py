@@ -141,7 +141,7 @@ def test_sigint_while_sampling_keeps_the_completed_draws(tmp_path, chains, cores
     draws = 1_000_000
     proc, marker = _ppzoo(tmp_path, "sampling", _fit_args(out, draws, chains, cores))
     # a wait, not a timing check: from a cold compile cache on a loaded 2-core machine the
-    # first draw took more than 60 s (measured at load 11, third session)
+    # first draw took more than 60 s (measured at load 11)
     deadline = time.monotonic() + FIRST_DRAW_WAIT
     # parallel chains (cores == chains) each record in their own process: wait for all
     # of them; sequential chains: for the first (the next has not started)

@@ -286,7 +286,7 @@ def test_planted_bugs_are_caught(seed, bug):
                                     {"c": 2.0, "theta": 0.5, "alpha": 0.6}])
 def test_false_alarm_and_power_over_ten_seeds(params):
     """Ten seeds of the exact test at 5 leaves for each parameter set (bounded degree
-    3 in the second). Measured 2026-11-26 (seeds 300-309, 4000 draws x 10 moves):
+    3 in the second). Measured (seeds 300-309, 4000 draws x 10 moves):
     correct moves rejected 1, 0, 0 of 10; the subset-count and time-density twins
     caught 10 of 10 everywhere; the reverse-count twin 10, 8 (degree <= 3: few
     expansions to make) and 10 of 10."""

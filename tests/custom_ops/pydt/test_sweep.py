@@ -144,7 +144,7 @@ def _grow(parent, log1m_t, k):
 
 def reference_greedy(X, c, theta, alpha, sigma2, order):
     """The greedy build with every candidate scored by the full O(n D) recursion on the
-    partial tree (the first session's implementation)."""
+    partial tree (the implementation the kernel replaced)."""
     n = X.shape[0]
     Xo = np.ascontiguousarray(X[order])
     parent = np.array([2, 2, -1], dtype=np.int64)
@@ -213,8 +213,8 @@ def _internal_counts(n_sweeps, state_dependent, seed=0):
 @pytest.mark.parametrize("state_dependent", [False, True])
 def test_number_of_moves_per_sweep_does_not_depend_on_the_tree(state_dependent):
     """The mean number of internal nodes of the chain against its closed-form prior value
-    (z-test with batch means). Proposing as many moves as the tree has subtrees (the
-    first session's sweep) leaves a different law: measured z = -15 over 300 000 sweeps,
+    (z-test with batch means). Proposing as many moves as the tree has subtrees (an
+    earlier sweep) leaves a different law: measured z = -15 over 300 000 sweeps,
     and rejected here at 100 000; the fixed count 2 n - 2 passes (z = 0.3)."""
     from tests.custom_ops.pydt.test_ops import all_trees, nested_to_arrays
 

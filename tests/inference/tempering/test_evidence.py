@@ -17,6 +17,7 @@ from scipy import stats
 
 from inference import EvidenceResult, evidence, fit
 from inference.tempering import estimate_from_tempering
+from tests.helpers.evidence_checks import check_against_exact
 
 Y = np.random.default_rng(0).normal(0.5, 1.0, 20)
 EXACT = float(stats.multivariate_normal(np.zeros(20), np.eye(20) + 1.0).logpdf(Y))
@@ -43,8 +44,9 @@ def tempered(model):
 def test_stepping_stone_and_thermodynamic_from_one_tempered_fit(model, tempered):
     ss = evidence(model, dt=tempered)
     assert isinstance(ss, EvidenceResult) and ss.method == "stepping_stone"
-    assert abs(ss.log_evidence - EXACT) < 3 * ss.se, (ss.log_evidence, EXACT, ss.se)
-    assert 0.005 < ss.se < 0.1
+    # an error of 0.9 nats is caught (tests/helpers/evidence_checks.py)
+    check_against_exact(ss, EXACT, detect=0.9, comparisons=2)
+    assert ss.se > 0.005
     assert ss.tempering is tempered and ss.chains == 2 and ss.n_temperatures == 6
     table = ss.table
     assert list(table.index.names) == ["chain", "temperature"] and len(table) == 12
@@ -55,7 +57,7 @@ def test_stepping_stone_and_thermodynamic_from_one_tempered_fit(model, tempered)
     ti = estimate_from_tempering(tempered, "thermodynamic")
     # 6 temperatures are coarse for the quadrature: it is checked against its own se
     # plus a discretisation allowance
-    assert abs(ti.log_evidence - EXACT) < 3 * ti.se + 0.15, (ti.log_evidence, EXACT)
+    check_against_exact(ti, EXACT, comparisons=2, quadrature=0.15)
     fig = ss.plot()
     assert fig.axes[0].get_xlabel() == "inverse temperature beta"
 
@@ -65,14 +67,14 @@ def test_thermodynamic_integration_with_a_finer_ladder(model, sampler):
     ti = evidence(model, method="thermodynamic", n_temperatures=16, draws=400, tune=300,
                   chains=2, cores=1, random_seed=3, sampler=sampler)
     assert ti.sampler == sampler
-    assert abs(ti.log_evidence - EXACT) < 3 * ti.se, (ti.log_evidence, EXACT, ti.se)
+    check_against_exact(ti, EXACT)
 
 
 def test_stepping_stone_on_nutpie_is_the_default_for_a_continuous_model(model):
     ss = evidence(model, n_temperatures=8, draws=500, tune=200, chains=2, random_seed=6)
     assert ss.sampler == "nutpie" and "nutpie" in str(ss)
-    assert abs(ss.log_evidence - EXACT) < 3 * ss.se, (ss.log_evidence, EXACT, ss.se)
-    assert 0.005 < ss.se < 0.1
+    check_against_exact(ss, EXACT, detect=0.9, comparisons=2)
+    assert ss.se > 0.005
     table = ss.table
     assert len(table) == 16 and (table["divergences"] == 0).all()
     # the stepping stone makes no run at beta = 1
@@ -85,7 +87,7 @@ def test_stepping_stone_on_nutpie_is_the_default_for_a_continuous_model(model):
     ladder = [0.0, 0.001, 0.01, 0.1, 0.4, 1.0]
     given = evidence(model, ladder=ladder, draws=300, tune=200, chains=2, random_seed=7)
     np.testing.assert_array_equal(given.table.loc[0, "beta"].values, ladder)
-    assert abs(given.log_evidence - EXACT) < 3 * given.se
+    check_against_exact(given, EXACT, comparisons=2)
 
 
 def test_annealed_importance_sampling(model):
@@ -248,3 +250,13 @@ def test_se_covers_chains_that_disagree():
                          independent=True, sampler="nutpie")
     spread = np.std(result.per_chain, ddof=1) / 2
     assert result.se == pytest.approx(spread) and "between chains" in result.se_method
+
+
+def test_evidence_runs_the_tempered_fit_s_draws(model):
+    # evidence() runs the tempered sampler itself (the tempering layer does not call fit):
+    # the same seed gives fit(..., tempering=)'s draws, so the same estimate (a short run:
+    # the model's tempered steps are built once and shared by both calls)
+    sizes = dict(draws=8, tune=10, chains=1, cores=1, random_seed=3)
+    ss = evidence(model, n_temperatures=3, sampler="parallel_tempering", **sizes)
+    dt = fit(model, tempering=3, progressbar=False, **sizes)
+    assert ss.per_chain == estimate_from_tempering(dt, "stepping_stone").per_chain

@@ -1,5 +1,5 @@
 """bhc.learn without priors (type-II ML) flags learned values on the optimiser's box
-bound (issue #11); with its default priors there is no box (test_priors.py)."""
+bound; with its default priors there is no box (test_priors.py)."""
 
 import warnings
 

@@ -1,4 +1,4 @@
-"""MAP learning of BHC hyperparameters with priors (issue #11 item 4): the priors' log
+"""MAP learning of BHC hyperparameters with priors: the priors' log
 densities and gradients, learn's objective = bhc.model's transformed log density, the
 MAP against a brute-force grid, and the small-n failures of type-II maximum likelihood
 (α → 0 on n = 8, a Beta hyperparameter → 0 on n = 9) that the priors fix."""
@@ -188,7 +188,7 @@ def test_map_alpha_and_a_equal_grid_maximiser_2d():
 # ---------------------------------------------------------------------- small-n failures
 # n = 8, Beta(1, 1) prior, 6 bits, two prototypes with bits flipped: Corollary 3.1's
 # bound is maximised at α -> 0 (type-II ML ends <= 1.1e-5, mostly on the e^-12 box) while
-# the exact DPM evidence peaks at α in [0.58, 0.95] (grid argmax, 2026-11-27). Measured
+# the exact DPM evidence peaks at α in [0.58, 0.95] (grid argmax). Measured
 # (ML / MAP / exact-DPM MAP under the same LogNormal(0, 1.5) prior): 1.1e-5 / 0.57 /
 # 0.91, 6.1e-6 / 0.32 / 1.0, 6.1e-6 / 0.34 / 0.95, 6.1e-6 / 0.36 / 0.82.
 SMALL_SETS = [(0.2, 3), (0.3, 1), (0.3, 2), (0.2, 2)]

@@ -1,4 +1,4 @@
-"""The DPM's learned base measure (issue #11): wiring of the hyperpriors into the model,
+"""The DPM's learned base measure: wiring of the hyperpriors into the model,
 the collapsed step reading the current hyperparameters, and bad input."""
 
 import numpy as np

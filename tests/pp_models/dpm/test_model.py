@@ -258,7 +258,7 @@ def test_iris_point_estimate_and_posterior_of_k():
 
 @pytest.mark.slow  # ~50 s: three fits on 569 x 30
 def test_breast_cancer_chains_start_in_the_diagnosis_mode_on_every_seed():
-    """Issue #11: with the old start (greedy seating kept if its raw joint beat one
+    """With the old start (greedy seating kept if its raw joint beat one
     cluster) both chains of seed 2 sat in a K = 4 mode unrelated to the diagnosis, ARI
     0.15, ~170 nats of log joint below the mode the other seeds found (ARI 0.75;
     benchmarks/bench_clustering_modes.py). The start search must find the better mode on

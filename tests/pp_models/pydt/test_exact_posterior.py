@@ -283,8 +283,8 @@ def _z_scores(posterior, exact):
 def test_sampler_matches_the_exact_posterior(exact, branch_moves):
     """The factory's sampler (branch-point moves on) and the same without them, 4 x
     10000 draws each, against the oracle: |z| <= 4 for the means of c, theta, alpha, the
-    root time and the probabilities of 1, 2, 3 branch points. Measured 2026-11-27
-    (ninth session, 3.5 min for the three slow tests): the oracle (1e6 draws) c 1.431
+    root time and the probabilities of 1, 2, 3 branch points. Measured
+    (3.5 min for the three slow tests): the oracle (1e6 draws) c 1.431
     (se 0.003), theta 1.573, alpha 0.579, root time 0.289, P(1, 2, 3 internal nodes)
     0.480, 0.338, 0.181; the sampler |z| <= 1.97 with and without the branch-point
     moves (theta's z -1.9 on both; a run of 4 x 40000 draws against three oracles of

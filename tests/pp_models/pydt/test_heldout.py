@@ -1,8 +1,8 @@
-"""Issue #13's acceptance on the four-cluster synthetic of Knowles (2012) §4.7.1
+"""The PYDT's acceptance test on the four-cluster synthetic of Knowles (2012) §4.7.1
 (``benchmarks/bench_pydt_heldout.py``): the PYDT's held-out log predictive against the
 package-default DP Gaussian mixture, and the learned hyperparameters staying proper.
 
-Held-out, measured 2026-11-26 (5 data seeds, 100 training / 200 test points each, 4
+Held-out, measured (5 data seeds, 100 training / 200 test points each, 4
 chains x (500 tuning + 1000 kept) iterations, the predictive with the new point's
 position integrated out by quadrature and averaged over 200 draws; 3-8 min on the shared
 machine): PYDT - DPM per test point -0.009 +- 0.033 (mean of the per-seed paired
@@ -37,7 +37,7 @@ def _bench():
 @pytest.mark.xfail(
     strict=True,
     raises=AssertionError,
-    reason="issue #13 acceptance not met: measured PYDT - DPM = -0.009 +- 0.033 nats per "
+    reason="acceptance not met: measured PYDT - DPM = -0.009 +- 0.033 nats per "
     "held-out point on the four-cluster synthetic (5 data seeds, SE over seeds; per seed "
     "-0.009 -0.117 +0.063 +0.053 -0.038; -0.004 +- 0.010 over 20 seeds): a tie with "
     "the DP Gaussian mixture, whose "
@@ -58,7 +58,7 @@ def test_learned_hyperparameters_stay_proper_on_four_clusters():
     """Knowles' C++ sampler, learning theta, alpha and c, drifts to alpha -> 1, c -> 0 (a
     few huge multifurcations); with the thesis's hyperpriors ours must not. The bounds
     (alpha < 0.5, c > 0.5, more than 20 branch points for 100 points) are far from that
-    drift and are applied to the posterior means widened by 3 MCSE. Measured 2026-11-26
+    drift and are applied to the posterior means widened by 3 MCSE. Measured
     on seed 0 (4 chains x 1000 draws, 15 s): alpha 0.218 (MCSE 0.034), c 1.78 (0.064),
     53.8 branch points (2.5); over data seeds 0-19 alpha's posterior mean is 0.17-0.28,
     c's 1.6-1.8."""

@@ -4,7 +4,7 @@
 The truth must lie within the posterior's spread: ``|mean - truth| <= 3 sqrt(sd^2 +
 MCSE^2)`` (a 3-sigma credible band widened by the Monte Carlo error of the mean), for
 ``c`` and ``sigma2``. Slow: 2 chains x 250-700 sweeps at N = 200 (~0.7 s per sweep
-when this was written; 10-20 s per test on 2026-11-26, third session). The measured
+when this was written; 10-20 s per test). The measured
 numbers are in the docstrings of the tests."""
 
 import numpy as np
@@ -36,15 +36,15 @@ def _covers(posterior, name, truth):
 
 @pytest.mark.slow
 def test_hyperparameters_cover_the_truth_on_prior_data():
-    """The DDT (the generating model). Measured 2026-11-26 (20 min on the shared
+    """The DDT (the generating model). Measured (20 min on the shared
     machine): c 1.004, sd 0.084, MCSE 0.008, 95% interval [0.869, 1.191], z +0.05;
     sigma2 1.256, sd 0.172, MCSE 0.098, [0.906, 1.558], z +1.29 (sigma2 mixes slowly:
     ESS ~ 3). Again with the non-centred updates of c and the precision and the binary
-    greedy start (third session, 10 s): c 0.987, sd 0.075, MCSE 0.007, [0.847, 1.147],
+    greedy start (10 s): c 0.987, sd 0.075, MCSE 0.007, [0.847, 1.147],
     z -0.17; sigma2 1.057, sd 0.226, MCSE 0.031 (ESS ~ 50), [0.729, 1.621], z +0.25.
 
-    The PYDT model on the same data: the next test. Its mixing, measured 2026-11-26
-    (third session; direct step loop, 2n - 2 moves per sweep, 10-15 ms per sweep, 2000
+    The PYDT model on the same data: the next test. Its mixing, measured
+    (direct step loop, 2n - 2 moves per sweep, 10-15 ms per sweep, 2000
     sweeps from each of three starts: the true tree, the greedy tree built at the
     initial theta = 4, alpha = 0.5, and a binary greedy tree): the greedy tree at theta =
     4, alpha = 0.5 has 2-5 branch points and the chain needs 250-550 sweeps to reach
@@ -56,7 +56,7 @@ def test_hyperparameters_cover_the_truth_on_prior_data():
     1000 sweeps; chain means 114-159): the tree's structure is the slow part, which
     the hyperparameter moves do not address. The branch-point moves (collapse an edge /
     expand a branch point, custom_ops.pydt.branch; n per sweep, the step's default since
-    the fourth session) bring it to R-hat 1.05-1.12 and ESS 7-37 per 1000 sweeps over
+    a later change) bring it to R-hat 1.05-1.12 and ESS 7-37 per 1000 sweeps over
     three chain seeds (theta's R-hat 1.19-1.58 -> 1.02-1.07; benchmarks/bench_pydt_mixing.py).
     """
     binary = True
@@ -75,19 +75,19 @@ def test_hyperparameters_cover_the_truth_on_prior_data():
 @pytest.mark.slow
 def test_pydt_hyperparameters_cover_the_truth_on_prior_data():
     """The PYDT model (theta, alpha learned) on the DDT's data: c and sigma2 cover the
-    truth and alpha stays small (the DDT is alpha = 0). Measured 2026-11-26 (17 s, 2
+    truth and alpha stays small (the DDT is alpha = 0). Measured (17 s, 2
     chains x 500 draws after 200 tuning sweeps): c 1.058, sd 0.162, MCSE 0.014, [0.779,
     1.418], z +0.36, R-hat 1.01; sigma2 1.035, sd 0.300, MCSE 0.021, [0.681, 1.744],
     z +0.11, R-hat 1.003; alpha 0.066 [0.003, 0.178], theta 0.33 [0.07, 0.74] (R-hat
     1.09). Before the binary greedy start and the non-centred updates the greedy-start
     chain sat at alpha ~ 0.44 with ~70 branch points for its 140 sweeps. With the
-    branch-point moves on (fourth session, 31 s): c 1.184, sd 0.360, MCSE 0.058, [0.751,
+    branch-point moves on ( 31 s): c 1.184, sd 0.360, MCSE 0.058, [0.751,
     2.156], z +0.50; sigma2 1.109, sd 0.385, MCSE 0.022, [0.672, 2.128], z +0.28; alpha
     0.090.
 
     c's sd 0.36 against 0.16 before: the sampler without the branch-point moves had not
-    explored c's right tail in 2 x 500 draws (investigated in the ninth session,
-    2026-11-27, benchmarks/bench_pydt_c_posterior.py, same data, 4 chains x 3000 draws
+    explored c's right tail in 2 x 500 draws (investigated
+    with benchmarks/bench_pydt_c_posterior.py, same data, 4 chains x 3000 draws
     after 200 tuning sweeps, fit seeds 11, 12, 13):
 
     - moves off: c mean 1.146-1.158, sd 0.309-0.361, 95 % [0.71-0.76, 1.98-2.14], MCSE

@@ -38,7 +38,7 @@ def collapsed_model():
     # (whose standard error needs that moment) raises false alarms (measured: 2/20).
     X = np.random.default_rng(0).normal(size=(8, 2))
     # kappa0 and S0 pinned at the values the rates in the docstrings were measured with
-    # (the defaults before issue #11)
+    # (the earlier defaults)
     prior = {"nu0": 10.0, "kappa0": 0.05, "S0": 0.7 * np.diag(X.var(axis=0))}
     return dpm.model(X, alpha=(2.0, 1.0), prior=prior, hyperprior=False)
 
@@ -114,7 +114,7 @@ def correct_runs():
 
 
 # Split-merge alone mixes slowly (ESS of n_clusters ~40 in 1500 draws): its false-alarm
-# run (seeds 100-119, 2026-11-27) rejected 2 of 20 at 1500 draws (seed 106 on alpha and
+# run (seeds 100-119) rejected 2 of 20 at 1500 draws (seed 106 on alpha and
 # n_clusters, 118 by the KS test on mean(z^2)) and 1 of 20 at 4000 (seed 100, mean(X^2));
 # twins 20 of 20. So it runs at 4000 draws, in -m slow: the default run's exact test of
 # the same move (test_crp_steps.py, "split-merge only" against the enumerated partition

@@ -1,4 +1,4 @@
-"""Getting-it-right for the DPM with a learned base measure (issue #11).
+"""Getting-it-right for the DPM with a learned base measure.
 
 X (20 x 2) ~ CollapsedGaussian(z; m0, kappa0, nu0, S0) with kappa0, nu0 = d - 1 +
 nu0_excess and S0 = S0_scale * nu0 * diag(v) all random, z ~ CRP(1); collapsed Gibbs +

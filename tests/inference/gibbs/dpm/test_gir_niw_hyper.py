@@ -1,4 +1,4 @@
-"""Getting-it-right for the conjugate base-measure update (``niw_hyper_gibbs``, issue #11).
+"""Getting-it-right for the conjugate base-measure update (``niw_hyper_gibbs``).
 
 X (10 x 2) ~ CollapsedGaussian(z; m0, kappa0, nu0 = 10, S0), z ~ CRP(1), with S0 ~
 Wishart(4, I / 2), kappa0 ~ Gamma(6, 6), m0 ~ N(0, I): collapsed Gibbs + split-merge for

@@ -20,8 +20,8 @@ in 1 dimension; and planted-bug twins:
 Why the non-centred update: without it (the successive-conditional chain of NUTS on the
 hyperparameters given the times and the slice sampler on the times given them) c and
 the times trade off and the chain is sticky (root-time ESS 2-3 in 800 draws on some
-seeds); the correct sampler was rejected on 3 of 30 seeds at 400 draws (measured
-2026-11-26, seeds 200-229, the earlier priors below) and, from a cold compile cache,
+seeds); the correct sampler was rejected on 3 of 30 seeds at 400 draws (measured on
+seeds 200-229, the earlier priors below) and, from a cold compile cache,
 on seeds 3 and 100 at 800. The rest of the false alarms came from the priors: with c
 small or theta large the gaps u_v - u_parent (rate c H_{m-1}) run to 10-50, the times
 to within e^-10 of 1, and the regenerated data (points within e^-5 of each other) pin
@@ -51,7 +51,7 @@ N_SAMPLES = 800
 # (module docstring): with theta >~ 6 the first divergences of 5 points fall within
 # e^-700 of t = 1, where float64 Brownian increments underflow and the simulated data tie
 # exactly, and with c H_{m-1} near 0 the chain sits for hundreds of draws at times near 1.
-# Measured with these priors and the factory's steps (2026-11-26, warm cache), rejections
+# Measured with these priors and the factory's steps (warm cache), rejections
 # of the correct sampler at Holm-adjusted 0.01: 0 of 30 at 800 draws (seeds 100-129,
 # smallest adjusted p 0.036; ESS median / min: root time 151 / 15, c 456 / 44, alpha
 # 177 / 49, sigma2 455 / 362), 1 of 50 at 400 draws (seeds 100-119 and 200-229; seed
@@ -61,7 +61,7 @@ N_SAMPLES = 800
 # theta ~ G(2, 2), 400 draws, seeds 200-229: 2 of 30 rejected with the non-centred update
 # of c, theta, alpha, 3 of 30 without (ESS of the root time down to 2).
 # Branch-point moves on (the factory's n per sweep) / off (branch_moves=0), 1600 draws,
-# seeds 100-109, statistics these plus sigma2 (ninth session, 2026-11-27): with these
+# seeds 100-109, statistics these plus sigma2: with these
 # priors 0 / 1 of 10 rejected (off: seed 101 at alpha, adjusted p 0.004); with c ~ G(2,
 # 2) 0 / 0; with the thesis's c ~ G(1, 1) 1 / 2 (on: seed 109 at mean(X^2), ESS of c 3;
 # off: seeds 104 and 107 at c), and c's smallest raw p <= 0.001 on 3 of 10 seeds either
@@ -145,7 +145,7 @@ FULL_SAMPLER_SEED = 3
 
 @pytest.mark.slow
 def test_full_sampler_passes():
-    # Slow since the eleventh session (32 of the default run's cold worker-s): each move
+    # Slow (32 of the default run's cold worker-s): each move
     # of this sampler has an exact invariance test with its planted bugs in the default
     # run (detach-reattach: test_kernel_exact.py; branch points:
     # tests/custom_ops/pydt/test_branch.py; the non-centred and variance updates and the
@@ -164,7 +164,7 @@ def test_full_sampler_passes():
 @pytest.mark.slow  # planted-bug power check (docs/architecture.md, "What runs where")
 def test_branch_moves_without_time_density_are_caught():
     # the branch-point moves without the time proposal's density q_t: caught on 10 of
-    # 10 seeds (100-109) at 800 draws, measured 2026-11-26 (the exact test of
+    # 10 seeds (100-109) at 800 draws, measured (the exact test of
     # tests/custom_ops/pydt/test_branch.py catches it and two other twins at once)
     assert _caught(BranchNoTimeDensityTreeStep, 100, N_SAMPLES)
 
@@ -209,12 +209,12 @@ def test_false_alarm_and_power():
     print("rejections out of 20: correct", correct, "non-centred no-Jacobian twin",
           nc_twin, "time-slice no-Jacobian twin", time_twin, "branch no-q_t twin",
           branch_twin)
-    # measured (2026-11-26, seeds 100-119): correct 0 of 20 at 800 draws (0 of 30 on
+    # measured (seeds 100-119): correct 0 of 20 at 800 draws (0 of 30 on
     # seeds 100-129, N_SAMPLES comment); the non-centred twin 20 of 20 at 200 draws;
     # the time-slice twin 5 of 20 at 800 (1 of 10 at 400, seeds 100-109): the
     # non-centred update pulls the times back, so that twin is left to the exact test
     # of test_noncentred.py. With the branch-point moves on (default n per sweep,
-    # fourth session, 2026-11-26, seeds 100-119, 7.4 min in all): correct 0 of 20 at
+    # seeds 100-119, 7.4 min in all): correct 0 of 20 at
     # 800 draws; the branch twin without the time proposal's density caught 20 of 20;
     # the non-centred twin 20 of 20; the time-slice twin 6 of 20
     assert correct <= 2
@@ -227,7 +227,7 @@ def test_false_alarm_and_power():
 # governs it). The factory's step follows its detach-reattach moves with n branch-point
 # moves per sweep (collapse / expand, exact), which change that number directly and pull
 # it back towards the target: the whole sampler's stationary law with a twin inside is
-# then too close to the truth for getting-it-right to see. Measured (2026-11-27, seeds
+# then too close to the truth for getting-it-right to see. Measured (seeds
 # 100-109, Holm-adjusted 0.01), E[n_internal] under the chain minus under independent
 # draws (whose mean is 2.3), averaged over the seeds:
 #   branch moves off (branch_moves=0): shortcut +0.17 at 3000 draws (every seed positive,
@@ -268,7 +268,7 @@ def test_weak_twins_detection_rate():
     print("branch moves off, rejections out of 10: shortcut", shortcut, "correct",
           correct_long, f"({SHORTCUT_SAMPLES} draws); no proposal ratio", no_q, "correct",
           correct_short, f"({NO_PROPOSAL_RATIO_SAMPLES} draws)")
-    # measured (2026-11-27, seeds 100-109): shortcut 5 of 10 (seeds 100, 101, 105, 106,
+    # measured (seeds 100-109): shortcut 5 of 10 (seeds 100, 101, 105, 106,
     # 108, all at n_internal; adjusted p 0.010-0.028 on 102, 104, 109), correct 0 of 10
     # (smallest adjusted p 0.2) at 3000 draws; no proposal ratio 5 of 10 (101, 102, 103,
     # 105 at n_internal and alpha, 109 at mean(X^2), where the correct step's smallest

@@ -72,7 +72,7 @@ def sweep(rng, tree, X, exact_ratio, proposal_ratio, *, c, theta, alpha,
 
     The number of moves must not depend on the current tree: ``2 n - 2`` (the non-root
     nodes of a binary tree). ``state_dependent_count=True`` makes one move per non-root
-    node of the tree at the start of the sweep, as ``PYDTTreeStep`` did on 2026-11-26:
+    node of the tree at the start of the sweep, as ``PYDTTreeStep`` did:
     a kernel applied a number of times chosen by the state is not invariant (trees with
     fewer branch points get fewer moves), see :func:`test_tree_step_move_count_is_fixed`.
     """
@@ -160,7 +160,7 @@ def test_false_alarm_and_power_over_ten_seeds():
     no_q = sum(rejects(run_kernel(s, proposal_ratio=False)) for s in seeds)
     print(f"rejections out of 10: correct {correct}, shortcut {shortcut}, "
           f"no proposal ratio {no_q}")
-    # measured 2026-11-26 (seeds 200-209, 1500 chains x 3 sweeps of 2n - 2 moves):
+    # measured (seeds 200-209, 1500 chains x 3 sweeps of 2n - 2 moves):
     # correct 0/10 (smallest Bonferroni p 0.055); shortcut 10/10 (largest Bonferroni p
     # 0.001, the branch-point count always the smallest); no proposal ratio 10/10
     # (largest p ~ 1e-82). Under the state-dependent move count the twins were caught
@@ -210,7 +210,7 @@ def test_tree_step_move_count_is_fixed():
 @pytest.mark.slow
 def test_state_dependent_move_count_is_biased():
     """The consequence of the count in test_tree_step_move_count_is_fixed: measured
-    2026-11-26 with the real detach_reattach, 15000 chains x 12 sweeps of moves only
+    with the real detach_reattach, 15000 chains x 12 sweeps of moves only
     (seed 62): binary trees 0.2445 of the end states vs the exact 0.2609, stars 0.2033
     vs 0.1901 (chi-square p 4e-7); with slice sampling too it is weaker (seed 51: p 9e-4;
     this test's seed 62: p 0.12-0.34, not detected), so this test moves only. With a fixed
@@ -225,7 +225,7 @@ def test_state_dependent_move_count_is_biased():
 
 @pytest.mark.slow
 def test_kernel_keeps_the_exact_prior_at_large_sample():
-    """Measured 2026-11-26 (the same design through the study script, 15000 chains x 12
+    """Measured (the same design through the study script, 15000 chains x 12
     sweeps, seed 51): binary 0.2575 vs 0.2609, stars 0.1918 vs 0.1901, p 0.61 (root-time
     KS 0.17); with the state-dependent count the same seed gave p 9e-4."""
     p = run_kernel(51, n_chains=15000, n_sweeps=12)

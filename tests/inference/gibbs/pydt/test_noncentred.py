@@ -243,7 +243,7 @@ def test_time_slice_sampler_keeps_the_joint_distribution():
     """The same exact test for the slice sampler of the divergence times (item 2 of
     inference/gibbs/pydt.py) and its twin without the t <-> log(1 - t) Jacobian: the
     getting-it-right chain with the non-centred update catches that twin on only 1 seed
-    in 10 at 400 draws (measured 2026-11-26), this test at once."""
+    in 10 at 400 draws (measured), this test at once."""
     with np.errstate(over="ignore"):
         pushed, fresh = _pushed_and_fresh(PYDTTreeStep, N_REP, N_UPDATES, seed=7,
                                           times=True)
