@@ -18,8 +18,8 @@ which one path (:func:`_run`) builds and fits (``fit``, ``demo``) or estimates t
 evidence of (``evidence``).
 
 Exit status: 0 done; ``ppzoo check``: 1 ``not_converged``, 3 ``multimodal``, 4 an
-interrupted run; 2 a problem with the user's arguments or data, printed as one line ``ppzoo: error: ...`` naming the flag
-given (``--seed``, not ``fit``'s ``random_seed``); 70 (``EX_SOFTWARE``) a bug in
+interrupted run; 2 a problem with the user's arguments or data, printed as one line
+``ppzoo: error: ...`` naming the flag given (``--seed``, not ``fit``'s ``random_seed``); 70 (``EX_SOFTWARE``) a bug in
 pp-models, printed as its traceback and a line asking for a report; 130 Ctrl-C; 141
 the reader of the output went away.
 
