@@ -19,9 +19,9 @@ evidence of (``evidence``).
 
 Exit status: 0 done; ``ppzoo check``: 1 ``not_converged``, 3 ``multimodal``, 4 an
 interrupted run; 2 a problem with the user's arguments or data, printed as one line
-``ppzoo: error: ...`` naming the flag given (``--seed``, not ``fit``'s ``random_seed``); 70 (``EX_SOFTWARE``) a bug in
-pp-models, printed as its traceback and a line asking for a report; 130 Ctrl-C; 141
-the reader of the output went away.
+``ppzoo: error: ...`` naming the flag given (``--seed``, not ``fit``'s
+``random_seed``); 70 (``EX_SOFTWARE``) a bug in pp-models, printed as its traceback and
+a line asking for a report; 130 Ctrl-C; 141 the reader of the output went away.
 
 Which errors are the user's: the checks of the arguments here, the model's factory (a
 factory validates its options and data and builds a graph, nothing more), and the
