@@ -43,7 +43,11 @@ import xarray as xr
 from pp_models.model_info import get_info, posterior_with_labels
 from pp_models.registry import family_of_model
 
-__all__ = ["compute_log_likelihood", "needed_for_log_likelihood"]
+__all__ = ["PYMC_POINTWISE", "compute_log_likelihood", "needed_for_log_likelihood"]
+
+#: ``attrs["pp_models_pointwise"]`` of a ``log_likelihood`` group that is PyMC's own
+#: elementwise ``logp`` (what ``pm.compute_log_likelihood`` gives on the same draws)
+PYMC_POINTWISE = "PyMC's elementwise logp"
 
 def needed_for_log_likelihood(model, var_names):
     """``var_names`` (``fit``'s, ``None`` for the model's default) with the variables the
@@ -108,9 +112,9 @@ def compute_log_likelihood(dt: xr.DataTree, model, *, extend_inferencedata: bool
         result = hook(posterior, model)
     if result is None:
         result = _pymc_elementwise(posterior, model)
-    result.attrs["pp_models_pointwise"] = (
-        f"{family.name}: see {hook.__module__}" if hook is not None
-        else "PyMC's elementwise logp")
+        result.attrs["pp_models_pointwise"] = PYMC_POINTWISE
+    else:
+        result.attrs["pp_models_pointwise"] = f"{family.name}: see {hook.__module__}"
     if extend_inferencedata:
         dt["log_likelihood"] = xr.DataTree(result)
         return dt

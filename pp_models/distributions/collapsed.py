@@ -46,7 +46,7 @@ from custom_ops.dpm.collapsed import (
     draw_multinomial,
 )
 from custom_ops.jit import rv_draw_cache_key
-from pp_models.distributions.pymc_guard import (
+from custom_ops.pymc_guard import (
     refuse_pymc_log_likelihood,
     refuse_pymc_posterior_predictive,
 )

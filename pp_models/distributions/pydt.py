@@ -34,7 +34,7 @@ from pytensor.tensor.random.op import RandomVariable
 from custom_ops.jit import rv_draw_cache_key
 from custom_ops.pydt.draws import pydt_draw_data, pydt_draw_tree
 from custom_ops.pydt.ops import PYDTLogProb
-from pp_models.distributions.pymc_guard import (
+from custom_ops.pymc_guard import (
     refuse_pymc_log_likelihood,
     refuse_pymc_posterior_predictive,
 )

@@ -29,7 +29,7 @@ import pymc as pm
 import pytensor.tensor as pt
 import xarray as xr
 
-from pp_models.distributions.pymc_guard import refuse_pymc_log_likelihood
+from custom_ops.pymc_guard import forward_draw_guard, refuse_pymc_log_likelihood
 from pp_models.lda.inputs import prepare_corpus
 from pp_models.model_info import (
     DerivedStatistic,
@@ -252,7 +252,10 @@ def _collapsed_model(corpus, n_topics, alpha_v, eta_v, coords, deterministics, t
     def w_dist(z, eta, size):
         # phi_k ~ Dir(eta), w_i ~ Cat(phi_{z_i}); drawing phi afresh makes this the
         # collapsed conditional p(w | z, eta).
-        return _fresh_dirichlet_rows_draw(eta, n_topics, n_vocab, z, n_tokens)
+        # pm.sample_posterior_predictive would draw phi from its prior: refused there
+        return forward_draw_guard(
+            _fresh_dirichlet_rows_draw(eta, n_topics, n_vocab, z, n_tokens),
+            "collapsed LDA's word likelihood")
 
     def w_logp(value, z, eta):
         # log p(w | z, eta), Murphy Eq. 27.36 (gamma there is eta here)

@@ -26,7 +26,7 @@ from custom_ops.mixture_of_trees.gaussian import (
     GaussianTreeMixtureLogp,
     sample_gaussian_tree_mixture_data,
 )
-from pp_models.distributions.pymc_guard import (
+from custom_ops.pymc_guard import (
     refuse_pymc_log_likelihood,
     refuse_pymc_posterior_predictive,
 )

@@ -7,17 +7,28 @@ internal locations integrated out) has a forward draw from the parameters' *prio
 replicates silently, and inside :func:`pymc.compute_log_likelihood` the second would
 give one term per draw, not one per observation. Both functions build their graphs in
 Python before evaluating anything, so the distribution can tell it is being built for
-one of them (its Op's ``make_node``, its ``logp``) and raise an error that names the zoo
-function that does it right. Everywhere else (sampling, prior and joint draws) nothing
-changes.
+one of them and raise an error that names the zoo function that does it right: its
+``logp`` (called while the log-likelihood graph is built), its forward draw (its Numba
+implementation is made while the sampling function is compiled, its Python ``rng_fn`` runs
+inside it), or, for a forward draw written as a symbolic graph (a ``pm.CustomDist`` with
+``dist=``), :func:`forward_draw_guard` around the draw. Everywhere else (sampling, prior
+and joint draws) nothing changes.
 """
 
 from __future__ import annotations
 
 import sys
 
-__all__ = ["CollapsedLikelihoodError", "refuse_pymc_log_likelihood",
-           "refuse_pymc_posterior_predictive"]
+import pytensor.tensor as pt
+from pytensor.gradient import grad_undefined
+from pytensor.graph.basic import Apply
+from pytensor.graph.op import Op
+from pytensor.link.numba.dispatch import basic as numba_basic
+
+from custom_ops.jit import register_numba_op
+
+__all__ = ["CollapsedLikelihoodError", "ForwardDrawGuard", "forward_draw_guard",
+           "refuse_pymc_log_likelihood", "refuse_pymc_posterior_predictive"]
 
 #: (function name, file name ending) of the PyMC functions that would go wrong
 _PREDICTIVE = ("sample_posterior_predictive", "sampling/forward.py")
@@ -62,3 +73,56 @@ def refuse_pymc_log_likelihood(distribution: str) -> None:
             "parameters integrated out), not one term per observation. Use "
             "inference.compute_log_likelihood(dt, model) (or fit(..., "
             "log_likelihood=True)), which gives the conditional predictive of each.")
+
+
+class ForwardDrawGuard(Op):
+    """The identity on an integer draw, refusing :func:`pymc.sample_posterior_predictive`
+    (:func:`refuse_pymc_posterior_predictive`) for the collapsed distribution named by
+    ``distribution``: put around a forward draw written as a symbolic graph.
+
+    Input and output: the same integer tensor. Not differentiable (integer values).
+    """
+
+    __props__ = ("distribution",)
+    view_map = {0: [0]}
+
+    def __init__(self, distribution: str):
+        if not isinstance(distribution, str) or not distribution:
+            raise TypeError("distribution must be a non-empty str naming the distribution")
+        self.distribution = distribution
+
+    def make_node(self, x):
+        x = pt.as_tensor_variable(x)
+        if not x.dtype.startswith(("int", "uint")):
+            raise TypeError(f"x must be an integer draw, got dtype {x.dtype}")
+        return Apply(self, [x], [x.type()])
+
+    def perform(self, node, inputs, output_storage):
+        refuse_pymc_posterior_predictive(self.distribution)
+        output_storage[0][0] = inputs[0]
+
+    def infer_shape(self, node, input_shapes):
+        return [input_shapes[0]]
+
+    def pullback(self, inputs, outputs, cotangents):
+        return [grad_undefined(self, 0, inputs[0], "x is an integer draw")]
+
+
+def forward_draw_guard(x, distribution: str):
+    """``x`` (a symbolic integer forward draw of the collapsed distribution
+    ``distribution``) through :class:`ForwardDrawGuard`."""
+    return ForwardDrawGuard(distribution)(x)
+
+
+@register_numba_op(ForwardDrawGuard)
+def _numba_forward_draw_guard(op, node, **kwargs):
+    # compiled while pm.sample_posterior_predictive builds its function: refuse there
+    refuse_pymc_posterior_predictive(op.distribution)
+
+    @numba_basic.numba_njit
+    def identity(x):
+        return x
+
+    return identity
+
+
