@@ -28,7 +28,7 @@ from inference.log_likelihood import compute_log_likelihood
 from inference.relabel import relabel
 from pp_models.model_info import ZooModelInfo, get_info
 
-__all__ = ["add_derived", "finish_fit", "lay_out", "plottable", "record_fit",
+__all__ = ["add_derived", "complete", "finish_fit", "lay_out", "plottable", "record_fit",
            "relabel_labels", "trim_unfinished"]
 
 _VERSIONED_PACKAGES = ("pp-models", "pymc", "pytensor", "arviz", "numpy", "numba", "nutpie")
@@ -128,6 +128,34 @@ def lay_out(dt: xr.DataTree, model) -> xr.DataTree:
     dt = relabel_labels(dt, info)
     dt.attrs.update(_layout_attrs(info, derived))
     return dt
+
+
+def complete(dt: xr.DataTree, model) -> xr.DataTree:
+    """A ``pm.sample(model=model)`` result (or any raw draws of a zoo model) laid out as
+    ``fit`` lays out its own: the model's label-invariant statistics added to
+    ``posterior``, its labels matched across draws (:func:`inference.relabel.relabel`)
+    and the attributes ``inference.summary`` and ``inference.convergence`` read
+    (``pp_models_family``, ``pp_models_label_invariant``, ``pp_models_label_variables``).
+
+    Parameters
+    ----------
+    dt : xarray.DataTree
+        With a ``posterior`` group of ``model``'s draws.
+    model : pymc.Model
+        The model sampled (a model without zoo information gets only the attributes).
+
+    Returns
+    -------
+    xarray.DataTree
+        A copy; ``dt`` is unchanged.
+    """
+    import pymc as pm
+
+    if not isinstance(dt, xr.DataTree) or "posterior" not in dt.children:
+        raise TypeError("dt must be an xarray.DataTree with a 'posterior' group")
+    if not isinstance(model, pm.Model):
+        raise TypeError(f"model must be a pymc.Model, got {type(model).__name__}")
+    return lay_out(dt, model)
 
 
 def _layout_attrs(info: ZooModelInfo | None, derived: list[str]) -> dict[str, str]:

@@ -3,6 +3,7 @@ finite mixture whose chains start in swapped labellings agrees after relabelling
 
 from __future__ import annotations
 
+import json
 import warnings
 
 import arviz as az
@@ -135,3 +136,32 @@ def test_finite_mixture_chains_started_in_swapped_labellings_agree_after_relabel
     swapped["mu"] = xr.concat([mu.isel(chain=[0]), mu.isel(chain=[1], component=[1, 0])
                                .assign_coords(component=[0, 1])], "chain")
     assert np.all(az.rhat(swapped, var_names=["mu"])["mu"].values > 1.5)
+
+
+def test_complete_lays_out_a_finite_mixture_pm_sample_result_as_fit_does():
+    import pymc as pm
+
+    from inference import complete, summary
+    from inference.convergence import check_convergence
+
+    rng = np.random.default_rng(1)
+    X = np.concatenate([rng.normal(-5.0, 1.0, 30), rng.normal(5.0, 1.0, 30)])[:, None]
+    model = finite_mixture.model(X, n_components=2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # few draws
+        raw = pm.sample(model=model, draws=60, tune=60, chains=2, cores=1, random_seed=2,
+                        progressbar=False, compute_convergence_checks=False)
+    # before, summary and check found no label-invariant statistic in such a result
+    assert "pp_models_label_invariant" not in raw.attrs
+    dt = complete(raw, model)
+    assert "pp_models_label_invariant" not in raw.attrs  # a copy
+    invariant = json.loads(dt.attrs["pp_models_label_invariant"])
+    assert {"n_occupied", "weights_sorted", "log_likelihood"} <= set(invariant)
+    assert dt.attrs["pp_models_family"] == "finite_mixture"
+    assert dt.attrs["pp_models_relabelled"] == 1
+    table = summary(dt)
+    assert table["label_invariant"].any()
+    report = check_convergence(dt, ess_bulk_min=0, ess_tail_min=0, rhat_max=10.0)
+    assert {"n_occupied", "log_likelihood"} <= {q.split("[")[0] for q in report.table.index}
+    with pytest.raises(TypeError, match="model"):
+        complete(raw, "finite_mixture")
