@@ -27,8 +27,13 @@ from pytensor.link.numba.dispatch import basic as numba_basic
 
 from custom_ops.jit import register_numba_op
 
-__all__ = ["CollapsedLikelihoodError", "ForwardDrawGuard", "forward_draw_guard",
-           "refuse_pymc_log_likelihood", "refuse_pymc_posterior_predictive"]
+__all__ = [
+    "CollapsedLikelihoodError",
+    "ForwardDrawGuard",
+    "forward_draw_guard",
+    "refuse_pymc_log_likelihood",
+    "refuse_pymc_posterior_predictive",
+]
 
 #: (function name, file name ending) of the PyMC functions that would go wrong
 _PREDICTIVE = ("sample_posterior_predictive", "sampling/forward.py")
@@ -60,7 +65,8 @@ def refuse_pymc_posterior_predictive(distribution: str) -> None:
             f"{distribution} integrates its parameters out, so its forward draw takes them "
             "from their prior: pymc.sample_posterior_predictive would return prior-"
             "predictive replicates. Use inference.sample_posterior_predictive(dt, model), "
-            "which draws them from their posterior.")
+            "which draws them from their posterior."
+        )
 
 
 def refuse_pymc_log_likelihood(distribution: str) -> None:
@@ -72,7 +78,8 @@ def refuse_pymc_log_likelihood(distribution: str) -> None:
             f"{distribution}'s logp is one joint number over the observations (its "
             "parameters integrated out), not one term per observation. Use "
             "inference.compute_log_likelihood(dt, model) (or fit(..., "
-            "log_likelihood=True)), which gives the conditional predictive of each.")
+            "log_likelihood=True)), which gives the conditional predictive of each."
+        )
 
 
 class ForwardDrawGuard(Op):
@@ -124,5 +131,3 @@ def _numba_forward_draw_guard(op, node, **kwargs):
         return x
 
     return identity
-
-

@@ -44,8 +44,9 @@ __all__ = ["find_permutations", "relabel"]
 MAX_ITERATIONS = 50
 
 
-def find_permutations(allocations, n_labels: int, *, kind: str = "labels",
-                      max_iterations: int = MAX_ITERATIONS) -> np.ndarray:
+def find_permutations(
+    allocations, n_labels: int, *, kind: str = "labels", max_iterations: int = MAX_ITERATIONS
+) -> np.ndarray:
     """The ECR permutation of every draw (module docstring).
 
     Parameters
@@ -77,12 +78,12 @@ def find_permutations(allocations, n_labels: int, *, kind: str = "labels",
             raise ValueError(f"allocations: labels need shape (draws, units), got {A.shape}")
         A = A.astype(np.int64)
         if A.size and (A.min() < 0 or A.max() >= K):
-            raise ValueError(f"allocations: labels must lie in [0, {K}), got "
-                             f"[{A.min()}, {A.max()}]")
+            raise ValueError(
+                f"allocations: labels must lie in [0, {K}), got [{A.min()}, {A.max()}]"
+            )
     else:
         if A.ndim != 3 or A.shape[2] != K:
-            raise ValueError(f"allocations: {kind} need shape (draws, units, {K}), "
-                             f"got {A.shape}")
+            raise ValueError(f"allocations: {kind} need shape (draws, units, {K}), got {A.shape}")
         A = A.astype(np.float64)
     S = A.shape[0]
     identity = np.broadcast_to(np.arange(K), (S, K))
@@ -132,8 +133,13 @@ def _pivot(A, perm, K, kind):
     return (mean > 0.5).astype(np.float64) if kind == "memberships" else mean
 
 
-def relabel(dt: xr.DataTree, model=None, *, relabelling: Relabelling | None = None,
-            max_iterations: int = MAX_ITERATIONS) -> xr.DataTree:
+def relabel(
+    dt: xr.DataTree,
+    model=None,
+    *,
+    relabelling: Relabelling | None = None,
+    max_iterations: int = MAX_ITERATIONS,
+) -> xr.DataTree:
     """``dt`` with every draw's labels permuted onto one reference labelling (ECR,
     module docstring), in every chain, for every posterior variable with the label
     dimension and every variable whose values are labels.
@@ -168,8 +174,10 @@ def relabel(dt: xr.DataTree, model=None, *, relabelling: Relabelling | None = No
         raise TypeError("dt must be an xarray.DataTree with a 'posterior' group")
     spec = _spec(dt, model, relabelling)
     if spec is None:
-        raise ValueError("relabel: say what to match with model= (a zoo model with "
-                         "exchangeable labels) or relabelling=Relabelling(...)")
+        raise ValueError(
+            "relabel: say what to match with model= (a zoo model with "
+            "exchangeable labels) or relabelling=Relabelling(...)"
+        )
     out = dt.copy()
     posterior = dt["posterior"].to_dataset()
     if spec.allocations not in posterior.data_vars or spec.label_dim not in posterior.dims:
@@ -182,8 +190,10 @@ def relabel(dt: xr.DataTree, model=None, *, relabelling: Relabelling | None = No
         values = alloc.transpose("chain", "draw", ...).values.reshape(nc * nd, -1)
     else:
         if spec.label_dim not in alloc.dims:
-            raise ValueError(f"relabel: the allocations {spec.allocations!r} have no "
-                             f"dimension {spec.label_dim!r}")
+            raise ValueError(
+                f"relabel: the allocations {spec.allocations!r} have no "
+                f"dimension {spec.label_dim!r}"
+            )
         values = alloc.transpose("chain", "draw", ..., spec.label_dim).values
         values = values.reshape(nc * nd, -1, K)
     perm = find_permutations(values, K, kind=spec.kind, max_iterations=max_iterations)
@@ -219,8 +229,10 @@ def apply_permutations(ds: xr.Dataset, perm: np.ndarray, spec: Relabelling) -> x
 def _spec(dt, model, relabelling):
     if relabelling is not None:
         if not isinstance(relabelling, Relabelling):
-            raise TypeError("relabelling must be a pp_models.model_info.Relabelling, got "
-                            f"{type(relabelling).__name__}")
+            raise TypeError(
+                "relabelling must be a pp_models.model_info.Relabelling, got "
+                f"{type(relabelling).__name__}"
+            )
         return relabelling
     if model is not None:
         info = get_info(model)
@@ -228,11 +240,21 @@ def _spec(dt, model, relabelling):
     recorded = dt.attrs.get("pp_models_relabelling")
     if recorded:
         fields = json.loads(recorded)
-        return Relabelling(fields["label_dim"], fields["allocations"], fields["kind"],
-                           tuple(fields["label_valued"]))
+        return Relabelling(
+            fields["label_dim"],
+            fields["allocations"],
+            fields["kind"],
+            tuple(fields["label_valued"]),
+        )
     return None
 
 
 def _spec_json(spec: Relabelling) -> str:
-    return json.dumps({"label_dim": spec.label_dim, "allocations": spec.allocations,
-                       "kind": spec.kind, "label_valued": list(spec.label_valued)})
+    return json.dumps(
+        {
+            "label_dim": spec.label_dim,
+            "allocations": spec.allocations,
+            "kind": spec.kind,
+            "label_valued": list(spec.label_valued),
+        }
+    )

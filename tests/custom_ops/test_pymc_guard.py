@@ -44,10 +44,10 @@ def _guarded_model():
 @pytest.mark.parametrize("mode", [None, PYTHON_MODE], ids=["numba", "python"])
 def test_a_guarded_symbolic_draw_refuses_pm_sample_posterior_predictive(mode):
     m = _guarded_model()
-    tree = xr.DataTree.from_dict({"posterior": xr.Dataset(
-        {"p": (("chain", "draw", "p_dim_0"), np.full((1, 2, 3), 1 / 3))})})
-    with warnings.catch_warnings(), pytensor.config.change_flags(
-            mode=mode or pytensor.config.mode):
+    tree = xr.DataTree.from_dict(
+        {"posterior": xr.Dataset({"p": (("chain", "draw", "p_dim_0"), np.full((1, 2, 3), 1 / 3))})}
+    )
+    with warnings.catch_warnings(), pytensor.config.change_flags(mode=mode or pytensor.config.mode):
         # the Numba backend falls back to object mode when the compile-time refusal is
         # caught, and then refuses at run time
         warnings.simplefilter("ignore", UserWarning)
@@ -70,29 +70,43 @@ def _dpm_like(likelihood):
     with pm.Model(coords={"obs": np.arange(n)}) as m:
         z = pm.Categorical("z", p=np.full(3, 1 / 3), dims="obs")
         if likelihood == "gaussian":
-            CollapsedGaussian("X", z, m0=np.zeros(d), kappa0=1.0, nu0=d + 1.0, S0=np.eye(d),
-                              observed=rng.normal(size=(n, d)))
+            CollapsedGaussian(
+                "X",
+                z,
+                m0=np.zeros(d),
+                kappa0=1.0,
+                nu0=d + 1.0,
+                S0=np.eye(d),
+                observed=rng.normal(size=(n, d)),
+            )
         elif likelihood == "diag_gaussian":
             CollapsedDiagGaussian("X", z, d=d, observed=rng.normal(size=(n, d)))
         elif likelihood == "bernoulli":
             CollapsedBernoulli("X", z, d=d, observed=rng.integers(0, 2, size=(n, d)))
         else:
-            CollapsedMultinomial("X", z, concentration=np.ones(d),
-                                 observed=np.eye(d, dtype=np.int64)[rng.integers(0, d, n)])
-    tree = xr.DataTree.from_dict({"posterior": xr.Dataset(
-        {"z": (("chain", "draw", "obs"), rng.integers(0, 3, size=(1, 2, n)))},
-        coords={"obs": np.arange(n)})})
+            CollapsedMultinomial(
+                "X",
+                z,
+                concentration=np.ones(d),
+                observed=np.eye(d, dtype=np.int64)[rng.integers(0, d, n)],
+            )
+    tree = xr.DataTree.from_dict(
+        {
+            "posterior": xr.Dataset(
+                {"z": (("chain", "draw", "obs"), rng.integers(0, 3, size=(1, 2, n)))},
+                coords={"obs": np.arange(n)},
+            )
+        }
+    )
     return m, tree
 
 
-@pytest.mark.parametrize("likelihood", ["gaussian", "diag_gaussian", "bernoulli",
-                                        "multinomial"])
+@pytest.mark.parametrize("likelihood", ["gaussian", "diag_gaussian", "bernoulli", "multinomial"])
 def test_collapsed_likelihoods_refuse_pymc_posterior_functions(likelihood):
     m, tree = _dpm_like(likelihood)
     with warnings.catch_warnings(), pytensor.config.change_flags(mode=PYTHON_MODE):
         warnings.simplefilter("ignore", UserWarning)
-        with pytest.raises(CollapsedLikelihoodError,
-                           match="inference.sample_posterior_predictive"):
+        with pytest.raises(CollapsedLikelihoodError, match="inference.sample_posterior_predictive"):
             pm.sample_posterior_predictive(tree, model=m, progressbar=False)
         with pytest.raises(CollapsedLikelihoodError, match="inference.compute_log_likelihood"):
             pm.compute_log_likelihood(tree, model=m, progressbar=False)

@@ -54,8 +54,7 @@ def test_ecr_recovers_planted_permutations_of_memberships_and_proportions(kind):
         noisy = np.where(rng.random((draws, n, K)) < 0.05, 1.0 - truth, truth)
     else:
         truth = rng.dirichlet(np.full(K, 0.3), size=n)
-        noisy = np.array([[rng.dirichlet(50 * row + 0.1) for row in truth]
-                          for _ in range(draws)])
+        noisy = np.array([[rng.dirichlet(50 * row + 0.1) for row in truth] for _ in range(draws)])
     perms = np.array([rng.permutation(K) for _ in range(draws)])
     # column k of draw s is the truth's column inverse: label k is renamed perms[s, k]
     renamed = np.empty_like(noisy)
@@ -73,11 +72,13 @@ def test_relabel_permutes_every_labelled_variable_and_maps_the_assignments():
     mu = np.empty((chains * draws, K))
     for s in range(chains * draws):
         mu[s, perms[s]] = mu_true + 0.01 * rng.normal(size=K)
-    posterior = xr.Dataset({
-        "z": (("chain", "draw", "obs"), z.reshape(chains, draws, n)),
-        "mu": (("chain", "draw", "component"), mu.reshape(chains, draws, K)),
-        "alpha": (("chain", "draw"), rng.random((chains, draws))),
-    })
+    posterior = xr.Dataset(
+        {
+            "z": (("chain", "draw", "obs"), z.reshape(chains, draws, n)),
+            "mu": (("chain", "draw", "component"), mu.reshape(chains, draws, K)),
+            "alpha": (("chain", "draw"), rng.random((chains, draws))),
+        }
+    )
     dt = xr.DataTree.from_dict({"posterior": posterior})
     spec = Relabelling("component", allocations="z", label_valued=("z",))
     out = relabel(dt, relabelling=spec)
@@ -98,8 +99,9 @@ def test_relabel_permutes_every_labelled_variable_and_maps_the_assignments():
 
 
 def test_relabel_names_what_is_missing():
-    dt = xr.DataTree.from_dict({"posterior": xr.Dataset(
-        {"mu": (("chain", "draw", "component"), np.zeros((1, 2, 2)))})})
+    dt = xr.DataTree.from_dict(
+        {"posterior": xr.Dataset({"mu": (("chain", "draw", "component"), np.zeros((1, 2, 2)))})}
+    )
     with pytest.raises(ValueError, match="relabelling"):
         relabel(dt)
     with pytest.raises(TypeError, match="dt"):
@@ -118,12 +120,23 @@ def test_finite_mixture_chains_started_in_swapped_labellings_agree_after_relabel
     X = np.concatenate([rng.normal(-5.0, 1.0, 40), rng.normal(5.0, 1.0, 40)])[:, None]
     model = finite_mixture.model(X, n_components=2)
     first = X[:, 0] > 0
-    start = [{"mu": np.array([[-5.0], [5.0]]), "z": first.astype(np.int64)},
-             {"mu": np.array([[5.0], [-5.0]]), "z": (~first).astype(np.int64)}]
+    start = [
+        {"mu": np.array([[-5.0], [5.0]]), "z": first.astype(np.int64)},
+        {"mu": np.array([[5.0], [-5.0]]), "z": (~first).astype(np.int64)},
+    ]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)  # few draws
-        dt = fit(model, draws=200, tune=50, chains=2, cores=1, random_seed=4,
-                 progressbar=False, initvals=start, postprocess=False)
+        dt = fit(
+            model,
+            draws=200,
+            tune=50,
+            chains=2,
+            cores=1,
+            random_seed=4,
+            progressbar=False,
+            initvals=start,
+            postprocess=False,
+        )
     assert dt.attrs["pp_models_relabelled"] == 1
     mu = dt["posterior"]["mu"]
     rhat = az.rhat(dt, var_names=["mu"])["mu"].values
@@ -133,8 +146,10 @@ def test_finite_mixture_chains_started_in_swapped_labellings_agree_after_relabel
     # the raw draws were in swapped labellings: undo the relabelling of chain 1 and the
     # R-hat is far from 1 (the relabelling did the work, not the sampler)
     swapped = dt["posterior"].to_dataset()
-    swapped["mu"] = xr.concat([mu.isel(chain=[0]), mu.isel(chain=[1], component=[1, 0])
-                               .assign_coords(component=[0, 1])], "chain")
+    swapped["mu"] = xr.concat(
+        [mu.isel(chain=[0]), mu.isel(chain=[1], component=[1, 0]).assign_coords(component=[0, 1])],
+        "chain",
+    )
     assert np.all(az.rhat(swapped, var_names=["mu"])["mu"].values > 1.5)
 
 
@@ -149,8 +164,16 @@ def test_complete_lays_out_a_finite_mixture_pm_sample_result_as_fit_does():
     model = finite_mixture.model(X, n_components=2)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)  # few draws
-        raw = pm.sample(model=model, draws=60, tune=60, chains=2, cores=1, random_seed=2,
-                        progressbar=False, compute_convergence_checks=False)
+        raw = pm.sample(
+            model=model,
+            draws=60,
+            tune=60,
+            chains=2,
+            cores=1,
+            random_seed=2,
+            progressbar=False,
+            compute_convergence_checks=False,
+        )
     # before, summary and check found no label-invariant statistic in such a result
     assert "pp_models_label_invariant" not in raw.attrs
     dt = complete(raw, model)
