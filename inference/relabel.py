@@ -45,7 +45,12 @@ MAX_ITERATIONS = 50
 
 
 def find_permutations(
-    allocations, n_labels: int, *, kind: str = "labels", max_iterations: int = MAX_ITERATIONS
+    allocations,
+    n_labels: int,
+    *,
+    kind: str = "labels",
+    max_iterations: int = MAX_ITERATIONS,
+    start: int = -1,
 ) -> np.ndarray:
     """The ECR permutation of every draw (module docstring).
 
@@ -61,6 +66,8 @@ def find_permutations(
         ``"labels"``, ``"memberships"`` or ``"proportions"``.
     max_iterations : int
         Pivot updates allowed.
+    start : int
+        The draw whose allocations are the first pivot.
 
     Returns
     -------
@@ -89,8 +96,8 @@ def find_permutations(
     identity = np.broadcast_to(np.arange(K), (S, K))
     if S == 0 or K == 1:
         return np.array(identity)
-    # ECR-ITERATIVE-1 starts from an arbitrary pivot: the last draw (past any transient)
-    pivot = A[-1]
+    # ECR-ITERATIVE-1 starts from an arbitrary pivot
+    pivot = A[start]
     perm = None
     for _ in range(max_iterations):
         new = _match(A, pivot, K, kind)
@@ -196,7 +203,9 @@ def relabel(
             )
         values = alloc.transpose("chain", "draw", ..., spec.label_dim).values
         values = values.reshape(nc * nd, -1, K)
-    perm = find_permutations(values, K, kind=spec.kind, max_iterations=max_iterations)
+    # the first pivot is chain 0's last draw (past any transient), so a run of fewer
+    # chains that shares its first chain starts from the same labelling
+    perm = find_permutations(values, K, kind=spec.kind, max_iterations=max_iterations, start=nd - 1)
     perm = perm.reshape(nc, nd, K)
     out["posterior"] = xr.DataTree(apply_permutations(posterior, perm, spec))
     out.attrs["pp_models_relabelled"] = 1
