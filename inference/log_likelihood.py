@@ -70,9 +70,9 @@ def compute_log_likelihood(dt: xr.DataTree, model, *, extend_inferencedata: bool
     """The pointwise log-likelihood of ``dt`` (a ``fit`` result of ``model``), as the
     ``log_likelihood`` group ``az.loo`` and ``az.compare`` read.
 
-    The zoo's counterpart of :func:`pymc.compute_log_likelihood`, for ``fit`` results:
-    it finds the raw labels where ``fit`` keeps them (``posterior_labels``) and, for the
-    zoo's families, computes the per-observation term each needs (module docstring: the
+    The zoo's counterpart of :func:`pymc.compute_log_likelihood`, for ``fit`` results
+    (and older results that kept raw labels in a ``posterior_labels`` group): for the
+    zoo's families it computes the per-observation term each needs (module docstring: the
     conditional predictive for collapsed models, the mixture density with the
     per-observation latent variable summed out otherwise); any other model gets PyMC's
     elementwise ``logp``. ``fit(..., log_likelihood=True)`` calls it.
