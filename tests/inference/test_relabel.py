@@ -166,8 +166,8 @@ def test_complete_lays_out_a_finite_mixture_pm_sample_result_as_fit_does():
         warnings.simplefilter("ignore", UserWarning)  # few draws
         raw = pm.sample(
             model=model,
-            draws=60,
-            tune=60,
+            draws=30,
+            tune=30,
             chains=2,
             cores=1,
             random_seed=2,
