@@ -104,6 +104,16 @@ def _fewer_panels(dt, limit=12):
     return {"var_names": [name], "coords": {dims[0]: first}}
 
 
+#: more panels than this and the matrix calls ArviZ with var_names (``_fewer_panels``)
+LARGE = 2000
+
+
+def _panels(dt):
+    posterior = dt["posterior"]
+    per_draw = posterior.sizes["chain"] * posterior.sizes["draw"]
+    return sum(v.size // per_draw for v in posterior.data_vars.values())
+
+
 def _constant_integer_variables(dt):
     posterior = dt["posterior"]
     out = []
@@ -124,7 +134,13 @@ def test_arviz_defaults_work_on_fit_output(fits, family, function):
         warnings.simplefilter("ignore", UserWarning)
         warnings.simplefilter("ignore", RuntimeWarning)
         try:
-            result = ARVIZ_FUNCTIONS[function](dt)
+            if _panels(dt) > LARGE:
+                # the relabelled labels are in the posterior: LDA's phi and token topics
+                # are ~10^5 panels, which ArviZ computes before its guard refuses them;
+                # the call its guard tells a user to make, with var_names
+                result = ARVIZ_FUNCTIONS[function](dt, **_fewer_panels(dt))
+            else:
+                result = ARVIZ_FUNCTIONS[function](dt)
         except ValueError as err:
             if "strictly increasing" in str(err):
                 # ArviZ's rank ECDF of an integer quantity constant over every draw
