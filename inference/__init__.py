@@ -26,6 +26,8 @@ _LAZY = {
     "fit": "inference.fit",
     "summary": "inference.summary",
     "compute_log_likelihood": "inference.log_likelihood",
+    "complete": "inference.posterior_layout",
+    "relabel": "inference.relabel",
     "sample_posterior_predictive": "inference.predictive",
     "stack_chains": "inference.stacking",
     "check_convergence": "inference.convergence",

@@ -165,10 +165,11 @@ def fit(
     Returns
     -------
     xarray.DataTree
-        The raw labels of a zoo model are in the ``posterior_labels`` group, so PyMC's
+        The labelled variables of a zoo model with exchangeable labels are relabelled
+        (:func:`inference.relabel`) and stay in ``posterior``, where PyMC's
         :func:`pymc.sample_posterior_predictive` and :func:`pymc.compute_log_likelihood`
-        do not find them there (and cannot draw a collapsed model's posterior predictive);
-        use :func:`inference.sample_posterior_predictive` and
+        find them; for a collapsed model those raise an error naming
+        :func:`inference.sample_posterior_predictive` and
         :func:`inference.compute_log_likelihood`, which take the same arguments.
         After a Ctrl-C during sampling by the zoo's chain loop (every variable updated by
         a zoo Gibbs step): the draws every chain had completed, root attributes

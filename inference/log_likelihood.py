@@ -44,7 +44,11 @@ from pp_models.model_info import get_info, posterior_with_labels
 from pp_models.registry import family_of_model
 from pp_models.validation import check_model
 
-__all__ = ["compute_log_likelihood", "needed_for_log_likelihood"]
+__all__ = ["PYMC_POINTWISE", "compute_log_likelihood", "needed_for_log_likelihood"]
+
+#: ``attrs["pp_models_pointwise"]`` of a ``log_likelihood`` group that is PyMC's own
+#: elementwise ``logp`` (what ``pm.compute_log_likelihood`` gives on the same draws)
+PYMC_POINTWISE = "PyMC's elementwise logp"
 
 def needed_for_log_likelihood(model, var_names):
     """``var_names`` (``fit``'s, ``None`` for the model's default) with the variables the
@@ -67,9 +71,9 @@ def compute_log_likelihood(dt: xr.DataTree, model, *, extend_inferencedata: bool
     """The pointwise log-likelihood of ``dt`` (a ``fit`` result of ``model``), as the
     ``log_likelihood`` group ``az.loo`` and ``az.compare`` read.
 
-    The zoo's counterpart of :func:`pymc.compute_log_likelihood`, for ``fit`` results:
-    it finds the raw labels where ``fit`` keeps them (``posterior_labels``) and, for the
-    zoo's families, computes the per-observation term each needs (module docstring: the
+    The zoo's counterpart of :func:`pymc.compute_log_likelihood`, for ``fit`` results
+    (and older results that kept raw labels in a ``posterior_labels`` group): for the
+    zoo's families it computes the per-observation term each needs (module docstring: the
     conditional predictive for collapsed models, the mixture density with the
     per-observation latent variable summed out otherwise); any other model gets PyMC's
     elementwise ``logp``. ``fit(..., log_likelihood=True)`` calls it.
@@ -106,9 +110,9 @@ def compute_log_likelihood(dt: xr.DataTree, model, *, extend_inferencedata: bool
         result = hook(posterior, model)
     if result is None:
         result = _pymc_elementwise(posterior, model)
-    result.attrs["pp_models_pointwise"] = (
-        f"{family.name}: see {hook.__module__}" if hook is not None
-        else "PyMC's elementwise logp")
+        result.attrs["pp_models_pointwise"] = PYMC_POINTWISE
+    else:
+        result.attrs["pp_models_pointwise"] = f"{family.name}: see {hook.__module__}"
     if extend_inferencedata:
         dt["log_likelihood"] = xr.DataTree(result)
         return dt

@@ -1,7 +1,9 @@
 """What ``fit`` does with the draws once they are made: label-invariant statistics added
-to ``posterior``, the family's post-processing, raw labels moved to
-``posterior_labels``, the pointwise ``log_likelihood`` group when asked, and the root
-attributes that say how the result was made and which variable is which.
+to ``posterior``, the labels of a model with exchangeable labels matched across draws
+(:func:`inference.relabel.relabel`), the family's post-processing, the pointwise
+``log_likelihood`` group when asked, and the root attributes that say how the result was
+made and which variable is which. The raw variables stay in ``posterior`` under their
+model names, as PyMC writes them, so PyMC's own functions on the result find them.
 
 :func:`finish_fit` and :func:`record_fit` are ``fit``'s last two steps;
 :func:`trim_unfinished` keeps the draws every chain completed before a Ctrl-C.
@@ -23,18 +25,20 @@ import xarray as xr
 
 from inference.interrupt import stop_requested
 from inference.log_likelihood import compute_log_likelihood
-from pp_models.model_info import LABELS_GROUP, ZooModelInfo, get_info
+from inference.relabel import relabel
+from pp_models.model_info import ZooModelInfo, get_info
 
-__all__ = ["add_derived", "finish_fit", "lay_out", "move_labels", "plottable", "record_fit",
-           "trim_unfinished"]
+__all__ = ["add_derived", "complete", "finish_fit", "lay_out", "plottable", "record_fit",
+           "relabel_labels", "trim_unfinished"]
 
 _VERSIONED_PACKAGES = ("pp-models", "pymc", "pytensor", "arviz", "numpy", "numba", "nutpie")
 
 
 def finish_fit(dt: xr.DataTree, model, info: ZooModelInfo | None, *, postprocess: bool,
                log_likelihood: bool, draws: int, chains: int) -> tuple[xr.DataTree, list[str]]:
-    """The derived statistics, the family's post-processing, the labels' group and, when
-    asked, the pointwise log-likelihood, added to the draws ``fit`` made.
+    """The derived statistics, the labels matched across draws, the family's
+    post-processing and, when asked, the pointwise log-likelihood, added to the draws
+    ``fit`` made.
 
     A Ctrl-C now (or one that ended the sampling: ``pp_models_interrupted``) keeps the
     draws and skips the optional outputs (post-processing, log-likelihood), with a
@@ -65,13 +69,13 @@ def finish_fit(dt: xr.DataTree, model, info: ZooModelInfo | None, *, postprocess
         stop.arm()  # there are draws to keep: a Ctrl-C now skips the optional outputs
         interrupted = bool(dt.attrs.get("pp_models_interrupted", 0)) or stop.is_set()
         derived = add_derived(dt, info)
+        dt = relabel_labels(dt, info)
         if postprocess and info is not None and info.postprocess is not None:
             if interrupted:
                 # the user asked to stop: keep the draws, skip the optional outputs
                 dt.attrs["pp_models_postprocess_skipped"] = 1
             else:
                 dt = info.postprocess(dt)
-        move_labels(dt, info)
         interrupted = interrupted or stop.is_set()
         if log_likelihood and not interrupted:
             compute_log_likelihood(dt, model)
@@ -114,16 +118,44 @@ def record_fit(dt: xr.DataTree, info: ZooModelInfo | None, derived: list[str], *
 
 def lay_out(dt: xr.DataTree, model) -> xr.DataTree:
     """``dt`` (raw draws of ``model``, e.g. :func:`inference.trace_store.read_trace`)
-    with the model's label-invariant statistics added, its raw labels moved to
-    ``posterior_labels`` and the attributes ``pp_models_family``,
+    with the model's label-invariant statistics added, its labels matched across draws
+    and the attributes ``pp_models_family``,
     ``pp_models_label_invariant`` and ``pp_models_label_variables`` set, as ``fit``
     returns them (without the model's post-processing)."""
     info = get_info(model)
     dt = dt.copy()
     derived = add_derived(dt, info)
-    move_labels(dt, info)
+    dt = relabel_labels(dt, info)
     dt.attrs.update(_layout_attrs(info, derived))
     return dt
+
+
+def complete(dt: xr.DataTree, model) -> xr.DataTree:
+    """A ``pm.sample(model=model)`` result (or any raw draws of a zoo model) laid out as
+    ``fit`` lays out its own: the model's label-invariant statistics added to
+    ``posterior``, its labels matched across draws (:func:`inference.relabel.relabel`)
+    and the attributes ``inference.summary`` and ``inference.convergence`` read
+    (``pp_models_family``, ``pp_models_label_invariant``, ``pp_models_label_variables``).
+
+    Parameters
+    ----------
+    dt : xarray.DataTree
+        With a ``posterior`` group of ``model``'s draws.
+    model : pymc.Model
+        The model sampled (a model without zoo information gets only the attributes).
+
+    Returns
+    -------
+    xarray.DataTree
+        A copy; ``dt`` is unchanged.
+    """
+    import pymc as pm
+
+    if not isinstance(dt, xr.DataTree) or "posterior" not in dt.children:
+        raise TypeError("dt must be an xarray.DataTree with a 'posterior' group")
+    if not isinstance(model, pm.Model):
+        raise TypeError(f"model must be a pymc.Model, got {type(model).__name__}")
+    return lay_out(dt, model)
 
 
 def _layout_attrs(info: ZooModelInfo | None, derived: list[str]) -> dict[str, str]:
@@ -179,27 +211,13 @@ def plottable(value: xr.DataArray) -> xr.DataArray:
     return value
 
 
-def move_labels(dt: xr.DataTree, info: ZooModelInfo | None) -> None:
-    """Move the model's raw labelled variables from ``posterior`` to ``posterior_labels``.
-
-    ArviZ summarises and plots the ``posterior`` group by default; there the labels'
-    R-hat looks like a failed fit (chains visit different permutations) and LDA's are
-    tens of thousands of rows. They stay in the result, one group over
-    (:func:`pp_models.model_info.posterior_with_labels` joins the two).
-    """
-    if info is None or not info.label_variables:
-        return
-    posterior = dt["posterior"].to_dataset()
-    moved = [v for v in info.label_variables if v in posterior.data_vars]
-    if not moved:
-        return
-    labels = posterior[moved]
-    kept = posterior.drop_vars(moved)
-    used = {d for v in kept.data_vars.values() for d in v.dims} | {"chain", "draw"}
-    # coordinates of dimensions only the labels had would show as empty dims
-    kept = kept.drop_vars([c for c in kept.coords if not set(kept[c].dims) <= used])
-    dt["posterior"] = xr.DataTree(kept)
-    dt[LABELS_GROUP] = xr.DataTree(labels)
+def relabel_labels(dt: xr.DataTree, info: ZooModelInfo | None) -> xr.DataTree:
+    """``dt`` with the labels of a model with exchangeable labels (``info.relabelling``)
+    matched across draws and chains (:func:`inference.relabel.relabel`); others as they
+    are. The raw variables stay in ``posterior``."""
+    if info is None or info.relabelling is None:
+        return dt
+    return relabel(dt, relabelling=info.relabelling)
 
 
 def trim_unfinished(dt: xr.DataTree) -> xr.DataTree:

@@ -2,11 +2,12 @@
 
 :func:`pymc.sample_posterior_predictive` forward-samples a model's observed variables
 at the posterior draws of the variables it finds in the ``posterior`` group and samples
-the ones it does not find from their prior. On a ``fit`` result it therefore misses the
-raw labels, which ``fit`` keeps in ``posterior_labels`` (``Sampling: [X, mu, sigma, w,
-z]``: the prior predictive). And for the zoo's collapsed models it would be wrong even
-with them: their observed variable's forward draw samples the integrated-out parameters
-(cluster means, topics, CPTs, internal node locations) from their *prior*.
+the ones it does not find from their prior. ``fit`` keeps every variable there (the
+labelled ones relabelled), so PyMC finds them; but for the zoo's collapsed models it
+would be wrong: their observed variable's forward draw samples the integrated-out
+parameters (cluster means, topics, CPTs, internal node locations) from their *prior*,
+so there it raises ``custom_ops.pymc_guard.CollapsedLikelihoodError`` naming this
+module's function.
 
 :func:`sample_posterior_predictive` gives the posterior predictive of every family: one
 replicate of the observed data per posterior draw, of the same units (rows, tokens),

@@ -354,7 +354,7 @@ def read_trace(path, *, model=None) -> xr.DataTree:
     """Read a trace folder (complete or partial) as a DataTree, see :meth:`TraceStore.read`.
 
     With the ``model`` that made it, the model's label-invariant statistics are added and
-    its raw labels moved to ``posterior_labels``, as ``fit`` lays its result out
+    its labels matched across draws, as ``fit`` lays its result out
     (:func:`inference.posterior_layout.lay_out`); without it, the root attribute
     ``pp_models_label_variables`` still names the raw labels (from the trace).
     """

@@ -45,6 +45,7 @@ from pp_models.distributions.scale_priors import FlooredHalfNormal
 from pp_models.finite_mixture_outputs import plot_results
 from pp_models.model_info import (
     DerivedStatistic,
+    Relabelling,
     StepHint,
     ZooModelInfo,
     attach_info,
@@ -135,6 +136,7 @@ def model(
             ),
         ),
         label_variables=("z", "w", "mu", "sigma"),
+        relabelling=Relabelling("component", allocations="z", label_valued=("z",)),
         notes="z: exact blocked Gibbs; w, mu, sigma: NUTS. Labels are not identified.",
     )
     return attach_info(mixture, info)

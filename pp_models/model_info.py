@@ -24,6 +24,7 @@ from pp_models.zoo_models import get_info, remember_info, zoo_model_of
 __all__ = [
     "LABELS_GROUP",
     "DerivedStatistic",
+    "Relabelling",
     "StepHint",
     "ZooModelInfo",
     "attach_info",
@@ -78,6 +79,38 @@ class DerivedStatistic:
 
 
 @dataclass(frozen=True)
+class Relabelling:
+    """How the labels of a model with exchangeable labels are matched across draws
+    (``inference.relabel``: the ECR algorithm, Papastamoulis & Iliopoulos 2010).
+
+    Parameters
+    ----------
+    label_dim : str
+        The dimension the labels run along (``"component"``, ``"topic"``, ...): every
+        posterior variable with it is permuted along it.
+    allocations : str
+        The variable that says which unit (observation, document, row) has which label:
+        ``kind="labels"``, integer labels ``(chain, draw, unit)``; ``"memberships"``,
+        a binary matrix ``(chain, draw, ..., label_dim)``; ``"proportions"``, rows of
+        label probabilities ``(chain, draw, ..., label_dim)`` (LDA's ``theta``).
+    kind : str
+        ``"labels"``, ``"memberships"`` or ``"proportions"``.
+    label_valued : tuple of str
+        Variables whose values are labels (the assignments ``z``): relabelled by value.
+    """
+
+    label_dim: str
+    allocations: str
+    kind: str = "labels"
+    label_valued: tuple[str, ...] = ()
+
+    def __post_init__(self):
+        if self.kind not in ("labels", "memberships", "proportions"):
+            raise ValueError("kind must be 'labels', 'memberships' or 'proportions', "
+                             f"got {self.kind!r}")
+
+
+@dataclass(frozen=True)
 class ZooModelInfo:
     """Inference-relevant facts about a model built by a zoo factory.
 
@@ -111,6 +144,9 @@ class ZooModelInfo:
         all-continuous form (for NUTS and ADVI): the factory option that does, as the
         user writes it, e.g. ``"truncation=T (truncated stick-breaking, T components)"``;
         ``fit`` names it when asked for NUTS or ADVI on this model.
+    relabelling : Relabelling, optional
+        For a model with exchangeable labels: how ``fit`` matches them across draws
+        (``inference.relabel``), so the raw variables are identified in ``posterior``.
     """
 
     family: str
@@ -122,6 +158,7 @@ class ZooModelInfo:
     postprocess: Callable[[xr.DataTree], xr.DataTree] | None = None
     notes: str = ""
     continuous_form: str = ""
+    relabelling: Relabelling | None = None
 
 
 def attach_info(model: pm.Model, info: ZooModelInfo) -> pm.Model:
@@ -175,16 +212,16 @@ def weights_sorted(posterior: xr.Dataset, name: str = "w") -> xr.DataArray:
     return xr.DataArray(-np.sort(-w, axis=-1), dims=("chain", "draw", "by_size"))
 
 
-#: The DataTree group into which ``inference.fit`` moves a zoo model's
-#: ``label_variables``: kept for the user, but outside the ``posterior`` group that
-#: ArviZ summarises and plots by default (their R-hat is meaningless under label
-#: switching, and LDA's are tens of thousands of rows).
+#: The DataTree group into which ``inference.fit`` used to move a zoo model's
+#: ``label_variables``; ``fit`` now relabels them and keeps them in ``posterior``.
+#: Results written before, and AD-LDA's, may still hold it.
 LABELS_GROUP = "posterior_labels"
 
 
 def posterior_with_labels(dt: xr.DataTree) -> xr.Dataset:
-    """The ``posterior`` group and the raw labelled variables (``posterior_labels``)
-    of a fitted DataTree in one Dataset."""
+    """The ``posterior`` group of a fitted DataTree, with the variables of a
+    ``posterior_labels`` group (results written before labels were kept in
+    ``posterior``) joined to it."""
     if not isinstance(dt, xr.DataTree) or "posterior" not in dt.children:
         raise TypeError("dt must be an xarray.DataTree with a 'posterior' group (from fit)")
     posterior = dt["posterior"].to_dataset()
@@ -208,19 +245,23 @@ def per_chain_moments(dt: xr.DataTree, names) -> xr.DataTree:
     is an answer where the mean over chains mixes labels; the result's size is then
     independent of the number of draws.
     """
-    if not isinstance(dt, xr.DataTree) or LABELS_GROUP not in dt.children:
-        raise ValueError(f"dt has no {LABELS_GROUP!r} group to summarise")
-    labels = dt[LABELS_GROUP].to_dataset()
+    if not isinstance(dt, xr.DataTree) or "posterior" not in dt.children:
+        raise ValueError("dt has no 'posterior' group to summarise")
+    group = LABELS_GROUP if LABELS_GROUP in dt.children else "posterior"
+    labels = dt[group].to_dataset()
     missing = [n for n in names if n not in labels]
     if missing:
-        raise ValueError(f"dt's {LABELS_GROUP!r} has no variable(s) {missing}")
+        raise ValueError(f"dt's {group!r} has no variable(s) {missing}")
     out = dt.copy()
     chosen = labels[list(names)]
     out[MEAN_GROUP] = xr.DataTree(chosen.mean("draw", keep_attrs=True))
     out[SD_GROUP] = xr.DataTree(chosen.std("draw", keep_attrs=True))
     rest = labels.drop_vars(list(names))
-    if rest.data_vars:
-        out[LABELS_GROUP] = xr.DataTree(rest)
+    used = {d for v in rest.data_vars.values() for d in v.dims} | {"chain", "draw"}
+    # coordinates of dimensions only the summarised variables had would show as empty
+    rest = rest.drop_vars([c for c in rest.coords if not set(rest[c].dims) <= used])
+    if rest.data_vars or group == "posterior":
+        out[group] = xr.DataTree(rest)
     else:
-        del out[LABELS_GROUP]
+        del out[group]
     return out

@@ -148,7 +148,7 @@ print("NUTS divergences:", int(nuts["sample_stats"]["diverging"].sum()))
 # between chains, while their sorted version agrees:
 
 # %%
-w = nuts["posterior_labels"]["w"].values
+w = nuts["posterior"]["w"].values
 for c in range(w.shape[0]):
     print(f"chain {c}: mean weights by component {np.round(w[c].mean(0)[:5], 2)}, "
           f"sorted {np.round(nuts['posterior']['weights_sorted'].values[c].mean(0)[:5], 2)}")

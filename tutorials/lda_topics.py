@@ -197,7 +197,7 @@ bars_advi = fit(
     learning_rate=0.02,
 )
 advi_seconds = time.perf_counter() - t0
-phi_advi, l1_advi = match(bars_advi.posterior_labels["phi"].values[0].mean(0), true_topics)
+phi_advi, l1_advi = match(bars_advi.posterior["phi"].values[0].mean(0), true_topics)
 show(phi_advi, "minibatch ADVI: mean topics", OUT / "lda_bars_advi_topics.png", vmax=0.25)
 print(f"ADVI: {advi_seconds:.1f} s; L1 error per topic: {np.round(l1_advi, 3)}")
 

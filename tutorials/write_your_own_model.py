@@ -191,7 +191,7 @@ plt.show()
 
 # %%
 # sphinx_gallery_thumbnail_number = 2
-z_draws = dt["posterior_labels"]["z"].values.reshape(-1, X.shape[0])
+z_draws = dt["posterior"]["z"].values.reshape(-1, X.shape[0])
 coclustering = partitions.coclustering(z_draws)
 z_hat, _expected_loss = partitions.point_estimate(z_draws, P=coclustering)
 print("point-estimate cluster sizes:", np.bincount(z_hat),

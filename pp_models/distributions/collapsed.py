@@ -46,6 +46,10 @@ from custom_ops.dpm.collapsed import (
     draw_multinomial,
 )
 from custom_ops.jit import rv_draw_cache_key
+from custom_ops.pymc_guard import (
+    refuse_pymc_log_likelihood,
+    refuse_pymc_posterior_predictive,
+)
 
 __all__ = [
     "CollapsedBernoulli",
@@ -106,6 +110,7 @@ class CollapsedRV(RandomVariable):
 
     @classmethod
     def rng_fn(cls, rng, z, *params):
+        refuse_pymc_posterior_predictive(cls.__name__.removesuffix("RV"))
         *params, size = params
         z = np.asarray(z)
         if z.ndim != 1 or (size is not None and len(tuple(size)) > 0):
@@ -188,6 +193,7 @@ collapsed_multinomial = CollapsedMultinomialRV()
 # Numba forward draws (otherwise PyTensor's Numba backend falls back to object mode).
 @numba_core_rv_funcify.register(CollapsedGaussianRV)
 def _numba_core_collapsed_gaussian(op, node):
+    refuse_pymc_posterior_predictive("CollapsedGaussian")
     @numba_basic.numba_njit
     def random_fn(rng, z, m0, kappa0, nu0, S0, out=None):
         if out is None:
@@ -201,6 +207,7 @@ def _numba_core_collapsed_gaussian(op, node):
 
 @numba_core_rv_funcify.register(CollapsedDiagGaussianRV)
 def _numba_core_collapsed_diag_gaussian(op, node):
+    refuse_pymc_posterior_predictive("CollapsedDiagGaussian")
     @numba_basic.numba_njit
     def random_fn(rng, z, m0, k0, a0, b0, out=None):
         if out is None:
@@ -214,6 +221,7 @@ def _numba_core_collapsed_diag_gaussian(op, node):
 
 @numba_core_rv_funcify.register(CollapsedBernoulliRV)
 def _numba_core_collapsed_bernoulli(op, node):
+    refuse_pymc_posterior_predictive("CollapsedBernoulli")
     @numba_basic.numba_njit
     def random_fn(rng, z, a, b, out=None):
         if out is None:
@@ -227,6 +235,7 @@ def _numba_core_collapsed_bernoulli(op, node):
 
 @numba_core_rv_funcify.register(CollapsedMultinomialRV)
 def _numba_core_collapsed_multinomial(op, node):
+    refuse_pymc_posterior_predictive("CollapsedMultinomial")
     @numba_basic.numba_njit
     def random_fn(rng, z, concentration, n_trials, out=None):
         if out is None:
@@ -277,6 +286,7 @@ class CollapsedGaussian(Continuous):
         return pt.zeros((z.shape[0], m0.shape[0])) + m0[None, :]
 
     def logp(value, z, m0, kappa0, nu0, S0):
+        refuse_pymc_log_likelihood("CollapsedGaussian")
         _core_only(value, "CollapsedGaussian")
         return collapsed_loglik("gaussian", z, value, m0, kappa0, nu0, S0)
 
@@ -313,6 +323,7 @@ class CollapsedDiagGaussian(Continuous):
         return pt.zeros((z.shape[0], m0.shape[0])) + m0[None, :]
 
     def logp(value, z, m0, kappa0, a0, b0):
+        refuse_pymc_log_likelihood("CollapsedDiagGaussian")
         _core_only(value, "CollapsedDiagGaussian")
         return collapsed_loglik("diag_gaussian", z, value, m0, kappa0, a0, b0)
 
@@ -343,6 +354,7 @@ class CollapsedBernoulli(Discrete):
         return pt.zeros((z.shape[0], a.shape[0]))
 
     def logp(value, z, a, b):
+        refuse_pymc_log_likelihood("CollapsedBernoulli")
         _core_only(value, "CollapsedBernoulli")
         logp = collapsed_loglik("bernoulli", z, value, a, b)
         binary = pt.all(pt.or_(pt.eq(value, 0), pt.eq(value, 1)))
@@ -378,6 +390,7 @@ class CollapsedMultinomial(Discrete):
         return pt.set_subtensor(first[:, 0], n_trials)
 
     def logp(value, z, concentration, n_trials):
+        refuse_pymc_log_likelihood("CollapsedMultinomial")
         _core_only(value, "CollapsedMultinomial")
         if isinstance(value, TensorConstant):
             counts = np.asarray(value.data)

@@ -34,6 +34,10 @@ from pytensor.tensor.random.op import RandomVariable
 from custom_ops.jit import rv_draw_cache_key
 from custom_ops.pydt.draws import pydt_draw_data, pydt_draw_tree
 from custom_ops.pydt.ops import PYDTLogProb
+from custom_ops.pymc_guard import (
+    refuse_pymc_log_likelihood,
+    refuse_pymc_posterior_predictive,
+)
 from pp_models.validation import check_int
 
 __all__ = [
@@ -208,6 +212,7 @@ class DiffusionTreeGaussianRV(RandomVariable):
 
     @classmethod
     def rng_fn(cls, rng, tree, sigma2, dim, size):
+        refuse_pymc_posterior_predictive("DiffusionTreeGaussian")
         d = int(np.asarray(dim).reshape(-1)[0])
         tree = np.asarray(tree, dtype=np.float64)
         sigma2 = np.asarray(sigma2, dtype=np.float64)
@@ -228,6 +233,7 @@ diffusion_tree_gaussian = DiffusionTreeGaussianRV()
 
 @numba_core_rv_funcify.register(DiffusionTreeGaussianRV)
 def _numba_core_dt_gaussian(op, node):
+    refuse_pymc_posterior_predictive("DiffusionTreeGaussian")
     @numba_basic.numba_njit
     def random_fn(rng, tree, sigma2, dim):
         nn = tree.shape[0]
@@ -273,6 +279,7 @@ class DiffusionTreeGaussian(Continuous):
         return pt.zeros(shape)
 
     def logp(value, tree, sigma2, dim):
+        refuse_pymc_log_likelihood("DiffusionTreeGaussian")
         parent, log1m_t = unpack_tree(tree)
         # the prior output is not used: any valid (c, theta, alpha) will do
         _, ll = PYDTLogProb()(parent, log1m_t, value, 1.0, 1.0, 0.0, sigma2)

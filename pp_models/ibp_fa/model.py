@@ -36,7 +36,13 @@ import pytensor.tensor as pt
 import xarray as xr
 
 from pp_models.distributions import IndianBuffet
-from pp_models.model_info import DerivedStatistic, StepHint, ZooModelInfo, attach_info
+from pp_models.model_info import (
+    DerivedStatistic,
+    Relabelling,
+    StepHint,
+    ZooModelInfo,
+    attach_info,
+)
 from pp_models.registry import family_of_module
 from pp_models.validation import (
     as_data_matrix,
@@ -310,6 +316,7 @@ def model(
             step_hints=(StepHint(STEP_NAME, ("Z", "V", "X", *random), options),),
             derived=derived,
             label_variables=("Z", "V", "X", *(("lambda",) if "lambda" in random else ())),
+            relabelling=Relabelling("feature", allocations="Z", kind="memberships"),
             notes="NSFA (Knowles 2012 Algorithm 1); slot order of Z, V, X is arbitrary",
         )
     object.__setattr__(m, "_pp_models_ibp_fa_spec", spec)

@@ -108,9 +108,10 @@ def zero_unused_slots(dt: xr.DataTree) -> xr.DataTree:
     Zeroed, they compress away when written (``ppzoo fit ibp_fa`` writes this). A
     finite-approximation result (no ``Z``) is returned unchanged.
     """
-    if LABELS_GROUP not in dt.children or "Z" not in dt[LABELS_GROUP]:
+    group = LABELS_GROUP if LABELS_GROUP in dt.children else "posterior"
+    if group not in dt.children or "Z" not in dt[group]:
         return dt
-    labels = dt[LABELS_GROUP].to_dataset()
+    labels = dt[group].to_dataset()
     on = labels["Z"] != 0  # dims (chain, draw, dim, feature), shared with V and X
     changed = {}
     if "V" in labels:
@@ -118,7 +119,7 @@ def zero_unused_slots(dt: xr.DataTree) -> xr.DataTree:
     if "X" in labels:
         changed["X"] = labels["X"].where(on.any(labels["Z"].dims[2]), 0.0)
     out = dt.copy()
-    out[LABELS_GROUP] = xr.DataTree(labels.assign(changed))
+    out[group] = xr.DataTree(labels.assign(changed))
     return out
 
 

@@ -44,7 +44,13 @@ import pytensor.tensor as pt
 import xarray as xr
 
 from pp_models.distributions import IndianBuffet
-from pp_models.model_info import DerivedStatistic, StepHint, ZooModelInfo, attach_info
+from pp_models.model_info import (
+    DerivedStatistic,
+    Relabelling,
+    StepHint,
+    ZooModelInfo,
+    attach_info,
+)
 from pp_models.registry import family_of_module
 from pp_models.validation import (
     as_binary_matrix,
@@ -302,6 +308,7 @@ def model(
                     StepHint(STEP_PARAMETERS, params, {"spec": spec})),
         derived=DERIVED,
         label_variables=("Z", *params),
+        relabelling=Relabelling("cluster", allocations="Z", kind="memberships"),
         notes=f"IOMM ({likelihood} experts; Heller 2007 Algorithm 7.1); slot order of Z "
               "and the cluster parameters is arbitrary",
     )

@@ -66,7 +66,8 @@ def _written(dt):
     """What ``ppzoo fit lda`` writes: theta and phi as each chain's mean and sd
     (topics switch labels between chains, not within one; per draw they are
     draws x topics x words, 300 MB on Reuters at the default sizes)."""
-    labels = dt[LABELS_GROUP].data_vars if LABELS_GROUP in dt.children else {}
+    group = LABELS_GROUP if LABELS_GROUP in dt.children else "posterior"
+    labels = dt[group].data_vars
     names = tuple(name for name in ("theta", "phi") if name in labels)
     return per_chain_moments(dt, names) if names else dt
 

@@ -29,8 +29,15 @@ import pymc as pm
 import pytensor.tensor as pt
 import xarray as xr
 
+from custom_ops.pymc_guard import forward_draw_guard, refuse_pymc_log_likelihood
 from pp_models.lda.inputs import prepare_corpus
-from pp_models.model_info import DerivedStatistic, StepHint, ZooModelInfo, attach_info
+from pp_models.model_info import (
+    DerivedStatistic,
+    Relabelling,
+    StepHint,
+    ZooModelInfo,
+    attach_info,
+)
 from pp_models.registry import family_of_module
 from pp_models.validation import check_bool, check_int, check_positive_vector
 
@@ -246,10 +253,14 @@ def _collapsed_model(corpus, n_topics, alpha_v, eta_v, coords, deterministics, t
     def w_dist(z, eta, size):
         # phi_k ~ Dir(eta), w_i ~ Cat(phi_{z_i}); drawing phi afresh makes this the
         # collapsed conditional p(w | z, eta).
-        return _fresh_dirichlet_rows_draw(eta, n_topics, n_vocab, z, n_tokens)
+        # pm.sample_posterior_predictive would draw phi from its prior: refused there
+        return forward_draw_guard(
+            _fresh_dirichlet_rows_draw(eta, n_topics, n_vocab, z, n_tokens),
+            "collapsed LDA's word likelihood")
 
     def w_logp(value, z, eta):
         # log p(w | z, eta), Murphy Eq. 27.36 (gamma there is eta here)
+        refuse_pymc_log_likelihood("collapsed LDA's word likelihood")
         return _dirichlet_rows_log_marginal(value, eta, n_topics, n_vocab, z)
 
     coords = {**coords, "token": np.arange(n_tokens)}
@@ -301,6 +312,8 @@ def _collapsed_model(corpus, n_topics, alpha_v, eta_v, coords, deterministics, t
         ),
         derived=DERIVED,
         label_variables=("z", "theta", "phi"),
+        relabelling=Relabelling("topic", allocations="theta", kind="proportions",
+                                label_valued=("z",)),
         # Nothing big per draw unless asked (var_names=["phi"], ...): one topic per token
         # or a K x V phi per draw costs more than the sweep; the derived statistics come
         # from the step's counts.
@@ -349,6 +362,7 @@ def _explicit_model(corpus, n_topics, alpha_v, eta_v, coords, batch_size):
         preferred_method="advi" if batch_size is not None else "nuts",
         derived=DERIVED,
         label_variables=("theta", "phi"),
+        relabelling=Relabelling("topic", allocations="theta", kind="proportions"),
         notes="explicit LDA: token topics summed out; theta and phi are labelled up to a "
         "permutation of topics",
     )

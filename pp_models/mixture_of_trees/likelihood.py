@@ -26,6 +26,10 @@ from custom_ops.mixture_of_trees.gaussian import (
     GaussianTreeMixtureLogp,
     sample_gaussian_tree_mixture_data,
 )
+from custom_ops.pymc_guard import (
+    refuse_pymc_log_likelihood,
+    refuse_pymc_posterior_predictive,
+)
 
 __all__ = ["GaussianTreeMixtureData", "GaussianTreeMixtureDataRV", "TreeMixtureData",
            "TreeMixtureDataRV"]
@@ -41,6 +45,7 @@ class TreeMixtureDataRV(RandomVariable):
 
     @classmethod
     def rng_fn(cls, rng, z, trees, n_categories, ess, size):
+        refuse_pymc_posterior_predictive("TreeMixtureData")
         if size is not None and tuple(size) != ():
             raise NotImplementedError("TreeMixtureData draws one data set at a time")
         z = np.asarray(z, dtype=np.int64)
@@ -55,6 +60,7 @@ tree_mixture_data = TreeMixtureDataRV()
 
 @numba_core_rv_funcify.register(TreeMixtureDataRV)
 def _numba_core_tree_mixture_data(op, node):
+    refuse_pymc_posterior_predictive("TreeMixtureData")
     @numba_basic.numba_njit
     def random_fn(rng, z, trees, n_categories, ess):
         out = np.zeros((z.shape[0], trees.shape[1]), dtype=np.int64)
@@ -81,6 +87,7 @@ class TreeMixtureData(Discrete):
         return pt.zeros((z.shape[0], trees.shape[-1]), dtype="int64")
 
     def logp(value, z, trees, n_categories, ess):
+        refuse_pymc_log_likelihood("TreeMixtureData")
         return TreeMixtureLogp()(value, z, trees, n_categories, ess)
 
 
@@ -95,6 +102,7 @@ class GaussianTreeMixtureDataRV(RandomVariable):
 
     @classmethod
     def rng_fn(cls, rng, z, trees, m0, kappa0, delta, S0, size):
+        refuse_pymc_posterior_predictive("GaussianTreeMixtureData")
         if size is not None and tuple(size) != ():
             raise NotImplementedError("GaussianTreeMixtureData draws one data set at a time")
         z = np.asarray(z, dtype=np.int64)
@@ -110,6 +118,7 @@ gaussian_tree_mixture_data = GaussianTreeMixtureDataRV()
 
 @numba_core_rv_funcify.register(GaussianTreeMixtureDataRV)
 def _numba_core_gaussian_tree_mixture_data(op, node):
+    refuse_pymc_posterior_predictive("GaussianTreeMixtureData")
     @numba_basic.numba_njit
     def random_fn(rng, z, trees, m0, kappa0, delta, S0):
         out = np.zeros((z.shape[0], trees.shape[1]))
@@ -140,4 +149,5 @@ class GaussianTreeMixtureData(Continuous):
         return pt.zeros((z.shape[0], trees.shape[-1])) + m0
 
     def logp(value, z, trees, m0, kappa0, delta, S0):
+        refuse_pymc_log_likelihood("GaussianTreeMixtureData")
         return GaussianTreeMixtureLogp()(value, z, trees, m0, kappa0, delta, S0)

@@ -30,6 +30,7 @@ from pp_models.mixture_of_trees.chow_liu import _AXES, as_discrete_data
 from pp_models.mixture_of_trees.likelihood import GaussianTreeMixtureData, TreeMixtureData
 from pp_models.model_info import (
     DerivedStatistic,
+    Relabelling,
     StepHint,
     ZooModelInfo,
     attach_info,
@@ -176,6 +177,7 @@ def model(X, n_components: int, *, kind: str = "discrete", alpha: float = 1.0,
                              "mixture weights in decreasing order"),
         ),
         label_variables=("w", "z", "trees"),
+        relabelling=Relabelling("component", allocations="z", label_valued=("z",)),
         postprocess=hook,
         notes=(f"w, z, trees: {step_name} (collapsed assignments, exact tree "
                "draws from the decomposable conditional posterior, conjugate weights). "

@@ -34,8 +34,8 @@ def test_second_fit_on_the_same_model_compiles_nothing(monkeypatch):
     again = fit(m, draws=15, tune=5, chains=2, cores=1, random_seed=3, progressbar=False,
                 var_names=["phi"])
     # cached steps are re-seeded per chain: the same seed gives the same draws
-    np.testing.assert_array_equal(first.posterior_labels["phi"].values,
-                                  again.posterior_labels["phi"].values)
+    np.testing.assert_array_equal(first.posterior["phi"].values,
+                                  again.posterior["phi"].values)
     assert first.attrs["pp_models_sampler"] == "zoo"
 
 
@@ -48,7 +48,7 @@ def test_parallel_and_sequential_chains_are_the_same_chains():
     for group in ("posterior", "sample_stats"):
         for name, arr in sequential[group].data_vars.items():
             np.testing.assert_array_equal(arr.values, parallel[group][name].values)
-    phi = sequential.posterior_labels["phi"].values
+    phi = sequential.posterior["phi"].values
     assert not np.array_equal(phi[0], phi[1])  # chains seeded apart
 
 

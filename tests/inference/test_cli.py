@@ -38,7 +38,7 @@ def test_demo_writes_results(demo_run, capsys):
     assert sorted(p.name for p in out.iterdir()) == ["mixture.png", "posterior.nc",
                                                       "summary.csv", "trace.png"]
     dt = xr.open_datatree(out / "posterior.nc", engine="h5netcdf")
-    assert dt["posterior_labels"]["z"].shape == (4, 1000, 150)
+    assert dt["posterior"]["z"].shape == (4, 1000, 150)
     table = pd.read_csv(out / "summary.csv", index_col=0)
     assert "log_likelihood" in table.index
     # `check` reads what `fit` wrote.
@@ -57,7 +57,7 @@ def test_fit_from_csv(tmp_path, capsys):
                  "--no-progress", "--out", str(tmp_path / "out")])
     assert code == 0
     dt = xr.open_datatree(tmp_path / "out" / "posterior.nc", engine="h5netcdf")
-    assert list(dt["posterior_labels"]["feature"].values) == ["a", "b"]
+    assert list(dt["posterior"]["feature"].values) == ["a", "b"]
     w = dt["posterior"]["weights_sorted"].mean(("chain", "draw")).values
     np.testing.assert_allclose(w, [0.5, 0.5], atol=0.1)
     assert (tmp_path / "out" / "mixture.png").stat().st_size > 0

@@ -122,7 +122,7 @@ def test_gibbs_on_iris_mixture(iris_fit):
 def test_gibbs_mixture_separates_setosa(iris_fit):
     # Setosa (rows 0-49) is linearly separable from the rest: every posterior draw
     # should put nearly all of it in one component, apart from the others.
-    z = iris_fit["posterior_labels"]["z"].values.reshape(-1, 150)
+    z = iris_fit["posterior"]["z"].values.reshape(-1, 150)
     setosa_label = np.array([np.bincount(row[:50]).argmax() for row in z])
     purity = np.mean(z[:, :50] == setosa_label[:, None])
     leakage = np.mean(z[:, 50:] == setosa_label[:, None])
@@ -132,7 +132,7 @@ def test_gibbs_mixture_separates_setosa(iris_fit):
 def test_gibbs_with_one_core_and_auto(one_core_fit):
     dt = one_core_fit
     assert dt.attrs["pp_models_method"] == "gibbs"  # the factory's preference
-    assert dt["posterior_labels"]["z"].shape == (2, 100, 150)
+    assert dt["posterior"]["z"].shape == (2, 100, 150)
 
 
 def test_discrete_variable_without_zoo_step_gets_pymc_gibbs():

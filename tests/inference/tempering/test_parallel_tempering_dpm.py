@@ -104,7 +104,7 @@ def test_interrupted_tempered_run_resumes_to_the_uninterrupted_run(tmp_path):
     assert seen and partial.attrs["pp_models_interrupted"] == 1
     resumed = fit(m, progressbar=False, trace=path, resume=True, **sizes)
     whole = fit(m, progressbar=False, **sizes)
-    for group, name in (("posterior_labels", "mu"), ("posterior_labels", "z"),
+    for group, name in (("posterior", "mu"), ("posterior", "z"),
                         (TEMPERING_GROUP, "log_likelihood"), (TEMPERING_GROUP, "beta")):
         np.testing.assert_array_equal(resumed[group][name].values, whole[group][name].values)
 

@@ -82,7 +82,7 @@ def test_discrete_likelihoods_and_dataframe_names():
     C = rng.multinomial(1, [0.2, 0.3, 0.5], size=12)
     m2 = dpm.model(C, likelihood="multinomial", prior={"concentration": 0.5})
     dt = fit(m2, draws=50, tune=10, chains=1, random_seed=0, progressbar=False)
-    assert dt["posterior_labels"]["z"].shape == (1, 50, 12)
+    assert dt["posterior"]["z"].shape == (1, 50, 12)
     assert json.loads(dt.attrs["pp_models_steps"]) == {"crp_collapsed_gibbs": ["z"]}
 
 
@@ -184,7 +184,7 @@ def test_algorithm8_nonconjugate_fit_runs_and_finds_three_clusters():
     k = dt["posterior"]["n_clusters"].values
     print("\nK posterior (Algorithm 8):", np.bincount(k.ravel()) / k.size)
     assert k.min() >= 3
-    z_hat, _ = partitions.point_estimate(dt["posterior_labels"]["z"].values.reshape(-1, X.shape[0]))
+    z_hat, _ = partitions.point_estimate(dt["posterior"]["z"].values.reshape(-1, X.shape[0]))
     assert is_refinement(z_hat, truth)
 
 
@@ -298,7 +298,7 @@ def test_initial_partition_is_a_canonical_start_for_fit():
     assert partitions.adjusted_rand_index(z0, truth) > 0.8
     dt = fit(m, draws=20, tune=0, chains=1, random_seed=0, progressbar=False,
              initvals={"z": z0})
-    assert dt["posterior_labels"]["z"].shape == (1, 20, 60)
+    assert dt["posterior"]["z"].shape == (1, 20, 60)
     with pytest.raises(ValueError, match="collapsed CRP model"):
         dpm.initial_partition(dpm.model(X, likelihood="normal"))
 

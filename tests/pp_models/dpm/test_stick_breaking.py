@@ -89,7 +89,7 @@ def test_raw_labels_stay_out_of_the_summary(nuts_on_iris):
     table = summary(dt)
     assert not [q for q in table.index if q.startswith("z")]
     assert "n_clusters" in table.index
-    assert dt["posterior_labels"]["z"].shape == (1, 60, 150)
+    assert dt["posterior"]["z"].shape == (1, 60, 150)
 
 
 def _lines(ax):

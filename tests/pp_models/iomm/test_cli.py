@@ -19,10 +19,10 @@ def test_fit_on_the_default_data_set_writes_the_memberships(tmp_path, capsys):
     assert sorted(p.name for p in out.iterdir()) == ["memberships.png", "posterior.nc",
                                                       "summary.csv", "trace.png"]
     dt = xr.open_datatree(out / "posterior.nc", engine="h5netcdf")
-    Z = dt["posterior_labels"]["Z"]
+    Z = dt["posterior"]["Z"]
     assert Z.shape[:3] == (2, 15, 395)
     # the Reuters corpus's CLI_WORDS most common words, by name
-    words = list(dt["posterior_labels"]["feature"].values)
+    words = list(dt["posterior"]["feature"].values)
     assert len(words) == iomm.CLI_WORDS and all(isinstance(w, str) for w in words)
     assert main(["check", str(out)]) in (0, 1, 3)
 
@@ -37,7 +37,7 @@ def test_fit_on_real_valued_csv_uses_gaussian_experts(tmp_path):
                  "--chains", "1", "--seed", "1", "--no-progress", "--out", str(out)])
     assert code in (0, 1)
     dt = xr.open_datatree(out / "posterior.nc", engine="h5netcdf")
-    assert {"mu", "tau"} <= set(dt["posterior_labels"].data_vars)
+    assert {"mu", "tau"} <= set(dt["posterior"].data_vars)
     assert (out / "memberships.png").stat().st_size > 0
 
 

@@ -183,8 +183,8 @@ def test_fit_runs_algorithm_7_1_and_stores_label_invariant_statistics(small_fit)
     for name in ("n_clusters", "mean_memberships", "unassigned", "mean_shared",
                  "cluster_sizes"):
         assert name in posterior, name
-    assert "Z" not in posterior and "Z" in dt["posterior_labels"]
-    Z = dt["posterior_labels"]["Z"].values != 0
+    assert "Z" in posterior  # relabelled, beside the label-invariant statistics
+    Z = dt["posterior"]["Z"].values != 0
     np.testing.assert_array_equal(posterior["n_clusters"].values, Z.any(axis=2).sum(-1))
     np.testing.assert_allclose(posterior["mean_memberships"].values,
                                Z.sum(-1).mean(-1))
@@ -253,7 +253,7 @@ def test_derived_statistics_are_invariant_to_slot_order(small_fit):
     _data, dt = small_fit
     from pp_models.iomm.model import DERIVED
 
-    posterior = dt["posterior_labels"].to_dataset()
+    posterior = dt["posterior"].to_dataset()
     permuted = posterior.isel(cluster=np.random.default_rng(0).permutation(
         posterior.sizes["cluster"]))
     for stat in DERIVED:

@@ -23,7 +23,7 @@ def _enumerated_tree_posterior(log_marginal, beta):
 def _check_tree_draws(dt, trees, post):
     """The sampled trees' frequencies match ``post`` within multinomial error; returns
     the exact edge marginals ``P(uv in T | X)``."""
-    draws = dt["posterior_labels"]["trees"].values[0, :, 0, :]
+    draws = dt["posterior"]["trees"].values[0, :, 0, :]
     index = {tuple(t): i for i, t in enumerate(trees)}
     freq = np.bincount([index[tuple(d)] for d in draws], minlength=16) / len(draws)
     se = np.sqrt(post * (1 - post) / len(draws))

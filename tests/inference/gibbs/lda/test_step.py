@@ -70,14 +70,14 @@ def test_z_can_be_left_out_of_the_trace():
         progressbar=False,
         var_names=["phi"],
     )
-    assert "z" not in dt.posterior_labels and "phi" in dt.posterior_labels
+    assert "z" not in dt.posterior and "phi" in dt.posterior
     # the label-invariant summaries: the step computes them from its counts, so theta's
     # is there without theta traced; both equal the formulas on the traced floats
-    phi = dt.posterior_labels["phi"].values
+    phi = dt.posterior["phi"].values
     np.testing.assert_allclose(dt.posterior["phi_concentration"].values, (phi**2).sum(-1).mean(-1))
     same_chain = fit(m, method="gibbs", draws=10, tune=0, chains=1, random_seed=2,
                      progressbar=False, var_names=["theta"])
-    theta = same_chain.posterior_labels["theta"].values
+    theta = same_chain.posterior["theta"].values
     np.testing.assert_allclose(dt.posterior["theta_concentration"].values,
                                (theta**2).sum(-1).mean(-1))
     assert dt.sample_stats["log_joint"].shape == (1, 10)
@@ -205,7 +205,7 @@ def _align(phi_mean, reference):
 
 def _aligned_phi(dt, reference):
     """(chain, draw, K, V) phi with each chain's topics put in the reference's order."""
-    phi = dt.posterior_labels["phi"].values
+    phi = dt.posterior["phi"].values
     return np.stack([c[:, _align(c.mean(0), reference)] for c in phi])
 
 
