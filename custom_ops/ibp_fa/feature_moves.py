@@ -40,7 +40,7 @@ features resampled with both features' factor rows integrated out and then redra
 feature to another while both refit. :func:`feature_birth_death_moves` runs rounds of
 one of each.
 
-Cost per move: O(D N K) for the residual plus O(|R| N) (birth/death), O(D N) (row
+Cost per move: O(D N K) for the residual plus O(``|R|`` N) (birth/death), O(D N) (row
 update).
 """
 

@@ -107,12 +107,13 @@ class IOMMMemberships(ZooGibbsStep):
     split_merge : int
         Split-merge proposals after each sweep (0: none).
 
-    Stats
+    Notes
     -----
-    ``n_clusters`` (after the step), ``moves_accepted`` and ``moves_proposed`` (the
-    Metropolis-Hastings moves on points' own clusters), ``capacity_rejections`` (moves
-    proposing more clusters than free slots, and splits finding no unused slot),
-    ``splits_accepted`` and ``merges_accepted`` (of ``split_merge_proposed``).
+    Its stats: ``n_clusters`` (after the step); ``moves_accepted`` and
+    ``moves_proposed``, the Metropolis-Hastings moves on points' own clusters;
+    ``capacity_rejections``, moves proposing more clusters than free slots and splits
+    finding no unused slot; ``splits_accepted`` and ``merges_accepted``, out of
+    ``split_merge_proposed``.
     """
 
     name = "iomm_memberships"
