@@ -79,10 +79,10 @@ class HMMPathFFBS(ZooGibbsStep):
     offsets : array of int
         The sequences' boundaries.
 
-    Stats
+    Notes
     -----
-    ``n_changed`` (states that changed), ``log_evidence`` (``log p(y | theta)``, path
-    summed out, at the step's temperature).
+    Its stats: ``n_changed``, the states that changed; ``log_evidence``,
+    ``log p(y | theta)`` with the path summed out, at the step's temperature.
     """
 
     name = "hmm_ffbs"
@@ -167,9 +167,9 @@ class HMMConjugate(ZooGibbsStep):
     spec : HMMSpec
         The factory's record (the hint's option).
 
-    Stats
+    Notes
     -----
-    ``n_used`` (states the path visits).
+    Its stats: ``n_used``, the states the path visits.
     """
 
     name = "hmm_conjugate"
