@@ -46,6 +46,7 @@ import pandas as pd
 import pymc as pm
 import xarray as xr
 
+from inference.posterior_layout import lay_out
 from inference.progress import in_ci
 from inference.tempering.evidence_result import EvidenceResult, combine_chains
 from inference.tempering.options import check_tempering
@@ -362,4 +363,6 @@ def evidence(model: pm.Model, *, method: str = "stepping_stone",
         sizes=dict(draws=draws, tune=tune, chains=chains, cores=cores),
         random_seed=random_seed, progressbar=bool(progressbar) and not in_ci(),
         kwargs={} if traced is None else {"var_names": list(traced)}, trace_options=None)
-    return estimate_from_tempering(tempered, method)
+    # the cold chain laid out as fit lays out a result (label-invariant statistics,
+    # relabelling, attributes), so EvidenceResult.tempering reads like a fit
+    return estimate_from_tempering(lay_out(tempered, model), method)

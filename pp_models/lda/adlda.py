@@ -123,8 +123,8 @@ class ADLDAResult:
 
     def to_datatree(self, vocabulary=None) -> xr.DataTree:
         """The layout ``inference.fit`` gives ``lda.model`` with ``var_names=["theta",
-        "phi"]``: one chain of one draw (the last sweep's state), ``phi`` and ``theta`` in
-        ``posterior_labels``, the label-invariant concentrations in ``posterior``, the
+        "phi"]``: one chain of one draw (the last sweep's state), ``phi`` and ``theta`` beside
+        the label-invariant concentrations in ``posterior``, the
         per-sweep log-likelihoods in ``fit_history``; so ``plot_top_words`` (``ppzoo``'s
         ``topics.png``) and ArviZ read it as a fit."""
         K, V = self.topic_word.shape
@@ -143,11 +143,11 @@ class ADLDAResult:
         attrs = {"inference_library": "pp_models", "sampler": "AD-LDA (pp_models.lda.adlda)"}
         post_coords = {k: coords[k] for k in ("chain", "draw")}
         dt = xr.DataTree()
-        dt["posterior"] = xr.DataTree(xr.Dataset(posterior, coords=post_coords, attrs=attrs))
         label_coords = {k: v for k, v in coords.items()
                         if any(k in dims for dims, _ in labels.values())}
-        dt["posterior_labels"] = xr.DataTree(xr.Dataset(labels, coords=label_coords,
-                                                        attrs=attrs))
+        dt["posterior"] = xr.DataTree(xr.Dataset({**posterior, **labels},
+                                                 coords={**post_coords, **label_coords},
+                                                 attrs=attrs))
         dt["sample_stats"] = xr.DataTree(xr.Dataset(
             {"log_joint": (("chain", "draw"), [[self.log_joint[-1]]])}, coords=post_coords,
             attrs=attrs))

@@ -122,7 +122,7 @@ def test_result_reads_as_a_fit(small, tmp_path):
     dt = result.to_datatree(vocabulary=[f"w{i}" for i in range(30)])
     reference = fit(lda.model(small, n_topics=3), chains=1, tune=0, draws=2,
                     random_seed=1, progressbar=False, var_names=["theta", "phi"])
-    for group in ("posterior", "posterior_labels", "sample_stats"):
+    for group in ("posterior", "sample_stats"):
         assert set(dt[group].data_vars) <= set(reference[group].data_vars) | {"log_joint"}
         for name in dt[group].data_vars:
             assert dt[group][name].dims == reference[group][name].dims, name
