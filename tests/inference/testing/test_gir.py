@@ -97,6 +97,17 @@ def _mixture():
     return finite_mixture.model(X, n_components=2)
 
 
+def _label_invariant_failures(result, alpha=0.01):
+    """The failing statistics that do not depend on the labelling: the data moments and
+    the factory's label-invariant statistics. The raw labels (``z``, ``w``, ``mu``,
+    ``sigma``) switch on a time scale longer than the run, so their ESS is overestimated
+    and their tests can reject a right sampler (seed 7: ``z[1]``'s successive mean 0.755
+    against 0.50 with an estimated ESS of 92, while no label-invariant statistic moved)."""
+    failures = result.failures(alpha)
+    raw = failures.index.str.match(r"^(z|w|mu|sigma)\[")
+    return failures[~raw]
+
+
 @ON_THE_MIXTURE_WORKER
 def test_zoo_mixture_gibbs_plus_nuts_passes():
     # method="gibbs": the factory's hint gives z to CategoricalGibbs (its logits follow
@@ -106,7 +117,7 @@ def test_zoo_mixture_gibbs_plus_nuts_passes():
     steps = {k: sorted(v) for k, v in result.step_description.items()}
     assert steps == {"categorical_gibbs": ["z"], "NUTS": ["mu", "sigma", "w"]}
     assert {"n_occupied", "weights_sorted[0]", "log_likelihood"} <= set(result.table.index)
-    result.assert_passed(0.01)
+    assert _label_invariant_failures(result).empty, str(result)
 
 
 @ON_THE_MIXTURE_WORKER
@@ -120,7 +131,7 @@ def test_zoo_mixture_broken_categorical_step_is_caught():
 
     result = getting_it_right(_mixture(), data_vars=["X"], step=broken, n_samples=N_MIXTURE_RUN,
                               tune=300, random_seed=7)
-    assert not result.passed(0.01), str(result)
+    assert not _label_invariant_failures(result).empty, str(result)
 
 
 @ON_THE_CONJUGATE_NORMAL_WORKER
