@@ -271,37 +271,13 @@ class CollapsedLDAGibbs(ZooGibbsStep):
         self._lists_stale = not sparse
         if sparse:
             s.sweep(self.alpha, self.eta, self.beta, self.rng)
-        elif self._block_width:
-            gibbs_sweep_blocked(
-                s.words,
-                s.doc_ptr,
-                s.z,
-                s.n_wk,
-                s.n_dk,
-                s.n_k,
-                self.alpha,
-                self.eta,
-                self.beta,
-                s.pow_offset,
-                *s.powers(self.eta, self.beta),
-                self._block_width,
-                self.rng,
-            )
         else:
-            gibbs_sweep_dense(
-                s.words,
-                s.doc_ptr,
-                s.z,
-                s.n_wk,
-                s.n_dk,
-                s.n_k,
-                self.alpha,
-                self.eta,
-                self.beta,
-                s.pow_offset,
-                *s.powers(self.eta, self.beta),
-                self.rng,
-            )
+            sweep_args = (s.words, s.doc_ptr, s.z, s.n_wk, s.n_dk, s.n_k, self.alpha, self.eta,
+                      self.beta, s.pow_offset, *s.powers(self.eta, self.beta))
+            if self._block_width:
+                gibbs_sweep_blocked(*sweep_args, self._block_width, self.rng)
+            else:
+                gibbs_sweep_dense(*sweep_args, self.rng)
 
     # -------------------------------------------------------------------- step
     def step(self, point):
