@@ -612,7 +612,7 @@ def _build(request: Request):
         model = request.entry.build(request.data, **request.options)
     if request.command == "fit":
         from inference.draws_memory import check_draws_fit_in_memory
-        from inference.fit import check_method
+        from inference.fitting import check_method
 
         with _flags_named(request.flags, params=params):
             # a method the model cannot take (fit checks it again), or more draws than
@@ -650,9 +650,9 @@ def _fit_and_write(request: Request, model, out: Path, executor, stop,
     import pandas as pd
 
     from inference.convergence import check_convergence
-    from inference.fit import fit
+    from inference.fitting import fit
     from inference.report import write_results
-    from inference.summary import summary
+    from inference.summary_table import summary
 
     entry = request.entry
     fit_kwargs = dict(request.fit_extra)
