@@ -111,6 +111,7 @@ from custom_ops.pydt.messages import (
     unlink,
 )
 from custom_ops.pydt.ops import pydt_forward
+from custom_ops.trees.diffusion import UNUSED_SLOT
 
 __all__ = [
     "COLLAPSE",
@@ -183,7 +184,7 @@ def _count_branch_points(topo, n):
     nch = topo[4]
     count = 0
     for v in range(n, parent.shape[0]):
-        if parent[v] != -2 and nch[v] >= 3:
+        if parent[v] != UNUSED_SLOT and nch[v] >= 3:
             count += 1
     return count
 
@@ -195,7 +196,7 @@ def _nth_node(topo, n, j, branch_points):
     parent = topo[0]
     nch = topo[4]
     for v in range(n, parent.shape[0]):
-        if parent[v] == -2:
+        if parent[v] == UNUSED_SLOT:
             continue
         if branch_points:
             if nch[v] < 3:
@@ -309,7 +310,7 @@ def _branch_move(rng, st, jn, work, stamp, keep, chk):
             unlink(kids[i], topo)
             link(kids[i], u, topo)
         unlink(v, topo)
-        parent[v] = -2
+        parent[v] = UNUSED_SLOT
         lt[v - n] = 0.0
         nb[v] = 0
         free[free_top[0]] = v
@@ -395,7 +396,7 @@ def _branch_move(rng, st, jn, work, stamp, keep, chk):
         unlink(kids[i], topo)
         link(kids[i], u, topo)
     unlink(v, topo)
-    parent[v] = -2
+    parent[v] = UNUSED_SLOT
     lt[v - n] = 0.0
     nb[v] = 0
     free[free_top[0]] = v

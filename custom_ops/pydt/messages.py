@@ -41,7 +41,7 @@ from numba.experimental import structref
 
 from custom_ops.jit import njit_exact_numpy
 from custom_ops.pydt.ops import edge_length, h_table
-from custom_ops.trees.diffusion import diffusion_tree_structure
+from custom_ops.trees.diffusion import DETACHED, UNUSED_SLOT, diffusion_tree_structure
 
 __all__ = [
     "EDGE",
@@ -317,7 +317,7 @@ def free_slots(parent, n):
     free_top = np.zeros(1, dtype=np.int64)
     n_internal = 0
     for v in range(nn - 1, n - 1, -1):
-        if parent[v] == -2:
+        if parent[v] == UNUSED_SLOT:
             free[free_top[0]] = v
             free_top[0] += 1
         else:
@@ -337,7 +337,7 @@ def detach(v, st):
     nb = topo[5]
     p = parent[v]
     unlink(v, topo)
-    parent[v] = -3
+    parent[v] = DETACHED
     add_leaf_count(p, -nb[v], topo)
     if nch[p] >= 2:
         return NODE, p, math.nan, -1, p
@@ -352,7 +352,7 @@ def detach(v, st):
     else:
         parent[s] = -1
         st.root[0] = s
-    parent[p] = -2
+    parent[p] = UNUSED_SLOT
     lt[p - n] = 0.0
     nb[p] = 0
     free[free_top[0]] = p
@@ -527,7 +527,7 @@ def cached_total(st):
     tp = 0.0
     tl = 0.0
     for v in range(n, parent.shape[0]):
-        if parent[v] != -2:
+        if parent[v] != UNUSED_SLOT:
             tp += lp[v]
             tl += ll[v]
     return tp, tl + state_root_term(st, st.root[0])

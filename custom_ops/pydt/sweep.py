@@ -56,7 +56,7 @@ from custom_ops.pydt.messages import (
     state_root_term,
 )
 from custom_ops.pydt.ops import choose_branch, parameter_code, pydt_forward
-from custom_ops.trees.diffusion import diffusion_tree_structure
+from custom_ops.trees.diffusion import UNUSED_SLOT, diffusion_tree_structure
 
 # @njit_exact_numpy, as custom_ops.pydt.messages: a NaN or infinite density is rejected,
 # not raised
@@ -409,7 +409,7 @@ def pydt_sweep(rng, parent, log1m_t, X, params, n_moves, slice_times, check):
         internal = np.empty(n_internal, dtype=np.int64)
         k = 0
         for v in range(n, nn):
-            if parent[v] != -2:
+            if parent[v] != UNUSED_SLOT:
                 internal[k] = v
                 k += 1
         for i in range(n_internal - 1, 0, -1):
@@ -426,7 +426,7 @@ def pydt_sweep(rng, parent, log1m_t, X, params, n_moves, slice_times, check):
                 if not err <= max_err:
                     max_err = err
     for v in range(n, nn):
-        if parent[v] == -2:
+        if parent[v] == UNUSED_SLOT:
             lt[v - n] = 0.0
     tp, tl = cached_total(st)
     return accepted, tp, tl, max(max_err, chk.errs[0])
