@@ -40,12 +40,12 @@ from numba.core import types
 from numba.experimental import structref
 
 from custom_ops.jit import njit_exact_numpy
+from custom_ops.pydt.density import MIN_VARIANCE
 from custom_ops.pydt.ops import edge_length, h_table
 from custom_ops.trees.diffusion import DETACHED, UNUSED_SLOT, diffusion_tree_structure
 
 __all__ = [
     "EDGE",
-    "MIN_VARIANCE",
     "NODE",
     "STATE_FIELDS",
     "Check",
@@ -79,8 +79,6 @@ __all__ = [
 # times at an extreme) gives an infinite or NaN density, which the samplers reject,
 # instead of raising
 _LOG_2PI = math.log(2.0 * math.pi)
-# the floor of custom_ops.pydt.ops: a zero-length leaf edge would give a zero variance
-MIN_VARIANCE = 1e-300
 # how a subtree is attached: on the edge above a node, or at an existing internal node
 EDGE = 0
 NODE = 1
