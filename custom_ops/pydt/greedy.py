@@ -15,6 +15,7 @@ from custom_ops.pydt.messages import (
     EDGE,
     NODE,
     PYDTState,
+    Topology,
     attach,
     detach,
     journal,
@@ -89,7 +90,7 @@ def pydt_greedy(parent, log1m_t, X, order, c, theta, alpha, sigma2):
     nch = np.zeros(nn, dtype=np.int64)
     nb = np.zeros(nn, dtype=np.int64)
     nb[:n] = 1
-    topo = (parent, first, nxt, prv, nch, nb)
+    topo = Topology(parent, first, nxt, prv, nch, nb)
     mu = np.zeros((nn, d))
     mu[:n] = X
     s = np.zeros(nn)
