@@ -6,13 +6,12 @@ import numpy as np
 from pytensor.graph.basic import Variable
 from pytensor.graph.traversal import explicit_graph_inputs
 
+from custom_ops.lda.alias import AliasLDAState, gibbs_sweep_alias
+from custom_ops.lda.dense import dense_block_width, gibbs_sweep_blocked, gibbs_sweep_dense
 from custom_ops.lda.gibbs import (
     SparseLDAState,
     concentrations,
-    dense_block_width,
     draw_summary,
-    gibbs_sweep_blocked,
-    gibbs_sweep_dense,
     lgamma_tables,
     log_joint,
     topics_out,
@@ -35,8 +34,12 @@ class CollapsedLDAGibbs(ZooGibbsStep):
     theta and phi integrated out. ``sampler="sparse"`` draws from it by SparseLDA's
     buckets (Yao, Mimno & McCallum 2009), ``"dense"`` by the O(K) scan (from 64 topics
     on laid out in blocks for vector instructions,
-    :func:`~custom_ops.lda.gibbs.gibbs_sweep_blocked`); both simulate the same Markov
-    chain. ``"auto"`` (default) is the sparse sweep at ``beta = 1`` and the
+    :func:`~custom_ops.lda.dense.gibbs_sweep_blocked`); both simulate the same Markov
+    chain. ``"alias"`` takes LightLDA's cycle of a word proposal from a stale Walker
+    alias table and a document proposal, each corrected by Metropolis-Hastings (Yuan et
+    al. 2015, :mod:`custom_ops.lda.alias`): O(1) per token whatever K, a different
+    Markov chain with the same stationary distribution (it mixes more slowly per
+    sweep). ``"auto"`` (default) is the sparse sweep at ``beta = 1`` and the
     dense one at ``beta < 1`` (a tempered run's hotter replicas): the power posteriors
     spread each word and document over more topics, where the buckets lose their
     advantage over the scan.
@@ -66,7 +69,7 @@ class CollapsedLDAGibbs(ZooGibbsStep):
         Vocabulary size V and number of topics K.
     alpha : float or array (K,), eta : float or array (V,)
         Dirichlet parameters.
-    sampler : {"auto", "sparse", "dense"}
+    sampler : {"auto", "sparse", "dense", "alias"}
     sweeps : int
         Sweeps per draw.
     n_threads : int
@@ -95,6 +98,8 @@ class CollapsedLDAGibbs(ZooGibbsStep):
 
     name = "lda_collapsed_gibbs"
     can_temper = True
+    #: the ``"alias"`` sampler's sweep (a twin step names another)
+    alias_kernel = staticmethod(gibbs_sweep_alias)
     stats_dtypes_shapes = {
         "log_joint": (np.float64, []),
         "n_changed": (np.int64, []),
@@ -124,13 +129,13 @@ class CollapsedLDAGibbs(ZooGibbsStep):
             raise ValueError(
                 f"vars: CollapsedLDAGibbs updates one variable z, got {self.var_names}"
             )
-        check_choice(sampler, "sampler", ("auto", "sparse", "dense"))
+        check_choice(sampler, "sampler", ("auto", "sparse", "dense", "alias"))
         sweeps = check_int(sweeps, "sweeps", minimum=1)
         self.n_threads = check_int(n_threads, "n_threads", minimum=1)
-        if self.n_threads > 1 and sampler == "dense":
+        if self.n_threads > 1 and sampler in ("dense", "alias"):
             raise ValueError(
                 "n_threads > 1 sweeps with the sparse kernel (AD-LDA); "
-                "sampler='dense' cannot serve it: use sampler='auto' or 'sparse'"
+                f"sampler={sampler!r} cannot serve it: use sampler='auto' or 'sparse'"
             )
         self.n_words = int(n_words)
         self.n_topics = int(n_topics)
@@ -239,12 +244,16 @@ class CollapsedLDAGibbs(ZooGibbsStep):
             # the blocks' topic lists do not describe the global counts
             self._lists_stale = True
         else:
-            self._state = SparseLDAState(words, self.doc_ptr, z, self.n_words, self.n_topics)
+            state_type = AliasLDAState if self.sampler == "alias" else SparseLDAState
+            self._state = state_type(words, self.doc_ptr, z, self.n_words, self.n_topics)
             self._lists_stale = False
         if self.n_threads == 1 and old is not None and words is self._state_words:
             # same corpus (a tempered run's swaps rebuild the counts often): its tables
-            # stay valid, the tempered sweep's depending only on beta and eta besides
+            # stay valid, the tempered sweep's depending only on beta and eta besides,
+            # the alias tables being proposals that any counts may use
             self._state.power_tables = old.power_tables
+            if isinstance(self._state, AliasLDAState) and isinstance(old, AliasLDAState):
+                self._state.take_tables(old)
             return
         self._state_words = words
         self._tables = None
@@ -268,12 +277,15 @@ class CollapsedLDAGibbs(ZooGibbsStep):
         if sparse and self._lists_stale:
             self._rebuild(self._state.z.copy(), self._state_words)
         s = self._state
+        if self.sampler == "alias":  # keeps the topic lists
+            self.alias_kernel(*s.kernel_args(self.alpha, self.eta, self.beta), self.rng)
+            return
         self._lists_stale = not sparse
         if sparse:
             s.sweep(self.alpha, self.eta, self.beta, self.rng)
         else:
             sweep_args = (s.words, s.doc_ptr, s.z, s.n_wk, s.n_dk, s.n_k, self.alpha, self.eta,
-                      self.beta, s.pow_offset, *s.powers(self.eta, self.beta))
+                          self.beta, s.pow_offset, *s.powers(self.eta, self.beta))
             if self._block_width:
                 gibbs_sweep_blocked(*sweep_args, self._block_width, self.rng)
             else:

@@ -84,7 +84,7 @@ def test_z_can_be_left_out_of_the_trace():
     assert dt.attrs["pp_models_method"] == "gibbs"
 
 
-@pytest.mark.parametrize("sampler", ["sparse", "dense"])
+@pytest.mark.parametrize("sampler", ["sparse", "dense", "alias"])
 def test_counts_follow_z_changed_by_someone_else(sampler):
     docs = _random_corpus(2)
     m = lda.model(docs, n_topics=4, n_words=7)
@@ -118,7 +118,7 @@ def test_step_pickles_mid_chain():
 @pytest.mark.parametrize(
     ("overrides", "match"),
     [
-        ({"sampler": "alias"}, "sampler must be"),
+        ({"sampler": "lightlda"}, "sampler must be"),
         ({"sweeps": 0}, "sweeps must be >= 1"),
         ({"doc_ptr": np.array([1, 5])}, "doc_ptr must be"),
         ({"alpha": -1.0}, "alpha and eta must be > 0"),

@@ -1,6 +1,6 @@
 """The tempered collapsed LDA step samples p(z | alpha) p(w | z, eta)^beta: on a 7-token
 corpus every assignment is enumerated (``oracle.py``: sequential Pólya urns, independent
-of the kernels) and the step's state frequencies at beta in {0, 0.3, 1}, with either
+of the kernels) and the step's state frequencies at beta in {0, 0.3, 1}, with each
 sampler, must match within their Monte Carlo error; two replicas interleaved as a tempered run
 interleaves them each sample their own temperature; the twin that ignores beta is
 caught. The model's likelihood is PyMC's datalogp: the collapsed word term. The default
@@ -25,8 +25,8 @@ N_SWEEPS = 8_000
 ENUM = LDAEnumeration(DOCS, K, ALPHA, ETA)
 STATES = ENUM.states
 PARTS = ENUM.parts
-#: comparisons of the correct chains in this module (6 runs + 2 interleaved) x states
-N_COMPARISONS = 8 * len(STATES)
+#: comparisons of the correct chains in this module (9 runs + 2 interleaved) x states
+N_COMPARISONS = 11 * len(STATES)
 power_posterior = ENUM.power_posterior
 
 
@@ -67,7 +67,7 @@ def test_the_likelihood_tempered_is_the_collapsed_word_term(model):
 
 
 @pytest.mark.parametrize("beta", [0.0, 0.3, 1.0])
-@pytest.mark.parametrize("sampler", ["sparse", "dense"])
+@pytest.mark.parametrize("sampler", ["sparse", "dense", "alias"])
 def test_tempered_step_samples_the_power_posterior(model, sampler, beta):
     step = build(model, sampler=sampler)
     step.set_inverse_temperature(beta)
