@@ -49,7 +49,7 @@ from __future__ import annotations
 import numpy as np
 
 from custom_ops.jit import njit_exact
-from custom_ops.lda.gibbs import SparseLDAState, list_remove
+from custom_ops.lda.gibbs import SparseLDAState, list_remove, tempered_powers
 
 __all__ = ["AliasLDAState", "alias_acceptance", "build_alias", "gibbs_sweep_alias"]
 
@@ -119,8 +119,6 @@ def gibbs_sweep_alias(
     d_topics,
     d_nnz,
     alpha,
-    eta,
-    beta,
     pow_offset,
     word_pow,
     topic_pow,
@@ -144,11 +142,13 @@ def gibbs_sweep_alias(
     words, doc_ptr, z, n_wk, n_dk, n_k, w_ptr, w_topics, w_nnz, d_ptr, d_topics, d_nnz
         The :class:`~custom_ops.lda.gibbs.SparseLDAState` arrays, updated in place (the
         topic lists stay those of the counts).
-    alpha : float64 (K,), eta : float64 (V,), beta : float
-        Dirichlet parameters and the inverse temperature in [0, 1].
+    alpha : float64 (K,)
+        The documents' Dirichlet parameter (``eta`` and ``beta`` enter through the
+        tables).
     pow_offset, word_pow, topic_pow
         The tables of :func:`~custom_ops.lda.gibbs.tempered_powers` at ``beta`` and
-        ``eta`` (unused, and may be empty, at ``beta = 1``).
+        ``eta``, also at ``beta = 1`` (``T_w`` and ``H_k`` are always looked up: one code
+        path, and a lookup costs about what the sum it replaces does).
     q_word, alias_prob : float64 (V, K), q_total : float64 (V,), alias_idx : int32 (V, K)
         Each word's stale proposal masses ``Q'_w``, their sum and their alias table.
     draws_left : int64 (V,)
@@ -163,13 +163,9 @@ def gibbs_sweep_alias(
     """
     n_topics = n_k.size
     n_docs = doc_ptr.size - 1
-    eta_sum = 0.0
-    for v in range(eta.size):
-        eta_sum += eta[v]
-    tempered = beta != 1.0
     inv = np.empty(n_topics)
     for k in range(n_topics):
-        inv[k] = topic_pow[n_k[k]] if tempered else 1.0 / (n_k[k] + eta_sum)
+        inv[k] = topic_pow[n_k[k]]
     masses = np.empty(n_topics)
     small = np.empty(n_topics, dtype=np.int64)
     large = np.empty(n_topics, dtype=np.int64)
@@ -187,23 +183,21 @@ def gibbs_sweep_alias(
             n_wk[w, s] -= 1
             n_dk[d, s] -= 1
             n_k[s] -= 1
-            inv[s] = topic_pow[n_k[s]] if tempered else 1.0 / (n_k[s] + eta_sum)
+            inv[s] = topic_pow[n_k[s]]
             if n_dk[d, s] == 0:
                 list_remove(d_topics, ds, d_nnz, d, s)
             ws = w_ptr[w]
             if n_wk[w, s] == 0:
                 list_remove(w_topics, ws, w_nnz, w, s)
             po = pow_offset[w]
-            eta_w = eta[w]
             if draws_left[w] <= 0:
                 for k in range(n_topics):
-                    tw = word_pow[po + n_wk[w, k]] if tempered else n_wk[w, k] + eta_w
-                    masses[k] = tw * inv[k]
+                    masses[k] = word_pow[po + n_wk[w, k]] * inv[k]
                     q_word[w, k] = masses[k]
                 q_total[w] = build_alias(masses, alias_prob[w], alias_idx[w], small, large)
                 draws_left[w] = table_draws
             # word part T_w(n_wk) / H_k and document part n_dk + alpha_k of p(s)
-            tw = word_pow[po + n_wk[w, s]] if tempered else n_wk[w, s] + eta_w
+            tw = word_pow[po + n_wk[w, s]]
             word_s = tw * inv[s]
             doc_s = n_dk[d, s] + alpha[s]
             for _ in range(n_mh):
@@ -213,7 +207,7 @@ def gibbs_sweep_alias(
                 t = c if x - c < alias_prob[w, c] else alias_idx[w, c]
                 draws_left[w] -= 1
                 if t != s:
-                    tw = word_pow[po + n_wk[w, t]] if tempered else n_wk[w, t] + eta_w
+                    tw = word_pow[po + n_wk[w, t]]
                     word_t = tw * inv[t]
                     doc_t = n_dk[d, t] + alpha[t]
                     ratio = alias_acceptance(
@@ -232,7 +226,7 @@ def gibbs_sweep_alias(
                     c = min(int(x), n_topics - 1)
                     t = c if x - c < alpha_prob[c] else alpha_idx[c]
                 if t != s:
-                    tw = word_pow[po + n_wk[w, t]] if tempered else n_wk[w, t] + eta_w
+                    tw = word_pow[po + n_wk[w, t]]
                     word_t = tw * inv[t]
                     doc_t = n_dk[d, t] + alpha[t]
                     # p(t) q_d(s) / (p(s) q_d(t)): the document factors cancel
@@ -248,7 +242,7 @@ def gibbs_sweep_alias(
             n_wk[w, s] += 1
             n_dk[d, s] += 1
             n_k[s] += 1
-            inv[s] = topic_pow[n_k[s]] if tempered else 1.0 / (n_k[s] + eta_sum)
+            inv[s] = topic_pow[n_k[s]]
 
 
 class AliasLDAState(SparseLDAState):
@@ -280,6 +274,18 @@ class AliasLDAState(SparseLDAState):
             self._table_beta = beta
         return self.q_word, self.q_total, self.alias_prob, self.alias_idx, self.draws_left
 
+    def lookup_powers(self, eta, beta: float):
+        """``(word_pow, topic_pow)`` of :func:`~custom_ops.lda.gibbs.tempered_powers` at
+        ``beta`` and ``eta``, made once and kept while they stay the same (at ``beta = 1``
+        too, unlike :meth:`powers`)."""
+        key = ("alias", beta, np.asarray(eta, dtype=np.float64).tobytes())
+        if self.power_tables is None or self.power_tables[0] != key:
+            tables = tempered_powers(
+                self.pow_offset, np.asarray(eta, dtype=np.float64), float(beta), self.words.size
+            )
+            self.power_tables = (key, tables)
+        return self.power_tables[1]
+
     def take_tables(self, other: AliasLDAState) -> None:
         """Use ``other``'s word tables (a state of the same corpus and K): they are
         proposals, valid for any counts, and save rebuilding every word's table."""
@@ -308,10 +314,8 @@ class AliasLDAState(SparseLDAState):
             self.d_topics,
             self.d_nnz,
             alpha,
-            eta,
-            float(beta),
             self.pow_offset,
-            *self.powers(eta, beta),
+            *self.lookup_powers(eta, beta),
             *self._tables(float(beta)),
             self.n_topics if table_draws is None else int(table_draws),
             int(n_mh),

@@ -8,6 +8,7 @@ import pymc as pm
 import pytest
 from scipy.optimize import linear_sum_assignment
 
+from custom_ops.lda.alias import AliasLDAState, gibbs_sweep_alias
 from custom_ops.lda.gibbs import build_counts, log_joint
 from inference import fit
 from inference.gibbs import CollapsedLDAGibbs, get_step
@@ -100,6 +101,26 @@ def test_counts_follow_z_changed_by_someone_else(sampler):
     for got, want in zip((n_wk, n_dk, n_k), expected, strict=True):
         np.testing.assert_array_equal(got, want)
     assert stats[0]["log_joint"] == pytest.approx(log_joint(*expected, 0.1, 0.01))
+
+
+def test_alias_sampler_sweeps_the_alias_kernel_at_the_steps_temperature():
+    """The step's ``"alias"`` sampler is the kernel whose stationary distribution
+    ``tests/custom_ops/lda/test_alias.py`` checks, at the inverse temperature it is given,
+    draw for draw."""
+    docs = _random_corpus(5)
+    m = lda.model(docs, n_topics=4, n_words=7)
+    corpus = lda.prepare_corpus(docs, n_words=7)
+    step = _step_for(m, sampler="alias", rng=6)
+    step.set_inverse_temperature(0.3)
+    point = m.initial_point()
+    state = AliasLDAState(corpus.words, corpus.doc_ptr, point["z"], 7, 4)
+    rng = np.random.default_rng(6)
+    for _ in range(3):
+        point, stats = step.step(point)
+        gibbs_sweep_alias(*state.kernel_args(np.full(4, 0.1), np.full(7, 0.01), 0.3), rng)
+        np.testing.assert_array_equal(point["z"], state.z)
+    assert stats[0]["log_joint"] == pytest.approx(log_joint(state.n_wk, state.n_dk, state.n_k,
+                                                            0.1, 0.01))
 
 
 def test_step_pickles_mid_chain():
