@@ -154,8 +154,10 @@ class CollapsedLDAGibbs(ZooGibbsStep):
                     f"{name} must be a scalar or have {what} = {size} entries, "
                     f"got shape {np.shape(value)}"
                 )
-        self.alpha = np.ascontiguousarray(np.broadcast_to(alpha, (self.n_topics,)), np.float64)
-        self.eta = np.ascontiguousarray(np.broadcast_to(eta, (self.n_words,)), np.float64)
+        # writable copies: a read-only array (a broadcast view) would make Numba compile
+        # every kernel a second time, for that type
+        self.alpha = np.array(np.broadcast_to(alpha, (self.n_topics,)), np.float64)
+        self.eta = np.array(np.broadcast_to(eta, (self.n_words,)), np.float64)
         if np.any(self.alpha <= 0) or np.any(self.eta <= 0):
             raise ValueError("alpha and eta must be > 0")
         # symmetric priors take log_joint's table-lookup path
