@@ -77,7 +77,7 @@ def bench_ours_alias(corpus, n_topics, sweeps, seed):
     state = AliasLDAState(corpus.words, corpus.doc_ptr, z0, corpus.n_words, n_topics)
     t0 = time.perf_counter()
     for _ in range(sweeps):
-        state.sweep(alpha, eta, 1.0, rng)
+        state.alias_sweep(alpha, eta, 1.0, rng)
     elapsed = time.perf_counter() - t0
     return elapsed, log_joint(state.n_wk, state.n_dk, state.n_k, ALPHA, ETA)
 

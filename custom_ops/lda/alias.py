@@ -321,6 +321,7 @@ class AliasLDAState(SparseLDAState):
             int(n_mh),
         )
 
-    def sweep(self, alpha, eta, beta, rng) -> None:
-        """One LightLDA sweep at inverse temperature ``beta`` (:func:`gibbs_sweep_alias`)."""
+    def alias_sweep(self, alpha, eta, beta, rng) -> None:
+        """One LightLDA sweep at inverse temperature ``beta`` (:func:`gibbs_sweep_alias`;
+        :meth:`sweep`, inherited, is SparseLDA's on the same state)."""
         gibbs_sweep_alias(*self.kernel_args(alpha, eta, beta), rng)

@@ -21,7 +21,13 @@ from inference.gibbs.base import ZooGibbsStep
 from inference.gibbs.registry import register_step
 from pp_models.validation import check_choice, check_int
 
-__all__ = ["CollapsedLDAGibbs"]
+__all__ = ["ALIAS_MIN_TOPICS", "CollapsedLDAGibbs"]
+
+#: From this many topics ``sampler="auto"`` sweeps replicas below ``beta = 1`` with the
+#: alias kernel rather than the dense one (on Reuters at beta 0.5 and 0.1 the alias sweep
+#: was 1.6-2.6x the blocked dense one at K = 500 and 1000; the dense one had been
+#: measured the faster at K = 20).
+ALIAS_MIN_TOPICS = 500
 
 
 @register_step
@@ -39,10 +45,12 @@ class CollapsedLDAGibbs(ZooGibbsStep):
     alias table and a document proposal, each corrected by Metropolis-Hastings (Yuan et
     al. 2015, :mod:`custom_ops.lda.alias`): O(1) per token whatever K, a different
     Markov chain with the same stationary distribution (it mixes more slowly per
-    sweep). ``"auto"`` (default) is the sparse sweep at ``beta = 1`` and the
-    dense one at ``beta < 1`` (a tempered run's hotter replicas): the power posteriors
-    spread each word and document over more topics, where the buckets lose their
-    advantage over the scan.
+    sweep). ``"auto"`` (default) is the sparse sweep at ``beta = 1`` and, at ``beta <
+    1`` (a tempered run's hotter replicas), the dense one below
+    :data:`ALIAS_MIN_TOPICS` topics and the alias one from there on: the power
+    posteriors spread each word and document over more topics, where the buckets lose
+    their advantage over the scan at small K and the alias cycle's O(1) wins at large K
+    (measured on Reuters, ``docs/benchmarks.md``).
 
     The count matrices live in the step between calls and are updated in place; they
     are rebuilt from the point only when ``z`` or the words differ from what the step
@@ -246,7 +254,10 @@ class CollapsedLDAGibbs(ZooGibbsStep):
             # the blocks' topic lists do not describe the global counts
             self._lists_stale = True
         else:
-            state_type = AliasLDAState if self.sampler == "alias" else SparseLDAState
+            alias = self.sampler == "alias" or (
+                self.sampler == "auto" and self.n_topics >= ALIAS_MIN_TOPICS
+            )
+            state_type = AliasLDAState if alias else SparseLDAState
             self._state = state_type(words, self.doc_ptr, z, self.n_words, self.n_topics)
             self._lists_stale = False
         if self.n_threads == 1 and old is not None and words is self._state_words:
@@ -265,25 +276,33 @@ class CollapsedLDAGibbs(ZooGibbsStep):
             max_doc = int(np.diff(self.doc_ptr).max())
             self._tables = lgamma_tables(self._alpha_ll, self._eta_ll, max_word, max_doc)
 
+    def _kernel(self) -> str:
+        """The kernel of the next sweep: the sampler asked for, or ``"auto"``'s choice
+        at the current ``beta`` (class docstring)."""
+        if self.sampler != "auto":
+            return self.sampler
+        if self.beta == 1.0:
+            return "sparse"
+        return "alias" if self.n_topics >= ALIAS_MIN_TOPICS else "dense"
+
     def _sweep(self) -> None:
         """One sweep over all tokens, in place on ``self._state``.
 
-        The dense kernel leaves the state's sparse topic lists stale; they are only
-        read by the sparse kernel, so a sparse sweep after a dense one (``"auto"`` when
-        beta became 1) rebuilds them first.
+        The dense kernel leaves the state's sparse topic lists stale; the sparse and
+        alias kernels read them, so their sweep after a dense one (``"auto"`` when beta
+        became 1) rebuilds them first.
         """
         if self.n_threads > 1:
             self._state.sweep(self.alpha, self.eta, self.beta, self._rngs)
             return
-        sparse = self.sampler == "sparse" or (self.sampler == "auto" and self.beta == 1.0)
-        if sparse and self._lists_stale:
+        kernel = self._kernel()
+        if kernel != "dense" and self._lists_stale:
             self._rebuild(self._state.z.copy(), self._state_words)
         s = self._state
-        if self.sampler == "alias":  # keeps the topic lists
+        self._lists_stale = kernel == "dense"
+        if kernel == "alias":  # keeps the topic lists
             self.alias_kernel(*s.kernel_args(self.alpha, self.eta, self.beta), self.rng)
-            return
-        self._lists_stale = not sparse
-        if sparse:
+        elif kernel == "sparse":
             s.sweep(self.alpha, self.eta, self.beta, self.rng)
         else:
             sweep_args = (s.words, s.doc_ptr, s.z, s.n_wk, s.n_dk, s.n_k, self.alpha, self.eta,

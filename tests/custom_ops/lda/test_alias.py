@@ -82,7 +82,7 @@ def test_alias_sweep_keeps_its_counts_and_topic_lists():
     alpha, eta = np.full(n_topics, 0.2), np.full(n_words, 0.05)
     for beta in (1.0, 0.5):
         for _ in range(5):
-            state.sweep(alpha, eta, beta, rng)
+            state.alias_sweep(alpha, eta, beta, rng)
     fresh = lk.SparseLDAState(words, doc_ptr, state.z, n_words, n_topics)
     for name in ("n_wk", "n_dk", "n_k", "w_nnz", "d_nnz"):
         np.testing.assert_array_equal(getattr(state, name), getattr(fresh, name))

@@ -9,9 +9,10 @@ import pytest
 from scipy.optimize import linear_sum_assignment
 
 from custom_ops.lda.alias import AliasLDAState, gibbs_sweep_alias
-from custom_ops.lda.gibbs import build_counts, log_joint
+from custom_ops.lda.gibbs import SparseLDAState, build_counts, log_joint
 from inference import fit
 from inference.gibbs import CollapsedLDAGibbs, get_step
+from inference.gibbs.lda import ALIAS_MIN_TOPICS
 from pp_models import lda
 from pp_models.model_info import get_info
 
@@ -121,6 +122,26 @@ def test_alias_sampler_sweeps_the_alias_kernel_at_the_steps_temperature():
         np.testing.assert_array_equal(point["z"], state.z)
     assert stats[0]["log_joint"] == pytest.approx(log_joint(state.n_wk, state.n_dk, state.n_k,
                                                             0.1, 0.01))
+
+
+def test_auto_sampler_takes_the_alias_kernel_for_hot_replicas_of_many_topics():
+    docs = _random_corpus(6)
+    corpus = lda.prepare_corpus(docs, n_words=7)
+    for n_topics, hot_kernel in ((ALIAS_MIN_TOPICS, "alias"), (20, "dense")):
+        m = lda.model(docs, n_topics=n_topics, n_words=7, deterministics=False)
+        step = _step_for(m, rng=7)
+        point, _ = step.step(m.initial_point())
+        assert step._kernel() == "sparse"
+        step.set_inverse_temperature(0.5)
+        assert step._kernel() == hot_kernel
+        point, _ = step.step(point)
+        step.set_inverse_temperature(1.0)
+        point, stats = step.step(point)  # back to the sparse sweep, lists valid again
+        expected = build_counts(corpus.words, corpus.doc_ptr, point["z"], 7, n_topics)
+        for got, want in zip(step.counts(), expected, strict=True):
+            np.testing.assert_array_equal(got, want)
+        assert stats[0]["log_joint"] == pytest.approx(log_joint(*expected, 0.1, 0.01))
+    assert type(step._state) is SparseLDAState  # K = 20: no alias tables
 
 
 def test_step_pickles_mid_chain():
