@@ -123,7 +123,6 @@ def gibbs_sweep_alias(
     word_pow,
     topic_pow,
     q_word,
-    q_total,
     alias_prob,
     alias_idx,
     draws_left,
@@ -149,8 +148,8 @@ def gibbs_sweep_alias(
         The tables of :func:`~custom_ops.lda.gibbs.tempered_powers` at ``beta`` and
         ``eta``, also at ``beta = 1`` (``T_w`` and ``H_k`` are always looked up: one code
         path, and a lookup costs about what the sum it replaces does).
-    q_word, alias_prob : float64 (V, K), q_total : float64 (V,), alias_idx : int32 (V, K)
-        Each word's stale proposal masses ``Q'_w``, their sum and their alias table.
+    q_word, alias_prob : float64 (V, K), alias_idx : int32 (V, K)
+        Each word's stale proposal masses ``Q'_w`` and their alias table.
     draws_left : int64 (V,)
         Draws each word's table still serves; a word at 0 or below has its table rebuilt
         from the current counts before its next token (all 0: build on first use).
@@ -194,7 +193,7 @@ def gibbs_sweep_alias(
                 for k in range(n_topics):
                     masses[k] = word_pow[po + n_wk[w, k]] * inv[k]
                     q_word[w, k] = masses[k]
-                q_total[w] = build_alias(masses, alias_prob[w], alias_idx[w], small, large)
+                build_alias(masses, alias_prob[w], alias_idx[w], small, large)
                 draws_left[w] = table_draws
             # word part T_w(n_wk) / H_k and document part n_dk + alpha_k of p(s)
             tw = word_pow[po + n_wk[w, s]]
@@ -265,14 +264,13 @@ class AliasLDAState(SparseLDAState):
         if self.q_word is None:
             shape = (self.n_words, self.n_topics)
             self.q_word = np.zeros(shape)
-            self.q_total = np.zeros(self.n_words)
             self.alias_prob = np.zeros(shape)
             self.alias_idx = np.zeros(shape, dtype=np.int32)
             self.draws_left = np.zeros(self.n_words, dtype=np.int64)
         if beta != self._table_beta:
             self.draws_left[:] = 0
             self._table_beta = beta
-        return self.q_word, self.q_total, self.alias_prob, self.alias_idx, self.draws_left
+        return self.q_word, self.alias_prob, self.alias_idx, self.draws_left
 
     def lookup_powers(self, eta, beta: float):
         """``(word_pow, topic_pow)`` of :func:`~custom_ops.lda.gibbs.tempered_powers` at
@@ -290,7 +288,7 @@ class AliasLDAState(SparseLDAState):
         """Use ``other``'s word tables (a state of the same corpus and K): they are
         proposals, valid for any counts, and save rebuilding every word's table."""
         if other.q_word is not None and other.q_word.shape == (self.n_words, self.n_topics):
-            self.q_word, self.q_total = other.q_word, other.q_total
+            self.q_word = other.q_word
             self.alias_prob, self.alias_idx = other.alias_prob, other.alias_idx
             self.draws_left, self._table_beta = other.draws_left, other._table_beta
 
