@@ -24,10 +24,11 @@ __all__ = ["PYTHON_MODE", "PYTHON_UNOPTIMISED", "assert_numba_matches_python", "
 #: gradient checks. A Mode object is kept as given.
 PYTHON_MODE = Mode(linker="py", optimizer="fast_compile")
 
-#: The pure-Python backend without rewrites, for reference values read off a model
-#: (its densities, its transforms) where nothing needs to be fast. PYTHON_MODE's rewrites
-#: fold constant subgraphs with C thunks that g++ compiles on a cold cache: 7-10 CPU-s
-#: for one HMM model's logp, none here.
+#: The pure-Python backend without rewrites, for reference values read off a model's
+#: variables (through its transforms) where nothing needs to be fast. PYTHON_MODE's
+#: rewrites fold constant subgraphs with C thunks, which g++ compiles on a cold cache
+#: (9.5 CPU-s in the HMM tempering tests' reads); none here. (A model's ``logp()``
+#: folds constants itself while PyMC builds it, so this does not spare a logp graph.)
 PYTHON_UNOPTIMISED = Mode(linker="py", optimizer=None)
 
 

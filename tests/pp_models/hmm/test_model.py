@@ -8,7 +8,7 @@ from scipy.special import logsumexp
 
 from pp_models import hmm
 from tests.custom_ops.hmm.enumeration import exact_posterior, random_hmm
-from tests.helpers.backends import PYTHON_UNOPTIMISED
+from tests.helpers.backends import PYTHON_MODE
 
 Y = np.array([0.1, -0.3, 0.2, 3.9, 4.2, 4.0, 0.0, 3.8])
 
@@ -41,9 +41,8 @@ def test_marginalised_density_sums_the_sampled_one():
         "mu": np.array([0.0, 4.0]),
         "tau_log__": np.array([0.1, -0.3]),
     }
-    # unoptimised Python: the rewrites' constant folding would compile C code with g++
-    f_marginal = marginal.compile_logp(mode=PYTHON_UNOPTIMISED)
-    f_sampled = sampled.compile_logp(mode=PYTHON_UNOPTIMISED)
+    f_marginal = marginal.compile_logp(mode=PYTHON_MODE)
+    f_sampled = sampled.compile_logp(mode=PYTHON_MODE)
     paths = np.array(np.meshgrid(*[[0, 1]] * 5, indexing="ij")).reshape(5, -1).T
     total = logsumexp([f_sampled(dict(point, z=z)) for z in paths])
     np.testing.assert_allclose(f_marginal(point), total, rtol=1e-10)
