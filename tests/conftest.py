@@ -57,7 +57,7 @@ FAMILY_TEST_KEYWORDS = {
     "dpm": ("dpm", "crp", "dirichlet_process", "collapsed", "niw", "write_your_own_model"),
     "finite_mixture": ("finite_mixture",),
     "ggm": ("ggm", "glasso", "graphical"),
-    "hmm": ("hmm",),
+    "hmm": ("hmm", "time_series"),
     "ibp_fa": ("ibp",),
     "iomm": ("iomm", "overlapping"),
     "lda": ("lda",),

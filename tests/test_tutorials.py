@@ -36,6 +36,7 @@ FAST_ARGS = {
     "model_comparison": ["--fast"],
     "pitman_yor_diffusion_tree": ["--fast"],
     "testing_your_sampler": ["--fast"],
+    "time_series": ["--fast"],
     "write_your_own_model": ["--fast"],
 }
 

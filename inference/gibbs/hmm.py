@@ -19,14 +19,14 @@ from __future__ import annotations
 import numpy as np
 import pytensor
 import pytensor.tensor as pt
-from pytensor.graph.basic import Variable
-from scipy.special import logit
+from scipy.special import expit, logit
 
 from custom_ops.hmm.forward_backward import ffbs_kernel
 from inference.gibbs.base import ZooGibbsStep, terms_depending_on
 from inference.gibbs.registry import register_step
 from pp_models.hmm.emissions import get_emission
 from pp_models.hmm.model import HMMSpec
+from pp_models.model_info import observed_data
 
 __all__ = ["HMMConjugate", "HMMPathFFBS", "dirichlet_draw", "transition_counts"]
 
@@ -65,6 +65,83 @@ def dirichlet_draw(rng, alpha) -> np.ndarray:
     return g / g.sum(axis=-1, keepdims=True)
 
 
+class _ValueSpace:
+    """A variable of the model between PyMC's value space and its natural scale.
+
+    NumPy for the transforms the factory's variables carry (none, log, log-odds and
+    PyMC's simplex transform, whose forward map is ``log x[:-1] - mean(log x)`` and
+    backward map the softmax of ``(v, -sum v)``): each compiled function would be a graph
+    of its own for the Numba backend to compile, per model. Compiled functions for any
+    other transform.
+    """
+
+    def __init__(self, step: ZooGibbsStep, name: str):
+        m = step.model
+        rv = m[name]
+        key = m.rvs_to_values[rv].name
+        self.key = key
+        transform = m.rvs_to_transforms.get(rv)
+        kind = type(transform).__name__
+        if transform is None:
+            self.natural = lambda point: np.asarray(point[key], dtype=np.float64)
+            self.value = lambda x: x
+        elif kind == "LogTransform":
+            self.natural = lambda point: np.exp(point[key])
+            self.value = np.log
+        elif kind == "LogOddsTransform":
+            self.natural = lambda point: expit(point[key])
+            self.value = logit
+        elif kind == "SimplexTransform":
+            self.natural = lambda point: _simplex_backward(point[key])
+            self.value = _simplex_forward
+        else:
+            x = pt.tensor(dtype="float64", shape=(None,) * rv.ndim)
+            self.natural = step.compile_point_fn(rv)
+            self.value = pytensor.function([x], transform.forward(x, *rv.owner.inputs))
+
+
+def _simplex_forward(x):
+    log_x = np.log(x)
+    return log_x[..., :-1] - log_x.mean(axis=-1, keepdims=True)
+
+
+def _simplex_backward(v):
+    v = np.asarray(v, dtype=np.float64)
+    full = np.concatenate([v, -v.sum(axis=-1, keepdims=True)], axis=-1)
+    e = np.exp(full - full.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+class _Reader:
+    """The natural values of ``pi0``, ``P``, the emission parameters and the data ``y``
+    of a :func:`pp_models.hmm.model` from a point (``y`` from the point when it is free,
+    as in getting-it-right, else the observed values)."""
+
+    def __init__(self, step: ZooGibbsStep, spec: HMMSpec):
+        m = step.model
+        self.emission = get_emission(spec.emission)
+        self.names = ("pi0", "P", *self.emission.parameters)
+        self.spaces = {name: _ValueSpace(step, name) for name in self.names}
+        if m["y"] in m.observed_RVs:
+            y = self.emission.check(observed_data(m, "y"))
+            self.y = lambda point: y
+        else:
+            space = _ValueSpace(step, "y")
+            self.y = lambda point: self.emission.check(space.natural(point))
+
+    def __call__(self, point) -> tuple[dict, np.ndarray]:
+        """``({name: natural value}, y)``."""
+        return {name: s.natural(point) for name, s in self.spaces.items()}, self.y(point)
+
+
+def _check_spec(spec, step: str) -> None:
+    if not isinstance(spec, HMMSpec) or spec.marginalize:
+        raise ValueError(
+            f"{step} needs the options of pp_models.hmm.model's step hint (spec) on a "
+            "model whose path is sampled"
+        )
+
+
 @register_step
 class HMMPathFFBS(ZooGibbsStep):
     """The path ``z`` of :func:`pp_models.hmm.model` by FFBS (an exact block draw).
@@ -73,11 +150,11 @@ class HMMPathFFBS(ZooGibbsStep):
     ----------
     vars : list
         The path ``z`` (a :class:`~pp_models.distributions.MarkovChain`).
-    log_pi0, log_P, log_lik : TensorVariable
-        Symbolic ``(K,)``, ``(K, K)`` and ``(T, K)`` log initial, transition and
-        emission probabilities in terms of the model's variables (the factory's hint).
-    offsets : array of int
-        The sequences' boundaries.
+    spec : HMMSpec
+        The factory's record (the hint's option): the emission family and the
+        sequences' boundaries. The initial, transition and emission log probabilities
+        are computed from the point's values in NumPy
+        (:meth:`pp_models.hmm.emissions.Emission.log_lik`).
 
     Notes
     -----
@@ -91,34 +168,30 @@ class HMMPathFFBS(ZooGibbsStep):
     #: the FFBS kernel (a subclass with another kernel is a tests' planted-bug twin)
     ffbs = staticmethod(ffbs_kernel)
 
-    def __init__(
-        self,
-        vars,
-        *,
-        log_pi0: Variable,
-        log_P: Variable,
-        log_lik: Variable,
-        offsets,
-        model=None,
-        rng=None,
-        blocked=True,
-    ):
+    def __init__(self, vars, *, spec: HMMSpec = None, model=None, rng=None, blocked=True):
         super().__init__(vars, model=model, rng=rng, blocked=blocked)
         if len(self.vars) != 1:
             raise ValueError(f"vars: HMMPathFFBS updates the path alone, got {self.var_names}")
+        _check_spec(spec, self.name)
         name = self.model.values_to_rvs[self.vars[0]].name
         observed = {rv.name for rv in self.model.observed_RVs} | {
             rv.name for rv in self.model.free_RVs
         }
         _only_enters(self.model, name, observed, self.name)
+        self.spec = spec
         self._key = self.var_names[0]
-        self._offsets = np.asarray(offsets, dtype=np.int64)
-        self._fn = self.compile_point_fn([log_pi0, log_P, log_lik])
+        self._reader = _Reader(self, spec)
 
     def step(self, point):
-        log_pi0, log_P, log_lik = (
-            np.ascontiguousarray(v, dtype=np.float64) for v in self._fn(point)
-        )
+        values, y = self._reader(point)
+        emission = self._reader.emission
+        with np.errstate(divide="ignore"):
+            log_pi0 = np.log(values["pi0"])
+            log_P = np.ascontiguousarray(np.log(values["P"]))
+            log_lik = np.ascontiguousarray(
+                emission.log_lik({n: values[n] for n in emission.parameters}, y),
+                dtype=np.float64,
+            )
         if self.beta != 1.0:
             # beta * (-inf) stays -inf for beta > 0; at beta = 0 nothing is observed
             log_lik = (
@@ -129,30 +202,11 @@ class HMMPathFFBS(ZooGibbsStep):
         old = point[self._key]
         T = old.shape[0]
         path = np.array(old, dtype=np.int64, copy=True)
-        value = self.ffbs(log_pi0, log_P, log_lik, self._offsets, self.rng.random(T), path)
+        value = self.ffbs(log_pi0, log_P, log_lik, self.spec.offsets, self.rng.random(T), path)
         new = path.astype(old.dtype)
         return self.updated(point, **{self._key: new}), [
             {"n_changed": int(np.count_nonzero(new != old)), "log_evidence": float(value)}
         ]
-
-
-class _ValueSpace:
-    """Write a variable's natural value into PyMC's value space (its transform)."""
-
-    def __init__(self, model, name: str):
-        rv = model[name]
-        self.key = model.rvs_to_values[rv].name
-        transform = model.rvs_to_transforms.get(rv)
-        kind = type(transform).__name__
-        if transform is None:
-            self.value = lambda x: x
-        elif kind == "LogTransform":
-            self.value = np.log
-        elif kind == "LogOddsTransform":
-            self.value = logit
-        else:
-            x = pt.tensor(dtype="float64", shape=(None,) * rv.ndim)
-            self.value = pytensor.function([x], transform.forward(x, *rv.owner.inputs))
 
 
 @register_step
@@ -178,11 +232,7 @@ class HMMConjugate(ZooGibbsStep):
 
     def __init__(self, vars, *, spec: HMMSpec = None, model=None, rng=None, blocked=True):
         super().__init__(vars, model=model, rng=rng, blocked=blocked)
-        if not isinstance(spec, HMMSpec) or spec.marginalize:
-            raise ValueError(
-                "hmm_conjugate needs the options of pp_models.hmm.model's step "
-                "hint (spec) on a model whose path is sampled"
-            )
+        _check_spec(spec, self.name)
         self.spec = spec
         self.emission = get_emission(spec.emission)
         m = self.model
@@ -197,9 +247,7 @@ class HMMConjugate(ZooGibbsStep):
         for name in self.emission.parameters:
             _only_enters(m, name, {"y"}, self.name)
         self._z_key = m.rvs_to_values[m["z"]].name
-        self._y_fn = self.compile_point_fn(m["y"])
-        self._writers = {name: _ValueSpace(m, name) for name in wanted}
-        self._current = {name: self.compile_point_fn(m[name]) for name in self.emission.parameters}
+        self._reader = _Reader(self, spec)
 
     def counts(self, z) -> tuple[np.ndarray, np.ndarray]:
         """The path's initial-state and transition counts (:func:`transition_counts`)."""
@@ -209,19 +257,18 @@ class HMMConjugate(ZooGibbsStep):
         spec = self.spec
         K = spec.n_states
         z = np.asarray(point[self._z_key], dtype=np.int64)
-        y = np.asarray(self._y_fn(point))
+        current, y = self._reader(point)
         first, counts = self.counts(z)
         new = {
             "pi0": dirichlet_draw(self.rng, spec.initial_concentration + first),
             "P": dirichlet_draw(self.rng, spec.transition_concentration + counts),
         }
-        current = {name: np.asarray(fn(point)) for name, fn in self._current.items()}
         new.update(
             self.emission.conditional_draw(self.rng, y, z, K, spec.hyper, current, self.beta)
         )
         values = {}
         for name, natural in new.items():
-            writer = self._writers[name]
-            old = point[writer.key]
-            values[writer.key] = np.asarray(writer.value(natural), dtype=old.dtype)
+            space = self._reader.spaces[name]
+            old = point[space.key]
+            values[space.key] = np.asarray(space.value(natural), dtype=old.dtype)
         return self.updated(point, **values), [{"n_used": int(np.unique(z).size)}]

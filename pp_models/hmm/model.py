@@ -205,21 +205,11 @@ def get_spec(m: pm.Model) -> HMMSpec | None:
     return getattr(m, "_pp_models_hmm_spec", None)
 
 
-def _params(m, spec):
-    return {name: m[name] for name in get_emission(spec.emission).parameters}
-
-
 def _path_options(m: pm.Model, spec: HMMSpec) -> dict:
-    """The FFBS step's options: the log initial and transition probabilities and the
-    ``(T, K)`` emission log-likelihoods, in terms of ``m``'s variables (the data's
-    values when ``y`` is free, as in getting-it-right)."""
-    emission = get_emission(spec.emission)
-    return {
-        "log_pi0": pt.log(m["pi0"]),
-        "log_P": pt.log(m["P"]),
-        "log_lik": emission.symbolic_log_lik(_params(m, spec), m["y"]),
-        "offsets": spec.offsets,
-    }
+    """The FFBS step's options: the model's record, from which the step computes the
+    initial, transition and emission log probabilities at each point in NumPy (a
+    compiled function of the point would be one more graph to compile per model)."""
+    return {"spec": spec}
 
 
 def _marginal_observed(emission, pi0, P, params, y, offsets):

@@ -14,7 +14,7 @@ import numpy as np
 import pytensor
 from pytensor.compile.mode import Mode
 
-__all__ = ["PYTHON_MODE", "assert_numba_matches_python", "compile_numba"]
+__all__ = ["PYTHON_MODE", "PYTHON_UNOPTIMISED", "assert_numba_matches_python", "compile_numba"]
 
 #: The pure-Python backend (every Op runs its ``perform``) with light rewrites, for
 #: ``verify_grad``: pass this object, not ``mode="FAST_COMPILE"``. verify_grad compiles
@@ -23,6 +23,13 @@ __all__ = ["PYTHON_MODE", "assert_numba_matches_python", "compile_numba"]
 #: constants, 1-4 s cold) per call, e.g. 31 of test_collapsed.py's 55 cold CPU-s of
 #: gradient checks. A Mode object is kept as given.
 PYTHON_MODE = Mode(linker="py", optimizer="fast_compile")
+
+#: The pure-Python backend without rewrites, for reference values read off a model's
+#: variables (through its transforms) where nothing needs to be fast. PYTHON_MODE's
+#: rewrites fold constant subgraphs with C thunks, which g++ compiles on a cold cache
+#: (9.5 CPU-s in the HMM tempering tests' reads); none here. (A model's ``logp()``
+#: folds constants itself while PyMC builds it, so this does not spare a logp graph.)
+PYTHON_UNOPTIMISED = Mode(linker="py", optimizer=None)
 
 
 def compile_numba(inputs, outputs, *, op=None, **function_kwargs):

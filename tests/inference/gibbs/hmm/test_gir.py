@@ -7,9 +7,12 @@ runs by default in tests/custom_ops/hmm/test_forward_backward.py)."""
 import numpy as np
 import pytest
 
+from inference.gibbs.assignment import assign_steps, describe_steps
 from inference.gibbs.hmm import HMMConjugate, HMMPathFFBS
 from inference.testing import getting_it_right
+from inference.testing.generative import GenerativeModel
 from pp_models import hmm
+from pp_models.model_info import get_info
 from tests.inference.gibbs.hmm.twins import CountsAcrossSequences, FilteredFFBS
 
 N_SAMPLES = 1500
@@ -82,17 +85,30 @@ def test_steps_get_it_right(emission):
     result.assert_passed(0.01)
 
 
-def test_fit_assigns_the_two_steps():
-    from inference.testing import getting_it_right as gir
-
-    result = gir(
-        _model("poisson"),
-        data_vars=["y"],
-        n_samples=20,
-        random_seed=1,
-        statistics={"P00": lambda s: float(s["P"][0, 0])},
-    )
-    assert result.step_description == {"hmm_ffbs": ["z"], "hmm_conjugate": ["pi0", "P", "rate"]}
+def test_getting_it_right_assigns_the_two_steps_and_they_read_free_data():
+    """With the data free (as getting-it-right has them), the step assignment fit uses
+    gives z to FFBS and the rest to the conjugate step, and both read y from the point.
+    (No prior draw: its forward-sampling graph is compiled by the slow test above.)"""
+    gen = GenerativeModel(_model("poisson"), ["y"])
+    m = gen.model
+    with m:
+        steps = assign_steps(m, get_info(m), [], None, only=set(gen.param_names))
+    assert describe_steps(steps) == {"hmm_ffbs": ["z"], "hmm_conjugate": ["pi0", "P", "rate"]}
+    ffbs, conjugate = steps
+    # y far from one state's rate: every path puts all observations in state 1
+    point = {
+        "pi0_simplex__": np.array([0.0]),
+        "P_simplex__": np.zeros((2, 1)),
+        "rate_log__": np.log([1e-3, 50.0]),
+        "z": np.zeros(6, dtype=np.int64),
+        "y": np.full(6, 50, dtype=np.int64),
+    }
+    ffbs.rng = np.random.default_rng(0)
+    new, _ = ffbs.step(point)
+    np.testing.assert_array_equal(new["z"], np.ones(6))
+    conjugate.rng = np.random.default_rng(0)
+    rates = np.exp(conjugate.step(new)[0]["rate_log__"])
+    assert rates[1] > 30.0  # Gamma(1 + 300, rate 1/mean + 6): about 50, sd 3
 
 
 @pytest.mark.slow  # planted-bug power (docs/architecture.md, "What runs where")

@@ -21,6 +21,7 @@ from scipy import stats
 
 from inference.gibbs.hmm import HMMConjugate, HMMPathFFBS
 from pp_models import hmm
+from tests.helpers.backends import PYTHON_UNOPTIMISED
 from tests.inference.gibbs.hmm.twins import IgnoresBetaConjugate, IgnoresBetaFFBS
 
 BETAS = (0.0, 0.3, 1.0)
@@ -38,17 +39,28 @@ def _step(m, cls, hint_name):
 
 
 def _natural_fn(m, names):
+    # the reference reads the natural values through PyMC's own transforms (the Python
+    # backend unoptimised: nothing to compile for a few reads)
     outputs = m.replace_rvs_by_values([m[n] for n in names])
-    fn = m.compile_fn(outputs, inputs=m.value_vars, on_unused_input="ignore", point_fn=True)
+    fn = m.compile_fn(
+        outputs,
+        inputs=m.value_vars,
+        on_unused_input="ignore",
+        point_fn=True,
+        mode=PYTHON_UNOPTIMISED,
+    )
     return lambda point: [np.asarray(v) for v in fn(point)]
+
+
+#: a point of the two-state models in value space (uniform pi0 and P), written out:
+#: ``initial_point`` would compile a Numba graph per model
+POINT = {"pi0_simplex__": np.array([0.0]), "P_simplex__": np.zeros((2, 1))}
 
 
 @pytest.fixture(scope="module")
 def poisson_model():
     m = hmm.model(Y_COUNTS, 2, emission="poisson")
-    point = m.initial_point()
-    point["rate_log__"] = np.log(RATES)
-    point["z"] = np.zeros(4, dtype=np.int64)
+    point = dict(POINT, rate_log__=np.log(RATES), z=np.zeros(4, dtype=np.int64))
     return m, point
 
 
@@ -131,10 +143,8 @@ def test_gaussian_precision_and_mean_at_beta(beta):
     m = hmm.model(Y_REAL, 2, emission="gaussian")
     spec = hmm.get_spec(m)
     h = spec.hyper
-    point = m.initial_point()
-    point["z"] = Z_FIXED
     mu0 = np.array([0.0, 2.0])
-    point["mu"] = mu0
+    point = dict(POINT, mu=mu0, tau_log__=np.zeros(2), z=Z_FIXED)
     mu, tau = _conjugate_draws(m, point, HMMConjugate, beta, ["mu", "tau"], seed=3)
     pvalues = []
     for k in range(2):
