@@ -8,6 +8,7 @@ Systems", "LDS Pseudocode").
 - :mod:`pp_models.lds.em`: :func:`em`, maximum likelihood by EM;
 - :mod:`pp_models.lds.model`: :func:`model`, the PyMC model;
 - :mod:`pp_models.lds.outputs`: forward draws, paths after a fit, the picture;
+- :mod:`pp_models.lds.predictive`: LOO terms and posterior predictive replicates;
 - :mod:`pp_models.lds.checks`: the argument checks.
 
 >>> from pp_models import lds
@@ -16,6 +17,7 @@ Systems", "LDS Pseudocode").
 """
 
 from pp_models.lds import outputs as _outputs
+from pp_models.lds import predictive as _predictive
 from pp_models.lds.em import LDSEMResult, em
 from pp_models.lds.kalman import (
     KalmanFilterResult,
@@ -67,4 +69,6 @@ FAMILY = Family(
     ),
     plot=_outputs.plot_results,
     plot_name="states",
+    posterior_predictive=_predictive.posterior_predictive,
+    pointwise_log_likelihood=_predictive.pointwise_log_likelihood,
 )

@@ -10,7 +10,14 @@ import xarray as xr
 from custom_ops.lds.kalman import kalman_filter_kernel
 from custom_ops.lds.simulation import simulation_smoother_kernel
 
-__all__ = ["add_signal", "plot_results", "recover_paths", "simulate", "simulate_states"]
+__all__ = [
+    "add_signal",
+    "draw_parameters",
+    "plot_results",
+    "recover_paths",
+    "simulate",
+    "simulate_states",
+]
 
 
 def _rng(rng):
@@ -40,7 +47,9 @@ def simulate(rng, A, C, Q, R, m0, P0, T) -> tuple[np.ndarray, np.ndarray]:
     return x, x @ C.T + noise
 
 
-def _draw_parameters(posterior, spec, c, s):
+def draw_parameters(posterior, spec, c, s) -> tuple:
+    """``(A, C, Q, R, m0, P0)`` of draw ``(c, s)`` of the posterior (fixed ones from
+    ``spec``), float64 and C-contiguous."""
     n, p = spec.state_dim, spec.obs_dim
     A = spec.A if spec.A is not None else posterior["A"].values[c, s].reshape(n, n)
     C = spec.C if spec.C is not None else posterior["C"].values[c, s].reshape(p, n)
@@ -68,7 +77,7 @@ def recover_paths(dt: xr.DataTree, spec, y, random_seed=None) -> xr.DataTree:
     y = np.ascontiguousarray(y, dtype=np.float64)
     for c in range(chains):
         for s in range(draws):
-            A, C, Q, R, m0, P0 = _draw_parameters(posterior, spec, c, s)
+            A, C, Q, R, m0, P0 = draw_parameters(posterior, spec, c, s)
             log_lik, mf, Pf, mp, Pp = kalman_filter_kernel(y, A, C, Q, R, m0, P0)
             if np.isnan(log_lik).any():
                 continue  # a draw at which the filter fails keeps a NaN path
@@ -123,6 +132,6 @@ def plot_results(dt: xr.DataTree, path, *, band=0.9):
     axes[0, 0].legend(loc="best", fontsize=8)
     axes[-1, 0].set_xlabel("time step")
     fig.tight_layout()
-    fig.savefig(path, dpi=100)
+    fig.savefig(path, dpi=100, format="png")
     plt.close(fig)
     return fig
