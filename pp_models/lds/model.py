@@ -34,6 +34,7 @@ import pymc as pm
 import pytensor.tensor as pt
 
 from custom_ops.lds.ops import kalman_log_likelihood
+from custom_ops.pymc_guard import refuse_pymc_log_likelihood, refuse_pymc_posterior_predictive
 from pp_models.lds import outputs
 from pp_models.lds.checks import as_series, check_parameters
 from pp_models.model_info import StepHint, ZooModelInfo, attach_info
@@ -266,10 +267,16 @@ def path_options(m: pm.Model, spec: LDSSpec) -> dict:
 
 
 def _marginal_observed(par, y):
+    # The states are summed out: the forward draw takes them from their prior given the
+    # parameters, and the log-density is one number for the series. PyMC's posterior
+    # predictive and pointwise log-likelihood would be wrong, so they are refused,
+    # naming the zoo functions (pp_models.lds.predictive).
     def logp(value, A, C, Q, R, m0, P0, _length):
+        refuse_pymc_log_likelihood("the LDS's Kalman likelihood (states summed out)")
         return kalman_log_likelihood(value, A, C, Q, R, m0, P0)
 
     def random(A, C, Q, R, m0, P0, _length, rng=None, size=None):
+        refuse_pymc_posterior_predictive("the LDS's Kalman likelihood (states summed out)")
         return outputs.simulate(rng, A, C, Q, R, m0, P0, y.shape[0])[1]
 
     return pm.CustomDist(
