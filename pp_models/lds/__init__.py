@@ -65,7 +65,7 @@ FAMILY = Family(
         build=_build,
         default_dataset="nile",
         defaults={"state_dim": 1, "A": 1.0, "C": 1.0},
-        fit_defaults={"draws": 500, "tune": 500, "chains": 2},
+        fit_defaults={"draws": 1000, "tune": 500, "chains": 4},
     ),
     plot=_outputs.plot_results,
     plot_name="states",

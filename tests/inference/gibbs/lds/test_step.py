@@ -7,10 +7,12 @@ of the step; the whole sampler's (the step and NUTS on the noise scales) is in
 ``-m slow``."""
 
 import numpy as np
+import pytensor
 import pytest
 
 from inference.gibbs.lds import LDSSimulationSmoother
 from pp_models import lds
+from tests.helpers.backends import PYTHON_MODE
 from tests.inference.gibbs.lds.twins import FilteredCovarianceSmoother
 from tests.pp_models.lds.reference import dense_conditioning, random_lds, whitened_p_values
 
@@ -36,9 +38,12 @@ def _draws(case, step_class, beta, seed):
     m, point, _ = case
     (hint,) = m._pp_models_info.step_hints
     assert hint.step == lds.STEP_PATH
-    step = step_class.from_model(
-        m, hint.var_names, rng=np.random.default_rng(seed), **hint.options(m)
-    )
+    # PyTensor's Python backend for the step's small point function (A..P0 from the
+    # noise scales): a Numba graph of it was most of this file's cold time
+    with pytensor.config.change_flags(mode=PYTHON_MODE):
+        step = step_class.from_model(
+            m, hint.var_names, rng=np.random.default_rng(seed), **hint.options(m)
+        )
     step.set_inverse_temperature(beta)
     return np.stack([step.step(point)[0]["x"] for _ in range(N_DRAWS)])
 
