@@ -7,11 +7,13 @@ with its twin) in the default run (test_step.py), so both runs here are ``-m slo
 
 import numpy as np
 import pymc as pm
+import pytensor
 import pytest
 
 from inference.gibbs.lds import LDSSimulationSmoother
 from inference.testing import getting_it_right
 from pp_models import lds
+from tests.helpers.backends import PYTHON_MODE
 from tests.inference.gibbs.lds.twins import FilteredCovarianceSmoother
 
 N_SAMPLES = 1500
@@ -49,14 +51,17 @@ def _gir(path=LDSSimulationSmoother, seed=0):
             pm.NUTS([model["sigma_state"], model["sigma_obs"]], model=model),
         ]
 
-    return getting_it_right(
-        m,
-        data_vars=["y"],
-        step=build,
-        n_samples=N_SAMPLES,
-        statistics=_statistics(),
-        random_seed=seed,
-    )
+    # the Python backend: the model's forward draws are Python functions (a CustomDist's
+    # random), which the Numba backend would run in object mode with a warning
+    with pytensor.config.change_flags(mode=PYTHON_MODE):
+        return getting_it_right(
+            m,
+            data_vars=["y"],
+            step=build,
+            n_samples=N_SAMPLES,
+            statistics=_statistics(),
+            random_seed=seed,
+        )
 
 
 @pytest.mark.slow
