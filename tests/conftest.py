@@ -61,6 +61,7 @@ FAMILY_TEST_KEYWORDS = {
     "ibp_fa": ("ibp",),
     "iomm": ("iomm", "overlapping"),
     "lda": ("lda",),
+    "lds": ("lds", "kalman"),
     "mixture_of_trees": ("tree_mixture", "mixture_of_trees", "mixtures_of_trees",
                          "spanning_tree", "chow_liu", "map_forest"),
     "pydt": ("pydt", "pitman_yor"),

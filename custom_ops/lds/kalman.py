@@ -51,7 +51,66 @@ LOG_2PI = math.log(2.0 * math.pi)
 
 @njit_exact
 def _symmetrise(M):
-    return 0.5 * (M + M.T)
+    n = M.shape[0]
+    out = np.empty((n, n))
+    for i in range(n):
+        for j in range(n):
+            out[i, j] = 0.5 * (M[i, j] + M[j, i])
+    return out
+
+
+@njit_exact
+def _sym_sum(X, Y):
+    """The symmetric part of ``X + Y`` (loops)."""
+    n = X.shape[0]
+    out = np.empty((n, n))
+    for i in range(n):
+        for j in range(n):
+            out[i, j] = 0.5 * (X[i, j] + X[j, i] + Y[i, j] + Y[j, i])
+    return out
+
+
+@njit_exact
+def _mm(X, Y):
+    """``X @ Y`` for small C-contiguous matrices: loops, one compiled form for every
+    call (NumPy's product compiles a BLAS wrapper per operand layout)."""
+    a, b = X.shape
+    c = Y.shape[1]
+    out = np.zeros((a, c))
+    for i in range(a):
+        for k in range(b):
+            xik = X[i, k]
+            for j in range(c):
+                out[i, j] += xik * Y[k, j]
+    return out
+
+
+@njit_exact
+def _mmt(X, Y):
+    """``X @ Y'`` for small C-contiguous matrices (loops)."""
+    a, b = X.shape
+    c = Y.shape[0]
+    out = np.empty((a, c))
+    for i in range(a):
+        for j in range(c):
+            s = 0.0
+            for k in range(b):
+                s += X[i, k] * Y[j, k]
+            out[i, j] = s
+    return out
+
+
+@njit_exact
+def _mv(X, v):
+    """``X @ v`` (loops)."""
+    a, b = X.shape
+    out = np.empty(a)
+    for i in range(a):
+        s = 0.0
+        for k in range(b):
+            s += X[i, k] * v[k]
+        out[i] = s
+    return out
 
 
 @njit_exact
@@ -71,7 +130,6 @@ def kalman_filter_kernel(y, A, C, Q, R, m0, P0):
     Pp = np.zeros((T, n, n))
     x = m0.copy()
     V = _symmetrise(P0)
-    eye = np.eye(n)
     obs = np.empty(p, dtype=np.int64)
     for t in range(T):
         mp[t] = x
@@ -85,46 +143,55 @@ def kalman_filter_kernel(y, A, C, Q, R, m0, P0):
             mf[t] = x
             Pf[t] = V
         else:
-            if k == p:
-                # Fully observed: no copies of the observed blocks.
-                Co = C
-                Roo = R
-                v = y[t] - C @ x
-            else:
-                o = obs[:k]
-                Co = np.ascontiguousarray(C[o, :])
-                Roo = np.empty((k, k))
-                v = np.empty(k)
-                for a in range(k):
-                    v[a] = y[t, o[a]]
-                    for b in range(k):
-                        Roo[a, b] = R[o[a], o[b]]
-                v = v - Co @ x
-            VCt = V @ Co.T
-            S = _symmetrise(Co @ VCt + Roo)
+            # the observed rows of C, block of R and innovation v = y_o - C_o x
+            Co = np.empty((k, n))
+            Roo = np.empty((k, k))
+            v = np.empty(k)
+            for a in range(k):
+                s = y[t, obs[a]]
+                for j in range(n):
+                    Co[a, j] = C[obs[a], j]
+                    s -= C[obs[a], j] * x[j]
+                v[a] = s
+                for b in range(k):
+                    Roo[a, b] = R[obs[a], obs[b]]
+            VCt = _mmt(V, Co)
+            S = _sym_sum(_mm(Co, VCt), Roo)
             L = cholesky_lower(S)
             if np.isnan(L[0, 0]):
-                log_lik[t] = np.nan
-                log_lik[t + 1 :] = np.nan
-                mf[t:] = np.nan
-                Pf[t:] = np.nan
-                mp[t + 1 :] = np.nan
-                Pp[t + 1 :] = np.nan
+                for u in range(t, T):
+                    log_lik[u] = np.nan
+                    for i in range(n):
+                        mf[u, i] = np.nan
+                        if u > t:
+                            mp[u, i] = np.nan
+                        for j in range(n):
+                            Pf[u, i, j] = np.nan
+                            if u > t:
+                                Pp[u, i, j] = np.nan
                 return log_lik, mf, Pf, mp, Pp
             Sinv = spd_inverse(S)
-            K = VCt @ Sinv
+            K = _mm(VCt, Sinv)
             logdet = 0.0
             for a in range(k):
                 logdet += 2.0 * math.log(L[a, a])
-            quad = v @ (Sinv @ v)
+            w = _mv(Sinv, v)
+            quad = 0.0
+            for a in range(k):
+                quad += v[a] * w[a]
             log_lik[t] = -0.5 * (k * LOG_2PI + logdet + quad)
-            x = x + K @ v
-            IKC = eye - K @ Co
-            V = _symmetrise(IKC @ V @ IKC.T + K @ Roo @ K.T)
+            gain = _mv(K, v)
+            for i in range(n):
+                x[i] += gain[i]
+            IKC = _mm(K, Co)
+            for i in range(n):
+                for j in range(n):
+                    IKC[i, j] = (1.0 if i == j else 0.0) - IKC[i, j]
+            V = _sym_sum(_mmt(_mm(IKC, V), IKC), _mmt(_mm(K, Roo), K))
             mf[t] = x
             Pf[t] = V
-        x = A @ x
-        V = _symmetrise(A @ V @ A.T + Q)
+        x = _mv(A, x)
+        V = _sym_sum(_mmt(_mm(A, V), A), Q)
     return log_lik, mf, Pf, mp, Pp
 
 

@@ -17,13 +17,16 @@ entry of ``y`` is 0.
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import pytensor.tensor as pt
+from numba import carray, types
 from pytensor.graph.basic import Apply
 from pytensor.graph.op import Op
 from pytensor.link.numba.dispatch import basic as nb
 
-from custom_ops.jit import register_numba_op
+from custom_ops.jit import c_entry_points, register_numba_op
 from custom_ops.lds.kalman import (
     kalman_filter_kernel,
     kalman_gradient_kernel,
@@ -119,29 +122,135 @@ def kalman_log_likelihood(y, A, C, Q, R, m0, P0):
     return KalmanLogLikelihood()(y, A, C, Q, R, m0, P0)
 
 
+# --------------------------------------------------------------------------------------
+# Numba registrations: the graph calls the kernels through one C entry point.
+#
+# PyTensor's Numba backend links the code of every function a graph calls into that
+# graph's LLVM module and optimises it again there, so each distinct graph holding these
+# Ops (a model's log-density, its gradient, the point functions of a sampler) would
+# re-generate the filter, smoother and gradient code. Instead they are compiled once as a
+# cached C entry point (``custom_ops.jit.c_entry_points``) that computes the value or,
+# asked, the value and the gradient, and the graph holds only a thin wrapper that calls
+# it. A C callback cannot raise: it returns a status, the wrapper raises.
+# --------------------------------------------------------------------------------------
+_F64P = types.CPointer(types.float64)
+# want_gradient, T, p, n, then y (T, p), A, C, Q, R, m0, P0 (C-contiguous), out: the value,
+# then (if asked) the gradients in y, A, C, Q, R, m0, P0, flat, in that order
+_ENTRY_SIG = types.int64(
+    types.int64,
+    types.int64,
+    types.int64,
+    types.int64,
+    _F64P,
+    _F64P,
+    _F64P,
+    _F64P,
+    _F64P,
+    _F64P,
+    _F64P,
+    _F64P,
+)
+_KERNEL_FAILED = 1
+_FAILED = (
+    "Kalman log-likelihood: the Numba kernel raised an exception; the same inputs "
+    "through kalman_log_likelihood() in mode=Mode(linker='py') (the Op's perform) show it"
+)
+
+
+def _kalman_entry(want_gradient, T, p, n, yp, Ap, Cp, Qp, Rp, m0p, P0p, outp):
+    try:
+        y = carray(yp, (T, p))
+        A = carray(Ap, (n, n))
+        C = carray(Cp, (p, n))
+        Q = carray(Qp, (n, n))
+        R = carray(Rp, (p, p))
+        m0 = carray(m0p, (n,))
+        P0 = carray(P0p, (n, n))
+        size = 1 + T * p + 3 * n * n + p * n + p * p + n if want_gradient != 0 else 1
+        out = carray(outp, (size,))
+        log_lik, mf, Pf, mp, Pp = kalman_filter_kernel(y, A, C, Q, R, m0, P0)
+        total = log_lik.sum()
+        out[0] = -np.inf if np.isnan(total) else total
+        if want_gradient != 0:
+            ms, Ps, cross = rts_smoother_kernel(A, mf, Pf, mp, Pp)
+            g_A, g_C, g_Q, g_R, g_m0, g_P0, g_y = kalman_gradient_kernel(
+                y, A, C, Q, R, m0, P0, ms, Ps, cross
+            )
+            # the order of the Op's inputs: y, A, C, Q, R, m0, P0
+            k = 1
+            for g in (
+                g_y.ravel(),
+                g_A.ravel(),
+                g_C.ravel(),
+                g_Q.ravel(),
+                g_R.ravel(),
+                g_m0,
+                g_P0.ravel(),
+            ):
+                out[k : k + g.size] = g
+                k += g.size
+    except Exception:  # nopython mode catches no narrower class
+        return _KERNEL_FAILED
+    return 0
+
+
+@functools.cache
+def _entry_point():
+    (entry,) = c_entry_points("lds", _ENTRY_SIG, kalman=_kalman_entry)
+    return entry
+
+
 @register_numba_op(KalmanLogLikelihood)
 def _numba_kalman_log_likelihood(op, node, **kwargs):
+    entry = _entry_point()
+
     @nb.numba_njit
     def kalman_log_likelihood_numba(y, A, C, Q, R, m0, P0):
-        log_lik = kalman_filter_kernel(
-            np.ascontiguousarray(y),
-            np.ascontiguousarray(A),
-            np.ascontiguousarray(C),
-            np.ascontiguousarray(Q),
-            np.ascontiguousarray(R),
-            np.ascontiguousarray(m0),
-            np.ascontiguousarray(P0),
-        )[0]
-        total = log_lik.sum()
-        if np.isnan(total):
-            total = -np.inf
-        return np.asarray(total)
+        y = np.ascontiguousarray(y)
+        A = np.ascontiguousarray(A)
+        C = np.ascontiguousarray(C)
+        Q = np.ascontiguousarray(Q)
+        R = np.ascontiguousarray(R)
+        m0 = np.ascontiguousarray(m0)
+        P0 = np.ascontiguousarray(P0)
+        T, p = y.shape
+        n = A.shape[0]
+        if (
+            A.shape[1] != n
+            or C.shape != (p, n)
+            or Q.shape != (n, n)
+            or R.shape != (p, p)
+            or m0.shape[0] != n
+            or P0.shape != (n, n)
+        ):
+            raise ValueError("KalmanLogLikelihood: the inputs' shapes do not match")
+        out = np.empty(1)
+        # .ctypes (not .ctypes.data) holds a reference: a copy made above stays alive
+        status = entry(
+            np.int64(0),
+            T,
+            p,
+            n,
+            y.ctypes,
+            A.ctypes,
+            C.ctypes,
+            Q.ctypes,
+            R.ctypes,
+            m0.ctypes,
+            P0.ctypes,
+            out.ctypes,
+        )
+        if status != 0:
+            raise RuntimeError(_FAILED)
+        return np.asarray(out[0])
 
     return kalman_log_likelihood_numba
 
 
 @register_numba_op(KalmanLogLikelihoodGrad)
 def _numba_kalman_log_likelihood_grad(op, node, **kwargs):
+    entry = _entry_point()
+
     @nb.numba_njit
     def kalman_log_likelihood_grad_numba(y, A, C, Q, R, m0, P0):
         y = np.ascontiguousarray(y)
@@ -151,11 +260,48 @@ def _numba_kalman_log_likelihood_grad(op, node, **kwargs):
         R = np.ascontiguousarray(R)
         m0 = np.ascontiguousarray(m0)
         P0 = np.ascontiguousarray(P0)
-        _, mf, Pf, mp, Pp = kalman_filter_kernel(y, A, C, Q, R, m0, P0)
-        ms, Ps, cross = rts_smoother_kernel(A, mf, Pf, mp, Pp)
-        g_A, g_C, g_Q, g_R, g_m0, g_P0, g_y = kalman_gradient_kernel(
-            y, A, C, Q, R, m0, P0, ms, Ps, cross
+        T, p = y.shape
+        n = A.shape[0]
+        if (
+            A.shape[1] != n
+            or C.shape != (p, n)
+            or Q.shape != (n, n)
+            or R.shape != (p, p)
+            or m0.shape[0] != n
+            or P0.shape != (n, n)
+        ):
+            raise ValueError("KalmanLogLikelihoodGrad: the inputs' shapes do not match")
+        out = np.empty(1 + T * p + 3 * n * n + p * n + p * p + n)
+        status = entry(
+            np.int64(1),
+            T,
+            p,
+            n,
+            y.ctypes,
+            A.ctypes,
+            C.ctypes,
+            Q.ctypes,
+            R.ctypes,
+            m0.ctypes,
+            P0.ctypes,
+            out.ctypes,
         )
+        if status != 0:
+            raise RuntimeError(_FAILED)
+        k = 1
+        g_y = out[k : k + T * p].copy().reshape((T, p))
+        k += T * p
+        g_A = out[k : k + n * n].copy().reshape((n, n))
+        k += n * n
+        g_C = out[k : k + p * n].copy().reshape((p, n))
+        k += p * n
+        g_Q = out[k : k + n * n].copy().reshape((n, n))
+        k += n * n
+        g_R = out[k : k + p * p].copy().reshape((p, p))
+        k += p * p
+        g_m0 = out[k : k + n].copy()
+        k += n
+        g_P0 = out[k : k + n * n].copy().reshape((n, n))
         return g_y, g_A, g_C, g_Q, g_R, g_m0, g_P0
 
     return kalman_log_likelihood_grad_numba

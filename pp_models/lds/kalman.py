@@ -1,5 +1,6 @@
 """The Kalman filter and the Rauch-Tung-Striebel smoother of an LDS (Ghahramani &
-Roweis 1999, "LDS Pseudocode"), on the kernels of :mod:`custom_ops.lds.kalman`."""
+Roweis 1999, "LDS Pseudocode"), and the simulation smoother's exact path draws, on the
+kernels of :mod:`custom_ops.lds.kalman` and :mod:`custom_ops.lds.simulation`."""
 
 from __future__ import annotations
 
@@ -8,9 +9,17 @@ from dataclasses import dataclass
 import numpy as np
 
 from custom_ops.lds.kalman import kalman_filter_kernel, rts_smoother_kernel
+from custom_ops.lds.simulation import simulation_smoother_kernel
 from pp_models.lds.checks import as_series, check_parameters
+from pp_models.validation import check_int, rng_from_seed
 
-__all__ = ["KalmanFilterResult", "RTSSmootherResult", "kalman_filter", "rts_smoother"]
+__all__ = [
+    "KalmanFilterResult",
+    "RTSSmootherResult",
+    "kalman_filter",
+    "rts_smoother",
+    "simulation_smoother",
+]
 
 
 @dataclass(frozen=True)
@@ -133,3 +142,44 @@ def rts_smoother(y, A, C, Q, R, m0, P0) -> RTSSmootherResult:
             "smoother needs it positive definite (make Q positive definite)"
         )
     return RTSSmootherResult(ms, Ps, cross, filt)
+
+
+def simulation_smoother(y, A, C, Q, R, m0, P0, *, size: int = 1, random_seed=None) -> np.ndarray:
+    """Exact draws of the whole state path from ``p(x_{1:T} | y)`` by forward filtering,
+    backward sampling (Carter & Kohn 1994; :mod:`custom_ops.lds.simulation`). Arguments
+    as :func:`kalman_filter`; ``Q`` must be positive definite (the backward pass
+    inverts the predicted covariances).
+
+    Parameters
+    ----------
+    size : int
+        Number of paths.
+    random_seed : int, Generator or None
+        Seeds the draws.
+
+    Returns
+    -------
+    ndarray, shape (size, T, n)
+    """
+    y = as_series(y)
+    params = check_parameters(y, A, C, Q, R, m0, P0)
+    size = check_int(size, "size", minimum=1)
+    rng = rng_from_seed(random_seed)
+    filt = _filter(y, params)
+    T, n = filt.filtered_mean.shape
+    out = np.empty((size, T, n))
+    for s in range(size):
+        out[s] = simulation_smoother_kernel(
+            params.A,
+            filt.filtered_mean,
+            filt.filtered_cov,
+            filt.predicted_mean,
+            filt.predicted_cov,
+            rng.standard_normal((T, n)),
+        )
+    if np.isnan(out).any():
+        raise ValueError(
+            "a predicted state covariance A V A' + Q is singular; the simulation "
+            "smoother needs it positive definite (make Q positive definite)"
+        )
+    return out

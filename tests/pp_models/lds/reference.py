@@ -3,9 +3,10 @@ is one Gaussian; its moments are built densely and conditioned on the observed e
 of ``y`` with plain linear algebra (no recursion shared with the code under test)."""
 
 import numpy as np
+from scipy import stats
 from scipy.stats import multivariate_normal
 
-__all__ = ["dense_conditioning", "random_lds"]
+__all__ = ["dense_conditioning", "random_lds", "whitened_p_values"]
 
 
 def random_lds(rng, n, p):
@@ -58,3 +59,26 @@ def dense_conditioning(y, A, C, Q, R, m0, P0):
     post_mean = mean_x.reshape(-1) + gain @ (y.reshape(-1)[idx] - mean_y[idx])
     post_cov = Sxx - gain @ Sxy[:, idx].T
     return (np.array(cumulative), post_mean.reshape(T, n), post_cov.reshape(T, n, T, n))
+
+
+def whitened_p_values(draws, mean, cov):
+    """p-values of draws of the path (``N x T x n``) against ``N(mean, cov)`` (the
+    shapes of :func:`dense_conditioning`'s answer).
+
+    The draws are whitened by the exact moments, ``z = L^{-1}(x - mean)``, i.i.d.
+    ``N(0, I_d)`` under the hypothesis: ``N |mean z|^2 ~ chi2_d`` (one p-value);
+    ``sum_n z_ni^2 ~ chi2_N`` per coordinate (two-sided); ``sum_n z_ni z_nj / sqrt(N)``,
+    approximately ``N(0, 1)`` per pair (CLT). Compare the smallest with ``alpha / size``
+    (Bonferroni) for a false-failure rate of at most ``alpha``.
+    """
+    N = draws.shape[0]
+    d = mean.size
+    L = np.linalg.cholesky(cov.reshape(d, d))
+    z = np.linalg.solve(L, (draws.reshape(N, d) - mean.reshape(-1)).T).T
+    p = [stats.chi2.sf(N * np.sum(z.mean(axis=0) ** 2), d)]
+    ss = np.sum(z**2, axis=0)
+    p += list(2 * np.minimum(stats.chi2.sf(ss, N), stats.chi2.cdf(ss, N)))
+    i, j = np.triu_indices(d, 1)
+    cross = np.sum(z[:, i] * z[:, j], axis=0) / np.sqrt(N)
+    p += list(2 * stats.norm.sf(np.abs(cross)))
+    return np.array(p)
