@@ -227,18 +227,24 @@ def test_table_of_a_heavy_tailed_prior_has_no_overflow_warning():
 def test_se_covers_chains_that_disagree():
     """A chain stuck in one mode reports a small within-chain variance and an estimate far
     from the others' (the model_comparison tutorial's DP mixture: -181.8, -181.7, -199.9,
-    -181.9 at a within-chain se of 0.2): the se is then the chains' spread, not the
-    within-chain figure that would put the truth 20 se away."""
+    -181.9 at a within-chain se of 0.2): the se is then the chains' spread, with chains -
+    1 degrees of freedom, not the within-chain figure that would put the truth 20 se
+    away."""
     from inference.tempering.evidence import _from_draws, combine_chains
 
     stuck = [-181.8, -181.7, -199.9, -181.9]
-    estimate, se, which = combine_chains(stuck, [0.16] * 4)
+    estimate, se, which, dof = combine_chains(stuck, [0.16] * 4, [50] * 4)
     assert estimate == pytest.approx(np.mean(stuck))
     assert se == pytest.approx(np.std(stuck, ddof=1) / 2) and se > 4
-    assert which.startswith("between chains")
+    assert which.startswith("between chains") and dof == 3
     agreeing = [-181.8, -181.7, -181.9, -181.75]
-    estimate, se, which = combine_chains(agreeing, [0.16] * 4)
+    estimate, se, which, dof = combine_chains(agreeing, [0.16] * 4)
     assert se == pytest.approx(math.sqrt(4 * 0.16) / 4) and which == "within chains"
+    # with the within-chain figure's degrees of freedom the two are pooled
+    _, se, which, dof = combine_chains(agreeing, [0.16] * 4, [50] * 4)
+    between = np.var(agreeing, ddof=1) / 4
+    assert se**2 == pytest.approx((200 * 0.04 + 3 * between) / 203) and dof == 203
+    assert which.endswith("pooled")
     assert combine_chains([-3.0], [0.04])[1] == pytest.approx(0.2)  # one chain: within
 
     # through the estimator: four chains on a 2-temperature ladder, exact independent
