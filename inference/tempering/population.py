@@ -88,6 +88,16 @@ class BatchedPowerPosterior:
         return (np.asarray(prior, dtype=np.float64), np.asarray(lik, dtype=np.float64),
                 np.asarray(dprior, dtype=np.float64), np.asarray(dlik, dtype=np.float64))
 
+    @staticmethod
+    def potential(prior: np.ndarray, lik: np.ndarray, beta: float) -> np.ndarray:
+        """The potential energy ``-(log p(theta) + beta log p(X | theta))``."""
+        return -(prior + beta * lik)
+
+    @staticmethod
+    def log_acceptance(h0: np.ndarray, h1: np.ndarray) -> np.ndarray:
+        """Metropolis: ``min(0, H(start) - H(end))``, a non-finite end rejected."""
+        return np.where(np.isfinite(h1), np.minimum(h0 - h1, 0.0), -np.inf)
+
     def hmc_move(self, x: np.ndarray, beta: float, eps: float, scale: np.ndarray,
                  n_leapfrog: int, rng: np.random.Generator, state=None):
         """One HMC transition of every particle of ``x`` (M, d) at inverse temperature
@@ -99,7 +109,7 @@ class BatchedPowerPosterior:
         s2 = scale**2
         p = rng.standard_normal(x.shape) / scale
         with np.errstate(over="ignore", invalid="ignore"):
-            h0 = -(prior + beta * lik) + 0.5 * np.sum(p * p * s2, axis=1)
+            h0 = self.potential(prior, lik, beta) + 0.5 * np.sum(p * p * s2, axis=1)
             y = x.copy()
             p = p + 0.5 * step * (dprior + beta * dlik)
             for i in range(n_leapfrog):
@@ -107,8 +117,8 @@ class BatchedPowerPosterior:
                 new = self.evaluate(y)
                 grad = new[2] + beta * new[3]
                 p = p + (step if i < n_leapfrog - 1 else 0.5 * step) * grad
-            h1 = -(new[0] + beta * new[1]) + 0.5 * np.sum(p * p * s2, axis=1)
-            log_accept = np.where(np.isfinite(h1), np.minimum(h0 - h1, 0.0), -np.inf)
+            h1 = self.potential(new[0], new[1], beta) + 0.5 * np.sum(p * p * s2, axis=1)
+            log_accept = self.log_acceptance(h0, h1)
         accept = np.log(rng.uniform(size=m)) < log_accept
         x = np.where(accept[:, None], y, x)
         state = tuple(np.where(accept.reshape((m,) + (1,) * (a.ndim - 1)), b, a)
