@@ -70,8 +70,7 @@ class EvidenceResult:
     ladder_error: float = math.nan
 
     def __str__(self) -> str:
-        ladder = ("" if math.isnan(self.ladder_error)
-                  else f"; ladder error {self.ladder_error:+.3f}")
+        ladder = "" if math.isnan(self.ladder_error) else f"; ladder error {self.ladder_error:+.3f}"
         return (
             f"log evidence {self.log_evidence:.3f} ± {self.se:.3f} ({self.method}, "
             f"{self.n_temperatures} temperatures, {self.chains} chains x {self.draws} "
@@ -150,8 +149,9 @@ def combine_chains(estimates, variances, dofs=None) -> CombinedChains:
     within = float(np.sum(variances)) / c**2
     within_dof = math.inf if dofs is None else float(np.sum(dofs))
     if c < 2:
-        return CombinedChains(float(estimates.mean()), math.sqrt(within), "within chains",
-                              within_dof)
+        return CombinedChains(
+            float(estimates.mean()), math.sqrt(within), "within chains", within_dof
+        )
     # in units of the largest estimate: estimates near -1e200 (prior draws of a
     # heavy-tailed model) would overflow the squares
     scale = float(np.max(np.abs(estimates))) or 1.0
@@ -174,5 +174,6 @@ def combine_chains(estimates, variances, dofs=None) -> CombinedChains:
     if math.isinf(within_dof):
         return CombinedChains(mean, math.sqrt(within), "within chains", within_dof)
     pooled = (within_dof * within_scaled + (c - 1) * between_scaled) / (within_dof + c - 1)
-    return CombinedChains(mean, scale * math.sqrt(pooled),
-                          "within and between chains, pooled", within_dof + c - 1)
+    return CombinedChains(
+        mean, scale * math.sqrt(pooled), "within and between chains, pooled", within_dof + c - 1
+    )

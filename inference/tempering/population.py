@@ -56,7 +56,7 @@ class BatchedPowerPosterior:
         m = particles.shape[0]
         replace, offset = {}, 0
         for v, shape, size in zip(values, self.shapes, self.sizes, strict=True):
-            block = particles[:, offset:offset + size].reshape((m, *shape))
+            block = particles[:, offset : offset + size].reshape((m, *shape))
             replace[v] = block.astype(v.dtype)
             offset += size
         prior, lik = vectorize_graph([model.varlogp, model.datalogp], replace)
@@ -66,8 +66,7 @@ class BatchedPowerPosterior:
         # the particles are independent: the gradient of the sum is each row's gradient
         dprior = pt.grad(prior.sum(), particles, disconnected_inputs="ignore")
         dlik = pt.grad(lik.sum(), particles, disconnected_inputs="ignore")
-        self._fn = compile_pymc([particles], [prior, lik, dprior, dlik],
-                                on_unused_input="ignore")
+        self._fn = compile_pymc([particles], [prior, lik, dprior, dlik], on_unused_input="ignore")
 
     @classmethod
     def for_model(cls, model: pm.Model) -> BatchedPowerPosterior:
@@ -79,14 +78,21 @@ class BatchedPowerPosterior:
 
     def flatten(self, point: dict) -> np.ndarray:
         """One particle (d,) from PyMC's point dict."""
-        return np.concatenate([np.ravel(np.asarray(point[n], dtype=np.float64))
-                               for n in self.names]) if self.names else np.zeros(0)
+        return (
+            np.concatenate([np.ravel(np.asarray(point[n], dtype=np.float64)) for n in self.names])
+            if self.names
+            else np.zeros(0)
+        )
 
     def evaluate(self, x: np.ndarray):
         """``(log prior (M,), log-likelihood (M,), their gradients (M, d) each)``."""
         prior, lik, dprior, dlik = self._fn(x)
-        return (np.asarray(prior, dtype=np.float64), np.asarray(lik, dtype=np.float64),
-                np.asarray(dprior, dtype=np.float64), np.asarray(dlik, dtype=np.float64))
+        return (
+            np.asarray(prior, dtype=np.float64),
+            np.asarray(lik, dtype=np.float64),
+            np.asarray(dprior, dtype=np.float64),
+            np.asarray(dlik, dtype=np.float64),
+        )
 
     @staticmethod
     def potential(prior: np.ndarray, lik: np.ndarray, beta: float) -> np.ndarray:
@@ -98,8 +104,16 @@ class BatchedPowerPosterior:
         """Metropolis: ``min(0, H(start) - H(end))``, a non-finite end rejected."""
         return np.where(np.isfinite(h1), np.minimum(h0 - h1, 0.0), -np.inf)
 
-    def hmc_move(self, x: np.ndarray, beta: float, eps: float, scale: np.ndarray,
-                 n_leapfrog: int, rng: np.random.Generator, state=None):
+    def hmc_move(
+        self,
+        x: np.ndarray,
+        beta: float,
+        eps: float,
+        scale: np.ndarray,
+        n_leapfrog: int,
+        rng: np.random.Generator,
+        state=None,
+    ):
         """One HMC transition of every particle of ``x`` (M, d) at inverse temperature
         ``beta`` (module docstring). ``state``: :meth:`evaluate` at ``x`` when known.
         Returns ``(x, state at x, acceptance probabilities (M,))``."""
@@ -121,8 +135,10 @@ class BatchedPowerPosterior:
             log_accept = self.log_acceptance(h0, h1)
         accept = np.log(rng.uniform(size=m)) < log_accept
         x = np.where(accept[:, None], y, x)
-        state = tuple(np.where(accept.reshape((m,) + (1,) * (a.ndim - 1)), b, a)
-                      for a, b in zip((prior, lik, dprior, dlik), new, strict=True))
+        state = tuple(
+            np.where(accept.reshape((m,) + (1,) * (a.ndim - 1)), b, a)
+            for a, b in zip((prior, lik, dprior, dlik), new, strict=True)
+        )
         return x, state, np.exp(log_accept)
 
 

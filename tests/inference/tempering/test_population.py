@@ -52,8 +52,9 @@ def _rejects(x) -> bool:
     p = FALSE_FAILURE / 2
     z = (x.mean() - MEAN) / math.sqrt(VAR / x.size)
     chi2 = (x.size - 1) * x.var(ddof=1) / VAR
-    return (abs(z) > stats.norm.isf(p / 2)
-            or not stats.chi2.ppf(p / 2, x.size - 1) < chi2 < stats.chi2.isf(p / 2, x.size - 1))
+    return abs(z) > stats.norm.isf(p / 2) or not stats.chi2.ppf(
+        p / 2, x.size - 1
+    ) < chi2 < stats.chi2.isf(p / 2, x.size - 1)
 
 
 def test_the_move_leaves_the_power_posterior_invariant(batched):
@@ -82,11 +83,19 @@ def test_ais_on_a_beta_bernoulli_model():
     with pm.Model() as m:
         p = pm.Beta("p", 2.0, 3.0)
         pm.Bernoulli("y", p, observed=y)
-    result = evidence(m, method="ais", n_temperatures=60, draws=500, tune=200, chains=2,
-                      random_seed=1)
+    result = evidence(
+        m, method="ais", n_temperatures=60, draws=500, tune=200, chains=2, random_seed=1
+    )
     assert "moved together" in result.se_method and result.n_temperatures == 60
     # an error of 0.1 nats is caught (tests/helpers/evidence_checks.py)
     check_against_exact(result, exact, detect=0.1, comparisons=2)
-    given = evidence(m, method="ais", ladder=np.linspace(0.0, 1.0, 30) ** 3, draws=300,
-                     tune=100, chains=2, random_seed=2)
+    given = evidence(
+        m,
+        method="ais",
+        ladder=np.linspace(0.0, 1.0, 30) ** 3,
+        draws=300,
+        tune=100,
+        chains=2,
+        random_seed=2,
+    )
     check_against_exact(given, exact, comparisons=2)
