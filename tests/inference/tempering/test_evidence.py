@@ -2,8 +2,8 @@
 y_i ~ N(mu, 1), mu ~ N(0, 1), i = 1..20, so y ~ N(0, I + 11') (the anchors' model).
 
 Every estimator, with the draws of parallel tempering and of the independent nutpie runs,
-is within 3 standard errors of it (the slow test measures the coverage of ±2 se over 20
-seeds); a tempered fit's DataTree is reused; a seed gives the same estimate whatever
+is within its Student-t tolerance of it (the slow test measures the coverage of ±2 se over
+20 seeds); a tempered fit's DataTree is reused; a seed gives the same estimate whatever
 ``cores``; bad input is refused before anything compiles. The tempered model the nutpie
 runs sample is checked term by term in ``test_nutpie_ladder.py``.
 """
@@ -186,8 +186,8 @@ def test_nutpie_is_refused_for_a_model_with_zoo_steps(monkeypatch):
     ("stepping_stone", "parallel_tempering"), ("thermodynamic", "parallel_tempering"),
     ("stepping_stone", "nutpie"), ("thermodynamic", "nutpie"), ("ais", "auto")])
 def test_standard_error_is_calibrated(method, sampler):
-    """The exact value lies within ±2 se on >= 80% of 20 seeds (measured: see the commit
-    messages)."""
+    """The exact value lies within ±2 se on >= 90% of 20 seeds (measured: see the commit
+    messages and docs/benchmarks.md)."""
     m = normal_model()
     sizes = {"stepping_stone": dict(n_temperatures=6, draws=500, tune=300, chains=2),
              "thermodynamic": dict(n_temperatures=16, draws=400, tune=300, chains=2),
@@ -200,7 +200,7 @@ def test_standard_error_is_calibrated(method, sampler):
     z = np.array(z)
     print(f"{method} ({sampler}): |z| < 2 on {np.mean(np.abs(z) < 2):.2f}, mean z "
           f"{z.mean():.2f}, sd {z.std():.2f}")
-    assert np.mean(np.abs(z) < 2) >= 0.8
+    assert np.mean(np.abs(z) < 2) >= 0.9
     assert math.isfinite(z.mean())
 
 
