@@ -42,6 +42,12 @@ not have. ``se_dof`` is the degrees of freedom of ``se**2`` (about ``sum_c (ESS_
 + chains - 1`` pooled, ``chains - 1`` between the chains alone), for a Student-t
 interval.
 
+A stone whose weights are heavy-tailed (two neighbouring power posteriors too far apart)
+has a mean, and a ``Var(w) / ESS``, that rest on weights the draws rarely show: the se
+then understates the error, typically with the estimate too low. Each stone's Pareto
+shape ``k`` (as PSIS measures it) is in the table, and ``se_method`` says
+``UNRELIABLE`` when one exceeds :data:`PARETO_K_LIMIT`.
+
 The ladder's discretisation error: the stepping stone is unbiased for each ratio
 whatever the ladder (a coarse ladder costs variance, which the se sees), the trapezoid
 is not; both are computed from the same draws, and their difference is reported as
@@ -83,11 +89,14 @@ from pp_models.validation import (
 __all__ = [
     "EVIDENCE_METHODS",
     "EVIDENCE_SAMPLERS",
+    "PARETO_K_LIMIT",
     "EvidenceResult",
     "combine_chains",
     "estimate_from_tempering",
     "evidence",
     "ladder_error",
+    "pareto_k",
+    "stones_pareto_k",
     "variance_of_mean",
 ]
 
@@ -119,6 +128,29 @@ def variance_of_mean(x: np.ndarray) -> tuple[float, float]:
     return float(x.var(ddof=1) / ess), ess
 
 
+#: Pareto shape above which a mean of importance weights is unreliable (Vehtari, Simpson,
+#: Gelman, Yao & Gabry 2024, "Pareto smoothed importance sampling", JMLR 25(72), §3.2).
+PARETO_K_LIMIT = 0.7
+
+
+def pareto_k(w: np.ndarray) -> float:
+    """The estimated Pareto shape ``k`` of the upper tail of the weights ``w`` (ArviZ's
+    ``pareto_khat``); NaN when it cannot be estimated (too few distinct weights)."""
+    import warnings
+
+    from arviz_stats.base.array import BaseArray
+
+    if np.ptp(w) == 0 or np.unique(w).size < 20:
+        return float("nan")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            return float(BaseArray().pareto_khat(w[None, :], chain_axis=0, draw_axis=1,
+                                                 tail="right"))
+        except ValueError:
+            return float("nan")
+
+
 def _influence_variance(x: np.ndarray, a: np.ndarray, independent: bool
                         ) -> tuple[float, float]:
     """``(variance, ESS)`` of ``sum_k a_k mean(x[:, k])`` for one chain's draws ``x``
@@ -146,6 +178,17 @@ def stepping_stone(loglik: np.ndarray, ladder: np.ndarray, *, independent: bool 
     log_ratio = np.log(mean) + top
     var, ess = _influence_variance(w, 1.0 / mean, independent)
     return float(log_ratio.sum()), var, log_ratio, ess
+
+
+def stones_pareto_k(loglik: np.ndarray, ladder: np.ndarray) -> np.ndarray:
+    """(N-1,) the Pareto shape of each stone's weights ``exp((beta_{k+1} - beta_k) l)``
+    (:func:`pareto_k`): above :data:`PARETO_K_LIMIT` the stone's mean, and the se, rest on
+    weights whose variance the draws do not show."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        scaled = np.diff(ladder) * loglik[:, :-1]
+        w = np.exp(scaled - scaled.max(axis=0))
+    return np.array([pareto_k(w[:, k]) if np.all(np.isfinite(w[:, k])) else np.nan
+                     for k in range(w.shape[1])])
 
 
 def _trapezoid_weights(ladder: np.ndarray) -> np.ndarray:
@@ -222,11 +265,16 @@ def _from_draws(loglik: np.ndarray, ladders: np.ndarray, method: str, *, indepen
     """The estimate from ``loglik`` (chains, draws, N) at ``ladders`` (chains, N)."""
     chains, draws, n = loglik.shape
     estimates, variances, dofs, rows = [], [], [], []
+    worst_k = -np.inf
     for c in range(chains):
         ladder = ladders[c]
         ll = loglik[c]
+        k_hat = np.full(n - 1, np.nan)
         if method == "stepping_stone":
             est, var, log_ratio, ess = stepping_stone(ll, ladder, independent=independent)
+            k_hat = stones_pareto_k(ll, ladder)
+            if np.any(np.isfinite(k_hat)):
+                worst_k = max(worst_k, float(np.nanmax(k_hat)))
         else:
             est, var, ess = thermodynamic(ll, ladder, independent=independent)
             log_ratio = np.full(n - 1, np.nan)
@@ -242,7 +290,8 @@ def _from_draws(loglik: np.ndarray, ladders: np.ndarray, method: str, *, indepen
                        "mean_log_likelihood": ll[:, t].mean(),
                        "var_log_likelihood": ll[:, t].var(ddof=1),
                        "ess": _ess(ll[:, t]) if np.all(np.isfinite(ll[:, t])) else np.nan,
-                       "log_ratio": log_ratio[t] if t < n - 1 else np.nan}
+                       "log_ratio": log_ratio[t] if t < n - 1 else np.nan,
+                       "pareto_k": k_hat[t] if t < n - 1 else np.nan}
                 if divergences is not None:
                     row["divergences"] = int(divergences[c, t])
                 rows.append(row)
@@ -250,6 +299,11 @@ def _from_draws(loglik: np.ndarray, ladders: np.ndarray, method: str, *, indepen
     across = ("the temperatures' independent runs added"
               if independent else "one influence series across the temperatures")
     combined = combine_chains(estimates, variances, dofs)
+    tails = ""
+    if worst_k > PARETO_K_LIMIT:
+        tails = (f"; UNRELIABLE: a stone's weights are heavy-tailed (Pareto k up to "
+                 f"{worst_k:.2f} > {PARETO_K_LIMIT}), so the se may understate the error: "
+                 "add temperatures")
     return EvidenceResult(
         log_evidence=combined.estimate,
         se=combined.se,
@@ -257,7 +311,8 @@ def _from_draws(loglik: np.ndarray, ladders: np.ndarray, method: str, *, indepen
         per_chain=tuple(float(e) for e in estimates),
         table=table,
         se_method=f"delta method and the effective sample size (Geyer's initial monotone "
-                  f"sequence), {across}; mean over independent chains, se {combined.which}",
+                  f"sequence), {across}; mean over independent chains, se {combined.which}"
+                  f"{tails}",
         draws=draws, chains=chains, n_temperatures=n, tempering=tempering, sampler=sampler,
         se_dof=combined.dof, ladder_error=ladder_error(loglik, ladders))
 

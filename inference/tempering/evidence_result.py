@@ -36,7 +36,8 @@ class EvidenceResult:
     table : pandas.DataFrame
         One row per (chain, temperature): ``beta``, the mean, variance and effective
         sample size of the log-likelihood there, and the stepping stone's
-        ``log_ratio`` to the next temperature (NaN at beta = 1). For AIS, one row per
+        ``log_ratio`` to the next temperature and the Pareto shape ``pareto_k`` of its
+        weights (NaN at beta = 1). For AIS, one row per
         (chain, particle): its log weight.
     se_method : str
         How ``se`` was computed.

@@ -2,7 +2,7 @@
 (:mod:`inference.tempering.population`) against the exact power posterior of the
 conjugate Normal model (y_i ~ N(mu, 1), mu ~ N(0, 1), i = 1..20: at inverse temperature
 beta, mu ~ N(beta sum(y) / (1 + 20 beta), 1 / (1 + 20 beta))), and its planted-bug twins;
-then AIS on a Beta-Bernoulli model, whose evidence is a Beta function.
+then (``-m slow``) AIS on a Beta-Bernoulli model, whose evidence is a Beta function.
 
 The particles start as exact independent draws of ``p_beta`` and each moves on its own, so
 after the moves they are still independent draws of ``p_beta`` when the move leaves it
@@ -75,9 +75,11 @@ def test_the_same_test_catches_a_broken_move(batched, twin):
     assert _rejects(x)
 
 
+@pytest.mark.slow
 def test_ais_on_a_beta_bernoulli_model():
     """The evidence of p ~ Beta(2, 3), 14 of 20 Bernoulli(p) ones is B(16, 9) / B(2, 3);
-    the default schedule (respaced by the pilot) and a given one."""
+    the default schedule (respaced by the pilot) and a given one (slow: the model's own
+    compile; the default run's AIS test is on the conjugate Normal)."""
     y = np.r_[np.ones(14), np.zeros(6)]
     exact = float(special.betaln(16, 9) - special.betaln(2, 3))
     with pm.Model() as m:
