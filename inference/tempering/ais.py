@@ -5,18 +5,31 @@ posteriors at ``0 = beta_0 < beta_1 < ... < beta_{T-1} = 1``, one transition lea
 ``p_{beta_t}`` invariant at each; its log weight is ``sum_t (beta_t - beta_{t-1}) log
 p(X | theta_{t-1})``, and ``mean(weight)`` is an unbiased estimate of ``p(X)``.
 
-The transitions are the model's tempered steps with their tuning frozen: a parallel
-tempering run (:class:`~inference.tempering.driver.TemperedStep`, 8 temperatures) is
-tuned first, which adapts NUTS's step size at each of its temperatures and measures the
-swap rejection rates along its ladder; the annealing schedule then spaces the T
-temperatures evenly in the estimated cumulative communication barrier (as
-:func:`~inference.tempering.ladder.update_schedule` does, the barrier being the
-quantity that governs how far neighbouring power posteriors are apart), unless the
-caller gives the schedule, and the transition at ``beta_t`` is the tuned replica nearest
-in beta, set to ``beta_t``. Nothing adapts during the annealing, so every transition
-leaves its target invariant.
+**An all-continuous model** (every step tempered NUTS): the particles of a chain move
+together (:class:`~inference.tempering.population.BatchedPowerPosterior`: one compiled,
+vectorised evaluation of the prior, the likelihood and their gradients per leapfrog step
+for the whole population; one HMC move per temperature). The kernels are fixed before
+the particles that make the estimate start: a pilot population of ``tune`` particles (at
+least :data:`MIN_PILOT`), annealed first on the schedule ``initial_ladder(T)``, sets at
+each temperature the position scale (the pilot's importance-weighted standard deviation)
+and the step size (adapted over :data:`PILOT_MOVES` moves towards an acceptance of
+:data:`TARGET_ACCEPT`), and, unless the caller gives the schedule, respaces the T
+temperatures evenly in the thermodynamic length ``∫ sd_beta(log p(X | theta)) dbeta``
+(:func:`tune_population`). Each chain then anneals its own particles with those fixed
+kernels (:func:`anneal_population`); the pilot and the chains draw from generators
+spawned from the seed, so a seed gives the same particles whatever ``cores`` (unused
+here: a chain is a few array operations).
 
-Each chain is one :class:`AnnealingStep` driven by the zoo's chain loop
+**A model with Gibbs steps**: the transitions are the model's tempered steps with their
+tuning frozen: a parallel tempering run (:class:`~inference.tempering.driver.TemperedStep`,
+8 temperatures) is tuned first, which adapts NUTS's step size at each of its temperatures
+and measures the swap rejection rates along its ladder; the annealing schedule then spaces
+the T temperatures evenly in the estimated cumulative communication barrier (as
+:func:`~inference.tempering.ladder.update_schedule` does, the barrier being the quantity
+that governs how far neighbouring power posteriors are apart), unless the caller gives the
+schedule, and the transition at ``beta_t`` is the tuned replica nearest in beta, set to
+``beta_t``. Nothing adapts during the annealing, so every transition leaves its target
+invariant. Each chain is one :class:`AnnealingStep` driven by the zoo's chain loop
 (:func:`inference.chains.sample_gibbs`): its tuning iterations are the parallel-tempering
 run, each kept draw is one particle (the draw is the particle's final state, its
 ``ais_log_weight`` a step statistic). Chains therefore run in forked workers like
@@ -24,8 +37,9 @@ run, each kept draw is one particle (the draw is the particle's final state, its
 the same particles whatever ``cores``; Ctrl-C keeps the particles completed.
 
 Standard error: within a chain (``particles`` independent particles), the delta method
-on the mean weight, ``se(log Z) = sd(w) / (sqrt(M) mean(w))``; chains are combined as
-for the other estimators (:mod:`inference.tempering.evidence`).
+on the mean weight, ``se(log Z) = sd(w) / (sqrt(M) mean(w))`` with ``M - 1`` degrees of
+freedom; chains are combined as for the other estimators
+(:func:`~inference.tempering.evidence_result.combine_chains`).
 """
 
 from __future__ import annotations

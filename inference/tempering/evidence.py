@@ -12,7 +12,8 @@ Three estimators, each from runs at a ladder ``0 = beta_0 < ... < beta_{N-1} = 1
   Hurn & Wyse (2014, Eq. 6), ``- sum_k (Delta beta_k)^2 / 12 (V_{k+1} - V_k)`` where
   ``V_k = Var_{beta_k}[log p(X | theta)]``;
 - ``"ais"``: annealed importance sampling (Neal 2001; Murphy 2012 §24.6.2, §24.7.3),
-  :mod:`inference.tempering.ais`.
+  :mod:`inference.tempering.ais` (an all-continuous model's particles moved together,
+  :mod:`inference.tempering.population`).
 
 Never the harmonic mean of the likelihood, whose variance is often infinite, nor Chib's
 candidate estimator, wrong when the posterior is multimodal (Murphy §24.7.1-2).
@@ -391,7 +392,9 @@ def evidence(model: pm.Model, *, method: str = "stepping_stone",
         stone and thermodynamic integration).
     tune : int
         Tuning iterations per chain (parallel tempering adapts its ladder and NUTS its
-        step size; nutpie adapts step size and mass matrix at each temperature; AIS tunes
+        step size; nutpie adapts step size and mass matrix at each temperature; AIS on
+        an all-continuous model anneals a pilot population of this many particles, at
+        least 64, to set its kernels and schedule; AIS on a model with Gibbs steps tunes
         a parallel-tempering run this long first).
     chains, cores : int
         Independent runs, and how many run at once (processes; nutpie's threads).
