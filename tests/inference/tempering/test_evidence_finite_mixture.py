@@ -184,7 +184,9 @@ BIMODAL_X = np.r_[-4.1, -4.0, -3.9, -0.1, 0.0, 0.1, 4.4, 4.5, 4.6]
 def test_standard_error_is_calibrated_on_the_zoo_s_bimodal_mixture():
     """``finite_mixture.model(x, 2, weight_concentration=1, resolution=0.1)`` on
     :data:`BIMODAL_X`, exact by enumeration and quadrature (``oracles``): the exact value
-    within ±2 se on >= 90% of 20 seeds."""
+    within ±2 se on >= 90% of 20 seeds. Measured (docs/benchmarks.md, "Evidence: AIS
+    speed and se calibration"): not met; both chains of a run often miss the same mode,
+    agree, and are biased low together, which no se made from the draws can show."""
     from pp_models import finite_mixture
 
     exact = oracles.finite_mixture_log_evidence(BIMODAL_X, 2, 1.0, 0.1)
@@ -192,7 +194,7 @@ def test_standard_error_is_calibrated_on_the_zoo_s_bimodal_mixture():
                              weight_concentration=1, resolution=0.1)
     z = []
     for seed in range(20):
-        r = evidence(m, n_temperatures=8, draws=300, tune=200, chains=2, cores=1,
+        r = evidence(m, n_temperatures=16, draws=300, tune=200, chains=2, cores=1,
                      random_seed=300 + seed)
         z.append((r.log_evidence - exact) / r.se)
     z = np.array(z)
