@@ -188,8 +188,8 @@ fig.savefig(OUT / "model_comparison_evidence.png", dpi=80)
 # replicas sample their power posteriors. A chain whose replicas are stuck in one mode
 # (no round trips, next section) biases its stepping stone low while its own error stays
 # small: the DP mixture's chains gave -181.8, -181.7, -199.9 and -181.9 with a
-# within-chain error of 0.2. That is why the se is the larger of the within-chain error
-# and the spread of the chains' estimates (here 4.5, and `se_method` says "between
+# within-chain error of 0.2. That is why the se is the spread of the chains' estimates
+# when they disagree beyond their own errors (here 4.5, and `se_method` says "between
 # chains"): compare `per_chain` when it is. BHC's bound is the second check: -180.7,
 # above all four chains. With 24
 # temperatures and 4 x 1500 draws (the DP mixture's sweeps are cheap) the chains agree

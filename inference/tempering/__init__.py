@@ -12,7 +12,9 @@
 - :mod:`~inference.tempering.options`: the ``tempering=`` argument;
 - :mod:`~inference.tempering.evidence`: ``evidence(model, method=...)`` (stepping stone,
   thermodynamic integration) and :class:`EvidenceResult`;
-- :mod:`~inference.tempering.ais`: annealed importance sampling.
+- :mod:`~inference.tempering.ais`: annealed importance sampling;
+- :mod:`~inference.tempering.population`: a population of particles of an
+  all-continuous model moved together (AIS's transitions).
 
 The contract a Gibbs step follows to take part is on
 :class:`inference.gibbs.ZooGibbsStep` (``can_temper``, ``beta``,

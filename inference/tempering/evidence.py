@@ -12,24 +12,49 @@ Three estimators, each from runs at a ladder ``0 = beta_0 < ... < beta_{N-1} = 1
   Hurn & Wyse (2014, Eq. 6), ``- sum_k (Delta beta_k)^2 / 12 (V_{k+1} - V_k)`` where
   ``V_k = Var_{beta_k}[log p(X | theta)]``;
 - ``"ais"``: annealed importance sampling (Neal 2001; Murphy 2012 §24.6.2, §24.7.3),
-  :mod:`inference.tempering.ais`.
+  :mod:`inference.tempering.ais` (an all-continuous model's particles moved together,
+  :mod:`inference.tempering.population`).
 
 Never the harmonic mean of the likelihood, whose variance is often infinite, nor Chib's
 candidate estimator, wrong when the posterior is multimodal (Murphy §24.7.1-2).
 
 The standard error ``se``: for the stepping stone and thermodynamic estimators, each
-chain's estimate is a smooth function of the per-temperature means of a per-draw
-vector (the stones' ``exp((beta_{k+1} - beta_k) (l - max))``, or the log-likelihoods);
-the covariance of those means is estimated by batch means (the draws cut into 20
-consecutive batches, which carries the autocorrelation and the correlation between
-temperatures that the swaps create), and the delta method gives the estimate's variance.
-Chains are independent runs: the estimate is the mean of the chains' estimates, and its
-``se`` the larger of ``sqrt(sum of their variances) / chains`` (within the chains) and
-the standard error of the chains' estimates about their mean (between them; with two or
-more chains). A chain stuck in one mode of a multimodal power posterior has a small
-within-chain variance and an estimate far from the others': the within-chain figure
-alone would then claim a precision the run does not have. The thermodynamic ``se`` does
-not include the discretisation error of the quadrature. For AIS, see its module.
+chain's estimate is a smooth function of the per-temperature means of a per-draw vector
+(the stones' importance weights ``exp((beta_{k+1} - beta_k) (l - max))``, or the
+log-likelihoods). The delta method turns the estimate into the mean of one per-draw
+series, its influence ``g_t = sum_k a_k x_{t,k}`` (``a_k = 1 / mean_k`` for the stones,
+the quadrature weights for the integral), and the variance of that mean is ``Var(g) /
+ESS(g)`` with ``ESS`` the effective sample size of Geyer's initial monotone sequence
+estimator of the autocorrelation (Geyer 1992; ArviZ's ``ess(method="mean")``, which also
+compares the chain's two halves). One series carries both the autocorrelation of every
+rung and the correlation between rungs that the swaps create; a batch-means estimate
+with a fixed number of batches cannot see an autocorrelation time longer than its
+batches. When the temperatures come from independent runs, the rungs' variances
+``a_k^2 Var(x_k) / ESS(x_k)`` are added instead. Chains are independent runs: the
+estimate is the mean of the chains' estimates; the within-chain variance ``sum of their
+variances / chains^2`` and the between-chain ``Var(chain estimates) / chains`` are pooled
+when they agree, and the between-chain figure alone is the ``se`` when the chains
+disagree beyond what their own standard errors explain (a chi-squared test at
+:data:`~inference.tempering.evidence_result.DISAGREEMENT_LEVEL`,
+:func:`~inference.tempering.evidence_result.combine_chains`): a chain stuck in one mode of
+a multimodal power posterior has a small within-chain variance and an estimate far from
+the others', and the within-chain figure alone would then claim a precision the run does
+not have. ``se_dof`` is the degrees of freedom of ``se**2`` (about ``sum_c (ESS_c - 1)
++ chains - 1`` pooled, ``chains - 1`` between the chains alone), for a Student-t
+interval.
+
+A stone whose weights are heavy-tailed (two neighbouring power posteriors too far apart)
+has a mean, and a ``Var(w) / ESS``, that rest on weights the draws rarely show: the se
+then understates the error, typically with the estimate too low. Each stone's Pareto
+shape ``k`` (as PSIS measures it) is in the table, and ``se_method`` says
+``UNRELIABLE`` when one exceeds :data:`PARETO_K_LIMIT`.
+
+The ladder's discretisation error: the stepping stone is unbiased for each ratio
+whatever the ladder (a coarse ladder costs variance, which the se sees), the trapezoid
+is not; both are computed from the same draws, and their difference is reported as
+``ladder_error`` (for the thermodynamic estimate, an estimate of its quadrature error,
+which its ``se`` does not include; for the stepping stone, a check). For AIS, see its
+module.
 
 Where the draws come from (``sampler``): parallel tempering (``fit(..., tempering=...)``,
 any model whose steps can temper), or, for an all-continuous model, independent nutpie
@@ -63,13 +88,17 @@ from pp_models.validation import (
 )
 
 __all__ = [
-    "BATCHES",
     "EVIDENCE_METHODS",
     "EVIDENCE_SAMPLERS",
+    "PARETO_K_LIMIT",
     "EvidenceResult",
     "combine_chains",
     "estimate_from_tempering",
     "evidence",
+    "ladder_error",
+    "pareto_k",
+    "stones_pareto_k",
+    "variance_of_mean",
 ]
 
 EVIDENCE_METHODS = ("stepping_stone", "thermodynamic", "ais")
@@ -77,31 +106,64 @@ EVIDENCE_METHODS = ("stepping_stone", "thermodynamic", "ais")
 #: Where the power posteriors' draws come from (module docstring).
 EVIDENCE_SAMPLERS = ("auto", "nutpie", "parallel_tempering")
 
-#: Batches per chain of the batch-means standard error.
-BATCHES = 20
-
 #: Default number of temperatures: parallel tempering's ladder, AIS's annealing steps.
 _DEFAULT_TEMPERATURES = {"stepping_stone": 12, "thermodynamic": 24, "ais": 200}
 
 
-def _batch_means(x: np.ndarray, batches: int) -> np.ndarray:
-    """(B, ...) means of ``batches`` consecutive batches of the first axis."""
-    b = max(2, min(batches, x.shape[0] // 2))
-    length = x.shape[0] // b
-    return x[: b * length].reshape(b, length, *x.shape[1:]).mean(axis=1)
+def _ess(x: np.ndarray) -> float:
+    """Effective sample size of one chain's draws (ArviZ's 'mean' method: Geyer's
+    initial monotone sequence on the chain's two halves)."""
+    import arviz as az
+
+    if np.ptp(x) == 0:
+        return float(x.size)
+    return float(az.ess(x[None, :], method="mean"))
 
 
-def _covariance_of_means(x: np.ndarray, batches: int, independent: bool) -> np.ndarray:
-    """Batch-means covariance of the column means of ``x`` (draws, K); only its diagonal
-    when the columns come from ``independent`` runs."""
-    bm = _batch_means(x, batches)
+def variance_of_mean(x: np.ndarray) -> tuple[float, float]:
+    """``(Var(mean of x), ESS)`` of one chain's draws ``x``: ``Var(x) / ESS(x)`` (module
+    docstring)."""
+    ess = _ess(x)
+    if np.ptp(x) == 0:
+        return 0.0, ess
+    return float(x.var(ddof=1) / ess), ess
+
+
+#: Pareto shape above which a mean of importance weights is unreliable (Vehtari, Simpson,
+#: Gelman, Yao & Gabry 2024, "Pareto smoothed importance sampling", JMLR 25(72), §3.2).
+PARETO_K_LIMIT = 0.7
+
+
+def pareto_k(w: np.ndarray) -> float:
+    """The estimated Pareto shape ``k`` of the upper tail of the weights ``w`` (ArviZ's
+    ``pareto_khat``); NaN when it cannot be estimated (too few distinct weights)."""
+    import warnings
+
+    from arviz_stats.base.array import BaseArray
+
+    if np.ptp(w) == 0 or np.unique(w).size < 20:
+        return float("nan")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            return float(BaseArray().pareto_khat(w[None, :], chain_axis=0, draw_axis=1,
+                                                 tail="right"))
+        except ValueError:
+            return float("nan")
+
+
+def _influence_variance(x: np.ndarray, a: np.ndarray, independent: bool
+                        ) -> tuple[float, float]:
+    """``(variance, ESS)`` of ``sum_k a_k mean(x[:, k])`` for one chain's draws ``x``
+    (draws, K): the ESS of the influence series ``x @ a``, or the rungs' own ESS when the
+    columns come from ``independent`` runs (the smallest of them is returned)."""
     if independent:
-        return np.diag(bm.var(axis=0, ddof=1) / bm.shape[0])
-    return np.atleast_2d(np.cov(bm, rowvar=False)) / bm.shape[0]
+        parts = [variance_of_mean(a[k] * x[:, k]) for k in range(x.shape[1])]
+        return float(sum(v for v, _ in parts)), float(min(e for _, e in parts))
+    return variance_of_mean(x @ a)
 
 
-def stepping_stone(loglik: np.ndarray, ladder: np.ndarray, batches: int = BATCHES, *,
-                   independent: bool = False):
+def stepping_stone(loglik: np.ndarray, ladder: np.ndarray, *, independent: bool = False):
     """One chain's stepping-stone estimate and variance.
 
     ``loglik``: (draws, N) log-likelihoods at the temperatures of ``ladder`` (N,) (the
@@ -115,33 +177,60 @@ def stepping_stone(loglik: np.ndarray, ladder: np.ndarray, batches: int = BATCHE
     w = np.exp(scaled - top)  # (draws, N-1), each column's max is 1
     mean = w.mean(axis=0)
     log_ratio = np.log(mean) + top
-    cov = _covariance_of_means(w, batches, independent)
-    grad = 1.0 / mean
-    return float(log_ratio.sum()), float(grad @ cov @ grad), log_ratio
+    var, ess = _influence_variance(w, 1.0 / mean, independent)
+    return float(log_ratio.sum()), var, log_ratio, ess
 
 
-def thermodynamic(loglik: np.ndarray, ladder: np.ndarray, batches: int = BATCHES, *,
-                  independent: bool = False):
-    """One chain's corrected-trapezoid thermodynamic-integration estimate and variance
-    (module docstring). Returns (log Z, variance)."""
+def stones_pareto_k(loglik: np.ndarray, ladder: np.ndarray) -> np.ndarray:
+    """(N-1,) the Pareto shape of each stone's weights ``exp((beta_{k+1} - beta_k) l)``
+    (:func:`pareto_k`): above :data:`PARETO_K_LIMIT` the stone's mean, and the se, rest on
+    weights whose variance the draws do not show."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        scaled = np.diff(ladder) * loglik[:, :-1]
+        w = np.exp(scaled - scaled.max(axis=0))
+    return np.array([pareto_k(w[:, k]) if np.all(np.isfinite(w[:, k])) else np.nan
+                     for k in range(w.shape[1])])
+
+
+def _trapezoid_weights(ladder: np.ndarray) -> np.ndarray:
     delta = np.diff(ladder)
-    mean = loglik.mean(axis=0)
-    var = loglik.var(axis=0, ddof=1)
     weights = np.zeros(ladder.size)
     weights[:-1] += delta / 2
     weights[1:] += delta / 2
-    estimate = float(weights @ mean - np.sum(delta**2 / 12 * np.diff(var)))
-    cov = _covariance_of_means(loglik, batches, independent)
-    return estimate, float(weights @ cov @ weights)
+    return weights
 
 
-def _ess(x: np.ndarray) -> float:
-    """Effective sample size of one chain's draws (ArviZ's 'mean' method)."""
-    import arviz as az
+def _corrected_trapezoid(loglik: np.ndarray, ladder: np.ndarray) -> float:
+    """Friel, Hurn & Wyse (2014, Eq. 6) on one chain's (draws, N) log-likelihoods."""
+    delta = np.diff(ladder)
+    var = loglik.var(axis=0, ddof=1)
+    return float(_trapezoid_weights(ladder) @ loglik.mean(axis=0)
+                 - np.sum(delta**2 / 12 * np.diff(var)))
 
-    if np.ptp(x) == 0:
-        return float(x.size)
-    return float(az.ess(x[None, :], method="mean"))
+
+def thermodynamic(loglik: np.ndarray, ladder: np.ndarray, *, independent: bool = False):
+    """One chain's corrected-trapezoid thermodynamic-integration estimate and variance
+    (module docstring). Returns (log Z, variance, ESS of the influence series)."""
+    var, ess = _influence_variance(loglik, _trapezoid_weights(ladder), independent)
+    return _corrected_trapezoid(loglik, ladder), var, ess
+
+
+def ladder_error(loglik: np.ndarray, ladders: np.ndarray) -> float:
+    """The thermodynamic estimate minus the stepping stone's, from the same draws
+    ``loglik`` (chains, draws, N) at ``ladders`` (chains, N), averaged over the chains
+    (module docstring); NaN when a temperature has no draws or a non-finite one."""
+    if not np.all(np.isfinite(loglik)):
+        return float("nan")
+    diffs = []
+    with np.errstate(over="ignore", invalid="ignore"):
+        for ll, ladder in zip(loglik, ladders, strict=True):
+            delta = np.diff(ladder)
+            scaled = delta * ll[:, :-1]
+            top = scaled.max(axis=0)
+            stones = float(np.sum(np.log(np.exp(scaled - top).mean(axis=0)) + top))
+            diffs.append(_corrected_trapezoid(ll, ladder) - stones)
+    error = float(np.mean(diffs))
+    return error if np.isfinite(error) else float("nan")
 
 
 def estimate_from_tempering(dt: xr.DataTree, method: str = "stepping_stone") -> EvidenceResult:
@@ -176,17 +265,23 @@ def _from_draws(loglik: np.ndarray, ladders: np.ndarray, method: str, *, indepen
                 ) -> EvidenceResult:
     """The estimate from ``loglik`` (chains, draws, N) at ``ladders`` (chains, N)."""
     chains, draws, n = loglik.shape
-    estimates, variances, rows = [], [], []
+    estimates, variances, dofs, rows = [], [], [], []
+    worst_k = -np.inf
     for c in range(chains):
         ladder = ladders[c]
         ll = loglik[c]
+        k_hat = np.full(n - 1, np.nan)
         if method == "stepping_stone":
-            est, var, log_ratio = stepping_stone(ll, ladder, independent=independent)
+            est, var, log_ratio, ess = stepping_stone(ll, ladder, independent=independent)
+            k_hat = stones_pareto_k(ll, ladder)
+            if np.any(np.isfinite(k_hat)):
+                worst_k = max(worst_k, float(np.nanmax(k_hat)))
         else:
-            est, var = thermodynamic(ll, ladder, independent=independent)
+            est, var, ess = thermodynamic(ll, ladder, independent=independent)
             log_ratio = np.full(n - 1, np.nan)
         estimates.append(est)
         variances.append(var)
+        dofs.append(max(ess - 1.0, 1.0) if np.isfinite(ess) else 1.0)
         # prior draws of a heavy-tailed model (the diffusion tree's hyperparameters) can
         # have log-likelihoods near -1e200: their variance overflows to inf and their
         # ESS is not defined; the table says so without a warning
@@ -196,23 +291,31 @@ def _from_draws(loglik: np.ndarray, ladders: np.ndarray, method: str, *, indepen
                        "mean_log_likelihood": ll[:, t].mean(),
                        "var_log_likelihood": ll[:, t].var(ddof=1),
                        "ess": _ess(ll[:, t]) if np.all(np.isfinite(ll[:, t])) else np.nan,
-                       "log_ratio": log_ratio[t] if t < n - 1 else np.nan}
+                       "log_ratio": log_ratio[t] if t < n - 1 else np.nan,
+                       "pareto_k": k_hat[t] if t < n - 1 else np.nan}
                 if divergences is not None:
                     row["divergences"] = int(divergences[c, t])
                 rows.append(row)
     table = pd.DataFrame(rows).set_index(["chain", "temperature"])
-    across = ("temperatures independent" if independent
-              else "cross-temperature covariance included")
-    estimate, se, which = combine_chains(estimates, variances)
+    across = ("the temperatures' independent runs added"
+              if independent else "one influence series across the temperatures")
+    combined = combine_chains(estimates, variances, dofs)
+    tails = ""
+    if worst_k > PARETO_K_LIMIT:
+        tails = (f"; UNRELIABLE: a stone's weights are heavy-tailed (Pareto k up to "
+                 f"{worst_k:.2f} > {PARETO_K_LIMIT}), so the se may understate the error: "
+                 "add temperatures")
     return EvidenceResult(
-        log_evidence=estimate,
-        se=se,
+        log_evidence=combined.estimate,
+        se=combined.se,
         method=method,
         per_chain=tuple(float(e) for e in estimates),
         table=table,
-        se_method=f"batch means ({BATCHES} per chain) and the delta method, {across}; "
-                  f"mean over independent chains, se {which}",
-        draws=draws, chains=chains, n_temperatures=n, tempering=tempering, sampler=sampler)
+        se_method=f"delta method and the effective sample size (Geyer's initial monotone "
+                  f"sequence), {across}; mean over independent chains, se {combined.which}"
+                  f"{tails}",
+        draws=draws, chains=chains, n_temperatures=n, tempering=tempering, sampler=sampler,
+        se_dof=combined.dof, ladder_error=ladder_error(loglik, ladders))
 
 
 # ---------------------------------------------------------------------- the entry point
@@ -246,7 +349,10 @@ def choose_sampler(model: pm.Model, sampler: str, method: str) -> str:
                   if item.cls is not TemperedNUTS]
         entry = cache["tempering_plan_steps"] = (signature, others)
     others = entry[1]
-    if method == "ais" or sampler == "parallel_tempering":
+    if method == "ais":
+        # an all-continuous model's particles move together (inference.tempering.ais)
+        return "parallel_tempering" if others else "population"
+    if sampler == "parallel_tempering":
         return "parallel_tempering"
     if sampler == "nutpie":
         if others:
@@ -286,7 +392,9 @@ def evidence(model: pm.Model, *, method: str = "stepping_stone",
         stone and thermodynamic integration).
     tune : int
         Tuning iterations per chain (parallel tempering adapts its ladder and NUTS its
-        step size; nutpie adapts step size and mass matrix at each temperature; AIS tunes
+        step size; nutpie adapts step size and mass matrix at each temperature; AIS on
+        an all-continuous model anneals a pilot population of this many particles, at
+        least 64, to set its kernels and schedule; AIS on a model with Gibbs steps tunes
         a parallel-tempering run this long first).
     chains, cores : int
         Independent runs, and how many run at once (processes; nutpie's threads).
@@ -344,7 +452,8 @@ def evidence(model: pm.Model, *, method: str = "stepping_stone",
         return annealed_importance_sampling(
             model, n_temperatures=betas.size, particles=draws, tune=tune, chains=chains,
             cores=cores, random_seed=random_seed,
-            schedule=betas if ladder is not None else None, progressbar=progressbar)
+            schedule=betas if ladder is not None else None, progressbar=progressbar,
+            population=chosen == "population")
     if chosen == "nutpie":
         from inference.tempering.nutpie_ladder import run_ladder
 

@@ -199,3 +199,50 @@ def latent_mixture_table(X, weights, m0, s0: float, sigma: float, beta: float):
             logw[s] += log_mass
     log_norm = float(special.logsumexp(logw))
     return np.exp(logw - log_norm), means, squares, log_norm
+
+
+# ----------------------------------------------------------------------- the zoo's finite mixture
+def floored_normal_block(x, center: float, mu_sd: float, sigma_scale: float, floor: float,
+                         grid: int = 6001) -> float:
+    """One column's block marginal under the zoo's finite mixture's component prior
+    ``mu ~ N(center, mu_sd^2)``, ``sigma`` with density ``∝ exp(-sigma^2 / (2
+    sigma_scale^2) - floor^2 / (2 sigma^2))``: for each ``sigma`` the block is Normal
+    with covariance ``sigma^2 I + mu_sd^2 11'`` (its determinant and inverse by the
+    matrix determinant lemma and Sherman-Morrison), then ``sigma`` is integrated by
+    Simpson's rule on a log grid, the prior's normaliser on the same grid."""
+    from scipy import integrate
+
+    x = np.asarray(x, dtype=float)
+    n = x.size
+    log_s = np.linspace(math.log(1e-4), math.log(100 * sigma_scale), grid)
+    s2 = np.exp(2 * log_s)
+    log_prior = -s2 / (2 * sigma_scale**2) - floor**2 / (2 * s2) + log_s  # d sigma = sigma dlog
+    if n:
+        r = x - center
+        t2 = mu_sd**2
+        quad = (r @ r - t2 * r.sum() ** 2 / (s2 + n * t2)) / s2
+        log_det = (n - 1) * np.log(s2) + np.log(s2 + n * t2)
+        log_lik = -0.5 * (n * math.log(2 * math.pi) + log_det + quad)
+    else:
+        log_lik = 0.0
+    top = float(np.max(log_prior + log_lik))
+    num = integrate.simpson(np.exp(log_prior + log_lik - top), x=log_s)
+    top0 = float(np.max(log_prior))
+    den = integrate.simpson(np.exp(log_prior - top0), x=log_s)
+    return float(top + math.log(num) - top0 - math.log(den))
+
+
+def finite_mixture_log_evidence(x, n_components: int, weight_concentration: float,
+                                resolution: float) -> float:
+    """``log p(x)`` of ``pp_models.finite_mixture.model(x, n_components,
+    weight_concentration=..., resolution=...)`` for one column ``x``: every labelled
+    assignment (:func:`finite_log_evidence`) with the blocks of
+    :func:`floored_normal_block` (the factory's prior: ``center`` the data's mean, ``mu``'s
+    sd twice the data's sd, ``sigma``'s scale the data's sd)."""
+    x = np.asarray(x, dtype=float).reshape(-1, 1)
+    center, scale = float(x.mean()), float(x.std())
+
+    def block(X):
+        return floored_normal_block(X[:, 0], center, 2 * scale, scale, resolution)
+
+    return finite_log_evidence(x, block, n_components, weight_concentration)

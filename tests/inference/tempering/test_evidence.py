@@ -2,8 +2,8 @@
 y_i ~ N(mu, 1), mu ~ N(0, 1), i = 1..20, so y ~ N(0, I + 11') (the anchors' model).
 
 Every estimator, with the draws of parallel tempering and of the independent nutpie runs,
-is within 3 standard errors of it (the slow test measures the coverage of ±2 se over 20
-seeds); a tempered fit's DataTree is reused; a seed gives the same estimate whatever
+is within its Student-t tolerance of it (the slow test measures the coverage of ±2 se over
+20 seeds); a tempered fit's DataTree is reused; a seed gives the same estimate whatever
 ``cores``; bad input is refused before anything compiles. The tempered model the nutpie
 runs sample is checked term by term in ``test_nutpie_ladder.py``.
 """
@@ -94,7 +94,7 @@ def test_annealed_importance_sampling(model):
     ais = evidence(model, method="ais", n_temperatures=40, draws=60, tune=150, chains=2,
                    cores=2, random_seed=5)
     assert ais.sampler == "ais"
-    assert abs(ais.log_evidence - EXACT) < 3 * ais.se, (ais.log_evidence, EXACT, ais.se)
+    check_against_exact(ais, EXACT, comparisons=2)
     assert list(ais.table.index.names) == ["chain", "particle"] and len(ais.table) == 120
     ais.plot()
     # chains run in worker processes; each from its own generator spawned from the seed
@@ -102,6 +102,12 @@ def test_annealed_importance_sampling(model):
                           chains=2, cores=1, random_seed=5)
     np.testing.assert_array_equal(one_by_one.table["log_weight"].values,
                                   ais.table["log_weight"].values)
+    # the particles move together (one compiled call per leapfrog step for all of them),
+    # here on a given schedule
+    given = evidence(model, method="ais", ladder=np.linspace(0.0, 1.0, 30) ** 4, draws=60,
+                     tune=100, chains=2, random_seed=6)
+    assert "moved together" in given.se_method and given.n_temperatures == 30
+    check_against_exact(given, EXACT)
 
 
 @pytest.mark.parametrize(
@@ -186,8 +192,8 @@ def test_nutpie_is_refused_for_a_model_with_zoo_steps(monkeypatch):
     ("stepping_stone", "parallel_tempering"), ("thermodynamic", "parallel_tempering"),
     ("stepping_stone", "nutpie"), ("thermodynamic", "nutpie"), ("ais", "auto")])
 def test_standard_error_is_calibrated(method, sampler):
-    """The exact value lies within ±2 se on >= 80% of 20 seeds (measured: see the commit
-    messages)."""
+    """The exact value lies within ±2 se on >= 90% of 20 seeds (measured: see the commit
+    messages and docs/benchmarks.md)."""
     m = normal_model()
     sizes = {"stepping_stone": dict(n_temperatures=6, draws=500, tune=300, chains=2),
              "thermodynamic": dict(n_temperatures=16, draws=400, tune=300, chains=2),
@@ -200,7 +206,7 @@ def test_standard_error_is_calibrated(method, sampler):
     z = np.array(z)
     print(f"{method} ({sampler}): |z| < 2 on {np.mean(np.abs(z) < 2):.2f}, mean z "
           f"{z.mean():.2f}, sd {z.std():.2f}")
-    assert np.mean(np.abs(z) < 2) >= 0.8
+    assert np.mean(np.abs(z) < 2) >= 0.9
     assert math.isfinite(z.mean())
 
 
@@ -227,18 +233,24 @@ def test_table_of_a_heavy_tailed_prior_has_no_overflow_warning():
 def test_se_covers_chains_that_disagree():
     """A chain stuck in one mode reports a small within-chain variance and an estimate far
     from the others' (the model_comparison tutorial's DP mixture: -181.8, -181.7, -199.9,
-    -181.9 at a within-chain se of 0.2): the se is then the chains' spread, not the
-    within-chain figure that would put the truth 20 se away."""
+    -181.9 at a within-chain se of 0.2): the se is then the chains' spread, with chains -
+    1 degrees of freedom, not the within-chain figure that would put the truth 20 se
+    away."""
     from inference.tempering.evidence import _from_draws, combine_chains
 
     stuck = [-181.8, -181.7, -199.9, -181.9]
-    estimate, se, which = combine_chains(stuck, [0.16] * 4)
+    estimate, se, which, dof = combine_chains(stuck, [0.16] * 4, [50] * 4)
     assert estimate == pytest.approx(np.mean(stuck))
     assert se == pytest.approx(np.std(stuck, ddof=1) / 2) and se > 4
-    assert which.startswith("between chains")
+    assert which.startswith("between chains") and dof == 3
     agreeing = [-181.8, -181.7, -181.9, -181.75]
-    estimate, se, which = combine_chains(agreeing, [0.16] * 4)
+    estimate, se, which, dof = combine_chains(agreeing, [0.16] * 4)
     assert se == pytest.approx(math.sqrt(4 * 0.16) / 4) and which == "within chains"
+    # with the within-chain figure's degrees of freedom the two are pooled
+    _, se, which, dof = combine_chains(agreeing, [0.16] * 4, [50] * 4)
+    between = np.var(agreeing, ddof=1) / 4
+    assert se**2 == pytest.approx((200 * 0.04 + 3 * between) / 203) and dof == 203
+    assert which.endswith("pooled")
     assert combine_chains([-3.0], [0.04])[1] == pytest.approx(0.2)  # one chain: within
 
     # through the estimator: four chains on a 2-temperature ladder, exact independent
@@ -260,3 +272,18 @@ def test_evidence_runs_the_tempered_fit_s_draws(model):
     ss = evidence(model, n_temperatures=3, sampler="parallel_tempering", **sizes)
     dt = fit(model, tempering=3, progressbar=False, **sizes)
     assert ss.per_chain == estimate_from_tempering(dt, "stepping_stone").per_chain
+
+
+def test_a_heavy_tailed_stone_is_flagged():
+    """A stone between power posteriors far apart has log-normal weights of sd 4 (Pareto
+    k near 1): the se cannot be trusted and se_method says so; with sd 0.3 it does not."""
+    from inference.tempering.evidence import PARETO_K_LIMIT, _from_draws
+
+    rng = np.random.default_rng(1)
+    for sd, flagged in ((4.0, True), (0.3, False)):
+        loglik = rng.normal(-10.0, sd, size=(2, 1000, 2))
+        result = _from_draws(loglik, np.tile([0.0, 1.0], (2, 1)), "stepping_stone",
+                             independent=True, sampler="nutpie")
+        k = result.table["pareto_k"].xs(0, level="temperature")
+        assert (k > PARETO_K_LIMIT).all() == flagged
+        assert ("UNRELIABLE" in result.se_method) == flagged

@@ -1,7 +1,7 @@
 """The evidence of collapsed LDA (``pp_models.lda``) against the sum over every topic
 assignment of a 7-token corpus (``tests/inference/gibbs/lda/oracle.py``: Pólya urns,
 independent of the kernels). The stepping-stone and thermodynamic estimates from one
-tempered run of the collapsed Gibbs step must lie within 3 standard errors; ``-m slow``
+tempered run of the collapsed Gibbs step must lie within their tolerance; ``-m slow``
 measures the coverage of ±2 se over 20 seeds.
 """
 
@@ -41,10 +41,10 @@ def test_lda_evidence_matches_the_sum_over_assignments(model, exact):
 
 @pytest.mark.slow
 def test_standard_error_is_calibrated(model, exact):
-    """The exact value within ±2 se on >= 80% of 20 seeds."""
+    """The exact value within ±2 se on >= 90% of 20 seeds."""
     z = [(r.log_evidence - exact) / r.se for r in (
         evidence(model, n_temperatures=8, draws=500, tune=300, chains=2, cores=1,
-                 random_seed=200 + seed) for seed in range(20))]
+                 random_seed=100 + seed) for seed in range(20))]
     z = np.array(z)
     print(f"|z| < 2 on {np.mean(np.abs(z) < 2):.2f}, mean z {z.mean():.2f}, sd {z.std():.2f}")
-    assert np.mean(np.abs(z) < 2) >= 0.8
+    assert np.mean(np.abs(z) < 2) >= 0.9

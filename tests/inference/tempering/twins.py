@@ -1,9 +1,12 @@
 """Planted-bug twins of the tempered steps: each ignores the inverse temperature in one
 realistic way, and the exact power-posterior tests must catch it."""
 
+import numpy as np
+
 from inference.gibbs import CRPAuxiliaryGibbs, CRPCollapsedGibbs
 from inference.gibbs.dpm.niw_hyper import NIWHyperGibbs
 from inference.tempering.nuts import TemperedNUTS
+from inference.tempering.population import BatchedPowerPosterior
 from inference.tempering.pymc_steps import (
     TemperedBinaryGibbsMetropolis,
     TemperedCategoricalGibbsMetropolis,
@@ -62,3 +65,20 @@ class BinaryGibbsIgnoringBeta(_IgnoresBeta, TemperedBinaryGibbsMetropolis):
 
 class CategoricalGibbsIgnoringBeta(_IgnoresBeta, TemperedCategoricalGibbsMetropolis):
     name = "test_categorical_gibbs_ignoring_beta"
+
+
+class PopulationAcceptingAll(BatchedPowerPosterior):
+    """The population's HMC move without its Metropolis test: every leapfrog end is
+    accepted, so the move keeps the leapfrog's shadow Hamiltonian, not ``p_beta``."""
+
+    @staticmethod
+    def log_acceptance(h0, h1):
+        return np.zeros_like(h0)
+
+
+class PopulationIgnoringBeta(BatchedPowerPosterior):
+    """The population's HMC move whose Metropolis test uses the posterior at beta = 1."""
+
+    @staticmethod
+    def potential(prior, lik, beta):
+        return -(prior + lik)
