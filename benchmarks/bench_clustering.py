@@ -113,7 +113,7 @@ CANDIDATES = {
 
 
 def run_dpm(X, y, *, options, alpha, draws, tune, chains, seed):
-    from inference.fit import fit
+    from inference.fitting import fit
     from pp_models import dpm, partitions
 
     start = time.perf_counter()

@@ -100,7 +100,7 @@ def _row(label, z, y, joint):
 
 
 def diagnose(name, seeds, old_start):
-    from inference.fit import fit
+    from inference.fitting import fit
     from inference.gibbs.dpm.crp_collapsed import CRPCollapsedGibbs
     from pp_models import dpm, partitions
     from pp_models.model_info import posterior_with_labels

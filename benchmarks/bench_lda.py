@@ -8,6 +8,9 @@ excluded) and the final joint log likelihood log p(w, z).
 
 - ours/sparse: SparseLDA buckets (``custom_ops.lda.gibbs.gibbs_sweep_sparse``), the
   kernel the ``lda_collapsed_gibbs`` step uses by default;
+- ours/alias: LightLDA's cycle of a stale alias-table word proposal and a document
+  proposal with Metropolis-Hastings corrections (``custom_ops.lda.alias``), the step's
+  ``"alias"`` sampler, O(1) per token;
 - ours/dense: the O(K) Griffiths-Steyvers conditional, what the step's ``"dense"``
   sampler runs: the fused scan (``gibbs_sweep_dense``) below 64 topics, the blocked
   layout that vectorises (``gibbs_sweep_blocked``) from 64 on;
@@ -44,15 +47,9 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from benchmarks._memory import PeakRSS
-from custom_ops.lda.gibbs import (
-    SparseLDAState,
-    build_counts,
-    dense_block_width,
-    gibbs_sweep_blocked,
-    gibbs_sweep_dense,
-    log_joint,
-    tempering_tables,
-)
+from custom_ops.lda.alias import AliasLDAState
+from custom_ops.lda.dense import dense_block_width, gibbs_sweep_blocked, gibbs_sweep_dense
+from custom_ops.lda.gibbs import SparseLDAState, build_counts, log_joint, tempering_tables
 from pp_models import datasets
 from pp_models.lda import prepare_corpus
 
@@ -68,6 +65,19 @@ def bench_ours_sparse(corpus, n_topics, sweeps, seed):
     t0 = time.perf_counter()
     for _ in range(sweeps):
         state.sweep(alpha, eta, 1.0, rng)
+    elapsed = time.perf_counter() - t0
+    return elapsed, log_joint(state.n_wk, state.n_dk, state.n_k, ALPHA, ETA)
+
+
+def bench_ours_alias(corpus, n_topics, sweeps, seed):
+    rng = np.random.default_rng(seed)
+    z0 = np.arange(corpus.n_tokens, dtype=np.int32) % n_topics
+    alpha = np.full(n_topics, ALPHA)
+    eta = np.full(corpus.n_words, ETA)
+    state = AliasLDAState(corpus.words, corpus.doc_ptr, z0, corpus.n_words, n_topics)
+    t0 = time.perf_counter()
+    for _ in range(sweeps):
+        state.alias_sweep(alpha, eta, 1.0, rng)
     elapsed = time.perf_counter() - t0
     return elapsed, log_joint(state.n_wk, state.n_dk, state.n_k, ALPHA, ETA)
 
@@ -222,7 +232,7 @@ def main(argv=None):
         "--skip",
         nargs="*",
         default=[],
-        choices=["lda", "tomotopy", "dense", "fit", "threads"],
+        choices=["lda", "tomotopy", "dense", "alias", "fit", "threads"],
         help="skip these",
     )
     args = parser.parse_args(argv)
@@ -236,10 +246,13 @@ def main(argv=None):
 
     # compile / warm every kernel outside the timings
     bench_ours_sparse(corpus, 3, 1, 0)
+    bench_ours_alias(corpus, 3, 1, 0)
     bench_ours_dense(corpus, 3, 1, 0)
     bench_ours_dense(corpus, 64, 1, 0)
 
     runners = {"ours/sparse": lambda k, s: bench_ours_sparse(corpus, k, args.sweeps, s)}
+    if "alias" not in args.skip:
+        runners["ours/alias"] = lambda k, s: bench_ours_alias(corpus, k, args.sweeps, s)
     if "dense" not in args.skip:
         runners["ours/dense"] = lambda k, s: bench_ours_dense(corpus, k, args.sweeps, s)
     if "fit" not in args.skip:
@@ -304,6 +317,13 @@ def main(argv=None):
                 f"K={n_topics:4d} ratio ours/step   : lda 3.0.2 = "
                 f"{results['ours/step'] / results['lda 3.0.2']:.2f}x"
             )
+        if "ours/alias" in results:
+            for other in ("ours/sparse", "tomotopy 0.14"):
+                if other in results:
+                    print(
+                        f"K={n_topics:4d} ratio ours/alias  : {other} = "
+                        f"{results['ours/alias'] / results[other]:.2f}x"
+                    )
         if "ours/dense" in results and "lda 3.0.2" in results:
             print(
                 f"K={n_topics:4d} ratio ours/dense  : lda 3.0.2 = "

@@ -134,7 +134,7 @@ def python_sweep_timing(n, d, seed=0):
 
 def fit_timing(model_fn, X, draws, tune, hook=None):
     """Warm-up fit (compiles), then the timed one; returns (warm-up s, timed s, idata)."""
-    from inference.fit import fit
+    from inference.fitting import fit
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -150,7 +150,7 @@ def fit_timing(model_fn, X, draws, tune, hook=None):
 def drift(n, d, draws, tune, seed=0):
     """One chain of ``fit(pydt.model(X))`` on the benchmark data; prints the traces of the
     learned hyperparameters and of the tree's size in windows of the run."""
-    from inference.fit import fit
+    from inference.fitting import fit
     from pp_models.model_info import posterior_with_labels
 
     draw = data(n, d)

@@ -17,17 +17,17 @@ zoo model, through the ``pp_models.step_providers`` entry point
 from __future__ import annotations
 
 import importlib
-import sys
-import types
 
-#: public name -> the module that defines it, imported on first use
+#: public name -> the module that defines it, imported on first use. No module of the
+#: package is named like one of these names: the import system sets a package attribute
+#: to each submodule it imports, which would replace the function of the same name.
 _LAZY = {
-    "METHODS": "inference.fit",
-    "fit": "inference.fit",
-    "summary": "inference.summary",
+    "METHODS": "inference.fitting",
+    "fit": "inference.fitting",
+    "summary": "inference.summary_table",
     "compute_log_likelihood": "inference.log_likelihood",
     "complete": "inference.posterior_layout",
-    "relabel": "inference.relabel",
+    "relabel": "inference.relabelling",
     "sample_posterior_predictive": "inference.predictive",
     "stack_chains": "inference.stacking",
     "check_convergence": "inference.convergence",
@@ -46,17 +46,3 @@ def __getattr__(name: str):
 
 def __dir__() -> list[str]:
     return sorted(set(globals()) | set(_LAZY))
-
-
-class _Package(types.ModuleType):
-    """``inference.fit`` and ``inference.summary`` are the functions, as when this file
-    imported them eagerly, even after their modules of the same name are imported (the
-    import system then sets the package attribute to the module)."""
-
-    def __setattr__(self, name, value):
-        if isinstance(value, types.ModuleType) and _LAZY.get(name) == value.__name__:
-            value = getattr(value, name)
-        super().__setattr__(name, value)
-
-
-sys.modules[__name__].__class__ = _Package

@@ -24,7 +24,7 @@ import pandas as pd
 import xarray as xr
 from scipy import stats
 
-from inference.summary import label_variable_names
+from inference.summary_table import label_variable_names
 from pp_models.model_info import posterior_with_labels
 from pp_models.validation import check_real
 

@@ -1,6 +1,6 @@
 """What ``fit`` does with the draws once they are made: label-invariant statistics added
 to ``posterior``, the labels of a model with exchangeable labels matched across draws
-(:func:`inference.relabel.relabel`), the family's post-processing, the pointwise
+(:func:`inference.relabelling.relabel`), the family's post-processing, the pointwise
 ``log_likelihood`` group when asked, and the root attributes that say how the result was
 made and which variable is which. The raw variables stay in ``posterior`` under their
 model names, as PyMC writes them, so PyMC's own functions on the result find them.
@@ -25,7 +25,7 @@ import xarray as xr
 
 from inference.interrupt import stop_requested
 from inference.log_likelihood import compute_log_likelihood
-from inference.relabel import relabel
+from inference.relabelling import relabel
 from pp_models.model_info import ZooModelInfo, get_info
 
 __all__ = ["add_derived", "complete", "finish_fit", "lay_out", "plottable", "record_fit",
@@ -136,7 +136,7 @@ def lay_out(dt: xr.DataTree, model) -> xr.DataTree:
 def complete(dt: xr.DataTree, model) -> xr.DataTree:
     """A ``pm.sample(model=model)`` result (or any raw draws of a zoo model) laid out as
     ``fit`` lays out its own: the model's label-invariant statistics added to
-    ``posterior``, its labels matched across draws (:func:`inference.relabel.relabel`)
+    ``posterior``, its labels matched across draws (:func:`inference.relabelling.relabel`)
     and the attributes ``inference.summary`` and ``inference.convergence`` read
     (``pp_models_family``, ``pp_models_label_invariant``, ``pp_models_label_variables``).
 
@@ -216,7 +216,7 @@ def plottable(value: xr.DataArray) -> xr.DataArray:
 
 def relabel_labels(dt: xr.DataTree, info: ZooModelInfo | None) -> xr.DataTree:
     """``dt`` with the labels of a model with exchangeable labels (``info.relabelling``)
-    matched across draws and chains (:func:`inference.relabel.relabel`); others as they
+    matched across draws and chains (:func:`inference.relabelling.relabel`); others as they
     are. The raw variables stay in ``posterior``."""
     if info is None or info.relabelling is None:
         return dt

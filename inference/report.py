@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from inference.summary import label_variable_names
+from inference.summary_table import label_variable_names
 
 __all__ = ["LOG_DENSITY_STATS", "RESULT_FILES", "TEMPERING_PLOT", "check_output_dir",
            "holds_complete_result", "plot_trace", "pooled_picture_note", "result_folder",

@@ -28,7 +28,9 @@ import numpy as np
 from custom_ops.trees import node_depths, node_sizes, validate_merges
 from custom_ops.trees import spanning as _tree_kernels
 from custom_ops.trees.diffusion import (
+    DETACHED,
     DIFFUSION_TREE_ERRORS,
+    UNUSED_SLOT,
     diffusion_tree_mrca_times,
     diffusion_tree_structure,
 )
@@ -377,8 +379,9 @@ def maximum_spanning_tree(weights, *, drop_nonpositive: bool = False) -> np.ndar
 # rooted trees with divergence times (Pitman-Yor / Dirichlet diffusion trees)
 # ======================================================================================
 
-UNUSED_SLOT = -2
-"""``parent`` code of an internal slot a multifurcating tree does not use."""
+# ``parent`` codes (UNUSED_SLOT, an internal slot the tree does not use; DETACHED, the root
+# of a subtree cut off by DiffusionTree.detach) are the kernels' own, from
+# custom_ops.trees.diffusion.
 
 
 @_dataclass(eq=False)
@@ -700,7 +703,3 @@ class DiffusionTree:
         self.parent[anchor] = w
         self.parent[v] = w
         self.log1m_t[w - self.n_leaves] = log1m_t
-
-
-DETACHED = -3
-"""``parent`` code of the root of a detached subtree (:meth:`DiffusionTree.detach`)."""

@@ -5,7 +5,7 @@ script (Markdown wrapped in an ``md`` directive). The site build (CI) checks the
 this checks the code: the rewritten script compiles, runs the same statements in the
 same order, and carries the tutorial's title. It also checks, on a one-page Sphinx build,
 that the API reference gives a module its package shadows with a same-name function
-(``inference.fit``) a page of the module's members, not of that function alone.
+(a family's ``model``) a page of the module's members, not of that function alone.
 """
 
 import ast
@@ -66,7 +66,7 @@ def test_a_tutorial_without_a_title_is_refused():
 
 def test_api_page_of_a_module_shadowed_by_its_package_lists_its_members(tmp_path, monkeypatch):
     # a package that imports a function over the submodule of the same name, as
-    # inference/__init__ does with fit: the submodule's page must document the module
+    # a family's __init__ does with model: the submodule's page must document the module
     # (its other members too), not only the function; a one-page Sphinx build with the
     # site's autosummary template and extension, ~1 s
     from sphinx.application import Sphinx

@@ -1,7 +1,11 @@
 """Latent Dirichlet allocation: the kernels behind :mod:`pp_models.lda`.
 
-- :mod:`custom_ops.lda.gibbs`: collapsed Gibbs sampling of the topic assignments (dense
-  and SparseLDA sweeps, also of power posteriors), the counts and log joint they keep;
+- :mod:`custom_ops.lda.gibbs`: the counts, log joint and summaries of the topic
+  assignments, the tempering tables, and the SparseLDA sweep (also of power posteriors);
+- :mod:`custom_ops.lda.dense`: the O(K) collapsed Gibbs sweeps (fused, and blocked for
+  vector instructions);
+- :mod:`custom_ops.lda.alias`: LightLDA's alias-Metropolis-Hastings sweep, O(1) per
+  token;
 - :mod:`custom_ops.lda.threads`: one chain swept on several threads (AD-LDA in shared
   memory);
 - :mod:`custom_ops.lda.evaluation`: document completion and Minka's update of the

@@ -19,14 +19,14 @@ Kernels
 -------
 - :func:`build_counts`: counts from ``(words, doc_ptr, z)``.
 - :func:`log_joint`: log p(w, z | alpha, eta), Murphy (2012) Eqs. 27.34 and 27.36.
-- :func:`gibbs_sweep_dense`: one collapsed Gibbs sweep (Griffiths & Steyvers 2004,
-  Murphy Eq. 27.37), O(K) per token, of the posterior or a power posterior (below).
-- :func:`gibbs_sweep_blocked`: the same sweep with the O(K) sum laid out for vector
-  instructions (faster from ~64 topics).
-- :class:`SparseLDAState` and :func:`gibbs_sweep_sparse`: the same Markov chain by
-  SparseLDA's bucket decomposition (Yao, Mimno & McCallum 2009), whose cost per token
+- :class:`SparseLDAState` and :func:`gibbs_sweep_sparse`: one collapsed Gibbs sweep
+  (Griffiths & Steyvers 2004, Murphy Eq. 27.37), of the posterior or a power posterior
+  (below), by SparseLDA's bucket decomposition (Yao, Mimno & McCallum 2009), whose cost per token
   grows with the number of topics present in the token's word and document rather
   than with K.
+- The O(K) sweeps (:mod:`custom_ops.lda.dense`) and the alias-Metropolis sweep for
+  many topics (:mod:`custom_ops.lda.alias`) leave the same conditional invariant, on
+  the same counts.
 - :func:`concentrations`: label-invariant summaries of the conditional posterior means
   of phi and theta, from the counts.
 
@@ -43,10 +43,8 @@ and ``p(z | alpha)`` by ``(n^{-i}_{d_i k} + alpha_k) / (L_d - 1 + sum alpha)``, 
 ``beta = 1`` takes the untempered code (no powers); ``beta = 0`` samples the prior
 ``p(z | alpha)``.
 
-Why one module of ~1000 lines: every kernel reads and writes the same count layout
-(``n_wk`` word-major, ``n_dk``, ``n_k``, CSR tokens), and the dense, blocked and sparse
-sweeps (and their tempered forms) must stay the same Markov chain, which is easiest to keep true
-side by side. Document completion and Minka's update are in
+The SparseLDA sweep stays beside the counts and summaries because its topic lists are
+part of the state the summaries read. Document completion and Minka's update are in
 :mod:`custom_ops.lda.evaluation`.
 """
 
@@ -60,15 +58,12 @@ from custom_ops.jit import njit_exact
 
 __all__ = [
     "SparseLDAState",
-    "block_residual",
     "build_counts",
     "concentrations",
-    "dense_block_width",
     "draw_summary",
-    "gibbs_sweep_blocked",
-    "gibbs_sweep_dense",
     "gibbs_sweep_sparse",
     "lgamma_tables",
+    "list_remove",
     "log_joint",
     "tempered_powers",
     "tempering_tables",
@@ -404,237 +399,6 @@ def log_joint(n_wk, n_dk, n_k, alpha, eta) -> float:
     )
 
 
-@njit_exact
-def gibbs_sweep_dense(
-    words, doc_ptr, z, n_wk, n_dk, n_k, alpha, eta, beta, pow_offset, word_pow, topic_pow, rng
-):
-    """One collapsed Gibbs sweep over all tokens, O(K) per token, counts in place.
-
-    For each token: remove it from the counts, draw its topic from Murphy (2012)
-    Eq. 27.37 (Griffiths & Steyvers 2004 Eq. 5) with the word's predictive to the power
-    ``beta`` (module docstring, Tempering),
-
-    .. math:: p_\\beta(z_i = k \\mid z_{-i}, w) \\propto
-        \\Big(\\frac{n^{-i}_{w_i k} + \\eta_{w_i}}{n^{-i}_k + \\sum_v\\eta_v}\\Big)^\\beta
-        \\,(n^{-i}_{d_i k} + \\alpha_k),
-
-    and add it back.
-
-    Parameters
-    ----------
-    words : int32 (N,), doc_ptr : int64 (D + 1,)
-        The corpus, document by document.
-    z : int32 (N,)
-        Topics, updated in place.
-    n_wk : int32 (V, K), n_dk : int32 (D, K), n_k : int32 (K,)
-        Counts of ``z``, updated in place.
-    alpha : float64 (K,), eta : float64 (V,)
-        Dirichlet parameters.
-    beta : float
-        Inverse temperature of the likelihood, in [0, 1] (1: the posterior).
-    pow_offset : int64 (V + 1,), word_pow, topic_pow : float64
-        At ``beta != 1``, the powers of :func:`tempered_powers` at this ``beta`` and
-        ``eta`` (a token then costs K lookups, as at ``beta = 1`` it costs K
-        multiply-adds); unused, and may be empty, at ``beta = 1``.
-    rng : numpy.random.Generator
-        Source of the uniforms; its state advances.
-    """
-    n_topics = n_k.size
-    tempered = beta != 1.0
-    n_docs = doc_ptr.size - 1
-    eta_sum = 0.0
-    for v in range(eta.size):
-        eta_sum += eta[v]
-    # 1 / (n_k + sum eta) changes for two topics per token: caching it replaces K
-    # divisions per token by two.
-    inv = np.empty(n_topics)
-    for k in range(n_topics):
-        inv[k] = topic_pow[n_k[k]] if tempered else 1.0 / (n_k[k] + eta_sum)
-    # (n_dk + alpha_k) / (n_k + sum eta)^beta, the document's factor, also changes for
-    # two topics per token; with it the inner loop is one multiply-add per topic.
-    coef = np.empty(n_topics)
-    cum = np.empty(n_topics)
-    for d in range(n_docs):
-        for k in range(n_topics):
-            coef[k] = (n_dk[d, k] + alpha[k]) * inv[k]
-        for i in range(doc_ptr[d], doc_ptr[d + 1]):
-            w = words[i]
-            t = z[i]
-            n_wk[w, t] -= 1
-            n_dk[d, t] -= 1
-            n_k[t] -= 1
-            inv[t] = topic_pow[n_k[t]] if tempered else 1.0 / (n_k[t] + eta_sum)
-            coef[t] = (n_dk[d, t] + alpha[t]) * inv[t]
-            eta_w = eta[w]
-            total = 0.0
-            if tempered:
-                po = pow_offset[w]
-                for k in range(n_topics):
-                    total += word_pow[po + n_wk[w, k]] * coef[k]
-                    cum[k] = total
-            else:
-                for k in range(n_topics):
-                    total += (n_wk[w, k] + eta_w) * coef[k]
-                    cum[k] = total
-            u = rng.random() * total
-            # binary search for the first k with cum[k] > u
-            lo = 0
-            hi = n_topics - 1
-            while lo < hi:
-                mid = (lo + hi) >> 1
-                if cum[mid] > u:
-                    hi = mid
-                else:
-                    lo = mid + 1
-            t = lo
-            z[i] = t
-            n_wk[w, t] += 1
-            n_dk[d, t] += 1
-            n_k[t] += 1
-            inv[t] = topic_pow[n_k[t]] if tempered else 1.0 / (n_k[t] + eta_sum)
-            coef[t] = (n_dk[d, t] + alpha[t]) * inv[t]
-
-
-def dense_block_width(n_topics: int) -> int:
-    """The number of blocks :func:`gibbs_sweep_blocked` splits ``n_topics`` topics into
-    (0: too few topics to gain, take :func:`gibbs_sweep_dense`): the vector loops run
-    over the blocks, so they need enough of them (measured on Reuters: the blocked sweep
-    is slower than the fused scan below 64 topics, 1.6 times faster at 500, 2.3 times
-    at 1000)."""
-    if n_topics < 64:
-        return 0
-    return 64 if n_topics < 1024 else 128
-
-
-@njit_exact(inline="always")
-def block_residual(u, cum, b):
-    # the uniform's offset into block b: the mass of the blocks before it
-    if b > 0:
-        return u - cum[b - 1]
-    return u
-
-
-@njit_exact
-def gibbs_sweep_blocked(
-    words,
-    doc_ptr,
-    z,
-    n_wk,
-    n_dk,
-    n_k,
-    alpha,
-    eta,
-    beta,
-    pow_offset,
-    word_pow,
-    topic_pow,
-    n_blocks,
-    rng,
-):
-    """:func:`gibbs_sweep_dense`'s Markov chain, its O(K) conditional summed so that the
-    compiler vectorises it.
-
-    The first ``L * B`` topics (``B = n_blocks``, ``L = K // B``) are laid out as an
-    ``(L, B)`` matrix, topic ``j B + b`` in row ``j``, column ``b``: block ``b`` holds the
-    topics ``b, B + b, ..., (L - 1) B + b``. The block masses are summed row after row,
-    an elementwise loop over the ``B`` columns with no dependence between them (vector
-    instructions, each block's terms added in a fixed order, so the code stays exact
-    under ``fastmath=False``); the remaining ``K - L B < B`` topics form one last block.
-    Only the ``B + 1`` block masses are summed serially; a binary search picks the block
-    with probability proportional to its mass and a scan of its ``L`` (or tail) topics the
-    topic, so ``k`` is drawn with probability ``p_k / sum p`` as in the fused scan. The
-    conditional and the tempering are those of :func:`gibbs_sweep_dense` (Murphy 2012 Eq.
-    27.37, the word's predictive to the power ``beta``); arguments are its own plus
-    ``n_blocks`` (1 <= ``B`` <= K; :func:`dense_block_width` chooses it).
-    """
-    n_topics = n_k.size
-    tempered = beta != 1.0
-    n_docs = doc_ptr.size - 1
-    eta_sum = 0.0
-    for v in range(eta.size):
-        eta_sum += eta[v]
-    inv = np.empty(n_topics)
-    for k in range(n_topics):
-        inv[k] = topic_pow[n_k[k]] if tempered else 1.0 / (n_k[k] + eta_sum)
-    coef = np.empty(n_topics)
-    nb = max(1, min(n_blocks, n_topics))
-    lanes = n_topics // nb
-    main = nb * lanes
-    block = np.empty(nb + 1)
-    cum = np.empty(nb + 1)
-    # 2-D views: the loops over their columns vectorise where the same sums over strided
-    # 1-D indices did not
-    coefs = coef[:main].reshape(lanes, nb)
-    for d in range(n_docs):
-        for k in range(n_topics):
-            coef[k] = (n_dk[d, k] + alpha[k]) * inv[k]
-        for i in range(doc_ptr[d], doc_ptr[d + 1]):
-            w = words[i]
-            t = z[i]
-            n_wk[w, t] -= 1
-            n_dk[d, t] -= 1
-            n_k[t] -= 1
-            inv[t] = topic_pow[n_k[t]] if tempered else 1.0 / (n_k[t] + eta_sum)
-            coef[t] = (n_dk[d, t] + alpha[t]) * inv[t]
-            row = n_wk[w]
-            rows = row[:main].reshape(lanes, nb)
-            eta_w = eta[w]
-            po = pow_offset[w]
-            tail = 0.0
-            if tempered:
-                for b in range(nb):
-                    block[b] = word_pow[po + rows[0, b]] * coefs[0, b]
-                for j in range(1, lanes):
-                    for b in range(nb):
-                        block[b] = block[b] + word_pow[po + rows[j, b]] * coefs[j, b]
-                for k in range(main, n_topics):
-                    tail += word_pow[po + row[k]] * coef[k]
-            else:
-                for b in range(nb):
-                    block[b] = (rows[0, b] + eta_w) * coefs[0, b]
-                for j in range(1, lanes):
-                    for b in range(nb):
-                        block[b] = block[b] + (rows[j, b] + eta_w) * coefs[j, b]
-                for k in range(main, n_topics):
-                    tail += (row[k] + eta_w) * coef[k]
-            block[nb] = tail
-            total = 0.0
-            for b in range(nb + 1):
-                total += block[b]
-                cum[b] = total
-            u = rng.random() * total
-            # binary search for the first block whose cumulative mass exceeds u
-            lo = 0
-            hi = nb if main < n_topics else nb - 1
-            while lo < hi:
-                mid = (lo + hi) >> 1
-                if cum[mid] > u:
-                    hi = mid
-                else:
-                    lo = mid + 1
-            u = block_residual(u, cum, lo)
-            if lo == nb:
-                first, stop, stride = main, n_topics, 1
-                t = n_topics - 1  # rounding: the scan ran off the end of the block
-            else:
-                first, stop, stride = lo, main, nb
-                t = lo + (lanes - 1) * nb
-            for k in range(first, stop, stride):
-                if tempered:
-                    u -= word_pow[po + row[k]] * coef[k]
-                else:
-                    u -= (row[k] + eta_w) * coef[k]
-                if u < 0.0:
-                    t = k
-                    break
-            z[i] = t
-            n_wk[w, t] += 1
-            n_dk[d, t] += 1
-            n_k[t] += 1
-            inv[t] = topic_pow[n_k[t]] if tempered else 1.0 / (n_k[t] + eta_sum)
-            coef[t] = (n_dk[d, t] + alpha[t]) * inv[t]
-
-
 # ---------------------------------------------------------------------------------------
 # SparseLDA (Yao, Mimno & McCallum 2009)
 # ---------------------------------------------------------------------------------------
@@ -780,8 +544,9 @@ def _fill_topic_lists(counts, ptr, topics, nnz):
 
 
 @njit_exact(inline="always")
-def _list_remove(topics, start, nnz_ref, row, k):
-    # swap-with-last removal; the list is unordered
+def list_remove(topics, start, nnz_ref, row, k):
+    """Remove topic ``k`` from row ``row``'s topic list ``topics[start : start +
+    nnz_ref[row]]`` (unordered: the last entry takes its place) and shorten it."""
     m = nnz_ref[row]
     for j in range(start, start + m):
         if topics[j] == k:
@@ -859,7 +624,8 @@ def gibbs_sweep_sparse(
     the current document and ``q`` is computed over the topics of the current word, so a
     token costs O(#topics of w + #topics of d) instead of O(K); the rare draws that land
     in the smoothing bucket ``s`` walk all K topics. The Markov chain is exactly that of
-    :func:`gibbs_sweep_dense` (same conditional, different way of drawing from it).
+    :func:`~custom_ops.lda.dense.gibbs_sweep_dense` (same conditional, drawn another
+    way).
 
     At inverse temperature ``beta`` (module docstring, Tempering) the same split holds
     with ``T(c) = (c + eta_w)^beta`` and ``H_k = (n_k + H)^beta``:
@@ -926,10 +692,10 @@ def gibbs_sweep_sparse(
             r_sum += n_dk[d, t] * inv[t]
             coef[t] = (n_dk[d, t] + alpha[t]) * inv[t]
             if n_dk[d, t] == 0:
-                _list_remove(d_topics, ds, d_nnz, d, t)
+                list_remove(d_topics, ds, d_nnz, d, t)
             ws = w_ptr[w]
             if n_wk[w, t] == 0:
-                _list_remove(w_topics, ws, w_nnz, w, t)
+                list_remove(w_topics, ws, w_nnz, w, t)
             # q bucket over the word's topics; t0 = T(0), the s and r buckets' factor
             q_sum = 0.0
             m = w_nnz[w]

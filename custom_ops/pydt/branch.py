@@ -111,6 +111,7 @@ from custom_ops.pydt.messages import (
     unlink,
 )
 from custom_ops.pydt.ops import pydt_forward
+from custom_ops.trees.diffusion import UNUSED_SLOT
 
 __all__ = [
     "COLLAPSE",
@@ -179,11 +180,11 @@ def _sample_time(rng, l_u, l_min, lam):
 
 @njit_exact_numpy
 def _count_branch_points(topo, n):
-    parent = topo[0]
-    nch = topo[4]
+    parent = topo.parent
+    nch = topo.n_children
     count = 0
     for v in range(n, parent.shape[0]):
-        if parent[v] != -2 and nch[v] >= 3:
+        if parent[v] != UNUSED_SLOT and nch[v] >= 3:
             count += 1
     return count
 
@@ -192,10 +193,10 @@ def _count_branch_points(topo, n):
 def _nth_node(topo, n, j, branch_points):
     """The ``j``-th (0-based, in slot order) non-root internal node, or with
     ``branch_points`` the ``j``-th node with at least three children."""
-    parent = topo[0]
-    nch = topo[4]
+    parent = topo.parent
+    nch = topo.n_children
     for v in range(n, parent.shape[0]):
-        if parent[v] == -2:
+        if parent[v] == UNUSED_SLOT:
             continue
         if branch_points:
             if nch[v] < 3:
@@ -211,8 +212,8 @@ def _nth_node(topo, n, j, branch_points):
 @njit_exact_numpy
 def _latest_child(topo, lt, n, v):
     """max over ``v``'s children of log(1 - t) (-inf when all are leaves)."""
-    first = topo[1]
-    nxt = topo[2]
+    first = topo.first
+    nxt = topo.next
     out = -np.inf
     w = first[v]
     while w >= 0:
@@ -224,7 +225,7 @@ def _latest_child(topo, lt, n, v):
 
 @njit_exact_numpy
 def _full_density(st, chk):
-    return pydt_forward(st.topo[0], st.lt, chk.X, st.c, st.theta, st.alpha, st.sigma2)
+    return pydt_forward(st.topo.parent, st.lt, chk.X, st.c, st.theta, st.alpha, st.sigma2)
 
 
 @njit_exact_numpy
@@ -264,11 +265,11 @@ def _branch_move(rng, st, jn, work, stamp, keep, chk):
     changed. With data in ``chk`` the change of the log density the ratio uses is
     compared with two full recursions (largest relative error kept in ``chk.errs[0]``)."""
     topo, lt, n, c = st.topo, st.lt, st.n, st.c
-    parent = topo[0]
-    first = topo[1]
-    nxt = topo[2]
-    nch = topo[4]
-    nb = topo[5]
+    parent = topo.parent
+    first = topo.first
+    nxt = topo.next
+    nch = topo.n_children
+    nb = topo.n_below
     H = st.tables[0]
     free, free_top = st.free, st.free_top
     n_internal = st.n_internal[0]
@@ -309,7 +310,7 @@ def _branch_move(rng, st, jn, work, stamp, keep, chk):
             unlink(kids[i], topo)
             link(kids[i], u, topo)
         unlink(v, topo)
-        parent[v] = -2
+        parent[v] = UNUSED_SLOT
         lt[v - n] = 0.0
         nb[v] = 0
         free[free_top[0]] = v
@@ -395,7 +396,7 @@ def _branch_move(rng, st, jn, work, stamp, keep, chk):
         unlink(kids[i], topo)
         link(kids[i], u, topo)
     unlink(v, topo)
-    parent[v] = -2
+    parent[v] = UNUSED_SLOT
     lt[v - n] = 0.0
     nb[v] = 0
     free[free_top[0]] = v

@@ -63,6 +63,7 @@ from custom_ops.trees.diffusion import (
 )
 
 __all__ = [
+    "MIN_VARIANCE",
     "PARAMETER_ERRORS",
     "check_parameters",
     "check_tree",
@@ -93,7 +94,9 @@ __all__ = [
 # (vectorised; custom_ops.pydt.ops).
 _inline = numba.njit(inline="always", error_model="numpy")
 _LOG_2PI = math.log(2.0 * math.pi)
-_MIN_VARIANCE = 1e-300
+#: Floor of a message's variance ``s + sigma2 * edge length``: a zero-length leaf edge
+#: would give a zero variance (the recursion's and the cached messages' one floor).
+MIN_VARIANCE = 1e-300
 
 PARAMETER_ERRORS = {
     1: "c: the divergence-function scale must be finite and > 0",
@@ -309,7 +312,7 @@ def _likelihood(parent, log1m_t, X, order, child_ptr, child_idx, sigma2, want_gr
             mw = X[w] if w < n else mu[w - n]
             delta[w] = edge_length(log1m_t, n, v, w)
             # a leaf diverging within e^-690 of t = 1 would give a zero variance: floor it
-            r[w] = max(s[w] + sigma2 * delta[w], _MIN_VARIANCE)
+            r[w] = max(s[w] + sigma2 * delta[w], MIN_VARIANCE)
             iw = 1.0 / r[w]
             prec += iw
             sum_log_r += math.log(r[w])
@@ -334,7 +337,7 @@ def _likelihood(parent, log1m_t, X, order, child_ptr, child_idx, sigma2, want_gr
     root = order[0]
     mroot = mu[root - n]
     t_root = -math.expm1(log1m_t[root - n])
-    r_root = max(s[root] + sigma2 * t_root, _MIN_VARIANCE)
+    r_root = max(s[root] + sigma2 * t_root, MIN_VARIANCE)
     q_root = 0.0
     for j in range(d):
         q_root += mroot[j] * mroot[j]

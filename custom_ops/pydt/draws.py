@@ -14,7 +14,7 @@ import numpy as np
 
 from custom_ops.jit import njit_exact_numpy
 from custom_ops.pydt.ops import choose_branch, edge_length
-from custom_ops.trees.diffusion import diffusion_tree_structure
+from custom_ops.trees.diffusion import UNUSED_SLOT, diffusion_tree_structure
 
 __all__ = ["pydt_draw_data", "pydt_draw_tree"]
 
@@ -40,7 +40,7 @@ def pydt_draw_tree(rng, n, c, theta, alpha, parent, log1m_t):
     n_below = np.zeros(nn, dtype=np.int64)
     n_child = np.zeros(nn, dtype=np.int64)
     for v in range(nn):
-        parent[v] = -2
+        parent[v] = UNUSED_SLOT
     parent[0] = -1
     n_below[0] = 1
     root = 0

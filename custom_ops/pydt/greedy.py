@@ -15,6 +15,7 @@ from custom_ops.pydt.messages import (
     EDGE,
     NODE,
     PYDTState,
+    Topology,
     attach,
     detach,
     journal,
@@ -29,6 +30,7 @@ from custom_ops.pydt.messages import (
     restore,
     state_root_term,
 )
+from custom_ops.trees.diffusion import DETACHED, UNUSED_SLOT
 
 # @njit_exact_numpy, as custom_ops.pydt.messages: a NaN or infinite density is rejected,
 # not raised
@@ -79,7 +81,7 @@ def pydt_greedy(parent, log1m_t, X, order, c, theta, alpha, sigma2):
     nn = 2 * n - 1
     tables = prior_tables(n, theta, alpha)
     for v in range(nn):
-        parent[v] = -2 if v >= n else -3
+        parent[v] = UNUSED_SLOT if v >= n else DETACHED
     for k in range(n - 1):
         log1m_t[k] = 0.0
     first = np.full(nn, -1, dtype=np.int64)
@@ -88,7 +90,7 @@ def pydt_greedy(parent, log1m_t, X, order, c, theta, alpha, sigma2):
     nch = np.zeros(nn, dtype=np.int64)
     nb = np.zeros(nn, dtype=np.int64)
     nb[:n] = 1
-    topo = (parent, first, nxt, prv, nch, nb)
+    topo = Topology(parent, first, nxt, prv, nch, nb)
     mu = np.zeros((nn, d))
     mu[:n] = X
     s = np.zeros(nn)

@@ -20,10 +20,11 @@ the root (plus the edited nodes' children's edge factors): :func:`refresh_path` 
 :func:`refresh_prior` recompute those in O(depth x children x D), recording the old
 values in a journal so that :func:`restore` undoes a rejected proposal.
 
-The tree is ``topo = (parent, first, next, prev, n_children, n_below)``: the parent
-vector of :mod:`custom_ops.trees.diffusion` plus doubly linked child lists and
-leaf counts. Internal node slots: an edit that frees a slot pushes it on a stack and a
-new node takes the top one; slot numbers are labels the density does not depend on.
+The tree is a :class:`Topology` ``topo = (parent, first, next, prev, n_children,
+n_below)``: the parent vector of :mod:`custom_ops.trees.diffusion` plus doubly linked
+child lists and leaf counts. Internal node slots: an edit that frees a slot pushes it on
+a stack and a new node takes the top one; slot numbers are labels the density does not
+depend on.
 These are Numba kernels for those two modules, not a user API. The kernels pass the
 state as :class:`PYDTState` (a Numba structref: the tree, its cached terms and the
 model's constants, passed as one pointer) and :class:`Journal` (a named tuple: the
@@ -40,12 +41,12 @@ from numba.core import types
 from numba.experimental import structref
 
 from custom_ops.jit import njit_exact_numpy
+from custom_ops.pydt.density import MIN_VARIANCE
 from custom_ops.pydt.ops import edge_length, h_table
-from custom_ops.trees.diffusion import diffusion_tree_structure
+from custom_ops.trees.diffusion import DETACHED, UNUSED_SLOT, diffusion_tree_structure
 
 __all__ = [
     "EDGE",
-    "MIN_VARIANCE",
     "NODE",
     "STATE_FIELDS",
     "Check",
@@ -53,6 +54,7 @@ __all__ = [
     "PYDTParameters",
     "PYDTState",
     "PYDTStateType",
+    "Topology",
     "add_leaf_count",
     "attach",
     "cached_total",
@@ -79,11 +81,23 @@ __all__ = [
 # times at an extreme) gives an infinite or NaN density, which the samplers reject,
 # instead of raising
 _LOG_2PI = math.log(2.0 * math.pi)
-# the floor of custom_ops.pydt.ops: a zero-length leaf edge would give a zero variance
-MIN_VARIANCE = 1e-300
 # how a subtree is attached: on the edge above a node, or at an existing internal node
 EDGE = 0
 NODE = 1
+
+
+class Topology(NamedTuple):
+    """The tree's structure as the kernels edit it (int64 arrays over the ``2 n - 1``
+    nodes): ``parent`` (:mod:`custom_ops.trees.diffusion`'s codes), each node's
+    ``first`` child, the ``next`` and ``prev`` siblings of its doubly linked child list
+    (-1 at the ends), its ``n_children`` and the leaves below it, ``n_below``."""
+
+    parent: np.ndarray
+    first: np.ndarray
+    next: np.ndarray
+    prev: np.ndarray
+    n_children: np.ndarray
+    n_below: np.ndarray
 
 
 @structref.register
@@ -95,7 +109,7 @@ class PYDTStateType(types.StructRef):
 
 
 #: The fields of :class:`PYDTState`, in the order its constructor takes them: the tree
-#: ``topo = (parent, first, next, prev, n_children, n_below)``; ``lt``, log(1 - t) of the
+#: ``topo``, a :class:`Topology`; ``lt``, log(1 - t) of the
 #: internal slots (``lt[v - n]``); the upward messages' means ``mu`` (slots, D) and
 #: variances ``s``; ``rr``, each node's variance ``s + sigma2 * edge length`` as its
 #: parent last saw it; the likelihood and prior terms ``ll``, ``lp``; the root's slot
@@ -171,9 +185,9 @@ def node_likelihood(v, topo, lt, n, mu, s, rr, sigma2):
     once per node of a path, and taking each array out of the state there costs the
     sweep about a third of its time (reference counts); their callers take it out once.
     """
-    first = topo[1]
-    nxt = topo[2]
-    nch = topo[4]
+    first = topo.first
+    nxt = topo.next
+    nch = topo.n_children
     d = mu.shape[1]
     prec = 0.0
     sum_log_r = 0.0
@@ -222,11 +236,11 @@ def root_term(root, lt, n, mu, s, sigma2):
 @njit_exact_numpy
 def node_prior(v, topo, lt, n, tables, c):
     """Eq. 4.23 at internal node ``v`` times the Eq. 4.25 factor of the edge into it."""
-    parent = topo[0]
-    first = topo[1]
-    nxt = topo[2]
-    nch = topo[4]
-    nb = topo[5]
+    parent = topo.parent
+    first = topo.first
+    nxt = topo.next
+    nch = topo.n_children
+    nb = topo.n_below
     H, lga, lgt, logf = tables[0], tables[1], tables[2], tables[3]
     k_v = nch[v]
     m = nb[v]
@@ -266,11 +280,11 @@ def prior_tables(n, theta, alpha):
 
 @njit_exact_numpy
 def unlink(v, topo):
-    parent = topo[0]
-    first = topo[1]
-    nxt = topo[2]
-    prv = topo[3]
-    nch = topo[4]
+    parent = topo.parent
+    first = topo.first
+    nxt = topo.next
+    prv = topo.prev
+    nch = topo.n_children
     p = parent[v]
     if prv[v] >= 0:
         nxt[prv[v]] = nxt[v]
@@ -285,11 +299,11 @@ def unlink(v, topo):
 
 @njit_exact_numpy
 def link(v, p, topo):
-    parent = topo[0]
-    first = topo[1]
-    nxt = topo[2]
-    prv = topo[3]
-    nch = topo[4]
+    parent = topo.parent
+    first = topo.first
+    nxt = topo.next
+    prv = topo.prev
+    nch = topo.n_children
     parent[v] = p
     prv[v] = -1
     nxt[v] = first[p]
@@ -301,8 +315,8 @@ def link(v, p, topo):
 
 @njit_exact_numpy
 def add_leaf_count(u, k, topo):
-    parent = topo[0]
-    nb = topo[5]
+    parent = topo.parent
+    nb = topo.n_below
     while u >= 0:
         nb[u] += k
         u = parent[u]
@@ -317,7 +331,7 @@ def free_slots(parent, n):
     free_top = np.zeros(1, dtype=np.int64)
     n_internal = 0
     for v in range(nn - 1, n - 1, -1):
-        if parent[v] == -2:
+        if parent[v] == UNUSED_SLOT:
             free[free_top[0]] = v
             free_top[0] += 1
         else:
@@ -331,13 +345,13 @@ def detach(v, st):
     l_old, freed_slot, start)``: where it was, the slot freed (or -1) and the lowest
     node whose message changed (-1 if only the root changed)."""
     topo, lt, n, free, free_top = st.topo, st.lt, st.n, st.free, st.free_top
-    parent = topo[0]
-    first = topo[1]
-    nch = topo[4]
-    nb = topo[5]
+    parent = topo.parent
+    first = topo.first
+    nch = topo.n_children
+    nb = topo.n_below
     p = parent[v]
     unlink(v, topo)
-    parent[v] = -3
+    parent[v] = DETACHED
     add_leaf_count(p, -nb[v], topo)
     if nch[p] >= 2:
         return NODE, p, math.nan, -1, p
@@ -352,7 +366,7 @@ def detach(v, st):
     else:
         parent[s] = -1
         st.root[0] = s
-    parent[p] = -2
+    parent[p] = UNUSED_SLOT
     lt[p - n] = 0.0
     nb[p] = 0
     free[free_top[0]] = p
@@ -366,12 +380,12 @@ def attach(v, mode, anchor, l_new, slot, st):
     new node ``slot`` at ``l_new`` on the edge above it. Returns the lowest node whose
     message changed."""
     topo, lt, n = st.topo, st.lt, st.n
-    parent = topo[0]
-    first = topo[1]
-    nxt = topo[2]
-    prv = topo[3]
-    nch = topo[4]
-    nb = topo[5]
+    parent = topo.parent
+    first = topo.first
+    nxt = topo.next
+    prv = topo.prev
+    nch = topo.n_children
+    nb = topo.n_below
     if mode == NODE:
         link(v, anchor, topo)
         add_leaf_count(anchor, nb[v], topo)
@@ -443,7 +457,7 @@ def refresh_path(u, st, prior_too, acc, jn, stamp, use_journal):
     old values in ``jn`` under ``stamp`` first, with ``use_journal``)."""
     topo, lt, n, mu, s, rr, ll, lp = st.topo, st.lt, st.n, st.mu, st.s, st.rr, st.ll, st.lp
     sigma2, tables, c = st.sigma2, st.tables, st.c
-    parent = topo[0]
+    parent = topo.parent
     while u >= 0:
         if use_journal:
             journal(u, jn, stamp, mu, s, ll, lp)
@@ -496,7 +510,7 @@ def full_state(parent, lt, X, c, theta, alpha, sigma2, beta):
     prv = np.full(nn, -1, dtype=np.int64)
     nch = np.zeros(nn, dtype=np.int64)
     nb = n_below.copy()
-    topo = (parent, first, nxt, prv, nch, nb)
+    topo = Topology(parent, first, nxt, prv, nch, nb)
     for q in range(order.shape[0] - 1, 0, -1):
         v = order[q]
         link(v, parent[v], topo)
@@ -522,12 +536,12 @@ def full_state(parent, lt, X, c, theta, alpha, sigma2, beta):
 @njit_exact_numpy
 def cached_total(st):
     """(log prior, log likelihood) of the tree from the cached terms."""
-    parent = st.topo[0]
+    parent = st.topo.parent
     n, ll, lp = st.n, st.ll, st.lp
     tp = 0.0
     tl = 0.0
     for v in range(n, parent.shape[0]):
-        if parent[v] != -2:
+        if parent[v] != UNUSED_SLOT:
             tp += lp[v]
             tl += ll[v]
     return tp, tl + state_root_term(st, st.root[0])

@@ -45,7 +45,7 @@ import numpy as np
 
 from custom_ops.jit import njit_exact_numpy
 from custom_ops.pydt.ops import h_table, parameter_code
-from custom_ops.trees.diffusion import diffusion_tree_structure
+from custom_ops.trees.diffusion import UNUSED_SLOT, diffusion_tree_structure
 
 __all__ = ["noncentred_times", "variance_shifted_times"]
 
@@ -127,7 +127,7 @@ def variance_shifted_times(parent, log1m_t, n_leaves, sigma2, sigma2_new):
     shift = math.log(sigma2) - math.log(sigma2_new)
     log_jac = 0.0
     for v in range(n, parent.shape[0]):
-        if parent[v] == -2:
+        if parent[v] == UNUSED_SLOT:
             continue
         out[v - n] = log1m_t[v - n] + shift
         if not out[v - n] < 0.0:

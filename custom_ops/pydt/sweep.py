@@ -56,7 +56,7 @@ from custom_ops.pydt.messages import (
     state_root_term,
 )
 from custom_ops.pydt.ops import choose_branch, parameter_code, pydt_forward
-from custom_ops.trees.diffusion import diffusion_tree_structure
+from custom_ops.trees.diffusion import UNUSED_SLOT, diffusion_tree_structure
 
 # @njit_exact_numpy, as custom_ops.pydt.messages: a NaN or infinite density is rejected,
 # not raised
@@ -75,10 +75,10 @@ def _sample_attach(rng, st, l_limit):
     """The generative process for one new point on the tree under ``st``'s root (Eqs.
     4.9-4.11), restarted until it diverges before ``log(1 - t) = l_limit``; as
     pp_models.pydt.attach.sample_attach. Returns ``(mode, anchor, log1m_t)``."""
-    first = st.topo[1]
-    nxt = st.topo[2]
-    nch = st.topo[4]
-    nb = st.topo[5]
+    first = st.topo.first
+    nxt = st.topo.next
+    nch = st.topo.n_children
+    nb = st.topo.n_below
     lt, n, c, theta, alpha = st.lt, st.n, st.c, st.theta, st.alpha
     root = st.root[0]
     rate = st.tables[4]
@@ -109,9 +109,9 @@ def _log_attach_density(st, mode, anchor, l_attach, path):
     """log density (in t) of the generative process placing one point at ``(mode,
     anchor, l_attach)`` on the tree under ``st``'s root; as
     pp_models.pydt.attach.log_attach_density (``path``: workspace)."""
-    parent = st.topo[0]
-    nch = st.topo[4]
-    nb = st.topo[5]
+    parent = st.topo.parent
+    nch = st.topo.n_children
+    nb = st.topo.n_below
     lt, n, c, theta, alpha = st.lt, st.n, st.c, st.theta, st.alpha
     root = st.root[0]
     rate = st.tables[4]
@@ -151,9 +151,9 @@ def _slice_eval(x, v, st, lo, hi):
         return -np.inf
     topo, lt, n, mu, s, rr, ll, lp = st.topo, st.lt, st.n, st.mu, st.s, st.rr, st.ll, st.lp
     sigma2, tables, c = st.sigma2, st.tables, st.c
-    parent = topo[0]
-    first = topo[1]
-    nxt = topo[2]
+    parent = topo.parent
+    first = topo.first
+    nxt = topo.next
     lt[v - n] = x
     total = 0.0
     w = first[v]
@@ -183,7 +183,7 @@ def _check_value(value, st, chk):
     (largest relative error kept in ``chk.errs[0]``)."""
     if chk.X.shape[0] == 0 or not math.isfinite(value):
         return value
-    ref_p, ref_l = pydt_forward(st.topo[0], st.lt, chk.X, st.c, st.theta, st.alpha,
+    ref_p, ref_l = pydt_forward(st.topo.parent, st.lt, chk.X, st.c, st.theta, st.alpha,
                                 st.sigma2)
     err = abs(ref_p + st.beta * ref_l - value) / (1.0 + abs(ref_p) + abs(ref_l))
     if not err <= chk.errs[0]:
@@ -214,9 +214,9 @@ def _slice_time(rng, v, st, tot, chk):
     target at ``x`` is ``tot - base + _slice_eval(x) + log_time_jacobian(x)`` (``tot``
     tempered: ``tot[0] + beta tot[1]``) with ``base`` the changed terms at the current
     value, so repeated evaluations do not accumulate rounding."""
-    parent = st.topo[0]
-    first = st.topo[1]
-    nxt = st.topo[2]
+    parent = st.topo.parent
+    first = st.topo.first
+    nxt = st.topo.next
     lt, n, ll, lp = st.lt, st.n, st.ll, st.lp
     p = parent[v]
     hi = 0.0 if p < 0 else lt[p - n]
@@ -409,7 +409,7 @@ def pydt_sweep(rng, parent, log1m_t, X, params, n_moves, slice_times, check):
         internal = np.empty(n_internal, dtype=np.int64)
         k = 0
         for v in range(n, nn):
-            if parent[v] != -2:
+            if parent[v] != UNUSED_SLOT:
                 internal[k] = v
                 k += 1
         for i in range(n_internal - 1, 0, -1):
@@ -426,7 +426,7 @@ def pydt_sweep(rng, parent, log1m_t, X, params, n_moves, slice_times, check):
                 if not err <= max_err:
                     max_err = err
     for v in range(n, nn):
-        if parent[v] == -2:
+        if parent[v] == UNUSED_SLOT:
             lt[v - n] = 0.0
     tp, tl = cached_total(st)
     return accepted, tp, tl, max(max_err, chk.errs[0])

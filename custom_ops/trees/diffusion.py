@@ -11,7 +11,9 @@ from custom_ops.jit import njit_exact
 from custom_ops.trees import breadth_first, children_from_counts
 
 __all__ = [
+    "DETACHED",
     "DIFFUSION_TREE_ERRORS",
+    "UNUSED_SLOT",
     "diffusion_tree_mrca_times",
     "diffusion_tree_structure",
     "diffusion_tree_topology",
@@ -26,6 +28,12 @@ __all__ = [
 # (a multifurcating tree has fewer than n - 1 internal nodes). ``log1m_t[k]`` is
 # log(1 - t) of internal slot n + k: plain t rounds to 1.0 for small c (Knowles 2012
 # §4.3.1), log(1 - t) = -A(t) / c keeps full precision. Leaves sit at t = 1.
+
+#: ``parent`` code of an internal slot a multifurcating tree does not use (Numba reads a
+#: module-level integer as a compile-time constant).
+UNUSED_SLOT = -2
+#: ``parent`` code of the root of a subtree cut off the tree until it is attached again.
+DETACHED = -3
 
 DIFFUSION_TREE_ERRORS = {
     1: "tree: parent must have length 2 n - 1 and log1m_t length n - 1 for n >= 2 leaves",
@@ -62,7 +70,7 @@ def diffusion_tree_topology(parent, n_leaves):
     for v in range(nn):
         p = parent[v]
         if v >= n:
-            if p == -2:
+            if p == UNUSED_SLOT:
                 continue
             n_active += 1
             if p == -1:
@@ -72,13 +80,13 @@ def diffusion_tree_topology(parent, n_leaves):
                 continue
         if p < n or p >= nn or p == v:
             return 2, e, e, e, e
-        if parent[p] == -2:
+        if parent[p] == UNUSED_SLOT:
             return 4, e, e, e, e
         n_child[p] += 1
     if root < 0:
         return 3, e, e, e, e
     for v in range(n, nn):
-        if parent[v] != -2 and n_child[v] < 2:
+        if parent[v] != UNUSED_SLOT and n_child[v] < 2:
             return 5, e, e, e, e
     child_ptr, child_idx = children_from_counts(parent, n_child)
     order, n_reached, complete = breadth_first(root, child_ptr, child_idx, n_active)
@@ -105,7 +113,7 @@ def diffusion_tree_structure(parent, log1m_t, n_leaves):
     if code != 0:
         return code, order, child_ptr, child_idx, n_below
     for v in range(n, parent.shape[0]):
-        if parent[v] == -2:
+        if parent[v] == UNUSED_SLOT:
             continue
         lv = log1m_t[v - n]
         if not (math.isfinite(lv) and lv < 0.0):
@@ -156,7 +164,7 @@ def diffusion_tree_mrca_times(parent, log1m_t, n_leaves):
             top += 1
             stack[top] = child_idx[j]
     for v in range(n, nn):
-        if parent[v] == -2:
+        if parent[v] == UNUSED_SLOT:
             continue
         tv = -math.expm1(log1m_t[v - n])
         for a in range(child_ptr[v], child_ptr[v + 1]):

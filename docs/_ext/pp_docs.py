@@ -9,9 +9,10 @@ content with MyST. Nothing is hand-listed: a
 new tutorial appears in the gallery on the next build.
 
 The API reference is autosummary's recursive walk of the packages. A package's
-``__init__`` often imports a function over the submodule of the same name (``inference``
-binds ``fit`` to the function ``inference.fit.fit``); autosummary looks names up
-attribute-first, so it would document the module ``inference.fit`` as that one function.
+``__init__`` often imports a function over the submodule of the same name
+(``pp_models.bhc`` binds ``model`` to the factory ``pp_models.bhc.model.model``);
+autosummary looks names up attribute-first, so it would document the module
+``pp_models.bhc.model`` as that one function.
 :func:`import_by_name_preferring_modules`, installed by :func:`setup`, resolves a dotted
 name that is an importable module to the module, so every module's page lists its
 members.
@@ -245,8 +246,8 @@ def import_by_name_preferring_modules(name, prefixes=(None,), *, lookup=None):
     full_name, obj, parent, modname = lookup(name, prefixes)
     if not inspect.ismodule(obj):
         try:
-            # the package rebinds a submodule's name (``inference.fit``) to an object
-            # (the function ``fit``); the dotted name still imports the submodule
+            # the package rebinds a submodule's name (``pp_models.bhc.model``) to an object
+            # (the factory ``model``); the dotted name still imports the submodule
             module = importlib.import_module(full_name)
         except ImportError:
             pass

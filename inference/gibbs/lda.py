@@ -6,13 +6,12 @@ import numpy as np
 from pytensor.graph.basic import Variable
 from pytensor.graph.traversal import explicit_graph_inputs
 
+from custom_ops.lda.alias import AliasLDAState, gibbs_sweep_alias
+from custom_ops.lda.dense import dense_block_width, gibbs_sweep_blocked, gibbs_sweep_dense
 from custom_ops.lda.gibbs import (
     SparseLDAState,
     concentrations,
-    dense_block_width,
     draw_summary,
-    gibbs_sweep_blocked,
-    gibbs_sweep_dense,
     lgamma_tables,
     log_joint,
     topics_out,
@@ -22,7 +21,13 @@ from inference.gibbs.base import ZooGibbsStep
 from inference.gibbs.registry import register_step
 from pp_models.validation import check_choice, check_int
 
-__all__ = ["CollapsedLDAGibbs"]
+__all__ = ["ALIAS_MIN_TOPICS", "CollapsedLDAGibbs"]
+
+#: From this many topics ``sampler="auto"`` sweeps replicas below ``beta = 1`` with the
+#: alias kernel rather than the dense one (on Reuters at beta 0.5 and 0.1 the alias sweep
+#: was 1.6-2.6x the blocked dense one at K = 500 and 1000; the dense one had been
+#: measured the faster at K = 20).
+ALIAS_MIN_TOPICS = 500
 
 
 @register_step
@@ -35,11 +40,17 @@ class CollapsedLDAGibbs(ZooGibbsStep):
     theta and phi integrated out. ``sampler="sparse"`` draws from it by SparseLDA's
     buckets (Yao, Mimno & McCallum 2009), ``"dense"`` by the O(K) scan (from 64 topics
     on laid out in blocks for vector instructions,
-    :func:`~custom_ops.lda.gibbs.gibbs_sweep_blocked`); both simulate the same Markov
-    chain. ``"auto"`` (default) is the sparse sweep at ``beta = 1`` and the
-    dense one at ``beta < 1`` (a tempered run's hotter replicas): the power posteriors
-    spread each word and document over more topics, where the buckets lose their
-    advantage over the scan.
+    :func:`~custom_ops.lda.dense.gibbs_sweep_blocked`); both simulate the same Markov
+    chain. ``"alias"`` takes LightLDA's cycle of a word proposal from a stale Walker
+    alias table and a document proposal, each corrected by Metropolis-Hastings (Yuan et
+    al. 2015, :mod:`custom_ops.lda.alias`): O(1) per token whatever K, a different
+    Markov chain with the same stationary distribution (it mixes more slowly per
+    sweep). ``"auto"`` (default) is the sparse sweep at ``beta = 1`` and, at ``beta <
+    1`` (a tempered run's hotter replicas), the dense one below
+    :data:`ALIAS_MIN_TOPICS` topics and the alias one from there on: the power
+    posteriors spread each word and document over more topics, where the buckets lose
+    their advantage over the scan at small K and the alias cycle's O(1) wins at large K
+    (measured on Reuters, ``docs/benchmarks.md``).
 
     The count matrices live in the step between calls and are updated in place; they
     are rebuilt from the point only when ``z`` or the words differ from what the step
@@ -66,7 +77,7 @@ class CollapsedLDAGibbs(ZooGibbsStep):
         Vocabulary size V and number of topics K.
     alpha : float or array (K,), eta : float or array (V,)
         Dirichlet parameters.
-    sampler : {"auto", "sparse", "dense"}
+    sampler : {"auto", "sparse", "dense", "alias"}
     sweeps : int
         Sweeps per draw.
     n_threads : int
@@ -95,6 +106,8 @@ class CollapsedLDAGibbs(ZooGibbsStep):
 
     name = "lda_collapsed_gibbs"
     can_temper = True
+    #: the ``"alias"`` sampler's sweep (a twin step names another)
+    alias_kernel = staticmethod(gibbs_sweep_alias)
     stats_dtypes_shapes = {
         "log_joint": (np.float64, []),
         "n_changed": (np.int64, []),
@@ -124,13 +137,13 @@ class CollapsedLDAGibbs(ZooGibbsStep):
             raise ValueError(
                 f"vars: CollapsedLDAGibbs updates one variable z, got {self.var_names}"
             )
-        check_choice(sampler, "sampler", ("auto", "sparse", "dense"))
+        check_choice(sampler, "sampler", ("auto", "sparse", "dense", "alias"))
         sweeps = check_int(sweeps, "sweeps", minimum=1)
         self.n_threads = check_int(n_threads, "n_threads", minimum=1)
-        if self.n_threads > 1 and sampler == "dense":
+        if self.n_threads > 1 and sampler in ("dense", "alias"):
             raise ValueError(
                 "n_threads > 1 sweeps with the sparse kernel (AD-LDA); "
-                "sampler='dense' cannot serve it: use sampler='auto' or 'sparse'"
+                f"sampler={sampler!r} cannot serve it: use sampler='auto' or 'sparse'"
             )
         self.n_words = int(n_words)
         self.n_topics = int(n_topics)
@@ -149,8 +162,10 @@ class CollapsedLDAGibbs(ZooGibbsStep):
                     f"{name} must be a scalar or have {what} = {size} entries, "
                     f"got shape {np.shape(value)}"
                 )
-        self.alpha = np.ascontiguousarray(np.broadcast_to(alpha, (self.n_topics,)), np.float64)
-        self.eta = np.ascontiguousarray(np.broadcast_to(eta, (self.n_words,)), np.float64)
+        # writable copies: a read-only array (a broadcast view) would make Numba compile
+        # every kernel a second time, for that type
+        self.alpha = np.array(np.broadcast_to(alpha, (self.n_topics,)), np.float64)
+        self.eta = np.array(np.broadcast_to(eta, (self.n_words,)), np.float64)
         if np.any(self.alpha <= 0) or np.any(self.eta <= 0):
             raise ValueError("alpha and eta must be > 0")
         # symmetric priors take log_joint's table-lookup path
@@ -239,12 +254,19 @@ class CollapsedLDAGibbs(ZooGibbsStep):
             # the blocks' topic lists do not describe the global counts
             self._lists_stale = True
         else:
-            self._state = SparseLDAState(words, self.doc_ptr, z, self.n_words, self.n_topics)
+            alias = self.sampler == "alias" or (
+                self.sampler == "auto" and self.n_topics >= ALIAS_MIN_TOPICS
+            )
+            state_type = AliasLDAState if alias else SparseLDAState
+            self._state = state_type(words, self.doc_ptr, z, self.n_words, self.n_topics)
             self._lists_stale = False
         if self.n_threads == 1 and old is not None and words is self._state_words:
             # same corpus (a tempered run's swaps rebuild the counts often): its tables
-            # stay valid, the tempered sweep's depending only on beta and eta besides
+            # stay valid, the tempered sweep's depending only on beta and eta besides,
+            # the alias tables being proposals that any counts may use
             self._state.power_tables = old.power_tables
+            if isinstance(self._state, AliasLDAState) and isinstance(old, AliasLDAState):
+                self._state.take_tables(old)
             return
         self._state_words = words
         self._tables = None
@@ -254,26 +276,37 @@ class CollapsedLDAGibbs(ZooGibbsStep):
             max_doc = int(np.diff(self.doc_ptr).max())
             self._tables = lgamma_tables(self._alpha_ll, self._eta_ll, max_word, max_doc)
 
+    def _kernel(self) -> str:
+        """The kernel of the next sweep: the sampler asked for, or ``"auto"``'s choice
+        at the current ``beta`` (class docstring)."""
+        if self.sampler != "auto":
+            return self.sampler
+        if self.beta == 1.0:
+            return "sparse"
+        return "alias" if self.n_topics >= ALIAS_MIN_TOPICS else "dense"
+
     def _sweep(self) -> None:
         """One sweep over all tokens, in place on ``self._state``.
 
-        The dense kernel leaves the state's sparse topic lists stale; they are only
-        read by the sparse kernel, so a sparse sweep after a dense one (``"auto"`` when
-        beta became 1) rebuilds them first.
+        The dense kernel leaves the state's sparse topic lists stale; the sparse and
+        alias kernels read them, so their sweep after a dense one (``"auto"`` when beta
+        became 1) rebuilds them first.
         """
         if self.n_threads > 1:
             self._state.sweep(self.alpha, self.eta, self.beta, self._rngs)
             return
-        sparse = self.sampler == "sparse" or (self.sampler == "auto" and self.beta == 1.0)
-        if sparse and self._lists_stale:
+        kernel = self._kernel()
+        if kernel != "dense" and self._lists_stale:
             self._rebuild(self._state.z.copy(), self._state_words)
         s = self._state
-        self._lists_stale = not sparse
-        if sparse:
+        self._lists_stale = kernel == "dense"
+        if kernel == "alias":  # keeps the topic lists
+            self.alias_kernel(*s.kernel_args(self.alpha, self.eta, self.beta), self.rng)
+        elif kernel == "sparse":
             s.sweep(self.alpha, self.eta, self.beta, self.rng)
         else:
             sweep_args = (s.words, s.doc_ptr, s.z, s.n_wk, s.n_dk, s.n_k, self.alpha, self.eta,
-                      self.beta, s.pow_offset, *s.powers(self.eta, self.beta))
+                          self.beta, s.pow_offset, *s.powers(self.eta, self.beta))
             if self._block_width:
                 gibbs_sweep_blocked(*sweep_args, self._block_width, self.rng)
             else:

@@ -237,7 +237,7 @@ _GENERATORS: dict[str, GenerativeModel] = {}
 
 def _simulate(payload: bytes, seed: np.random.SeedSequence):
     """One SBC replicate: (ranks per statistic, ESS per statistic)."""
-    from inference.fit import fit
+    from inference.fitting import fit
 
     key = hashlib.sha1(payload).hexdigest()
     model, data_vars, fit_kwargs, stats, n_rank_draws = cloudpickle.loads(payload)

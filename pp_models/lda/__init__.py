@@ -6,9 +6,9 @@ The factory :func:`model` (collapsed for the Gibbs step, or explicit for NUTS / 
 corpus layout (:func:`prepare_corpus`, :class:`TokenCorpus`) in ``inputs.py``, the
 outputs (:func:`perplexity`, :func:`top_words`, :func:`posterior_topics`) in
 ``outputs.py``. The collapsed Gibbs step is in ``inference/gibbs/lda.py``, its hot loops
-in :mod:`custom_ops.lda.gibbs`. :func:`adlda` (``adlda.py``) is approximate distributed
-collapsed Gibbs (AD-LDA) over partitions of the documents, in this process or on a Dask
-cluster, for corpora on disk too (``shards.py``).
+in :mod:`custom_ops.lda` (``gibbs``, ``dense``, ``alias``). :func:`adlda` (``adlda.py``)
+is approximate distributed collapsed Gibbs (AD-LDA) over partitions of the documents,
+in this process or on a Dask cluster, for corpora on disk too (``shards.py``).
 """
 
 import numpy as np

@@ -20,7 +20,7 @@ import pytensor
 import pytest
 import xarray as xr
 
-from inference.fit import fit
+from inference.fitting import fit
 from pp_models.datasets import load
 from pp_models.model_info import LABELS_GROUP, get_info
 from pp_models.registry import list_models

@@ -169,7 +169,7 @@ def test_a_bug_in_the_run_is_reported_with_its_traceback(tmp_path, capsys, monke
         raise ValueError("planted bug")
 
     # the module (the package's attribute of that name is the function)
-    monkeypatch.setattr(importlib.import_module("inference.fit"), "fit_mcmc", planted)
+    monkeypatch.setattr(importlib.import_module("inference.fitting"), "fit_mcmc", planted)
     out = tmp_path / "out"
     assert main(["fit", "finite_mixture", "--draws", "5", "--tune", "0", "--chains", "1",
                  "--no-progress", "--out", str(out)]) == EXIT_BUG
@@ -188,7 +188,7 @@ def test_a_refusal_raised_during_the_run_is_the_users_error(tmp_path, capsys, mo
     def refusing(*args, **kwargs):
         raise UserInputError("tempering: step 'x' cannot temper")
 
-    monkeypatch.setattr(importlib.import_module("inference.fit"), "fit_mcmc", refusing)
+    monkeypatch.setattr(importlib.import_module("inference.fitting"), "fit_mcmc", refusing)
     assert main(["fit", "finite_mixture", "--draws", "5", "--tune", "0", "--chains", "1",
                  "--no-progress", "--out", str(tmp_path / "out")]) == 2
     err = capsys.readouterr().err

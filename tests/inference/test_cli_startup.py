@@ -108,13 +108,22 @@ def test_summaries_read_from_the_source_match_the_families():
 
 
 def test_the_package_attributes_are_the_functions():
-    # importing the modules of the same name must not replace the functions
-    import inference
-    import inference.fit
-    import inference.summary
+    # a plain module (PEP 562 laziness, no class of its own), and importing the modules
+    # that define the lazy names must not replace them
+    import pkgutil
+    import types
 
+    import inference
+    import inference.fitting
+    import inference.relabelling
+    import inference.summary_table
+
+    assert type(sys.modules["inference"]) is types.ModuleType
+    submodules = {m.name for m in pkgutil.iter_modules(inference.__path__)}
+    assert submodules.isdisjoint(inference.__all__)
     assert callable(inference.fit) and inference.fit.__name__ == "fit"
     assert callable(inference.summary) and inference.summary.__name__ == "summary"
+    assert callable(inference.relabel) and inference.relabel.__name__ == "relabel"
     from inference import METHODS, fit
 
-    assert fit is sys.modules["inference.fit"].fit and "gibbs" in METHODS
+    assert fit is sys.modules["inference.fitting"].fit and "gibbs" in METHODS

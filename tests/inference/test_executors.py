@@ -270,8 +270,9 @@ def test_ppzoo_fit_scheduler_runs_the_chains_on_the_cluster(dask_executor, tmp_p
 def test_ppzoo_fit_scheduler_unreachable_exits_2_naming_the_flag(monkeypatch, capsys):
     pytest.importorskip("distributed")
     import inference.cli as cli
+    import inference.cli.execution
 
-    monkeypatch.setattr(cli, "CONNECT_SECONDS", 0.5)
+    monkeypatch.setattr(inference.cli.execution, "CONNECT_SECONDS", 0.5)
     assert cli.main(["fit", "lda", "--scheduler", "tcp://127.0.0.1:9", "--draws", "2"]) == 2
     err = capsys.readouterr().err
     assert "--scheduler tcp://127.0.0.1:9: cannot connect to a Dask scheduler" in err

@@ -188,7 +188,7 @@ def sampling_forbidden(monkeypatch):
     def started(*args, **kwargs):
         raise AssertionError("fit started compiling/sampling before rejecting the argument")
 
-    module = sys.modules["inference.fit"]
+    module = sys.modules["inference.fitting"]
     monkeypatch.setattr(module, "fit_mcmc", started)
     monkeypatch.setattr(module, "fit_advi", started)
 
@@ -233,7 +233,7 @@ def test_var_names_as_one_string_means_that_variable(normal_model, monkeypatch):
         seen.update(arguments["kwargs"])
         raise Captured  # stop here: the options are what this test looks at
 
-    monkeypatch.setattr(sys.modules["inference.fit"], "fit_mcmc", capture)
+    monkeypatch.setattr(sys.modules["inference.fitting"], "fit_mcmc", capture)
     model, _, _ = normal_model
     with pytest.raises(Captured):
         fit(model, draws=5, tune=5, chains=1, progressbar=False, var_names="mu")

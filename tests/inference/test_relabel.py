@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 import xarray as xr
 
-from inference.fit import fit
-from inference.relabel import find_permutations, relabel
+from inference.fitting import fit
+from inference.relabelling import find_permutations, relabel
 from pp_models import finite_mixture
 from pp_models.model_info import Relabelling
 

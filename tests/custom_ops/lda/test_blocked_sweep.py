@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from custom_ops.jit import njit_exact
+from custom_ops.lda import dense
 from custom_ops.lda import gibbs as lk
 from tests.helpers.twin_kernels import twin_kernel
 from tests.inference.gibbs.lda.oracle import LDAEnumeration
@@ -65,17 +66,17 @@ def max_z(mean, mcse, p):
 
 @pytest.mark.parametrize("beta", [0.0, 0.4, 1.0])
 def test_blocked_sweep_leaves_the_power_posterior_invariant(beta):
-    mean, mcse = chain(lk.gibbs_sweep_blocked, FOUR_TOPICS, 2, beta, seed=31)
+    mean, mcse = chain(dense.gibbs_sweep_blocked, FOUR_TOPICS, 2, beta, seed=31)
     assert max_z(mean, mcse, FOUR_TOPICS.enum.power_posterior(beta)) < 5
 
 
 def test_blocked_sweep_with_a_tail_block_leaves_the_power_posterior_invariant():
-    mean, mcse = chain(lk.gibbs_sweep_blocked, THREE_TOPICS, 2, 0.4, seed=34)
+    mean, mcse = chain(dense.gibbs_sweep_blocked, THREE_TOPICS, 2, 0.4, seed=34)
     assert max_z(mean, mcse, THREE_TOPICS.enum.power_posterior(0.4)) < 5
 
 
 def test_a_blocked_sweep_that_forgets_the_earlier_blocks_is_caught():
-    twin = twin_kernel(lk.gibbs_sweep_blocked, block_residual=_no_offset)
+    twin = twin_kernel(dense.gibbs_sweep_blocked, block_residual=_no_offset)
     mean, mcse = chain(twin, FOUR_TOPICS, 2, 1.0, seed=32, n_sweeps=8_000)
     assert max_z(mean, mcse, FOUR_TOPICS.enum.power_posterior(1.0)) >= 5
 
@@ -91,7 +92,7 @@ def test_blocked_sweep_keeps_the_counts_of_its_topics():
     for beta in (1.0, 0.5):
         tables = lk.tempering_tables(words, n_words, eta, beta)
         for _ in range(5):
-            lk.gibbs_sweep_blocked(
+            dense.gibbs_sweep_blocked(
                 words, doc_ptr, z, n_wk, n_dk, n_k, alpha, eta, beta, *tables, 8, rng
             )
     for got, want in zip(
@@ -99,4 +100,4 @@ def test_blocked_sweep_keeps_the_counts_of_its_topics():
     ):
         np.testing.assert_array_equal(got, want)
     assert np.unique(z).size > 20  # the draws reach the blocks and the tail
-    assert lk.dense_block_width(20) == 0 and lk.dense_block_width(500) == 64
+    assert dense.dense_block_width(20) == 0 and dense.dense_block_width(500) == 64

@@ -9,6 +9,7 @@ import pytest
 from scipy.optimize import minimize
 from scipy.special import gammaln
 
+from custom_ops.lda import dense
 from custom_ops.lda import evaluation as lda_eval
 from custom_ops.lda import gibbs as lk
 
@@ -110,7 +111,7 @@ def test_dense_sweep_leaves_the_exact_posterior_invariant():
     z = np.zeros(WORDS.size, dtype=np.int32)
     n_wk, n_dk, n_k = lk.build_counts(WORDS, DOC_PTR, z, V, K)
     mean, mcse = _state_frequencies(
-        lambda: lk.gibbs_sweep_dense(
+        lambda: dense.gibbs_sweep_dense(
             WORDS,
             DOC_PTR,
             z,

@@ -7,6 +7,7 @@ topic's denominator left untempered) caught by the same check."""
 import numpy as np
 import pytest
 
+from custom_ops.lda import dense
 from custom_ops.lda import gibbs as lk
 from tests.inference.gibbs.lda.oracle import LDAEnumeration
 
@@ -49,7 +50,7 @@ def dense_chain(beta, eta, seed):
     n_wk, n_dk, n_k = lk.build_counts(WORDS, DOC_PTR, z, V, K)
     tables = lk.tempering_tables(WORDS, V, eta, beta)
     return state_frequencies(
-        lambda: lk.gibbs_sweep_dense(WORDS, DOC_PTR, z, n_wk, n_dk, n_k, ALPHA, eta, beta,
+        lambda: dense.gibbs_sweep_dense(WORDS, DOC_PTR, z, n_wk, n_dk, n_k, ALPHA, eta, beta,
                                      *tables, rng),
         lambda: z)
 

@@ -133,7 +133,7 @@ def test_bad_input_is_refused_before_compiling(model, kwargs, error, match, monk
     def started(*args, **kw):
         raise AssertionError("compiled before refusing")
 
-    monkeypatch.setattr(sys.modules["inference.fit"], "fit_mcmc", started)
+    monkeypatch.setattr(sys.modules["inference.fitting"], "fit_mcmc", started)
     monkeypatch.setattr(ladder_runs, "run_ladder", started)
     monkeypatch.setattr(ais, "sample_gibbs", started)
     with pytest.raises(error, match=match):

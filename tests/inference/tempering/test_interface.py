@@ -201,7 +201,7 @@ def test_bad_tempering_arguments_are_refused(mixture, value, error, match, monke
     def started(*args, **kwargs):
         raise AssertionError("started sampling before refusing the argument")
 
-    monkeypatch.setattr(sys.modules["inference.fit"], "fit_mcmc", started)
+    monkeypatch.setattr(sys.modules["inference.fitting"], "fit_mcmc", started)
     with pytest.raises(error, match=match):
         fit(mixture, tempering=value, progressbar=False)
 

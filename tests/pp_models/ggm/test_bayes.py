@@ -7,7 +7,7 @@ import pytest
 import xarray as xr
 from scipy.stats import norm
 
-from inference.fit import fit
+from inference.fitting import fit
 from pp_models import ggm
 from pp_models.distributions import BayesianGLassoPrecision, SpikeSlabPrecision
 from pp_models.ggm.outputs import inclusion_probability_array, partial_correlation_array

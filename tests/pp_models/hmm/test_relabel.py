@@ -12,7 +12,7 @@ import numpy as np
 import xarray as xr
 
 from inference import fit
-from inference.relabel import relabel
+from inference.relabelling import relabel
 from pp_models import hmm
 from pp_models.model_info import get_info
 

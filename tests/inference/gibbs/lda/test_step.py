@@ -8,9 +8,11 @@ import pymc as pm
 import pytest
 from scipy.optimize import linear_sum_assignment
 
-from custom_ops.lda.gibbs import build_counts, log_joint
+from custom_ops.lda.alias import AliasLDAState, gibbs_sweep_alias
+from custom_ops.lda.gibbs import SparseLDAState, build_counts, log_joint
 from inference import fit
 from inference.gibbs import CollapsedLDAGibbs, get_step
+from inference.gibbs.lda import ALIAS_MIN_TOPICS
 from pp_models import lda
 from pp_models.model_info import get_info
 
@@ -84,7 +86,7 @@ def test_z_can_be_left_out_of_the_trace():
     assert dt.attrs["pp_models_method"] == "gibbs"
 
 
-@pytest.mark.parametrize("sampler", ["sparse", "dense"])
+@pytest.mark.parametrize("sampler", ["sparse", "dense", "alias"])
 def test_counts_follow_z_changed_by_someone_else(sampler):
     docs = _random_corpus(2)
     m = lda.model(docs, n_topics=4, n_words=7)
@@ -100,6 +102,46 @@ def test_counts_follow_z_changed_by_someone_else(sampler):
     for got, want in zip((n_wk, n_dk, n_k), expected, strict=True):
         np.testing.assert_array_equal(got, want)
     assert stats[0]["log_joint"] == pytest.approx(log_joint(*expected, 0.1, 0.01))
+
+
+def test_alias_sampler_sweeps_the_alias_kernel_at_the_steps_temperature():
+    """The step's ``"alias"`` sampler is the kernel whose stationary distribution
+    ``tests/custom_ops/lda/test_alias.py`` checks, at the inverse temperature it is given,
+    draw for draw."""
+    docs = _random_corpus(5)
+    m = lda.model(docs, n_topics=4, n_words=7)
+    corpus = lda.prepare_corpus(docs, n_words=7)
+    step = _step_for(m, sampler="alias", rng=6)
+    step.set_inverse_temperature(0.3)
+    point = m.initial_point()
+    state = AliasLDAState(corpus.words, corpus.doc_ptr, point["z"], 7, 4)
+    rng = np.random.default_rng(6)
+    for _ in range(3):
+        point, stats = step.step(point)
+        gibbs_sweep_alias(*state.kernel_args(np.full(4, 0.1), np.full(7, 0.01), 0.3), rng)
+        np.testing.assert_array_equal(point["z"], state.z)
+    assert stats[0]["log_joint"] == pytest.approx(log_joint(state.n_wk, state.n_dk, state.n_k,
+                                                            0.1, 0.01))
+
+
+def test_auto_sampler_takes_the_alias_kernel_for_hot_replicas_of_many_topics():
+    docs = _random_corpus(6)
+    corpus = lda.prepare_corpus(docs, n_words=7)
+    for n_topics, hot_kernel in ((ALIAS_MIN_TOPICS, "alias"), (20, "dense")):
+        m = lda.model(docs, n_topics=n_topics, n_words=7, deterministics=False)
+        step = _step_for(m, rng=7)
+        point, _ = step.step(m.initial_point())
+        assert step._kernel() == "sparse"
+        step.set_inverse_temperature(0.5)
+        assert step._kernel() == hot_kernel
+        point, _ = step.step(point)
+        step.set_inverse_temperature(1.0)
+        point, stats = step.step(point)  # back to the sparse sweep, lists valid again
+        expected = build_counts(corpus.words, corpus.doc_ptr, point["z"], 7, n_topics)
+        for got, want in zip(step.counts(), expected, strict=True):
+            np.testing.assert_array_equal(got, want)
+        assert stats[0]["log_joint"] == pytest.approx(log_joint(*expected, 0.1, 0.01))
+    assert type(step._state) is SparseLDAState  # K = 20: no alias tables
 
 
 def test_step_pickles_mid_chain():
@@ -118,7 +160,7 @@ def test_step_pickles_mid_chain():
 @pytest.mark.parametrize(
     ("overrides", "match"),
     [
-        ({"sampler": "alias"}, "sampler must be"),
+        ({"sampler": "lightlda"}, "sampler must be"),
         ({"sweeps": 0}, "sweeps must be >= 1"),
         ({"doc_ptr": np.array([1, 5])}, "doc_ptr must be"),
         ({"alpha": -1.0}, "alpha and eta must be > 0"),

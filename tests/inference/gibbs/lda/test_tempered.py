@@ -1,10 +1,13 @@
 """The tempered collapsed LDA step samples p(z | alpha) p(w | z, eta)^beta: on a 7-token
 corpus every assignment is enumerated (``oracle.py``: sequential Pólya urns, independent
 of the kernels) and the step's state frequencies at beta in {0, 0.3, 1}, with either
-sampler, must match within their Monte Carlo error; two replicas interleaved as a tempered run
+Gibbs sampler, must match within their Monte Carlo error; two replicas interleaved as a tempered run
 interleaves them each sample their own temperature; the twin that ignores beta is
 caught. The model's likelihood is PyMC's datalogp: the collapsed word term. The default
-sampler ("auto": sparse at beta = 1, dense below) is the interleaved replicas'."""
+sampler ("auto": sparse at beta = 1, dense below) is the interleaved replicas'. The
+"alias" sampler's kernel has the same check at beta in {0, 0.4, 1}
+(``tests/custom_ops/lda/test_alias.py``) and the step runs it at its beta draw for draw
+(``test_step.py``)."""
 
 import numpy as np
 import pytest

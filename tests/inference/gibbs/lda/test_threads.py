@@ -66,8 +66,9 @@ def test_two_threads_keep_log_p_within_one_percent_of_serial():
         ({"n_threads": 0}, ValueError, "n_threads"),
         ({"n_threads": 1.5}, TypeError, "n_threads"),
         ({"n_threads": "2"}, TypeError, "n_threads"),
-        ({"sampler": "alias"}, ValueError, "sampler"),
+        ({"sampler": "lightlda"}, ValueError, "sampler"),
         ({"n_threads": 2, "sampler": "dense"}, ValueError, "n_threads"),
+        ({"n_threads": 2, "sampler": "alias"}, ValueError, "n_threads"),
     ],
 )
 def test_bad_thread_options_are_refused_naming_them(overrides, error, match):

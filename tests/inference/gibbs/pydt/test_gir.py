@@ -119,7 +119,7 @@ def test_factory_asks_for_these_steps():
     their centred slice update: one step for every free variable, no NUTS."""
     from pymc.step_methods.compound import flatten_steps
 
-    from inference.fit import assign_steps
+    from inference.fitting import assign_steps
     from pp_models.model_info import get_info
 
     X = np.random.default_rng(0).normal(size=(6, 2))
