@@ -495,8 +495,14 @@ def sample_gibbs(
         ipfn = _initial_point_fn(model)
         starts = [ipfn(s) for s in seeds]
     else:
-        starts = [make_initial_point_fn(model=model, overrides=initvals, jitter_rvs=set(),
-                                        return_transformed=True)(s) for s in seeds]
+        # one dict for every chain, or a list of one per chain (as pm.sample takes them)
+        per_chain = [initvals] * chains if isinstance(initvals, dict) else list(initvals)
+        if len(per_chain) != chains:
+            raise ValueError(f"initvals: a list needs one dict per chain ({chains}), got "
+                             f"{len(per_chain)}")
+        starts = [make_initial_point_fn(model=model, overrides=iv or {}, jitter_rvs=set(),
+                                        return_transformed=True)(s)
+                  for iv, s in zip(per_chain, seeds, strict=True)]
     tunes, lengths = [tune] * chains, [draws] * chains
     traces: list = [None] * chains
     store = None

@@ -76,6 +76,9 @@ def finish_fit(dt: xr.DataTree, model, info: ZooModelInfo | None, *, postprocess
                 dt.attrs["pp_models_postprocess_skipped"] = 1
             else:
                 dt = info.postprocess(dt)
+                if not dt.attrs.get("pp_models_relabelled", 1):
+                    # the allocations are drawn by the post-processing (a marginalised HMM)
+                    dt = relabel_labels(dt, info)
         interrupted = interrupted or stop.is_set()
         if log_likelihood and not interrupted:
             compute_log_likelihood(dt, model)

@@ -215,9 +215,11 @@ def relabel(
 
 def apply_permutations(ds: xr.Dataset, perm: np.ndarray, spec: Relabelling) -> xr.Dataset:
     """``ds`` with draw ``(c, s)``'s label ``k`` renamed ``perm[c, s, k]``: variables with
-    ``spec.label_dim`` reordered along it, ``spec.label_valued`` mapped by value."""
+    ``spec.label_dim`` (or one of ``spec.also_dims``) reordered along each of those
+    dimensions, ``spec.label_valued`` mapped by value."""
     # new label j holds what old label inverse[j] held
     inverse = np.argsort(perm, axis=-1)
+    label_dims = (spec.label_dim, *spec.also_dims)
     changed = {}
     for name, var in ds.data_vars.items():
         if not {"chain", "draw"} <= set(var.dims):
@@ -227,11 +229,15 @@ def apply_permutations(ds: xr.Dataset, perm: np.ndarray, spec: Relabelling) -> x
             flat = v.values.reshape(v.shape[0], v.shape[1], -1).astype(np.int64)
             mapped = np.take_along_axis(perm, flat, axis=2).reshape(v.shape)
             changed[name] = v.copy(data=mapped.astype(var.dtype)).transpose(*var.dims)
-        elif spec.label_dim in var.dims:
-            v = var.transpose("chain", "draw", spec.label_dim, ...)
-            idx = inverse.reshape(*inverse.shape, *([1] * (v.ndim - 3)))
-            moved = np.take_along_axis(v.values, idx, axis=2)
-            changed[name] = v.copy(data=moved).transpose(*var.dims)
+            continue
+        moved = var
+        for dim in label_dims:
+            if dim in var.dims:
+                v = moved.transpose("chain", "draw", dim, ...)
+                idx = inverse.reshape(*inverse.shape, *([1] * (v.ndim - 3)))
+                moved = v.copy(data=np.take_along_axis(v.values, idx, axis=2))
+        if moved is not var:
+            changed[name] = moved.transpose(*var.dims)
     return ds.assign(changed)
 
 
@@ -254,6 +260,7 @@ def _spec(dt, model, relabelling):
             fields["allocations"],
             fields["kind"],
             tuple(fields["label_valued"]),
+            tuple(fields.get("also_dims", ())),
         )
     return None
 
@@ -265,5 +272,6 @@ def _spec_json(spec: Relabelling) -> str:
             "allocations": spec.allocations,
             "kind": spec.kind,
             "label_valued": list(spec.label_valued),
+            "also_dims": list(spec.also_dims),
         }
     )

@@ -97,12 +97,16 @@ class Relabelling:
         ``"labels"``, ``"memberships"`` or ``"proportions"``.
     label_valued : tuple of str
         Variables whose values are labels (the assignments ``z``): relabelled by value.
+    also_dims : tuple of str
+        Other dimensions that run over the same labels, permuted like ``label_dim`` (an
+        HMM's transition matrix ``P[state, state_to]``: its rows and its columns).
     """
 
     label_dim: str
     allocations: str
     kind: str = "labels"
     label_valued: tuple[str, ...] = ()
+    also_dims: tuple[str, ...] = ()
 
     def __post_init__(self):
         if self.kind not in ("labels", "memberships", "proportions"):

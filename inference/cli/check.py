@@ -150,6 +150,8 @@ def _report_convergence(args, dt, total) -> int:
         print("\n" + str(report.splits))
     if not report.passed:
         print("\n" + report.advice())
+    if "log_likelihood" in dt.children:
+        _print_loo(dt)
     if report.verdict == "multimodal":
         _print_stacking(dt)
     if interrupted:
@@ -159,6 +161,29 @@ def _report_convergence(args, dt, total) -> int:
         )
         return EXIT_CODES["interrupted"]
     return report.exit_code
+
+
+def _print_loo(dt) -> None:
+    """PSIS-LOO of a result with a pointwise log-likelihood, with its Pareto k count
+    (Vehtari, Gelman & Gabry 2017: above 0.7 an observation's estimate is unreliable)."""
+    import warnings
+
+    import arviz as az
+    import numpy as np
+
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # the count below says what ArviZ warns of
+            loo = az.loo(dt, pointwise=True)
+    except ValueError as err:
+        print(f"\nLOO (PSIS): not computed ({err})")
+        return
+    k = np.asarray(loo.pareto_k).ravel()
+    print(
+        f"\nLOO (PSIS): elpd_loo {float(loo.elpd):.1f} (SE {float(loo.se):.1f}); "
+        f"Pareto k > 0.7 for {int(np.sum(k > 0.7))} of {k.size} observations "
+        f"(max {np.nanmax(k):.2f})"
+    )
 
 
 def _print_stacking(dt) -> None:

@@ -3,11 +3,27 @@
 
 Pointwise log-likelihood of row ``i`` at each posterior draw:
 
-- **collapsed CRP** (conjugate likelihoods): the conditional predictive
-  ``log p(x_i | z_{-i}, X_{-i}, alpha, H)``, the row's table summed out under the CRP
-  given the other rows (Pitman-Yor weights) and each table's parameters integrated out
-  (:func:`custom_ops.dpm.predictive.crp_conjugate_loo_log_predictive`; learned
-  base-measure hyperparameters at the draw's values);
+- **collapsed CRP** (conjugate likelihoods): the conditional density of the row given the
+  other rows' tables and the tables' parameters,
+
+  ``log p(x_i | z_{-i}, theta, alpha) = log [ sum_k (n_{k,-i} - d) F(x_i | theta_k)
+  + (alpha + K_{-i} d) int F(x_i | t) G0(dt) ] - log(n - 1 + alpha)``
+
+  (the row's table summed out under the CRP given the others, Pitman 2006 Eq. 3.6 with
+  discount ``d``; ``K_{-i}`` the tables the others occupy; the new table by the prior
+  predictive), where each table's ``theta_k`` is drawn once per posterior draw from its
+  conjugate posterior given the draw's partition and the data. ``(z, theta)`` is then a
+  draw of the joint posterior and ``phi_i = (z_{-i}, theta_{tables of z_{-i}}, alpha)`` one
+  of ``p(phi_i | X)``, with ``p(phi_i | X) ∝ p(phi_i | X_{-i}) p(x_i | phi_i)``: the
+  importance ratio ``1 / p(x_i | phi_i)`` is exact for leave-one-out (Gelfand, Dey &
+  Chang 1992; the non-factorised form ``p(y_i | y_{-i}, phi)`` of Bürkner, Gabry &
+  Vehtari 2021, Eq. 6), as it is for the fully collapsed ``p(x_i | z_{-i}, X_{-i})``.
+  The collapsed term is a function of the partition alone, so on a posterior that
+  visits a few partitions it takes a few values per row and PSIS cannot fit its tail
+  ("All tail values are the same", or Pareto k above 1); the drawn ``theta`` makes the
+  term continuous. The draws use the fixed seed :data:`PARAMETER_SEED`, so the term
+  is a function of the posterior draws. Learned base-measure hyperparameters and a
+  random ``alpha`` are read at each draw's values;
 - **stick-breaking**: the mixture density ``log sum_k w_k F(x_i | theta_k)``;
 - **non-conjugate CRP** (``"normal"``, ``"poisson"``): ``log F(x_i | theta_{z_i})``, the
   row given its table's sampled parameters.
@@ -32,12 +48,25 @@ from custom_ops.dpm.collapsed import (
     draw_gaussian,
     draw_multinomial,
 )
-from custom_ops.dpm.predictive import crp_conjugate_loo_log_predictive
+from custom_ops.dpm.predictive import (
+    conjugate_log_predictive_rows,
+    crp_conditional_log_likelihood,
+)
 from pp_models.dpm.hyperpriors import learned_hyperparameters, learned_variable_names
-from pp_models.dpm.spec import CONJUGATE, PRIOR_KEYS, get_spec
+from pp_models.dpm.spec import CONJUGATE, get_spec
 from pp_models.model_info import draws_dataset, row_dim
 
-__all__ = ["draw_from_posterior", "pointwise_log_likelihood", "posterior_predictive"]
+__all__ = [
+    "PARAMETER_SEED",
+    "conditional_log_likelihood",
+    "draw_from_posterior",
+    "pointwise_log_likelihood",
+    "posterior_predictive",
+]
+
+#: seed of the tables' parameter draws in the collapsed CRP's pointwise term (module
+#: docstring): the same posterior gives the same ``log_likelihood`` group
+PARAMETER_SEED = 20100
 
 #: the stick-breaking form's component parameters, per likelihood
 _SB_PARAMS = {"diag_gaussian": ("mu", "sigma"), "normal": ("mu", "sigma"),
@@ -86,20 +115,57 @@ def pointwise_log_likelihood(posterior: xr.Dataset, model) -> xr.Dataset:
     if spec.truncation is not None:
         out = _stick_breaking_log_likelihood(posterior, spec, X)
     elif spec.likelihood in CONJUGATE:
-        z = np.ascontiguousarray(_flat(posterior, "z"), dtype=np.int64)
-        size = z.shape[0]
-        hyper = _hyper_per_draw(posterior, spec, size)
-        keys = PRIOR_KEYS[spec.likelihood]
-        hps = np.ascontiguousarray(np.stack(
-            [cj.pack_hyper(spec.likelihood, [h[k] for k in keys]) for h in hyper]))
-        out = np.empty((size, X.shape[0]))
-        crp_conjugate_loo_log_predictive(cj.FAMILY_CODES[spec.likelihood], X, z,
-                                         _alphas(posterior, spec, size), spec.discount, hps,
-                                         out)
+        z = _flat(posterior, "z").astype(np.int64)
+        hyper = _hyper_per_draw(posterior, spec, z.shape[0])
+        out = conditional_log_likelihood(
+            spec.likelihood, X, z, _alphas(posterior, spec, z.shape[0]), spec.discount,
+            hyper, np.random.default_rng(PARAMETER_SEED))
     else:
         out = _nonconjugate_log_likelihood(posterior, spec, X)
     return draws_dataset(posterior, model, "X", out.reshape(chains, draws, -1),
                          dims=(row_dim(model, "X"),))
+
+
+def conditional_log_likelihood(likelihood: str, X: np.ndarray, labels: np.ndarray,
+                               alphas: np.ndarray, discount: float, hyper: list[dict],
+                               rng: np.random.Generator) -> np.ndarray:
+    """``(S, n)`` ``log p(x_i | z_{-i}, theta, alpha)`` of the module docstring, the
+    tables' parameters drawn from their conjugate posterior with ``rng``
+    (:func:`custom_ops.dpm.predictive.crp_conditional_log_likelihood`).
+
+    Parameters
+    ----------
+    likelihood : str
+        A conjugate likelihood (``pp_models.dpm.CONJUGATE``).
+    X : (n, d) array
+        The data.
+    labels : (S, n) int array
+        Each draw's table labels (any non-negative integers).
+    alphas : (S,) array
+        Each draw's concentration.
+    discount : float
+        The Pitman-Yor discount (0: Dirichlet process).
+    hyper : list of dict
+        The base measure's hyperparameters (``spec.prior``'s keys), one per draw or one
+        for all.
+    rng : numpy.random.Generator
+        The parameters' draws.
+    """
+    X = np.ascontiguousarray(X, dtype=np.float64)
+    family = cj.FAMILIES[likelihood]
+    code = cj.FAMILY_CODES[likelihood]
+    hps = np.ascontiguousarray(np.stack(
+        [cj.pack_hyper(likelihood, [h[k] for k in family.hyper_names]) for h in hyper]))
+    empty = np.zeros(family.stats_size(X.shape[1]))
+    # a new table's term: each row's prior predictive, per draw's hyperparameters
+    log_new = np.stack([conjugate_log_predictive_rows(code, X, empty, hp, np.empty(len(X)))
+                        for hp in hps])
+    labels = np.ascontiguousarray(labels, dtype=np.int64)
+    out = np.empty(labels.shape)
+    crp_conditional_log_likelihood(code, X, labels,
+                                   np.ascontiguousarray(alphas, dtype=np.float64),
+                                   float(discount), hps, log_new, rng, out)
+    return out
 
 
 def _component_logpdf(likelihood, X, params) -> np.ndarray:

@@ -17,7 +17,10 @@ the path out with the forward algorithm (:class:`custom_ops.hmm.ops.HMMLogEviden
 with its analytic gradient) for NUTS or ADVI; ``fit`` then draws a path per posterior
 draw by FFBS afterwards (the model's post-processing), so both forms give paths.
 
-The states are exchangeable: their labels are not identified. The label-invariant
+The states are exchangeable: their labels are not identified. ``fit`` matches them across
+draws and chains by their paths (``inference.relabel``, the ECR algorithm; the
+marginalised form after its paths are drawn): ``z``, ``pi0``, the rows and columns of
+``P`` and the emission parameters are permuted together. The label-invariant
 statistics added after sampling are ``log_likelihood`` (``log p(y | theta)``, the path
 summed out), ``stationary_sorted`` (the stationary distribution of ``P``, decreasing),
 ``occupancy_sorted`` (the fraction of time in each state, decreasing; in the
@@ -39,7 +42,13 @@ from pp_models.distributions.markov_chain import MarkovChain
 from pp_models.hmm import outputs
 from pp_models.hmm.emissions import get_emission
 from pp_models.hmm.recursions import as_lengths, offsets_of
-from pp_models.model_info import DerivedStatistic, StepHint, ZooModelInfo, attach_info
+from pp_models.model_info import (
+    DerivedStatistic,
+    Relabelling,
+    StepHint,
+    ZooModelInfo,
+    attach_info,
+)
 from pp_models.registry import family_of_module
 from pp_models.validation import check_bool, check_int, check_positive, check_real
 
@@ -171,12 +180,17 @@ def model(
             "each state's emission mean, increasing",
         ),
     )
+    # the states are matched across draws by their paths (ECR); P is permuted on both axes
+    relabelling = Relabelling(
+        "state", allocations="z", label_valued=("z",), also_dims=("state_to",)
+    )
     if marginalize:
         info = ZooModelInfo(
             family=family_of_module(__name__),
             preferred_method="nuts",
             derived=derived,
             label_variables=("pi0", "P", *names, "z"),
+            relabelling=relabelling,
             postprocess=partial(outputs.recover_paths, spec=spec, y=y),
             notes="path summed out by the forward algorithm; z drawn by FFBS per draw "
             "afterwards. Labels are not identified.",
@@ -191,6 +205,7 @@ def model(
             ),
             derived=derived,
             label_variables=("pi0", "P", *names, "z"),
+            relabelling=relabelling,
             notes="z: FFBS (exact block draw); pi0, P, emission parameters: conjugate "
             "draws. Labels are not identified.",
             continuous_form="marginalize=True (the path summed out by the forward "

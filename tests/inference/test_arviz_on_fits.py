@@ -217,6 +217,17 @@ def test_loo_reads_the_pointwise_log_likelihood_of_every_family(fits, family):
     assert np.isfinite(loo.elpd) and loo.n_data_points == ll.shape[2]
 
 
+def test_compare_a_dp_mixture_with_a_finite_mixture_on_the_same_rows(fits):
+    # before, the CRP term took a few values per row and az.loo raised "All tail values
+    # are the same" on the DP mixture, so az.compare failed
+    dpm_dt, mixture_dt = fits("dpm")[1], fits("finite_mixture")[1]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # Pareto k remarks on 40 draws
+        table = az.compare({"dpm": dpm_dt, "finite_mixture": mixture_dt})
+    assert set(table.index) == {"dpm", "finite_mixture"}
+    assert np.all(np.isfinite(table["elpd"].values))
+
+
 @pytest.mark.parametrize("family", FAMILIES)
 def test_posterior_predictive_of_every_family_has_the_datas_shape(fits, family):
     # before, pm.sample_posterior_predictive(dt, model=m) sampled the labels from their

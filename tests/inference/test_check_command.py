@@ -121,6 +121,9 @@ def test_exit_status_per_verdict_and_stacking_weights(tmp_path, capsys):
     weights = [float(line.split("weight ")[1].split(",")[0])
                for line in out.splitlines() if line.strip().startswith("chain ")]
     assert len(weights) == 4 and sum(weights[:2]) == pytest.approx(0.75, abs=2e-3)
+    # the pointwise log-likelihood's PSIS-LOO and its Pareto k count are reported
+    loo_line = next(line for line in out.splitlines() if line.startswith("LOO (PSIS)"))
+    assert "Pareto k > 0.7 for" in loo_line and "of 40 observations" in loo_line
 
     drift = rng.normal(size=(2, 1000)) + np.linspace(0, 3, 1000)
     drifting = _write(tmp_path / "drift", xr.DataTree.from_dict(

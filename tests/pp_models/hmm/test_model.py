@@ -227,6 +227,7 @@ def test_nuts_on_the_marginalised_model_recovers_states_and_paths():
     )
     means = dt["posterior"]["emission_means_sorted"].mean(("chain", "draw")).values
     np.testing.assert_allclose(means, [0.0, 5.0], atol=0.6)
-    assert dt["posterior_labels"]["z"].shape == (2, 300, 30)
+    assert dt["posterior"]["z"].shape == (2, 300, 30)
+    assert dt.attrs["pp_models_relabelled"] == 1  # after the paths were drawn
     probs = hmm.state_probabilities(dt)
     assert probs[:15, 0].mean() > 0.9 and probs[15:, 1].mean() > 0.9
