@@ -24,6 +24,7 @@ from __future__ import annotations
 import base64
 import copy
 import pickle
+import types
 
 import numpy as np
 import pymc as pm
@@ -109,6 +110,10 @@ class TemperedPyMCStep:
                 "var_names",
             ):
                 setattr(new, name, copy.deepcopy(value))
+            elif isinstance(value, types.MethodType) and value.__self__ is self:
+                # CategoricalGibbsMetropolis stores its chosen ``astep`` on the instance:
+                # left bound to this step, the copy would draw from this step's generator
+                setattr(new, name, types.MethodType(value.__func__, new))
         return new
 
     def chain_state(self) -> dict:

@@ -161,6 +161,25 @@ def test_replicas_share_compiled_functions_and_own_their_state(built):
             assert copy.accepted_sum is not step.accepted_sum
 
 
+def test_a_replica_draws_from_its_own_generator(built):
+    """``CategoricalGibbsMetropolis`` keeps its update (``astep``) as a method bound on
+    the instance: a replica's must be bound to the replica, or every replica draws from
+    the template's generator, which no chain seeds, and the same seed gives other draws."""
+    m, (label, _means) = built["categorical"]
+    copies = [label.replica() for _ in range(3)]
+    assert all(c.astep.__self__ is c for c in copies)
+    paths = []
+    for c, seed in zip(copies, [11, 11, 12], strict=True):
+        c.setup_chain(np.random.default_rng(seed), 0, 40)
+        point, path = m.initial_point(), []
+        for _ in range(40):
+            point, _ = c.step(point)
+            path.append(point["z"].copy())
+        paths.append(np.array(path))
+    assert np.array_equal(paths[0], paths[1])
+    assert not np.array_equal(paths[0], paths[2])
+
+
 def test_tempered_run_picks_them_in_place_of_pymcs_steps(built):
     """The plan swaps each PyMC class for its tempered version, building nothing (a
     built PyMC step given by the user is refused: ``test_interface``)."""
