@@ -53,6 +53,8 @@ __all__ = [
     "Request",
     "RunProgress",
     "UsageError",
+    "build_parser",
+    "fit_help",
     "main",
 ]
 

@@ -105,8 +105,10 @@ def _fewer_panels(dt, limit=12):
     return {"var_names": [name], "coords": {dims[0]: first}}
 
 
-#: more panels than this and the matrix calls ArviZ with var_names (``_fewer_panels``)
-LARGE = 2000
+#: more panels than this and the matrix calls ArviZ with var_names (``_fewer_panels``):
+#: the calls on every variable of the larger fits (IBP-FA's loadings and features on 40
+#: rows) test nothing more than a few hundred panels do, and drew for up to a minute
+LARGE = 400
 
 
 def _panels(dt):
