@@ -152,17 +152,7 @@ def _estimate_evidence(request: Request, model) -> int:
 
     start = time.perf_counter()
     with flags_named(request.flags, marked_only=True):
-        result = evidence(
-            model,
-            method=request.method,
-            n_temperatures=request.temperatures,
-            draws=request.draws,
-            tune=request.tune,
-            chains=request.chains,
-            cores=request.cores,
-            random_seed=request.seed,
-            progressbar=request.progress,
-        )
+        result = evidence(model, n_temperatures=request.temperatures, **request.sampling_options())
     print(
         f"{request.entry.name} on {request.data.name}: {result} "
         f"[{time.perf_counter() - start:.1f} s]"
@@ -199,17 +189,7 @@ def _fit_and_write(
     )
     start = time.perf_counter()
     with flags_named(request.flags, marked_only=True):
-        dt = fit(
-            model,
-            method=request.method,
-            draws=request.draws,
-            tune=request.tune,
-            chains=request.chains,
-            cores=request.cores,
-            random_seed=request.seed,
-            progressbar=request.progress,
-            **fit_kwargs,
-        )
+        dt = fit(model, **request.sampling_options(), **fit_kwargs)
     elapsed = time.perf_counter() - start
     interrupted = bool(dt.attrs.get("pp_models_interrupted", 0)) or stop.is_set()
     kept_chains = dt["posterior"].sizes.get("chain", 0)

@@ -85,6 +85,18 @@ class Request:
     flags: Mapping[str, str] = field(default_factory=dict)
     data_flags: Mapping[str, str] = field(default_factory=dict)
 
+    def sampling_options(self) -> dict[str, Any]:
+        """The keywords ``fit`` and ``evidence`` both take from the command line."""
+        return {
+            "method": self.method,
+            "draws": self.draws,
+            "tune": self.tune,
+            "chains": self.chains,
+            "cores": self.cores,
+            "random_seed": self.seed,
+            "progressbar": self.progress,
+        }
+
 
 def request_from_args(args, command: str) -> Request:
     """The :class:`Request` of ``ppzoo fit`` or ``ppzoo evidence``: every argument that
