@@ -21,10 +21,11 @@ The merge costs O(tokens) per sweep, not O(V K): block ``p``'s change is
 over its tokens ``i`` with old topic ``z_i`` and new topic ``z'_i``, so each thread keeps
 its copy of the counts (and of SparseLDA's per-word topic lists) from sweep to sweep and,
 after all blocks have swept, adds to it the other blocks' moved tokens, one decrement and
-one increment each, updating the topic lists as cells empty and fill. All copies then
-hold the same counts, the corpus-wide ones. (Applied in any order the decrements never
-take a cell below zero: the tokens decremented from a cell were all in it.) The copies
-are separate allocations, so threads never write to one cache line.
+one increment each, then brings the topic list of each word that had a move in line with
+its counts. All copies then hold the same counts, the corpus-wide ones. (Applied in any
+order the decrements never take a cell below zero: the tokens decremented from a cell
+were all in it.) The copies are separate allocations, so threads never write to one
+cache line.
 """
 
 from __future__ import annotations
@@ -39,11 +40,10 @@ from custom_ops.lda.gibbs import (
     draw_summary_lists,
     fill_topic_lists,
     gibbs_sweep_sparse,
-    list_remove,
     tempered_powers,
 )
 
-__all__ = ["ThreadedLDAState", "apply_moves", "move_token"]
+__all__ = ["ThreadedLDAState", "apply_moves", "move_token", "relist_word"]
 
 #: int32 padding after each block's small arrays (topic totals), a cache line's worth,
 #: so that the counts two threads update never share a line.
@@ -51,34 +51,78 @@ _PAD = 16
 
 
 @njit_exact(inline="always")
-def move_token(n_wk, n_k, w_ptr, w_topics, w_nnz, w, old, new):
-    """Move one token of word ``w`` from topic ``old`` to topic ``new`` (``old != new``)
-    in the counts ``n_wk``, ``n_k`` and the per-word topic lists (SparseLDA's layout,
-    :class:`~custom_ops.lda.gibbs.SparseLDAState`): a topic leaves the word's list when
-    its count reaches zero and joins it when the count leaves zero."""
+def move_token(n_wk, n_k, w, old, new):
+    """Move one token of word ``w`` from topic ``old`` to topic ``new`` in the counts;
+    returns whether a count of the word crossed zero (its topic list must change)."""
     n_wk[w, old] -= 1
-    if n_wk[w, old] == 0:
-        list_remove(w_topics, w_ptr[w], w_nnz, w, old)
-    if n_wk[w, new] == 0:
-        w_topics[w_ptr[w] + w_nnz[w]] = new
-        w_nnz[w] += 1
-    n_wk[w, new] += 1
     n_k[old] -= 1
+    crossed = n_wk[w, old] == 0 or n_wk[w, new] == 0
+    n_wk[w, new] += 1
     n_k[new] += 1
+    return crossed
+
+
+@njit_exact(inline="always")
+def relist_word(n_wk, w, start, nnz, topics, arrivals, listed):
+    """Bring word ``w``'s topic list ``topics[start : start + nnz[w]]`` in line with its
+    counts after some of its tokens moved: keep the listed topics whose count is still
+    positive (in their order), then append the topics its tokens moved to (``arrivals``)
+    that are positive and not yet listed. ``listed`` is a zeroed boolean work array of
+    length K, left zeroed. One pass over the list per word, where removing each emptied
+    topic as it empties would scan the list once per moved token."""
+    m = 0
+    for j in range(start, start + nnz[w]):
+        k = topics[j]
+        if n_wk[w, k] > 0:
+            topics[start + m] = k
+            listed[k] = True
+            m += 1
+    for k in arrivals:
+        if n_wk[w, k] > 0 and not listed[k]:
+            topics[start + m] = k
+            listed[k] = True
+            m += 1
+    for j in range(start, start + m):
+        listed[topics[j]] = False
+    nnz[w] = m
 
 
 @njit_exact(nogil=True)
 def apply_moves(words, z_old, z_new, n_wk, n_k, w_ptr, w_topics, w_nnz):
     """Add the moves ``z_old -> z_new`` of the tokens ``words`` to the counts ``n_wk``,
-    ``n_k`` and their per-word topic lists (:func:`move_token` for each token whose topic
-    changed). Returns the number of moved tokens."""
+    ``n_k`` (:func:`move_token`) and bring the per-word topic lists (SparseLDA's layout,
+    :class:`~custom_ops.lda.gibbs.SparseLDAState`) in line with them, once per word one
+    of whose counts crossed zero (:func:`relist_word`; the others' lists still hold their
+    positive topics). O(moved tokens + V + those words' lists). Returns the number of
+    moved tokens."""
+    n_words, n_topics = n_wk.shape
+    relist = np.zeros(n_words, dtype=np.bool_)
     moved = 0
     for i in range(words.size):
-        old = z_old[i]
-        new = z_new[i]
-        if old != new:
-            move_token(n_wk, n_k, w_ptr, w_topics, w_nnz, words[i], old, new)
+        if z_old[i] != z_new[i]:
+            if move_token(n_wk, n_k, words[i], z_old[i], z_new[i]):
+                relist[words[i]] = True
             moved += 1
+    # the new topics of the moved tokens of those words, grouped by word (counting sort)
+    first = np.zeros(n_words + 1, dtype=np.int64)
+    for i in range(words.size):
+        if z_old[i] != z_new[i] and relist[words[i]]:
+            first[words[i] + 1] += 1
+    for v in range(n_words):
+        first[v + 1] += first[v]
+    fill = first[:n_words].copy()
+    arrivals = np.empty(first[n_words], dtype=np.int32)
+    for i in range(words.size):
+        w = words[i]
+        if z_old[i] != z_new[i] and relist[w]:
+            arrivals[fill[w]] = z_new[i]
+            fill[w] += 1
+    listed = np.zeros(n_topics, dtype=np.bool_)
+    for v in range(n_words):
+        if relist[v]:
+            relist_word(
+                n_wk, v, w_ptr[v], w_nnz, w_topics, arrivals[first[v] : first[v + 1]], listed
+            )
     return moved
 
 

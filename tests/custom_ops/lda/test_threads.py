@@ -8,7 +8,7 @@ import pytest
 
 from custom_ops.jit import njit_exact
 from custom_ops.lda import threads
-from custom_ops.lda.gibbs import SparseLDAState, build_counts, list_remove
+from custom_ops.lda.gibbs import SparseLDAState, build_counts
 from tests.helpers.twin_kernels import twin_kernel
 
 ALPHA, ETA = 0.1, 0.05
@@ -71,27 +71,25 @@ def test_first_sweep_is_ad_lda_of_the_blocks_sparse_sweeps():
 
 
 @njit_exact(inline="always")
-def _move_without_listing_returning_topics(n_wk, n_k, w_ptr, w_topics, w_nnz, w, old, new):
-    # planted bug: a topic that comes back to a word is not listed again (the lists only
-    # shrink, so no write leaves the word's slots)
-    n_wk[w, old] -= 1
-    if n_wk[w, old] == 0:
-        list_remove(w_topics, w_ptr[w], w_nnz, w, old)
-    n_wk[w, new] += 1
-    n_k[old] -= 1
-    n_k[new] += 1
+def _relist_without_arrivals(n_wk, w, start, nnz, topics, arrivals, listed):
+    # planted bug: topics that come to a word are not listed (the lists only shrink, so
+    # no write leaves the word's slots)
+    m = 0
+    for j in range(start, start + nnz[w]):
+        k = topics[j]
+        if n_wk[w, k] > 0:
+            topics[start + m] = k
+            m += 1
+    nnz[w] = m
 
 
 @njit_exact(inline="always")
-def _move_without_topic_totals(n_wk, n_k, w_ptr, w_topics, w_nnz, w, old, new):
+def _move_without_topic_totals(n_wk, n_k, w, old, new):
     # planted bug: the topic totals n_k miss the other blocks' moves
     n_wk[w, old] -= 1
-    if n_wk[w, old] == 0:
-        list_remove(w_topics, w_ptr[w], w_nnz, w, old)
-    if n_wk[w, new] == 0:
-        w_topics[w_ptr[w] + w_nnz[w]] = new
-        w_nnz[w] += 1
+    crossed = n_wk[w, old] == 0 or n_wk[w, new] == 0
     n_wk[w, new] += 1
+    return crossed
 
 
 def _sweep_and_check(state_type, n_threads, sweeps=20):
@@ -115,11 +113,11 @@ def test_every_thread_holds_the_counts_and_lists_of_the_topics(n_threads):
 
 
 @pytest.mark.parametrize(
-    "bug", [_move_without_listing_returning_topics, _move_without_topic_totals]
+    "bug", [{"relist_word": _relist_without_arrivals}, {"move_token": _move_without_topic_totals}]
 )
 def test_the_same_check_catches_a_broken_merge(bug):
     class BrokenMerge(threads.ThreadedLDAState):
-        merge_kernel = staticmethod(twin_kernel(threads.apply_moves, move_token=bug))
+        merge_kernel = staticmethod(twin_kernel(threads.apply_moves, **bug))
 
     with pytest.raises(AssertionError):
         _sweep_and_check(BrokenMerge, 2)
