@@ -30,6 +30,7 @@ cache line.
 
 from __future__ import annotations
 
+import threading
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -211,6 +212,7 @@ class ThreadedLDAState:
         # the calling thread sweeps the first block, the pool the others
         n = len(self.blocks)
         self._pool = ThreadPoolExecutor(n - 1) if n > 1 else None
+        self._barrier = threading.Barrier(n)
 
     @property
     def n_threads(self) -> int:
@@ -277,29 +279,35 @@ class ThreadedLDAState:
                     mine.w_nnz,
                 )
 
-    def _run(self, task, *args) -> None:
-        if self._pool is None:
-            task(0, *args)
-            return
-        futures = [self._pool.submit(task, p, *args) for p in range(1, len(self.blocks))]
-        task(0, *args)
-        for f in futures:
-            f.result()
-
     def sweep(self, alpha, eta, beta, rngs) -> None:
         """One AD-LDA sweep at inverse temperature ``beta``: block ``p`` sweeps with the
-        generator ``rngs[p]`` on its own thread, then each thread adds the other blocks'
-        moves to its copy of the counts."""
+        generator ``rngs[p]`` on its own thread; when all have, each thread adds the
+        other blocks' moves to its copy of the counts (one task per thread and sweep,
+        the two phases separated by a barrier)."""
         word_pow, topic_pow = self.powers(eta, beta)
         if self._pool is None:
             self._sweep_block(0, alpha, eta, beta, word_pow, topic_pow, rngs[0])
             return
 
-        def sweep_block(p):
-            self._sweep_block(p, alpha, eta, beta, word_pow, topic_pow, rngs[p])
+        def task(p):
+            try:
+                self._sweep_block(p, alpha, eta, beta, word_pow, topic_pow, rngs[p])
+            except BaseException:
+                self._barrier.abort()  # release the threads waiting for this one
+                raise
+            self._barrier.wait()
+            self._merge_into(p)
 
-        self._run(sweep_block)
-        self._run(self._merge_into)
+        futures = [self._pool.submit(task, p) for p in range(1, len(self.blocks))]
+        try:
+            task(0)
+        finally:
+            for f in futures:
+                f.exception()  # wait for every thread before raising any error
+            if self._barrier.broken:
+                self._barrier.reset()
+        for f in futures:
+            f.result()
 
     def summary(self, alpha: float, eta: float, tables) -> tuple[float, float, float]:
         """:func:`~custom_ops.lda.gibbs.draw_summary_lists` of the global counts."""
@@ -326,6 +334,7 @@ class ThreadedLDAState:
     def __getstate__(self):
         state = self.__dict__.copy()
         state["_pool"] = None
+        state["_barrier"] = None
         return state
 
     def __setstate__(self, state):
