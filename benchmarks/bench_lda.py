@@ -21,8 +21,10 @@ excluded) and the final joint log likelihood log p(w, z).
   (``--step``), i.e. with PyMC's per-draw overhead (point copy, log_joint stat, and the
   trace, which must hold at least one variable: ``theta``, D x K floats per draw, whose
   computation and storage dominate the overhead at K = 500);
-- ours/2 threads: the step with ``n_threads=2`` (AD-LDA in shared memory, the SparseLDA
-  sweep on two threads, changes merged after each sweep), driven draw by draw;
+- ours/1 thread, ours/2 threads: the step with ``n_threads=1`` (the serial sampler) and
+  ``n_threads=2`` (AD-LDA in shared memory: the SparseLDA sweep on two threads, each
+  thread then adding the other's moved tokens to its copy of the counts), both driven
+  draw by draw with their per-draw statistics, so their ratio is the threads' speed-up;
 - lda: ``lda.LDA`` internals (the per-iteration shuffle of its 1 MiB of cached
   uniforms and ``_sample_topics``; its periodic log-likelihood evaluation is excluded);
 - tomotopy: ``LDAModel.train(n, workers=1)`` (and ``workers=2``) with hyperparameter
@@ -153,11 +155,18 @@ def bench_ours_threads(counts, n_topics, sweeps, seed, n_threads=2):
         m, hint.var_names, **hint.options(m), n_threads=n_threads, rng=seed
     )
     point = m.initial_point()
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     for _ in range(sweeps):
         point, stats = step.step(point)
     elapsed = time.perf_counter() - t0
+    # CPU seconds of all threads: their ratio to one thread's is the work the threads add,
+    # whatever share of the cores the other jobs on the machine leave them
+    cpu = time.process_time() - c0
+    _THREAD_CPU[n_threads] = min(_THREAD_CPU.get(n_threads, np.inf), cpu)
     return elapsed, float(stats[0]["log_joint"])
+
+
+_THREAD_CPU: dict = {}
 
 
 _FIT_MODELS: dict = {}
@@ -232,7 +241,7 @@ def main(argv=None):
         "--skip",
         nargs="*",
         default=[],
-        choices=["lda", "tomotopy", "dense", "alias", "fit", "threads"],
+        choices=["lda", "tomotopy", "dense", "alias", "fit", "threads", "sparse"],
         help="skip these",
     )
     args = parser.parse_args(argv)
@@ -250,7 +259,9 @@ def main(argv=None):
     bench_ours_dense(corpus, 3, 1, 0)
     bench_ours_dense(corpus, 64, 1, 0)
 
-    runners = {"ours/sparse": lambda k, s: bench_ours_sparse(corpus, k, args.sweeps, s)}
+    runners = {}
+    if "sparse" not in args.skip:
+        runners["ours/sparse"] = lambda k, s: bench_ours_sparse(corpus, k, args.sweeps, s)
     if "alias" not in args.skip:
         runners["ours/alias"] = lambda k, s: bench_ours_alias(corpus, k, args.sweeps, s)
     if "dense" not in args.skip:
@@ -258,6 +269,9 @@ def main(argv=None):
     if "fit" not in args.skip:
         runners["ours/fit"] = lambda k, s: bench_ours_fit(counts, k, args.sweeps, s)
     if "threads" not in args.skip:
+        runners["ours/1 thread"] = lambda k, s: bench_ours_threads(
+            counts, k, args.sweeps, s, n_threads=1
+        )
         runners["ours/2 threads"] = lambda k, s: bench_ours_threads(counts, k, args.sweeps, s)
     if args.step:
         runners["ours/step"] = lambda k, s: bench_ours_step(counts, k, args.sweeps, s)
@@ -297,15 +311,35 @@ def main(argv=None):
                 f"peak RSS {peak[name]:,.0f} MB",
                 flush=True,
             )
-        ours = results["ours/sparse"]
+        ours = results.get("ours/sparse")
         for other in ("lda 3.0.2", "tomotopy 0.14", "tomotopy 2 workers"):
-            if other in results:
+            if ours and other in results:
                 print(f"K={n_topics:4d} ratio ours/sparse : {other} = {ours / results[other]:.2f}x")
-        if "ours/fit" in results:
+        if "ours/2 threads" in results:
+            for other in ("ours/1 thread", "tomotopy 2 workers", "tomotopy 0.14"):
+                if other in results:
+                    print(
+                        f"K={n_topics:4d} ratio ours/2 threads : {other} = "
+                        f"{results['ours/2 threads'] / results[other]:.2f}x"
+                    )
+            serial_ll = np.mean(lls.get("ours/sparse") or lls["ours/1 thread"])
             print(
-                f"K={n_topics:4d} fit overhead over the sparse kernel: "
-                f"{(results['ours/sparse'] / results['ours/fit'] - 1) * 100:.1f} %"
+                f"K={n_topics:4d} log p(w,z) of 2 threads minus serial: "
+                f"{(np.mean(lls['ours/2 threads']) - serial_ll) / abs(serial_ll) * 100:+.2f} %"
             )
+            if 1 in _THREAD_CPU:
+                print(
+                    f"K={n_topics:4d} CPU seconds, 2 threads / 1 thread: "
+                    f"{_THREAD_CPU[2]:.2f} / {_THREAD_CPU[1]:.2f} = "
+                    f"{_THREAD_CPU[2] / _THREAD_CPU[1]:.2f}"
+                )
+            _THREAD_CPU.clear()
+        if "ours/fit" in results:
+            if ours:
+                print(
+                    f"K={n_topics:4d} fit overhead over the sparse kernel: "
+                    f"{(ours / results['ours/fit'] - 1) * 100:.1f} %"
+                )
             for other in ("lda 3.0.2", "tomotopy 0.14", "tomotopy 2 workers"):
                 if other in results:
                     print(

@@ -61,6 +61,8 @@ __all__ = [
     "build_counts",
     "concentrations",
     "draw_summary",
+    "draw_summary_lists",
+    "fill_topic_lists",
     "gibbs_sweep_sparse",
     "lgamma_tables",
     "list_remove",
@@ -315,6 +317,30 @@ def _draw_summary_lists(
     return ll, phi_c / n_topics, theta_c / max(n_docs, 1)
 
 
+def draw_summary_lists(
+    n_wk, n_dk, n_k, w_ptr, w_topics, w_nnz, d_ptr, d_topics, d_nnz, alpha, eta, tables
+) -> tuple[float, float, float]:
+    """:func:`draw_summary` summed over the nonzero cells only, found through the topic
+    lists of :class:`SparseLDAState` (``w_ptr``, ``w_topics``, ``w_nnz`` of the words,
+    ``d_ptr``, ``d_topics``, ``d_nnz`` of the documents), which must describe the counts:
+    O(nonzero cells) rather than O((V + D) K)."""
+    ll, phi_c, theta_c = _draw_summary_lists(
+        n_wk,
+        n_dk,
+        n_k,
+        w_ptr,
+        w_topics,
+        w_nnz,
+        d_ptr,
+        d_topics,
+        d_nnz,
+        float(alpha),
+        float(eta),
+        *tables,
+    )
+    return float(ll), float(phi_c), float(theta_c)
+
+
 @njit_exact
 def _topics_out(z, z_in):
     out = np.empty(z.size, dtype=np.int64)
@@ -438,8 +464,8 @@ class SparseLDAState:
         self.d_topics = np.zeros(int(self.d_ptr[-1]), dtype=np.int32)
         self.w_nnz = np.zeros(self.n_words, dtype=np.int32)
         self.d_nnz = np.zeros(doc_len.size, dtype=np.int32)
-        _fill_topic_lists(self.n_wk, self.w_ptr, self.w_topics, self.w_nnz)
-        _fill_topic_lists(self.n_dk, self.d_ptr, self.d_topics, self.d_nnz)
+        fill_topic_lists(self.n_wk, self.w_ptr, self.w_topics, self.w_nnz)
+        fill_topic_lists(self.n_dk, self.d_ptr, self.d_topics, self.d_nnz)
         # the tempered sweeps' tables (tempered_powers), made on the first sweep at a
         # beta != 1 and kept while beta and eta stay the same: ``(key, tables)`` or None.
         # They depend on the corpus only through its word frequencies, so a new state of
@@ -471,7 +497,7 @@ class SparseLDAState:
         if not full:
             self.w_ptr = np.arange(self.n_words + 1, dtype=np.int64) * self.n_topics
             self.w_topics = np.zeros(self.n_words * self.n_topics, dtype=np.int32)
-        _fill_topic_lists(self.n_wk, self.w_ptr, self.w_topics, self.w_nnz)
+        fill_topic_lists(self.n_wk, self.w_ptr, self.w_topics, self.w_nnz)
 
     def powers(self, eta, beta: float):
         """``(word_pow, topic_pow)`` of :func:`tempered_powers` at ``beta`` and ``eta``,
@@ -489,7 +515,7 @@ class SparseLDAState:
     def summary(self, alpha: float, eta: float, tables) -> tuple[float, float, float]:
         """:func:`draw_summary` of this state's counts through its topic lists (valid
         after sparse sweeps, not after dense ones, which leave the lists as they were)."""
-        ll, phi_c, theta_c = _draw_summary_lists(
+        return draw_summary_lists(
             self.n_wk,
             self.n_dk,
             self.n_k,
@@ -499,11 +525,10 @@ class SparseLDAState:
             self.d_ptr,
             self.d_topics,
             self.d_nnz,
-            float(alpha),
-            float(eta),
-            *tables,
+            alpha,
+            eta,
+            tables,
         )
-        return float(ll), float(phi_c), float(theta_c)
 
     def sweep(self, alpha, eta, beta, rng) -> None:
         """One SparseLDA Gibbs sweep at inverse temperature ``beta`` (see
@@ -533,7 +558,9 @@ class SparseLDAState:
 
 
 @njit_exact(nogil=True)
-def _fill_topic_lists(counts, ptr, topics, nnz):
+def fill_topic_lists(counts, ptr, topics, nnz):
+    """The topic lists of :class:`SparseLDAState` of the rows of ``counts``: row ``r``'s
+    topics with a positive count in ``topics[ptr[r] : ptr[r] + nnz[r]]``, in place."""
     for r in range(counts.shape[0]):
         m = 0
         for k in range(counts.shape[1]):

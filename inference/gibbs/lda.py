@@ -251,8 +251,7 @@ class CollapsedLDAGibbs(ZooGibbsStep):
             # one generator per block, drawn from the step's own: the chain's draws
             # depend on the step's seed alone
             self._rngs = self.rng.spawn(self._state.n_threads)
-            # the blocks' topic lists do not describe the global counts
-            self._lists_stale = True
+            self._lists_stale = False
         else:
             alias = self.sampler == "alias" or (
                 self.sampler == "auto" and self.n_topics >= ALIAS_MIN_TOPICS
