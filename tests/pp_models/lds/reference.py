@@ -6,7 +6,13 @@ import numpy as np
 from scipy import stats
 from scipy.stats import multivariate_normal
 
-__all__ = ["dense_conditioning", "random_lds", "steady_state_case", "whitened_p_values"]
+__all__ = [
+    "dense_conditioning",
+    "prior_moments",
+    "random_lds",
+    "steady_state_case",
+    "whitened_p_values",
+]
 
 
 def random_lds(rng, n, p):
@@ -36,11 +42,10 @@ def steady_state_case():
     return y, A, C, Q, R, m0, P0
 
 
-def dense_conditioning(y, A, C, Q, R, m0, P0, cumulative=True):
-    """``(log p(y_{1:t} observed) for t = 1..T, E[x | y], Cov(x | y))`` with ``x``
-    stacked ``(T, n)`` and its covariance ``(T, n, T, n)``; with ``cumulative=False``
-    the first entry holds ``log p(y observed)`` alone (one density, not T)."""
-    T, p = y.shape
+def prior_moments(A, C, Q, R, m0, P0, T):
+    """``(E[x], Cov(x), E[y], Cov(y))`` of the stacked path ``x`` (``(T, n)``, its
+    covariance ``(T n, T n)``) and observations ``y`` (``(T p,)``, ``(T p, T p)``) under
+    the model, built densely."""
     n = A.shape[0]
     mean_x = np.zeros((T, n))
     cov_x = np.zeros((T, n, T, n))
@@ -56,6 +61,18 @@ def dense_conditioning(y, A, C, Q, R, m0, P0, cumulative=True):
     big_C = np.kron(np.eye(T), C)
     mean_y = big_C @ mean_x.reshape(-1)
     Syy = big_C @ Sxx @ big_C.T + np.kron(np.eye(T), R)
+    return mean_x, Sxx, mean_y, Syy
+
+
+def dense_conditioning(y, A, C, Q, R, m0, P0, cumulative=True):
+    """``(log p(y_{1:t} observed) for t = 1..T, E[x | y], Cov(x | y))`` with ``x``
+    stacked ``(T, n)`` and its covariance ``(T, n, T, n)``; with ``cumulative=False``
+    the first entry holds ``log p(y observed)`` alone (one density, not T)."""
+    T = y.shape[0]
+    n = A.shape[0]
+    mean_x, Sxx, mean_y, Syy = prior_moments(A, C, Q, R, m0, P0, T)
+    p = C.shape[0]
+    big_C = np.kron(np.eye(T), C)
     Sxy = Sxx @ big_C.T
     observed = ~np.isnan(y.reshape(-1))
     cumulative_log_p = []
