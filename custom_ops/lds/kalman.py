@@ -490,12 +490,56 @@ def _emission_block_gradient(y, t, o, C, R, ms, Ps, g_y, g_C, g_R):
         for b in range(k):
             Roo[a, b] = 0.5 * (R[o[a], o[b]] + R[o[b], o[a]])
     Ri = spd_inverse(Roo)
-    e = yo - Co @ ms
-    Exx = Ps + np.outer(ms, ms)
-    gCo = Ri @ (np.outer(yo, ms) - Co @ Exx)
-    Ee = np.outer(e, e) + Co @ Ps @ Co.T
-    gRo = 0.5 * (Ri @ Ee @ Ri - Ri)
-    gyo = -(Ri @ e)
+    # scalar loops over the small blocks (see the module docstring)
+    e = np.empty(k)
+    for a in range(k):
+        s = yo[a]
+        for j in range(n):
+            s -= Co[a, j] * ms[j]
+        e[a] = s
+    G = np.empty((k, n))  # y_o x^' - C_o E[x x']
+    CP = np.empty((k, n))  # C_o V^
+    for a in range(k):
+        for j in range(n):
+            s = yo[a] * ms[j]
+            c = 0.0
+            for m in range(n):
+                s -= Co[a, m] * (Ps[m, j] + ms[m] * ms[j])
+                c += Co[a, m] * Ps[m, j]
+            G[a, j] = s
+            CP[a, j] = c
+    Ee = np.empty((k, k))  # e e' + C_o V^ C_o'
+    for a in range(k):
+        for b in range(k):
+            s = e[a] * e[b]
+            for j in range(n):
+                s += CP[a, j] * Co[b, j]
+            Ee[a, b] = s
+    RE = np.empty((k, k))
+    for a in range(k):
+        for b in range(k):
+            s = 0.0
+            for c in range(k):
+                s += Ri[a, c] * Ee[c, b]
+            RE[a, b] = s
+    gCo = np.empty((k, n))
+    for a in range(k):
+        for j in range(n):
+            s = 0.0
+            for b in range(k):
+                s += Ri[a, b] * G[b, j]
+            gCo[a, j] = s
+    gRo = np.empty((k, k))
+    gyo = np.empty(k)
+    for a in range(k):
+        s = 0.0
+        for b in range(k):
+            s -= Ri[a, b] * e[b]
+            r = 0.0
+            for c in range(k):
+                r += RE[a, c] * Ri[c, b]
+            gRo[a, b] = 0.5 * (r - Ri[a, b])
+        gyo[a] = s
     for a in range(k):
         g_y[t, o[a]] = gyo[a]
         for c in range(n):
