@@ -35,7 +35,10 @@ Kernels
 
 The kernels work in place on buffers allocated once per call, in scalar loops over the
 small blocks: at state-space dimensions a NumPy product per block costs more in call and
-allocation overhead than its arithmetic.
+allocation overhead than its arithmetic. The covariance recursions do not depend on the
+values of ``y``; once they reach their fixed point in floating point, the filter and the
+smoother reuse a step's covariance arithmetic exactly instead of repeating it (see
+:func:`_filter_into` and :func:`_smoother_step`).
 """
 
 from __future__ import annotations
