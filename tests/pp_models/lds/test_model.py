@@ -68,17 +68,18 @@ def test_forward_draws_have_the_data_shape():
     assert pm.draw(mp["x"], random_seed=1, mode=PYTHON_MODE).shape == (6, 2)
 
 
-def test_compiled_forward_draws_match_the_exact_moments():
-    # pm.draw compiles with the Numba backend: a draw in object mode would warn (an
-    # error here). The path and the observations against their exact prior moments,
-    # whitened, Bonferroni over both at a false-failure rate of 1e-4.
+def test_forward_draws_match_the_exact_moments():
+    # The path and the observations against their exact prior moments, whitened,
+    # Bonferroni over both at a false-failure rate of 1e-4. The same kernels run in the
+    # Numba backend's draws (test_prior_predictive_compiles_without_object_mode); here
+    # through the random variables' Python draws, one Numba graph fewer to compile.
     A, C, Q, R, m0, P0 = random_lds(np.random.default_rng(5), 2, 2)
     length = np.zeros(4)
     N = 4000
     rngs = [pt.random.shared_rng(seed=None) for _ in range(2)]
     _, x = lds_state_path(A, Q, m0, P0, length, rng=rngs[0], return_next_rng=True)
     _, y = lds_observations(A, C, Q, R, m0, P0, length, rng=rngs[1], return_next_rng=True)
-    x, y = pm.draw([x, y], draws=N, random_seed=1)
+    x, y = pm.draw([x, y], draws=N, random_seed=1, mode=PYTHON_MODE)
     assert x.shape == (N, 4, 2) and y.shape == (N, 4, 2)
     mean_x, cov_x, mean_y, cov_y = prior_moments(A, C, Q, R, m0, P0, 4)
     p = np.concatenate([whitened_p_values(x, mean_x, cov_x), whitened_p_values(y, mean_y, cov_y)])
@@ -86,6 +87,7 @@ def test_compiled_forward_draws_match_the_exact_moments():
 
 
 def test_prior_predictive_compiles_without_object_mode():
+    # the Numba backend: a draw in object mode would warn (an error in the tests)
     m = lds.model(_y(), 2, A=0.5 * np.eye(2))
     with m:
         prior = pm.sample_prior_predictive(draws=5, random_seed=1)
