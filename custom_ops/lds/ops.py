@@ -3,16 +3,16 @@
 ``kalman_log_likelihood(y, A, C, Q, R, m0, P0)`` is ``log p(y_{1:T})`` under
 ``x_1 ~ N(m0, P0)``, ``x_t = A x_{t-1} + N(0, Q)``, ``y_t = C x_t + N(0, R)`` (Ghahramani
 & Roweis 1999, "LDS Pseudocode": ``log P(y) = sum_t log rho_t``), NaN entries of ``y``
-missing, computed by :func:`custom_ops.lds.kalman.kalman_filter_kernel`. It is
+missing, computed by :func:`custom_ops.lds.kalman.kalman_log_likelihood_kernel`. It is
 ``-inf`` where an innovation covariance is not positive definite.
 
 The gradient (:class:`KalmanLogLikelihoodGrad`) is exact and analytic, by Fisher's
 identity ``d log p(y) / d theta = E[d log p(x, y | theta) / d theta | y]`` on the RTS
-smoother's moments (:func:`custom_ops.lds.kalman.kalman_gradient_kernel`): one filter
-and one smoother pass, no reverse-mode tape. The Op reads only the symmetric parts of
-``Q``, ``R`` and ``P0``, and its gradient in them is the symmetric one; it needs ``Q``,
-``R`` (each observed block) and ``P0`` positive definite. The gradient in a missing
-entry of ``y`` is 0.
+smoother's moments (:func:`custom_ops.lds.kalman.kalman_value_and_gradient_kernel`): one
+filter pass forward and one smoother pass backward, no reverse-mode tape. The Op reads
+only the symmetric parts of ``Q``, ``R`` and ``P0``, and its gradient in them is the
+symmetric one; it needs ``Q``, ``R`` (each observed block) and ``P0`` positive definite.
+The gradient in a missing entry of ``y`` is 0.
 """
 
 from __future__ import annotations
@@ -27,11 +27,7 @@ from pytensor.graph.op import Op
 from pytensor.link.numba.dispatch import basic as nb
 
 from custom_ops.jit import c_entry_points, register_numba_op
-from custom_ops.lds.kalman import (
-    kalman_filter_kernel,
-    kalman_gradient_kernel,
-    rts_smoother_kernel,
-)
+from custom_ops.lds.kalman import kalman_log_likelihood_kernel, kalman_value_and_gradient_kernel
 
 __all__ = ["KalmanLogLikelihood", "KalmanLogLikelihoodGrad", "kalman_log_likelihood"]
 
@@ -80,8 +76,7 @@ class KalmanLogLikelihood(Op):
 
     def perform(self, node, inputs, output_storage):
         _check_shapes(*inputs)
-        log_lik = kalman_filter_kernel(*_contiguous(inputs))[0]
-        total = log_lik.sum()
+        total = kalman_log_likelihood_kernel(*_contiguous(inputs))
         output_storage[0][0] = np.asarray(-np.inf if np.isnan(total) else total)
 
     def infer_shape(self, node, input_shapes):
@@ -104,13 +99,8 @@ class KalmanLogLikelihoodGrad(Op):
 
     def perform(self, node, inputs, output_storage):
         _check_shapes(*inputs)
-        y, A, C, Q, R, m0, P0 = _contiguous(inputs)
-        _, mf, Pf, mp, Pp = kalman_filter_kernel(y, A, C, Q, R, m0, P0)
-        ms, Ps, cross = rts_smoother_kernel(A, mf, Pf, mp, Pp)
-        grads = kalman_gradient_kernel(y, A, C, Q, R, m0, P0, ms, Ps, cross)
-        # The gradient kernel's order is (A, C, Q, R, m0, P0, y).
-        ordered = (grads[6], *grads[:6])
-        for storage, value in zip(output_storage, ordered, strict=True):
+        grads = kalman_value_and_gradient_kernel(*_contiguous(inputs))[1:]
+        for storage, value in zip(output_storage, grads, strict=True):
             storage[0] = value
 
     def infer_shape(self, node, input_shapes):
@@ -168,14 +158,14 @@ def _kalman_entry(want_gradient, T, p, n, yp, Ap, Cp, Qp, Rp, m0p, P0p, outp):
         P0 = carray(P0p, (n, n))
         size = 1 + T * p + 3 * n * n + p * n + p * p + n if want_gradient != 0 else 1
         out = carray(outp, (size,))
-        log_lik, mf, Pf, mp, Pp = kalman_filter_kernel(y, A, C, Q, R, m0, P0)
-        total = log_lik.sum()
-        out[0] = -np.inf if np.isnan(total) else total
-        if want_gradient != 0:
-            ms, Ps, cross = rts_smoother_kernel(A, mf, Pf, mp, Pp)
-            g_A, g_C, g_Q, g_R, g_m0, g_P0, g_y = kalman_gradient_kernel(
-                y, A, C, Q, R, m0, P0, ms, Ps, cross
+        if want_gradient == 0:
+            total = kalman_log_likelihood_kernel(y, A, C, Q, R, m0, P0)
+            out[0] = -np.inf if np.isnan(total) else total
+        else:
+            total, g_y, g_A, g_C, g_Q, g_R, g_m0, g_P0 = kalman_value_and_gradient_kernel(
+                y, A, C, Q, R, m0, P0
             )
+            out[0] = -np.inf if np.isnan(total) else total
             # the order of the Op's inputs: y, A, C, Q, R, m0, P0
             k = 1
             for g in (

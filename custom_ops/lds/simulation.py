@@ -11,6 +11,10 @@ the path is drawn backwards: ``x_T ~ N(mf_T, Pf_T)``, then for ``t = T-1, ..., 1
 the conditional of ``x_t`` given ``x_{t+1}`` and ``y_{1:t}`` (later observations add
 nothing once ``x_{t+1}`` is known). The gain and covariance are one small kernel,
 :func:`backward_conditional`, the quantity a planted-bug twin replaces.
+
+The model's forward draws (Ghahramani & Roweis 1999, the generative model) are
+:func:`state_path_draw`, ``x_1 ~ N(m0, P0)``, ``x_t = A x_{t-1} + N(0, Q)``, and
+:func:`observation_draw`, ``y_t = C x_t + N(0, R)``, from a NumPy ``Generator``.
 """
 
 from __future__ import annotations
@@ -20,7 +24,13 @@ import numpy as np
 from custom_ops.jit import njit_exact
 from custom_ops.spd_kernels import cholesky_lower, spd_inverse
 
-__all__ = ["backward_conditional", "gaussian_draw", "simulation_smoother_kernel"]
+__all__ = [
+    "backward_conditional",
+    "gaussian_draw",
+    "observation_draw",
+    "simulation_smoother_kernel",
+    "state_path_draw",
+]
 
 
 @njit_exact
@@ -54,3 +64,66 @@ def simulation_smoother_kernel(A, mf, Pf, mp, Pp, normals):
         J, V = backward_conditional(Pf[t], A, Pp[t + 1])
         x[t] = gaussian_draw(mf[t] + J @ (x[t + 1] - mp[t + 1]), V, normals[t])
     return x
+
+
+@njit_exact
+def _square_root(cov):
+    """``S`` with ``S S' = cov``: the Cholesky factor, or ``U diag(sqrt(w))`` from the
+    eigendecomposition (negative round-off eigenvalues set to 0) when ``cov`` is
+    singular."""
+    L = cholesky_lower(cov)
+    if not np.isnan(L[0, 0]):
+        return L
+    w, U = np.linalg.eigh(cov)
+    return U * np.sqrt(np.maximum(w, 0.0))
+
+
+@njit_exact
+def _add_noise(rng, S, out_row):
+    """``out_row += S z`` with ``z`` standard normal from ``rng``."""
+    k = S.shape[1]
+    z = np.empty(k)
+    for j in range(k):
+        z[j] = rng.standard_normal()
+    for i in range(S.shape[0]):
+        s = 0.0
+        for j in range(k):
+            s += S[i, j] * z[j]
+        out_row[i] += s
+
+
+@njit_exact
+def state_path_draw(rng, A, Q, m0, P0, out):
+    """A prior path into ``out`` (``T x n``): ``x_1 ~ N(m0, P0)``,
+    ``x_t = A x_{t-1} + N(0, Q)``; ``rng`` is a NumPy ``Generator``."""
+    T, n = out.shape
+    if T == 0:
+        return
+    S0 = _square_root(P0)
+    SQ = _square_root(Q)
+    for i in range(n):
+        out[0, i] = m0[i]
+    _add_noise(rng, S0, out[0])
+    for t in range(1, T):
+        for i in range(n):
+            s = 0.0
+            for j in range(n):
+                s += A[i, j] * out[t - 1, j]
+            out[t, i] = s
+        _add_noise(rng, SQ, out[t])
+
+
+@njit_exact
+def observation_draw(rng, C, R, x, out):
+    """Observations into ``out`` (``T x p``) given the path ``x`` (``T x n``):
+    ``y_t = C x_t + N(0, R)``; ``rng`` is a NumPy ``Generator``."""
+    T, p = out.shape
+    n = x.shape[1]
+    SR = _square_root(R)
+    for t in range(T):
+        for i in range(p):
+            s = 0.0
+            for j in range(n):
+                s += C[i, j] * x[t, j]
+            out[t, i] = s
+        _add_noise(rng, SR, out[t])

@@ -34,9 +34,10 @@ import pymc as pm
 import pytensor.tensor as pt
 
 from custom_ops.lds.ops import kalman_log_likelihood
-from custom_ops.pymc_guard import refuse_pymc_log_likelihood, refuse_pymc_posterior_predictive
+from custom_ops.pymc_guard import refuse_pymc_log_likelihood
 from pp_models.lds import outputs
 from pp_models.lds.checks import as_series, check_parameters
+from pp_models.lds.distributions import lds_observations, lds_state_path
 from pp_models.model_info import StepHint, ZooModelInfo, attach_info
 from pp_models.registry import family_of_module
 from pp_models.validation import check_bool, check_int, check_positive
@@ -202,10 +203,11 @@ def model(
                 par["Q"],
                 par["m0"],
                 par["P0"],
-                pt.constant(np.zeros((T, n))),
+                pt.constant(np.zeros(T)),
+                dist=_path_dist,
                 logp=_path_logp,
-                random=_path_random,
-                signature="(n,n),(n,n),(n),(n,n),(t,n)->(t,n)",
+                support_point=_path_support_point,
+                signature="(n,n),(n,n),(n),(n,n),(t)->(t,n)",
                 dims=("time", "state"),
             )
             pm.Normal(
@@ -269,15 +271,15 @@ def path_options(m: pm.Model, spec: LDSSpec) -> dict:
 def _marginal_observed(par, y):
     # The states are summed out: the forward draw takes them from their prior given the
     # parameters, and the log-density is one number for the series. PyMC's posterior
-    # predictive and pointwise log-likelihood would be wrong, so they are refused,
-    # naming the zoo functions (pp_models.lds.predictive).
+    # predictive and pointwise log-likelihood would be wrong, so they are refused (the
+    # draw's refusal is in pp_models.lds.distributions), naming the zoo functions
+    # (pp_models.lds.predictive).
     def logp(value, A, C, Q, R, m0, P0, _length):
         refuse_pymc_log_likelihood("the LDS's Kalman likelihood (states summed out)")
         return kalman_log_likelihood(value, A, C, Q, R, m0, P0)
 
-    def random(A, C, Q, R, m0, P0, _length, rng=None, size=None):
-        refuse_pymc_posterior_predictive("the LDS's Kalman likelihood (states summed out)")
-        return outputs.simulate(rng, A, C, Q, R, m0, P0, y.shape[0])[1]
+    def dist(A, C, Q, R, m0, P0, length, size):
+        return _draw(lds_observations, A, C, Q, R, m0, P0, length, size=size)
 
     return pm.CustomDist(
         "y",
@@ -287,11 +289,11 @@ def _marginal_observed(par, y):
         par["R"],
         par["m0"],
         par["P0"],
-        pt.constant(np.zeros(y.shape)),
+        pt.constant(np.zeros(y.shape[0])),
+        dist=dist,
         logp=logp,
-        random=random,
         observed=pt.constant(y),
-        signature="(n,n),(p,n),(n,n),(p,p),(n),(n,n),(t,p)->(t,p)",
+        signature="(n,n),(p,n),(n,n),(p,p),(n),(n,n),(t)->(t,p)",
         dims=("time", "obs"),
     )
 
@@ -302,5 +304,16 @@ def _path_logp(value, A, Q, m0, P0, _length):
     return first + steps.sum()
 
 
-def _path_random(A, Q, m0, P0, _length, rng=None, size=None):
-    return outputs.simulate_states(rng, A, Q, m0, P0, np.shape(_length)[0])
+def _draw(rv_op, *params, size):
+    # PyMC's own distributions call their random variables so: a shared generator of
+    # their own (CustomDist collects its update), the next-generator output explicit
+    _, draw = rv_op(*params, size=size, rng=pt.random.shared_rng(seed=None), return_next_rng=True)
+    return draw
+
+
+def _path_dist(A, Q, m0, P0, length, size):
+    return _draw(lds_state_path, A, Q, m0, P0, length, size=size)
+
+
+def _path_support_point(rv, size, A, Q, m0, P0, length):
+    return pt.zeros_like(rv)

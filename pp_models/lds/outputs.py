@@ -1,6 +1,6 @@
-"""What to read off an LDS fit: forward draws of the model, the state paths drawn after
-a marginalised fit (the simulation smoother per posterior draw) and the family's
-picture, the smoothed signal ``C x_t`` with its posterior band over the series."""
+"""What to read off an LDS fit: the state paths drawn after a marginalised fit (the
+simulation smoother per posterior draw) and the family's picture, the smoothed signal
+``C x_t`` with its posterior band over the series."""
 
 from __future__ import annotations
 
@@ -15,36 +15,7 @@ __all__ = [
     "draw_parameters",
     "plot_results",
     "recover_paths",
-    "simulate",
-    "simulate_states",
 ]
-
-
-def _rng(rng):
-    return rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
-
-
-def simulate_states(rng, A, Q, m0, P0, T) -> np.ndarray:
-    """A path ``x_{1:T}`` (``T x n``) from ``x_1 ~ N(m0, P0)``, ``x_t = A x_{t-1} +
-    N(0, Q)``."""
-    rng = _rng(rng)
-    A, Q, m0, P0 = (np.asarray(v, dtype=np.float64) for v in (A, Q, m0, P0))
-    n = m0.shape[0]
-    x = np.empty((int(T), n))
-    x[0] = rng.multivariate_normal(m0, P0, method="eigh")
-    noise = rng.multivariate_normal(np.zeros(n), Q, size=max(int(T) - 1, 0), method="eigh")
-    for t in range(1, int(T)):
-        x[t] = A @ x[t - 1] + noise[t - 1]
-    return x
-
-
-def simulate(rng, A, C, Q, R, m0, P0, T) -> tuple[np.ndarray, np.ndarray]:
-    """``(x, y)``: a path and observations from the model (the forward draw)."""
-    rng = _rng(rng)
-    x = simulate_states(rng, A, Q, m0, P0, T)
-    C, R = np.asarray(C, dtype=np.float64), np.asarray(R, dtype=np.float64)
-    noise = rng.multivariate_normal(np.zeros(C.shape[0]), R, size=int(T), method="eigh")
-    return x, x @ C.T + noise
 
 
 def draw_parameters(posterior, spec, c, s) -> tuple:

@@ -8,10 +8,11 @@ import pytensor.tensor as pt
 import pytest
 from pytensor.gradient import verify_grad
 
+from custom_ops.lds.kalman import kalman_log_likelihood_kernel, kalman_value_and_gradient_kernel
 from custom_ops.lds.ops import KalmanLogLikelihood, KalmanLogLikelihoodGrad, kalman_log_likelihood
 from pp_models import lds
 from tests.helpers.backends import PYTHON_MODE, assert_numba_matches_python
-from tests.pp_models.lds.reference import dense_conditioning, random_lds
+from tests.pp_models.lds.reference import dense_conditioning, random_lds, steady_state_case
 
 NAMES = ("y", "A", "C", "Q", "R", "m0", "P0")
 
@@ -50,6 +51,27 @@ def test_gradient_by_finite_differences(index):
         return kalman_log_likelihood(*inputs)
 
     verify_grad(f, [args[index]], rng=rng, mode=PYTHON_MODE, abs_tol=1e-6, rel_tol=1e-6)
+
+
+def test_gradient_at_the_reused_fixed_point_by_central_differences():
+    # 150 steps whose covariances reach their fixed point, with missing entries between
+    args = list(steady_state_case())
+    value, *grads = kalman_value_and_gradient_kernel(*args)
+    assert value == kalman_log_likelihood_kernel(*args)
+    rng = np.random.default_rng(3)
+    h = 1e-5
+    for index, (a, g) in enumerate(zip(args, grads, strict=True)):
+        d = rng.normal(size=a.shape)
+        if index in (3, 4, 6):  # Q, R, P0: symmetric directions
+            d = d + d.T
+        d[np.isnan(a)] = 0.0
+        up, down = list(args), list(args)
+        up[index] = a + h * d
+        down[index] = a - h * d
+        numeric = (kalman_log_likelihood_kernel(*up) - kalman_log_likelihood_kernel(*down)) / (
+            2 * h
+        )
+        np.testing.assert_allclose(np.sum(g * d), numeric, rtol=1e-6, err_msg=NAMES[index])
 
 
 def test_gradient_in_a_missing_entry_is_zero():

@@ -6,7 +6,13 @@ import numpy as np
 from scipy import stats
 from scipy.stats import multivariate_normal
 
-__all__ = ["dense_conditioning", "random_lds", "whitened_p_values"]
+__all__ = [
+    "dense_conditioning",
+    "prior_moments",
+    "random_lds",
+    "steady_state_case",
+    "whitened_p_values",
+]
 
 
 def random_lds(rng, n, p):
@@ -24,10 +30,22 @@ def random_lds(rng, n, p):
     return A, C, Q, R, m0, P0
 
 
-def dense_conditioning(y, A, C, Q, R, m0, P0):
-    """``(log p(y_{1:t} observed) for t = 1..T, E[x | y], Cov(x | y))`` with ``x``
-    stacked ``(T, n)`` and its covariance ``(T, n, T, n)``."""
-    T, p = y.shape
+def steady_state_case():
+    """A series long enough for the covariance recursions to reach their floating-point
+    fixed point (where the kernels reuse a step's covariance arithmetic), broken by a
+    block with an entry missing and a fully missing step, then reached again."""
+    rng = np.random.default_rng(0)
+    A, C, Q, R, m0, P0 = random_lds(rng, 2, 2)
+    y = rng.normal(size=(150, 2))
+    y[60:64, 0] = np.nan
+    y[100] = np.nan
+    return y, A, C, Q, R, m0, P0
+
+
+def prior_moments(A, C, Q, R, m0, P0, T):
+    """``(E[x], Cov(x), E[y], Cov(y))`` of the stacked path ``x`` (``(T, n)``, its
+    covariance ``(T n, T n)``) and observations ``y`` (``(T p,)``, ``(T p, T p)``) under
+    the model, built densely."""
     n = A.shape[0]
     mean_x = np.zeros((T, n))
     cov_x = np.zeros((T, n, T, n))
@@ -43,22 +61,34 @@ def dense_conditioning(y, A, C, Q, R, m0, P0):
     big_C = np.kron(np.eye(T), C)
     mean_y = big_C @ mean_x.reshape(-1)
     Syy = big_C @ Sxx @ big_C.T + np.kron(np.eye(T), R)
+    return mean_x, Sxx, mean_y, Syy
+
+
+def dense_conditioning(y, A, C, Q, R, m0, P0, cumulative=True):
+    """``(log p(y_{1:t} observed) for t = 1..T, E[x | y], Cov(x | y))`` with ``x``
+    stacked ``(T, n)`` and its covariance ``(T, n, T, n)``; with ``cumulative=False``
+    the first entry holds ``log p(y observed)`` alone (one density, not T)."""
+    T = y.shape[0]
+    n = A.shape[0]
+    mean_x, Sxx, mean_y, Syy = prior_moments(A, C, Q, R, m0, P0, T)
+    p = C.shape[0]
+    big_C = np.kron(np.eye(T), C)
     Sxy = Sxx @ big_C.T
     observed = ~np.isnan(y.reshape(-1))
-    cumulative = []
-    for t in range(1, T + 1):
+    cumulative_log_p = []
+    for t in range(1, T + 1) if cumulative else (T,):
         idx = np.flatnonzero(observed[: t * p])
         if idx.size == 0:
-            cumulative.append(0.0)
+            cumulative_log_p.append(0.0)
             continue
-        cumulative.append(
+        cumulative_log_p.append(
             multivariate_normal(mean_y[idx], Syy[np.ix_(idx, idx)]).logpdf(y.reshape(-1)[idx])
         )
     idx = np.flatnonzero(observed)
     gain = np.linalg.solve(Syy[np.ix_(idx, idx)], Sxy[:, idx].T).T
     post_mean = mean_x.reshape(-1) + gain @ (y.reshape(-1)[idx] - mean_y[idx])
     post_cov = Sxx - gain @ Sxy[:, idx].T
-    return (np.array(cumulative), post_mean.reshape(T, n), post_cov.reshape(T, n, T, n))
+    return (np.array(cumulative_log_p), post_mean.reshape(T, n), post_cov.reshape(T, n, T, n))
 
 
 def whitened_p_values(draws, mean, cov):

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from pp_models import lds
-from tests.pp_models.lds.reference import dense_conditioning, random_lds
+from tests.pp_models.lds.reference import dense_conditioning, random_lds, steady_state_case
 
 
 def _data(rng, T, p, missing):
@@ -39,6 +39,24 @@ def test_filter_and_smoother_match_dense_conditioning(n, p, missing):
     # The last filtered moments are the last smoothed ones.
     np.testing.assert_allclose(filt.filtered_mean[-1], mean[-1], rtol=0, atol=1e-8)
     np.testing.assert_allclose(filt.filtered_cov[-1], cov[-1, :, -1, :], rtol=0, atol=1e-8)
+
+
+def test_reused_fixed_point_matches_dense_conditioning():
+    args = steady_state_case()
+    res = lds.rts_smoother(*args)
+    Pp, Ps = res.filter.predicted_cov, res.smoothed_cov
+    # the reuse is exercised: repeated covariances before and after the missing block
+    repeats = [t for t in range(1, 150) if np.array_equal(Pp[t], Pp[t - 1])]
+    assert min(repeats) < 60 and max(repeats) > 100
+    assert any(np.array_equal(Ps[t], Ps[t + 1]) for t in range(149))
+    total, mean, cov = dense_conditioning(*args, cumulative=False)
+    np.testing.assert_allclose(res.filter.total_log_likelihood, total[0], rtol=0, atol=1e-8)
+    np.testing.assert_allclose(res.smoothed_mean, mean, rtol=0, atol=1e-8)
+    idx = np.arange(150)
+    np.testing.assert_allclose(Ps, cov[idx, :, idx, :], rtol=0, atol=1e-8)
+    np.testing.assert_allclose(
+        res.smoothed_cross_cov, cov[idx[1:], :, idx[:-1], :], rtol=0, atol=1e-8
+    )
 
 
 def test_filtered_moments_match_dense_conditioning_on_the_past():

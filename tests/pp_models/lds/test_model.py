@@ -4,11 +4,16 @@ the Nile series (the family's one fit and its picture)."""
 
 import numpy as np
 import pymc as pm
+import pytensor
+import pytensor.tensor as pt
 import pytest
 from scipy import stats
 
+from custom_ops.pymc_guard import CollapsedLikelihoodError
 from pp_models import lds
+from pp_models.lds.distributions import lds_observations, lds_state_path
 from tests.helpers.backends import PYTHON_MODE
+from tests.pp_models.lds.reference import prior_moments, random_lds, whitened_p_values
 
 
 def _y():
@@ -61,6 +66,36 @@ def test_forward_draws_have_the_data_shape():
     assert draw.shape == (6, 2) and np.all(np.isfinite(draw))
     mp = lds.model(np.nan_to_num(_y()), 2, marginalize=False)
     assert pm.draw(mp["x"], random_seed=1, mode=PYTHON_MODE).shape == (6, 2)
+
+
+def test_forward_draws_match_the_exact_moments():
+    # The path and the observations against their exact prior moments, whitened,
+    # Bonferroni over both at a false-failure rate of 1e-4. The same kernels run in the
+    # Numba backend's draws (test_prior_predictive_compiles_without_object_mode); here
+    # through the random variables' Python draws, one Numba graph fewer to compile.
+    A, C, Q, R, m0, P0 = random_lds(np.random.default_rng(5), 2, 2)
+    length = np.zeros(4)
+    N = 4000
+    rngs = [pt.random.shared_rng(seed=None) for _ in range(2)]
+    _, x = lds_state_path(A, Q, m0, P0, length, rng=rngs[0], return_next_rng=True)
+    _, y = lds_observations(A, C, Q, R, m0, P0, length, rng=rngs[1], return_next_rng=True)
+    x, y = pm.draw([x, y], draws=N, random_seed=1, mode=PYTHON_MODE)
+    assert x.shape == (N, 4, 2) and y.shape == (N, 4, 2)
+    mean_x, cov_x, mean_y, cov_y = prior_moments(A, C, Q, R, m0, P0, 4)
+    p = np.concatenate([whitened_p_values(x, mean_x, cov_x), whitened_p_values(y, mean_y, cov_y)])
+    assert p.min() > 1e-4 / p.size
+
+
+def test_prior_predictive_compiles_without_object_mode():
+    # the Numba backend: a draw in object mode would warn (an error in the tests)
+    m = lds.model(_y(), 2, A=0.5 * np.eye(2))
+    with m:
+        prior = pm.sample_prior_predictive(draws=5, random_seed=1)
+    assert prior["prior_predictive"]["y"].shape == (1, 5, 6, 2)
+    # the collapsed likelihood's draw refuses PyMC's posterior predictive
+    with m, pytensor.config.change_flags(mode=PYTHON_MODE):
+        with pytest.raises(CollapsedLikelihoodError, match="inference.sample_posterior_predictive"):
+            pm.sample_posterior_predictive(prior["prior"], progressbar=False)
 
 
 @pytest.mark.parametrize(
