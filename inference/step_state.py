@@ -48,8 +48,12 @@ def to_data(value: Any) -> Any:
     if isinstance(value, np.ndarray):
         if value.dtype.kind not in "biuf":
             raise TypeError(f"step state: cannot store an array of dtype {value.dtype}")
-        return {_TAG: "ndarray", "dtype": value.dtype.str, "shape": list(value.shape),
-                "data": value.ravel().tolist()}
+        return {
+            _TAG: "ndarray",
+            "dtype": value.dtype.str,
+            "shape": list(value.shape),
+            "data": value.ravel().tolist(),
+        }
     if isinstance(value, tuple):
         return {_TAG: "tuple", "items": [to_data(v) for v in value]}
     if isinstance(value, list):
@@ -88,8 +92,11 @@ def _frozen(f: dataclasses.Field) -> bool:
 def sampling_state_to_data(state: DataClassState) -> dict:
     """A PyMC ``sampling_state`` as plain data: its fields that are not frozen, by name
     (nested states and generator states field by field)."""
-    return {f.name: _field_to_data(getattr(state, f.name))
-            for f in dataclasses.fields(state) if not _frozen(f)}
+    return {
+        f.name: _field_to_data(getattr(state, f.name))
+        for f in dataclasses.fields(state)
+        if not _frozen(f)
+    }
 
 
 def _field_to_data(value):
@@ -108,13 +115,14 @@ def sampling_state_from_data(data: dict, template: DataClassState) -> DataClassS
     fields = dataclasses.fields(template)
     stored = {f.name for f in fields if not _frozen(f)}
     if set(data) != stored:
-        raise ValueError(f"step state: stored fields {sorted(data)} are not the fields "
-                         f"{sorted(stored)} of {type(template).__name__}")
+        raise ValueError(
+            f"step state: stored fields {sorted(data)} are not the fields "
+            f"{sorted(stored)} of {type(template).__name__}"
+        )
     values = {}
     for f in fields:
         current = getattr(template, f.name)
-        values[f.name] = (current if _frozen(f)
-                          else _field_from_data(data[f.name], current))
+        values[f.name] = current if _frozen(f) else _field_from_data(data[f.name], current)
     return type(template)(**values)
 
 

@@ -40,8 +40,9 @@ TUNE, DRAWS, CUT = 12, 8, 7
 
 
 def zoo_plan(model):
-    return build_steps(model, plan_steps(model, get_info(model), []),
-                       initial_point=initial_point(model))
+    return build_steps(
+        model, plan_steps(model, get_info(model), []), initial_point=initial_point(model)
+    )
 
 
 @functools.cache
@@ -130,19 +131,23 @@ def test_a_resumed_tempered_chain_continues_draw_for_draw(case):
         first = chain(model, steps, TUNE, DRAWS)
         point, made = iterate(first, dict(start), 0, CUT, TUNE)
         # through JSON as the commit record stores it: no fallback for other types
-        record = json.loads(json.dumps({"point": to_data(point),
-                                        "state": first.chain_state()}))
+        record = json.loads(json.dumps({"point": to_data(point), "state": first.chain_state()}))
         resumed = chain(model, steps, TUNE - CUT, DRAWS)
         resumed.restore_chain_state(record["state"])
-        _, rest = iterate(resumed, from_data(record["point"]), 0, TUNE + DRAWS - CUT,
-                          TUNE - CUT)
+        _, rest = iterate(resumed, from_data(record["point"]), 0, TUNE + DRAWS - CUT, TUNE - CUT)
         np.testing.assert_array_equal(np.array(made + rest), np.array(expected))
 
 
 def test_plain_data_round_trips_exactly():
-    value = {"a": np.array([[0.1, np.nan], [np.inf, -0.0]]), "b": np.float64(1 / 3),
-             "c": (1, np.int32(2), "x"), "d": {3: [True, None]}, "__type__": 1.0,
-             "e": np.array([2**63 + 5], dtype=np.uint64), "f": np.float32(0.1)}
+    value = {
+        "a": np.array([[0.1, np.nan], [np.inf, -0.0]]),
+        "b": np.float64(1 / 3),
+        "c": (1, np.int32(2), "x"),
+        "d": {3: [True, None]},
+        "__type__": 1.0,
+        "e": np.array([2**63 + 5], dtype=np.uint64),
+        "f": np.float32(0.1),
+    }
     back = from_data(json.loads(json.dumps(to_data(value))))
     assert back.keys() == value.keys()
     np.testing.assert_array_equal(back["a"], value["a"])
@@ -185,12 +190,12 @@ def picklers_imported(source: str) -> set[str]:
 def test_no_module_storing_step_state_imports_a_pickler():
     """Every module that hands a step's state to a trace (it defines ``chain_state``),
     the trace store and the state codec; a planted import is caught."""
-    assert picklers_imported("import base64\nfrom pickle import dumps\n") == {
-        "base64", "pickle"}
-    storing = [p for p in sorted((ROOT / "inference").rglob("*.py"))
-               if "def chain_state" in p.read_text()
-               or p.name in ("trace_store.py", "step_state.py")]
+    assert picklers_imported("import base64\nfrom pickle import dumps\n") == {"base64", "pickle"}
+    storing = [
+        p
+        for p in sorted((ROOT / "inference").rglob("*.py"))
+        if "def chain_state" in p.read_text() or p.name in ("trace_store.py", "step_state.py")
+    ]
     assert len(storing) >= 5
-    offenders = {str(p.relative_to(ROOT)): picklers_imported(p.read_text())
-                 for p in storing}
+    offenders = {str(p.relative_to(ROOT)): picklers_imported(p.read_text()) for p in storing}
     assert not {k: v for k, v in offenders.items() if v}, offenders
