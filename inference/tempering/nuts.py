@@ -27,7 +27,7 @@ def tempered_logp_dlogp(model: pm.Model, vars, initial_point):
     """The tempered ``(logp, dlogp)`` function of ``vars`` (value variables), compiled
     once per model and variables (the same object for every caller: set its weight
     before each use)."""
-    from inference.chains import model_cache
+    from inference.sampling_core import model_cache
 
     key = ("tempered_logp_dlogp", tuple(v.name for v in vars))
     cache = model_cache(model)

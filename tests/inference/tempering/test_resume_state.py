@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from inference.chains import initial_point
+from inference.sampling_core import initial_point
 from inference.step_state import (
     from_data,
     sampling_state_from_data,
