@@ -34,7 +34,7 @@ import signal
 import time
 import traceback
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import pymc as pm
@@ -121,11 +121,27 @@ class _ChainOutput:
     extra: dict = field(default_factory=dict)
 
 
-def _run_chain(step, spec, start, rng, tune, draws, flag, progress, chain,
-               announce=False, trace=None) -> _ChainOutput:
-    """Run one chain; ``trace``: a :class:`_ChainTrace` (write draws to a trace folder,
-    and continue a stored chain when it holds a state)."""
-    step.setup_chain(rng, tune, draws)
+@dataclass(frozen=True)
+class _ChainJob:
+    """One chain's work: ``tune`` tuning iterations and ``draws`` kept draws from
+    ``start`` with the chain's own generator; ``trace``: a :class:`_ChainTrace` (write
+    draws to a trace folder, and continue a stored chain when it holds a state);
+    ``announce``: say when the first draw compiles."""
+
+    chain: int
+    start: dict
+    rng: object
+    tune: int
+    draws: int
+    trace: object = None
+    announce: bool = False
+
+
+def _run_chain(step, spec, job: _ChainJob, flag, progress) -> _ChainOutput:
+    """Run one chain (``job``); ``progress[job.chain]`` counts its iterations."""
+    start, tune, draws = job.start, job.tune, job.draws
+    chain, announce, trace = job.chain, job.announce, job.trace
+    step.setup_chain(job.rng, tune, draws)
     if trace is not None and trace.state is not None:
         for leaf, leaf_state in zip(flatten_steps(step), trace.state.step_states, strict=True):
             leaf.restore_chain_state(leaf_state)
@@ -219,14 +235,12 @@ class _WorkerFlag:
         """A worker only notes Ctrl-C (its handler sets the event), armed or not."""
 
 
-def _chain_worker(conn, step, spec, start, rng, tune, draws, stop_event, progress, chain,
-                  announce, trace):
+def _chain_worker(conn, step, spec, job, stop_event, progress):
     flag = _WorkerFlag(stop_event)
     # a terminal's Ctrl-C reaches every process of the group: the worker only notes it
     signal.signal(signal.SIGINT, lambda signum, frame: stop_event.set())
     try:
-        out = _run_chain(step, spec, start, rng, tune, draws, flag, progress, chain,
-                         announce, trace)
+        out = _run_chain(step, spec, job, flag, progress)
     except BaseException as err:  # reported to the parent, which raises it
         out = _ChainOutput({}, {}, 0, 0, 0.0, error="".join(
             traceback.format_exception(type(err), err, err.__traceback__)))
@@ -275,27 +289,25 @@ def _compile_before_fork(step, spec, start, tune, draws, announce):
             vars(o).update(attributes)
 
 
-def _run_parallel(step, spec, starts, rngs, tunes, draws, flag, bar, cores, announce, traces):
-    todo = [c for c in range(len(starts)) if tunes[c] + draws[c] > 0]
+def _run_parallel(step, spec, jobs, flag, bar, cores, announce):
+    todo = [job for job in jobs if job.tune + job.draws > 0]
     if todo:
-        c = todo[0]
-        _compile_before_fork(step, spec, starts[c], tunes[c], draws[c], announce)
+        job = todo[0]
+        _compile_before_fork(step, spec, job.start, job.tune, job.draws, announce)
     # compiled: from here on a Ctrl-C keeps the draws the workers make
     flag.arm()
     ctx = _fork_context()
     event = ctx.Event()
     flag.link(event)
     try:
-        return _run_workers(ctx, event, step, spec, starts, rngs, tunes, draws, flag, bar,
-                            cores, announce, traces)
+        return _run_workers(ctx, event, step, spec, jobs, flag, bar, cores)
     finally:
         flag.unlink(event)
 
 
-def _run_workers(ctx, event, step, spec, starts, rngs, tunes, draws, flag, bar, cores,
-                 announce, traces):
-    """Chain ``c`` runs ``tunes[c]`` tuning iterations and ``draws[c]`` kept draws."""
-    chains = len(starts)
+def _run_workers(ctx, event, step, spec, jobs, flag, bar, cores):
+    """Chain ``c`` runs ``jobs[c]``, in a forked worker, at most ``cores`` at a time."""
+    chains = len(jobs)
     progress = ctx.Array("q", chains, lock=False)
     outputs: list[_ChainOutput | None] = [None] * chains
     pending = list(range(chains))
@@ -310,8 +322,7 @@ def _run_workers(ctx, event, step, spec, starts, rngs, tunes, draws, flag, bar, 
                 warnings.simplefilter("ignore", DeprecationWarning)
                 proc = ctx.Process(
                     target=_chain_worker,
-                    args=(child, step, spec, starts[c], rngs[c], tunes[c], draws[c], event,
-                          progress, c, announce and c == 0, traces[c]),
+                    args=(child, step, spec, jobs[c], event, progress),
                     daemon=True,
                 )
                 proc.start()
@@ -353,16 +364,15 @@ class _NeverSet:
         pass
 
 
-def _executor_chain(payload, chain, start, rng, tune, draws, trace) -> _ChainOutput:
-    """Chain ``chain`` to completion on an executor's worker: the steps and the trace
-    spec arrive pickled (fresh objects, as a fork would give), the generator is the
-    chain's own."""
+def _executor_chain(payload, job) -> _ChainOutput:
+    """Chain ``job.chain`` to completion on an executor's worker: the steps and the
+    trace spec arrive pickled (fresh objects, as a fork would give), the generator is
+    the chain's own."""
     import cloudpickle
 
     try:
         step, spec = cloudpickle.loads(payload)
-        return _run_chain(step, spec, start, rng, tune, draws, _NeverSet(),
-                          [0] * (chain + 1), chain, False, trace)
+        return _run_chain(step, spec, job, _NeverSet(), [0] * (job.chain + 1))
     except BaseException as err:  # reported to the caller, which raises it
         return _ChainOutput({}, {}, 0, 0, 0.0, error="".join(
             traceback.format_exception(type(err), err, err.__traceback__)))
@@ -377,14 +387,14 @@ def _trace_reachable(path: str) -> str | None:
     return None
 
 
-def _run_on_executor(executor, step, spec, starts, rngs, tunes, draws, flag, bar, traces):
+def _run_on_executor(executor, step, spec, jobs, flag, bar):
     """Every chain with work left as one task; returns (outputs, lost chains)."""
     from inference.executors import pickled, run_chain_tasks
 
-    chains = len(starts)
-    todo = [c for c in range(chains) if tunes[c] + draws[c] > 0]
+    chains = len(jobs)
+    todo = [c for c in range(chains) if jobs[c].tune + jobs[c].draws > 0]
     payload = pickled((step, spec), "the model and its steps")
-    stored = next((t for t in traces if t is not None), None)
+    stored = next((job.trace for job in jobs if job.trace is not None), None)
     if stored is not None and todo:
         problem = executor.submit(_trace_reachable, stored.path).result()
         if problem is not None:
@@ -393,12 +403,13 @@ def _run_on_executor(executor, step, spec, starts, rngs, tunes, draws, flag, bar
     progress = [0] * chains
 
     def done(c, _output):
-        progress[c] = tunes[c] + draws[c]
+        progress[c] = jobs[c].tune + jobs[c].draws
         bar.update(progress)
 
-    jobs = {c: (payload, c, starts[c], rngs[c], tunes[c], draws[c], traces[c]) for c in todo}
+    # a worker's first draw is not announced (its output is not the caller's terminal)
+    tasks = {c: (payload, replace(jobs[c], announce=False)) for c in todo}
     flag.arm()  # from here a first Ctrl-C keeps the chains finished before it
-    results, lost = run_chain_tasks(executor, _executor_chain, jobs, flag, on_done=done)
+    results, lost = run_chain_tasks(executor, _executor_chain, tasks, flag, on_done=done)
     outputs = [results.get(c, _ChainOutput({}, {}, 0, 0, 0.0)) for c in range(chains)]
     return outputs, lost
 
@@ -480,14 +491,14 @@ def sample_gibbs(
     todo = [c for c in range(chains) if tunes[c] + lengths[c] > 0]
     total = max((tunes[c] + lengths[c] for c in todo), default=1)
     lost: dict[int, str] = {}
+    jobs = [_ChainJob(c, starts[c], rngs[c], tunes[c], lengths[c], traces[c],
+                      announce=progressbar and c == 0) for c in range(chains)]
     with ChainProgress(chains, total, enabled=progressbar) as bar, \
             stop_requested() as flag:
         if executor is not None:
-            outputs, lost = _run_on_executor(executor, step, spec, starts, rngs, tunes,
-                                             lengths, flag, bar, traces)
+            outputs, lost = _run_on_executor(executor, step, spec, jobs, flag, bar)
         elif parallel:
-            outputs = _run_parallel(step, spec, starts, rngs, tunes, lengths, flag, bar,
-                                    cores, progressbar, traces)
+            outputs = _run_parallel(step, spec, jobs, flag, bar, cores, progressbar)
         else:
             progress = [0] * chains
             outputs = []
@@ -496,9 +507,7 @@ def sample_gibbs(
                     outputs.append(_ChainOutput({}, {}, 0, 0, 0.0))
                     continue
                 bar.attach(progress)
-                outputs.append(_run_chain(step, spec, starts[c], rngs[c], tunes[c],
-                                          lengths[c], flag, progress, c,
-                                          announce=progressbar and c == 0, trace=traces[c]))
+                outputs.append(_run_chain(step, spec, jobs[c], flag, progress))
             bar.update(progress)
     errors = [o.error for o in outputs if o.error]
     interrupted = flag.is_set()
