@@ -27,19 +27,18 @@ The returned DataTree has PyMC's layout (``posterior``, ``sample_stats``,
 from __future__ import annotations
 
 import datetime
+import json
 import multiprocessing
 import os
 import signal
 import time
 import traceback
 import warnings
-import weakref
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import pymc as pm
 import xarray as xr
-from pymc.backends.arviz import find_constants, find_observations
 from pymc.initial_point import make_initial_point_fn
 from pymc.step_methods.compound import CompoundStep, flatten_steps
 from pymc.util import get_random_generator
@@ -47,52 +46,26 @@ from pymc.util import get_random_generator
 from inference.gibbs.base import ZooGibbsStep
 from inference.interrupt import stop_requested
 from inference.progress import ChainProgress, compiling
+from inference.sampling_core import (
+    SamplingInterrupted,
+    check_resumable,
+    coord_values,
+    create_trace,
+    data_groups,
+    initial_point_fn,
+    merged_stats,
+    model_cache,
+    per_chain_initvals,
+    store_row,
+)
 
-__all__ = ["SamplingInterrupted", "all_zoo_gibbs", "initial_point", "model_cache",
-           "sample_gibbs"]
-
-
-class SamplingInterrupted(KeyboardInterrupt):
-    """Ctrl-C during sampling; ``result`` holds the draws completed before it (or None)."""
-
-    def __init__(self, result: xr.DataTree | None = None):
-        super().__init__("sampling interrupted")
-        self.result = result
+__all__ = ["all_zoo_gibbs", "sample_gibbs"]
 
 
 def all_zoo_gibbs(steps) -> bool:
     """Whether every leaf step is a zoo Gibbs step (which :func:`sample_gibbs` can drive)."""
     leaves = [leaf for s in steps for leaf in flatten_steps(s)]
     return bool(leaves) and all(isinstance(leaf, ZooGibbsStep) for leaf in leaves)
-
-
-# ---------------------------------------------------------------------------------------
-# per-model caches of compiled functions
-# ---------------------------------------------------------------------------------------
-_CACHE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-
-
-def model_cache(model: pm.Model) -> dict:
-    """A dict that lives as long as ``model`` (compiled functions, built steps)."""
-    try:
-        return _CACHE.setdefault(model, {})
-    except TypeError:  # pragma: no cover - a model that cannot be weakly referenced
-        return {}
-
-
-def _initial_point_fn(model):
-    cache = model_cache(model)
-    if "initial_point" not in cache:
-        cache["initial_point"] = make_initial_point_fn(
-            model=model, jitter_rvs=set(), return_transformed=True
-        )
-    return cache["initial_point"]
-
-
-def initial_point(model, seed: int = 0) -> dict:
-    """The model's initial point (PyMC's layout, no jitter), its function compiled once
-    per model."""
-    return _initial_point_fn(model)(seed)
 
 
 @dataclass
@@ -148,11 +121,27 @@ class _ChainOutput:
     extra: dict = field(default_factory=dict)
 
 
-def _run_chain(step, spec, start, rng, tune, draws, flag, progress, chain,
-               announce=False, trace=None) -> _ChainOutput:
-    """Run one chain; ``trace``: a :class:`_ChainTrace` (write draws to a trace folder,
-    and continue a stored chain when it holds a state)."""
-    step.setup_chain(rng, tune, draws)
+@dataclass(frozen=True)
+class _ChainJob:
+    """One chain's work: ``tune`` tuning iterations and ``draws`` kept draws from
+    ``start`` with the chain's own generator; ``trace``: a :class:`_ChainTrace` (write
+    draws to a trace folder, and continue a stored chain when it holds a state);
+    ``announce``: say when the first draw compiles."""
+
+    chain: int
+    start: dict
+    rng: object
+    tune: int
+    draws: int
+    trace: object = None
+    announce: bool = False
+
+
+def _run_chain(step, spec, job: _ChainJob, flag, progress) -> _ChainOutput:
+    """Run one chain (``job``); ``progress[job.chain]`` counts its iterations."""
+    start, tune, draws = job.start, job.tune, job.draws
+    chain, announce, trace = job.chain, job.announce, job.trace
+    step.setup_chain(job.rng, tune, draws)
     if trace is not None and trace.state is not None:
         for leaf, leaf_state in zip(flatten_steps(step), trace.state.step_states, strict=True):
             leaf.restore_chain_state(leaf_state)
@@ -231,26 +220,8 @@ def _record(values, stats, spec, point, step_stats, k, draws):
     row = {n: point[n] for n in spec.direct}
     if spec.fn is not None:
         row.update(zip(spec.computed, spec.fn(point), strict=True))
-    _store(values, row, k, draws)
-    merged: dict = {}
-    for s in step_stats:
-        merged.update(s)
-    _store(stats, merged, k, draws)
-
-
-def _store(arrays, row, k, draws):
-    """``arrays[name][k] = value``, growing each array by doubling (up to ``draws``) so a
-    long run interrupted early never reserved memory for draws it did not make."""
-    for name, value in row.items():
-        arr = arrays.get(name)
-        if arr is None or k >= arr.shape[0]:
-            value = np.asarray(value)
-            size = min(draws, max(64, 2 * k))
-            grown = np.empty((size, *value.shape), dtype=value.dtype)
-            if arr is not None:
-                grown[:k] = arr[:k]
-            arrays[name] = arr = grown
-        arr[k] = value
+    store_row(values, row, k, draws)
+    store_row(stats, merged_stats(step_stats), k, draws)
 
 
 class _WorkerFlag:
@@ -264,14 +235,12 @@ class _WorkerFlag:
         """A worker only notes Ctrl-C (its handler sets the event), armed or not."""
 
 
-def _chain_worker(conn, step, spec, start, rng, tune, draws, stop_event, progress, chain,
-                  announce, trace):
+def _chain_worker(conn, step, spec, job, stop_event, progress):
     flag = _WorkerFlag(stop_event)
     # a terminal's Ctrl-C reaches every process of the group: the worker only notes it
     signal.signal(signal.SIGINT, lambda signum, frame: stop_event.set())
     try:
-        out = _run_chain(step, spec, start, rng, tune, draws, flag, progress, chain,
-                         announce, trace)
+        out = _run_chain(step, spec, job, flag, progress)
     except BaseException as err:  # reported to the parent, which raises it
         out = _ChainOutput({}, {}, 0, 0, 0.0, error="".join(
             traceback.format_exception(type(err), err, err.__traceback__)))
@@ -320,27 +289,25 @@ def _compile_before_fork(step, spec, start, tune, draws, announce):
             vars(o).update(attributes)
 
 
-def _run_parallel(step, spec, starts, rngs, tunes, draws, flag, bar, cores, announce, traces):
-    todo = [c for c in range(len(starts)) if tunes[c] + draws[c] > 0]
+def _run_parallel(step, spec, jobs, flag, bar, cores, announce):
+    todo = [job for job in jobs if job.tune + job.draws > 0]
     if todo:
-        c = todo[0]
-        _compile_before_fork(step, spec, starts[c], tunes[c], draws[c], announce)
+        job = todo[0]
+        _compile_before_fork(step, spec, job.start, job.tune, job.draws, announce)
     # compiled: from here on a Ctrl-C keeps the draws the workers make
     flag.arm()
     ctx = _fork_context()
     event = ctx.Event()
     flag.link(event)
     try:
-        return _run_workers(ctx, event, step, spec, starts, rngs, tunes, draws, flag, bar,
-                            cores, announce, traces)
+        return _run_workers(ctx, event, step, spec, jobs, flag, bar, cores)
     finally:
         flag.unlink(event)
 
 
-def _run_workers(ctx, event, step, spec, starts, rngs, tunes, draws, flag, bar, cores,
-                 announce, traces):
-    """Chain ``c`` runs ``tunes[c]`` tuning iterations and ``draws[c]`` kept draws."""
-    chains = len(starts)
+def _run_workers(ctx, event, step, spec, jobs, flag, bar, cores):
+    """Chain ``c`` runs ``jobs[c]``, in a forked worker, at most ``cores`` at a time."""
+    chains = len(jobs)
     progress = ctx.Array("q", chains, lock=False)
     outputs: list[_ChainOutput | None] = [None] * chains
     pending = list(range(chains))
@@ -355,8 +322,7 @@ def _run_workers(ctx, event, step, spec, starts, rngs, tunes, draws, flag, bar, 
                 warnings.simplefilter("ignore", DeprecationWarning)
                 proc = ctx.Process(
                     target=_chain_worker,
-                    args=(child, step, spec, starts[c], rngs[c], tunes[c], draws[c], event,
-                          progress, c, announce and c == 0, traces[c]),
+                    args=(child, step, spec, jobs[c], event, progress),
                     daemon=True,
                 )
                 proc.start()
@@ -398,16 +364,15 @@ class _NeverSet:
         pass
 
 
-def _executor_chain(payload, chain, start, rng, tune, draws, trace) -> _ChainOutput:
-    """Chain ``chain`` to completion on an executor's worker: the steps and the trace
-    spec arrive pickled (fresh objects, as a fork would give), the generator is the
-    chain's own."""
+def _executor_chain(payload, job) -> _ChainOutput:
+    """Chain ``job.chain`` to completion on an executor's worker: the steps and the
+    trace spec arrive pickled (fresh objects, as a fork would give), the generator is
+    the chain's own."""
     import cloudpickle
 
     try:
         step, spec = cloudpickle.loads(payload)
-        return _run_chain(step, spec, start, rng, tune, draws, _NeverSet(),
-                          [0] * (chain + 1), chain, False, trace)
+        return _run_chain(step, spec, job, _NeverSet(), [0] * (job.chain + 1))
     except BaseException as err:  # reported to the caller, which raises it
         return _ChainOutput({}, {}, 0, 0, 0.0, error="".join(
             traceback.format_exception(type(err), err, err.__traceback__)))
@@ -422,14 +387,14 @@ def _trace_reachable(path: str) -> str | None:
     return None
 
 
-def _run_on_executor(executor, step, spec, starts, rngs, tunes, draws, flag, bar, traces):
+def _run_on_executor(executor, step, spec, jobs, flag, bar):
     """Every chain with work left as one task; returns (outputs, lost chains)."""
     from inference.executors import pickled, run_chain_tasks
 
-    chains = len(starts)
-    todo = [c for c in range(chains) if tunes[c] + draws[c] > 0]
+    chains = len(jobs)
+    todo = [c for c in range(chains) if jobs[c].tune + jobs[c].draws > 0]
     payload = pickled((step, spec), "the model and its steps")
-    stored = next((t for t in traces if t is not None), None)
+    stored = next((job.trace for job in jobs if job.trace is not None), None)
     if stored is not None and todo:
         problem = executor.submit(_trace_reachable, stored.path).result()
         if problem is not None:
@@ -438,12 +403,13 @@ def _run_on_executor(executor, step, spec, starts, rngs, tunes, draws, flag, bar
     progress = [0] * chains
 
     def done(c, _output):
-        progress[c] = tunes[c] + draws[c]
+        progress[c] = jobs[c].tune + jobs[c].draws
         bar.update(progress)
 
-    jobs = {c: (payload, c, starts[c], rngs[c], tunes[c], draws[c], traces[c]) for c in todo}
+    # a worker's first draw is not announced (its output is not the caller's terminal)
+    tasks = {c: (payload, replace(jobs[c], announce=False)) for c in todo}
     flag.arm()  # from here a first Ctrl-C keeps the chains finished before it
-    results, lost = run_chain_tasks(executor, _executor_chain, jobs, flag, on_done=done)
+    results, lost = run_chain_tasks(executor, _executor_chain, tasks, flag, on_done=done)
     outputs = [results.get(c, _ChainOutput({}, {}, 0, 0, 0.0)) for c in range(chains)]
     return outputs, lost
 
@@ -492,14 +458,10 @@ def sample_gibbs(
     rngs = get_random_generator(random_seed).spawn(chains)
     seeds = [int(r.integers(2**30)) for r in rngs]
     if initvals is None:
-        ipfn = _initial_point_fn(model)
+        ipfn = initial_point_fn(model)
         starts = [ipfn(s) for s in seeds]
     else:
-        # one dict for every chain, or a list of one per chain (as pm.sample takes them)
-        per_chain = [initvals] * chains if isinstance(initvals, dict) else list(initvals)
-        if len(per_chain) != chains:
-            raise ValueError(f"initvals: a list needs one dict per chain ({chains}), got "
-                             f"{len(per_chain)}")
+        per_chain = per_chain_initvals(initvals, chains)
         starts = [make_initial_point_fn(model=model, overrides=iv or {}, jitter_rvs=set(),
                                         return_transformed=True)(s)
                   for iv, s in zip(per_chain, seeds, strict=True)]
@@ -529,14 +491,14 @@ def sample_gibbs(
     todo = [c for c in range(chains) if tunes[c] + lengths[c] > 0]
     total = max((tunes[c] + lengths[c] for c in todo), default=1)
     lost: dict[int, str] = {}
+    jobs = [_ChainJob(c, starts[c], rngs[c], tunes[c], lengths[c], traces[c],
+                      announce=progressbar and c == 0) for c in range(chains)]
     with ChainProgress(chains, total, enabled=progressbar) as bar, \
             stop_requested() as flag:
         if executor is not None:
-            outputs, lost = _run_on_executor(executor, step, spec, starts, rngs, tunes,
-                                             lengths, flag, bar, traces)
+            outputs, lost = _run_on_executor(executor, step, spec, jobs, flag, bar)
         elif parallel:
-            outputs = _run_parallel(step, spec, starts, rngs, tunes, lengths, flag, bar,
-                                    cores, progressbar, traces)
+            outputs = _run_parallel(step, spec, jobs, flag, bar, cores, progressbar)
         else:
             progress = [0] * chains
             outputs = []
@@ -545,9 +507,7 @@ def sample_gibbs(
                     outputs.append(_ChainOutput({}, {}, 0, 0, 0.0))
                     continue
                 bar.attach(progress)
-                outputs.append(_run_chain(step, spec, starts[c], rngs[c], tunes[c],
-                                          lengths[c], flag, progress, c,
-                                          announce=progressbar and c == 0, trace=traces[c]))
+                outputs.append(_run_chain(step, spec, jobs[c], flag, progress))
             bar.update(progress)
     errors = [o.error for o in outputs if o.error]
     interrupted = flag.is_set()
@@ -591,20 +551,12 @@ def _note_lost(dt, lost: dict[int, str]) -> None:
 def _open_trace(model, spec, step, path, resume, start, *, draws, tune, chains):
     """Create the trace folder (or open it to resume, checking it matches the run);
     returns the store and each chain's stored state (None for a new chain)."""
-    import json
-
-    from inference.trace_store import TraceStore, model_attributes
+    from inference.trace_store import TraceStore
 
     value_vars = {k: [list(np.shape(v)), str(np.asarray(v).dtype)] for k, v in start.items()}
     if resume:
         store = TraceStore(path)
-        stored = {"chains": store.chains, "draws": store.draws, "tune": store.tune}
-        asked = {"chains": chains, "draws": draws, "tune": tune}
-        wrong = [f"{k}={asked[k]} (the trace has {k}={stored[k]})" for k in asked
-                 if asked[k] != stored[k]]
-        if wrong:
-            raise ValueError(f"trace: resume with the sizes the run started with: "
-                             f"{', '.join(wrong)}")
+        check_resumable(store, draws=draws, tune=tune, chains=chains)
         if (json.loads(store.attrs.get("value_vars", "{}")) != value_vars
                 or list(store.attrs.get("var_names", [])) != list(spec.names)):
             raise ValueError(f"trace: {path} was written by another model (or other "
@@ -622,14 +574,10 @@ def _open_trace(model, spec, step, path, resume, start, *, draws, tune, chains):
     for leaf in flatten_steps(step):
         for name, (dtype, shape) in leaf.stats_dtypes_shapes.items():
             stats[name] = (np.dtype(dtype), tuple(shape or ()))
-    coords = {d: _coord(model, d, size) for name, (_t, shape, dims) in posterior.items()
-              for d, size in zip(dims, shape)}
-    attrs = {"var_names": list(spec.names), "value_vars": json.dumps(value_vars),
-             "steps": [type(leaf).__name__ for leaf in flatten_steps(step)],
-             **model_attributes(model)}
-    store = TraceStore.create(path, chains=chains, draws=draws, tune=tune,
-                              posterior=posterior, stats=stats, coords=coords,
-                              data_groups=_data_groups(model, {}), attrs=attrs)
+    store = create_trace(path, model, posterior=posterior, stats=stats,
+                         value_vars=value_vars,
+                         steps=[type(leaf).__name__ for leaf in flatten_steps(step)],
+                         chains=chains, draws=draws, tune=tune)
     return store, [None] * chains
 
 
@@ -646,7 +594,7 @@ def _to_datatree(model, spec, outputs, draws, tune, seconds) -> xr.DataTree | No
         posterior[name] = (("chain", "draw", *dims), arr)
         for d, size in zip(dims, arr.shape[2:], strict=True):
             if d not in coords:
-                coords[d] = _coord(model, d, size)
+                coords[d] = coord_values(model, d, size)
     stats = {name: (("chain", "draw", *(f"{name}_dim_{i}" for i in range(v.ndim - 1))),
                     np.stack([o.stats[name][:length] for o in kept]))
              for name, v in kept[0].stats.items()}
@@ -662,59 +610,6 @@ def _to_datatree(model, spec, outputs, draws, tune, seconds) -> xr.DataTree | No
     dt["posterior"] = xr.DataTree(xr.Dataset(posterior, coords=coords, attrs=attrs))
     stat_coords = {"chain": coords["chain"], "draw": coords["draw"]}
     dt["sample_stats"] = xr.DataTree(xr.Dataset(stats, coords=stat_coords, attrs=attrs))
-    for group, ds in _data_groups(model, attrs).items():
+    for group, ds in data_groups(model, attrs).items():
         dt[group] = xr.DataTree(ds)
     return dt
-
-
-def _data_groups(model, attrs) -> dict[str, xr.Dataset]:
-    """``observed_data`` and ``constant_data`` as PyMC lays them out.
-
-    Built once per model and data: PyMC hands back the same arrays while the data are
-    unchanged (``pm.set_data`` gives new ones), and building the Datasets (coordinates
-    of every token of a corpus) costs more than a short run's bookkeeping otherwise.
-    """
-    found = (("observed_data", find_observations(model)),
-             ("constant_data", find_constants(model)))
-    key = [(g, name, value) for g, values in found for name, value in values.items()]
-    key += [(dim, values) for dim, values in model.coords.items()]
-    cache = model_cache(model)
-    cached = cache.get("data_groups")
-    if cached is None or not _same_objects(cached[0], key):
-        cached = cache["data_groups"] = (key, _build_data_groups(model, found))
-    out = {}
-    for group, ds in cached[1].items():
-        out[group] = ds = ds.copy(deep=False)
-        ds.attrs = {**attrs, "sample_dims": []}
-    return out
-
-
-def _same_objects(a, b) -> bool:
-    """Whether two lists of tuples hold the very same objects (``is``), in order."""
-    return len(a) == len(b) and all(
-        len(x) == len(y) and all(u is v or (isinstance(u, str) and u == v)
-                                 for u, v in zip(x, y)) for x, y in zip(a, b))
-
-
-def _build_data_groups(model, groups) -> dict[str, xr.Dataset]:
-    out = {}
-    for group, found in groups:
-        if not found:
-            continue
-        data, group_coords = {}, {}
-        for name, value in found.items():
-            value = np.asarray(value)
-            dims = tuple(model.named_vars_to_dims.get(name, ())) or tuple(
-                f"{name}_dim_{i}" for i in range(value.ndim))
-            data[name] = (dims, value)
-            for d, size in zip(dims, value.shape, strict=True):
-                group_coords.setdefault(d, _coord(model, d, size))
-        out[group] = xr.Dataset(data, coords=group_coords)
-    return out
-
-
-def _coord(model, dim, size):
-    values = model.coords.get(dim)
-    if values is None or len(values) != size:
-        return np.arange(size)
-    return np.asarray(values)

@@ -12,7 +12,7 @@ import json
 import numpy as np
 import pymc as pm
 
-from inference.chains import all_zoo_gibbs, model_cache, sample_gibbs
+from inference.chains import all_zoo_gibbs, sample_gibbs
 from inference.fit_options import pop_step_options
 from inference.gibbs.assignment import assign_steps, describe_steps, untransformed
 from inference.interrupt import raising_sigint
@@ -25,6 +25,7 @@ from inference.progress import (
     progress_enabled,
     pymc_table_fits,
 )
+from inference.sampling_core import SamplingInterrupted, check_resumable, model_cache
 from inference.tempering.sampling import fit_tempered
 
 __all__ = ["fit_mcmc"]
@@ -152,8 +153,7 @@ def _pm_sample(model, steps, *, sizes, random_seed, progressbar, kwargs, stop, t
                executor=None):
     """``pm.sample`` with the zoo's Ctrl-C (every chain stops, between two draws) and,
     with ``trace_options``, the draws written to a trace folder as they are made."""
-    from inference.chains import SamplingInterrupted
-    from inference.pymc_callback import SampleCallback, check_resumable, resume_initvals
+    from inference.pymc_callback import SampleCallback, resume_initvals
     from inference.trace_store import TraceStore
 
     kwargs = dict(kwargs)

@@ -39,8 +39,8 @@ import pymc as pm
 from pytensor.graph.basic import Variable
 from pytensor.tensor.sharedvar import SharedVariable
 
-from inference.chains import model_cache
 from inference.progress import compiling
+from inference.sampling_core import model_cache
 
 __all__ = ["compiled_model", "model_signature", "reusing_compiled_model"]
 

@@ -16,12 +16,11 @@ shapes of the draws and statistics are known).
 
 from __future__ import annotations
 
-import json
-
 import numpy as np
 from pymc.util import is_transformed_name
 
-from inference.trace_store import FLUSH_SECONDS, ChainState, TraceStore, model_attributes
+from inference.sampling_core import create_trace, merged_stats, store_row
+from inference.trace_store import FLUSH_SECONDS, ChainState, TraceStore
 
 __all__ = ["SampleCallback"]
 
@@ -86,13 +85,11 @@ class SampleCallback:
         if draw.tuning:
             chain["tuned"] += 1
         elif chain["completed"] < chain["room"]:
-            from inference.chains import _store
-
             k, room = chain["completed"], chain["room"]
             idx = trace.draw_idx - 1
-            _store(chain["values"], {n: trace.samples[n][idx] for n in self._names(trace)},
-                   k, room)
-            _store(chain["stats"], _merged(draw.stats), k, room)
+            store_row(chain["values"], {n: trace.samples[n][idx] for n in self._names(trace)},
+                      k, room)
+            store_row(chain["stats"], merged_stats(draw.stats), k, room)
             chain["completed"] += 1
         if chain["writer"].due():
             self._flush(chain)
@@ -104,24 +101,18 @@ class SampleCallback:
                               chain["tuned"], chain["point"], [])
 
     def _create(self, trace, draw) -> TraceStore:
-        from inference.chains import _coord, _data_groups
-
         model = self.model
         posterior = {}
         for name in self._names(trace):
             value = np.asarray(trace.samples[name][0])
             posterior[name] = (value.dtype, value.shape,
                                tuple(model.named_vars_to_dims.get(name, ())))
-        stats = {k: (np.asarray(v).dtype, np.shape(v)) for k, v in _merged(draw.stats).items()}
-        coords = {d: _coord(model, d, size) for _n, (_t, shape, dims) in posterior.items()
-                  for d, size in zip(dims, shape)}
+        stats = {k: (np.asarray(v).dtype, np.shape(v))
+                 for k, v in merged_stats(draw.stats).items()}
         value_vars = {k: [list(np.shape(v)), str(np.asarray(v).dtype)]
                       for k, v in draw.point.items()}
-        attrs = {"var_names": list(posterior), "value_vars": json.dumps(value_vars),
-                 "steps": ["pm.sample"], **model_attributes(model)}
-        return TraceStore.create(self.path, posterior=posterior, stats=stats, coords=coords,
-                                 data_groups=_data_groups(model, {}), attrs=attrs,
-                                 **self.sizes)
+        return create_trace(self.path, model, posterior=posterior, stats=stats,
+                            value_vars=value_vars, steps=["pm.sample"], **self.sizes)
 
     def finish(self, interrupted: bool) -> None:
         """Write what is left of every chain and the run's status."""
@@ -131,16 +122,6 @@ class SampleCallback:
         if self.store is not None:
             done = all(c >= self.store.draws for c in self.store.completed())
             self.store.set_status("complete" if done and not interrupted else "interrupted")
-
-
-def _merged(stats) -> dict:
-    out: dict = {}
-    for s in stats or ():
-        for k, v in s.items():
-            if k == "warning":  # objects, not a number per draw
-                continue
-            out[k] = v
-    return out
 
 
 def resume_initvals(model, states: list[ChainState | None]) -> list[dict | None]:
@@ -162,14 +143,3 @@ def _constrained_fn(model):
     outs = model.replace_rvs_by_values(list(model.free_RVs))
     return model.compile_fn(outs, inputs=model.value_vars, on_unused_input="ignore",
                             point_fn=True)
-
-
-def check_resumable(store: TraceStore, *, draws, tune, chains) -> None:
-    asked = {"chains": chains, "draws": draws, "tune": tune}
-    stored = {"chains": store.chains, "draws": store.draws, "tune": store.tune}
-    wrong = [f"{k}={asked[k]} (the trace has {k}={stored[k]})" for k in asked
-             if asked[k] != stored[k]]
-    if wrong:
-        raise ValueError(f"trace: resume with the sizes the run started with: "
-                         f"{', '.join(wrong)}")
-

@@ -52,8 +52,9 @@ from pymc.util import get_random_generator
 from scipy.interpolate import PchipInterpolator
 from scipy.special import logsumexp
 
-from inference.chains import initial_point, model_cache, sample_gibbs
+from inference.chains import sample_gibbs
 from inference.gibbs.base import ZooGibbsStep
+from inference.sampling_core import initial_point, model_cache
 from inference.tempering.driver import TemperedStep
 from inference.tempering.evidence_result import EvidenceResult, combine_chains
 from inference.tempering.ladder import cumulative_barrier, initial_ladder

@@ -24,15 +24,13 @@ after the first half of the tuning it stays fixed.
 
 from __future__ import annotations
 
-import base64
-import pickle
-
 import numpy as np
 import xarray as xr
 from pymc.step_methods.compound import flatten_steps
 from pymc.util import get_random_generator
 
 from inference.gibbs.base import ZooGibbsStep
+from inference.step_state import from_data, to_data
 from inference.tempering.ladder import adaptation_rounds, cumulative_barrier, update_schedule
 from inference.tempering.power import PriorDraws, log_likelihood_function
 from inference.tempering.swaps import RoundTrips, deo_swap
@@ -222,38 +220,38 @@ class TemperedStep(ZooGibbsStep):
     def chain_state(self) -> dict:
         """Everything the next iteration depends on besides the cold state (which the
         trace stores as the chain's point): every replica's point and steps' states, the
-        ladder and its adaptation, the swap and prior generators, the round trips."""
+        ladder and its adaptation, the swap and prior generators, the round trips; as
+        plain data (:mod:`inference.step_state`)."""
         state = {
-            "points": self._points[:-1] if self._points is not None else None,
-            "ladder": self.ladder,
-            "iteration": self._iteration,
-            "round_ends": sorted(self._round_ends),
-            "swaps_from": self._swaps_from,
-            "reject_sum": self._reject_sum,
-            "attempts": self._attempts,
+            "points": to_data(self._points[:-1]) if self._points is not None else None,
+            "ladder": to_data(self.ladder),
+            "iteration": int(self._iteration),
+            "round_ends": sorted(int(e) for e in self._round_ends),
+            "swaps_from": int(self._swaps_from),
+            "reject_sum": to_data(self._reject_sum),
+            "attempts": to_data(self._attempts),
             "trips": self._trips.state(),
             "swap_rng": self._swap_rng.bit_generator.state,
             "prior": self._prior.state() if self._prior is not None else None,
             "replicas": [[leaf.chain_state() for leaf in leaves]
                          for leaves in self._replicas],
-            "tune": self.tune,
+            "tune": bool(self.tune),
         }
-        return {"rng": self.rng.bit_generator.state,
-                "tempering": base64.b64encode(pickle.dumps(state)).decode("ascii")}
+        return {"rng": self.rng.bit_generator.state, "tempering": state}
 
     def restore_chain_state(self, state: dict) -> None:
         self.rng.bit_generator.state = state["rng"]
-        saved = pickle.loads(base64.b64decode(state["tempering"]))
+        saved = state["tempering"]
         if saved["points"] is not None:
-            self._points = [*saved["points"], None]
-        self.ladder = np.asarray(saved["ladder"], dtype=np.float64)
+            self._points = [*from_data(saved["points"]), None]
+        self.ladder = np.asarray(from_data(saved["ladder"]), dtype=np.float64)
         self._set_betas()
         self._iteration = int(saved["iteration"])
         # a resumed chain is given the tuning iterations left, not the schedule's
         self._round_ends = set(saved["round_ends"])
         self._swaps_from = int(saved["swaps_from"])
-        self._reject_sum = np.asarray(saved["reject_sum"], dtype=np.float64)
-        self._attempts = np.asarray(saved["attempts"], dtype=np.float64)
+        self._reject_sum = np.asarray(from_data(saved["reject_sum"]), dtype=np.float64)
+        self._attempts = np.asarray(from_data(saved["attempts"]), dtype=np.float64)
         self._trips.restore(saved["trips"])
         self._swap_rng.bit_generator.state = saved["swap_rng"]
         if self._prior is not None and saved["prior"] is not None:

@@ -331,8 +331,8 @@ def choose_sampler(model: pm.Model, sampler: str, method: str) -> str:
     """``"nutpie"`` or ``"parallel_tempering"`` for ``evidence``'s ``sampler`` (module
     docstring); ``ValueError`` naming a step that cannot temper, or the step that keeps
     ``sampler="nutpie"`` from running. Builds nothing."""
-    from inference.chains import model_cache
     from inference.nutpie_cache import model_signature
+    from inference.sampling_core import model_cache
     from inference.tempering.nutpie_ladder import nutpie_available
     from inference.tempering.nuts import TemperedNUTS
     from inference.tempering.steps import plan_steps

@@ -53,7 +53,7 @@ from pytensor.compile.sharedvalue import SharedVariable
 from pytensor.graph import graph_replace
 from pytensor.tensor.random.type import RandomGeneratorType
 
-from inference.chains import model_cache
+from inference.sampling_core import model_cache
 from inference.tempering.power import PriorDraws
 
 __all__ = [

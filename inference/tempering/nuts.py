@@ -14,12 +14,10 @@ for each replica.
 
 from __future__ import annotations
 
-import base64
-import pickle
-
 import numpy as np
 import pymc as pm
 
+from inference.step_state import sampling_state_from_data, sampling_state_to_data
 from pp_models.validation import check_inverse_temperature
 
 __all__ = ["TemperedNUTS", "tempered_logp_dlogp"]
@@ -29,7 +27,7 @@ def tempered_logp_dlogp(model: pm.Model, vars, initial_point):
     """The tempered ``(logp, dlogp)`` function of ``vars`` (value variables), compiled
     once per model and variables (the same object for every caller: set its weight
     before each use)."""
-    from inference.chains import model_cache
+    from inference.sampling_core import model_cache
 
     key = ("tempered_logp_dlogp", tuple(v.name for v in vars))
     cache = model_cache(model)
@@ -103,9 +101,10 @@ class TemperedNUTS(pm.NUTS):
         return new
 
     def chain_state(self) -> dict:
-        """The sampling state (adaptation, generator) as a JSON-able string."""
-        return {"sampling_state": base64.b64encode(
-            pickle.dumps(self.sampling_state)).decode("ascii")}
+        """The sampling state (adaptation, generator) as plain data
+        (:mod:`inference.step_state`)."""
+        return {"sampling_state": sampling_state_to_data(self.sampling_state)}
 
     def restore_chain_state(self, state: dict) -> None:
-        self.sampling_state = pickle.loads(base64.b64decode(state["sampling_state"]))
+        self.sampling_state = sampling_state_from_data(state["sampling_state"],
+                                                       self.sampling_state)

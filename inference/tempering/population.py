@@ -27,7 +27,7 @@ import math
 import numpy as np
 import pymc as pm
 
-from inference.chains import model_cache
+from inference.sampling_core import model_cache
 
 __all__ = ["HMC_JITTER", "BatchedPowerPosterior", "leapfrog_steps"]
 

@@ -50,7 +50,7 @@ def check_has_likelihood(model: pm.Model, what: str = "model") -> None:
 
 
 def _cache(model):
-    from inference.chains import model_cache
+    from inference.sampling_core import model_cache
 
     return model_cache(model)
 

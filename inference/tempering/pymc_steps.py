@@ -21,14 +21,13 @@ step hint) would assign the untempered class.
 
 from __future__ import annotations
 
-import base64
 import copy
-import pickle
 import types
 
 import numpy as np
 import pymc as pm
 
+from inference.step_state import sampling_state_from_data, sampling_state_to_data
 from inference.tempering.power import tempered_log_density
 from pp_models.validation import check_inverse_temperature
 
@@ -117,13 +116,13 @@ class TemperedPyMCStep:
         return new
 
     def chain_state(self) -> dict:
-        """The sampling state (tuning, generator) as a JSON-able string."""
-        return {
-            "sampling_state": base64.b64encode(pickle.dumps(self.sampling_state)).decode("ascii")
-        }
+        """The sampling state (tuning, generator) as plain data
+        (:mod:`inference.step_state`)."""
+        return {"sampling_state": sampling_state_to_data(self.sampling_state)}
 
     def restore_chain_state(self, state: dict) -> None:
-        self.sampling_state = pickle.loads(base64.b64decode(state["sampling_state"]))
+        self.sampling_state = sampling_state_from_data(state["sampling_state"],
+                                                       self.sampling_state)
 
 
 class TemperedMetropolis(TemperedPyMCStep, pm.Metropolis):

@@ -3,10 +3,11 @@ the zoo's chain loop, add the ``tempering`` group."""
 
 from __future__ import annotations
 
-from inference.chains import initial_point, model_cache, sample_gibbs
+from inference.chains import sample_gibbs
 from inference.fit_options import pop_step_options
 from inference.gibbs.assignment import describe_steps
 from inference.progress import compiling
+from inference.sampling_core import initial_point, model_cache
 from inference.tempering.driver import TemperedStep, tempering_group
 from inference.tempering.options import TemperingOptions
 from inference.tempering.power import check_has_likelihood

@@ -40,7 +40,7 @@ def _l(tree, v):
     return -math.inf if v < tree.n_leaves else float(tree.log1m_t[v - tree.n_leaves])
 
 
-def sample_attach(rng, tree, root, kids, counts, l_limit, c, theta, alpha, max_tries=200):
+def sample_attach(rng, tree, root, kids, counts, l_limit, *, c, theta, alpha, max_tries=200):
     """Where the generative process places one new point on the tree under ``root``,
     conditioned on diverging before ``log(1 - t) = l_limit`` (restarts); ``None`` when
     ``max_tries`` runs all fail. Returns ``(mode, anchor, log1m_t)``."""
@@ -73,7 +73,7 @@ def sample_attach(rng, tree, root, kids, counts, l_limit, c, theta, alpha, max_t
     return None
 
 
-def log_attach_density(tree, root, kids, counts, mode, anchor, l_attach, c, theta, alpha):
+def log_attach_density(tree, root, kids, counts, mode, anchor, l_attach, *, c, theta, alpha):
     """log density (in t) of the generative process placing one new point at the position
     ``(mode, anchor, l_attach)`` of the tree under ``root`` (Eqs. 4.9-4.11, 4.16)."""
     path = [anchor]

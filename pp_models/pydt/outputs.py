@@ -181,7 +181,8 @@ def log_predictive_tree(tree, X, X_new, *, c, theta, alpha, sigma2, n_positions=
     data = np.empty((n + 1, X.shape[1]))
     data[:n] = X
     for k in range(n_positions):
-        pos = sample_attach(rng, grown, root, kids, counts, -math.inf, c, theta, alpha)
+        pos = sample_attach(rng, grown, root, kids, counts, -math.inf, c=c, theta=theta,
+                            alpha=alpha)
         trial = grown.copy()
         trial.attach(n, *pos)
         for j, x in enumerate(X_new):

@@ -328,10 +328,10 @@ def _arm_killer(chain, after):
         def arm(self):
             pass
 
-    def run_chain(step, spec, start, rng, tune, draws, flag, progress, c, *args):
-        if c == chain:
+    def run_chain(step, spec, job, flag, progress):
+        if job.chain == chain:
             flag = Countdown()
-        return original(step, spec, start, rng, tune, draws, flag, progress, c, *args)
+        return original(step, spec, job, flag, progress)
 
     chains._run_chain = run_chain
 

@@ -128,7 +128,7 @@ def test_swaps_are_held_while_tuning_only_when_a_step_adapts(model_and_exact):
     the last ladder update (iteration 48 of a 200-iteration tuning)."""
     import pymc as pm
 
-    from inference.chains import initial_point
+    from inference.sampling_core import initial_point
     from inference.tempering import TemperedNUTS
     from inference.tempering.driver import TemperedStep
     from inference.tempering.ladder import adaptation_rounds, initial_ladder

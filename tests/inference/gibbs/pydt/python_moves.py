@@ -53,13 +53,16 @@ def detach_reattach(rng, tree, v, X, c, theta, alpha, sigma2, current=None,
     root = int(np.flatnonzero(parent == -1)[0])
     kids = children_lists(parent)
     counts = leaf_counts_from(root, kids, tree.n_leaves)
-    new = sample_attach(rng, tree, root, kids, counts, _l(tree, v), c, theta, alpha)
+    new = sample_attach(rng, tree, root, kids, counts, _l(tree, v), c=c, theta=theta,
+                        alpha=alpha)
     if new is None:
         tree.parent[:] = saved_parent
         tree.log1m_t[:] = saved_l
         return False, current
-    log_q_new = log_attach_density(tree, root, kids, counts, *new, c, theta, alpha)
-    log_q_old = log_attach_density(tree, root, kids, counts, *old, c, theta, alpha)
+    log_q_new = log_attach_density(tree, root, kids, counts, *new, c=c, theta=theta,
+                                   alpha=alpha)
+    log_q_old = log_attach_density(tree, root, kids, counts, *old, c=c, theta=theta,
+                                   alpha=alpha)
     tree.attach(v, *new)
     proposed = _log_post(tree, X, c, theta, alpha, sigma2)
     if exact_ratio:

@@ -1,0 +1,129 @@
+"""Functions with long positional parameter lists, counted from the source (no import).
+
+A call with nine or more positional arguments is read by counting: swap two and nothing
+complains. New code groups such state (a named tuple for a Numba kernel's arrays, as
+``custom_ops.pydt``'s ``Topology``; keyword-only options for a Python function). The
+functions that still take ``LIMIT`` or more positional parameters are listed in
+``ALLOWED`` with their count; the list may only shrink: a new offender, a listed one
+that grew, or a listed one that no longer offends (remove it) fails.
+"""
+
+import ast
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGES = ("custom_ops", "pp_models", "inference")
+LIMIT = 9
+
+#: ``path::qualified name`` -> positional parameters (``self``/``cls`` not counted)
+ALLOWED = {
+    "custom_ops/bhc/builders.py::_scan": 10,
+    "custom_ops/bhc/builders.py::greedy_kernel": 11,
+    "custom_ops/bhc/evidence.py::_forward_entry": 11,
+    "custom_ops/bhc/evidence.py::_grad_entry": 15,
+    "custom_ops/dpm/collapsed.py::_grad_entry": 9,
+    "custom_ops/dpm/collapsed.py::_value_entry": 9,
+    "custom_ops/dpm/gibbs.py::_restricted_scan": 16,
+    "custom_ops/dpm/gibbs.py::auxiliary_sweeps": 11,
+    "custom_ops/dpm/gibbs.py::collapsed_sweeps": 9,
+    "custom_ops/dpm/gibbs.py::split_merge_proposal": 9,
+    "custom_ops/dpm/predictive.py::crp_conditional_log_likelihood": 9,
+    "custom_ops/ggm/gibbs.py::column_sweep": 9,
+    "custom_ops/ggm/gibbs.py::column_update": 10,
+    "custom_ops/ggm/glasso.py::_lasso_column": 9,
+    "custom_ops/ibp_fa/feature_moves.py::_collapsed": 10,
+    "custom_ops/ibp_fa/feature_moves.py::_pair_terms": 13,
+    "custom_ops/ibp_fa/feature_moves.py::feature_birth_death_move": 11,
+    "custom_ops/ibp_fa/feature_moves.py::feature_birth_death_moves": 12,
+    "custom_ops/ibp_fa/feature_moves.py::two_feature_row_update": 10,
+    "custom_ops/ibp_fa/nsfa.py::nsfa_sweep": 18,
+    "custom_ops/ibp_fa/nsfa.py::take_out_singletons": 9,
+    "custom_ops/iomm/memberships.py::membership_sweep": 9,
+    "custom_ops/iomm/parameters.py::bernoulli_coordinate_move": 11,
+    "custom_ops/iomm/parameters.py::gaussian_mean_move": 13,
+    "custom_ops/iomm/parameters.py::gaussian_parameter_sweep": 11,
+    "custom_ops/iomm/parameters.py::gaussian_precision_move": 13,
+    "custom_ops/iomm/split_merge.py::split_merge_move": 9,
+    "custom_ops/iomm/split_merge.py::split_merge_moves": 10,
+    "custom_ops/lda/alias.py::gibbs_sweep_alias": 23,
+    "custom_ops/lda/dense.py::gibbs_sweep_blocked": 14,
+    "custom_ops/lda/dense.py::gibbs_sweep_dense": 13,
+    "custom_ops/lda/gibbs.py::_draw_summary_lists": 13,
+    "custom_ops/lda/gibbs.py::gibbs_sweep_sparse": 19,
+    "custom_ops/lds/kalman.py::kalman_gradient_kernel": 10,
+    "custom_ops/lds/ops.py::_kalman_entry": 12,
+    "custom_ops/mixture_of_trees/discrete.py::_restricted_scan": 13,
+    "custom_ops/mixture_of_trees/discrete.py::assignment_sweep": 10,
+    "custom_ops/mixture_of_trees/discrete.py::propose_reallocation": 12,
+    "custom_ops/mixture_of_trees/gaussian.py::gaussian_assignment_sweep": 11,
+    "custom_ops/mixture_of_trees/gaussian.py::gaussian_tree_draw_row": 9,
+    "custom_ops/mixture_of_trees/predictive.py::gaussian_loo_log_predictive": 9,
+    "custom_ops/mixture_of_trees/predictive.py::gaussian_replicate_rows": 9,
+    "custom_ops/pydt/density.py::_likelihood": 11,
+    "custom_ops/pydt/density.py::_prior": 12,
+    "custom_ops/pydt/density.py::choose_branch": 9,
+    "custom_ops/pydt/density.py::pydt_value_and_grad": 9,
+    "custom_ops/pydt/density.py::pydt_value_and_grad_flagged": 10,
+    "custom_ops/pydt/density.py::pydt_value_and_grad_into": 12,
+    "custom_ops/pydt/noncentred.py::noncentred_times": 9,
+    "custom_ops/pydt/ops.py::PYDTLogProbGrad.make_node": 9,
+    "custom_ops/pydt/ops.py::_forward_entry": 12,
+    "custom_ops/pydt/ops.py::_grad_entry": 17,
+    "custom_ops/pydt/ops.py::_numba_pydt_logprob_grad.f": 9,
+    "custom_ops/pydt/ops.py::_numba_pydt_logprob_grad.gradients": 9,
+    "pp_models/lds/model.py::_marginal_observed.random": 9,
+    "pp_models/mixture_of_trees/chow_liu.py::discrete_tree_from_tables": 9,
+    "pp_models/mixture_of_trees/em.py::_run": 11,
+}
+
+
+def long_positional_lists(source: str, path: str) -> dict[str, int]:
+    """``path::qualname`` -> positional parameter count, for every function of
+    ``source`` with ``LIMIT`` or more (methods without ``self``/``cls``)."""
+    found: dict[str, int] = {}
+
+    def visit(node, prefix):
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef):
+                names = [a.arg for a in child.args.posonlyargs + child.args.args]
+                if names and names[0] in ("self", "cls"):
+                    names = names[1:]
+                if len(names) >= LIMIT:
+                    key = f"{path}::{prefix}{child.name}"
+                    found[key] = max(found.get(key, 0), len(names))
+                visit(child, f"{prefix}{child.name}.")
+            elif isinstance(child, ast.ClassDef):
+                visit(child, f"{prefix}{child.name}.")
+            else:
+                visit(child, prefix)
+
+    visit(ast.parse(source), "")
+    return found
+
+
+def _scan() -> dict[str, int]:
+    found: dict[str, int] = {}
+    for package in PACKAGES:
+        for path in sorted((ROOT / package).rglob("*.py")):
+            found.update(long_positional_lists(path.read_text(), str(path.relative_to(ROOT))))
+    return found
+
+
+def test_the_scan_counts_positional_parameters():
+    source = (
+        "def f(a, b, c, d, e, f, g, h, i): pass\n"
+        "def g(a, b, c, d, e, f, g, h, *, i): pass\n"
+        "class C:\n"
+        "    def m(self, a, b, c, d, e, f, g, h, i, /, j=1): pass\n"
+    )
+    assert long_positional_lists(source, "x.py") == {"x.py::f": 9, "x.py::C.m": 10}
+
+
+def test_long_positional_lists_only_shrink():
+    found = _scan()
+    new = {k: v for k, v in found.items() if k not in ALLOWED}
+    grown = {k: (ALLOWED[k], v) for k, v in found.items() if k in ALLOWED and v > ALLOWED[k]}
+    gone = sorted(k for k in ALLOWED if k not in found or found[k] < ALLOWED[k])
+    assert not new, f"new functions with {LIMIT}+ positional parameters: {new}"
+    assert not grown, f"listed functions whose positional lists grew: {grown}"
+    assert not gone, f"shorter now: lower or remove their ALLOWED entries: {gone}"
