@@ -84,7 +84,7 @@ FAMILY = Family(
         "switches every few thousand sweeps, so feature_sizes[1] falls just short of the "
         "effective draws needed (bulk ESS 339-396 of 400, R-hat <= 1.004, seeds 1-3; "
         "feature_sizes[0] 385 on seed 2); every other statistic passes. Raise --param "
-        "thin (sweeps per draw, default 1000) or --draws for a run that passes.",
+        "thin (sweeps per draw, default 1000) or --draws for more effective draws.",
         # X's inactive slots and V off Z are prior draws: zeroed, they compress away
         written=_outputs.zero_unused_slots,
     ),
