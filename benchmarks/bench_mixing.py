@@ -11,6 +11,9 @@ log joint ``log p(state, data)`` of every draw (the model's ``logp`` at the draw
 values and labels), and the worst R-hat. Chains run in turn (``cores=1``), so the time is
 one core's.
 
+With ``--before``, each family is measured instead with the options its command line
+had before its defaults changed (:data:`BEFORE`) and with its defaults now.
+
 Settings per family (:data:`SETTINGS`): ``iomm``: ``split_merge`` proposals per sweep
 (0: Algorithm 7.1's single-site moves; the factory's option); ``ibp_fa``:
 ``feature_moves`` whole-feature birth/death proposals per sweep (0: Knowles' sweep). A
@@ -18,6 +21,7 @@ family without a setting is measured as it is.
 
     PYTHONPATH=$PWD python benchmarks/bench_mixing.py iomm --seeds 11 12
     PYTHONPATH=$PWD python benchmarks/bench_mixing.py ibp_fa --seeds 11 12 --draws 1000
+    PYTHONPATH=$PWD python benchmarks/bench_mixing.py ibp_fa --seeds 1 2 3 --before
 """
 
 from __future__ import annotations
@@ -96,6 +100,10 @@ def run(family: str, options: dict, draws: int, tune: int, chains: int, seed: in
                 passed=bool(check_convergence(dt).passed), dt=dt)
 
 
+#: family -> the command line's options before its defaults changed (``--before``)
+BEFORE = {"ibp_fa": {"thin": 1, "feature_moves": 0}}
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("families", nargs="+")
@@ -105,6 +113,9 @@ def main(argv=None):
     parser.add_argument("--chains", type=int)
     parser.add_argument("--values", nargs="+", type=int,
                         help="the setting's values (default: SETTINGS')")
+    parser.add_argument("--before", action="store_true",
+                        help="measure the command line's defaults before they changed "
+                        "(BEFORE) against its defaults now, instead of the setting")
     args = parser.parse_args(argv)
     from pp_models.registry import get_family
 
@@ -118,8 +129,11 @@ def main(argv=None):
         if args.values:
             values = tuple(args.values)
         run(family, {} if key is None else {key: values[-1]}, 20, 20, 2, 0)  # warm-up
+        if args.before:
+            key, values = "defaults", ("before", "now")
         for value in values:
-            options = {} if key is None else {key: value}
+            options = ({} if key is None or value == "now"
+                       else BEFORE[family] if value == "before" else {key: value})
             for seed in args.seeds:
                 r = run(family, options, draws, tune, chains, seed)
                 label = f"{family} {key}={value}" if key else family

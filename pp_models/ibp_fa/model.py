@@ -130,6 +130,7 @@ def model(
     noise_prior=(1.0, 1.0),
     birth_proposal: str | tuple[float, float] = "tuned",
     feature_moves: int = 0,
+    thin: int = 1,
     spike_scale: float = 0.01,
     dim_names=None,
 ) -> pm.Model:
@@ -165,6 +166,10 @@ def model(
         Whole-feature birth/death proposals (features of two rows or more, their factor
         row integrated out: :mod:`custom_ops.ibp_fa.feature_moves`) after each sweep; 0:
         Knowles' sweep only. Non-parametric model only.
+    thin : int
+        Sweeps of the sampler per recorded draw (the step's ``sweeps``): every
+        ``thin``-th state is recorded, so a run of ``draws`` explores ``thin`` times as
+        many states for the same trace size. Non-parametric model only.
     spike_scale : float
         Standard deviation of the spike of the finite approximation (``k_max`` only).
     dim_names : sequence of str, optional
@@ -200,6 +205,7 @@ def model(
         raise ValueError(f"loading_precision must be one of {LOADING_PRECISION}, got "
                          f"{loading_precision!r}")
     feature_moves = check_int(feature_moves, "feature_moves", minimum=0)
+    thin = check_int(thin, "thin", minimum=1)
     alpha_spec = _gamma_or_fixed(alpha, "alpha")
     lam_spec = _gamma_or_fixed(loading_prior, "loading_prior")
     noise_spec = _gamma_or_fixed(noise_prior, "noise_prior")
@@ -309,6 +315,7 @@ def model(
             "isotropic_noise": noise == "isotropic",
             "birth_proposal": (factor, one_prob),
             "feature_moves": feature_moves,
+            "sweeps": thin,
         }
         info = ZooModelInfo(
             family=family_of_module(__name__),

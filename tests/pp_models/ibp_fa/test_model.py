@@ -39,6 +39,7 @@ def _small_problem(seed=0):
         (np.ones((3, 3)), {"birth_proposal": (1.0, 1.5)}, ValueError, "birth_proposal"),
         (np.ones((3, 3)), {"k_max": 3, "spike_scale": 0.0}, ValueError, "spike_scale"),
         (np.ones((3, 3)), {"spike_scale": 0.0}, ValueError, "spike_scale must be a finite"),
+        (np.ones((3, 3)), {"thin": 0}, ValueError, "thin must be >= 1"),
     ],
 )
 def test_bad_input_is_rejected_before_compiling(Y, kwargs, err, msg):
@@ -64,6 +65,8 @@ def test_structure_and_step_hint():
     assert info.step_hints[0].step == "nsfa_gibbs"
     assert set(info.step_hints[0].var_names) == names
     assert set(info.label_variables) >= {"Z", "V", "X"}
+    assert info.step_hints[0].options["sweeps"] == 1
+    assert ibp_fa.model(Y, thin=7)._pp_models_info.step_hints[0].options["sweeps"] == 7
     shared = ibp_fa.model(Y, noise="isotropic", loading_precision="shared")
     assert shared["lambda"].ndim == 0 and shared["noise_precision"].ndim == 0
     finite = ibp_fa.model(Y, k_max=6)
