@@ -46,10 +46,13 @@ __all__ = [
     "TreeMixtureLogp",
     "as_integer_tensor",
     "assignment_sweep",
+    "block_log_weights",
+    "block_reassignments",
     "collapsed_log_marginal",
     "component_edge_log_weights",
     "propose_reallocation",
     "row_log_predictive",
+    "row_neighbours",
     "sample_tree_mixture_data",
     "tree_marginal_log_evidence",
     "tree_mixture_logp",
@@ -393,6 +396,101 @@ def propose_reallocation(rng, codes, z, parents, a, b, log_weights, n_categories
                                      log_weights, n_categories, ess, False, inv_temp)
     return (new_labels, order, proposed[a].copy(), proposed[b].copy(), log_target_new,
             log_target_old, log_q_forward, log_q_reverse)
+
+
+@njit_exact
+def row_neighbours(codes, size):
+    """For every row, itself and its ``size - 1`` nearest rows by the number of variables
+    on which they differ (ties by row index): ``out[i, 0] == i``. Depends on the data
+    alone, so a block drawn from it is the same for a state and for its reverse."""
+    n, V = codes.shape
+    size = min(size, n)
+    out = np.empty((n, size), dtype=np.int64)
+    distance = np.empty(n, dtype=np.int64)
+    for i in range(n):
+        for j in range(n):
+            d = 0
+            for v in range(V):
+                if codes[i, v] != codes[j, v]:
+                    d += 1
+            # the row itself first, then by distance, then by index (a stable key)
+            distance[j] = -1 if j == i else d
+        out[i] = np.argsort(distance, kind="mergesort")[:size]
+    return out
+
+
+@njit_exact
+def block_log_weights(codes, z, block, log_weights, n_categories, ess, log_beta, inv_temp):
+    """Log weights of putting every row of ``block`` into component ``k``, for each
+    ``k``, the rest of ``z`` fixed, with every tree and CPT integrated out:
+
+    ``|S| log w_k + log m(D_k^{-S} + S) - log m(D_k^{-S})``,
+
+    ``m(D) = sum_T P(T) p(D | T)^inv_temp`` (:func:`tree_marginal_log_evidence`,
+    Meilă & Jaakkola 2006 Eq. 11) and ``D_k^{-S}`` the rows of ``k`` outside the block.
+    The terms of the components other than ``k`` are the same for every ``k`` and
+    cancel."""
+    n = codes.shape[0]
+    n_components = log_weights.shape[0]
+    in_block = np.zeros(n, dtype=np.bool_)
+    for t in range(block.shape[0]):
+        in_block[block[t]] = True
+    rows = np.empty(n, dtype=np.bool_)
+    out = np.empty(n_components)
+    for k in range(n_components):
+        for i in range(n):
+            rows[i] = z[i] == k and not in_block[i]
+        without = tree_marginal_log_evidence(codes, rows, n_categories, ess, log_beta,
+                                             inv_temp)
+        for i in range(n):
+            rows[i] = rows[i] or in_block[i]
+        joined = tree_marginal_log_evidence(codes, rows, n_categories, ess, log_beta,
+                                            inv_temp)
+        out[k] = block.shape[0] * log_weights[k] + joined - without
+    return out
+
+
+@njit_exact
+def block_reassignments(rng, codes, z, neighbours, n_moves, log_weights, n_categories,
+                        ess, log_beta, inv_temp):
+    """``n_moves`` block moves on ``z``, in place; returns how many moved their block.
+
+    A move draws a row ``i`` and a block size ``s`` in ``2..neighbours.shape[1]``
+    uniformly; the block ``S`` is ``i`` and its ``s - 1`` nearest rows
+    (:func:`row_neighbours`, data only). If the rows of ``S`` share one component, all of
+    them are put into component ``k`` drawn from :func:`block_log_weights`; otherwise
+    nothing changes. This is a Gibbs update of ``z_S`` restricted to the labellings that
+    give the whole block one component, a set that is the same from every state in it,
+    so it leaves ``p(z | w, X)`` with the trees integrated out invariant (the power
+    posterior at ``inv_temp``); the caller then redraws every tree from ``P(T | z, X)``.
+    A group of similar rows moves between components together, which one-row updates
+    reach only through states where the group is split, each far less probable.
+    """
+    n = codes.shape[0]
+    n_components = log_weights.shape[0]
+    widest = neighbours.shape[1]
+    moved = 0
+    if widest < 2:
+        return moved
+    for _ in range(n_moves):
+        i = rng.integers(0, n)
+        size = rng.integers(2, widest + 1)
+        block = neighbours[i, :size]
+        a = z[block[0]]
+        same = True
+        for t in range(1, size):
+            if z[block[t]] != a:
+                same = False
+        if not same:
+            continue
+        lw = block_log_weights(codes, z, block, log_weights, n_categories, ess, log_beta,
+                               inv_temp)
+        k = sample_log_weights(lw, n_components, rng)
+        if k != a:
+            for t in range(size):
+                z[block[t]] = k
+            moved += 1
+    return moved
 
 
 # ---------------------------------------------------------------------------------------

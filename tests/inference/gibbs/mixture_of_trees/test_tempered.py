@@ -20,7 +20,9 @@ expected count below 5 pooled, Bonferroni over the statistics at family-wise lev
 
 Planted bugs (subclasses here, never flags of the shipped step): the one-row sweep, the
 tree draw or the split-merge move run at beta = 1 whatever the step's beta. Each is
-caught at beta = 0.3 by the same test.
+caught at beta = 0.3 by the same test. The block move alone (one-row sweep off) is
+tested the same way at beta = 0.3 and 1, with two twins: the move at beta = 1, and its
+conditional without the weights' term ``|S| log w_k`` (a kernel twin).
 """
 
 from __future__ import annotations
@@ -32,9 +34,12 @@ import pytest
 from scipy import stats
 from scipy.special import gammaln
 
+from custom_ops.jit import njit_exact
 from custom_ops.mixture_of_trees.discrete import (
     assignment_sweep,
+    block_reassignments,
     propose_reallocation,
+    tree_marginal_log_evidence,
     tree_tables,
 )
 from custom_ops.mixture_of_trees.gaussian import (
@@ -46,6 +51,7 @@ from pp_models import mixture_of_trees
 from pp_models.model_info import get_info
 from pp_models.trees import all_spanning_trees, spanning_tree_edges
 from tests.custom_ops.mixture_of_trees.test_gaussian import _chain_rule_log_marginal
+from tests.helpers.twin_kernels import twin_kernel
 
 N_ROWS = 5
 K = 2
@@ -189,7 +195,8 @@ def discrete():
 
 def _discrete_step(cls, X, split_merge):
     m = mixture_of_trees.model(X, K, alpha=ALPHA, ess=ESS, edge_prior=_edge_prior(X.shape[1]),
-                               split_merge=split_merge)
+                               split_merge=split_merge,
+                               block_moves=BLOCK_MOVES if issubclass(cls, BlocksOnly) else 0)
     options = dict(get_info(m).step_hints[0].options)
     return cls(["w", "z", "trees"], model=m, **options)
 
@@ -239,6 +246,66 @@ class SplitMergeOnlyIgnoresBeta(SplitMergeOnly):
                 trees[b] = tree_b
                 accepted += 1
         return accepted
+
+
+BLOCK_MOVES = 3
+
+
+class BlocksOnly(MixtureOfTreesGibbs):
+    """The correct step with the one-row sweep off: z moves by the block move alone."""
+
+    def update_assignments(self, codes, z, trees, log_w):
+        return 0
+
+
+class BlocksOnlyIgnoreBeta(BlocksOnly):
+    """Planted bug: the block move's conditional at beta = 1."""
+
+    def update_blocks(self, codes, z, trees, log_w):
+        moved = block_reassignments(self.rng, codes, z, self.neighbours(codes),
+                                    self.block_moves, log_w, self.n_categories, self.ess,
+                                    self.log_edge_prior, 1.0)
+        self.update_trees(codes, z, trees)
+        return moved
+
+
+@njit_exact
+def _block_log_weights_without_w(codes, z, block, log_weights, n_categories, ess, log_beta,
+                                 inv_temp):
+    """The block's conditional with the term |S| log w_k left out (planted bug)."""
+    n = codes.shape[0]
+    n_components = log_weights.shape[0]
+    in_block = np.zeros(n, dtype=np.bool_)
+    for t in range(block.shape[0]):
+        in_block[block[t]] = True
+    rows = np.empty(n, dtype=np.bool_)
+    out = np.empty(n_components)
+    for k in range(n_components):
+        for i in range(n):
+            rows[i] = z[i] == k and not in_block[i]
+        without = tree_marginal_log_evidence(codes, rows, n_categories, ess, log_beta,
+                                             inv_temp)
+        for i in range(n):
+            rows[i] = rows[i] or in_block[i]
+        out[k] = tree_marginal_log_evidence(codes, rows, n_categories, ess, log_beta,
+                                            inv_temp) - without
+    return out
+
+
+class BlocksOnlyWithoutWeights(BlocksOnly):
+    """Planted bug (kernel twin): the block's conditional leaves out the weights."""
+
+    kernel = None
+
+    def update_blocks(self, codes, z, trees, log_w):
+        if BlocksOnlyWithoutWeights.kernel is None:
+            BlocksOnlyWithoutWeights.kernel = twin_kernel(
+                block_reassignments, block_log_weights=_block_log_weights_without_w)
+        moved = BlocksOnlyWithoutWeights.kernel(
+            self.rng, codes, z, self.neighbours(codes), self.block_moves, log_w,
+            self.n_categories, self.ess, self.log_edge_prior, float(self.beta))
+        self.update_trees(codes, z, trees)
+        return moved
 
 
 # ---------------------------------------------------------------- Gaussian trees
@@ -339,6 +406,26 @@ def test_split_merge_alone_keeps_the_power_posterior_and_its_twin_is_caught(disc
     p = pushed_p_values(steps(SplitMergeOnlyIgnoresBeta, True), posterior, 0.3, N_REP,
                         seed=11)
     print("split-merge alone at beta = 1: p-values (z, T_1, T_2)", p)
+    assert rejects(p)
+
+
+@pytest.mark.parametrize("beta", (0.3, pytest.param(1.0, marks=pytest.mark.slow)))
+def test_block_move_alone_keeps_the_power_posterior(discrete, steps, beta):
+    """z moved by the block move alone (blocks of 2-5 of the 5 rows)."""
+    _X, posterior = discrete
+    p = pushed_p_values(steps(BlocksOnly), posterior, beta, N_REP, seed=12)
+    print(f"block move alone, beta {beta}: p-values (z, T_1, T_2)", p)
+    assert not rejects(p)
+
+
+@pytest.mark.parametrize("twin, beta", [
+    (BlocksOnlyIgnoreBeta, 0.3),
+    # a second compile of the move (the kernel twin): slow
+    pytest.param(BlocksOnlyWithoutWeights, 1.0, marks=pytest.mark.slow)])
+def test_block_move_twins_are_caught(discrete, steps, twin, beta):
+    _X, posterior = discrete
+    p = pushed_p_values(steps(twin), posterior, beta, N_REP, seed=12)
+    print(f"{twin.__name__}, beta {beta}: p-values (z, T_1, T_2)", p)
     assert rejects(p)
 
 
