@@ -37,9 +37,9 @@ from scipy.special import gammaln
 from custom_ops.jit import njit_exact
 from custom_ops.mixture_of_trees.discrete import (
     assignment_sweep,
+    block_log_weights,
     block_reassignments,
     propose_reallocation,
-    tree_marginal_log_evidence,
     tree_tables,
 )
 from custom_ops.mixture_of_trees.gaussian import (
@@ -270,26 +270,15 @@ class BlocksOnlyIgnoreBeta(BlocksOnly):
 
 
 @njit_exact
-def _block_log_weights_without_w(codes, z, block, log_weights, n_categories, ess, log_beta,
-                                 inv_temp):
+def _block_log_weights_without_w(codes, block, a, joints, marginals, evidence, offsets,
+                                 log_weights, n_categories, ess, log_beta, inv_temp):
     """The block's conditional with the term |S| log w_k left out (planted bug)."""
-    n = codes.shape[0]
-    n_components = log_weights.shape[0]
-    in_block = np.zeros(n, dtype=np.bool_)
-    for t in range(block.shape[0]):
-        in_block[block[t]] = True
-    rows = np.empty(n, dtype=np.bool_)
-    out = np.empty(n_components)
-    for k in range(n_components):
-        for i in range(n):
-            rows[i] = z[i] == k and not in_block[i]
-        without = tree_marginal_log_evidence(codes, rows, n_categories, ess, log_beta,
-                                             inv_temp)
-        for i in range(n):
-            rows[i] = rows[i] or in_block[i]
-        out[k] = tree_marginal_log_evidence(codes, rows, n_categories, ess, log_beta,
-                                            inv_temp) - without
-    return out
+    out, without_a, joined = block_log_weights(codes, block, a, joints, marginals, evidence,
+                                               offsets, log_weights, n_categories, ess,
+                                               log_beta, inv_temp)
+    for k in range(out.shape[0]):
+        out[k] -= block.shape[0] * log_weights[k]
+    return out, without_a, joined
 
 
 class BlocksOnlyWithoutWeights(BlocksOnly):
