@@ -210,11 +210,14 @@ class MixtureOfTreesGibbs(ZooGibbsStep):
 
     def update_blocks(self, codes, z, trees, log_w):
         """``block_moves`` block moves on ``z`` (in place), then every tree redrawn from
-        its conditional (the moves integrate the trees out)."""
+        its conditional (the moves integrate the trees out). When no block moved, ``z``
+        is unchanged and the trees are kept: whether a block moves does not depend on the
+        trees, so given ``z`` they are still a draw of ``P(T | z, X)``."""
         moved = block_reassignments(self.rng, codes, z, self.neighbours(codes),
                                     self.block_moves, log_w, self.n_categories, self.ess,
                                     self.log_edge_prior, float(self.beta))
-        self.update_trees(codes, z, trees)
+        if moved:
+            self.update_trees(codes, z, trees)
         return moved
 
     def update_weights(self, z, n_components):

@@ -265,7 +265,8 @@ class BlocksOnlyIgnoreBeta(BlocksOnly):
         moved = block_reassignments(self.rng, codes, z, self.neighbours(codes),
                                     self.block_moves, log_w, self.n_categories, self.ess,
                                     self.log_edge_prior, 1.0)
-        self.update_trees(codes, z, trees)
+        if moved:
+            self.update_trees(codes, z, trees)
         return moved
 
 
@@ -293,7 +294,8 @@ class BlocksOnlyWithoutWeights(BlocksOnly):
         moved = BlocksOnlyWithoutWeights.kernel(
             self.rng, codes, z, self.neighbours(codes), self.block_moves, log_w,
             self.n_categories, self.ess, self.log_edge_prior, float(self.beta))
-        self.update_trees(codes, z, trees)
+        if moved:
+            self.update_trees(codes, z, trees)
         return moved
 
 
