@@ -409,10 +409,11 @@ def test_block_move_alone_keeps_the_power_posterior(discrete, steps, beta):
     assert not rejects(p)
 
 
-@pytest.mark.parametrize("twin, beta", [
-    (BlocksOnlyIgnoreBeta, 0.3),
-    # a second compile of the move (the kernel twin): slow
-    pytest.param(BlocksOnlyWithoutWeights, 1.0, marks=pytest.mark.slow)])
+# slow: the default run's budget holds the correct move's test only (the kernel twin
+# also compiles the move a second time)
+@pytest.mark.slow
+@pytest.mark.parametrize("twin, beta", [(BlocksOnlyIgnoreBeta, 0.3),
+                                        (BlocksOnlyWithoutWeights, 1.0)])
 def test_block_move_twins_are_caught(discrete, steps, twin, beta):
     _X, posterior = discrete
     p = pushed_p_values(steps(twin), posterior, beta, N_REP, seed=12)
