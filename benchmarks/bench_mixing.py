@@ -33,6 +33,10 @@ import numpy as np
 
 #: family -> (factory option, values measured)
 SETTINGS = {"iomm": ("split_merge", (0, 20)), "ibp_fa": ("feature_moves", (0, 5))}
+#: mixture of trees: block moves per sweep (0: one-row updates and exact trees only)
+SETTINGS["mixture_of_trees"] = ("block_moves", (0, 50))
+#: per-draw statistics a family's step reports that track its log joint density
+STEP_LOG_DENSITIES = ("log_joint", "log_marginal")
 
 
 def log_joint(dt, model) -> np.ndarray | None:
@@ -94,6 +98,12 @@ def run(family: str, options: dict, draws: int, tune: int, chains: int, seed: in
                                         method="bulk"))
         ess["log_joint R-hat"] = float(az.rhat(xr.DataArray(joint,
                                                             dims=("chain", "draw"))))
+    stats = dt.get("sample_stats")
+    for name in STEP_LOG_DENSITIES:
+        if stats is not None and name in stats.data_vars:
+            values = stats[name].rename(None)
+            ess[f"step {name}"] = float(az.ess(values, method="bulk"))
+            ess[f"step {name} R-hat"] = float(az.rhat(values))
     finite = table["r_hat"].astype(float)
     return dict(seconds=seconds, wall=wall, ess=ess,
                 worst_rhat=float(finite[np.isfinite(finite)].max()),
@@ -144,7 +154,7 @@ def main(argv=None):
                 if stats is not None:
                     for name in ("splits_accepted", "merges_accepted",
                                  "split_merge_proposed", "feature_moves_accepted",
-                                 "feature_moves_proposed", "row_moves"):
+                                 "feature_moves_proposed", "row_moves", "blocks_moved"):
                         if name in stats.data_vars:
                             print(f"  {name} per draw: {float(stats[name].mean()):.3f}")
                 for q, e in r["ess"].items():

@@ -46,10 +46,13 @@ __all__ = [
     "TreeMixtureLogp",
     "as_integer_tensor",
     "assignment_sweep",
+    "block_log_weights",
+    "block_reassignments",
     "collapsed_log_marginal",
     "component_edge_log_weights",
     "propose_reallocation",
     "row_log_predictive",
+    "row_neighbours",
     "sample_tree_mixture_data",
     "tree_marginal_log_evidence",
     "tree_mixture_logp",
@@ -393,6 +396,166 @@ def propose_reallocation(rng, codes, z, parents, a, b, log_weights, n_categories
                                      log_weights, n_categories, ess, False, inv_temp)
     return (new_labels, order, proposed[a].copy(), proposed[b].copy(), log_target_new,
             log_target_old, log_q_forward, log_q_reverse)
+
+
+@njit_exact
+def row_neighbours(codes, size):
+    """For every row, itself and its ``size - 1`` nearest rows by the number of variables
+    on which they differ (ties by row index): ``out[i, 0] == i``. Depends on the data
+    alone, so a block drawn from it is the same for a state and for its reverse."""
+    n, V = codes.shape
+    size = min(size, n)
+    out = np.empty((n, size), dtype=np.int64)
+    distance = np.empty(n, dtype=np.int64)
+    for i in range(n):
+        for j in range(n):
+            d = 0
+            for v in range(V):
+                if codes[i, v] != codes[j, v]:
+                    d += 1
+            # the row itself first, then by distance, then by index (a stable key)
+            distance[j] = -1 if j == i else d
+        out[i] = np.argsort(distance, kind="mergesort")[:size]
+    return out
+
+
+@njit_exact
+def _add_row_statistics(codes, rows, n_rows, n_categories, offsets, joint, marginal, sign):
+    """Add (``sign = 1``) or remove (``-1``) rows ``rows[:n_rows]`` to count matrices laid
+    out as :func:`_count_statistics`'s, in place (whole-number counts: exact)."""
+    V = codes.shape[1]
+    on = np.empty(V, dtype=np.int64)
+    for t in range(n_rows):
+        i = rows[t]
+        m = 0
+        for v in range(V):
+            c = codes[i, v]
+            marginal[v, c] += sign
+            if c < n_categories[v] - 1:
+                on[m] = offsets[v] + c
+                m += 1
+        for a in range(m):
+            for b in range(m):
+                joint[on[a], on[b]] += sign
+
+
+@njit_exact
+def _statistics_log_evidence(joint, marginal, offsets, n_categories, ess, log_beta,
+                             inv_temp):
+    """:func:`tree_marginal_log_evidence` from the rows' count matrices, less the
+    constant ``log Z(beta)`` (it cancels in every difference the block move takes)."""
+    gain = pairwise_bdeu_gain(joint, marginal, offsets, n_categories, ess)
+    V = offsets.shape[0]
+    alone = 0.0
+    for v in range(V):
+        Kv = n_categories[v]
+        alone += dirichlet_categorical_log_marginal(marginal[v, :Kv], ess / Kv)
+    lw = np.empty((V, V))
+    for u in range(V):
+        for v in range(V):
+            lw[u, v] = log_beta[u, v] + inv_temp * gain[u, v] if u != v else 0.0
+    return inv_temp * alone + spanning_tree_log_partition_log_weights(lw)
+
+
+@njit_exact
+def block_log_weights(codes, block, a, joints, marginals, evidence, offsets, log_weights,
+                      n_categories, ess, log_beta, inv_temp):
+    """Log weights of putting every row of ``block`` (now all in component ``a``) into
+    component ``k``, for each ``k``, the rest of ``z`` fixed, with every tree and CPT
+    integrated out:
+
+    ``|S| log w_k + log m(D_k^{-S} + S) - log m(D_k^{-S})``,
+
+    ``m(D) = sum_T P(T) p(D | T)^inv_temp`` (:func:`tree_marginal_log_evidence`,
+    Meilă & Jaakkola 2006 Eq. 11) and ``D_k^{-S}`` the rows of ``k`` outside the block;
+    the terms of the other components are the same for every ``k`` and cancel.
+    ``joints[k], marginals[k]`` are the count matrices of component ``k`` and
+    ``evidence[k]`` its ``log m`` (less ``log Z(beta)``), so only ``D_a^{-S}`` and each
+    ``D_k + S`` are scored. Returns the weights, ``log m(D_a^{-S})`` and ``log m(D_k +
+    S)`` per ``k`` (``evidence[a]`` at ``a``)."""
+    n_components = log_weights.shape[0]
+    size = block.shape[0]
+    out = np.empty(n_components)
+    joined = np.empty(n_components)
+    joint = joints[a].copy()
+    marginal = marginals[a].copy()
+    _add_row_statistics(codes, block, size, n_categories, offsets, joint, marginal, -1.0)
+    without_a = _statistics_log_evidence(joint, marginal, offsets, n_categories, ess,
+                                         log_beta, inv_temp)
+    for k in range(n_components):
+        if k == a:
+            joined[k] = evidence[a]
+            out[k] = size * log_weights[k] + evidence[a] - without_a
+            continue
+        joint = joints[k].copy()
+        marginal = marginals[k].copy()
+        _add_row_statistics(codes, block, size, n_categories, offsets, joint, marginal, 1.0)
+        joined[k] = _statistics_log_evidence(joint, marginal, offsets, n_categories, ess,
+                                             log_beta, inv_temp)
+        out[k] = size * log_weights[k] + joined[k] - evidence[k]
+    return out, without_a, joined
+
+
+@njit_exact
+def block_reassignments(rng, codes, z, neighbours, n_moves, log_weights, n_categories,
+                        ess, log_beta, inv_temp):
+    """``n_moves`` block moves on ``z``, in place; returns how many moved their block.
+
+    A move draws a row ``i`` and a block size ``s`` in ``2..neighbours.shape[1]``
+    uniformly; the block ``S`` is ``i`` and its ``s - 1`` nearest rows
+    (:func:`row_neighbours`, data only). If the rows of ``S`` share one component, all of
+    them are put into component ``k`` drawn from :func:`block_log_weights`; otherwise
+    nothing changes. This is a Gibbs update of ``z_S`` restricted to the labellings that
+    give the whole block one component, a set that is the same from every state in it,
+    so it leaves ``p(z | w, X)`` with the trees integrated out invariant (the power
+    posterior at ``inv_temp``); the caller then redraws every tree from ``P(T | z, X)``.
+    A group of similar rows moves between components together, which one-row updates
+    reach only through states where the group is split, each far less probable.
+    """
+    n = codes.shape[0]
+    n_components = log_weights.shape[0]
+    widest = neighbours.shape[1]
+    moved = 0
+    if widest < 2:
+        return moved
+    rows = np.empty(n, dtype=np.bool_)
+    joint0, marginal0, offsets = _count_statistics(codes, np.zeros(n, dtype=np.bool_),
+                                                   n_categories)
+    joints = np.empty((n_components, joint0.shape[0], joint0.shape[1]))
+    marginals = np.empty((n_components, marginal0.shape[0], marginal0.shape[1]))
+    evidence = np.empty(n_components)
+    for k in range(n_components):
+        for i in range(n):
+            rows[i] = z[i] == k
+        joints[k], marginals[k], _offsets = _count_statistics(codes, rows, n_categories)
+        evidence[k] = _statistics_log_evidence(joints[k], marginals[k], offsets,
+                                               n_categories, ess, log_beta, inv_temp)
+    for _ in range(n_moves):
+        i = rng.integers(0, n)
+        size = rng.integers(2, widest + 1)
+        block = neighbours[i, :size]
+        a = z[block[0]]
+        same = True
+        for t in range(1, size):
+            if z[block[t]] != a:
+                same = False
+        if not same:
+            continue
+        lw, without_a, joined = block_log_weights(
+            codes, block, a, joints, marginals, evidence, offsets, log_weights,
+            n_categories, ess, log_beta, inv_temp)
+        k = sample_log_weights(lw, n_components, rng)
+        if k != a:
+            for t in range(size):
+                z[block[t]] = k
+            _add_row_statistics(codes, block, size, n_categories, offsets, joints[a],
+                                marginals[a], -1.0)
+            _add_row_statistics(codes, block, size, n_categories, offsets, joints[k],
+                                marginals[k], 1.0)
+            evidence[a] = without_a
+            evidence[k] = joined[k]
+            moved += 1
+    return moved
 
 
 # ---------------------------------------------------------------------------------------

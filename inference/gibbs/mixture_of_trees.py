@@ -15,7 +15,14 @@ One step updates the weights ``w``, the assignments ``z`` and the component tree
    :func:`custom_ops.mixture_of_trees.discrete.propose_reallocation`). One-row updates of ``z`` move
    between partitions very slowly (the tutorial's chains stayed in different modes);
    this move merges or splits whole groups of rows in one step;
-4. ``w ~ Dirichlet(alpha + counts(z))``.
+4. block moves (``block_moves`` per sweep, optional): a group of similar rows (a row and
+   its nearest rows by the number of differing variables) that share a component is put
+   into a component drawn from its conditional with every tree integrated out, then
+   every tree is redrawn exactly
+   (:func:`custom_ops.mixture_of_trees.discrete.block_reassignments`). Near-duplicate
+   rows (stories on one subject) move together; one row at a time they stay where their
+   group is;
+5. ``w ~ Dirichlet(alpha + counts(z))``.
 
 Tempering (:class:`~inference.gibbs.ZooGibbsStep`, Notes): at inverse temperature ``b``
 the step samples ``p(w) p(z | w) prod_k P(T_k) p(D_k | T_k)^b``, with ``p(D_k | T_k)``
@@ -27,7 +34,8 @@ the tree is still drawn exactly by the matrix-tree theorem, with log edge weight
 beta_uv + b g_uv`` (``b alone_k`` is constant in ``T_k``);
 the assignment of one row uses the collapsed predictive (a ratio of two marginals) to
 the power ``b``; the split-merge move's target integrates the trees out of the tempered
-marginals and its restricted scans use the tempered predictives; ``w`` enters no
+marginals and its restricted scans use the tempered predictives; the block move's
+conditional integrates the trees out of the tempered marginals too; ``w`` enters no
 likelihood term, so its Dirichlet draw is unchanged.
 """
 
@@ -38,7 +46,9 @@ import pytensor
 
 from custom_ops.mixture_of_trees.discrete import (
     assignment_sweep,
+    block_reassignments,
     propose_reallocation,
+    row_neighbours,
     tree_mixture_logp,
     tree_tables,
 )
@@ -52,6 +62,7 @@ from custom_ops.trees.spanning import sequential_spanning_tree
 from inference.gibbs.base import ZooGibbsStep
 from inference.gibbs.registry import register_step
 from pp_models.mixture_of_trees.outputs import edge_log_weights
+from pp_models.validation import check_int
 
 __all__ = ["GaussianMixtureOfTreesGibbs", "MixtureOfTreesGibbs"]
 
@@ -79,23 +90,29 @@ class MixtureOfTreesGibbs(ZooGibbsStep):
         accepted often on small data but rarely at hundreds of rows, where it adds to
         the time of a sweep (docs/families/mixture_of_trees.md). Hence off unless the
         model asks for it (``split_merge=True``).
+    block_moves : int
+        Block moves per sweep (module docstring, step 4; 0: none).
 
     Notes
     -----
     Stats per draw: ``n_changed`` (assignments that moved in the one-row sweep),
-    ``split_merge_accepted`` (accepted reallocation moves) and ``log_marginal``
-    (log p(X | z, trees), CPTs integrated out).
+    ``split_merge_accepted`` (accepted reallocation moves), ``blocks_moved`` (block moves
+    that changed their block's component) and ``log_marginal`` (log p(X | z, trees), CPTs
+    integrated out).
     """
 
     name = "mixture_of_trees_gibbs"
     can_temper = True
     stats_dtypes_shapes = {"n_changed": (np.int64, []),
                            "split_merge_accepted": (np.int64, []),
+                           "blocks_moved": (np.int64, []),
                            "log_marginal": (np.float64, [])}
+    #: Largest block of a block move: a row and up to this many minus one nearest rows.
+    block_max_size = 8
 
     def __init__(self, vars, *, n_categories, ess, alpha, edge_prior, data="X",
                  weights="w", assignments="z", trees="trees", split_merge=False,
-                 model=None, rng=None, blocked=True):
+                 block_moves=0, model=None, rng=None, blocked=True):
         super().__init__(vars, model=model, rng=rng, blocked=blocked)
         m = self.model
         wanted = {m.rvs_to_values[m[name]].name for name in (weights, assignments, trees)}
@@ -109,6 +126,9 @@ class MixtureOfTreesGibbs(ZooGibbsStep):
         np.fill_diagonal(self.log_edge_prior, 0.0)
         self.split_merge = bool(split_merge)
         self.split_merge_launch_scans = 3
+        self.block_moves = check_int(block_moves, "block_moves", minimum=0)
+        self._neighbours = None
+        self._neighbours_of = None
         w_rv = m[weights]
         self._w_value = m.rvs_to_values[w_rv].name
         self._z_name = m.rvs_to_values[m[assignments]].name
@@ -180,6 +200,26 @@ class MixtureOfTreesGibbs(ZooGibbsStep):
                 accepted += 1
         return accepted
 
+    def neighbours(self, codes):
+        """Each row and its nearest rows (the blocks of the block move), computed once
+        per data set (the data change only in getting-it-right runs)."""
+        if self._neighbours_of is None or not np.array_equal(self._neighbours_of, codes):
+            self._neighbours = row_neighbours(codes, self.block_max_size)
+            self._neighbours_of = codes.copy()
+        return self._neighbours
+
+    def update_blocks(self, codes, z, trees, log_w):
+        """``block_moves`` block moves on ``z`` (in place), then every tree redrawn from
+        its conditional (the moves integrate the trees out). When no block moved, ``z``
+        is unchanged and the trees are kept: whether a block moves does not depend on the
+        trees, so given ``z`` they are still a draw of ``P(T | z, X)``."""
+        moved = block_reassignments(self.rng, codes, z, self.neighbours(codes),
+                                    self.block_moves, log_w, self.n_categories, self.ess,
+                                    self.log_edge_prior, float(self.beta))
+        if moved:
+            self.update_trees(codes, z, trees)
+        return moved
+
     def update_weights(self, z, n_components):
         counts = np.bincount(z, minlength=n_components)
         return self.rng.dirichlet(self.alpha + counts)
@@ -197,6 +237,7 @@ class MixtureOfTreesGibbs(ZooGibbsStep):
             self.update_trees(codes, z, trees)
         n_changed = self.update_assignments(codes, z, trees, log_w)
         self.update_trees(codes, z, trees)
+        blocks = self.update_blocks(codes, z, trees, log_w) if self.block_moves else 0
         accepted = self.update_reallocations(codes, z, trees, log_w) if self.split_merge \
             else 0
         w = self.update_weights(z, trees.shape[0])
@@ -210,7 +251,7 @@ class MixtureOfTreesGibbs(ZooGibbsStep):
             self._w_value: np.asarray(w_value, dtype=point[self._w_value].dtype),
         })
         return new, [{"n_changed": int(n_changed), "split_merge_accepted": int(accepted),
-                       "log_marginal": float(lm)}]
+                       "blocks_moved": int(blocks), "log_marginal": float(lm)}]
 
 
 @register_step

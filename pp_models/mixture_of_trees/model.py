@@ -56,7 +56,7 @@ GAUSSIAN_STEP_NAME = "gaussian_mixture_of_trees_gibbs"
 def model(X, n_components: int, *, kind: str = "discrete", alpha: float = 1.0,
           edge_prior=None, ess: float = 1.0, n_categories=None,
           feature_names=None, m0=None, kappa0: float = 1.0, delta: float = 3.0,
-          S0=None, split_merge: bool = False) -> pm.Model:
+          S0=None, split_merge: bool = False, block_moves: int = 0) -> pm.Model:
     """Build the Bayesian mixture of trees over the rows of ``X``.
 
     Parameters
@@ -92,6 +92,12 @@ def model(X, n_components: int, *, kind: str = "discrete", alpha: float = 1.0,
         (restricted-Gibbs launch, trees integrated out of the acceptance ratio). It
         helps on small data; with hundreds of rows it is almost never accepted (see
         ``inference.gibbs.mixture_of_trees``).
+    block_moves : int
+        Discrete only: block moves per sweep of the Gibbs step (0: none). Each puts a
+        group of similar rows that share a component (a row and up to 7 of its nearest
+        rows) into a component drawn from its conditional with the trees integrated out,
+        so near-duplicate rows move together (``inference.gibbs.mixture_of_trees``).
+        Finding the nearest rows costs ``n^2 V`` once.
 
     Notes
     -----
@@ -123,8 +129,11 @@ def model(X, n_components: int, *, kind: str = "discrete", alpha: float = 1.0,
     kappa0 = check_positive(kappa0, "kappa0")
     delta = check_positive(delta, "delta")
     split_merge = check_bool(split_merge, "split_merge")
+    block_moves = check_int(block_moves, "block_moves", minimum=0)
     if kind == "gaussian" and split_merge:
         raise ValueError("split_merge: the split-merge move exists for kind='discrete' only")
+    if kind == "gaussian" and block_moves:
+        raise ValueError("block_moves: the block move exists for kind='discrete' only")
     if kind == "gaussian":
         if m0 is None:
             m0 = codes.mean(axis=0)
@@ -157,7 +166,8 @@ def model(X, n_components: int, *, kind: str = "discrete", alpha: float = 1.0,
     if kind == "discrete":
         step_name = STEP_NAME
         options = {"n_categories": K, "ess": float(ess), "alpha": float(alpha),
-                   "edge_prior": beta, "split_merge": bool(split_merge)}
+                   "edge_prior": beta, "split_merge": bool(split_merge),
+                   "block_moves": int(block_moves)}
         hook = partial(_edge_probabilities, codes=codes, n_categories=K, ess=float(ess),
                        edge_prior=beta)
     else:

@@ -71,6 +71,8 @@ def test_one_component_tree_posterior_equals_enumeration():
     ({"n_components": 2, "kind": "gaussian", "S0": -np.eye(4)}, "S0"),
     ({"n_components": 2, "kind": "gaussian", "m0": np.zeros(3)}, "m0"),
     ({"n_components": 2, "kind": "gaussian", "split_merge": True}, "split_merge"),
+    ({"n_components": 2, "kind": "gaussian", "block_moves": 5}, "block_moves"),
+    ({"n_components": 2, "block_moves": -1}, "block_moves"),
     ({"n_components": 2, "edge_prior": np.ones((3, 3))}, "edge_prior"),
     ({"n_components": 2, "edge_prior": -np.ones((4, 4))}, "edge_prior|weights"),
 ])

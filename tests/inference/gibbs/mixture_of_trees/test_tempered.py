@@ -20,7 +20,9 @@ expected count below 5 pooled, Bonferroni over the statistics at family-wise lev
 
 Planted bugs (subclasses here, never flags of the shipped step): the one-row sweep, the
 tree draw or the split-merge move run at beta = 1 whatever the step's beta. Each is
-caught at beta = 0.3 by the same test.
+caught at beta = 0.3 by the same test. The block move alone (one-row sweep off) is
+tested the same way at beta = 0.3 and 1, with two twins: the move at beta = 1, and its
+conditional without the weights' term ``|S| log w_k`` (a kernel twin).
 """
 
 from __future__ import annotations
@@ -32,8 +34,11 @@ import pytest
 from scipy import stats
 from scipy.special import gammaln
 
+from custom_ops.jit import njit_exact
 from custom_ops.mixture_of_trees.discrete import (
     assignment_sweep,
+    block_log_weights,
+    block_reassignments,
     propose_reallocation,
     tree_tables,
 )
@@ -46,6 +51,7 @@ from pp_models import mixture_of_trees
 from pp_models.model_info import get_info
 from pp_models.trees import all_spanning_trees, spanning_tree_edges
 from tests.custom_ops.mixture_of_trees.test_gaussian import _chain_rule_log_marginal
+from tests.helpers.twin_kernels import twin_kernel
 
 N_ROWS = 5
 K = 2
@@ -189,7 +195,8 @@ def discrete():
 
 def _discrete_step(cls, X, split_merge):
     m = mixture_of_trees.model(X, K, alpha=ALPHA, ess=ESS, edge_prior=_edge_prior(X.shape[1]),
-                               split_merge=split_merge)
+                               split_merge=split_merge,
+                               block_moves=BLOCK_MOVES if issubclass(cls, BlocksOnly) else 0)
     options = dict(get_info(m).step_hints[0].options)
     return cls(["w", "z", "trees"], model=m, **options)
 
@@ -239,6 +246,57 @@ class SplitMergeOnlyIgnoresBeta(SplitMergeOnly):
                 trees[b] = tree_b
                 accepted += 1
         return accepted
+
+
+BLOCK_MOVES = 3
+
+
+class BlocksOnly(MixtureOfTreesGibbs):
+    """The correct step with the one-row sweep off: z moves by the block move alone."""
+
+    def update_assignments(self, codes, z, trees, log_w):
+        return 0
+
+
+class BlocksOnlyIgnoreBeta(BlocksOnly):
+    """Planted bug: the block move's conditional at beta = 1."""
+
+    def update_blocks(self, codes, z, trees, log_w):
+        moved = block_reassignments(self.rng, codes, z, self.neighbours(codes),
+                                    self.block_moves, log_w, self.n_categories, self.ess,
+                                    self.log_edge_prior, 1.0)
+        if moved:
+            self.update_trees(codes, z, trees)
+        return moved
+
+
+@njit_exact
+def _block_log_weights_without_w(codes, block, a, joints, marginals, evidence, offsets,
+                                 log_weights, n_categories, ess, log_beta, inv_temp):
+    """The block's conditional with the term |S| log w_k left out (planted bug)."""
+    out, without_a, joined = block_log_weights(codes, block, a, joints, marginals, evidence,
+                                               offsets, log_weights, n_categories, ess,
+                                               log_beta, inv_temp)
+    for k in range(out.shape[0]):
+        out[k] -= block.shape[0] * log_weights[k]
+    return out, without_a, joined
+
+
+class BlocksOnlyWithoutWeights(BlocksOnly):
+    """Planted bug (kernel twin): the block's conditional leaves out the weights."""
+
+    kernel = None
+
+    def update_blocks(self, codes, z, trees, log_w):
+        if BlocksOnlyWithoutWeights.kernel is None:
+            BlocksOnlyWithoutWeights.kernel = twin_kernel(
+                block_reassignments, block_log_weights=_block_log_weights_without_w)
+        moved = BlocksOnlyWithoutWeights.kernel(
+            self.rng, codes, z, self.neighbours(codes), self.block_moves, log_w,
+            self.n_categories, self.ess, self.log_edge_prior, float(self.beta))
+        if moved:
+            self.update_trees(codes, z, trees)
+        return moved
 
 
 # ---------------------------------------------------------------- Gaussian trees
@@ -339,6 +397,27 @@ def test_split_merge_alone_keeps_the_power_posterior_and_its_twin_is_caught(disc
     p = pushed_p_values(steps(SplitMergeOnlyIgnoresBeta, True), posterior, 0.3, N_REP,
                         seed=11)
     print("split-merge alone at beta = 1: p-values (z, T_1, T_2)", p)
+    assert rejects(p)
+
+
+@pytest.mark.parametrize("beta", (0.3, pytest.param(1.0, marks=pytest.mark.slow)))
+def test_block_move_alone_keeps_the_power_posterior(discrete, steps, beta):
+    """z moved by the block move alone (blocks of 2-5 of the 5 rows)."""
+    _X, posterior = discrete
+    p = pushed_p_values(steps(BlocksOnly), posterior, beta, N_REP, seed=12)
+    print(f"block move alone, beta {beta}: p-values (z, T_1, T_2)", p)
+    assert not rejects(p)
+
+
+# slow: the default run's budget holds the correct move's test only (the kernel twin
+# also compiles the move a second time)
+@pytest.mark.slow
+@pytest.mark.parametrize("twin, beta", [(BlocksOnlyIgnoreBeta, 0.3),
+                                        (BlocksOnlyWithoutWeights, 1.0)])
+def test_block_move_twins_are_caught(discrete, steps, twin, beta):
+    _X, posterior = discrete
+    p = pushed_p_values(steps(twin), posterior, beta, N_REP, seed=12)
+    print(f"{twin.__name__}, beta {beta}: p-values (z, T_1, T_2)", p)
     assert rejects(p)
 
 
