@@ -57,6 +57,8 @@ ALLOWED = {
     "custom_ops/lds/ops.py::_kalman_entry": 12,
     "custom_ops/mixture_of_trees/discrete.py::_restricted_scan": 13,
     "custom_ops/mixture_of_trees/discrete.py::assignment_sweep": 10,
+    "custom_ops/mixture_of_trees/discrete.py::block_log_weights": 12,
+    "custom_ops/mixture_of_trees/discrete.py::block_reassignments": 10,
     "custom_ops/mixture_of_trees/discrete.py::propose_reallocation": 12,
     "custom_ops/mixture_of_trees/gaussian.py::gaussian_assignment_sweep": 11,
     "custom_ops/mixture_of_trees/gaussian.py::gaussian_tree_draw_row": 9,
