@@ -44,6 +44,7 @@ smoother reuse a step's covariance arithmetic exactly instead of repeating it (s
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import numpy as np
 
@@ -58,6 +59,47 @@ __all__ = [
 ]
 
 LOG_2PI = math.log(2.0 * math.pi)
+
+
+class _Model(NamedTuple):
+    """The model's arrays ``(A, C, Q, R, m0, P0)``, or a gradient in each of them."""
+
+    A: np.ndarray
+    C: np.ndarray
+    Q: np.ndarray
+    R: np.ndarray
+    m0: np.ndarray
+    P0: np.ndarray
+
+
+class _FilterMoments(NamedTuple):
+    """The filtered (``mf``, ``Pf``) and predicted (``mp``, ``Pp``) moments over the
+    steps (``T x n`` and ``T x n x n``)."""
+
+    mf: np.ndarray
+    Pf: np.ndarray
+    mp: np.ndarray
+    Pp: np.ndarray
+
+
+class _SmoothedPair(NamedTuple):
+    """The smoothed moments of step ``t + 1`` (read) and of step ``t`` (written)."""
+
+    ms_next: np.ndarray
+    Ps_next: np.ndarray
+    ms: np.ndarray
+    Ps: np.ndarray
+
+
+class _SmootherWork(NamedTuple):
+    """The smoother's buffers (``n x n`` but ``row``): the gain ``J`` and the cross
+    covariance ``X``, kept from step to step, and the scratch ``W``, ``L``, ``row``."""
+
+    J: np.ndarray
+    X: np.ndarray
+    W: np.ndarray
+    L: np.ndarray
+    row: np.ndarray
 
 
 @njit_exact
@@ -126,10 +168,11 @@ def _same(X, Y):
 
 
 @njit_exact
-def _filter_into(y, A, C, Q, R, m0, P0, log_lik, mf, Pf, mp, Pp, store):
-    """The filter of :func:`kalman_filter_kernel`, writing ``log_lik`` (and, when
-    ``store``, the moments) in place; returns the step whose innovation covariance is
-    not positive definite, or ``T``.
+def _filter_into(y, model, log_lik, moments, store):
+    """The filter of :func:`kalman_filter_kernel` for the :class:`_Model` ``model``,
+    writing ``log_lik`` (and, when ``store``, the :class:`_FilterMoments` ``moments``) in
+    place; returns the step whose innovation covariance is not positive definite, or
+    ``T``.
 
     The covariances do not depend on the values of ``y``, only on which entries are
     observed. Once the predicted covariance of step ``t + 1`` equals that of step ``t``
@@ -138,6 +181,8 @@ def _filter_into(y, A, C, Q, R, m0, P0, log_lik, mf, Pf, mp, Pp, store):
     arithmetic exactly, so its gain, innovation factor and covariances are reused rather
     than recomputed: the same numbers, at the cost of the mean update alone.
     """
+    A, C, Q, R, m0, P0 = model
+    mf, Pf, mp, Pp = moments
     T, p = y.shape
     n = A.shape[0]
     x = np.empty(n)
@@ -312,7 +357,7 @@ def kalman_filter_kernel(y, A, C, Q, R, m0, P0):
     Pf = np.zeros((T, n, n))
     mp = np.zeros((T, n))
     Pp = np.zeros((T, n, n))
-    t = _filter_into(y, A, C, Q, R, m0, P0, log_lik, mf, Pf, mp, Pp, True)
+    t = _filter_into(y, _Model(A, C, Q, R, m0, P0), log_lik, _FilterMoments(mf, Pf, mp, Pp), True)
     for u in range(t, T):
         log_lik[u] = np.nan
         for i in range(n):
@@ -334,21 +379,10 @@ def kalman_log_likelihood_kernel(y, A, C, Q, R, m0, P0):
     T = y.shape[0]
     n = A.shape[0]
     log_lik = np.zeros(T)
-    t = _filter_into(
-        y,
-        A,
-        C,
-        Q,
-        R,
-        m0,
-        P0,
-        log_lik,
-        np.empty((0, n)),
-        np.empty((0, n, n)),
-        np.empty((0, n)),
-        np.empty((0, n, n)),
-        False,
+    empty = _FilterMoments(
+        np.empty((0, n)), np.empty((0, n, n)), np.empty((0, n)), np.empty((0, n, n))
     )
+    t = _filter_into(y, _Model(A, C, Q, R, m0, P0), log_lik, empty, False)
     if t < T:
         return np.nan
     total = 0.0
@@ -358,32 +392,23 @@ def kalman_log_likelihood_kernel(y, A, C, Q, R, m0, P0):
 
 
 @njit_exact
-def _smoother_step(
-    A,
-    mf_t,
-    Pf_t,
-    mp_next,
-    Pp_next,
-    ms_next,
-    Ps_next,
-    ms_t,
-    Ps_t,
-    J,
-    X,
-    reuse_gain,
-    reuse_cov,
-    W,
-    L,
-    row,
-):
-    """One step of the RTS recursion (see :func:`rts_smoother_kernel`): ``ms_t``,
-    ``Ps_t``, the gain ``J`` and the cross covariance ``X = Ps_next J'``.
+def _smoother_step(A, moments, t, pair, work, reuse_gain, reuse_cov):
+    """One step ``t`` of the RTS recursion (see :func:`rts_smoother_kernel`) from the
+    filter's :class:`_FilterMoments`: writes ``pair.ms`` and ``pair.Ps`` (the
+    :class:`_SmoothedPair`), the gain ``work.J`` and the cross covariance
+    ``work.X = Ps_next J'`` (the :class:`_SmootherWork`).
 
-    ``reuse_gain``: ``Pf_t`` and ``Pp_next`` equal the previous step's, so ``J`` (still
-    in its buffer) is kept; ``reuse_cov``: ``Ps_next`` equals the previous step's too, so
-    ``Ps_t`` equals ``Ps_next`` and ``X`` is kept (the same arithmetic on the same
-    numbers). ``W``, ``L``, ``row`` are work buffers.
+    ``reuse_gain``: ``Pf[t]`` and ``Pp[t + 1]`` equal the previous step's, so ``J``
+    (still in its buffer) is kept; ``reuse_cov``: ``Ps_next`` equals the previous step's
+    too, so ``Ps_t`` equals ``Ps_next`` and ``X`` is kept (the same arithmetic on the
+    same numbers).
     """
+    mf_t = moments.mf[t]
+    Pf_t = moments.Pf[t]
+    mp_next = moments.mp[t + 1]
+    Pp_next = moments.Pp[t + 1]
+    ms_next, Ps_next, ms_t, Ps_t = pair
+    J, X, W, L, row = work
     n = A.shape[0]
     if not reuse_gain:
         if not _cholesky_into(Pp_next, n, L):
@@ -447,40 +472,29 @@ def rts_smoother_kernel(A, mf, Pf, mp, Pp):
     cross = np.zeros((max(T - 1, 0), n, n))
     ms[T - 1] = mf[T - 1]
     Ps[T - 1] = Pf[T - 1]
-    J = np.empty((n, n))
-    X = np.empty((n, n))
-    W = np.empty((n, n))
-    L = np.zeros((n, n))
-    row = np.empty(n)
+    moments = _FilterMoments(mf, Pf, mp, Pp)
+    work = _SmootherWork(
+        np.empty((n, n)), np.empty((n, n)), np.empty((n, n)), np.zeros((n, n)), np.empty(n)
+    )
     for t in range(T - 2, -1, -1):
         reuse_gain = t < T - 2 and _same(Pf[t], Pf[t + 1]) and _same(Pp[t + 1], Pp[t + 2])
         reuse_cov = reuse_gain and _same(Ps[t + 1], Ps[t + 2])
-        _smoother_step(
-            A,
-            mf[t],
-            Pf[t],
-            mp[t + 1],
-            Pp[t + 1],
-            ms[t + 1],
-            Ps[t + 1],
-            ms[t],
-            Ps[t],
-            J,
-            X,
-            reuse_gain,
-            reuse_cov,
-            W,
-            L,
-            row,
-        )
-        cross[t] = X
+        pair = _SmoothedPair(ms[t + 1], Ps[t + 1], ms[t], Ps[t])
+        _smoother_step(A, moments, t, pair, work, reuse_gain, reuse_cov)
+        cross[t] = work.X
     return ms, Ps, cross
 
 
 @njit_exact
-def _emission_block_gradient(y, t, o, C, R, ms, Ps, g_y, g_C, g_R):
-    """Add step ``t``'s term of the gradient in ``y``, ``C`` and ``R`` when only the
-    entries ``o`` of ``y_t`` are observed: ``log N(y_o; C_o x, R_oo)`` in expectation."""
+def _emission_block_gradient(y, t, o, model, ms, Ps, g_y, grad):
+    """Add step ``t``'s term of the gradient in ``y`` (into ``g_y``), ``C`` and ``R``
+    (into ``grad.C``, ``grad.R`` of the :class:`_Model` ``grad``) when only the entries
+    ``o`` of ``y_t`` are observed: ``log N(y_o; C_o x, R_oo)`` in expectation, ``C`` and
+    ``R`` those of ``model``."""
+    C = model.C
+    R = model.R
+    g_C = grad.C
+    g_R = grad.R
     k = o.shape[0]
     n = C.shape[1]
     Co = np.empty((k, n))
@@ -580,7 +594,9 @@ def kalman_value_and_gradient_kernel(y, A, C, Q, R, m0, P0):
     g_R = np.zeros((p, p))
     g_m0 = np.zeros(n)
     g_P0 = np.zeros((n, n))
-    failed = _filter_into(y, A, C, Q, R, m0, P0, log_lik, mf, Pf, mp, Pp, True)
+    model = _Model(A, C, Q, R, m0, P0)
+    moments = _FilterMoments(mf, Pf, mp, Pp)
+    failed = _filter_into(y, model, log_lik, moments, True)
     if failed < T:
         for g in (g_A, g_C, g_Q, g_R, g_P0, g_y):
             g[:, :] = np.nan
@@ -602,11 +618,11 @@ def kalman_value_and_gradient_kernel(y, A, C, Q, R, m0, P0):
     # still holds t + 2's
     ms2 = np.empty((2, n))
     Ps2 = np.empty((2, n, n))
-    J = np.empty((n, n))
-    X = np.empty((n, n))
-    W = np.empty((n, n))
-    L = np.zeros((n, n))
-    row = np.empty(n)
+    work = _SmootherWork(
+        np.empty((n, n)), np.empty((n, n)), np.empty((n, n)), np.zeros((n, n)), np.empty(n)
+    )
+    X = work.X
+    grad = _Model(g_A, g_C, g_Q, g_R, g_m0, g_P0)
     e = np.empty(p)
     obs = np.empty(p, dtype=np.int64)
     ms2[(T - 1) % 2] = mf[T - 1]
@@ -619,24 +635,8 @@ def kalman_value_and_gradient_kernel(y, A, C, Q, R, m0, P0):
             Ps_next = Ps2[(t + 1) % 2]
             reuse_gain = t < T - 2 and _same(Pf[t], Pf[t + 1]) and _same(Pp[t + 1], Pp[t + 2])
             reuse_cov = reuse_gain and _same(Ps_next, Ps)
-            _smoother_step(
-                A,
-                mf[t],
-                Pf[t],
-                mp[t + 1],
-                Pp[t + 1],
-                ms_next,
-                Ps_next,
-                ms,
-                Ps,
-                J,
-                X,
-                reuse_gain,
-                reuse_cov,
-                W,
-                L,
-                row,
-            )
+            pair = _SmoothedPair(ms_next, Ps_next, ms, Ps)
+            _smoother_step(A, moments, t, pair, work, reuse_gain, reuse_cov)
             # E[x_{t+1} x_t' | y] = V^_{t+1} J' + x^_{t+1} x^_t'
             for i in range(n):
                 for j in range(n):
@@ -666,7 +666,7 @@ def kalman_value_and_gradient_kernel(y, A, C, Q, R, m0, P0):
                     Exx_full[i, j] += Ps[i, j] + ms[i] * ms[j]
                     Ps_full[i, j] += Ps[i, j]
         elif k > 0:
-            _emission_block_gradient(y, t, obs[:k], C, R, ms, Ps, g_y, g_C, g_R)
+            _emission_block_gradient(y, t, obs[:k], model, ms, Ps, g_y, grad)
     ms = ms2[0]
     Ps = Ps2[0]
     # initial state: E[d log N(x_1; m0, P0) | y] in m0 and P0
