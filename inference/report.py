@@ -23,9 +23,9 @@ import xarray as xr
 
 from inference.summary_table import label_variable_names
 
-__all__ = ["LOG_DENSITY_STATS", "RESULT_FILES", "TEMPERING_PLOT", "chain_selection",
-           "check_output_dir", "holds_complete_result", "plot_family", "plot_trace",
-           "pooled_picture_note", "result_folder", "write_results"]
+__all__ = ["LOG_DENSITY_STATS", "MAX_CHAIN_PANELS", "RESULT_FILES", "TEMPERING_PLOT",
+           "chain_selection", "check_output_dir", "holds_complete_result", "plot_family",
+           "plot_trace", "pooled_picture_note", "result_folder", "write_results"]
 
 
 #: The files :func:`write_results` writes; a folder holding only these (or nothing) is a
