@@ -253,10 +253,12 @@ def table(rows: list[dict]) -> str:
         "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for family in families:
-        runs = sorted(
-            (r for r in rows if r["family"] == family and r.get("seed", 0) > 0),
-            key=lambda r: r["seed"],
-        )
+        # one run per seed: the first recorded, when runs of one seed were repeated
+        by_seed = {}
+        for r in rows:
+            if r["family"] == family and r.get("seed", 0) > 0:
+                by_seed.setdefault(r["seed"], r)
+        runs = [by_seed[seed] for seed in sorted(by_seed)]
         done = [r for r in runs if "error" not in r]
         failed = [r for r in runs if "error" in r]
         if not done:
