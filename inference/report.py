@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+import textwrap
 import warnings
 from collections.abc import Callable
 from pathlib import Path
@@ -22,9 +23,9 @@ import xarray as xr
 
 from inference.summary_table import label_variable_names
 
-__all__ = ["LOG_DENSITY_STATS", "RESULT_FILES", "TEMPERING_PLOT", "check_output_dir",
-           "holds_complete_result", "plot_trace", "pooled_picture_note", "result_folder",
-           "write_results"]
+__all__ = ["LOG_DENSITY_STATS", "MAX_CHAIN_PANELS", "RESULT_FILES", "TEMPERING_PLOT",
+           "chain_selection", "check_output_dir", "holds_complete_result", "plot_family",
+           "plot_trace", "pooled_picture_note", "result_folder", "write_results"]
 
 
 #: The files :func:`write_results` writes; a folder holding only these (or nothing) is a
@@ -107,12 +108,18 @@ def result_folder(dt: xr.DataTree, out_dir: str | os.PathLike) -> Path:
     raise ValueError(f"--out: no free name beside {out} for the interrupted run")
 
 
-def write_results(dt: xr.DataTree, table: pd.DataFrame, out_dir: str | os.PathLike) -> dict:
+def write_results(dt: xr.DataTree, table: pd.DataFrame, out_dir: str | os.PathLike, *,
+                  model=None) -> dict:
     """Write ``posterior.nc``, ``summary.csv`` and ``trace.png`` into ``out_dir``.
 
-    ``trace.png`` draws what the convergence check saw (:func:`plot_trace`). When the
-    check's verdict is not ``converged``, the family's picture, which pools the chains,
-    gets a line above it saying so (:func:`pooled_picture_note`).
+    ``trace.png`` draws what the convergence check saw (:func:`plot_trace`). The
+    family's picture pools the chains when the check's verdict is ``converged``, and
+    otherwise draws one panel per chain, by stacking weight for a ``multimodal`` run
+    (:func:`plot_family`). ``model``, the fitted model, lets a family whose picture
+    reads a summary of all chains' draws (its post-processing) summarise each chain
+    alone, and gives the pointwise log-likelihood the stacking weights need when ``dt``
+    has none; without it such a picture stays pooled, with a line above it saying so
+    (:func:`pooled_picture_note`).
 
     The files are written into a new hidden folder beside ``out_dir`` which then takes
     its place by renames: ``out_dir`` holds either the previous run's files or this
@@ -136,12 +143,12 @@ def write_results(dt: xr.DataTree, table: pd.DataFrame, out_dir: str | os.PathLi
         family_plot = _family_plot(dt)
         if family_plot is not None:
             name, plot = family_plot
-            note = pooled_picture_note(report)
             # an interrupted run may have skipped the post-processing its picture needs;
             # the CLI already says it was interrupted, so a missing picture is no news
             quiet = bool(dt.attrs.get("pp_models_interrupted", 0))
             if not _draw_picture(staging / f"{name}.png",
-                                 lambda tmp: _plot_with_note(plot, dt, tmp, note),
+                                 lambda tmp: plot_family(dt, tmp, plot, report=report,
+                                                         model=model),
                                  quiet=quiet):
                 family_plot = None
         tempered = "tempering" in dt.children
@@ -182,9 +189,223 @@ def _check_quietly(dt: xr.DataTree):
         return None
 
 
+#: Groups of a result that hold data, not draws: one chain's selection keeps them whole.
+_DATA_GROUPS = frozenset({"observed_data", "constant_data", "predictions_constant_data"})
+
+#: At most this many chains get a panel of their own in a family's picture.
+MAX_CHAIN_PANELS = 8
+
+
+def chain_selection(dt: xr.DataTree, chain: int, *, postprocess=None) -> xr.DataTree | None:
+    """``dt`` as if only its chain at position ``chain`` had been run.
+
+    Every group with a ``chain`` dimension keeps that chain (as a chain dimension of
+    length 1, so a picture reading position 0 reads it); the data groups
+    (:data:`_DATA_GROUPS`) and the root attributes stay whole. A group without a
+    ``chain`` dimension is a summary of all chains' draws, made by the family's
+    post-processing (``ZooModelInfo.postprocess``: the DP mixture's ``clustering``, the
+    BHC tree at the posterior median, the GGM's ``graph``): it is made again from this
+    chain's draws by ``postprocess``.
+
+    Parameters
+    ----------
+    dt : xarray.DataTree
+    chain : int
+        Position along ``posterior``'s ``chain`` dimension.
+    postprocess : callable ``DataTree -> DataTree``, optional
+        The family's post-processing.
+
+    Returns
+    -------
+    xarray.DataTree or None
+        None when ``dt`` has a summary of all chains and no ``postprocess`` to make it
+        again (the chain's own picture cannot be drawn).
+    """
+    pooled = [path for path, ds in _groups(dt)
+              if path not in _DATA_GROUPS and ds.data_vars and "chain" not in ds.dims]
+    if pooled and postprocess is None:
+        return None
+    groups = {}
+    for path, ds in _groups(dt):
+        if path in pooled:
+            continue
+        groups[path] = ds.isel(chain=[chain]) if "chain" in ds.dims else ds
+    one = xr.DataTree.from_dict(groups)
+    one.attrs.update(dt.attrs)
+    if pooled:
+        one = postprocess(one)
+        if any(path not in {p for p, _ in _groups(one)} for path in pooled):
+            return None
+    return one
+
+
+def _groups(dt: xr.DataTree) -> list[tuple[str, xr.Dataset]]:
+    """``(path relative to the root, its own variables)`` of every group below the root."""
+    return [(node.relative_to(dt), node.to_dataset(inherit=False))
+            for node in dt.subtree if node is not dt]
+
+
+def plot_family(dt: xr.DataTree, path: str | os.PathLike, plot, *, report=None, model=None,
+                weights=None) -> list[str]:
+    """Draw a family's picture of ``dt``: pooled when the chains agree, else per chain.
+
+    When the convergence check's verdict is ``converged`` (or there is no check), ``plot``
+    draws all chains' draws together. Otherwise pooling would average chains that sit
+    in different places, so ``plot`` draws each chain's draws alone
+    (:func:`chain_selection`) and the pictures are put side by side (or one above the
+    other when wider than tall), one panel per chain, under a title saying why: for a
+    ``multimodal`` run by decreasing stacking weight (Yao, Vehtari & Gelman 2022;
+    :mod:`inference.stacking`), each panel's title giving its chain's weight, for a
+    ``not_converged`` run in chain order. At most :data:`MAX_CHAIN_PANELS` chains are
+    drawn. When a chain's own picture cannot be made (a summary of all chains and no
+    ``model`` to make it per chain), the pooled picture is drawn with a line above it
+    saying so (:func:`pooled_picture_note`).
+
+    Parameters
+    ----------
+    dt : xarray.DataTree
+    path : str or path-like
+        The PNG written.
+    plot : callable
+        ``plot(dt, path)``, the family's picture (its ``Family.plot``).
+    report : ConvergenceReport, optional
+        The check of ``dt``.
+    model : pymc.Model, optional
+        The fitted model: its post-processing summarises each chain, its pointwise
+        log-likelihood gives the stacking weights when ``dt`` has no ``log_likelihood``
+        group.
+    weights : array_like, optional
+        The chains' stacking weights (computed here for a ``multimodal`` run when not
+        given).
+
+    Returns
+    -------
+    list of str
+        The panels' titles, one per chain drawn; empty for a pooled picture.
+    """
+    if report is None or report.verdict == "converged":
+        plot(dt, path)
+        return []
+    postprocess = None
+    if model is not None:
+        from pp_models.model_info import get_info
+
+        info = get_info(model)
+        postprocess = None if info is None else info.postprocess
+    n_chains = dt["posterior"].sizes["chain"]
+    first = chain_selection(dt, 0, postprocess=postprocess)
+    if first is None:
+        _plot_with_note(plot, dt, path, pooled_picture_note(report))
+        return []
+    why_no_weights = ""
+    if report.verdict == "multimodal" and weights is None:
+        weights, why_no_weights = _stacking_weights(dt, model)
+    order = list(range(n_chains))
+    if weights is not None:
+        weights = np.asarray(weights, dtype=float)
+        order = [int(c) for c in np.argsort(-weights, kind="stable")]
+    shown = order[:MAX_CHAIN_PANELS]
+    titles, images = [], []
+    with tempfile.TemporaryDirectory() as folder:
+        for c in shown:
+            one = first if c == 0 else chain_selection(dt, c, postprocess=postprocess)
+            picture = Path(folder) / f"chain{c}.png"
+            plot(one, picture)
+            images.append(_read_png(picture))
+            titles.append(f"chain {c}" + ("" if weights is None
+                                          else f": stacking weight {weights[c]:.3f}"))
+    _compose(images, titles, _per_chain_headline(report, n_chains, len(shown),
+                                                 weights is not None, why_no_weights),
+             path)
+    return titles
+
+
+def _per_chain_headline(report, n_chains: int, n_shown: int, weighted: bool,
+                        why_no_weights: str) -> str:
+    """The title of a per-chain picture: the verdict, why the chains are drawn apart, in
+    what order."""
+    if report.verdict == "multimodal":
+        text = ("Verdict multimodal: every chain is stationary, but the chains sit in "
+                "separate modes; pooled they would be averaged, so each chain is drawn "
+                "alone, " + ("by stacking weight (Yao, Vehtari & Gelman 2022; per-chain "
+                             "PSIS-LOO)." if weighted else
+                             f"in chain order (no stacking weights: {why_no_weights})."))
+    else:
+        failing = report.failures()
+        worst = failing["r_hat"].astype(float).max() if len(failing) else float("nan")
+        what = f"{len(failing)} checked quantities fail"
+        if np.isfinite(worst):
+            what += f", worst R-hat {worst:.3g}"
+        if report.n_divergent:
+            what += f", {report.n_divergent} divergent transitions"
+        text = (f"Verdict not_converged ({what}): the chains have not reached one "
+                "distribution; pooled they would be averaged, so each chain is drawn "
+                "alone, in chain order (trace.png shows them over their draws).")
+    if n_shown < n_chains:
+        text += f" The first {n_shown} of {n_chains} chains."
+    return text + " Inside a panel its chain is numbered 0."
+
+
+def _stacking_weights(dt: xr.DataTree, model) -> tuple[np.ndarray | None, str]:
+    """The chains' stacking weights from ``dt``'s ``log_likelihood`` group, or from
+    ``model``'s pointwise log-likelihood; else None and why."""
+    from inference.stacking import chain_loo, stacking_weights
+
+    source = dt
+    if "log_likelihood" not in dt.children:
+        if model is None:
+            return None, "they need the pointwise log-likelihood: fit(..., log_likelihood=True)"
+        from inference.log_likelihood import compute_log_likelihood
+
+        try:
+            group = compute_log_likelihood(dt, model, extend_inferencedata=False)
+        except ValueError as err:  # a variable the terms need was not recorded
+            return None, str(err)
+        source = xr.DataTree.from_dict({"log_likelihood": group})
+    try:
+        return stacking_weights(chain_loo(source)[0]), ""
+    except ValueError as err:
+        return None, str(err)
+
+
+def _read_png(path: Path) -> np.ndarray:
+    import matplotlib.image as mpimg
+
+    return mpimg.imread(path, format="png")
+
+
+def _compose(images: list[np.ndarray], titles: list[str], headline: str, path):
+    """Put pictures in one figure at their own size, one panel each under its title:
+    side by side when taller than wide, else one above the other."""
+    from matplotlib.figure import Figure
+
+    dpi = 100
+    height = max(image.shape[0] for image in images)
+    width = max(image.shape[1] for image in images)
+    across = height > width
+    rows, cols = (1, len(images)) if across else (len(images), 1)
+    fig_w = cols * width
+    # about 8 pixels per character at the headline's size
+    headline = "\n".join(textwrap.wrap(headline, width=max(40, int(fig_w / 8))))
+    band, top = 28, 16 * (headline.count("\n") + 1) + 16  # pixels for the titles
+    fig_h = rows * (height + band) + top
+    fig = Figure(figsize=(fig_w / dpi, fig_h / dpi), dpi=dpi)
+    for k, (image, title) in enumerate(zip(images, titles, strict=True)):
+        r, c = (0, k) if across else (k, 0)
+        bottom = fig_h - top - (r + 1) * (height + band)
+        ax = fig.add_axes((c * width / fig_w, bottom / fig_h, width / fig_w, height / fig_h))
+        ax.imshow(image)
+        ax.set_axis_off()
+        ax.set_title(title, fontsize=11, fontweight="bold")
+    fig.suptitle(headline, y=1 - 8 / fig_h, va="top", fontsize=10, color="darkred")
+    fig.savefig(path, format="png", dpi=dpi)
+    return fig
+
+
 def pooled_picture_note(report) -> str:
     """The line put above a family's picture, which pools the chains' draws, when the
-    check's verdict is not ``converged`` ("" when it is, or when there is no check)."""
+    check's verdict is not ``converged`` and the chains cannot be drawn apart ("" when it
+    is, or when there is no check)."""
     if report is None or report.verdict == "converged":
         return ""
     if report.verdict == "multimodal":

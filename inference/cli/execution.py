@@ -212,7 +212,7 @@ def _fit_and_write(
     progress.stage = "writing"
     if entry.written is not None:
         dt = entry.written(dt)
-    paths = write_results(dt, table, out)
+    paths = write_results(dt, table, out, model=model)
     print("\nwrote " + ", ".join(str(p) for p in paths.values()), flush=True)
     if interrupted or stop.is_set():
         folder = paths["posterior"].parent

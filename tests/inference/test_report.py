@@ -56,25 +56,134 @@ def test_the_trace_picture_draws_every_checked_quantity_worst_first(tmp_path):
     assert (tmp_path / "trace.png").stat().st_size > 0
 
 
-def test_a_family_picture_of_chains_that_disagree_says_it_pools_them(tmp_path, monkeypatch):
+def _small_picture(calls):
+    """A family picture that records the chains and mean of ``c`` it was given."""
     import matplotlib.pyplot as plt
 
     def picture(dt, path):
+        posterior = dt["posterior"]
+        calls.append((posterior.sizes["chain"],
+                      float(posterior["c"].mean()) if "c" in posterior else np.nan))
         fig = plt.figure(figsize=(3, 2), dpi=100)
         fig.savefig(path, format="png", dpi=100)
         plt.close(fig)
 
-    monkeypatch.setattr(report, "_family_plot", lambda dt: ("family", picture))
+    return picture
+
+
+def _keep_figures(monkeypatch) -> list:
+    """The per-chain figures ``report.plot_family`` composes, kept for their axes."""
+    figures = []
+    compose = report._compose
+
+    def keep(*args):
+        figures.append(compose(*args))
+        return figures[-1]
+
+    monkeypatch.setattr(report, "_compose", keep)
+    return figures
+
+
+def test_a_family_picture_is_pooled_only_when_the_chains_converged(tmp_path, monkeypatch):
+    figures = _keep_figures(monkeypatch)
     rng = np.random.default_rng(5)
-    apart = rng.normal(size=(2, 1000)) + np.array([[0.0], [5.0]])
-    paths = report.write_results(_dt(apart), pd.DataFrame({"a": [1.0]}), tmp_path / "apart")
-    assert plt.imread(paths["family"]).shape[:2] == (240, 300)  # the note's band above
-    mixed = rng.normal(size=(4, 1000))
-    paths = report.write_results(_dt(mixed), pd.DataFrame({"a": [1.0]}), tmp_path / "mixed")
-    assert plt.imread(paths["family"]).shape[:2] == (200, 300)
-    check = report._check_quietly(_dt(apart))
+    calls = []
+    picture = _small_picture(calls)
+    mixed = _dt(rng.normal(size=(4, 1000)))
+    assert report._check_quietly(mixed).verdict == "converged"
+    assert report.plot_family(mixed, tmp_path / "m.png", picture,
+                              report=report._check_quietly(mixed)) == []
+    assert [n for n, _ in calls] == [4] and not figures
+    # every chain stationary, chain 1 five sd away: one panel per chain, chain 1 (the
+    # better predictions in the planted pointwise log-likelihood) first, with its weight
+    apart = _dt(rng.normal(size=(2, 1000)) + np.array([[0.0], [5.0]]))
+    apart["log_likelihood"] = xr.DataTree(xr.Dataset({"y": (
+        ("chain", "draw", "obs"),
+        np.stack([rng.normal(-2.0, 0.1, (1000, 20)), rng.normal(-1.0, 0.1, (1000, 20))]))}))
+    check = report._check_quietly(apart)
+    assert check.verdict == "multimodal"
+    calls.clear()
+    titles = report.plot_family(apart, tmp_path / "a.png", picture, report=check)
+    assert titles == ["chain 1: stacking weight 1.000", "chain 0: stacking weight 0.000"]
+    assert [n for n, _ in calls] == [1, 1] and calls[0][1] > 4 > 1 > calls[1][1]
+    fig = figures[-1]
+    assert [ax.get_title() for ax in fig.axes] == titles
+    assert "multimodal" in fig.get_suptitle() and "stacking weight" in fig.get_suptitle()
+    # without the pointwise log-likelihood (and no model to compute it): chain order
+    del apart["log_likelihood"]
+    assert report.plot_family(apart, tmp_path / "b.png", picture, report=check) \
+        == ["chain 0", "chain 1"]
+    assert "no stacking weights" in figures[-1].get_suptitle()
+    # a trend within each chain
+    drifting = _dt(rng.normal(size=(3, 400)) + np.linspace(0.0, 5.0, 400))
+    check = report._check_quietly(drifting)
+    assert check.verdict == "not_converged"
+    titles = report.plot_family(drifting, tmp_path / "d.png", picture, report=check)
+    assert titles == ["chain 0", "chain 1", "chain 2"] and len(figures[-1].axes) == 3
+    assert "not_converged" in figures[-1].get_suptitle()
+
+
+def test_one_chain_s_selection_remakes_the_summaries_of_all_chains(tmp_path, monkeypatch):
+    # a summary without a chain dim (the DP mixture's clustering, the GGM's graph) is
+    # made again from the chain's own draws, else the chain cannot be drawn alone
+    rng = np.random.default_rng(6)
+    dt = _dt(rng.normal(size=(2, 300)) + np.array([[0.0], [5.0]]))
+    dt["observed_data"] = xr.DataTree(xr.Dataset({"y": ("obs", np.arange(3.0))}))
+
+    def summarise(dt):
+        out = dt.copy()
+        out["summary"] = xr.DataTree(xr.Dataset({"c_mean": dt["posterior"]["c"].mean()}))
+        return out
+
+    dt = summarise(dt)
+    one = report.chain_selection(dt, 1, postprocess=summarise)
+    assert one["posterior"]["c"].shape == (1, 300)
+    assert float(one["summary"]["c_mean"]) == pytest.approx(
+        float(dt["posterior"]["c"].isel(chain=1).mean()))
+    assert one["observed_data"]["y"].shape == (3,)
+    assert report.chain_selection(dt, 1) is None
+    # no post-processing to remake it: the pooled picture, with the note above it
+    calls = []
+    check = report._check_quietly(dt)
+    assert check.verdict == "multimodal"
+    assert report.plot_family(dt, tmp_path / "p.png", _small_picture(calls), report=check) == []
+    assert [n for n, _ in calls] == [2]
+    import matplotlib.pyplot as plt
+
+    assert plt.imread(tmp_path / "p.png").shape[:2] == (240, 300)  # the note's band
     assert "separate modes" in report.pooled_picture_note(check)
     assert report.pooled_picture_note(None) == ""
+
+
+@pytest.mark.xdist_group("fit")  # the demo's fit is made once, on that worker
+def test_the_demo_mixture_picture_pools_and_a_planted_drift_is_drawn_per_chain(
+        demo_run, tmp_path, monkeypatch):
+    from inference.convergence import check_convergence
+    from pp_models.registry import get_family
+
+    code, _, out = demo_run
+    assert code == 0
+    dt = xr.open_datatree(out / "posterior.nc", engine="h5netcdf").load()
+    check = check_convergence(dt)
+    assert check.verdict == "converged"
+    calls = []
+    assert report.plot_family(dt, tmp_path / "pooled.png", _small_picture(calls),
+                              report=check) == []
+    assert [n for n, _ in calls] == [4]
+    # two of its chains, their sorted weights drifting by 0.3 over the run (their sd is
+    # ~0.03): the family's own picture of each chain, one panel each
+    planted = dt.isel(chain=[0, 1])
+    planted["posterior"]["weights_sorted"] = (
+        planted["posterior"]["weights_sorted"]
+        + xr.DataArray(np.linspace(0.0, 0.3, planted["posterior"].sizes["draw"]), dims="draw"))
+    check = check_convergence(planted)
+    assert check.verdict == "not_converged"
+    figures = _keep_figures(monkeypatch)
+    titles = report.plot_family(planted, tmp_path / "apart.png",
+                                get_family("finite_mixture").plot, report=check)
+    assert titles == ["chain 0", "chain 1"]
+    assert [ax.get_title() for ax in figures[-1].axes] == titles
+    assert "not_converged" in figures[-1].get_suptitle()
 
 
 def test_a_failing_family_picture_warns_and_keeps_the_result(tmp_path, monkeypatch):
