@@ -316,8 +316,7 @@ def nsfa_sweep(rng, state, beta, alpha, settings):
     (alpha, births_accepted, birth_proposals, capacity_rejections, net_change)
     """
     Y, W, Z, V, X, lam, tau, E = state
-    (complete, hyper, lam_mode, noise_mode, alpha_random, birth_factor,
-     birth_one_prob) = settings
+    (complete, hyper, lam_mode, noise_mode, alpha_random, birth_factor, birth_one_prob) = settings
     D, N = Y.shape
     C = Z.shape[1]
     residual_into(E, Y, W, Z, V, X)

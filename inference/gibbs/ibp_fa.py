@@ -175,18 +175,22 @@ class NSFAGibbs(ZooGibbsStep):
         births = proposals = overflow = 0
         moves = np.zeros(len(FEATURE_MOVE_STATS), dtype=np.int64)
         state = FactorState(Y, self._W, Z, V, X, lam, tau, self._work)
-        settings = SweepSettings(self._observed is None, self.hyper, self.lam_mode,
-                                 self.noise_mode, "alpha" in n, self.birth_factor,
-                                 self.birth_one_prob)
+        settings = SweepSettings(
+            self._observed is None,
+            self.hyper,
+            self.lam_mode,
+            self.noise_mode,
+            "alpha" in n,
+            self.birth_factor,
+            self.birth_one_prob,
+        )
         for _ in range(self.sweeps):
-            alpha, a, p, o, _net = self.sweep_kernel(self.rng, state, self.beta, alpha,
-                                                     settings)
+            alpha, a, p, o, _net = self.sweep_kernel(self.rng, state, self.beta, alpha, settings)
             births += a
             proposals += p
             overflow += o
             if self.feature_moves:
-                self.feature_kernel(self.rng, state, alpha, self.beta, self.feature_moves,
-                                    moves)
+                self.feature_kernel(self.rng, state, alpha, self.beta, self.feature_moves, moves)
         new = {n["Z"]: Z.astype(point[n["Z"]].dtype), n["V"]: V, n["X"]: X}
         for name, values in (("lambda", lam), ("noise_precision", tau),
                              ("alpha", np.array([alpha]))):
