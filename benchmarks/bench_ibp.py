@@ -83,7 +83,7 @@ def _state(prob, C=60, seed=0, truth=False):
 
 
 def kernel_time_to_quality(prob, seed, max_sweeps=3000):
-    from custom_ops.ibp_fa.nsfa import nsfa_sweep
+    from custom_ops.ibp_fa.nsfa import PER_ELEMENT, FactorState, SweepSettings, nsfa_sweep
     from pp_models import ibp_fa
 
     Z, V, X, lam, tau = _state(prob, seed=seed)
@@ -92,11 +92,12 @@ def kernel_time_to_quality(prob, seed, max_sweeps=3000):
     W = np.ones_like(prob.Y)
     work = np.empty_like(prob.Y)
     hyper = np.ones(6)
+    state = FactorState(prob.Y, W, Z, V, X, lam, tau, work)
+    settings = SweepSettings(True, hyper, PER_ELEMENT, PER_ELEMENT, False, 10.0, 0.1)
     elapsed = 0.0
     for sweep in range(1, max_sweeps + 1):
         start = time.perf_counter()
-        nsfa_sweep(rng, prob.Y, W, True, Z, V, X, lam, tau, 1.0, 1.0, hyper, 2, 2, False,
-                   10.0, 0.1, work)
+        nsfa_sweep(rng, state, 1.0, 1.0, settings)
         elapsed += time.perf_counter() - start
         K = int((Z != 0).any(0).sum())
         if abs(K - 16) <= 3 and ibp_fa.reconstruction_error(prob.GX, (Z * V) @ X) <= 0.05:
@@ -105,18 +106,19 @@ def kernel_time_to_quality(prob, seed, max_sweeps=3000):
 
 
 def kernel_seconds_per_sweep(prob, sweeps=20, C=60):
-    from custom_ops.ibp_fa.nsfa import nsfa_sweep
+    from custom_ops.ibp_fa.nsfa import PER_ELEMENT, FactorState, SweepSettings, nsfa_sweep
 
     Z, V, X, lam, tau = _state(prob, C=C, truth=True)
     rng = np.random.default_rng(0)
     W = np.ones_like(prob.Y)
     work = np.empty_like(prob.Y)
     hyper = np.ones(6)
+    state = FactorState(prob.Y, W, Z, V, X, lam, tau, work)
+    settings = SweepSettings(True, hyper, PER_ELEMENT, PER_ELEMENT, False, 10.0, 0.1)
     times = []
     for _ in range(sweeps):
         start = time.perf_counter()
-        nsfa_sweep(rng, prob.Y, W, True, Z, V, X, lam, tau, 1.0, 1.0, hyper, 2, 2, False,
-                   10.0, 0.1, work)
+        nsfa_sweep(rng, state, 1.0, 1.0, settings)
         times.append(time.perf_counter() - start)
     # the minimum: on a shared machine the median picks up time slices lost to other jobs
     return float(np.min(times)), int((Z != 0).any(0).sum())

@@ -83,9 +83,11 @@ def feature_move_log_ratio(log_prior_ratio, log_collapsed_ratio, log_q_reverse, 
 
 
 @njit_exact
-def _collapsed(E, W, V, rows, n_rows, k, tau, beta, a, c):
-    """Per column ``a_n`` and ``c_n`` (module docstring) into ``a``, ``c``; returns the
-    collapsed log likelihood ratio of the feature against none."""
+def _collapsed(state, rows, n_rows, k, beta, a, c):
+    """Per column ``a_n`` and ``c_n`` (module docstring) of feature ``k`` on the first
+    ``n_rows`` of ``rows``, against the residual ``state.E``, into ``a``, ``c``; returns
+    the collapsed log likelihood ratio of the feature against none."""
+    E, W, V, tau = state.E, state.W, state.V, state.tau
     N = E.shape[1]
     out = 0.0
     for n in range(N):
@@ -110,22 +112,18 @@ def _log_f(D, r):
 
 
 @njit_exact
-def feature_birth_death_move(rng, Y, W, Z, V, X, tau, alpha, beta, E, counts):
+def feature_birth_death_move(rng, state, alpha, beta, counts):
     """One birth or death proposal; ``Z`` and ``X`` updated in place when accepted.
 
     Parameters
     ----------
     rng : numpy.random.Generator
-    Y, W : (D, N) float64
-        Data and observation weights (1 observed, 0 missing).
-    Z : (D, C) int8; V : (D, C) float64; X : (C, N) float64
-    tau : (D,) float64
-        Noise precisions.
+    state : custom_ops.ibp_fa.nsfa.FactorState
+        The data, the state (``lam`` is not read) and the residual's workspace ``E``
+        (overwritten).
     alpha : float
     beta : float
         Inverse temperature in [0, 1] of the likelihood.
-    E : (D, N) float64
-        Workspace for the residual (overwritten).
     counts : (5,) int64
         Added to: :data:`FEATURE_MOVE_STATS`.
 
@@ -134,6 +132,7 @@ def feature_birth_death_move(rng, Y, W, Z, V, X, tau, alpha, beta, E, counts):
     bool
         Whether the state changed.
     """
+    Y, W, Z, V, X, E = state.Y, state.W, state.Z, state.V, state.X, state.E
     D, N = Y.shape
     C = Z.shape[1]
     if D < 2:
@@ -178,7 +177,7 @@ def feature_birth_death_move(rng, Y, W, Z, V, X, tau, alpha, beta, E, counts):
                     k = s
                     break
                 r -= 1
-        collapsed = _collapsed(E, W, V, rows, n_rows, k, tau, beta, a, c)
+        collapsed = _collapsed(state, rows, n_rows, k, beta, a, c)
         log_prior = math.log(alpha) + _log_f(D, n_rows)
         log_ratio = feature_move_log_ratio(log_prior, collapsed, -math.log(n_wide + 1.0), -log_sets)
         if log_ratio >= 0.0 or rng.random() < math.exp(log_ratio):
@@ -214,7 +213,7 @@ def feature_birth_death_move(rng, Y, W, Z, V, X, tau, alpha, beta, E, counts):
         g = V[d, k]
         for n in range(N):
             E[d, n] += W[d, n] * g * X[k, n]
-    collapsed = _collapsed(E, W, V, rows, n_rows, k, tau, beta, a, c)
+    collapsed = _collapsed(state, rows, n_rows, k, beta, a, c)
     log_prior = math.log(alpha) + _log_f(D, n_rows)
     log_ratio = -feature_move_log_ratio(log_prior, collapsed, -math.log(float(n_wide)), -log_sets)
     if log_ratio >= 0.0 or rng.random() < math.exp(log_ratio):
@@ -228,13 +227,14 @@ def feature_birth_death_move(rng, Y, W, Z, V, X, tau, alpha, beta, E, counts):
 
 
 @njit_exact
-def feature_birth_death_moves(rng, Y, W, Z, V, X, tau, alpha, beta, n_moves, E, counts):
+def feature_birth_death_moves(rng, state, alpha, beta, n_moves, counts):
     """``n_moves`` rounds of one :func:`feature_birth_death_move` proposal and one
-    :func:`two_feature_row_update` (counted in ``counts[5:7]``); returns ``counts``."""
+    :func:`two_feature_row_update` (counted in ``counts[5:7]``) on ``state`` (a
+    :class:`custom_ops.ibp_fa.nsfa.FactorState`); returns ``counts``."""
     pair = counts[5:7]
     for _ in range(n_moves):
-        feature_birth_death_move(rng, Y, W, Z, V, X, tau, alpha, beta, E, counts)
-        two_feature_row_update(rng, Y, W, Z, V, X, tau, beta, E, pair)
+        feature_birth_death_move(rng, state, alpha, beta, counts)
+        two_feature_row_update(rng, state, beta, pair)
     return counts
 
 
@@ -248,9 +248,11 @@ def two_feature_log_marginal(a11, a12, a22, b1, b2):
 
 
 @njit_exact
-def _pair_terms(R, W, V, Z, k1, k2, d, on1, on2, tau, beta, n, out):
-    """``A`` (upper triangle) and ``b`` of column ``n`` for features ``k1, k2`` with row
-    ``d``'s entries set to ``on1, on2``, into ``out`` (5,)."""
+def _pair_terms(state, k1, k2, d, on1, on2, beta, n):
+    """``A`` (upper triangle) and ``b`` of column ``n`` of the residual ``state.E`` for
+    features ``k1, k2`` with row ``d``'s entries set to ``on1, on2``: ``(a11, a12, a22,
+    b1, b2)``."""
+    R, W, V, Z, tau = state.E, state.W, state.V, state.Z, state.tau
     D = R.shape[0]
     a11 = 1.0
     a12 = 0.0
@@ -270,15 +272,11 @@ def _pair_terms(R, W, V, Z, k1, k2, d, on1, on2, tau, beta, n, out):
         a22 += p * g2 * g2
         b1 += p * g1 * R[r, n]
         b2 += p * g2 * R[r, n]
-    out[0] = a11
-    out[1] = a12
-    out[2] = a22
-    out[3] = b1
-    out[4] = b2
+    return a11, a12, a22, b1, b2
 
 
 @njit_exact
-def two_feature_row_update(rng, Y, W, Z, V, X, tau, beta, E, counts):
+def two_feature_row_update(rng, state, beta, counts):
     """Gibbs update of one row's entries in two used features with both features' factor
     rows integrated out, then the factor rows drawn anew; ``Z``, ``X`` in place.
 
@@ -291,9 +289,11 @@ def two_feature_row_update(rng, Y, W, Z, V, X, tau, beta, E, counts):
     features used (a set fixed by the other rows); then ``(X[k1, n], X[k2, n]) ~ N(A^-1
     b, A^-1)``. This moves a row from one feature to another in one step, both factor
     rows refitting, where the sweep would pass through a row in both features or in
-    neither with the factors fixed. ``counts[0]`` and ``counts[1]`` count the updates and
-    those that changed ``Z``.
+    neither with the factors fixed. ``state`` is a
+    :class:`custom_ops.ibp_fa.nsfa.FactorState` (``lam`` not read, ``E`` overwritten);
+    ``counts[0]`` and ``counts[1]`` count the updates and those that changed ``Z``.
     """
+    Y, W, Z, V, X, E = state.Y, state.W, state.Z, state.V, state.X, state.E
     D, N = Y.shape
     C = Z.shape[1]
     m = np.zeros(C, dtype=np.int64)
@@ -334,7 +334,6 @@ def two_feature_row_update(rng, Y, W, Z, V, X, tau, beta, E, counts):
     rest1 = m[k1] - (Z[d, k1] != 0)
     rest2 = m[k2] - (Z[d, k2] != 0)
     logw = np.full(4, -np.inf)
-    terms = np.empty(5)
     for o in range(4):
         on1 = o >= 2
         on2 = (o % 2) == 1
@@ -344,8 +343,8 @@ def two_feature_row_update(rng, Y, W, Z, V, X, tau, beta, E, counts):
             continue
         lw = _log_f(D, m1) + _log_f(D, m2)
         for n in range(N):
-            _pair_terms(E, W, V, Z, k1, k2, d, on1, on2, tau, beta, n, terms)
-            lw += two_feature_log_marginal(terms[0], terms[1], terms[2], terms[3], terms[4])
+            a11, a12, a22, b1, b2 = _pair_terms(state, k1, k2, d, on1, on2, beta, n)
+            lw += two_feature_log_marginal(a11, a12, a22, b1, b2)
         logw[o] = lw
     top = -np.inf
     for o in range(4):
@@ -366,8 +365,7 @@ def two_feature_row_update(rng, Y, W, Z, V, X, tau, beta, E, counts):
     on2 = (chosen % 2) == 1
     changed = (on1 != (Z[d, k1] != 0)) or (on2 != (Z[d, k2] != 0))
     for n in range(N):
-        _pair_terms(E, W, V, Z, k1, k2, d, on1, on2, tau, beta, n, terms)
-        a11, a12, a22, b1, b2 = terms[0], terms[1], terms[2], terms[3], terms[4]
+        a11, a12, a22, b1, b2 = _pair_terms(state, k1, k2, d, on1, on2, beta, n)
         det = a11 * a22 - a12 * a12
         # covariance A^-1 and mean A^-1 b; its Cholesky factor for the draw
         s11 = a22 / det

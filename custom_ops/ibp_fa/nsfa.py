@@ -79,6 +79,7 @@ and the row's singletons removed before new ones are proposed (the invalid schem
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import numpy as np
 
@@ -88,6 +89,8 @@ __all__ = [
     "FIXED",
     "ISOTROPIC_OR_SHARED",
     "PER_ELEMENT",
+    "FactorState",
+    "SweepSettings",
     "collapsed_singleton_log_ratio",
     "log_birth_proposal",
     "nsfa_sweep",
@@ -100,6 +103,46 @@ __all__ = [
 
 #: Modes of the loading precision (``lam_mode``) and of the noise (``noise_mode``).
 FIXED, ISOTROPIC_OR_SHARED, PER_ELEMENT = 0, 1, 2
+
+
+class FactorState(NamedTuple):
+    """The factor-analysis state the kernels read and update in place.
+
+    ``Y, W`` (D, N) float64: data (any value where missing) and observation weights (1
+    observed, 0 missing); ``Z`` (D, C) int8, ``V`` (D, C) float64, ``X`` (C, N) float64;
+    ``lam`` (C,) float64 loading precisions (all equal when shared or fixed); ``tau``
+    (D,) float64 noise precisions (all equal when isotropic or fixed); ``E`` (D, N)
+    float64 the residual's workspace (overwritten).
+    """
+
+    Y: np.ndarray
+    W: np.ndarray
+    Z: np.ndarray
+    V: np.ndarray
+    X: np.ndarray
+    lam: np.ndarray
+    tau: np.ndarray
+    E: np.ndarray
+
+
+class SweepSettings(NamedTuple):
+    """The options of :func:`nsfa_sweep` that stay fixed over a run.
+
+    ``complete``: no missing entries (one Cholesky per sweep for X); ``hyper``
+    float64[6]: ``a_lambda, b_lambda, a_tau, b_tau, a_alpha, b_alpha`` (shape, rate);
+    ``lam_mode``, ``noise_mode``: :data:`FIXED`, :data:`ISOTROPIC_OR_SHARED` or
+    :data:`PER_ELEMENT`; ``alpha_random``: whether ``alpha`` is sampled;
+    ``birth_factor``, ``birth_one_prob``: Eq. 3.10's ``lambda`` and ``pi`` (1 and 0: the
+    prior proposal).
+    """
+
+    complete: bool
+    hyper: np.ndarray
+    lam_mode: int
+    noise_mode: int
+    alpha_random: bool
+    birth_factor: float
+    birth_one_prob: float
 
 
 @njit_exact
@@ -228,10 +271,12 @@ def shared_feature_log_odds(m_minus, D):
 
 
 @njit_exact
-def take_out_singletons(d, Z, V, X, W, E, m, S, Ehat):
-    """Row ``d``'s singletons (the features only it uses) into ``S``, and ``Ehat`` the
-    residual of row ``d`` without them (Eq. 3.7: their ``X`` rows are integrated out of
-    the move on their number). Returns ``(kappa, sum of their squared loadings)``."""
+def take_out_singletons(d, state, m, S, Ehat):
+    """Row ``d``'s singletons (the features only it uses, ``m`` the features' row
+    counts) into ``S``, and ``Ehat`` the residual ``state.E`` of row ``d`` without them
+    (Eq. 3.7: their ``X`` rows are integrated out of the move on their number). Returns
+    ``(kappa, sum of their squared loadings)``."""
+    Z, V, X, W, E = state.Z, state.V, state.X, state.W, state.E
     N = E.shape[1]
     kappa = 0
     g_sq = 0.0
@@ -250,38 +295,28 @@ def take_out_singletons(d, Z, V, X, W, E, m, S, Ehat):
 
 
 @njit_exact
-def nsfa_sweep(rng, Y, W, complete, Z, V, X, lam, tau, beta, alpha, hyper, lam_mode,
-               noise_mode, alpha_random, birth_factor, birth_one_prob, E):
+def nsfa_sweep(rng, state, beta, alpha, settings):
     """One NSFA sweep of the power posterior at ``beta`` (module docstring), updating
-    ``Z, V, X, lam, tau`` in place.
+    ``state.Z, V, X, lam, tau`` in place.
 
     Parameters
     ----------
     rng : numpy.random.Generator
-    Y, W : (D, N) float64
-        Data (any value where missing) and observation weights (1 observed, 0 missing).
-    complete : bool
-        No missing entries (one Cholesky per sweep for X).
-    Z : (D, C) int8; V : (D, C) float64; X : (C, N) float64
-    lam : (C,) float64 (all equal when shared or fixed); tau : (D,) float64 (all equal
-        when isotropic or fixed)
+    state : FactorState
+        The data, the state and the residual's workspace (overwritten).
     beta : float
         Inverse temperature in [0, 1] of the likelihood (module docstring, Tempering).
     alpha : float
-    hyper : float64[6]
-        ``a_lambda, b_lambda, a_tau, b_tau, a_alpha, b_alpha`` (shape, rate).
-    lam_mode, noise_mode : int
-        :data:`FIXED`, :data:`ISOTROPIC_OR_SHARED` or :data:`PER_ELEMENT`.
-    alpha_random : bool
-    birth_factor, birth_one_prob : float
-        Eq. 3.10's ``lambda`` and ``pi`` (1 and 0: the prior proposal).
-    E : (D, N) float64
-        Workspace for the residual (overwritten).
+    settings : SweepSettings
+        The hyperparameters, the modes of the precisions, whether ``alpha`` is random,
+        the singleton proposal (Eq. 3.10) and whether the data are complete.
 
     Returns
     -------
     (alpha, births_accepted, birth_proposals, capacity_rejections, net_change)
     """
+    Y, W, Z, V, X, lam, tau, E = state
+    (complete, hyper, lam_mode, noise_mode, alpha_random, birth_factor, birth_one_prob) = settings
     D, N = Y.shape
     C = Z.shape[1]
     residual_into(E, Y, W, Z, V, X)
@@ -345,7 +380,7 @@ def nsfa_sweep(rng, Y, W, complete, Z, V, X, lam, tau, beta, alpha, hyper, lam_m
                     Z[d, k] = 0
                     m[k] -= 1
         # 2. singletons: MH on kappa_d with their X rows integrated out (Eqs 3.7-3.15)
-        kappa, g_sq = take_out_singletons(d, Z, V, X, W, E, m, S, Ehat)
+        kappa, g_sq = take_out_singletons(d, state, m, S, Ehat)
         sum_sq = 0.0
         for n in range(N):
             sum_sq += Ehat[n] * Ehat[n]

@@ -29,7 +29,14 @@ import pytensor
 import pytensor.tensor as pt
 
 from custom_ops.ibp_fa.feature_moves import FEATURE_MOVE_STATS, feature_birth_death_moves
-from custom_ops.ibp_fa.nsfa import FIXED, ISOTROPIC_OR_SHARED, PER_ELEMENT, nsfa_sweep
+from custom_ops.ibp_fa.nsfa import (
+    FIXED,
+    ISOTROPIC_OR_SHARED,
+    PER_ELEMENT,
+    FactorState,
+    SweepSettings,
+    nsfa_sweep,
+)
 from inference.gibbs.base import ZooGibbsStep
 from inference.gibbs.registry import register_step
 from pp_models.validation import check_int
@@ -167,19 +174,23 @@ class NSFAGibbs(ZooGibbsStep):
         alpha = float(self._value(point, "alpha", 1)[0])
         births = proposals = overflow = 0
         moves = np.zeros(len(FEATURE_MOVE_STATS), dtype=np.int64)
+        state = FactorState(Y, self._W, Z, V, X, lam, tau, self._work)
+        settings = SweepSettings(
+            self._observed is None,
+            self.hyper,
+            self.lam_mode,
+            self.noise_mode,
+            "alpha" in n,
+            self.birth_factor,
+            self.birth_one_prob,
+        )
         for _ in range(self.sweeps):
-            alpha, a, p, o, _net = self.sweep_kernel(
-                self.rng, Y, self._W, self._observed is None, Z, V, X, lam, tau,
-                self.beta, alpha,
-                self.hyper, self.lam_mode, self.noise_mode, "alpha" in n,
-                self.birth_factor, self.birth_one_prob, self._work,
-            )
+            alpha, a, p, o, _net = self.sweep_kernel(self.rng, state, self.beta, alpha, settings)
             births += a
             proposals += p
             overflow += o
             if self.feature_moves:
-                self.feature_kernel(self.rng, Y, self._W, Z, V, X, tau, alpha, self.beta,
-                                    self.feature_moves, self._work, moves)
+                self.feature_kernel(self.rng, state, alpha, self.beta, self.feature_moves, moves)
         new = {n["Z"]: Z.astype(point[n["Z"]].dtype), n["V"]: V, n["X"]: X}
         for name, values in (("lambda", lam), ("noise_precision", tau),
                              ("alpha", np.array([alpha]))):

@@ -18,6 +18,7 @@ import pytest
 from scipy import stats
 
 from custom_ops.ibp_fa.feature_moves import two_feature_row_update
+from custom_ops.ibp_fa.nsfa import FactorState
 from tests.helpers.twin_kernels import twin_kernel
 from tests.inference.gibbs.ibp_fa.twins import factors_apart
 
@@ -25,6 +26,7 @@ D, N, C = 2, 4, 3
 Y = np.array([[1.3, -0.7, 2.1, 0.4], [0.9, -1.5, 1.2, -0.2]])
 V = np.array([[1.1, -0.8, 0.5], [0.7, 1.4, -0.3]])
 TAU = np.array([2.0, 1.5])
+LAM = np.ones(C)  # not read by the update
 Z0 = np.array([[1, 0, 0], [1, 1, 0]], dtype=np.int8)
 X0 = np.zeros((C, N))
 N_DRAWS = 6000
@@ -68,7 +70,7 @@ def counts_of(kernel, beta, seed):
     for _ in range(N_DRAWS):
         Z = Z0.copy()
         X = X0.copy()
-        kernel(rng, Y, W, Z, V, X, TAU, beta, E, tally)
+        kernel(rng, FactorState(Y, W, Z, V, X, LAM, TAU, E), beta, tally)
         key = tuple(Z[:, :2].ravel())
         counts[key] = counts.get(key, 0) + 1
     return counts

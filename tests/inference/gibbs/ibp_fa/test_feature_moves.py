@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 
 from custom_ops.ibp_fa.feature_moves import FEATURE_MOVE_STATS, feature_birth_death_moves
+from custom_ops.ibp_fa.nsfa import FactorState
 from inference.gibbs.ibp_fa import NSFAGibbs
 from pp_models import ibp_fa
 from tests.helpers.stationary import compare_with_exact
@@ -85,20 +86,17 @@ def test_moves_need_two_rows():
     rng = np.random.default_rng(0)
     Z = np.zeros((1, 4), np.int8)
     counts = np.zeros(len(FEATURE_MOVE_STATS), np.int64)
-    feature_birth_death_moves(
-        rng,
+    state = FactorState(
         np.ones((1, 3)),
         np.ones((1, 3)),
         Z,
         np.ones((1, 4)),
         np.zeros((4, 3)),
+        np.ones(4),
         np.ones(1),
-        1.0,
-        1.0,
-        5,
         np.empty((1, 3)),
-        counts,
     )
+    feature_birth_death_moves(rng, state, 1.0, 1.0, 5, counts)
     assert not Z.any() and not counts.any()
 
 

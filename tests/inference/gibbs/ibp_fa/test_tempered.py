@@ -14,7 +14,14 @@ oracle needs it; its update involves no likelihood term, so beta does not enter 
 import numpy as np
 import pytest
 
-from custom_ops.ibp_fa.nsfa import FIXED, PER_ELEMENT, collapsed_singleton_log_ratio, nsfa_sweep
+from custom_ops.ibp_fa.nsfa import (
+    FIXED,
+    PER_ELEMENT,
+    FactorState,
+    SweepSettings,
+    collapsed_singleton_log_ratio,
+    nsfa_sweep,
+)
 from inference.gibbs.ibp_fa import NSFAGibbs
 from pp_models import ibp_fa
 from tests.helpers.stationary import compare_with_exact
@@ -91,10 +98,11 @@ def kernel_chain(beta, seed, n=N_SWEEPS):
     alpha = 1.0
     hyper = np.array([1.0, 1.0, NOISE[0], NOISE[1], 2.0, 2.0])
     work = np.empty_like(Y)
+    state = FactorState(Y, W, Z, V, X, lam, tau, work)
+    settings = SweepSettings(False, hyper, FIXED, PER_ELEMENT, True, 2.0, 0.1)
     keep = {"Z": [], "V": [], "X": [], "tau": [], "alpha": []}
     for _ in range(n):
-        alpha = nsfa_sweep(rng, Y, W, False, Z, V, X, lam, tau, beta, alpha, hyper, FIXED,
-                           PER_ELEMENT, True, 2.0, 0.1, work)[0]
+        alpha = nsfa_sweep(rng, state, beta, alpha, settings)[0]
         for key, value in (("Z", Z), ("V", V), ("X", X), ("tau", tau), ("alpha", alpha)):
             keep[key].append(np.copy(value))
     return statistics(*(np.array(keep[k]) for k in ("Z", "V", "X", "tau", "alpha")))

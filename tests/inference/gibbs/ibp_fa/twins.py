@@ -25,11 +25,12 @@ def printed_log_odds(m_minus, D):
 
 
 @njit_exact
-def take_out_and_delete_singletons(d, Z, V, X, W, E, m, S, Ehat):
+def take_out_and_delete_singletons(d, state, m, S, Ehat):
     """``take_out_singletons`` that also Gibbs-samples the row's singletons to zero before
     new ones are proposed (Knowles §3.2: the kernel then depends on the current state of
     what it samples; under-counts)."""
-    kappa, _g_sq = take_out_singletons(d, Z, V, X, W, E, m, S, Ehat)
+    kappa, _g_sq = take_out_singletons(d, state, m, S, Ehat)
+    Z = state.Z
     for j in range(kappa):
         Z[d, S[j]] = 0
         m[S[j]] = 0
