@@ -55,6 +55,7 @@ from custom_ops.mixture_of_trees.discrete import (
     tree_tables,
 )
 from custom_ops.mixture_of_trees.gaussian import (
+    NIWPrior,
     gaussian_assignment_sweep,
     gaussian_component_stats,
     gaussian_tree_edge_log_weights,
@@ -292,6 +293,7 @@ class GaussianMixtureOfTreesGibbs(MixtureOfTreesGibbs):
         self.kappa0 = float(kappa0)
         self.delta = float(delta)
         self.S0 = np.ascontiguousarray(S0, dtype=np.float64)
+        self.niw_prior = NIWPrior(self.m0, self.kappa0, self.delta, self.S0)
 
     def read_data(self, point):
         return np.ascontiguousarray(self._data_fn(point), dtype=np.float64)
@@ -302,8 +304,8 @@ class GaussianMixtureOfTreesGibbs(MixtureOfTreesGibbs):
 
     def update_assignments(self, X, z, trees, log_w):
         stats = gaussian_component_stats(X, z, trees.shape[0])
-        return gaussian_assignment_sweep(self.rng, X, z, trees, stats, log_w, self.m0,
-                                         self.kappa0, self.delta, self.S0, float(self.beta))
+        return gaussian_assignment_sweep(self.rng, X, MixtureState(z, trees, log_w), stats,
+                                         self.niw_prior, float(self.beta))
 
     def tree_log_weights(self, rows):
         stats = gaussian_component_stats(rows, np.zeros(rows.shape[0], dtype=np.int64), 1)

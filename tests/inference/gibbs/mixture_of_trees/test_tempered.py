@@ -327,8 +327,8 @@ class GaussianSweepIgnoresBeta(GaussianMixtureOfTreesGibbs):
 
     def update_assignments(self, X, z, trees, log_w):
         stats_ = gaussian_component_stats(X, z, trees.shape[0])
-        return gaussian_assignment_sweep(self.rng, X, z, trees, stats_, log_w, self.m0,
-                                         self.kappa0, self.delta, self.S0, 1.0)
+        return gaussian_assignment_sweep(self.rng, X, MixtureState(z, trees, log_w), stats_,
+                                         self.niw_prior, 1.0)
 
 
 class GaussianTreesIgnoreBeta(GaussianMixtureOfTreesGibbs):
