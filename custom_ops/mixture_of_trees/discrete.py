@@ -23,6 +23,7 @@ marginals, each raised to ``b``).
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import numpy as np
 import pytensor.tensor as pt
@@ -43,7 +44,10 @@ from custom_ops.trees.spanning import (
 )
 
 __all__ = [
+    "ComponentStatistics",
+    "MixtureState",
     "TreeMixtureLogp",
+    "TreeMixturePrior",
     "as_integer_tensor",
     "assignment_sweep",
     "block_log_weights",
@@ -59,6 +63,48 @@ __all__ = [
     "tree_tables",
 ]
 
+
+class TreeMixturePrior(NamedTuple):
+    """The priors the kernels read: categories per variable ``n_categories`` (int64, V),
+    the BDeu equivalent sample size ``ess`` of the integrated-out CPTs and the log
+    structure prior ``log_beta`` (V, V; zero diagonal) of every component's tree."""
+
+    n_categories: np.ndarray
+    ess: float
+    log_beta: np.ndarray
+
+
+class MixtureState(NamedTuple):
+    """The chain's state as the moves read it: assignments ``z`` (int64, n; the moves
+    write it in place), trees ``parents`` (int64, K x V) and ``log_weights`` (K)."""
+
+    z: np.ndarray
+    parents: np.ndarray
+    log_weights: np.ndarray
+
+
+class ComponentStatistics(NamedTuple):
+    """Every component's pairwise count matrices ``joints[k]``, ``marginals[k]`` (the
+    layout of :func:`_count_statistics`, whose ``offsets`` they share) and ``evidence[k]``
+    its tree-integrated log marginal less ``log Z(beta)``."""
+
+    joints: np.ndarray
+    marginals: np.ndarray
+    evidence: np.ndarray
+    offsets: np.ndarray
+
+
+class _Scan(NamedTuple):
+    """A restricted scan over the rows ``order`` between components ``a`` and ``b``
+    (trees ``trees[0]``, ``trees[1]``), from the labels ``start``, its outcome in
+    ``labels``."""
+
+    order: np.ndarray
+    start: np.ndarray
+    labels: np.ndarray
+    trees: np.ndarray
+    a: int
+    b: int
 
 
 @njit_exact
@@ -125,13 +171,14 @@ def row_log_predictive(tables, codes_i, parents_k, k, n_categories, ess):
 
 
 @njit_exact
-def assignment_sweep(rng, codes, z, parents, tables, log_weights, n_categories, ess,
-                     counts, inv_temp):
-    """One collapsed Gibbs sweep over the assignments, in place on ``z``, ``tables`` and
-    ``counts`` (rows per component): ``p(z_i = k | ...) ∝ w_k [prod_v (N_k,v,x_pa,x_v +
+def assignment_sweep(rng, codes, state, tables, counts, prior, inv_temp):
+    """One collapsed Gibbs sweep over the assignments, in place on ``state.z``, ``tables``
+    and ``counts`` (rows per component): ``p(z_i = k | ...) ∝ w_k [prod_v (N_k,v,x_pa,x_v +
     a_v) / (N_k,v,x_pa + K_v a_v)]^inv_temp`` (the tree's posterior predictive with
     ``x_i`` removed, raised to the inverse temperature: module docstring). Returns the
     number of changed assignments."""
+    z, parents, log_weights = state
+    n_categories, ess = prior.n_categories, prior.ess
     n = codes.shape[0]
     n_components = parents.shape[0]
     logp = np.empty(n_components)
@@ -273,14 +320,15 @@ def tree_marginal_log_evidence(codes, rows, n_categories, ess, log_beta, inv_tem
 
 
 @njit_exact
-def _restricted_scan(rng, codes, order, start, labels, trees2, a, b, log_weights,
-                     n_categories, ess, draw, inv_temp):
+def _restricted_scan(rng, codes, scan, log_weights, prior, draw, inv_temp):
     """One Gibbs scan of the rows ``order`` restricted to components ``a`` and ``b``
     (Jain & Neal 2004), from the allocation ``start``: row t, removed from its side,
     goes to c with probability ∝ w_c p(x_t | the other rows now on c, tree
     ``trees2[0 or 1]``)^inv_temp. With ``draw`` the new labels are sampled into
     ``labels``; otherwise ``labels`` is read as the scan's outcome. Returns its log
     probability."""
+    order, start, labels, trees2, a, b = scan
+    n_categories, ess = prior.n_categories, prior.ess
     V = codes.shape[1]
     k_max = max_categories(n_categories)
     tables = np.zeros((2, V, k_max, k_max))
@@ -307,8 +355,7 @@ def _restricted_scan(rng, codes, order, start, labels, trees2, a, b, log_weights
 
 
 @njit_exact
-def propose_reallocation(rng, codes, z, parents, a, b, log_weights, n_categories, ess,
-                         log_beta, n_launch, inv_temp):
+def propose_reallocation(rng, codes, state, a, b, prior, n_launch, inv_temp):
     """A Metropolis-Hastings proposal that reallocates every row of components ``a`` and
     ``b`` at once: a split-merge move with a restricted-Gibbs launch (Jain & Neal 2004)
     for a finite mixture with instantiated weights.
@@ -332,8 +379,10 @@ def propose_reallocation(rng, codes, z, parents, a, b, log_weights, n_categories
     Returns ``(new_labels, order, tree_a, tree_b, log_target_new, log_target_old,
     log_q_forward, log_q_reverse)``: ``new_labels[t]`` is the proposed label of row
     ``order[t]``; accepting means writing them into ``z`` and the trees into
-    ``parents[a]``, ``parents[b]``.
+    ``parents[a]``, ``parents[b]`` (of ``state``).
     """
+    z, parents, log_weights = state
+    n_categories, ess, log_beta = prior
     n = codes.shape[0]
     m = 0
     for i in range(n):
@@ -353,15 +402,16 @@ def propose_reallocation(rng, codes, z, parents, a, b, log_weights, n_categories
     independent = np.full((2, V), -1, dtype=np.int64)
     scanned = np.empty(m, dtype=np.int64)
     for _ in range(n_launch):
-        _restricted_scan(rng, codes, order, launch, scanned, independent, a, b,
-                         log_weights, n_categories, ess, True, inv_temp)
+        _restricted_scan(rng, codes, _Scan(order, launch, scanned, independent, a, b),
+                         log_weights, prior, True, inv_temp)
         launch[:] = scanned
     current_trees = np.empty((2, V), dtype=np.int64)
     current_trees[0] = parents[a]
     current_trees[1] = parents[b]
     new_labels = np.empty(m, dtype=np.int64)
-    log_q_forward = _restricted_scan(rng, codes, order, launch, new_labels, current_trees,
-                                     a, b, log_weights, n_categories, ess, True, inv_temp)
+    log_q_forward = _restricted_scan(
+        rng, codes, _Scan(order, launch, new_labels, current_trees, a, b), log_weights,
+        prior, True, inv_temp)
     proposed = parents.copy()
     log_target_new = 0.0
     log_target_old = 0.0
@@ -392,8 +442,8 @@ def propose_reallocation(rng, codes, z, parents, a, b, log_weights, n_categories
     new_trees = np.empty((2, V), dtype=np.int64)
     new_trees[0] = proposed[a]
     new_trees[1] = proposed[b]
-    log_q_reverse = _restricted_scan(rng, codes, order, launch, current, new_trees, a, b,
-                                     log_weights, n_categories, ess, False, inv_temp)
+    log_q_reverse = _restricted_scan(rng, codes, _Scan(order, launch, current, new_trees, a, b),
+                                     log_weights, prior, False, inv_temp)
     return (new_labels, order, proposed[a].copy(), proposed[b].copy(), log_target_new,
             log_target_old, log_q_forward, log_q_reverse)
 
@@ -458,8 +508,7 @@ def _statistics_log_evidence(joint, marginal, offsets, n_categories, ess, log_be
 
 
 @njit_exact
-def block_log_weights(codes, block, a, joints, marginals, evidence, offsets, log_weights,
-                      n_categories, ess, log_beta, inv_temp):
+def block_log_weights(codes, block, a, stats, log_weights, prior, inv_temp):
     """Log weights of putting every row of ``block`` (now all in component ``a``) into
     component ``k``, for each ``k``, the rest of ``z`` fixed, with every tree and CPT
     integrated out:
@@ -469,10 +518,12 @@ def block_log_weights(codes, block, a, joints, marginals, evidence, offsets, log
     ``m(D) = sum_T P(T) p(D | T)^inv_temp`` (:func:`tree_marginal_log_evidence`,
     Meilă & Jaakkola 2006 Eq. 11) and ``D_k^{-S}`` the rows of ``k`` outside the block;
     the terms of the other components are the same for every ``k`` and cancel.
-    ``joints[k], marginals[k]`` are the count matrices of component ``k`` and
-    ``evidence[k]`` its ``log m`` (less ``log Z(beta)``), so only ``D_a^{-S}`` and each
-    ``D_k + S`` are scored. Returns the weights, ``log m(D_a^{-S})`` and ``log m(D_k +
-    S)`` per ``k`` (``evidence[a]`` at ``a``)."""
+    ``stats`` (:class:`ComponentStatistics`) holds every component's count matrices and
+    its ``log m`` (less ``log Z(beta)``), so only ``D_a^{-S}`` and each ``D_k + S`` are
+    scored. Returns the weights, ``log m(D_a^{-S})`` and ``log m(D_k + S)`` per ``k``
+    (``evidence[a]`` at ``a``)."""
+    joints, marginals, evidence, offsets = stats
+    n_categories, ess, log_beta = prior
     n_components = log_weights.shape[0]
     size = block.shape[0]
     out = np.empty(n_components)
@@ -497,9 +548,9 @@ def block_log_weights(codes, block, a, joints, marginals, evidence, offsets, log
 
 
 @njit_exact
-def block_reassignments(rng, codes, z, neighbours, n_moves, log_weights, n_categories,
-                        ess, log_beta, inv_temp):
-    """``n_moves`` block moves on ``z``, in place; returns how many moved their block.
+def block_reassignments(rng, codes, state, neighbours, n_moves, prior, inv_temp):
+    """``n_moves`` block moves on ``state.z``, in place; returns how many moved their
+    block (``state.parents`` is not read: the moves integrate the trees out).
 
     A move draws a row ``i`` and a block size ``s`` in ``2..neighbours.shape[1]``
     uniformly; the block ``S`` is ``i`` and its ``s - 1`` nearest rows
@@ -512,6 +563,8 @@ def block_reassignments(rng, codes, z, neighbours, n_moves, log_weights, n_categ
     A group of similar rows moves between components together, which one-row updates
     reach only through states where the group is split, each far less probable.
     """
+    z, log_weights = state.z, state.log_weights
+    n_categories, ess, log_beta = prior
     n = codes.shape[0]
     n_components = log_weights.shape[0]
     widest = neighbours.shape[1]
@@ -542,8 +595,8 @@ def block_reassignments(rng, codes, z, neighbours, n_moves, log_weights, n_categ
         if not same:
             continue
         lw, without_a, joined = block_log_weights(
-            codes, block, a, joints, marginals, evidence, offsets, log_weights,
-            n_categories, ess, log_beta, inv_temp)
+            codes, block, a, ComponentStatistics(joints, marginals, evidence, offsets),
+            log_weights, prior, inv_temp)
         k = sample_log_weights(lw, n_components, rng)
         if k != a:
             for t in range(size):

@@ -28,6 +28,7 @@ SPD. Statistics of a component are the NIW layout ``[n, sum x (V), sum x x^T (V*
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import numpy as np
 import pytensor.tensor as pt
@@ -50,6 +51,7 @@ from custom_ops.trees.spanning import breadth_first_order
 
 __all__ = [
     "GaussianTreeMixtureLogp",
+    "NIWPrior",
     "gaussian_assignment_sweep",
     "gaussian_component_stats",
     "gaussian_tree_draw_row",
@@ -60,6 +62,15 @@ __all__ = [
     "sample_gaussian_tree_mixture_data",
 ]
 
+
+class NIWPrior(NamedTuple):
+    """The hyperparameters ``(m0, kappa0, delta, S0)`` of the module docstring, as one
+    argument of the kernels that sample."""
+
+    m0: np.ndarray
+    kappa0: float
+    delta: float
+    S0: np.ndarray
 
 
 @njit_exact
@@ -172,12 +183,15 @@ def gaussian_tree_row_log_predictive(x, stats, parents, m0, kappa0, delta, S0):
 
 
 @njit_exact
-def gaussian_assignment_sweep(rng, X, z, parents, stats, log_weights, m0, kappa0, delta,
-                              S0, inv_temp):
-    """One collapsed Gibbs sweep of the assignments, in place on ``z`` and ``stats``:
+def gaussian_assignment_sweep(rng, X, state, stats, prior, inv_temp):
+    """One collapsed Gibbs sweep of the assignments, in place on ``state.z`` and
+    ``stats`` (:class:`~custom_ops.mixture_of_trees.discrete.MixtureState`,
+    :class:`NIWPrior`):
     ``p(z_i = k | ...) ∝ w_k p(x_i | rows of k but i, T_k)^inv_temp`` (the inverse
     temperature of a power posterior, 1 for the posterior). Returns the number of
     changed assignments."""
+    z, parents, log_weights = state
+    m0, kappa0, delta, S0 = prior
     n = X.shape[0]
     K = parents.shape[0]
     logp = np.empty(K)
@@ -217,11 +231,12 @@ def _student_t(rng, loc, scale2, dof):
 
 
 @njit_exact
-def gaussian_tree_draw_row(rng, parents_k, order, stats, m0, kappa0, delta, S0, row):
+def gaussian_tree_draw_row(rng, parents_k, order, stats, prior, row):
     """One row from the posterior predictive ``p(x | D, T)`` of the rows with NIW
     statistics ``stats`` under tree ``parents_k`` (``order``: parents before children):
     the root from its Student-t, then every child from the conditional of its edge's
-    bivariate Student-t given its parent. Writes ``row``."""
+    bivariate Student-t given its parent (:class:`NIWPrior` ``prior``). Writes ``row``."""
+    m0, kappa0, delta, S0 = prior
     V = parents_k.shape[0]
     for v in order:
         p = parents_k[v]
@@ -252,12 +267,12 @@ def sample_gaussian_tree_mixture_data(rng, z, parents, m0, kappa0, delta, S0, ou
     before (a Pólya-urn draw of the marginal), each row by :func:`gaussian_tree_draw_row`
     (parents before children: :func:`breadth_first_order`)."""
     K, V = parents.shape
+    prior = NIWPrior(m0, kappa0, delta, S0)
     for k in range(K):
         order = breadth_first_order(parents[k])
         stats = np.zeros(1 + V + V * V)
         for i in np.nonzero(z == k)[0]:
-            gaussian_tree_draw_row(rng, parents[k], order, stats, m0, kappa0, delta, S0,
-                                   out[i])
+            gaussian_tree_draw_row(rng, parents[k], order, stats, prior, out[i])
             gaussian_add(stats, out[i])
     return out
 

@@ -75,9 +75,11 @@ def replicate_rows(rng, codes, z, parents, n_categories, ess, out):
 
 
 @njit_exact
-def gaussian_loo_log_predictive(X, z, parents, log_w, m0, kappa0, delta, S0, out):
+def gaussian_loo_log_predictive(X, z, parents, log_w, prior, out):
     """``out[i] = log sum_k w_k p(x_i | rows of k but i, T_k)`` (Gaussian rows,
-    parameters integrated out)."""
+    parameters integrated out; ``prior`` a
+    :class:`~custom_ops.mixture_of_trees.gaussian.NIWPrior`)."""
+    m0, kappa0, delta, S0 = prior
     K = parents.shape[0]
     stats = gaussian_component_stats(X, z, K)
     terms = np.empty(K)
@@ -93,18 +95,17 @@ def gaussian_loo_log_predictive(X, z, parents, log_w, m0, kappa0, delta, S0, out
 
 
 @njit_exact
-def gaussian_replicate_rows(rng, X, z, parents, m0, kappa0, delta, S0, out):
+def gaussian_replicate_rows(rng, X, z, parents, prior, out):
     """One replicate of every row of each component, drawn jointly from the posterior
     predictive of the component's observed rows (a Pólya urn started at their
     statistics: each replicate row from the predictive of the observed rows and the
     replicates drawn before it, which draws the rows of one parameter value drawn from
-    its posterior)."""
+    its posterior; ``prior`` a :class:`~custom_ops.mixture_of_trees.gaussian.NIWPrior`)."""
     K = parents.shape[0]
     stats = gaussian_component_stats(X, z, K)
     for k in range(K):
         order = breadth_first_order(parents[k])
         for i in np.nonzero(z == k)[0]:
-            gaussian_tree_draw_row(rng, parents[k], order, stats[k], m0, kappa0, delta, S0,
-                                   out[i])
+            gaussian_tree_draw_row(rng, parents[k], order, stats[k], prior, out[i])
             gaussian_add(stats[k], out[i])
     return out

@@ -45,6 +45,8 @@ import numpy as np
 import pytensor
 
 from custom_ops.mixture_of_trees.discrete import (
+    MixtureState,
+    TreeMixturePrior,
     assignment_sweep,
     block_reassignments,
     propose_reallocation,
@@ -53,6 +55,7 @@ from custom_ops.mixture_of_trees.discrete import (
     tree_tables,
 )
 from custom_ops.mixture_of_trees.gaussian import (
+    NIWPrior,
     gaussian_assignment_sweep,
     gaussian_component_stats,
     gaussian_tree_edge_log_weights,
@@ -124,6 +127,7 @@ class MixtureOfTreesGibbs(ZooGibbsStep):
         self.alpha = float(alpha)
         self.log_edge_prior = np.log(np.asarray(edge_prior, dtype=np.float64))
         np.fill_diagonal(self.log_edge_prior, 0.0)
+        self.prior = TreeMixturePrior(self.n_categories, self.ess, self.log_edge_prior)
         self.split_merge = bool(split_merge)
         self.split_merge_launch_scans = 3
         self.block_moves = check_int(block_moves, "block_moves", minimum=0)
@@ -165,8 +169,8 @@ class MixtureOfTreesGibbs(ZooGibbsStep):
     def update_assignments(self, codes, z, trees, log_w):
         tables = tree_tables(codes, z, trees, self.n_categories)
         counts = np.bincount(z, minlength=trees.shape[0]).astype(np.int64)
-        return assignment_sweep(self.rng, codes, z, trees, tables, log_w, self.n_categories,
-                                self.ess, counts, float(self.beta))
+        return assignment_sweep(self.rng, codes, MixtureState(z, trees, log_w), tables, counts,
+                                self.prior, float(self.beta))
 
     def tree_log_weights(self, rows):
         """Log edge weights of the tree's conditional given its rows: ``log beta_uv +
@@ -191,8 +195,8 @@ class MixtureOfTreesGibbs(ZooGibbsStep):
         for index in self.rng.permutation(len(pairs)):
             a, b = pairs[index]
             labels, order, tree_a, tree_b, *terms = propose_reallocation(
-                self.rng, codes, z, trees, a, b, log_w, self.n_categories, self.ess,
-                self.log_edge_prior, self.split_merge_launch_scans, float(self.beta))
+                self.rng, codes, MixtureState(z, trees, log_w), a, b, self.prior,
+                self.split_merge_launch_scans, float(self.beta))
             if np.log(self.rng.random()) < self.reallocation_log_ratio(*terms):
                 z[order] = labels
                 trees[a] = tree_a
@@ -213,9 +217,9 @@ class MixtureOfTreesGibbs(ZooGibbsStep):
         its conditional (the moves integrate the trees out). When no block moved, ``z``
         is unchanged and the trees are kept: whether a block moves does not depend on the
         trees, so given ``z`` they are still a draw of ``P(T | z, X)``."""
-        moved = block_reassignments(self.rng, codes, z, self.neighbours(codes),
-                                    self.block_moves, log_w, self.n_categories, self.ess,
-                                    self.log_edge_prior, float(self.beta))
+        moved = block_reassignments(self.rng, codes, MixtureState(z, trees, log_w),
+                                    self.neighbours(codes), self.block_moves, self.prior,
+                                    float(self.beta))
         if moved:
             self.update_trees(codes, z, trees)
         return moved
@@ -289,6 +293,7 @@ class GaussianMixtureOfTreesGibbs(MixtureOfTreesGibbs):
         self.kappa0 = float(kappa0)
         self.delta = float(delta)
         self.S0 = np.ascontiguousarray(S0, dtype=np.float64)
+        self.niw_prior = NIWPrior(self.m0, self.kappa0, self.delta, self.S0)
 
     def read_data(self, point):
         return np.ascontiguousarray(self._data_fn(point), dtype=np.float64)
@@ -299,8 +304,8 @@ class GaussianMixtureOfTreesGibbs(MixtureOfTreesGibbs):
 
     def update_assignments(self, X, z, trees, log_w):
         stats = gaussian_component_stats(X, z, trees.shape[0])
-        return gaussian_assignment_sweep(self.rng, X, z, trees, stats, log_w, self.m0,
-                                         self.kappa0, self.delta, self.S0, float(self.beta))
+        return gaussian_assignment_sweep(self.rng, X, MixtureState(z, trees, log_w), stats,
+                                         self.niw_prior, float(self.beta))
 
     def tree_log_weights(self, rows):
         stats = gaussian_component_stats(rows, np.zeros(rows.shape[0], dtype=np.int64), 1)

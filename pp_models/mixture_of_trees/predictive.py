@@ -16,6 +16,7 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
+from custom_ops.mixture_of_trees.gaussian import NIWPrior
 from custom_ops.mixture_of_trees.predictive import (
     gaussian_loo_log_predictive,
     gaussian_replicate_rows,
@@ -45,6 +46,12 @@ def _inputs(posterior, model):
             flat("trees", np.int64), flat("z", np.int64))
 
 
+def _niw_prior(opts):
+    """The Gaussian step's hyperparameters as the kernels take them."""
+    return NIWPrior(np.asarray(opts["m0"], dtype=np.float64), float(opts["kappa0"]),
+                    float(opts["delta"]), np.asarray(opts["S0"], dtype=np.float64))
+
+
 def pointwise_log_likelihood(posterior: xr.Dataset, model) -> xr.Dataset:
     """``{"X": (chain, draw, obs)}``: each row's conditional predictive."""
     gaussian, opts, data, w, trees, z = _inputs(posterior, model)
@@ -55,8 +62,7 @@ def pointwise_log_likelihood(posterior: xr.Dataset, model) -> xr.Dataset:
         if gaussian:
             gaussian_loo_log_predictive(
                 np.ascontiguousarray(data, dtype=np.float64), z[s], trees[s], log_w[s],
-                np.asarray(opts["m0"], dtype=np.float64), float(opts["kappa0"]),
-                float(opts["delta"]), np.asarray(opts["S0"], dtype=np.float64), out[s])
+                _niw_prior(opts), out[s])
         else:
             loo_log_predictive(np.ascontiguousarray(data, dtype=np.int64), z[s], trees[s],
                                log_w[s], np.asarray(opts["n_categories"], dtype=np.int64),
@@ -72,10 +78,8 @@ def posterior_predictive(posterior: xr.Dataset, model, rng) -> xr.Dataset:
     out = np.empty((z.shape[0], *data.shape), dtype=np.float64 if gaussian else np.int64)
     for s in range(z.shape[0]):
         if gaussian:
-            gaussian_replicate_rows(
-                rng, np.ascontiguousarray(data, dtype=np.float64), z[s], trees[s],
-                np.asarray(opts["m0"], dtype=np.float64), float(opts["kappa0"]),
-                float(opts["delta"]), np.asarray(opts["S0"], dtype=np.float64), out[s])
+            gaussian_replicate_rows(rng, np.ascontiguousarray(data, dtype=np.float64), z[s],
+                                    trees[s], _niw_prior(opts), out[s])
         else:
             replicate_rows(rng, np.ascontiguousarray(data, dtype=np.int64), z[s], trees[s],
                            np.asarray(opts["n_categories"], dtype=np.int64),

@@ -10,7 +10,9 @@ import pytest
 from scipy import stats
 
 from custom_ops.mixture_of_trees.discrete import (
+    MixtureState,
     TreeMixtureLogp,
+    TreeMixturePrior,
     assignment_sweep,
     sample_tree_mixture_data,
     tree_mixture_logp,
@@ -65,8 +67,10 @@ def test_assignment_sweep_leaves_the_exact_conditional_invariant():
     powers = 2 ** np.arange(5, -1, -1)  # z as a binary number: index into p
     tables = tree_tables(X, z, TREES, K_CATS)
     n_k = np.bincount(z, minlength=2).astype(np.int64)
+    state = MixtureState(z, TREES, log_w)
+    prior = TreeMixturePrior(K_CATS, 1.0, np.zeros((3, 3)))  # log_beta not read here
     for it in range(20000):
-        assignment_sweep(rng, X, z, TREES, tables, log_w, K_CATS, 1.0, n_k, 1.0)
+        assignment_sweep(rng, X, state, tables, n_k, prior, 1.0)
         if it % 1000 == 0:  # the in-place counts stay those of z
             np.testing.assert_array_equal(tables, tree_tables(X, z, TREES, K_CATS))
             np.testing.assert_array_equal(n_k, np.bincount(z, minlength=2))

@@ -9,7 +9,7 @@ import xarray as xr
 from scipy.special import logsumexp
 
 from custom_ops.mixture_of_trees.discrete import row_log_predictive, tree_mixture_logp
-from custom_ops.mixture_of_trees.gaussian import gaussian_tree_mixture_logp
+from custom_ops.mixture_of_trees.gaussian import NIWPrior, gaussian_tree_mixture_logp
 from custom_ops.mixture_of_trees.predictive import gaussian_replicate_rows, replicate_rows
 from pp_models import mixture_of_trees
 from pp_models.mixture_of_trees import predictive
@@ -99,8 +99,7 @@ def test_replicated_gaussian_rows_center_on_the_posterior_mean():
     out = np.empty_like(data)
     first = []
     for _ in range(3000):
-        gaussian_replicate_rows(rng, data, z, TREES[:1], GAUSS["m0"], GAUSS["kappa0"],
-                                GAUSS["delta"], GAUSS["S0"], out)
+        gaussian_replicate_rows(rng, data, z, TREES[:1], NIWPrior(**GAUSS), out)
         first.append(out[0].copy())
     first = np.array(first)
     mn = data.sum(0) / (GAUSS["kappa0"] + 20)

@@ -36,6 +36,7 @@ from scipy.special import gammaln
 
 from custom_ops.jit import njit_exact
 from custom_ops.mixture_of_trees.discrete import (
+    MixtureState,
     assignment_sweep,
     block_log_weights,
     block_reassignments,
@@ -207,8 +208,8 @@ class SweepIgnoresBeta(MixtureOfTreesGibbs):
     def update_assignments(self, codes, z, trees, log_w):
         tables = tree_tables(codes, z, trees, self.n_categories)
         counts = np.bincount(z, minlength=trees.shape[0]).astype(np.int64)
-        return assignment_sweep(self.rng, codes, z, trees, tables, log_w, self.n_categories,
-                                self.ess, counts, 1.0)
+        return assignment_sweep(self.rng, codes, MixtureState(z, trees, log_w), tables, counts,
+                                self.prior, 1.0)
 
 
 class TreesIgnoreBeta(MixtureOfTreesGibbs):
@@ -238,8 +239,8 @@ class SplitMergeOnlyIgnoresBeta(SplitMergeOnly):
         pairs = [(i, j) for i in range(n_components) for j in range(i + 1, n_components)]
         for a, b in pairs:
             labels, order, tree_a, tree_b, *terms = propose_reallocation(
-                self.rng, codes, z, trees, a, b, log_w, self.n_categories, self.ess,
-                self.log_edge_prior, self.split_merge_launch_scans, 1.0)
+                self.rng, codes, MixtureState(z, trees, log_w), a, b, self.prior,
+                self.split_merge_launch_scans, 1.0)
             if np.log(self.rng.random()) < self.reallocation_log_ratio(*terms):
                 z[order] = labels
                 trees[a] = tree_a
@@ -262,21 +263,18 @@ class BlocksOnlyIgnoreBeta(BlocksOnly):
     """Planted bug: the block move's conditional at beta = 1."""
 
     def update_blocks(self, codes, z, trees, log_w):
-        moved = block_reassignments(self.rng, codes, z, self.neighbours(codes),
-                                    self.block_moves, log_w, self.n_categories, self.ess,
-                                    self.log_edge_prior, 1.0)
+        moved = block_reassignments(self.rng, codes, MixtureState(z, trees, log_w),
+                                    self.neighbours(codes), self.block_moves, self.prior, 1.0)
         if moved:
             self.update_trees(codes, z, trees)
         return moved
 
 
 @njit_exact
-def _block_log_weights_without_w(codes, block, a, joints, marginals, evidence, offsets,
-                                 log_weights, n_categories, ess, log_beta, inv_temp):
+def _block_log_weights_without_w(codes, block, a, stats, log_weights, prior, inv_temp):
     """The block's conditional with the term |S| log w_k left out (planted bug)."""
-    out, without_a, joined = block_log_weights(codes, block, a, joints, marginals, evidence,
-                                               offsets, log_weights, n_categories, ess,
-                                               log_beta, inv_temp)
+    out, without_a, joined = block_log_weights(codes, block, a, stats, log_weights, prior,
+                                               inv_temp)
     for k in range(out.shape[0]):
         out[k] -= block.shape[0] * log_weights[k]
     return out, without_a, joined
@@ -292,8 +290,8 @@ class BlocksOnlyWithoutWeights(BlocksOnly):
             BlocksOnlyWithoutWeights.kernel = twin_kernel(
                 block_reassignments, block_log_weights=_block_log_weights_without_w)
         moved = BlocksOnlyWithoutWeights.kernel(
-            self.rng, codes, z, self.neighbours(codes), self.block_moves, log_w,
-            self.n_categories, self.ess, self.log_edge_prior, float(self.beta))
+            self.rng, codes, MixtureState(z, trees, log_w), self.neighbours(codes),
+            self.block_moves, self.prior, float(self.beta))
         if moved:
             self.update_trees(codes, z, trees)
         return moved
@@ -329,8 +327,8 @@ class GaussianSweepIgnoresBeta(GaussianMixtureOfTreesGibbs):
 
     def update_assignments(self, X, z, trees, log_w):
         stats_ = gaussian_component_stats(X, z, trees.shape[0])
-        return gaussian_assignment_sweep(self.rng, X, z, trees, stats_, log_w, self.m0,
-                                         self.kappa0, self.delta, self.S0, 1.0)
+        return gaussian_assignment_sweep(self.rng, X, MixtureState(z, trees, log_w), stats_,
+                                         self.niw_prior, 1.0)
 
 
 class GaussianTreesIgnoreBeta(GaussianMixtureOfTreesGibbs):
