@@ -16,7 +16,27 @@ import numpy as np
 
 from custom_ops.jit import njit_exact
 
-__all__ = ["cholesky_lower", "spd_inverse"]
+__all__ = ["cholesky_lower", "cholesky_lower_into", "spd_inverse"]
+
+
+@njit_exact
+def cholesky_lower_into(S, k, L):
+    """The lower Cholesky factor of ``S[:k, :k]`` into ``L[:k, :k]`` (its strict upper
+    triangle left as it was); False, ``L`` partly written, when ``S[:k, :k]`` is not
+    positive definite. For kernels that reuse one buffer per step."""
+    for j in range(k):
+        d = S[j, j]
+        for m in range(j):
+            d -= L[j, m] * L[j, m]
+        if not d > 0.0:
+            return False
+        L[j, j] = np.sqrt(d)
+        for i in range(j + 1, k):
+            s = S[i, j]
+            for m in range(j):
+                s -= L[i, m] * L[j, m]
+            L[i, j] = s / L[j, j]
+    return True
 
 
 @njit_exact
@@ -24,19 +44,8 @@ def cholesky_lower(A):
     """Lower Cholesky factor of a symmetric positive-definite ``A`` (NaN if it is not)."""
     p = A.shape[0]
     L = np.zeros((p, p))
-    for j in range(p):
-        d = A[j, j]
-        for k in range(j):
-            d -= L[j, k] * L[j, k]
-        if not d > 0.0:
-            L[:, :] = np.nan
-            return L
-        L[j, j] = np.sqrt(d)
-        for i in range(j + 1, p):
-            s = A[i, j]
-            for k in range(j):
-                s -= L[i, k] * L[j, k]
-            L[i, j] = s / L[j, j]
+    if not cholesky_lower_into(A, p, L):
+        L[:, :] = np.nan
     return L
 
 

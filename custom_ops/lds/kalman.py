@@ -49,7 +49,7 @@ from typing import NamedTuple
 import numpy as np
 
 from custom_ops.jit import njit_exact
-from custom_ops.spd_kernels import spd_inverse
+from custom_ops.spd_kernels import cholesky_lower_into, spd_inverse
 
 __all__ = [
     "kalman_filter_kernel",
@@ -110,25 +110,6 @@ def _symmetrise(M):
         for j in range(n):
             out[i, j] = 0.5 * (M[i, j] + M[j, i])
     return out
-
-
-@njit_exact
-def _cholesky_into(S, k, L):
-    """The lower Cholesky factor of ``S[:k, :k]`` into ``L[:k, :k]``; False (``L``
-    partly written) when ``S[:k, :k]`` is not positive definite."""
-    for j in range(k):
-        d = S[j, j]
-        for m in range(j):
-            d -= L[j, m] * L[j, m]
-        if not d > 0.0:
-            return False
-        L[j, j] = math.sqrt(d)
-        for i in range(j + 1, k):
-            s = S[i, j]
-            for m in range(j):
-                s -= L[i, m] * L[j, m]
-            L[i, j] = s / L[j, j]
-    return True
 
 
 @njit_exact
@@ -245,7 +226,7 @@ def _filter_into(y, model, log_lik, moments, store):
                         sab = 0.5 * (s1 + s2 + R[obs[a], obs[b]] + R[obs[b], obs[a]])
                         S[a, b] = sab
                         S[b, a] = sab
-                if not _cholesky_into(S, k, L):
+                if not cholesky_lower_into(S, k, L):
                     return t
                 logdet = 0.0
                 for a in range(k):
@@ -411,7 +392,7 @@ def _smoother_step(A, moments, t, pair, work, reuse_gain, reuse_cov):
     J, X, W, L, row = work
     n = A.shape[0]
     if not reuse_gain:
-        if not _cholesky_into(Pp_next, n, L):
+        if not cholesky_lower_into(Pp_next, n, L):
             J[:, :] = np.nan
         else:
             # row i of J = (Pf_t A')[i] Pp_next^{-1} (Pf_t and Pp_next symmetric)
