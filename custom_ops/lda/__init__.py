@@ -1,7 +1,9 @@
 """Latent Dirichlet allocation: the kernels behind :mod:`pp_models.lda`.
 
-- :mod:`custom_ops.lda.gibbs`: the counts, log joint and summaries of the topic
-  assignments, the tempering tables, and the SparseLDA sweep (also of power posteriors);
+- :mod:`custom_ops.lda.gibbs`: the counts and log joint of the topic assignments, the
+  tempering tables, and the SparseLDA sweep (also of power posteriors);
+- :mod:`custom_ops.lda.summaries`: the per-draw log p(w, z) and concentrations, from the
+  counts or through SparseLDA's topic lists;
 - :mod:`custom_ops.lda.dense`: the O(K) collapsed Gibbs sweeps (fused, and blocked for
   vector instructions);
 - :mod:`custom_ops.lda.alias`: LightLDA's alias-Metropolis-Hastings sweep, O(1) per

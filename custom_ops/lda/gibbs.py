@@ -55,16 +55,14 @@ import math
 import numpy as np
 
 from custom_ops.jit import njit_exact
+from custom_ops.lda.summaries import draw_summary_lists
 
 __all__ = [
     "SparseLDAState",
     "build_counts",
     "concentrations",
-    "draw_summary",
-    "draw_summary_lists",
     "fill_topic_lists",
     "gibbs_sweep_sparse",
-    "lgamma_tables",
     "list_remove",
     "log_joint",
     "tempered_powers",
@@ -217,130 +215,6 @@ def _concentrations(n_wk, n_dk, n_k, alpha, eta):
     return phi_c / n_topics, theta_c / max(n_docs, 1)
 
 
-def lgamma_tables(alpha: float, eta: float, max_word_count: int, max_doc_count: int):
-    """``lgamma(n + eta) - lgamma(eta)`` for n <= ``max_word_count`` and the same for
-    ``alpha`` up to ``max_doc_count``: the lookups of :func:`draw_summary` (symmetric
-    priors). A word's count in a topic is at most its corpus frequency and a document's
-    count at most its length, so tables sized by those serve every state."""
-    n_eta = np.arange(max_word_count + 1, dtype=np.float64)
-    n_alpha = np.arange(max_doc_count + 1, dtype=np.float64)
-    from scipy.special import gammaln
-
-    return (gammaln(n_eta + eta) - gammaln(eta), gammaln(n_alpha + alpha) - gammaln(alpha))
-
-
-@njit_exact
-def _draw_summary(n_wk, n_dk, n_k, alpha, eta, table_eta, table_alpha):
-    n_words, n_topics = n_wk.shape
-    n_docs = n_dk.shape[0]
-    v_eta = n_words * eta
-    k_alpha = n_topics * alpha
-    # sum_v (c + eta)^2 = sum_v c^2 + 2 eta n_k + V eta^2: only the nonzero cells count
-    ll = n_topics * math.lgamma(v_eta)
-    sq = np.zeros(n_topics, dtype=np.int64)
-    for v in range(n_words):
-        for k in range(n_topics):
-            c = n_wk[v, k]
-            if c > 0:
-                ll += table_eta[c]
-                sq[k] += c * c
-    phi_c = 0.0
-    for k in range(n_topics):
-        ll -= math.lgamma(v_eta + n_k[k])
-        denom = n_k[k] + v_eta
-        phi_c += (sq[k] + 2.0 * eta * n_k[k] + n_words * eta * eta) / (denom * denom)
-    ll += n_docs * math.lgamma(k_alpha)
-    theta_c = 0.0
-    for d in range(n_docs):
-        length = 0
-        acc = 0
-        for k in range(n_topics):
-            c = n_dk[d, k]
-            if c > 0:
-                ll += table_alpha[c]
-                length += c
-                acc += c * c
-        ll -= math.lgamma(k_alpha + length)
-        denom = length + k_alpha
-        theta_c += (acc + 2.0 * alpha * length + n_topics * alpha * alpha) / (denom * denom)
-    return ll, phi_c / n_topics, theta_c / max(n_docs, 1)
-
-
-@njit_exact
-def _draw_summary_lists(
-    n_wk,
-    n_dk,
-    n_k,
-    w_ptr,
-    w_topics,
-    w_nnz,
-    d_ptr,
-    d_topics,
-    d_nnz,
-    alpha,
-    eta,
-    table_eta,
-    table_alpha,
-):
-    # _draw_summary's sums over the nonzero cells only, found through SparseLDA's topic
-    # lists: O(nonzero cells) rather than O((V + D) K) per draw
-    n_words, n_topics = n_wk.shape
-    n_docs = n_dk.shape[0]
-    v_eta = n_words * eta
-    k_alpha = n_topics * alpha
-    ll = n_topics * math.lgamma(v_eta)
-    sq = np.zeros(n_topics, dtype=np.int64)
-    for v in range(n_words):
-        for j in range(w_ptr[v], w_ptr[v] + w_nnz[v]):
-            k = w_topics[j]
-            c = n_wk[v, k]
-            ll += table_eta[c]
-            sq[k] += c * c
-    phi_c = 0.0
-    for k in range(n_topics):
-        ll -= math.lgamma(v_eta + n_k[k])
-        denom = n_k[k] + v_eta
-        phi_c += (sq[k] + 2.0 * eta * n_k[k] + n_words * eta * eta) / (denom * denom)
-    ll += n_docs * math.lgamma(k_alpha)
-    theta_c = 0.0
-    for d in range(n_docs):
-        length = 0
-        acc = 0
-        for j in range(d_ptr[d], d_ptr[d] + d_nnz[d]):
-            c = n_dk[d, d_topics[j]]
-            ll += table_alpha[c]
-            length += c
-            acc += c * c
-        ll -= math.lgamma(k_alpha + length)
-        denom = length + k_alpha
-        theta_c += (acc + 2.0 * alpha * length + n_topics * alpha * alpha) / (denom * denom)
-    return ll, phi_c / n_topics, theta_c / max(n_docs, 1)
-
-
-def draw_summary_lists(
-    n_wk, n_dk, n_k, w_ptr, w_topics, w_nnz, d_ptr, d_topics, d_nnz, alpha, eta, tables
-) -> tuple[float, float, float]:
-    """:func:`draw_summary` summed over the nonzero cells only, found through the topic
-    lists of :class:`SparseLDAState` (``w_ptr``, ``w_topics``, ``w_nnz`` of the words,
-    ``d_ptr``, ``d_topics``, ``d_nnz`` of the documents), which must describe the counts:
-    O(nonzero cells) rather than O((V + D) K)."""
-    ll, phi_c, theta_c = _draw_summary_lists(
-        n_wk,
-        n_dk,
-        n_k,
-        w_ptr,
-        w_topics,
-        w_nnz,
-        d_ptr,
-        d_topics,
-        d_nnz,
-        float(alpha),
-        float(eta),
-        *tables,
-    )
-    return float(ll), float(phi_c), float(theta_c)
-
-
 @njit_exact
 def _topics_out(z, z_in):
     out = np.empty(z.size, dtype=np.int64)
@@ -357,15 +231,6 @@ def topics_out(z, z_in) -> tuple[np.ndarray, int]:
     one pass: what the collapsed step returns each draw."""
     out, changed = _topics_out(z, z_in)
     return out, int(changed)
-
-
-def draw_summary(n_wk, n_dk, n_k, alpha: float, eta: float, tables) -> tuple[float, float, float]:
-    """``(log_joint, phi concentration, theta concentration)`` in one pass over the
-    counts, for symmetric priors, with the tables of :func:`lgamma_tables`: what the
-    collapsed step reports every draw (same values as :func:`log_joint` and
-    :func:`concentrations`)."""
-    ll, phi_c, theta_c = _draw_summary(n_wk, n_dk, n_k, float(alpha), float(eta), *tables)
-    return float(ll), float(phi_c), float(theta_c)
 
 
 def concentrations(n_wk, n_dk, n_k, alpha, eta) -> tuple[float, float]:

@@ -38,11 +38,11 @@ import numpy as np
 from custom_ops.jit import njit_exact
 from custom_ops.lda.gibbs import (
     build_counts,
-    draw_summary_lists,
     fill_topic_lists,
     gibbs_sweep_sparse,
     tempered_powers,
 )
+from custom_ops.lda.summaries import draw_summary_lists
 
 __all__ = ["ThreadedLDAState", "apply_moves", "move_token", "relist_word"]
 
@@ -310,7 +310,7 @@ class ThreadedLDAState:
             f.result()
 
     def summary(self, alpha: float, eta: float, tables) -> tuple[float, float, float]:
-        """:func:`~custom_ops.lda.gibbs.draw_summary_lists` of the global counts."""
+        """:func:`~custom_ops.lda.summaries.draw_summary_lists` of the global counts."""
         return draw_summary_lists(
             self.n_wk,
             self.n_dk,

@@ -11,11 +11,10 @@ from custom_ops.lda.dense import dense_block_width, gibbs_sweep_blocked, gibbs_s
 from custom_ops.lda.gibbs import (
     SparseLDAState,
     concentrations,
-    draw_summary,
-    lgamma_tables,
     log_joint,
     topics_out,
 )
+from custom_ops.lda.summaries import draw_summary, lgamma_tables
 from custom_ops.lda.threads import ThreadedLDAState
 from inference.gibbs.base import ZooGibbsStep
 from inference.gibbs.registry import register_step

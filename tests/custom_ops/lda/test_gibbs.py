@@ -9,7 +9,7 @@ import pytest
 from scipy.optimize import minimize
 from scipy.special import gammaln
 
-from custom_ops.lda import dense
+from custom_ops.lda import dense, summaries
 from custom_ops.lda import evaluation as lda_eval
 from custom_ops.lda import gibbs as lk
 
@@ -257,10 +257,10 @@ def test_draw_summary_matches_polya_urns_and_the_float_formulas():
     words = rng.integers(0, n_words, doc_ptr[-1]).astype(np.int32)
     z = rng.integers(0, n_topics, doc_ptr[-1]).astype(np.int32)
     n_wk, n_dk, n_k = lk.build_counts(words, doc_ptr, z, n_words, n_topics)
-    tables = lk.lgamma_tables(
+    tables = summaries.lgamma_tables(
         alpha, eta, int(np.bincount(words).max()), int(np.diff(doc_ptr).max())
     )
-    ll, phi_c, theta_c = lk.draw_summary(n_wk, n_dk, n_k, alpha, eta, tables)
+    ll, phi_c, theta_c = summaries.draw_summary(n_wk, n_dk, n_k, alpha, eta, tables)
     assert ll == pytest.approx(
         polya_log_joint(words, doc_ptr, z, np.full(n_topics, alpha), np.full(n_words, eta)),
         rel=1e-12,
@@ -287,12 +287,12 @@ def test_summary_through_the_topic_lists_equals_the_full_scan():
     state = lk.SparseLDAState(
         words, doc_ptr, rng.integers(0, n_topics, doc_ptr[-1]), n_words, n_topics
     )
-    tables = lk.lgamma_tables(
+    tables = summaries.lgamma_tables(
         alpha, eta, int(np.bincount(words).max()), int(np.diff(doc_ptr).max())
     )
     for _ in range(5):
         state.sweep(np.full(n_topics, alpha), np.full(n_words, eta), 1.0, rng)
-        full = lk.draw_summary(state.n_wk, state.n_dk, state.n_k, alpha, eta, tables)
+        full = summaries.draw_summary(state.n_wk, state.n_dk, state.n_k, alpha, eta, tables)
         np.testing.assert_allclose(state.summary(alpha, eta, tables), full, rtol=1e-12)
         assert full[0] == pytest.approx(
             polya_log_joint(
