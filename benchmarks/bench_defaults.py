@@ -133,8 +133,14 @@ def _worst(dt) -> dict:
 
 
 def _stacking_weights(family: str, dt) -> list[float] | str:
-    """The chains' stacking weights, on the pointwise log-likelihood of the model ``ppzoo
-    fit FAMILY`` builds with its defaults; why not, when they cannot be computed."""
+    """The chains' stacking weights: as ``ppzoo fit`` saved them, else on the pointwise
+    log-likelihood of the model ``ppzoo fit FAMILY`` builds with its defaults; why not,
+    when they cannot be computed."""
+    import numpy as np
+
+    saved = dt.attrs.get("pp_models_chain_stacking_weights")
+    if saved is not None:
+        return [float(w) for w in np.atleast_1d(saved)]
     from inference.cli.request import load_data
     from inference.log_likelihood import compute_log_likelihood
     from inference.stacking import chain_loo, stacking_weights

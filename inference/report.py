@@ -119,7 +119,9 @@ def write_results(dt: xr.DataTree, table: pd.DataFrame, out_dir: str | os.PathLi
     reads a summary of all chains' draws (its post-processing) summarise each chain
     alone, and gives the pointwise log-likelihood the stacking weights need when ``dt``
     has none; without it such a picture stays pooled, with a line above it saying so
-    (:func:`pooled_picture_note`).
+    (:func:`pooled_picture_note`). A ``multimodal`` run's stacking weights are saved
+    with its draws (:func:`inference.stacking.stacking_attrs`), where ``ppzoo check``
+    reads them.
 
     The files are written into a new hidden folder beside ``out_dir`` which then takes
     its place by renames: ``out_dir`` holds either the previous run's files or this
@@ -134,11 +136,21 @@ def write_results(dt: xr.DataTree, table: pd.DataFrame, out_dir: str | os.PathLi
     out.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}.", suffix=".new"))
     try:
-        _atomic_write(staging / "posterior.nc",
-                      lambda tmp: dt.to_netcdf(tmp, engine="h5netcdf",
-                                               encoding=_compressed_encoding(dt)))
-        _atomic_write(staging / "summary.csv", lambda tmp: table.to_csv(tmp))
         report = _check_quietly(dt)
+        weights, saved = None, dt
+        if report is not None and report.verdict == "multimodal":
+            # computed once, for the picture's order and for `ppzoo check` of the file
+            stacking, _ = _chain_stacking(dt, model)
+            if stacking is not None:
+                from inference.stacking import stacking_attrs
+
+                weights = stacking[0]
+                saved = dt.copy(deep=False)
+                saved.attrs.update(stacking_attrs(*stacking))
+        _atomic_write(staging / "posterior.nc",
+                      lambda tmp: saved.to_netcdf(tmp, engine="h5netcdf",
+                                                  encoding=_compressed_encoding(dt)))
+        _atomic_write(staging / "summary.csv", lambda tmp: table.to_csv(tmp))
         _draw_picture(staging / "trace.png", lambda tmp: plot_trace(dt, tmp, report=report))
         family_plot = _family_plot(dt)
         if family_plot is not None:
@@ -148,7 +160,7 @@ def write_results(dt: xr.DataTree, table: pd.DataFrame, out_dir: str | os.PathLi
             quiet = bool(dt.attrs.get("pp_models_interrupted", 0))
             if not _draw_picture(staging / f"{name}.png",
                                  lambda tmp: plot_family(dt, tmp, plot, report=report,
-                                                         model=model),
+                                                         model=model, weights=weights),
                                  quiet=quiet):
                 family_plot = None
         tempered = "tempering" in dt.children
@@ -299,7 +311,8 @@ def plot_family(dt: xr.DataTree, path: str | os.PathLike, plot, *, report=None, 
         return []
     why_no_weights = ""
     if report.verdict == "multimodal" and weights is None:
-        weights, why_no_weights = _stacking_weights(dt, model)
+        stacking, why_no_weights = _chain_stacking(dt, model)
+        weights = None if stacking is None else stacking[0]
     order = list(range(n_chains))
     if weights is not None:
         weights = np.asarray(weights, dtype=float)
@@ -346,9 +359,10 @@ def _per_chain_headline(report, n_chains: int, n_shown: int, weighted: bool,
     return text + " Inside a panel its chain is numbered 0."
 
 
-def _stacking_weights(dt: xr.DataTree, model) -> tuple[np.ndarray | None, str]:
-    """The chains' stacking weights from ``dt``'s ``log_likelihood`` group, or from
-    ``model``'s pointwise log-likelihood; else None and why."""
+def _chain_stacking(dt: xr.DataTree, model) -> tuple[tuple | None, str]:
+    """The chains' stacking ``(weights, elpd, pareto_k)`` from ``dt``'s
+    ``log_likelihood`` group, or from ``model``'s pointwise log-likelihood; else None and
+    why."""
     from inference.stacking import chain_loo, stacking_weights
 
     source = dt
@@ -363,7 +377,8 @@ def _stacking_weights(dt: xr.DataTree, model) -> tuple[np.ndarray | None, str]:
             return None, str(err)
         source = xr.DataTree.from_dict({"log_likelihood": group})
     try:
-        return stacking_weights(chain_loo(source)[0]), ""
+        elpd, pareto_k = chain_loo(source)
+        return (stacking_weights(elpd), elpd, pareto_k), ""
     except ValueError as err:
         return None, str(err)
 

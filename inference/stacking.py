@@ -27,7 +27,14 @@ from scipy.special import logsumexp
 
 from pp_models.validation import rng_from_seed
 
-__all__ = ["ChainStacking", "chain_loo", "stack_chains", "stacking_weights"]
+__all__ = [
+    "ChainStacking",
+    "chain_loo",
+    "saved_stacking_text",
+    "stack_chains",
+    "stacking_attrs",
+    "stacking_weights",
+]
 
 
 @dataclass(frozen=True)
@@ -56,16 +63,62 @@ class ChainStacking:
     posterior: xr.DataTree
 
     def __str__(self) -> str:
-        k_bad = int(np.sum(self.pareto_k > 0.7))
-        lines = ["Chain stacking weights (Yao, Vehtari & Gelman 2022; per-chain PSIS-LOO):"]
-        for k, (w, e) in enumerate(zip(self.weights, self.elpd.sum(axis=0), strict=True)):
-            lines.append(f"  chain {k}: weight {w:.3f}, elpd_loo {e:.1f}")
-        if k_bad:
-            lines.append(
-                f"  ({k_bad} of {self.pareto_k.size} per-chain LOO terms have "
-                "Pareto k > 0.7: those chains' LOO estimates are unreliable)"
-            )
-        return "\n".join(lines)
+        return _stacking_text(
+            self.weights,
+            self.elpd.sum(axis=0),
+            int(np.sum(self.pareto_k > 0.7)),
+            self.pareto_k.size,
+        )
+
+
+_WEIGHTS_ATTR = "pp_models_chain_stacking_weights"
+_ELPD_ATTR = "pp_models_chain_stacking_elpd_loo"
+#: [per-chain LOO terms with Pareto k > 0.7, all per-chain LOO terms]
+_PARETO_ATTR = "pp_models_chain_stacking_pareto_k_above_0_7"
+
+
+def _stacking_text(weights, elpd_sums, k_bad: int, k_total: int) -> str:
+    lines = ["Chain stacking weights (Yao, Vehtari & Gelman 2022; per-chain PSIS-LOO):"]
+    for k, (w, e) in enumerate(zip(weights, elpd_sums, strict=True)):
+        lines.append(f"  chain {k}: weight {w:.3f}, elpd_loo {e:.1f}")
+    if k_bad:
+        lines.append(
+            f"  ({k_bad} of {k_total} per-chain LOO terms have "
+            "Pareto k > 0.7: those chains' LOO estimates are unreliable)"
+        )
+    return "\n".join(lines)
+
+
+def stacking_attrs(weights, elpd, pareto_k) -> dict:
+    """The weights, each chain's ``elpd_loo`` and its Pareto k count as attributes of a
+    saved result, so a check of the file prints them without the pointwise
+    log-likelihood (:func:`saved_stacking_text` reads them back).
+
+    Parameters
+    ----------
+    weights : array_like
+        ``(n_chains,)``, from :func:`stacking_weights`.
+    elpd, pareto_k : array_like
+        ``(n_observations, n_chains)``, from :func:`chain_loo`.
+    """
+    elpd, pareto_k = np.asarray(elpd, dtype=float), np.asarray(pareto_k, dtype=float)
+    return {
+        _WEIGHTS_ATTR: [float(w) for w in weights],
+        _ELPD_ATTR: [float(e) for e in elpd.sum(axis=0)],
+        _PARETO_ATTR: [int(np.sum(pareto_k > 0.7)), int(pareto_k.size)],
+    }
+
+
+def saved_stacking_text(dt: xr.DataTree) -> str | None:
+    """The chain stacking weights a result was saved with (:func:`stacking_attrs`,
+    as ``ppzoo fit`` saves a ``multimodal`` run), as :class:`ChainStacking` prints them;
+    None when it has none."""
+    if _WEIGHTS_ATTR not in dt.attrs:
+        return None
+    weights = np.atleast_1d(np.asarray(dt.attrs[_WEIGHTS_ATTR], dtype=float))
+    elpd = np.atleast_1d(np.asarray(dt.attrs[_ELPD_ATTR], dtype=float))
+    k_bad, k_total = (int(v) for v in np.asarray(dt.attrs[_PARETO_ATTR]))
+    return _stacking_text(weights, elpd, k_bad, k_total)
 
 
 def chain_loo(dt: xr.DataTree, *, var_name: str | None = None) -> tuple[np.ndarray, np.ndarray]:
@@ -224,6 +277,8 @@ def _resampled(dt: xr.DataTree, weights: np.ndarray, rng) -> xr.DataTree:
             ds = ds.transpose("chain", "draw", ...)
             ds = ds.assign_coords(chain=[0], draw=np.arange(total))
         out[node.name] = xr.DataTree(ds)
-    out.attrs.update(dt.attrs)
+    out.attrs.update(
+        {k: v for k, v in dt.attrs.items() if k not in (_WEIGHTS_ATTR, _ELPD_ATTR, _PARETO_ATTR)}
+    )
     out.attrs["pp_models_stacking_weights"] = [float(w) for w in weights]
     return out

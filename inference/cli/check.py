@@ -27,7 +27,8 @@ CHECK_EXIT_STATUS = """exit status:
      (or too few draws to check)
   2  bad arguments or an unreadable file
   3  multimodal: every chain is stationary on its own but the chains disagree
-     (chain stacking weights are printed when the fit has a log_likelihood group)
+     (chain stacking weights are printed when the fit has a log_likelihood group, or
+     ppzoo fit saved them)
   4  an interrupted run (whatever its draws say): the verdict is printed, the run is partial
 """
 
@@ -187,7 +188,16 @@ def _print_loo(dt) -> None:
 
 
 def _print_stacking(dt) -> None:
-    """The chain stacking weights of a multimodal run, or how to get them."""
+    """The chain stacking weights of a multimodal run (from its pointwise
+    log-likelihood, else as ``ppzoo fit`` saved them), or how to get them."""
+    from inference.stacking import saved_stacking_text
+
+    saved = saved_stacking_text(dt)
+    if "log_likelihood" not in dt.children and saved is not None:
+        print(
+            "\n" + saved + "\n  (computed by ppzoo fit from the model's pointwise log-likelihood)"
+        )
+        return
     if "log_likelihood" not in dt.children:
         print(
             "\nChain stacking weights need the pointwise log-likelihood: fit with "

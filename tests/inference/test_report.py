@@ -256,3 +256,36 @@ def test_the_finite_mixture_picture_colours_points_by_their_component(tmp_path):
     np.testing.assert_array_equal(means, [[-3.0, -3.0], [3.0, 3.0]])
     paths = report.write_results(dt, pd.DataFrame({"a": [1.0]}), tmp_path / "out")
     assert paths["mixture"].name == "mixture.png" and paths["mixture"].stat().st_size > 0
+
+
+def test_a_multimodal_fit_is_saved_with_its_stacking_weights_for_the_check(tmp_path, capsys):
+    # theta near -3 in chains 0-1 and near 3 in chains 2-3; 30 points around -3 and 10
+    # around 3, so the modes' stacking shares are 3/4 and 1/4. No log_likelihood group:
+    # the weights come from the model's pointwise log-likelihood, once, at writing.
+    import pymc as pm
+
+    from inference.cli import main
+
+    rng = np.random.default_rng(3)
+    y = np.concatenate([-3 + 0.3 * rng.normal(size=30), 3 + 0.3 * rng.normal(size=10)])
+    with pm.Model() as model:
+        theta = pm.Normal("theta", 0.0, 10.0)
+        pm.Normal("y", theta, 1.0, observed=y)
+    draws = np.concatenate([rng.normal(-3, 0.05, size=(2, 500)),
+                            rng.normal(3, 0.05, size=(2, 500))])
+    dt = xr.DataTree.from_dict({"posterior": xr.Dataset(
+        {"theta": (("chain", "draw"), draws)},
+        coords={"chain": np.arange(4), "draw": np.arange(500)})})
+    paths = report.write_results(dt, pd.DataFrame({"a": [1.0]}), tmp_path / "out",
+                                 model=model)
+    assert "pp_models_chain_stacking_weights" not in dt.attrs  # the caller's dt unchanged
+    saved = xr.open_datatree(paths["posterior"], engine="h5netcdf")
+    weights = np.asarray(saved.attrs["pp_models_chain_stacking_weights"])
+    assert weights[:2].sum() == pytest.approx(0.75, abs=2e-3)
+    assert main(["check", str(tmp_path / "out")]) == 3
+    out = capsys.readouterr().out
+    printed = [float(line.split("weight ")[1].split(",")[0])
+               for line in out.splitlines() if line.strip().startswith("chain ")
+               and "weight" in line]
+    np.testing.assert_allclose(printed, weights, atol=5e-4)
+    assert "computed by ppzoo fit" in out and "log_likelihood=True" not in out
