@@ -190,12 +190,15 @@ def _entry_point():
     return entry
 
 
-@register_numba_op(KalmanLogLikelihood)
-def _numba_kalman_log_likelihood(op, node, **kwargs):
+def _kalman_runner(op_name):
+    """A jitted call of the compiled Kalman entry point: the inputs made contiguous and
+    their shapes checked, then ``mode`` 0 (the log-likelihood, an array of 1) or 1 (it
+    and the gradients, packed in the input order)."""
     entry = _entry_point()
+    mismatch = f"{op_name}: the inputs' shapes do not match"
 
     @nb.numba_njit
-    def kalman_log_likelihood_numba(y, A, C, Q, R, m0, P0):
+    def run(mode, y, A, C, Q, R, m0, P0):
         y = np.ascontiguousarray(y)
         A = np.ascontiguousarray(A)
         C = np.ascontiguousarray(C)
@@ -213,11 +216,11 @@ def _numba_kalman_log_likelihood(op, node, **kwargs):
             or m0.shape[0] != n
             or P0.shape != (n, n)
         ):
-            raise ValueError("KalmanLogLikelihood: the inputs' shapes do not match")
-        out = np.empty(1)
+            raise ValueError(mismatch)
+        out = np.empty(1 if mode == 0 else 1 + T * p + 3 * n * n + p * n + p * p + n)
         # .ctypes (not .ctypes.data) holds a reference: a copy made above stays alive
         status = entry(
-            np.int64(0),
+            np.int64(mode),
             T,
             p,
             n,
@@ -232,52 +235,31 @@ def _numba_kalman_log_likelihood(op, node, **kwargs):
         )
         if status != 0:
             raise RuntimeError(_FAILED)
-        return np.asarray(out[0])
+        return out
+
+    return run
+
+
+@register_numba_op(KalmanLogLikelihood)
+def _numba_kalman_log_likelihood(op, node, **kwargs):
+    run = _kalman_runner("KalmanLogLikelihood")
+
+    @nb.numba_njit
+    def kalman_log_likelihood_numba(y, A, C, Q, R, m0, P0):
+        return np.asarray(run(0, y, A, C, Q, R, m0, P0)[0])
 
     return kalman_log_likelihood_numba
 
 
 @register_numba_op(KalmanLogLikelihoodGrad)
 def _numba_kalman_log_likelihood_grad(op, node, **kwargs):
-    entry = _entry_point()
+    run = _kalman_runner("KalmanLogLikelihoodGrad")
 
     @nb.numba_njit
     def kalman_log_likelihood_grad_numba(y, A, C, Q, R, m0, P0):
-        y = np.ascontiguousarray(y)
-        A = np.ascontiguousarray(A)
-        C = np.ascontiguousarray(C)
-        Q = np.ascontiguousarray(Q)
-        R = np.ascontiguousarray(R)
-        m0 = np.ascontiguousarray(m0)
-        P0 = np.ascontiguousarray(P0)
+        out = run(1, y, A, C, Q, R, m0, P0)
         T, p = y.shape
         n = A.shape[0]
-        if (
-            A.shape[1] != n
-            or C.shape != (p, n)
-            or Q.shape != (n, n)
-            or R.shape != (p, p)
-            or m0.shape[0] != n
-            or P0.shape != (n, n)
-        ):
-            raise ValueError("KalmanLogLikelihoodGrad: the inputs' shapes do not match")
-        out = np.empty(1 + T * p + 3 * n * n + p * n + p * p + n)
-        status = entry(
-            np.int64(1),
-            T,
-            p,
-            n,
-            y.ctypes,
-            A.ctypes,
-            C.ctypes,
-            Q.ctypes,
-            R.ctypes,
-            m0.ctypes,
-            P0.ctypes,
-            out.ctypes,
-        )
-        if status != 0:
-            raise RuntimeError(_FAILED)
         k = 1
         g_y = out[k : k + T * p].copy().reshape((T, p))
         k += T * p
