@@ -48,7 +48,7 @@ def calibration(case: str) -> None:
     from inference import evidence
 
     if case.startswith("normal"):
-        from tests.inference.tempering.test_evidence import EXACT, normal_model
+        from tests.oracles.normal import EXACT, normal_model
 
         _, method, sampler = case.split(":")
         model, exact = normal_model(), EXACT
@@ -66,7 +66,7 @@ def calibration(case: str) -> None:
         kwargs, seeds = dict(n_temperatures=8, draws=500, tune=300, chains=2), 100
     else:
         from pp_models import finite_mixture
-        from tests.inference.tempering import oracles
+        from tests.oracles import mixtures as oracles
         from tests.inference.tempering.test_evidence_finite_mixture import BIMODAL_X
 
         exact = oracles.finite_mixture_log_evidence(BIMODAL_X, 2, 1.0, 0.1)

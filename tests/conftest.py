@@ -48,39 +48,9 @@ lock_numba_cache_writes()
 # family's worker (--dist loadgroup in pyproject's addopts): a test under a folder named
 # for the family (tests/custom_ops/pydt/, tests/pp_models/pydt/, tests/inference/gibbs/
 # pydt/, ...), else one whose node id (file or parameters) names a keyword of the family
-# (FAMILY_TEST_KEYWORDS; tests/test_registration.py fails for a family without its
-# own); tests that name none are spread one by one. The longest keyword found wins, so
-# a specific one ("mixture_of_trees") beats a generic one ("collapsed").
-FAMILY_TEST_KEYWORDS = {
-    "bayesian_sets": ("bayesian_sets",),
-    "bhc": ("bhc", "hierarchical_clustering"),
-    "dpm": ("dpm", "crp", "dirichlet_process", "collapsed", "niw", "write_your_own_model"),
-    "finite_mixture": ("finite_mixture",),
-    "ggm": ("ggm", "glasso", "graphical"),
-    "hmm": ("hmm", "time_series"),
-    "ibp_fa": ("ibp",),
-    "iomm": ("iomm", "overlapping"),
-    "lda": ("lda",),
-    "lds": ("lds", "kalman"),
-    "mixture_of_trees": ("tree_mixture", "mixture_of_trees", "mixtures_of_trees",
-                         "spanning_tree", "chow_liu", "map_forest"),
-    "pydt": ("pydt", "pitman_yor"),
-}
-
-FAMILY_KEYWORDS = tuple(sorted(FAMILY_TEST_KEYWORDS.items()))
-
-
-def family_of(nodeid: str) -> str | None:
-    """The family of a test: the family folder its file is in, else the family with the
-    longest keyword its node id (file or parameters) names; None for neither."""
-    folders = nodeid.split("::")[0].split("/")[:-1]
-    for family, _ in FAMILY_KEYWORDS:
-        if family in folders:
-            return family
-    low = nodeid.lower()
-    found = [(len(key), family) for family, keys in FAMILY_KEYWORDS for key in keys
-             if key in low]
-    return max(found)[1] if found else None
+# (tests.helpers.worker_groups; tests/test_registration.py fails for a family without
+# its own); tests that name none are spread one by one.
+from tests.helpers.worker_groups import family_of  # noqa: E402
 
 
 @pytest.hookimpl(tryfirst=True)  # before xdist reads the groups into the node ids

@@ -104,7 +104,7 @@ def test_every_family_has_a_test_worker_group():
     # tests/conftest.py sends a family's tests to one xdist worker so a cold run compiles
     # its kernels once; a family without test keywords would be compiled twice
     from pp_models.registry import list_family_summaries
-    from tests.conftest import FAMILY_TEST_KEYWORDS, family_of
+    from tests.helpers.worker_groups import FAMILY_TEST_KEYWORDS, family_of
 
     names = {s.name for s in list_family_summaries()}
     assert set(FAMILY_TEST_KEYWORDS) <= names, "keywords for a family that does not exist"
@@ -112,7 +112,7 @@ def test_every_family_has_a_test_worker_group():
                or any(family_of(f"tests/test_x.py::test_{key}") != name
                       for key in FAMILY_TEST_KEYWORDS[name])]
     assert not missing, ("give these families keywords of their own in "
-                         f"tests/conftest.py's FAMILY_TEST_KEYWORDS: {missing}")
+                         f"tests/helpers/worker_groups.py's FAMILY_TEST_KEYWORDS: {missing}")
 
 
 def test_every_family_is_named_by_its_folder_and_no_factory_types_the_name():

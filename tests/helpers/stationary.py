@@ -21,7 +21,15 @@ import pandas as pd
 import xarray as xr
 from scipy import stats
 
-__all__ = ["StationaryCheck", "compare_with_draws", "compare_with_exact", "ess_mean", "z_bound"]
+__all__ = [
+    "StationaryCheck",
+    "compare_with_draws",
+    "compare_with_exact",
+    "ess_mean",
+    "state_codes",
+    "tv_against_mcse",
+    "z_bound",
+]
 
 
 def z_bound(n_comparisons: int, alpha: float = 0.01) -> float:
@@ -98,3 +106,31 @@ def compare_with_draws(draws: dict[str, np.ndarray], reference: dict[str, np.nda
                          ess=ess, **{"|z|": z}))
     table = pd.DataFrame(rows).set_index("statistic")
     return StationaryCheck(table, z_bound(n_comparisons or len(rows), alpha))
+
+
+def state_codes(states, enumerated) -> np.ndarray:
+    """The position of each of a chain's ``states`` in the ``enumerated`` list of every
+    state (arrays compared by value)."""
+    index = {tuple(np.ravel(z)): j for j, z in enumerate(enumerated)}
+    return np.array([index[tuple(np.ravel(z))] for z in states])
+
+
+def tv_against_mcse(codes, probs, batches: int = 40) -> tuple[float, float]:
+    """The total-variation distance between a chain's state frequencies and the exact
+    probabilities ``probs``, and its expectation under the null from the batch-means
+    Monte Carlo errors of the frequencies.
+
+    ``codes`` are the chain's states as positions in ``probs``. Each frequency's error is
+    about normal with the batch-means standard error ``s``, and ``E|N(0, s^2)| = s
+    sqrt(2 / pi)``; summed over the states and halved, that is the TV a correct chain
+    shows. A test compares the two with a margin for its false-failure rate.
+    """
+    codes = np.asarray(codes)
+    probs = np.asarray(probs, dtype=float)
+    freq = np.bincount(codes, minlength=probs.size) / codes.size
+    tv = 0.5 * np.abs(freq - probs).sum()
+    length = codes.size // batches
+    batch = np.array([np.bincount(codes[b * length:(b + 1) * length], minlength=probs.size)
+                      / length for b in range(batches)])
+    mcse = batch.std(axis=0, ddof=1) / math.sqrt(batches)
+    return tv, 0.5 * math.sqrt(2 / math.pi) * mcse.sum()

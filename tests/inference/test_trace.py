@@ -23,6 +23,7 @@ from inference.cli import main
 from inference.trace_store import TraceStore, is_trace, read_trace
 from pp_models import dpm
 from pp_models.model_info import posterior_with_labels
+from tests.helpers.interrupts import sigint_once_stored
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -119,31 +120,6 @@ def test_a_killed_run_is_readable_and_its_resumption_is_the_uninterrupted_run(tm
     np.testing.assert_array_equal(posterior_with_labels(again)["z"].values, z_resumed)
 
 
-def _sigint_once_stored(path, at_least, every_chain=False, timeout=120):
-    """Start a thread that reads the trace at ``path`` as another process would and,
-    once one chain (``every_chain``: each chain) stored ``at_least`` draws, sends this
-    process a real SIGINT, wherever its main thread then is; it sends one after
-    ``timeout`` too, so the run ends. Returns (thread, list that is non-empty if the
-    draws were seen)."""
-    import threading
-
-    seen = []
-    enough = min if every_chain else max
-
-    def watch():
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if is_trace(path) and enough(TraceStore(path).completed()) >= at_least:
-                seen.append(True)
-                break
-            time.sleep(0.05)
-        os.kill(os.getpid(), signal.SIGINT)
-
-    thread = threading.Thread(target=watch, daemon=True)
-    thread.start()
-    return thread, seen
-
-
 def test_ppzoo_fit_with_trace_stops_every_chain_on_sigint_leaving_a_partial_trace(tmp_path, capsys):
     # ppzoo's main() here (its exit code and stderr as a process would give them): the
     # parallel chains are forked from this process; test_interrupt.py signals a real
@@ -154,7 +130,7 @@ def test_ppzoo_fit_with_trace_stops_every_chain_on_sigint_leaving_a_partial_trac
             "--trace", str(trace)]
     # both chains have stored draws before the signal (the test asserts each stopped
     # with some): wait for that, not for a fixed time
-    watcher, seen = _sigint_once_stored(trace, 5, every_chain=True)
+    watcher, seen = sigint_once_stored(trace, 5, every_chain=True)
     code = main(args)
     watcher.join()
     stderr = capsys.readouterr().err
@@ -238,7 +214,7 @@ def test_sigint_stops_every_sequential_pymc_chain_leaving_a_partial_trace(tmp_pa
     ``ppzoo check`` would, sees 30 stored draws: at whatever point sampling then is, as
     from a terminal, without a second interpreter's imports and compile-cache loads."""
     path = tmp_path / "run"
-    watcher, seen = _sigint_once_stored(path, 30)
+    watcher, seen = sigint_once_stored(path, 30)
     with pytest.warns(UserWarning, match="interrupted"):
         dt = fit(_normal_model(), method="nuts", draws=1_000_000, tune=20, chains=3,
                  cores=1, random_seed=2, progressbar=False, trace=path, trace_flush=0.1)

@@ -7,7 +7,7 @@ import pytest
 from sklearn.metrics import adjusted_rand_score
 
 from pp_models import partitions
-from tests.custom_ops.dpm.test_crp import restricted_growth_strings
+from tests.oracles.mixtures import partitions as all_partitions
 
 
 def test_coclustering_by_hand():
@@ -45,7 +45,7 @@ def test_binder_point_estimate_is_the_exact_minimiser():
     """Over all 52 partitions of 5 items, the returned partition minimises expected Binder
     loss computed from a random posterior on partitions."""
     rng = np.random.default_rng(1)
-    parts = restricted_growth_strings(5)
+    parts = all_partitions(5)
     weights = rng.dirichlet(np.full(len(parts), 0.3))
     draws = np.array([parts[i] for i in rng.choice(len(parts), size=3000, p=weights)])
     P = partitions.coclustering(draws)
@@ -97,7 +97,7 @@ def test_table_losses_equal_the_matrix_formulas(seed):
 
 def test_greedy_point_estimate_is_the_exact_minimiser_on_five_items():
     rng = np.random.default_rng(1)
-    parts = restricted_growth_strings(5)
+    parts = all_partitions(5)
     weights = rng.dirichlet(np.full(len(parts), 0.3))
     draws = np.array([parts[i] for i in rng.choice(len(parts), size=3000, p=weights)])
     P = partitions.coclustering(draws)

@@ -19,23 +19,9 @@ from custom_ops.dpm.crp import (
     log_eppf,
 )
 from tests.helpers.backends import PYTHON_MODE, assert_numba_matches_python
+from tests.oracles.mixtures import partitions
 
 BELL = [1, 1, 2, 5, 15, 52, 203, 877]
-
-
-def restricted_growth_strings(n):
-    """Every partition of n items once, as canonical labels (independent of the kernels)."""
-    out = []
-
-    def rec(prefix, top):
-        if len(prefix) == n:
-            out.append(np.array(prefix, dtype=np.int64))
-            return
-        for v in range(top + 2):
-            rec([*prefix, v], max(top, v))
-
-    rec([0], 0)
-    return out
 
 
 def ewens_reference(z, alpha):
@@ -61,18 +47,18 @@ def pitman_yor_reference(z, alpha, d):
 
 @pytest.mark.parametrize("n", range(1, 8))
 def test_enumeration_counts_bell_numbers(n):
-    assert len(restricted_growth_strings(n)) == BELL[n]
+    assert len(partitions(n)) == BELL[n]
 
 
 @pytest.mark.parametrize(("alpha", "d"), [(0.7, 0.0), (2.5, 0.0), (1.3, 0.4), (-0.2, 0.5)])
 def test_logp_sums_to_one_over_all_partitions(alpha, d):
     for n in range(1, 8):
-        total = special.logsumexp([crp_logp(z, alpha, d) for z in restricted_growth_strings(n)])
+        total = special.logsumexp([crp_logp(z, alpha, d) for z in partitions(n)])
         assert total == pytest.approx(0.0, abs=1e-12), (n, total)
 
 
 def test_logp_matches_independent_formulas():
-    for z in restricted_growth_strings(6):
+    for z in partitions(6):
         assert crp_logp(z, 0.8, 0.0) == pytest.approx(ewens_reference(z, 0.8), rel=1e-12)
         assert crp_logp(z, 1.7, 0.3) == pytest.approx(pitman_yor_reference(z, 1.7, 0.3),
                                                       rel=1e-12)
@@ -138,7 +124,7 @@ def test_draws_are_canonical_and_match_expected_number_of_blocks():
 def test_pitman_yor_draw_frequencies_match_eppf():
     rng = np.random.default_rng(1)
     n, alpha, d, S = 4, 0.9, 0.35, 40_000
-    parts = restricted_growth_strings(n)
+    parts = partitions(n)
     index = {tuple(z): j for j, z in enumerate(parts)}
     counts = np.zeros(len(parts))
     out = np.empty(n, dtype=np.int64)

@@ -13,8 +13,8 @@ from custom_ops.hmm.forward_backward import (
     viterbi_kernel,
 )
 from custom_ops.jit import njit_exact
-from tests.custom_ops.hmm.enumeration import exact_posterior, path_scores, random_hmm
 from tests.helpers.twin_kernels import twin_kernel
+from tests.oracles.hmm import exact_posterior, path_scores, random_hmm
 
 CASES = [  # (K, lengths)
     (1, (5,)),

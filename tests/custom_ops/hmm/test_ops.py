@@ -7,8 +7,8 @@ import pytensor.tensor as pt
 import pytest
 
 from custom_ops.hmm.ops import HMMLogEvidence, HMMLogEvidenceGrad, hmm_log_evidence
-from tests.custom_ops.hmm.enumeration import exact_posterior, random_hmm
 from tests.helpers.backends import PYTHON_MODE, assert_numba_matches_python
+from tests.oracles.hmm import exact_posterior, random_hmm
 
 OFFSETS = np.array([0, 2, 5], dtype=np.int64)
 

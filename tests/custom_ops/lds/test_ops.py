@@ -12,7 +12,7 @@ from custom_ops.lds.kalman import kalman_log_likelihood_kernel, kalman_value_and
 from custom_ops.lds.ops import KalmanLogLikelihood, KalmanLogLikelihoodGrad, kalman_log_likelihood
 from pp_models import lds
 from tests.helpers.backends import PYTHON_MODE, assert_numba_matches_python
-from tests.pp_models.lds.reference import dense_conditioning, random_lds, steady_state_case
+from tests.oracles.lds import dense_conditioning, random_lds, steady_state_case
 
 NAMES = ("y", "A", "C", "Q", "R", "m0", "P0")
 

@@ -1,6 +1,6 @@
 """The simulation smoother's draws against the exact joint posterior of the path (dense
 Gaussian conditioning of the stacked vector), with a planted bug caught by the same
-test (:func:`tests.pp_models.lds.reference.whitened_p_values`, false-failure rate at
+test (:func:`tests.oracles.lds.whitened_p_values`, false-failure rate at
 most ``ALPHA``)."""
 
 import numpy as np
@@ -8,8 +8,8 @@ import numpy as np
 from custom_ops.lds.kalman import kalman_filter_kernel
 from custom_ops.lds.simulation import simulation_smoother_kernel
 from pp_models import lds
-from tests.inference.gibbs.lds.twins import filtered_covariance_kernel
-from tests.pp_models.lds.reference import dense_conditioning, random_lds, whitened_p_values
+from tests.custom_ops.lds.twins import filtered_covariance_kernel
+from tests.oracles.lds import dense_conditioning, random_lds, whitened_p_values
 
 N_DRAWS = 4000
 ALPHA = 1e-4

@@ -13,21 +13,11 @@ import math
 import numpy as np
 import pymc as pm
 import pytest
-from scipy import stats
 
 from inference import EvidenceResult, evidence, fit
 from inference.tempering import estimate_from_tempering
 from tests.helpers.evidence_checks import check_against_exact
-
-Y = np.random.default_rng(0).normal(0.5, 1.0, 20)
-EXACT = float(stats.multivariate_normal(np.zeros(20), np.eye(20) + 1.0).logpdf(Y))
-
-
-def normal_model():
-    with pm.Model() as m:
-        mu = pm.Normal("mu", 0.0, 1.0)
-        pm.Normal("y", mu, 1.0, observed=Y)
-    return m
+from tests.oracles.normal import EXACT, Y, normal_model
 
 
 @pytest.fixture(scope="module")

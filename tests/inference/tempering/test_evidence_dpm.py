@@ -16,7 +16,7 @@ from inference import evidence
 from pp_models import bhc, dpm
 from pp_models.dpm.spec import PRIOR_KEYS
 from tests.helpers.evidence_checks import check_against_exact
-from tests.inference.tempering import oracles
+from tests.oracles import mixtures as oracles
 
 N = 8
 RNG = np.random.default_rng(21)

@@ -24,7 +24,7 @@ import pytest
 from inference import evidence
 from pp_models.model_info import StepHint, ZooModelInfo, attach_info
 from tests.helpers.evidence_checks import check_against_exact
-from tests.inference.tempering import oracles
+from tests.oracles import mixtures as oracles
 
 K, N, GAMMA = 2, 6, 1.0
 RNG = np.random.default_rng(8)

@@ -18,8 +18,8 @@ from inference import fit
 from inference.tempering import TEMPERING_GROUP
 from pp_models import dpm
 from pp_models.model_info import posterior_with_labels
-from tests.inference.tempering import oracles
-from tests.inference.tempering.test_tempered_dpm_steps import codes_of, tv_against_mcse
+from tests.helpers.stationary import state_codes, tv_against_mcse
+from tests.oracles import mixtures as oracles
 
 RNG = np.random.default_rng(5)
 X5 = np.concatenate([RNG.normal(-1.5, 0.4, (2, 2)), RNG.normal(1.5, 0.4, (3, 2))])
@@ -46,7 +46,8 @@ def test_every_temperature_samples_its_power_posterior(model_and_exact, tempered
     _m, prior, lik = model_and_exact
     dt = tempered_fit
     z = posterior_with_labels(dt)["z"].values.reshape(-1, 5)
-    tv, expected = tv_against_mcse(codes_of(z), oracles.power_posterior(prior, lik, 1.0))
+    tv, expected = tv_against_mcse(state_codes(z, oracles.partitions(5)),
+                                   oracles.power_posterior(prior, lik, 1.0))
     assert tv < 1.6 * expected, (tv, expected)
     group = dt[TEMPERING_GROUP]
     ladder = group["ladder"].values
@@ -90,14 +91,14 @@ def test_interrupted_tempered_run_resumes_to_the_uninterrupted_run(tmp_path):
     generator, NUTS adaptation and the ladder are in the stored chain state. A finite
     mixture, so NUTS (w, mu, sigma) and the categorical step (z) are both tempered."""
     from pp_models import finite_mixture
-    from tests.inference.test_trace import _sigint_once_stored
+    from tests.helpers.interrupts import sigint_once_stored
 
     rng = np.random.default_rng(2)
     X = np.concatenate([rng.normal(-2, 0.5, (10, 1)), rng.normal(2, 0.5, (10, 1))])
     m = finite_mixture.model(X, 2)
     sizes = dict(draws=60, tune=40, chains=2, cores=1, random_seed=7, tempering=3)
     path = tmp_path / "run"
-    watcher, seen = _sigint_once_stored(path, 25)
+    watcher, seen = sigint_once_stored(path, 25)
     with pytest.warns(UserWarning, match="interrupted"):
         partial = fit(m, progressbar=False, trace=path, trace_flush=0.0, **sizes)
     watcher.join()

@@ -21,8 +21,8 @@ from scipy import special, stats
 from inference import evidence
 from inference.tempering.population import BatchedPowerPosterior
 from tests.helpers.evidence_checks import FALSE_FAILURE, check_against_exact
-from tests.inference.tempering.test_evidence import Y, normal_model
 from tests.inference.tempering.twins import PopulationAcceptingAll, PopulationIgnoringBeta
+from tests.oracles.normal import Y, normal_model
 
 BETA, PARTICLES, MOVES = 0.5, 4000, 10
 PRECISION = 1.0 + BETA * Y.size

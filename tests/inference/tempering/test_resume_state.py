@@ -33,7 +33,7 @@ from inference.tempering.ladder import initial_ladder
 from inference.tempering.steps import build_steps, plan_steps
 from pp_models import dpm
 from pp_models.model_info import get_info
-from tests.inference.tempering.test_tempered_pymc_steps import STEPS, mixture
+from tests.inference.tempering.pymc_mixture import STEPS, mixture
 
 ROOT = Path(__file__).resolve().parents[3]
 TUNE, DRAWS, CUT = 12, 8, 7

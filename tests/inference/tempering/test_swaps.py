@@ -16,6 +16,7 @@ from inference.tempering.ladder import (
     update_schedule,
 )
 from inference.tempering.swaps import RoundTrips, deo_swap
+from tests.helpers.stationary import tv_against_mcse
 
 M = 6
 LOG_PRIOR = np.log(np.array([1.0, 2.0, 1.0, 3.0, 1.0, 2.0]))
@@ -45,16 +46,6 @@ def run(ladder, n_iter, seed):
         x = x[perm]
         out[t] = x
     return out
-
-
-def tv_against_mcse(codes, probs, batches=40):
-    freq = np.bincount(codes, minlength=probs.size) / codes.size
-    tv = 0.5 * np.abs(freq - probs).sum()
-    L = codes.size // batches
-    batch = np.array([np.bincount(codes[b * L:(b + 1) * L], minlength=probs.size) / L
-                      for b in range(batches)])
-    mcse = batch.std(axis=0, ddof=1) / math.sqrt(batches)
-    return tv, 0.5 * math.sqrt(2 / math.pi) * mcse.sum()
 
 
 def joint_tv(ladder, n_iter=40_000, seed=1):

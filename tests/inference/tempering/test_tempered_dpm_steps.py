@@ -4,8 +4,8 @@ For n = 5 items every partition can be listed (Bell(5) = 52), so the power poste
 ``p_beta(z) ∝ p(z) p(X | z)^beta`` is known exactly (``oracles``: SciPy only). A chain
 of the step at beta in {0, 0.3, 1} must match it: the total-variation distance of its
 partition frequencies is compared with its expectation under the chain's own batch-means
-Monte Carlo errors (``tv_against_mcse``). A twin that ignores beta is caught by the same
-test at beta = 0.3 (at beta = 1 it is the correct step).
+Monte Carlo errors (``tests.helpers.stationary.tv_against_mcse``). A twin that ignores
+beta is caught by the same test at beta = 0.3 (at beta = 1 it is the correct step).
 """
 
 import math
@@ -18,13 +18,14 @@ from scipy import special, stats
 from inference.gibbs import CRPAuxiliaryGibbs, CRPCollapsedGibbs, EscobarWestAlpha
 from inference.gibbs.dpm.niw_hyper import NIWHyperGibbs
 from pp_models.distributions import CRP, CollapsedGaussian
-from tests.inference.tempering import oracles
+from tests.helpers.stationary import state_codes, tv_against_mcse
 from tests.inference.tempering.twins import (
     AuxiliaryIgnoringBeta,
     CollapsedIgnoringBeta,
     NIWIgnoringBeta,
     SplitMergeUntemperedAcceptance,
 )
+from tests.oracles import mixtures as oracles
 
 N = 5
 RNG = np.random.default_rng(11)
@@ -35,21 +36,9 @@ PARTS = oracles.partitions(N)
 BATCHES = 40
 
 
-def tv_against_mcse(codes, probs):
-    """(TV distance, its expectation under the null from batch-means MCSEs)."""
-    freq = np.bincount(codes, minlength=probs.size) / codes.size
-    tv = 0.5 * np.abs(freq - probs).sum()
-    L = codes.size // BATCHES
-    batch = np.array([np.bincount(codes[b * L:(b + 1) * L], minlength=probs.size) / L
-                      for b in range(BATCHES)])
-    mcse = batch.std(axis=0, ddof=1) / math.sqrt(BATCHES)
-    # E|N(0, s^2)| = s sqrt(2 / pi), summed over partitions and halved
-    return tv, 0.5 * math.sqrt(2 / math.pi) * mcse.sum()
-
-
-def codes_of(states):
-    index = {tuple(z): j for j, z in enumerate(PARTS)}
-    return np.array([index[tuple(z)] for z in states])
+def partition_tv(states, probs):
+    """:func:`tv_against_mcse` of a chain's partitions against ``probs`` over ``PARTS``."""
+    return tv_against_mcse(state_codes(states, PARTS), probs)
 
 
 def run(steps, model, n_steps, seed, record=("z",)):
@@ -88,7 +77,7 @@ def test_collapsed_step_matches_power_posterior(collapsed, label, options, beta)
         step = CRPCollapsedGibbs([m["z"]], greedy_start=False, **options)
     step.set_inverse_temperature(beta)
     states = run([step], m, 12_000, seed=4)["z"]
-    tv, expected = tv_against_mcse(codes_of(states), oracles.power_posterior(prior, lik, beta))
+    tv, expected = partition_tv(states, oracles.power_posterior(prior, lik, beta))
     print(f"{label} beta={beta}: TV {tv:.4f}, null expectation {expected:.4f}")
     assert tv < 1.6 * expected, (tv, expected)
 
@@ -101,7 +90,7 @@ def test_collapsed_twins_are_caught(collapsed, twin, options):
         step = twin([m["z"]], greedy_start=False, **options)
     step.set_inverse_temperature(0.3)
     states = run([step], m, 12_000, seed=4)["z"]
-    tv, expected = tv_against_mcse(codes_of(states), oracles.power_posterior(prior, lik, 0.3))
+    tv, expected = partition_tv(states, oracles.power_posterior(prior, lik, 0.3))
     print(f"twin: TV {tv:.4f}, null expectation {expected:.4f}")
     assert tv > 3 * expected, (tv, expected)
 
@@ -122,7 +111,7 @@ def test_collapsed_with_escobar_west_matches_power_posterior():
     for s in steps:
         s.set_inverse_temperature(0.3)
     states = run(steps, m, 12_000, seed=6)["z"]
-    tv, expected = tv_against_mcse(codes_of(states), oracles.power_posterior(prior, lik, 0.3))
+    tv, expected = partition_tv(states, oracles.power_posterior(prior, lik, 0.3))
     assert tv < 1.6 * expected, (tv, expected)
 
 
@@ -181,7 +170,7 @@ def _auxiliary_tv(m, cls, beta, n_steps=5000):
                         for k in np.unique(z)) for z in PARTS])
     # the power posterior of this model tempers the complete-data likelihood: its
     # partition marginal is p(z) prod_k ∫ H prod F^beta (lik already holds the beta)
-    return tv_against_mcse(codes_of(states), oracles.power_posterior(prior, lik, 1.0))
+    return partition_tv(states, oracles.power_posterior(prior, lik, 1.0))
 
 
 @pytest.mark.parametrize("beta", [0.0, 0.3, 1.0])
@@ -260,7 +249,7 @@ def _mean_and_mcse(x):
 def test_niw_hyper_step_matches_power_posterior(niw_exact, beta):
     probs, m0_mean, k0_mean = niw_exact[beta]
     out = _niw_run(NIWHyperGibbs, beta)
-    tv, expected = tv_against_mcse(codes_of(out["z"]), probs)
+    tv, expected = partition_tv(out["z"], probs)
     assert tv < 1.6 * expected, (tv, expected)
     for draws, exact in ((out["m0"][:, 0], m0_mean), (np.exp(out["kappa0_log__"]), k0_mean)):
         mean, mcse = _mean_and_mcse(draws)

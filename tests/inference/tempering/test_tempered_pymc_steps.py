@@ -24,45 +24,24 @@ from inference.tempering import (
     TemperedCategoricalGibbsMetropolis,
     TemperedMetropolis,
     TemperedNUTS,
-    TemperedSlice,
 )
 from inference.tempering.steps import plan_steps
 from tests.helpers.stationary import compare_with_exact
-from tests.inference.tempering import oracles
+from tests.inference.tempering.pymc_mixture import M0, S0, SIGMA, STEPS, WEIGHTS, X3, mixture
 from tests.inference.tempering.twins import (
     BinaryGibbsIgnoringBeta,
     CategoricalGibbsIgnoringBeta,
     MetropolisIgnoringBeta,
     SliceIgnoringBeta,
 )
+from tests.oracles import mixtures as oracles
 
-X3 = np.array([-1.2, 0.2, 1.5])
-M0 = np.array([-1.0, 1.0])
-S0, SIGMA = 1.0, 0.8
-WEIGHTS = np.array([0.35, 0.65])
 STATES = list(itertools.product(range(2), repeat=3))
 ALPHA = 1e-4
 TUNE, DRAWS = 150, 1500
 #: where the twins (which run at beta = 1) are compared: far enough from 1 that a twin
 #: of the Metropolis step, whose draws are the most correlated, is caught by 1500 draws
 TWIN_BETA = 0.1
-
-
-def mixture(latent: str) -> pm.Model:
-    with pm.Model() as m:
-        mu = pm.Normal("mu", mu=M0, sigma=S0)
-        if latent == "categorical":
-            z = pm.Categorical("z", p=WEIGHTS, shape=3)
-        else:
-            z = pm.Bernoulli("z", p=WEIGHTS[1], shape=3)
-        pm.Normal("X", mu=mu[z], sigma=SIGMA, observed=X3)
-    return m
-
-
-STEPS = {
-    "categorical": (TemperedCategoricalGibbsMetropolis, TemperedSlice),
-    "bernoulli": (TemperedBinaryGibbsMetropolis, TemperedMetropolis),
-}
 
 
 @pytest.fixture(scope="module")

@@ -18,36 +18,9 @@ from inference import fit as zoo_fit
 from pp_models import bhc
 from pp_models.metrics import adjusted_rand_index, dendrogram_purity, purity
 from tests.helpers.backends import PYTHON_MODE
+from tests.pp_models.bhc.cases import all_partitions, binary_mixture, log_ml, tree_objective
 
 # -------------------------------------------------------------------------- helpers
-
-
-def binary_mixture(n, d, k, flip, rng):
-    """k prototypes at pairwise Hamming distance >= d/4, rows = prototype + flip noise."""
-    while True:
-        protos = rng.random((k, d)) < 0.4
-        ham = (protos[:, None] != protos[None]).sum(-1) + d * np.eye(k, dtype=int)
-        if ham.min() >= d / 4:
-            break
-    z = rng.integers(k, size=n)
-    X = (protos[z] ^ (rng.random((n, d)) < flip)).astype(float)
-    return X, z
-
-
-def log_ml(family, X, hyper):
-    fam = cj.FAMILIES[family]
-    return fam.log_marginal(fam.stats(np.atleast_2d(X)), hyper)
-
-
-def all_partitions(items):
-    if not items:
-        yield []
-        return
-    first, rest = items[0], items[1:]
-    for part in all_partitions(rest):
-        for k in range(len(part)):
-            yield [*part[:k], [first, *part[k]], *part[k + 1 :]]
-        yield [[first], *part]
 
 
 def exact_dpm_log_evidence(family, X, hyper, alpha):
@@ -410,16 +383,8 @@ def test_model_find_map_matches_grid_optimum(objective):
     theta = np.linspace(-6, 6, 2001)
     H = cj.pack_hyper("bernoulli", (res.hyper["a"], res.hyper["b"]))
     ps = cj.point_stats(0, X)
-    ev = [_objective_np(ps, res.merges, math.exp(u), H, objective) for u in theta]
+    ev = [tree_objective(ps, res.merges, math.exp(u), H, objective) for u in theta]
     assert math.log(float(mp["alpha"])) == pytest.approx(theta[int(np.argmax(ev))], abs=0.02)
-
-
-def _objective_np(ps, merges, alpha, H, objective):
-    log_p, _r, _q, log_d, _ml, _s = ops.tree_forward(0, ps, merges, alpha, H)
-    if objective == "evidence":
-        return log_p[-1]
-    n = ps.shape[0]
-    return log_p[-1] + log_d[-1] + math.lgamma(alpha) - math.lgamma(n + alpha)
 
 
 def test_nuts_alpha_posterior_matches_quadrature():
@@ -434,7 +399,7 @@ def test_nuts_alpha_posterior_matches_quadrature():
     H = cj.pack_hyper("bernoulli", (res.hyper["a"], res.hyper["b"]))
     ps = cj.point_stats(0, X)
     u = np.linspace(-8, 8, 4001)
-    lp = np.array([_objective_np(ps, res.merges, math.exp(v), H, "lower_bound") for v in u])
+    lp = np.array([tree_objective(ps, res.merges, math.exp(v), H, "lower_bound") for v in u])
     lp += prior.logpdf(np.exp(u)) + u
     w = np.exp(lp - lp.max())
     w /= w.sum()
@@ -472,7 +437,7 @@ def test_learn_improves_objective_and_reaches_stationary_point(objective):
 
     def obj(r):
         H = cj.pack_hyper("bernoulli", (r.hyper["a"], r.hyper["b"]))
-        return _objective_np(ps, r.merges, r.alpha, H, objective)
+        return tree_objective(ps, r.merges, r.alpha, H, objective)
 
     assert obj(res) > obj(start)
     assert len(res.history) >= 1
@@ -482,7 +447,7 @@ def test_learn_improves_objective_and_reaches_stationary_point(objective):
 
     def ev(la, lA, lB):
         H = cj.pack_hyper("bernoulli", cj.bernoulli_hyper(16, math.exp(lA), math.exp(lB)))
-        return _objective_np(ps, res.merges, math.exp(la), H, objective)
+        return tree_objective(ps, res.merges, math.exp(la), H, objective)
 
     base = np.array([math.log(res.alpha), math.log(res.hyper["a"][0]), math.log(res.hyper["b"][0])])
     for k in range(3):

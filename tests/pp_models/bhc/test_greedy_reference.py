@@ -16,7 +16,7 @@ from sklearn.datasets import load_digits
 from pp_models import bhc
 from pp_models.bhc.defaults import resolve_hyper
 from pp_models.bhc.greedy import TreeBuilder
-from tests.pp_models.bhc.test_api import binary_mixture
+from tests.pp_models.bhc.cases import binary_mixture
 
 DATA = Path(__file__).parent / "data"
 

@@ -18,14 +18,14 @@ from pp_models import bhc
 from pp_models.bhc.learning import THETA_BOUND, _evidence_function, _EvidenceFunction
 from pp_models.bhc.priors import resolve_priors
 from tests.helpers.backends import PYTHON_MODE
-from tests.pp_models.bhc.test_api import _objective_np, all_partitions, binary_mixture, log_ml
+from tests.pp_models.bhc.cases import all_partitions, binary_mixture, log_ml, tree_objective
 
 
 def _bernoulli_objective(X, merges, alpha, a, b, point_stats=None):
     """Corollary 3.1's bound by the NumPy reference recursion."""
     H = cj.pack_hyper("bernoulli", (np.asarray(a, float), np.asarray(b, float)))
     ps = cj.point_stats(0, X) if point_stats is None else point_stats
-    return _objective_np(ps, merges, alpha, H, "lower_bound")
+    return tree_objective(ps, merges, alpha, H, "lower_bound")
 
 
 def _norm_logpdf(u, sigma):

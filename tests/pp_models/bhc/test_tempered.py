@@ -30,7 +30,7 @@ from scipy import stats
 from custom_ops import conjugate as cj
 from inference import fit
 from pp_models import bhc
-from tests.pp_models.bhc.test_api import _objective_np, binary_mixture
+from tests.pp_models.bhc.cases import binary_mixture, tree_objective
 
 LADDER = (0.0, 0.1, 0.3, 1.0)
 PRIOR = stats.lognorm(1.5)
@@ -44,7 +44,7 @@ def setting():
     H = cj.pack_hyper("bernoulli", (tree.hyper["a"], tree.hyper["b"]))
     ps = cj.point_stats(0, X)
     u = np.linspace(-8.0, 8.0, 4001)
-    lik = np.array([_objective_np(ps, tree.merges, math.exp(v), H, "lower_bound")
+    lik = np.array([tree_objective(ps, tree.merges, math.exp(v), H, "lower_bound")
                     for v in u])
     log_prior = PRIOR.logpdf(np.exp(u)) + u  # the density of u = log alpha
     return model, u, lik, log_prior

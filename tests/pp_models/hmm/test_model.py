@@ -7,8 +7,8 @@ import pytest
 from scipy.special import logsumexp
 
 from pp_models import hmm
-from tests.custom_ops.hmm.enumeration import exact_posterior, random_hmm
 from tests.helpers.backends import PYTHON_MODE
+from tests.oracles.hmm import exact_posterior, random_hmm
 
 Y = np.array([0.1, -0.3, 0.2, 3.9, 4.2, 4.0, 0.0, 3.8])
 

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from pp_models import lds
-from tests.pp_models.lds.reference import random_lds
+from tests.oracles.lds import random_lds
 
 
 def _simulate(rng, T, A, C, Q, R, m0, P0):

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from pp_models import lds
-from tests.pp_models.lds.reference import dense_conditioning, random_lds, steady_state_case
+from tests.oracles.lds import dense_conditioning, random_lds, steady_state_case
 
 
 def _data(rng, T, p, missing):

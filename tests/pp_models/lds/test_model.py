@@ -13,7 +13,7 @@ from custom_ops.pymc_guard import CollapsedLikelihoodError
 from pp_models import lds
 from pp_models.lds.distributions import lds_observations, lds_state_path
 from tests.helpers.backends import PYTHON_MODE
-from tests.pp_models.lds.reference import prior_moments, random_lds, whitened_p_values
+from tests.oracles.lds import prior_moments, random_lds, whitened_p_values
 
 
 def _y():

@@ -27,13 +27,14 @@ from inference.gibbs import (
     step_for,
 )
 from pp_models.distributions import CRP, CollapsedDiagGaussian, CollapsedGaussian
-from tests.custom_ops.dpm.test_crp import restricted_growth_strings
+from tests.helpers.stationary import state_codes, tv_against_mcse
 from tests.inference.gibbs.dpm.twins import (
     BrokenAuxiliary,
     ErratumGibbs,
     NoMixtureEscobarWest,
     NoProposalRatioSplitMerge,
 )
+from tests.oracles.mixtures import partitions
 
 RNG = np.random.default_rng(1)
 X6 = np.concatenate([RNG.normal(-1, 0.6, (3, 2)), RNG.normal(1.5, 0.6, (3, 2))])
@@ -42,26 +43,17 @@ NG = [np.zeros(2), np.full(2, 0.5), np.full(2, 2.0), np.full(2, 1.0)]
 
 
 def exact_posterior(logp_of):
-    parts = restricted_growth_strings(6)
+    parts = partitions(6)
     lp = np.array([logp_of(z) for z in parts])
     p = np.exp(lp - special.logsumexp(lp))
     return {tuple(z): q for z, q in zip(parts, p, strict=True)}
 
 
-def tv_against_mcse(states, exact, batches=40):
-    """(TV distance, its expectation under the null from batch-means MCSEs)."""
+def tv_against_exact(states, exact):
+    """:func:`tv_against_mcse` of the chain's partitions against ``exact`` (partition ->
+    probability)."""
     keys = list(exact)
-    index = {k: j for j, k in enumerate(keys)}
-    codes = np.array([index[tuple(s)] for s in states])
-    p = np.array([exact[k] for k in keys])
-    freq = np.bincount(codes, minlength=len(keys)) / codes.size
-    tv = 0.5 * np.abs(freq - p).sum()
-    L = codes.size // batches
-    batch_freq = np.array([np.bincount(codes[b * L:(b + 1) * L], minlength=len(keys)) / L
-                           for b in range(batches)])
-    mcse = batch_freq.std(axis=0, ddof=1) / math.sqrt(batches)
-    # E|N(0, s^2)| = s sqrt(2/pi), summed over partitions, halved
-    return tv, 0.5 * math.sqrt(2 / math.pi) * mcse.sum()
+    return tv_against_mcse(state_codes(states, keys), np.array([exact[k] for k in keys]))
 
 
 def run_chain(step, model, n_steps, seed):
@@ -104,7 +96,7 @@ def test_collapsed_gibbs_matches_exact_partition_posterior(label, options, famil
     with m:
         step = CRPCollapsedGibbs([m["z"]], **options)
     states = run_chain(step, m, 30_000, seed=5)
-    tv, expected = tv_against_mcse(states, exact)
+    tv, expected = tv_against_exact(states, exact)
     print(f"{label}: TV = {tv:.4f}, null expectation {expected:.4f}")
     assert tv < 1.6 * expected, (tv, expected)
 
@@ -114,7 +106,7 @@ def test_erratum_twin_is_caught():
     with m:
         step = ErratumGibbs([m["z"]], split_merge_every=0)
     states = run_chain(step, m, 10_000, seed=5)
-    tv, expected = tv_against_mcse(states, exact)
+    tv, expected = tv_against_exact(states, exact)
     assert tv > 5 * expected and tv > 0.2, (tv, expected)
 
 
@@ -124,7 +116,7 @@ def test_split_merge_without_proposal_ratio_is_caught():
         step = NoProposalRatioSplitMerge([m["z"]], sweeps=0, split_merge_every=1,
                                          split_merge_proposals=2)
     states = run_chain(step, m, 30_000, seed=5)
-    tv, expected = tv_against_mcse(states, exact)
+    tv, expected = tv_against_exact(states, exact)
     assert tv > 3 * expected, (tv, expected)
 
 
@@ -185,7 +177,7 @@ def _run_auxiliary(step_cls, n_steps, seed):
         point, _ = step.step(point)
         point, _ = rates.step(point)
         out[t] = point["z"]
-    return tv_against_mcse(out, exact)
+    return tv_against_exact(out, exact)
 
 
 def test_algorithm8_matches_exact_partition_posterior():
@@ -313,7 +305,7 @@ def test_prior_only_partition_samples_the_crp():
         step = CRPCollapsedGibbs([m["z"]])
     states = run_chain(step, m, 20_000, seed=2)
     exact = exact_posterior(lambda z: crp_logp(z, 0.8, 0.0))
-    tv, expected = tv_against_mcse(states, exact)
+    tv, expected = tv_against_exact(states, exact)
     assert tv < 1.6 * expected, (tv, expected)
 
 

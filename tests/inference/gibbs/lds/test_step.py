@@ -1,7 +1,7 @@
 """The simulation-smoother step on a model from :func:`pp_models.lds.model`: its draws
 of the path, at inverse temperatures 1, 0.3 and 0, against the exact (power) posterior
 of the path by dense Gaussian conditioning, and its planted-bug twin caught by the same
-test (:func:`tests.pp_models.lds.reference.whitened_p_values`, false-failure rate at
+test (:func:`tests.oracles.lds.whitened_p_values`, false-failure rate at
 most ``ALPHA`` per test). Every draw is exact, so this replaces a getting-it-right run
 of the step; the whole sampler's (the step and NUTS on the noise scales) is in
 ``-m slow``."""
@@ -14,7 +14,7 @@ from inference.gibbs.lds import LDSSimulationSmoother
 from pp_models import lds
 from tests.helpers.backends import PYTHON_MODE
 from tests.inference.gibbs.lds.twins import FilteredCovarianceSmoother
-from tests.pp_models.lds.reference import dense_conditioning, random_lds, whitened_p_values
+from tests.oracles.lds import dense_conditioning, random_lds, whitened_p_values
 
 N_DRAWS = 3000
 ALPHA = 1e-4
