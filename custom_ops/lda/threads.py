@@ -19,17 +19,18 @@ Murphy 2012 Eq. 27.37), but nothing else is stale, where approximate distributed
 against word-topic counts a whole sweep old. With ``P = 1`` there is one cell, the corpus
 in its order, and the sweep is the serial sampler's draw for draw.
 
-The merge is O(P K) per epoch and there are no copies of ``n_wk``: the threaded AD-LDA
-sweep this module held before spent a third of each thread's sweep time adding the other
-block's moves to its own copy of the counts and its topic lists (profile in
-``docs/benchmarks.md``).
+The merge is O(P K) per epoch and there are no copies of ``n_wk``, where threaded AD-LDA
+has each thread add the other blocks' moved tokens to its own copy of the counts and of
+the topic lists after every sweep.
 
-Blocks are contiguous documents and groups contiguous word ids, each cut at about equal
-numbers of tokens; the epochs are then balanced as long as the words' ids do not follow
-the documents (on Reuters with 2 threads the larger cell of each epoch holds 21,344 and
-20,702 of 84,010 tokens). The tokens are stored cell by cell (each cell a CSR by its
-block's documents, in the corpus's order within a document), and :attr:`ThreadedLDAState.z`
-gives them back in the corpus's order.
+Blocks are contiguous documents of about equal numbers of tokens; words are dealt to the
+groups by decreasing frequency, so that each group holds about as many tokens and the
+same mix of frequent and rare words (:func:`word_groups`; groups cut from the word ids at
+equal numbers of tokens hold equal tokens but not equal work when the ids follow the
+words' frequencies, one group then holding most rare words, whose draws fall in
+SparseLDA's O(K) smoothing bucket more often). The tokens are stored cell by cell (each cell a CSR by its block's
+documents, in the corpus's order within a document), and :attr:`ThreadedLDAState.z` gives
+them back in the corpus's order.
 
 All sweeps of one call run in one compiled function (:func:`partition_sweeps`, whose
 epochs call :func:`sweep_cells`, a Numba ``prange`` over the threads), so a sweep costs
@@ -64,6 +65,7 @@ __all__ = [
     "sweep_cell",
     "sweep_cells",
     "use_fork_safe_threads",
+    "word_groups",
 ]
 
 
@@ -211,17 +213,39 @@ def _cuts(cumulative, n_parts: int, n_items: int) -> np.ndarray:
     return np.concatenate([[0], np.clip(inner, 0, n_items), [n_items]]).astype(np.int64)
 
 
+def word_groups(word_freq, n_groups: int) -> np.ndarray:
+    """The group of every word: the words dealt out by decreasing frequency, each to the
+    group with the fewest tokens so far (ties to the lowest group), so that the groups
+    hold about equal numbers of tokens and each about the same mix of frequent and rare
+    words (a rare word's token costs more: its draws fall in SparseLDA's smoothing bucket
+    more often, a walk over all topics)."""
+    group = np.zeros(word_freq.size, dtype=np.int64)
+    load = np.zeros(n_groups, dtype=np.int64)
+    for w in np.argsort(-word_freq, kind="stable"):
+        g = int(np.argmin(load))
+        group[w] = g
+        load[g] += word_freq[w]
+    return group
+
+
 class ThreadedLDAState:
     """The topics of a corpus swept on ``n_threads`` threads by the word x document
     partition (module docstring), with the shared counts and topic lists.
+
+    Blocks are contiguous documents of about equal numbers of tokens; word groups are
+    made by :func:`word_groups`. Inside the state the words are renumbered group by group
+    (``word_order[i]`` is the word of internal id ``i``), so that each group's rows of the
+    counts and its topic lists are contiguous and two threads never write to one cache
+    line of them; :attr:`n_wk` and :attr:`z` are given back in the corpus's numbering and
+    order.
 
     Parameters
     ----------
     words, doc_ptr, z : arrays
         The corpus (CSR by documents) and its current topics (``z`` is copied).
     n_words, n_topics, n_threads : int
-        ``n_threads`` >= 1 document blocks and as many word groups, cut at about equal
-        numbers of tokens (a block or group may be empty on a tiny corpus).
+        ``n_threads`` >= 1 document blocks and as many word groups (a block or group may
+        be empty on a tiny corpus).
     """
 
     #: the compiled sweeps (a twin names another)
@@ -237,15 +261,18 @@ class ThreadedLDAState:
         n_docs = doc_ptr.size - 1
         self.words = words
         self.doc_ptr = doc_ptr
-        doc_cuts = _cuts(doc_ptr, n_blocks, n_docs)
         word_freq = np.bincount(words, minlength=self.n_words)
-        word_cum = np.concatenate([[0], np.cumsum(word_freq)])
-        word_cuts = _cuts(word_cum, n_blocks, self.n_words)
-        self.doc_cuts, self.word_cuts = doc_cuts, word_cuts
+        self.word_group = word_groups(word_freq, n_blocks)
+        self.word_order = np.argsort(self.word_group, kind="stable")
+        self.internal_id = np.empty(self.n_words, dtype=np.int32)
+        self.internal_id[self.word_order] = np.arange(self.n_words, dtype=np.int32)
+        inner_words = self.internal_id[words]
+        inner_freq = word_freq[self.word_order]
+        self.doc_cuts = _cuts(doc_ptr, n_blocks, n_docs)
         # cell of every token, then the tokens grouped by cell keeping the corpus's order
         doc_of = np.repeat(np.arange(n_docs), np.diff(doc_ptr))
-        block = np.searchsorted(doc_cuts, doc_of, side="right") - 1
-        group = np.searchsorted(word_cuts, words, side="right") - 1
+        block = np.searchsorted(self.doc_cuts, doc_of, side="right") - 1
+        group = self.word_group[words]
         cell = block * n_blocks + group
         self.order = np.argsort(cell, kind="stable")
         token_ptr = np.zeros(n_blocks * n_blocks + 1, dtype=np.int64)
@@ -255,7 +282,7 @@ class ThreadedLDAState:
         np.add.at(per_doc, (doc_of, group), 1)
         doc_ptr_parts, doc_ptr_at, at = [], [], 0
         for p in range(n_blocks):
-            a, b = doc_cuts[p], doc_cuts[p + 1]
+            a, b = self.doc_cuts[p], self.doc_cuts[p + 1]
             for g in range(n_blocks):
                 offsets = np.zeros(b - a + 1, dtype=np.int64)
                 np.cumsum(per_doc[a:b, g], out=offsets[1:])
@@ -264,18 +291,18 @@ class ThreadedLDAState:
                 at += b - a + 1
         doc_ptr_at.append(at)
         self.cells = Cells(
-            words=words[self.order],
+            words=inner_words[self.order],
             z=z[self.order],
             token_ptr=token_ptr,
-            doc_cuts=doc_cuts,
+            doc_cuts=self.doc_cuts,
             doc_ptr=np.concatenate(doc_ptr_parts),
             doc_ptr_at=np.asarray(doc_ptr_at, dtype=np.int64),
         )
-        n_wk, n_dk, n_k = build_counts(words, doc_ptr, z, self.n_words, self.n_topics)
+        n_wk, n_dk, n_k = build_counts(inner_words, doc_ptr, z, self.n_words, self.n_topics)
         # topic lists with the capacities of SparseLDAState
         doc_len = np.diff(doc_ptr)
         w_ptr = np.zeros(self.n_words + 1, dtype=np.int64)
-        np.cumsum(np.minimum(word_freq, self.n_topics), out=w_ptr[1:])
+        np.cumsum(np.minimum(inner_freq, self.n_topics), out=w_ptr[1:])
         d_ptr = np.zeros(n_docs + 1, dtype=np.int64)
         np.cumsum(np.minimum(doc_len, self.n_topics), out=d_ptr[1:])
         self.counts = SharedCounts(
@@ -294,7 +321,7 @@ class ThreadedLDAState:
         fill_topic_lists(c.n_wk, c.w_ptr, c.w_topics, c.w_nnz)
         fill_topic_lists(c.n_dk, c.d_ptr, c.d_topics, c.d_nnz)
         self.pow_offset = np.zeros(self.n_words + 1, dtype=np.int64)
-        np.cumsum(word_freq + 1, out=self.pow_offset[1:])
+        np.cumsum(inner_freq + 1, out=self.pow_offset[1:])
         self.power_tables = None
         self._no_powers = (np.empty(0), np.empty(0))
 
@@ -311,7 +338,8 @@ class ThreadedLDAState:
 
     @property
     def n_wk(self) -> np.ndarray:
-        return self.counts.n_wk
+        """The word-topic counts, rows in the corpus's word numbering (a new array)."""
+        return self.counts.n_wk[self.internal_id]
 
     @property
     def n_dk(self) -> np.ndarray:
@@ -328,7 +356,8 @@ class ThreadedLDAState:
 
     def powers(self, eta, beta: float):
         """``(word_pow, topic_pow)`` of :func:`~custom_ops.lda.gibbs.tempered_powers` at
-        ``beta`` and ``eta``, kept while they stay the same (empty at ``beta = 1``)."""
+        ``beta`` and ``eta`` (in the internal word numbering), kept while they stay the
+        same (empty at ``beta = 1``)."""
         if beta == 1.0:
             return self._no_powers
         key = (beta, np.asarray(eta, dtype=np.float64).tobytes())
@@ -341,14 +370,16 @@ class ThreadedLDAState:
 
     def sweep(self, alpha, eta, beta, rngs, n_sweeps: int = 1) -> None:
         """``n_sweeps`` sweeps at inverse temperature ``beta`` in one compiled call,
-        thread ``p`` drawing from the generator ``rngs[p]``."""
+        thread ``p`` drawing from the generator ``rngs[p]``; ``eta`` in the corpus's word
+        numbering."""
         if len(rngs) != self.n_threads:
             raise ValueError(f"rngs: need {self.n_threads} generators, got {len(rngs)}")
         use_fork_safe_threads()
-        word_pow, topic_pow = self.powers(eta, beta)
+        inner_eta = np.ascontiguousarray(np.asarray(eta, dtype=np.float64)[self.word_order])
+        word_pow, topic_pow = self.powers(inner_eta, beta)
         prior = SweepPrior(
             alpha=np.asarray(alpha, dtype=np.float64),
-            eta=np.asarray(eta, dtype=np.float64),
+            eta=inner_eta,
             beta=float(beta),
             pow_offset=self.pow_offset,
             word_pow=word_pow,
@@ -357,7 +388,8 @@ class ThreadedLDAState:
         self.sweep_kernel(self.cells, self.counts, prior, tuple(rngs), int(n_sweeps))
 
     def summary(self, alpha: float, eta: float, tables) -> tuple[float, float, float]:
-        """:func:`~custom_ops.lda.summaries.draw_summary_lists` of the counts."""
+        """:func:`~custom_ops.lda.summaries.draw_summary_lists` of the counts (symmetric
+        ``eta``: the sum over words does not depend on their numbering)."""
         c = self.counts
         return draw_summary_lists(
             c.n_wk,

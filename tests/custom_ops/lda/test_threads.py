@@ -44,7 +44,7 @@ def _topic_lists(counts):
 
 def _schedule_reference(words, doc_ptr, z0, state, n_topics, rngs):
     """One sweep computed cell by cell in one thread: in epoch e, block p's tokens of word
-    group (p + e) mod P (found here from the state's cut points alone) are swept by the
+    group (p + e) mod P (the state's document cuts and word groups) are swept by the
     serial kernel against counts shared by all cells and block p's own topic totals,
     which start the epoch equal; after the epoch the totals' changes are summed."""
     n_blocks, n_words = state.n_threads, state.n_words
@@ -54,7 +54,7 @@ def _schedule_reference(words, doc_ptr, z0, state, n_topics, rngs):
     d_ptr, d_topics, d_nnz = _topic_lists(n_dk)
     z = z0.copy()
     doc_of = np.repeat(np.arange(doc_ptr.size - 1), np.diff(doc_ptr))
-    group_of = np.searchsorted(state.word_cuts, words, side="right") - 1
+    group_of = state.word_group[words]
     pow_offset = np.zeros(n_words + 1, dtype=np.int64)
     for epoch in range(n_blocks):
         totals = []
@@ -127,8 +127,10 @@ def _check_counts(state, words, doc_ptr, n_words, n_topics):
     for row in state.counts.n_k_threads:
         np.testing.assert_array_equal(row, n_k)
     c = state.counts
+    # the state's rows are its own numbering of the words
+    np.testing.assert_array_equal(c.n_wk[state.internal_id], n_wk)
     for counts, ptr, topics, nnz in (
-        (n_wk, c.w_ptr, c.w_topics, c.w_nnz),
+        (c.n_wk, c.w_ptr, c.w_topics, c.w_nnz),
         (n_dk, c.d_ptr, c.d_topics, c.d_nnz),
     ):
         for r in range(counts.shape[0]):
