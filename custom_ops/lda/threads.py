@@ -28,9 +28,9 @@ groups by decreasing frequency, so that each group holds about as many tokens an
 same mix of frequent and rare words (:func:`word_groups`; groups cut from the word ids at
 equal numbers of tokens hold equal tokens but not equal work when the ids follow the
 words' frequencies, one group then holding most rare words, whose draws fall in
-SparseLDA's O(K) smoothing bucket more often). The tokens are stored cell by cell (each cell a CSR by its block's
-documents, in the corpus's order within a document), and :attr:`ThreadedLDAState.z` gives
-them back in the corpus's order.
+SparseLDA's O(K) smoothing bucket more often). The tokens are stored cell by cell (each
+cell a CSR by its block's documents, in the corpus's order within a document), and
+:attr:`ThreadedLDAState.z` gives them back in the corpus's order.
 
 All sweeps of one call run in one compiled function (:func:`partition_sweeps`, whose
 epochs call :func:`sweep_cells`, a Numba ``prange`` over the threads), so a sweep costs
@@ -39,6 +39,7 @@ no Python and no thread pool.
 
 from __future__ import annotations
 
+import threading
 from typing import NamedTuple
 
 import numba
@@ -191,6 +192,12 @@ def partition_sweeps(cells, counts, prior, rngs, n_sweeps):
                 cell_ids[p] = cell_of(p, epoch, n_blocks)
             sweep_cells(cells, counts, prior, rngs, cell_ids)
             merge_topic_totals(counts.n_k, counts.n_k_threads)
+
+
+#: One threaded sweep at a time in a process: the fork-safe layer Numba picks here
+#: (its "workqueue") aborts the process when two Python threads launch parallel kernels
+#: at once (chains on a thread pool, each with ``n_threads > 1``).
+_PARALLEL_LOCK = threading.Lock()
 
 
 def use_fork_safe_threads() -> None:
@@ -385,7 +392,8 @@ class ThreadedLDAState:
             word_pow=word_pow,
             topic_pow=topic_pow,
         )
-        self.sweep_kernel(self.cells, self.counts, prior, tuple(rngs), int(n_sweeps))
+        with _PARALLEL_LOCK:
+            self.sweep_kernel(self.cells, self.counts, prior, tuple(rngs), int(n_sweeps))
 
     def summary(self, alpha: float, eta: float, tables) -> tuple[float, float, float]:
         """:func:`~custom_ops.lda.summaries.draw_summary_lists` of the counts (symmetric
