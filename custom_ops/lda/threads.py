@@ -87,8 +87,8 @@ class Cells(NamedTuple):
 
 class SharedCounts(NamedTuple):
     """The counts and topic lists of :class:`~custom_ops.lda.gibbs.SparseLDAState`, one
-    set for all threads, plus each thread's copy of the topic totals (``n_k_threads``,
-    row ``p``)."""
+    set for all threads, plus each thread's copy of the topic totals (``n_k_threads[p,
+    :K]``; the rows are padded apart)."""
 
     n_wk: np.ndarray
     n_dk: np.ndarray
@@ -125,7 +125,8 @@ def cell_of(p, epoch, n_blocks):
 def merge_topic_totals(n_k, n_k_threads):
     """``n_k += sum_p (n_k_threads[p] - n_k)``, then every thread's copy set to the sum:
     the topic totals after an epoch in which each thread changed its own copy."""
-    n_blocks, n_topics = n_k_threads.shape
+    n_blocks = n_k_threads.shape[0]
+    n_topics = n_k.size
     for k in range(n_topics):
         total = n_k[k]
         for p in range(n_blocks):
@@ -151,7 +152,7 @@ def sweep_cell(cells, counts, prior, p, c, rng):
         cells.z[lo:hi],
         counts.n_wk,
         counts.n_dk[a:b],
-        counts.n_k_threads[p],
+        counts.n_k_threads[p, : counts.n_k.size],
         counts.w_ptr,
         counts.w_topics,
         counts.w_nnz,
@@ -218,6 +219,15 @@ def _cuts(cumulative, n_parts: int, n_items: int) -> np.ndarray:
     targets = np.linspace(0, cumulative[-1], n_parts + 1)[1:-1]
     inner = np.searchsorted(cumulative, targets)
     return np.concatenate([[0], np.clip(inner, 0, n_items), [n_items]]).astype(np.int64)
+
+
+def _padded_rows(n_k, n_rows: int) -> np.ndarray:
+    """``n_rows`` copies of ``n_k`` as rows at least a cache line (16 int32) apart, so
+    that threads updating their own row never write to one line."""
+    stride = -(-n_k.size // 16) * 16 + 16
+    rows = np.zeros((n_rows, stride), dtype=n_k.dtype)
+    rows[:, : n_k.size] = n_k
+    return rows
 
 
 def word_groups(word_freq, n_groups: int) -> np.ndarray:
@@ -316,7 +326,7 @@ class ThreadedLDAState:
             n_wk=n_wk,
             n_dk=n_dk,
             n_k=n_k,
-            n_k_threads=np.tile(n_k, (n_blocks, 1)),
+            n_k_threads=_padded_rows(n_k, n_blocks),
             w_ptr=w_ptr,
             w_topics=np.zeros(int(w_ptr[-1]), dtype=np.int32),
             w_nnz=np.zeros(self.n_words, dtype=np.int32),
