@@ -12,7 +12,12 @@ import pytest
 
 from custom_ops.jit import njit_exact
 from custom_ops.lda import threads
-from custom_ops.lda.gibbs import build_counts, fill_topic_lists, gibbs_sweep_sparse
+from custom_ops.lda.gibbs import (
+    SparseLDAState,
+    build_counts,
+    fill_topic_lists,
+    gibbs_sweep_sparse,
+)
 from tests.helpers.twin_kernels import twin_kernel
 
 ALPHA, ETA = 0.1, 0.05
@@ -206,3 +211,20 @@ def test_a_forked_process_sweeps_after_its_parent_did():
             os._exit(0 if np.array_equal(state.n_k, np.bincount(state.z, minlength=4)) else 1)
     _, status = os.waitpid(pid, 0)
     assert os.waitstatus_to_exitcode(status) == 0
+
+
+def test_one_block_is_the_serial_sweep_draw_for_draw():
+    # with one block the one cell is the corpus in its order, swept by the serial kernel
+    # against the state's own arrays (called here without the thread launch)
+    words, doc_ptr, n_words = _corpus(4)
+    alpha, eta = _priors(4, n_words)
+    z0 = (np.arange(words.size) % 4).astype(np.int32)
+    state = threads.ThreadedLDAState(words, doc_ptr, z0, n_words, 4, 1)
+    serial = SparseLDAState(words, doc_ptr, z0, n_words, 4)
+    prior = threads.SweepPrior(alpha, eta, 1.0, state.pow_offset, np.empty(0), np.empty(0))
+    rng_one, rng_serial = np.random.default_rng(6), np.random.default_rng(6)
+    for _ in range(5):
+        threads.sweep_cell(state.cells, state.counts, prior, 0, 0, rng_one)
+        serial.sweep(alpha, eta, 1.0, rng_serial)
+    np.testing.assert_array_equal(state.z, serial.z)
+    np.testing.assert_array_equal(state.n_wk, serial.n_wk)
