@@ -22,17 +22,28 @@ excluded) and the final joint log likelihood log p(w, z).
   trace, which must hold at least one variable: ``theta``, D x K floats per draw, whose
   computation and storage dominate the overhead at K = 500);
 - ours/1 thread, ours/2 threads: the step with ``n_threads=1`` (the serial sampler) and
-  ``n_threads=2`` (AD-LDA in shared memory: the SparseLDA sweep on two threads, each
-  thread then adding the other's moved tokens to its copy of the counts), both driven
-  draw by draw with their per-draw statistics, so their ratio is the threads' speed-up;
+  ``n_threads=2`` (the word x document partition of ``custom_ops.lda.threads``: each
+  sweep two epochs in which the two threads run the SparseLDA sweep over cells sharing no
+  document and no word, one compiled call per draw), both driven draw by draw with their
+  per-draw statistics, so their ratio is the threads' speed-up through the step;
+- ours/kernel 1 thr, ours/kernel 2 thr: ``ThreadedLDAState.sweep`` alone with 1 block (the
+  serial sweep, draw for draw) and 2, one call per sweep: the threads' speed-up of the
+  kernel;
+- ours/fit 2 threads: ``fit(..., step=...)`` with the ``n_threads=2`` step, after a
+  warm-up ``fit`` (to set against ours/fit);
 - lda: ``lda.LDA`` internals (the per-iteration shuffle of its 1 MiB of cached
   uniforms and ``_sample_topics``; its periodic log-likelihood evaluation is excluded);
 - tomotopy: ``LDAModel.train(n, workers=1)`` (and ``workers=2``) with hyperparameter
   optimisation off.
 
 Peak RSS: the highest resident set seen while each run was timed (sampled every 2 ms).
+CPU: the process's CPU seconds (all threads) during the best run. The 2-thread / 1-thread
+ratios of wall time and CPU are printed for the kernel, the step and ``fit``: on a loaded
+machine the wall ratio understates what a free core gives, and the CPU ratio says how much
+work the threads add.
 
-Run: ``python benchmarks/bench_lda.py [--topics 20 100 500 1000] [--sweeps 200] [--repeat 3]``.
+Run: ``python benchmarks/bench_lda.py [--topics 20 100 500 1000] [--sweeps 200] [--repeat 3]``;
+the threads alone: ``--topics 500 --skip lda dense alias sparse fit``.
 The machine has 2 cores shared with other jobs: check ``uptime`` and repeat when quiet.
 """
 
@@ -52,6 +63,7 @@ from benchmarks._memory import PeakRSS
 from custom_ops.lda.alias import AliasLDAState
 from custom_ops.lda.dense import dense_block_width, gibbs_sweep_blocked, gibbs_sweep_dense
 from custom_ops.lda.gibbs import SparseLDAState, build_counts, log_joint, tempering_tables
+from custom_ops.lda.threads import ThreadedLDAState
 from pp_models import datasets
 from pp_models.lda import prepare_corpus
 
@@ -155,18 +167,25 @@ def bench_ours_threads(counts, n_topics, sweeps, seed, n_threads=2):
         m, hint.var_names, **hint.options(m), n_threads=n_threads, rng=seed
     )
     point = m.initial_point()
-    t0, c0 = time.perf_counter(), time.process_time()
+    t0 = time.perf_counter()
     for _ in range(sweeps):
         point, stats = step.step(point)
     elapsed = time.perf_counter() - t0
-    # CPU seconds of all threads: their ratio to one thread's is the work the threads add,
-    # whatever share of the cores the other jobs on the machine leave them
-    cpu = time.process_time() - c0
-    _THREAD_CPU[n_threads] = min(_THREAD_CPU.get(n_threads, np.inf), cpu)
     return elapsed, float(stats[0]["log_joint"])
 
 
-_THREAD_CPU: dict = {}
+def bench_ours_kernel_threads(corpus, n_topics, sweeps, seed, n_threads):
+    """``ThreadedLDAState.sweep`` alone, one call per sweep, from the balanced start."""
+    z0 = np.arange(corpus.n_tokens, dtype=np.int32) % n_topics
+    alpha = np.full(n_topics, ALPHA)
+    eta = np.full(corpus.n_words, ETA)
+    state = ThreadedLDAState(corpus.words, corpus.doc_ptr, z0, corpus.n_words, n_topics, n_threads)
+    rngs = np.random.default_rng(seed).spawn(n_threads)
+    t0 = time.perf_counter()
+    for _ in range(sweeps):
+        state.sweep(alpha, eta, 1.0, rngs)
+    elapsed = time.perf_counter() - t0
+    return elapsed, log_joint(state.n_wk, state.n_dk, state.n_k, ALPHA, ETA)
 
 
 _FIT_MODELS: dict = {}
@@ -190,6 +209,52 @@ def bench_ours_fit(counts, n_topics, sweeps, seed):
     m = _FIT_MODELS[n_topics]
     t0 = time.perf_counter()
     dt = fit(m, method="gibbs", draws=sweeps, tune=0, chains=1, random_seed=seed, progressbar=False)
+    elapsed = time.perf_counter() - t0
+    return elapsed, float(dt["sample_stats"]["log_joint"].values[0, -1])
+
+
+_FIT_THREAD_MODELS: dict = {}
+
+
+def bench_ours_fit_threads(counts, n_topics, sweeps, seed, n_threads=2):
+    """``fit`` with the ``n_threads`` step on a model built once per K (warm-up first)."""
+    from inference import fit
+    from inference.gibbs import get_step
+    from pp_models import lda as zoo_lda
+    from pp_models.model_info import get_info
+
+    def threaded_step(m):
+        hint = get_info(m).step_hints[0]
+        return get_step(hint.step).from_model(
+            m, hint.var_names, **hint.options(m), n_threads=n_threads
+        )
+
+    if n_topics not in _FIT_THREAD_MODELS:
+        m = zoo_lda.model(counts, n_topics=n_topics, alpha=ALPHA, eta=ETA)
+        fit(
+            m,
+            method="gibbs",
+            draws=2,
+            tune=0,
+            chains=1,
+            random_seed=seed,
+            progressbar=False,
+            step=threaded_step(m),
+        )
+        _FIT_THREAD_MODELS[n_topics] = m
+    m = _FIT_THREAD_MODELS[n_topics]
+    step = threaded_step(m)
+    t0 = time.perf_counter()
+    dt = fit(
+        m,
+        method="gibbs",
+        draws=sweeps,
+        tune=0,
+        chains=1,
+        random_seed=seed,
+        progressbar=False,
+        step=step,
+    )
     elapsed = time.perf_counter() - t0
     return elapsed, float(dt["sample_stats"]["log_joint"].values[0, -1])
 
@@ -258,6 +323,8 @@ def main(argv=None):
     bench_ours_alias(corpus, 3, 1, 0)
     bench_ours_dense(corpus, 3, 1, 0)
     bench_ours_dense(corpus, 64, 1, 0)
+    bench_ours_kernel_threads(corpus, 3, 1, 0, 1)
+    bench_ours_kernel_threads(corpus, 3, 1, 0, 2)
 
     runners = {}
     if "sparse" not in args.skip:
@@ -269,10 +336,20 @@ def main(argv=None):
     if "fit" not in args.skip:
         runners["ours/fit"] = lambda k, s: bench_ours_fit(counts, k, args.sweeps, s)
     if "threads" not in args.skip:
+        runners["ours/kernel 1 thr"] = lambda k, s: bench_ours_kernel_threads(
+            corpus, k, args.sweeps, s, 1
+        )
+        runners["ours/kernel 2 thr"] = lambda k, s: bench_ours_kernel_threads(
+            corpus, k, args.sweeps, s, 2
+        )
         runners["ours/1 thread"] = lambda k, s: bench_ours_threads(
             counts, k, args.sweeps, s, n_threads=1
         )
         runners["ours/2 threads"] = lambda k, s: bench_ours_threads(counts, k, args.sweeps, s)
+    if "fit" not in args.skip and "threads" not in args.skip:
+        runners["ours/fit 2 threads"] = lambda k, s: bench_ours_fit_threads(
+            counts, k, args.sweeps, s
+        )
     if args.step:
         runners["ours/step"] = lambda k, s: bench_ours_step(counts, k, args.sweeps, s)
     if "lda" not in args.skip:
@@ -290,13 +367,17 @@ def main(argv=None):
         # round-robin over the samplers, best of `repeat`: load from other jobs on the
         # shared cores then hits every sampler alike instead of one block of runs
         best = dict.fromkeys(runners, np.inf)
+        cpu = dict.fromkeys(runners, np.inf)
         peak = dict.fromkeys(runners, 0.0)
         lls = {name: [] for name in runners}
         for r in range(args.repeat):
             for name, run in runners.items():
                 with PeakRSS() as mem:
+                    c0 = time.process_time()
                     elapsed, ll = run(n_topics, args.seed + r)
-                best[name] = min(best[name], elapsed)
+                    used = time.process_time() - c0
+                if elapsed < best[name]:
+                    best[name], cpu[name] = elapsed, used
                 peak[name] = max(peak[name], mem.peak_mb)
                 lls[name].append(ll)
         results = {}
@@ -307,7 +388,8 @@ def main(argv=None):
             rows.append((n_topics, name, rate, best[name], mean_ll))
             print(
                 f"K={n_topics:4d} {name:18s} {rate / 1e6:7.2f} M token-updates/s "
-                f"(best {best[name]:6.2f} s of {args.repeat})  log p(w,z) = {mean_ll:,.0f}  "
+                f"(best {best[name]:6.2f} s of {args.repeat}, CPU {cpu[name]:6.2f} s)  "
+                f"log p(w,z) = {mean_ll:,.0f}  "
                 f"peak RSS {peak[name]:,.0f} MB",
                 flush=True,
             )
@@ -315,25 +397,34 @@ def main(argv=None):
         for other in ("lda 3.0.2", "tomotopy 0.14", "tomotopy 2 workers"):
             if ours and other in results:
                 print(f"K={n_topics:4d} ratio ours/sparse : {other} = {ours / results[other]:.2f}x")
+        for two, one, what in (
+            ("ours/kernel 2 thr", "ours/kernel 1 thr", "kernel"),
+            ("ours/2 threads", "ours/1 thread", "step  "),
+            ("ours/fit 2 threads", "ours/fit", "fit   "),
+        ):
+            if two in results and one in results:
+                print(
+                    f"K={n_topics:4d} 2 threads / 1 thread, {what}: wall speed-up "
+                    f"{best[one] / best[two]:.2f}x, CPU {cpu[two] / cpu[one]:.2f}x"
+                )
         if "ours/2 threads" in results:
-            for other in ("ours/1 thread", "tomotopy 2 workers", "tomotopy 0.14"):
+            for other in ("tomotopy 2 workers", "tomotopy 0.14"):
                 if other in results:
                     print(
                         f"K={n_topics:4d} ratio ours/2 threads : {other} = "
                         f"{results['ours/2 threads'] / results[other]:.2f}x"
                     )
+            if "tomotopy 2 workers" in results and "tomotopy 0.14" in results:
+                print(
+                    f"K={n_topics:4d} tomotopy 2 workers / 1 worker: wall speed-up "
+                    f"{best['tomotopy 0.14'] / best['tomotopy 2 workers']:.2f}x, CPU "
+                    f"{cpu['tomotopy 2 workers'] / cpu['tomotopy 0.14']:.2f}x"
+                )
             serial_ll = np.mean(lls.get("ours/sparse") or lls["ours/1 thread"])
             print(
                 f"K={n_topics:4d} log p(w,z) of 2 threads minus serial: "
                 f"{(np.mean(lls['ours/2 threads']) - serial_ll) / abs(serial_ll) * 100:+.2f} %"
             )
-            if 1 in _THREAD_CPU:
-                print(
-                    f"K={n_topics:4d} CPU seconds, 2 threads / 1 thread: "
-                    f"{_THREAD_CPU[2]:.2f} / {_THREAD_CPU[1]:.2f} = "
-                    f"{_THREAD_CPU[2] / _THREAD_CPU[1]:.2f}"
-                )
-            _THREAD_CPU.clear()
         if "ours/fit" in results:
             if ours:
                 print(

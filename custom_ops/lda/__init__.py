@@ -8,8 +8,8 @@
   vector instructions);
 - :mod:`custom_ops.lda.alias`: LightLDA's alias-Metropolis-Hastings sweep, O(1) per
   token;
-- :mod:`custom_ops.lda.threads`: one chain swept on several threads (AD-LDA in shared
-  memory);
+- :mod:`custom_ops.lda.threads`: one chain swept on several threads (the word x document
+  partition, one compiled call per draw);
 - :mod:`custom_ops.lda.evaluation`: document completion and Minka's update of the
   document-topic concentration;
 - :mod:`custom_ops.lda.predictive`: each token's conditional predictive and replicated

@@ -1,39 +1,50 @@
-"""One LDA chain swept on several threads: approximate distributed LDA in shared memory.
+"""One LDA chain swept on several threads: the word x document partition of Yan, Xu & Qi.
 
-Newman, Asuncion, Smyth & Welling (2009, JMLR), §3 (AD-LDA): the documents are split into
-``P`` blocks of consecutive documents; in every sweep each block runs the SparseLDA sweep
-(:func:`custom_ops.lda.gibbs.gibbs_sweep_sparse`, which releases the GIL) over its own
-tokens on its own thread, against its own copy of the corpus-wide word-topic counts, as
-if no other block moved; then every block's changes are summed into the counts,
+Yan, Xu & Qi (2009, NIPS), §4 ("data partition"): the documents are split into ``P``
+blocks and the vocabulary into ``P`` groups, which cuts the tokens into ``P x P`` cells
+(block ``p``'s tokens whose word is in group ``g``). A sweep has ``P`` epochs; in epoch
+``e`` thread ``p`` runs the SparseLDA sweep (:func:`custom_ops.lda.gibbs.gibbs_sweep_sparse`)
+over cell ``(p, (p + e) mod P)``. In an epoch no two threads share a document or a word, so
+every thread updates the one corpus-wide word-topic counts ``n_wk``, the document-topic
+counts and both kinds of topic lists in place, exactly as the serial sweep would; the
+only count they share is the topic total ``n_k``, of which each thread sweeps its own copy,
+and after the epoch the changes are summed,
 
-.. math:: n_{wk} \\leftarrow n_{wk} + \\sum_p \\big(n^{(p)}_{wk} - n_{wk}\\big),
+.. math:: n_k \\leftarrow n_k + \\sum_p \\big(n^{(p)}_k - n_k\\big).
 
-which the next sweep starts from. A block's document-topic counts are its own and stay
-exact. The chain is not the serial sampler's (a block does not see the others' moves
-within a sweep); with one block it is (:mod:`pp_models.lda.adlda` runs the same algorithm
-over processes or a cluster).
+So the chain is not the serial sampler's (within an epoch a thread does not see the
+others' moves in ``n_k``, the denominator ``n_k + sum eta`` of every token's conditional,
+Murphy 2012 Eq. 27.37), but nothing else is stale, where approximate distributed LDA
+(Newman et al. 2009 §3; :mod:`pp_models.lda.adlda`, over processes) lets every block sweep
+against word-topic counts a whole sweep old. With ``P = 1`` there is one cell, the corpus
+in its order, and the sweep is the serial sampler's draw for draw.
 
-The merge costs O(tokens) per sweep, not O(V K): block ``p``'s change is
+The merge is O(P K) per epoch and there are no copies of ``n_wk``, where threaded AD-LDA
+has each thread add the other blocks' moved tokens to its own copy of the counts and of
+the topic lists after every sweep.
 
-.. math:: n^{(p)}_{wk} - n_{wk} = \\sum_{i \\in p} \\big([w_i = w, z'_i = k]
-    - [w_i = w, z_i = k]\\big)
+Blocks are contiguous documents of about equal numbers of tokens; words are dealt to the
+groups by decreasing frequency, so that each group holds about as many tokens and the
+same mix of frequent and rare words (:func:`word_groups`; groups cut from the word ids at
+equal numbers of tokens hold equal tokens but not equal work when the ids follow the
+words' frequencies, one group then holding most rare words, whose draws fall in
+SparseLDA's O(K) smoothing bucket more often). The tokens are stored cell by cell (each
+cell a CSR by its block's documents, in the corpus's order within a document), and
+:attr:`ThreadedLDAState.z` gives them back in the corpus's order.
 
-over its tokens ``i`` with old topic ``z_i`` and new topic ``z'_i``, so each thread keeps
-its copy of the counts (and of SparseLDA's per-word topic lists) from sweep to sweep and,
-after all blocks have swept, adds to it the other blocks' moved tokens, one decrement and
-one increment each, then brings the topic list of each word that had a move in line with
-its counts. All copies then hold the same counts, the corpus-wide ones. (Applied in any
-order the decrements never take a cell below zero: the tokens decremented from a cell
-were all in it.) The copies are separate allocations, so threads never write to one
-cache line.
+All sweeps of one call run in one compiled function (:func:`partition_sweeps`, whose
+epochs call :func:`sweep_cells`, a Numba ``prange`` over the threads), so a sweep costs
+no Python and no thread pool.
 """
 
 from __future__ import annotations
 
 import threading
-from concurrent.futures import ThreadPoolExecutor
+from typing import NamedTuple
 
+import numba
 import numpy as np
+from numba import prange
 
 from custom_ops.jit import njit_exact
 from custom_ops.lda.gibbs import (
@@ -44,191 +55,326 @@ from custom_ops.lda.gibbs import (
 )
 from custom_ops.lda.summaries import draw_summary_lists
 
-__all__ = ["ThreadedLDAState", "apply_moves", "move_token", "relist_word"]
+__all__ = [
+    "Cells",
+    "SharedCounts",
+    "SweepPrior",
+    "ThreadedLDAState",
+    "cell_of",
+    "merge_topic_totals",
+    "partition_sweeps",
+    "sweep_cell",
+    "sweep_cells",
+    "use_fork_safe_threads",
+    "word_groups",
+]
 
-#: int32 padding after each block's small arrays (topic totals), a cache line's worth,
-#: so that the counts two threads update never share a line.
-_PAD = 16
+
+class Cells(NamedTuple):
+    """The tokens stored cell by cell: cell ``c = p * P + g`` (document block ``p``, word
+    group ``g``) holds ``words[token_ptr[c] : token_ptr[c + 1]]`` and their topics ``z``,
+    a CSR by the block's documents with offsets ``doc_ptr[doc_ptr_at[c] : doc_ptr_at[c]
+    + n_p + 1]`` (from 0 within the cell; ``n_p`` documents in block ``p``, which are
+    ``doc_cuts[p] : doc_cuts[p + 1]``)."""
+
+    words: np.ndarray
+    z: np.ndarray
+    token_ptr: np.ndarray
+    doc_cuts: np.ndarray
+    doc_ptr: np.ndarray
+    doc_ptr_at: np.ndarray
+
+
+class SharedCounts(NamedTuple):
+    """The counts and topic lists of :class:`~custom_ops.lda.gibbs.SparseLDAState`, one
+    set for all threads, plus each thread's copy of the topic totals (``n_k_threads[p,
+    :K]``; the rows are padded apart)."""
+
+    n_wk: np.ndarray
+    n_dk: np.ndarray
+    n_k: np.ndarray
+    n_k_threads: np.ndarray
+    w_ptr: np.ndarray
+    w_topics: np.ndarray
+    w_nnz: np.ndarray
+    d_ptr: np.ndarray
+    d_topics: np.ndarray
+    d_nnz: np.ndarray
+
+
+class SweepPrior(NamedTuple):
+    """``alpha`` (K,), ``eta`` (V,), the inverse temperature ``beta`` and the tables of
+    :func:`~custom_ops.lda.gibbs.tempered_powers` (empty at ``beta = 1``)."""
+
+    alpha: np.ndarray
+    eta: np.ndarray
+    beta: float
+    pow_offset: np.ndarray
+    word_pow: np.ndarray
+    topic_pow: np.ndarray
 
 
 @njit_exact(inline="always")
-def move_token(n_wk, n_k, w, old, new):
-    """Move one token of word ``w`` from topic ``old`` to topic ``new`` in the counts;
-    returns whether a count of the word crossed zero (its topic list must change)."""
-    n_wk[w, old] -= 1
-    n_k[old] -= 1
-    crossed = n_wk[w, old] == 0 or n_wk[w, new] == 0
-    n_wk[w, new] += 1
-    n_k[new] += 1
-    return crossed
+def cell_of(p, epoch, n_blocks):
+    """The cell thread ``p`` sweeps in epoch ``epoch``: its block's tokens of word group
+    ``(p + epoch) mod P``, so that no two threads of an epoch share a word group."""
+    return p * n_blocks + (p + epoch) % n_blocks
 
 
 @njit_exact(inline="always")
-def relist_word(n_wk, w, start, nnz, topics, arrivals, listed):
-    """Bring word ``w``'s topic list ``topics[start : start + nnz[w]]`` in line with its
-    counts after some of its tokens moved: keep the listed topics whose count is still
-    positive (in their order), then append the topics its tokens moved to (``arrivals``)
-    that are positive and not yet listed. ``listed`` is a zeroed boolean work array of
-    length K, left zeroed. One pass over the list per word, where removing each emptied
-    topic as it empties would scan the list once per moved token."""
-    m = 0
-    for j in range(start, start + nnz[w]):
-        k = topics[j]
-        if n_wk[w, k] > 0:
-            topics[start + m] = k
-            listed[k] = True
-            m += 1
-    for k in arrivals:
-        if n_wk[w, k] > 0 and not listed[k]:
-            topics[start + m] = k
-            listed[k] = True
-            m += 1
-    for j in range(start, start + m):
-        listed[topics[j]] = False
-    nnz[w] = m
+def merge_topic_totals(n_k, n_k_threads):
+    """``n_k += sum_p (n_k_threads[p] - n_k)``, then every thread's copy set to the sum:
+    the topic totals after an epoch in which each thread changed its own copy."""
+    n_blocks = n_k_threads.shape[0]
+    n_topics = n_k.size
+    for k in range(n_topics):
+        total = n_k[k]
+        for p in range(n_blocks):
+            total += n_k_threads[p, k] - n_k[k]
+        n_k[k] = total
+    for p in range(n_blocks):
+        for k in range(n_topics):
+            n_k_threads[p, k] = n_k[k]
 
 
 @njit_exact(nogil=True)
-def apply_moves(words, z_old, z_new, n_wk, n_k, w_ptr, w_topics, w_nnz):
-    """Add the moves ``z_old -> z_new`` of the tokens ``words`` to the counts ``n_wk``,
-    ``n_k`` (:func:`move_token`) and bring the per-word topic lists (SparseLDA's layout,
-    :class:`~custom_ops.lda.gibbs.SparseLDAState`) in line with them, once per word one
-    of whose counts crossed zero (:func:`relist_word`; the others' lists still hold their
-    positive topics). O(moved tokens + V + those words' lists). Returns the number of
-    moved tokens."""
-    n_words, n_topics = n_wk.shape
-    relist = np.zeros(n_words, dtype=np.bool_)
-    moved = 0
-    for i in range(words.size):
-        if z_old[i] != z_new[i]:
-            if move_token(n_wk, n_k, words[i], z_old[i], z_new[i]):
-                relist[words[i]] = True
-            moved += 1
-    # the new topics of the moved tokens of those words, grouped by word (counting sort)
-    first = np.zeros(n_words + 1, dtype=np.int64)
-    for i in range(words.size):
-        if z_old[i] != z_new[i] and relist[words[i]]:
-            first[words[i] + 1] += 1
-    for v in range(n_words):
-        first[v + 1] += first[v]
-    fill = first[:n_words].copy()
-    arrivals = np.empty(first[n_words], dtype=np.int32)
-    for i in range(words.size):
-        w = words[i]
-        if z_old[i] != z_new[i] and relist[w]:
-            arrivals[fill[w]] = z_new[i]
-            fill[w] += 1
-    listed = np.zeros(n_topics, dtype=np.bool_)
-    for v in range(n_words):
-        if relist[v]:
-            relist_word(
-                n_wk, v, w_ptr[v], w_nnz, w_topics, arrivals[first[v] : first[v + 1]], listed
-            )
-    return moved
+def sweep_cell(cells, counts, prior, p, c, rng):
+    """The SparseLDA sweep of cell ``c`` of block ``p`` against the shared counts and
+    thread ``p``'s topic totals, with the generator ``rng``."""
+    a = cells.doc_cuts[p]
+    b = cells.doc_cuts[p + 1]
+    lo = cells.token_ptr[c]
+    hi = cells.token_ptr[c + 1]
+    at = cells.doc_ptr_at[c]
+    gibbs_sweep_sparse(
+        cells.words[lo:hi],
+        cells.doc_ptr[at : at + b - a + 1],
+        cells.z[lo:hi],
+        counts.n_wk,
+        counts.n_dk[a:b],
+        counts.n_k_threads[p, : counts.n_k.size],
+        counts.w_ptr,
+        counts.w_topics,
+        counts.w_nnz,
+        counts.d_ptr[a : b + 1],
+        counts.d_topics,
+        counts.d_nnz[a:b],
+        prior.alpha,
+        prior.eta,
+        prior.beta,
+        prior.pow_offset,
+        prior.word_pow,
+        prior.topic_pow,
+        rng,
+    )
 
 
-class _Block:
-    """One block of documents: views of the global token and document arrays, and the
-    thread's own copy of the word-topic counts and word topic lists."""
+@njit_exact(parallel=True)
+def sweep_cells(cells, counts, prior, rngs, cell_ids):
+    """One epoch: thread ``p`` sweeps cell ``cell_ids[p]`` of its block with ``rngs[p]``
+    (:func:`sweep_cell`), all threads at once (a Numba ``prange``)."""
+    for p in prange(cell_ids.size):
+        sweep_cell(cells, counts, prior, p, cell_ids[p], rngs[p])
 
-    def __init__(self, state, a: int, b: int):
-        lo, hi = int(state.doc_ptr[a]), int(state.doc_ptr[b])
-        self.words = state.words[lo:hi]
-        self.doc_ptr = state.doc_ptr[a : b + 1] - lo
-        self.z = state.z[lo:hi]
-        self.z_old = np.empty_like(self.z)
-        self.n_dk = state.n_dk[a:b]
-        d0 = int(state.d_ptr[a])
-        self.d_ptr = state.d_ptr[a : b + 1] - d0
-        self.d_topics = state.d_topics[d0 : int(state.d_ptr[b])]
-        self.d_nnz = state.d_nnz[a:b]
-        self.n_wk = np.array(state.n_wk0, copy=True)
-        self.n_k = np.zeros(state.n_topics + _PAD, dtype=np.int32)[: state.n_topics]
-        self.n_k[:] = state.n_k0
-        self.w_topics = np.array(state.w_topics0, copy=True)
-        self.w_nnz = np.array(state.w_nnz0, copy=True)
+
+@njit_exact(nogil=True)
+def partition_sweeps(cells, counts, prior, rngs, n_sweeps):
+    """``n_sweeps`` sweeps of the partitioned sampler (module docstring): per epoch, thread
+    ``p`` sweeps cell :func:`cell_of` ``(p, epoch)`` with ``rngs[p]`` (:func:`sweep_cells`),
+    then the topic totals are merged (:func:`merge_topic_totals`). ``rngs`` is a tuple of
+    ``P`` generators; the counts and ``cells.z`` are updated in place. The schedule and
+    the merge stay out of the parallel kernel, which a change of them need not
+    recompile."""
+    n_blocks = cells.doc_cuts.size - 1
+    cell_ids = np.empty(n_blocks, dtype=np.int64)
+    for _ in range(n_sweeps):
+        for epoch in range(n_blocks):
+            for p in range(n_blocks):
+                cell_ids[p] = cell_of(p, epoch, n_blocks)
+            sweep_cells(cells, counts, prior, rngs, cell_ids)
+            merge_topic_totals(counts.n_k, counts.n_k_threads)
+
+
+#: One threaded sweep at a time in a process: the fork-safe layer Numba picks here
+#: (its "workqueue") aborts the process when two Python threads launch parallel kernels
+#: at once (chains on a thread pool, each with ``n_threads > 1``).
+_PARALLEL_LOCK = threading.Lock()
+
+
+def use_fork_safe_threads() -> None:
+    """Have Numba start its threads with a fork-safe threading layer, unless the user
+    chose one or a parallel kernel already ran. The default on Linux is GNU OpenMP,
+    after which a forked process aborts when it runs a parallel kernel, and ``fit`` forks
+    its chain workers after one draw in the parent (``inference.chains``)."""
+    try:
+        numba.threading_layer()
+    except ValueError:  # no parallel kernel has run in this process yet
+        if numba.config.THREADING_LAYER == "default":
+            numba.config.THREADING_LAYER = "forksafe"
+
+
+def _cuts(cumulative, n_parts: int, n_items: int) -> np.ndarray:
+    """``n_parts + 1`` non-decreasing cut points in ``0..n_items`` splitting the running
+    total ``cumulative`` (length ``n_items + 1``) into about equal parts."""
+    targets = np.linspace(0, cumulative[-1], n_parts + 1)[1:-1]
+    inner = np.searchsorted(cumulative, targets)
+    return np.concatenate([[0], np.clip(inner, 0, n_items), [n_items]]).astype(np.int64)
+
+
+def _padded_rows(n_k, n_rows: int) -> np.ndarray:
+    """``n_rows`` copies of ``n_k`` as rows at least a cache line (16 int32) apart, so
+    that threads updating their own row never write to one line."""
+    stride = -(-n_k.size // 16) * 16 + 16
+    rows = np.zeros((n_rows, stride), dtype=n_k.dtype)
+    rows[:, : n_k.size] = n_k
+    return rows
+
+
+def word_groups(word_freq, n_groups: int) -> np.ndarray:
+    """The group of every word: the words dealt out by decreasing frequency, each to the
+    group with the fewest tokens so far (ties to the lowest group), so that the groups
+    hold about equal numbers of tokens and each about the same mix of frequent and rare
+    words (a rare word's token costs more: its draws fall in SparseLDA's smoothing bucket
+    more often, a walk over all topics)."""
+    group = np.zeros(word_freq.size, dtype=np.int64)
+    load = np.zeros(n_groups, dtype=np.int64)
+    for w in np.argsort(-word_freq, kind="stable"):
+        g = int(np.argmin(load))
+        group[w] = g
+        load[g] += word_freq[w]
+    return group
 
 
 class ThreadedLDAState:
-    """The topics of a corpus split into ``n_threads`` blocks of documents swept on as
-    many threads (module docstring), with the global counts and topic lists.
+    """The topics of a corpus swept on ``n_threads`` threads by the word x document
+    partition (module docstring), with the shared counts and topic lists.
 
-    ``z``, ``n_dk`` and the document topic lists are global arrays of which each block
-    sweeps a slice; ``n_wk``, ``n_k`` and the word topic lists are the first block's
-    copies, equal to every other block's between sweeps.
+    Blocks are contiguous documents of about equal numbers of tokens; word groups are
+    made by :func:`word_groups`. Inside the state the words are renumbered group by group
+    (``word_order[i]`` is the word of internal id ``i``), so that each group's rows of the
+    counts and its topic lists are contiguous and two threads never write to one cache
+    line of them; :attr:`n_wk` and :attr:`z` are given back in the corpus's numbering and
+    order.
 
     Parameters
     ----------
     words, doc_ptr, z : arrays
         The corpus (CSR by documents) and its current topics (``z`` is copied).
     n_words, n_topics, n_threads : int
-        ``n_threads`` >= 1 blocks, at most one per document (fewer when there are fewer
-        documents), split to hold about the same number of tokens each.
+        ``n_threads`` >= 1 document blocks and as many word groups (a block or group may
+        be empty on a tiny corpus).
     """
 
-    #: the kernel that adds another block's moves to a thread's copy (a twin names another)
-    merge_kernel = staticmethod(apply_moves)
+    #: the compiled sweeps (a twin names another)
+    sweep_kernel = staticmethod(partition_sweeps)
 
     def __init__(self, words, doc_ptr, z, n_words: int, n_topics: int, n_threads: int):
-        self.words = np.ascontiguousarray(words, dtype=np.int32)
-        self.doc_ptr = np.ascontiguousarray(doc_ptr, dtype=np.int64)
-        self.z = np.array(z, dtype=np.int32, copy=True)
+        words = np.ascontiguousarray(words, dtype=np.int32)
+        doc_ptr = np.ascontiguousarray(doc_ptr, dtype=np.int64)
+        z = np.ascontiguousarray(z, dtype=np.int32)
         self.n_words = int(n_words)
         self.n_topics = int(n_topics)
-        n_docs = self.doc_ptr.size - 1
-        # block boundaries at documents, about equal numbers of tokens
-        targets = np.linspace(0, self.doc_ptr[-1], n_threads + 1)[1:-1]
-        cuts = np.unique(np.clip(np.searchsorted(self.doc_ptr, targets), 1, max(n_docs - 1, 1)))
-        self.doc_cuts = np.concatenate([[0], cuts[cuts < n_docs], [n_docs]]).astype(np.int64)
-        self.n_wk0, self.n_dk, self.n_k0 = build_counts(
-            self.words, self.doc_ptr, self.z, self.n_words, self.n_topics
+        n_blocks = int(n_threads)
+        n_docs = doc_ptr.size - 1
+        self.words = words
+        self.doc_ptr = doc_ptr
+        word_freq = np.bincount(words, minlength=self.n_words)
+        self.word_group = word_groups(word_freq, n_blocks)
+        self.word_order = np.argsort(self.word_group, kind="stable")
+        self.internal_id = np.empty(self.n_words, dtype=np.int32)
+        self.internal_id[self.word_order] = np.arange(self.n_words, dtype=np.int32)
+        inner_words = self.internal_id[words]
+        inner_freq = word_freq[self.word_order]
+        self.doc_cuts = _cuts(doc_ptr, n_blocks, n_docs)
+        # cell of every token, then the tokens grouped by cell keeping the corpus's order
+        doc_of = np.repeat(np.arange(n_docs), np.diff(doc_ptr))
+        block = np.searchsorted(self.doc_cuts, doc_of, side="right") - 1
+        group = self.word_group[words]
+        cell = block * n_blocks + group
+        self.order = np.argsort(cell, kind="stable")
+        token_ptr = np.zeros(n_blocks * n_blocks + 1, dtype=np.int64)
+        np.cumsum(np.bincount(cell, minlength=n_blocks * n_blocks), out=token_ptr[1:])
+        # per cell, the offsets of its block's documents within the cell
+        per_doc = np.zeros((n_docs, n_blocks), dtype=np.int64)
+        np.add.at(per_doc, (doc_of, group), 1)
+        doc_ptr_parts, doc_ptr_at, at = [], [], 0
+        for p in range(n_blocks):
+            a, b = self.doc_cuts[p], self.doc_cuts[p + 1]
+            for g in range(n_blocks):
+                offsets = np.zeros(b - a + 1, dtype=np.int64)
+                np.cumsum(per_doc[a:b, g], out=offsets[1:])
+                doc_ptr_parts.append(offsets)
+                doc_ptr_at.append(at)
+                at += b - a + 1
+        doc_ptr_at.append(at)
+        self.cells = Cells(
+            words=inner_words[self.order],
+            z=z[self.order],
+            token_ptr=token_ptr,
+            doc_cuts=self.doc_cuts,
+            doc_ptr=np.concatenate(doc_ptr_parts),
+            doc_ptr_at=np.asarray(doc_ptr_at, dtype=np.int64),
         )
-        # topic lists with the capacities of the corpus-wide counts (SparseLDAState's)
-        word_freq = np.bincount(self.words, minlength=self.n_words)
-        doc_len = np.diff(self.doc_ptr)
-        self.w_ptr = np.zeros(self.n_words + 1, dtype=np.int64)
-        np.cumsum(np.minimum(word_freq, self.n_topics), out=self.w_ptr[1:])
-        self.d_ptr = np.zeros(n_docs + 1, dtype=np.int64)
-        np.cumsum(np.minimum(doc_len, self.n_topics), out=self.d_ptr[1:])
-        self.w_topics0 = np.zeros(int(self.w_ptr[-1]), dtype=np.int32)
-        self.w_nnz0 = np.zeros(self.n_words, dtype=np.int32)
-        self.d_topics = np.zeros(int(self.d_ptr[-1]), dtype=np.int32)
-        self.d_nnz = np.zeros(n_docs, dtype=np.int32)
-        fill_topic_lists(self.n_wk0, self.w_ptr, self.w_topics0, self.w_nnz0)
-        fill_topic_lists(self.n_dk, self.d_ptr, self.d_topics, self.d_nnz)
+        n_wk, n_dk, n_k = build_counts(inner_words, doc_ptr, z, self.n_words, self.n_topics)
+        # topic lists with the capacities of SparseLDAState
+        doc_len = np.diff(doc_ptr)
+        w_ptr = np.zeros(self.n_words + 1, dtype=np.int64)
+        np.cumsum(np.minimum(inner_freq, self.n_topics), out=w_ptr[1:])
+        d_ptr = np.zeros(n_docs + 1, dtype=np.int64)
+        np.cumsum(np.minimum(doc_len, self.n_topics), out=d_ptr[1:])
+        self.counts = SharedCounts(
+            n_wk=n_wk,
+            n_dk=n_dk,
+            n_k=n_k,
+            n_k_threads=_padded_rows(n_k, n_blocks),
+            w_ptr=w_ptr,
+            w_topics=np.zeros(int(w_ptr[-1]), dtype=np.int32),
+            w_nnz=np.zeros(self.n_words, dtype=np.int32),
+            d_ptr=d_ptr,
+            d_topics=np.zeros(int(d_ptr[-1]), dtype=np.int32),
+            d_nnz=np.zeros(n_docs, dtype=np.int32),
+        )
+        c = self.counts
+        fill_topic_lists(c.n_wk, c.w_ptr, c.w_topics, c.w_nnz)
+        fill_topic_lists(c.n_dk, c.d_ptr, c.d_topics, c.d_nnz)
         self.pow_offset = np.zeros(self.n_words + 1, dtype=np.int64)
-        np.cumsum(word_freq + 1, out=self.pow_offset[1:])
+        np.cumsum(inner_freq + 1, out=self.pow_offset[1:])
         self.power_tables = None
         self._no_powers = (np.empty(0), np.empty(0))
-        self.blocks = [
-            _Block(self, int(a), int(b))
-            for a, b in zip(self.doc_cuts[:-1], self.doc_cuts[1:], strict=True)
-        ]
-        del self.n_wk0, self.n_k0, self.w_topics0, self.w_nnz0
-        self._pool = None
-        self._open_pool()
-
-    def _open_pool(self) -> None:
-        # the calling thread sweeps the first block, the pool the others
-        n = len(self.blocks)
-        self._pool = ThreadPoolExecutor(n - 1) if n > 1 else None
-        self._barrier = threading.Barrier(n)
 
     @property
     def n_threads(self) -> int:
-        return len(self.blocks)
+        return self.cells.doc_cuts.size - 1
+
+    @property
+    def z(self) -> np.ndarray:
+        """The topics in the corpus's order (a new array)."""
+        z = np.empty_like(self.cells.z)
+        z[self.order] = self.cells.z
+        return z
 
     @property
     def n_wk(self) -> np.ndarray:
-        return self.blocks[0].n_wk
+        """The word-topic counts, rows in the corpus's word numbering (a new array)."""
+        return self.counts.n_wk[self.internal_id]
+
+    @property
+    def n_dk(self) -> np.ndarray:
+        return self.counts.n_dk
 
     @property
     def n_k(self) -> np.ndarray:
-        return self.blocks[0].n_k
+        return self.counts.n_k
+
+    def cell_tokens(self, p: int, g: int) -> np.ndarray:
+        """The corpus positions of the tokens of cell ``(p, g)``, in their sweep order."""
+        c = p * self.n_threads + g
+        return self.order[self.cells.token_ptr[c] : self.cells.token_ptr[c + 1]]
 
     def powers(self, eta, beta: float):
         """``(word_pow, topic_pow)`` of :func:`~custom_ops.lda.gibbs.tempered_powers` at
-        ``beta`` and ``eta``, kept while they stay the same (empty at ``beta = 1``)."""
+        ``beta`` and ``eta`` (in the internal word numbering), kept while they stay the
+        same (empty at ``beta = 1``)."""
         if beta == 1.0:
             return self._no_powers
         key = (beta, np.asarray(eta, dtype=np.float64).tobytes())
@@ -239,117 +385,41 @@ class ThreadedLDAState:
             self.power_tables = (key, tables)
         return self.power_tables[1]
 
-    def _sweep_block(self, p: int, alpha, eta, beta, word_pow, topic_pow, rng) -> None:
-        b = self.blocks[p]
-        b.z_old[:] = b.z
-        gibbs_sweep_sparse(
-            b.words,
-            b.doc_ptr,
-            b.z,
-            b.n_wk,
-            b.n_dk,
-            b.n_k,
-            self.w_ptr,
-            b.w_topics,
-            b.w_nnz,
-            b.d_ptr,
-            b.d_topics,
-            b.d_nnz,
-            alpha,
-            eta,
-            beta,
-            self.pow_offset,
-            word_pow,
-            topic_pow,
-            rng,
+    def sweep(self, alpha, eta, beta, rngs, n_sweeps: int = 1) -> None:
+        """``n_sweeps`` sweeps at inverse temperature ``beta`` in one compiled call,
+        thread ``p`` drawing from the generator ``rngs[p]``; ``eta`` in the corpus's word
+        numbering."""
+        if len(rngs) != self.n_threads:
+            raise ValueError(f"rngs: need {self.n_threads} generators, got {len(rngs)}")
+        use_fork_safe_threads()
+        inner_eta = np.ascontiguousarray(np.asarray(eta, dtype=np.float64)[self.word_order])
+        word_pow, topic_pow = self.powers(inner_eta, beta)
+        prior = SweepPrior(
+            alpha=np.asarray(alpha, dtype=np.float64),
+            eta=inner_eta,
+            beta=float(beta),
+            pow_offset=self.pow_offset,
+            word_pow=word_pow,
+            topic_pow=topic_pow,
         )
-
-    def _merge_into(self, p: int) -> None:
-        mine = self.blocks[p]
-        for q, other in enumerate(self.blocks):
-            if q != p:
-                self.merge_kernel(
-                    other.words,
-                    other.z_old,
-                    other.z,
-                    mine.n_wk,
-                    mine.n_k,
-                    self.w_ptr,
-                    mine.w_topics,
-                    mine.w_nnz,
-                )
-
-    def sweep(self, alpha, eta, beta, rngs) -> None:
-        """One AD-LDA sweep at inverse temperature ``beta``: block ``p`` sweeps with the
-        generator ``rngs[p]`` on its own thread; when all have, each thread adds the
-        other blocks' moves to its copy of the counts (one task per thread and sweep,
-        the two phases separated by a barrier)."""
-        word_pow, topic_pow = self.powers(eta, beta)
-        if self._pool is None:
-            self._sweep_block(0, alpha, eta, beta, word_pow, topic_pow, rngs[0])
-            return
-
-        def task(p):
-            try:
-                self._sweep_block(p, alpha, eta, beta, word_pow, topic_pow, rngs[p])
-            except BaseException:
-                self._barrier.abort()  # release the threads waiting for this one
-                raise
-            self._barrier.wait()
-            self._merge_into(p)
-
-        futures = [self._pool.submit(task, p) for p in range(1, len(self.blocks))]
-        try:
-            task(0)
-        finally:
-            for f in futures:
-                f.exception()  # wait for every thread before raising any error
-            if self._barrier.broken:
-                self._barrier.reset()
-        for f in futures:
-            f.result()
+        with _PARALLEL_LOCK:
+            self.sweep_kernel(self.cells, self.counts, prior, tuple(rngs), int(n_sweeps))
 
     def summary(self, alpha: float, eta: float, tables) -> tuple[float, float, float]:
-        """:func:`~custom_ops.lda.summaries.draw_summary_lists` of the global counts."""
+        """:func:`~custom_ops.lda.summaries.draw_summary_lists` of the counts (symmetric
+        ``eta``: the sum over words does not depend on their numbering)."""
+        c = self.counts
         return draw_summary_lists(
-            self.n_wk,
-            self.n_dk,
-            self.n_k,
-            self.w_ptr,
-            self.blocks[0].w_topics,
-            self.blocks[0].w_nnz,
-            self.d_ptr,
-            self.d_topics,
-            self.d_nnz,
+            c.n_wk,
+            c.n_dk,
+            c.n_k,
+            c.w_ptr,
+            c.w_topics,
+            c.w_nnz,
+            c.d_ptr,
+            c.d_topics,
+            c.d_nnz,
             alpha,
             eta,
             tables,
         )
-
-    def close(self) -> None:
-        if self._pool is not None:
-            self._pool.shutdown(wait=False)
-            self._pool = None
-
-    def __getstate__(self):
-        state = self.__dict__.copy()
-        state["_pool"] = None
-        state["_barrier"] = None
-        return state
-
-    def __setstate__(self, state):
-        # the blocks' views become copies when pickled: re-point them at the globals
-        self.__dict__.update(state)
-        for p, (a, b) in enumerate(zip(self.doc_cuts[:-1], self.doc_cuts[1:], strict=True)):
-            old = self.blocks[p]
-            lo, hi = int(self.doc_ptr[a]), int(self.doc_ptr[b])
-            self.z[lo:hi] = old.z
-            self.n_dk[a:b] = old.n_dk
-            d0 = int(self.d_ptr[a])
-            self.d_topics[d0 : int(self.d_ptr[b])] = old.d_topics
-            self.d_nnz[a:b] = old.d_nnz
-            old.z = self.z[lo:hi]
-            old.n_dk = self.n_dk[a:b]
-            old.d_topics = self.d_topics[d0 : int(self.d_ptr[b])]
-            old.d_nnz = self.d_nnz[a:b]
-        self._open_pool()

@@ -81,13 +81,13 @@ class CollapsedLDAGibbs(ZooGibbsStep):
         Sweeps per draw.
     n_threads : int
         Threads sweeping the one chain (default 1: the serial sampler). With ``n_threads
-        > 1`` the documents are split into that many blocks of about equal numbers of
-        tokens and each sweep is approximate distributed LDA in shared memory (Newman et
-        al. 2009 §3, :mod:`custom_ops.lda.threads`): every block runs the SparseLDA sweep
-        on its own thread against the word-topic counts at the start of the sweep, and
-        the changes are merged after it. Not the serial chain (and not tempered), but its
-        log p(w, z) stays within 1 % of the serial sampler's (tested on an LDA-drawn
-        corpus).
+        = P > 1`` the documents are split into ``P`` blocks and the vocabulary into ``P``
+        groups of about equal numbers of tokens, and each sweep has ``P`` epochs in which
+        the threads run the SparseLDA sweep over cells that share no document and no word
+        (the partition of Yan, Xu & Qi 2009, :mod:`custom_ops.lda.threads`), against the
+        one set of counts; only the topic totals are per thread, merged after each epoch.
+        Not the serial chain (and not tempered), but its log p(w, z) stays within 1 % of
+        the serial sampler's (tested on an LDA-drawn corpus).
     model, rng :
         See :class:`~inference.gibbs.base.ZooGibbsStep`.
 
@@ -141,7 +141,7 @@ class CollapsedLDAGibbs(ZooGibbsStep):
         self.n_threads = check_int(n_threads, "n_threads", minimum=1)
         if self.n_threads > 1 and sampler in ("dense", "alias"):
             raise ValueError(
-                "n_threads > 1 sweeps with the sparse kernel (AD-LDA); "
+                "n_threads > 1 sweeps with the sparse kernel; "
                 f"sampler={sampler!r} cannot serve it: use sampler='auto' or 'sparse'"
             )
         self.n_words = int(n_words)
@@ -206,11 +206,12 @@ class CollapsedLDAGibbs(ZooGibbsStep):
 
     @classmethod
     def tempering_error(cls, options) -> str | None:
-        """Several threads sample AD-LDA's approximation, not the power posterior."""
+        """Several threads sample an approximation (stale topic totals within an epoch),
+        not the power posterior."""
         n_threads = options.get("n_threads", 1)
         if isinstance(n_threads, int | np.integer) and n_threads > 1:
             return (
-                "n_threads > 1: the threaded sweep (AD-LDA) does not leave the power "
+                "n_threads > 1: the threaded sweep does not leave the power "
                 "posterior exactly invariant; temper with n_threads=1"
             )
         return None
@@ -242,8 +243,6 @@ class CollapsedLDAGibbs(ZooGibbsStep):
             raise ValueError(f"{self._z_name} must hold topics in [0, {self.n_topics})")
         old = self._state
         if self.n_threads > 1:
-            if old is not None:
-                old.close()
             self._state = ThreadedLDAState(
                 words, self.doc_ptr, z, self.n_words, self.n_topics, self.n_threads
             )
@@ -290,9 +289,6 @@ class CollapsedLDAGibbs(ZooGibbsStep):
         alias kernels read them, so their sweep after a dense one (``"auto"`` when beta
         became 1) rebuilds them first.
         """
-        if self.n_threads > 1:
-            self._state.sweep(self.alpha, self.eta, self.beta, self._rngs)
-            return
         kernel = self._kernel()
         if kernel != "dense" and self._lists_stale:
             self._rebuild(self._state.z.copy(), self._state_words)
@@ -321,8 +317,11 @@ class CollapsedLDAGibbs(ZooGibbsStep):
         )
         if fresh:
             self._rebuild(z_in, words)
-        for _ in range(self.sweeps):
-            self._sweep()
+        if self.n_threads > 1:  # all the draw's sweeps in one compiled call
+            self._state.sweep(self.alpha, self.eta, self.beta, self._rngs, self.sweeps)
+        else:
+            for _ in range(self.sweeps):
+                self._sweep()
         state = self._state  # after the sweeps: a sweep may rebuild it
         z_in = np.asarray(z_in)
         z_out, n_changed = topics_out(state.z, z_in)

@@ -1,14 +1,23 @@
-"""The threaded AD-LDA sweep (custom_ops.lda.threads): its first sweep is AD-LDA computed
-independently (each block's SparseLDA sweep against the starting counts, the changes
-summed), and after every sweep each thread's copy of the counts and of the word topic
-lists is that of the topics; a merge that loses a list update is caught."""
+"""The threaded sweep (custom_ops.lda.threads, the word x document partition): its first
+sweep is the cells swept one after the other in the schedule's order by the serial
+SparseLDA kernel, each thread with the topic totals of the epoch's start; after every
+sweep the shared counts, every thread's topic totals and the topic lists are those of
+the topics; a merge that loses the other threads' totals and a schedule that skips cells
+are caught."""
+
+import os
 
 import numpy as np
 import pytest
 
 from custom_ops.jit import njit_exact
 from custom_ops.lda import threads
-from custom_ops.lda.gibbs import SparseLDAState, build_counts
+from custom_ops.lda.gibbs import (
+    SparseLDAState,
+    build_counts,
+    fill_topic_lists,
+    gibbs_sweep_sparse,
+)
 from tests.helpers.twin_kernels import twin_kernel
 
 ALPHA, ETA = 0.1, 0.05
@@ -30,94 +39,192 @@ def _priors(n_topics, n_words):
     return np.full(n_topics, ALPHA), np.full(n_words, ETA)
 
 
-def _check_copies(state, words, doc_ptr, n_words, n_topics):
-    n_wk, n_dk, n_k = build_counts(words, doc_ptr, state.z, n_words, n_topics)
-    np.testing.assert_array_equal(state.n_dk, n_dk)
-    for block in state.blocks:
-        np.testing.assert_array_equal(block.n_wk, n_wk)
-        np.testing.assert_array_equal(block.n_k, n_k)
-        for v in range(n_words):
-            listed = block.w_topics[state.w_ptr[v] : state.w_ptr[v] + block.w_nnz[v]]
-            np.testing.assert_array_equal(np.sort(listed), np.flatnonzero(n_wk[v]))
+def _topic_lists(counts):
+    ptr = np.arange(counts.shape[0] + 1, dtype=np.int64) * counts.shape[1]
+    topics = np.zeros(counts.size, dtype=np.int32)
+    nnz = np.zeros(counts.shape[0], dtype=np.int32)
+    fill_topic_lists(counts, ptr, topics, nnz)
+    return ptr, topics, nnz
 
 
-def test_first_sweep_is_ad_lda_of_the_blocks_sparse_sweeps():
+def _schedule_reference(words, doc_ptr, z0, state, n_topics, rngs):
+    """One sweep computed cell by cell in one thread: in epoch e, block p's tokens of word
+    group (p + e) mod P (the state's document cuts and word groups) are swept by the
+    serial kernel against counts shared by all cells and block p's own topic totals,
+    which start the epoch equal; after the epoch the totals' changes are summed."""
+    n_blocks, n_words = state.n_threads, state.n_words
+    alpha, eta = _priors(n_topics, n_words)
+    n_wk, n_dk, n_k = build_counts(words, doc_ptr, z0, n_words, n_topics)
+    w_ptr, w_topics, w_nnz = _topic_lists(n_wk)
+    d_ptr, d_topics, d_nnz = _topic_lists(n_dk)
+    z = z0.copy()
+    doc_of = np.repeat(np.arange(doc_ptr.size - 1), np.diff(doc_ptr))
+    group_of = state.word_group[words]
+    pow_offset = np.zeros(n_words + 1, dtype=np.int64)
+    for epoch in range(n_blocks):
+        totals = []
+        for p in range(n_blocks):
+            a, b = state.doc_cuts[p], state.doc_cuts[p + 1]
+            tokens = np.flatnonzero(
+                (doc_of >= a) & (doc_of < b) & (group_of == (p + epoch) % n_blocks)
+            )
+            cell_ptr = np.searchsorted(doc_of[tokens], np.arange(a, b + 1)).astype(np.int64)
+            z_cell = z[tokens].copy()
+            n_k_p = n_k.copy()
+            gibbs_sweep_sparse(
+                words[tokens],
+                cell_ptr,
+                z_cell,
+                n_wk,
+                n_dk[a:b],
+                n_k_p,
+                w_ptr,
+                w_topics,
+                w_nnz,
+                d_ptr[a : b + 1],
+                d_topics,
+                d_nnz[a:b],
+                alpha,
+                eta,
+                1.0,
+                pow_offset,
+                np.empty(0),
+                np.empty(0),
+                rngs[p],
+            )
+            z[tokens] = z_cell
+            totals.append(n_k_p)
+        n_k = n_k + sum(t - n_k for t in totals)
+    return z, n_wk, n_k
+
+
+def _check_schedule(state_type):
     words, doc_ptr, n_words = _corpus(1)
     n_topics = 4
     alpha, eta = _priors(n_topics, n_words)
     z0 = np.random.default_rng(2).integers(0, n_topics, words.size).astype(np.int32)
-    state = threads.ThreadedLDAState(words, doc_ptr, z0, n_words, n_topics, 3)
-    assert state.n_threads == 3
-    state.sweep(alpha, eta, 1.0, np.random.default_rng(3).spawn(3))
-    # reference: every block swept alone against the starting counts, changes summed
-    n_wk0, _, n_k0 = build_counts(words, doc_ptr, z0, n_words, n_topics)
-    total_wk, total_k, z_ref = n_wk0.copy(), n_k0.copy(), []
-    for (a, b), rng in zip(
-        zip(state.doc_cuts[:-1], state.doc_cuts[1:], strict=True),
-        np.random.default_rng(3).spawn(3),
-        strict=True,
+    state = state_type(words, doc_ptr, z0, n_words, n_topics, 2)
+    state.sweep(alpha, eta, 1.0, np.random.default_rng(3).spawn(2))
+    z_ref, n_wk_ref, n_k_ref = _schedule_reference(
+        words, doc_ptr, z0, state, n_topics, np.random.default_rng(3).spawn(2)
+    )
+    np.testing.assert_array_equal(state.z, z_ref)
+    np.testing.assert_array_equal(state.n_wk, n_wk_ref)
+    np.testing.assert_array_equal(state.n_k, n_k_ref)
+    return state
+
+
+def test_first_sweep_is_the_cells_swept_in_the_schedule_order():
+    state = _check_schedule(threads.ThreadedLDAState)
+    assert state.n_threads == 2
+    # the cells hold every token once, each a quarter of the corpus give or take
+    n_tokens = state.words.size
+    cells = [state.cell_tokens(p, g) for p in range(2) for g in range(2)]
+    np.testing.assert_array_equal(np.sort(np.concatenate(cells)), np.arange(n_tokens))
+    assert all(abs(c.size - n_tokens / 4) < 0.2 * n_tokens for c in cells)
+
+
+def _check_counts(state, words, doc_ptr, n_words, n_topics):
+    n_wk, n_dk, n_k = build_counts(words, doc_ptr, state.z, n_words, n_topics)
+    np.testing.assert_array_equal(state.n_wk, n_wk)
+    np.testing.assert_array_equal(state.n_dk, n_dk)
+    np.testing.assert_array_equal(state.n_k, n_k)
+    for row in state.counts.n_k_threads:
+        np.testing.assert_array_equal(row[:n_topics], n_k)
+    c = state.counts
+    # the state's rows are its own numbering of the words
+    np.testing.assert_array_equal(c.n_wk[state.internal_id], n_wk)
+    for counts, ptr, topics, nnz in (
+        (c.n_wk, c.w_ptr, c.w_topics, c.w_nnz),
+        (n_dk, c.d_ptr, c.d_topics, c.d_nnz),
     ):
-        lo, hi = doc_ptr[a], doc_ptr[b]
-        block = SparseLDAState(words[lo:hi], doc_ptr[a : b + 1] - lo, z0[lo:hi], n_words, n_topics)
-        block.set_word_counts(n_wk0, n_k0)
-        block.sweep(alpha, eta, 1.0, rng)
-        total_wk += block.n_wk - n_wk0
-        total_k += block.n_k - n_k0
-        z_ref.append(block.z)
-    np.testing.assert_array_equal(state.z, np.concatenate(z_ref))
-    np.testing.assert_array_equal(state.n_wk, total_wk)
-    np.testing.assert_array_equal(state.n_k, total_k)
-    _check_copies(state, words, doc_ptr, n_words, n_topics)
+        for r in range(counts.shape[0]):
+            listed = topics[ptr[r] : ptr[r] + nnz[r]]
+            np.testing.assert_array_equal(np.sort(listed), np.flatnonzero(counts[r]))
 
 
-@njit_exact(inline="always")
-def _relist_without_arrivals(n_wk, w, start, nnz, topics, arrivals, listed):
-    # planted bug: topics that come to a word are not listed (the lists only shrink, so
-    # no write leaves the word's slots)
-    m = 0
-    for j in range(start, start + nnz[w]):
-        k = topics[j]
-        if n_wk[w, k] > 0:
-            topics[start + m] = k
-            m += 1
-    nnz[w] = m
-
-
-@njit_exact(inline="always")
-def _move_without_topic_totals(n_wk, n_k, w, old, new):
-    # planted bug: the topic totals n_k miss the other blocks' moves
-    n_wk[w, old] -= 1
-    crossed = n_wk[w, old] == 0 or n_wk[w, new] == 0
-    n_wk[w, new] += 1
-    return crossed
-
-
-def _sweep_and_check(state_type, n_threads, sweeps=20):
+def _sweep_and_check(state_type, sweeps=15):
     words, doc_ptr, n_words = _corpus(4)
     n_topics = 4
     alpha, eta = _priors(n_topics, n_words)
     z0 = (np.arange(words.size) % n_topics).astype(np.int32)
-    state = state_type(words, doc_ptr, z0, n_words, n_topics, n_threads)
+    state = state_type(words, doc_ptr, z0, n_words, n_topics, 2)
     rngs = np.random.default_rng(5).spawn(state.n_threads)
-    try:
-        for _ in range(sweeps):
-            state.sweep(alpha, eta, 1.0, rngs)
-            _check_copies(state, words, doc_ptr, n_words, n_topics)
-    finally:
-        state.close()
+    for _ in range(sweeps):
+        state.sweep(alpha, eta, 1.0, rngs)
+        _check_counts(state, words, doc_ptr, n_words, n_topics)
+    # several sweeps in one call are those sweeps one call at a time
+    again = state_type(words, doc_ptr, z0, n_words, n_topics, 2)
+    again.sweep(alpha, eta, 1.0, np.random.default_rng(5).spawn(2), sweeps)
+    np.testing.assert_array_equal(again.z, state.z)
 
 
-@pytest.mark.parametrize("n_threads", [2, 3])
-def test_every_thread_holds_the_counts_and_lists_of_the_topics(n_threads):
-    _sweep_and_check(threads.ThreadedLDAState, n_threads)
+def test_the_counts_and_lists_are_those_of_the_topics_after_every_sweep():
+    _sweep_and_check(threads.ThreadedLDAState)
 
 
-@pytest.mark.parametrize(
-    "bug", [{"relist_word": _relist_without_arrivals}, {"move_token": _move_without_topic_totals}]
-)
-def test_the_same_check_catches_a_broken_merge(bug):
-    class BrokenMerge(threads.ThreadedLDAState):
-        merge_kernel = staticmethod(twin_kernel(threads.apply_moves, **bug))
+@njit_exact(inline="always")
+def _merge_first_thread_only(n_k, n_k_threads):
+    # planted bug: the topic totals take thread 0's copy, losing the others' moves
+    for k in range(n_k.size):
+        n_k[k] = n_k_threads[0, k]
+    for p in range(n_k_threads.shape[0]):
+        for k in range(n_k.size):
+            n_k_threads[p, k] = n_k[k]
 
+
+@njit_exact(inline="always")
+def _own_diagonal_cell(p, epoch, n_blocks):
+    # planted bug: every epoch sweeps the block's diagonal cell, never the others
+    return p * n_blocks + p
+
+
+def _twin_state(**bug):
+    class Broken(threads.ThreadedLDAState):
+        sweep_kernel = staticmethod(twin_kernel(threads.partition_sweeps, **bug))
+
+    return Broken
+
+
+def test_the_same_check_catches_a_merge_that_loses_totals():
     with pytest.raises(AssertionError):
-        _sweep_and_check(BrokenMerge, 2)
+        _sweep_and_check(_twin_state(merge_topic_totals=_merge_first_thread_only))
+
+
+def test_the_schedule_check_catches_skipped_cells():
+    with pytest.raises(AssertionError):
+        _check_schedule(_twin_state(cell_of=_own_diagonal_cell))
+
+
+def test_a_forked_process_sweeps_after_its_parent_did():
+    # fit forks its chain workers after a draw in the parent; Numba's default threading
+    # layer on Linux (GNU OpenMP) would kill such a child when it sweeps
+    words, doc_ptr, n_words = _corpus(1)
+    alpha, eta = _priors(4, n_words)
+    state = threads.ThreadedLDAState(words, doc_ptr, np.zeros(words.size, np.int32), n_words, 4, 2)
+    state.sweep(alpha, eta, 1.0, np.random.default_rng(0).spawn(2))
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child
+        try:
+            state.sweep(alpha, eta, 1.0, np.random.default_rng(1).spawn(2), 2)
+        finally:
+            os._exit(0 if np.array_equal(state.n_k, np.bincount(state.z, minlength=4)) else 1)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+
+
+def test_one_block_is_the_serial_sweep_draw_for_draw():
+    # with one block the one cell is the corpus in its order, swept by the serial kernel
+    # against the state's own arrays (called here without the thread launch)
+    words, doc_ptr, n_words = _corpus(4)
+    alpha, eta = _priors(4, n_words)
+    z0 = (np.arange(words.size) % 4).astype(np.int32)
+    state = threads.ThreadedLDAState(words, doc_ptr, z0, n_words, 4, 1)
+    serial = SparseLDAState(words, doc_ptr, z0, n_words, 4)
+    prior = threads.SweepPrior(alpha, eta, 1.0, state.pow_offset, np.empty(0), np.empty(0))
+    rng_one, rng_serial = np.random.default_rng(6), np.random.default_rng(6)
+    for _ in range(5):
+        threads.sweep_cell(state.cells, state.counts, prior, 0, 0, rng_one)
+        serial.sweep(alpha, eta, 1.0, rng_serial)
+    np.testing.assert_array_equal(state.z, serial.z)
+    np.testing.assert_array_equal(state.n_wk, serial.n_wk)
