@@ -49,7 +49,7 @@ FAMILY = Family(
         # nats below the one the block moves find (docs/benchmarks.md, "Mixing per
         # second"); the draws sized from the measured effective draws per sweep
         defaults={"n_components": 2, "block_moves": 20},
-        fit_defaults={"draws": 3000, "tune": 200, "chains": 2},
+        fit_defaults={"draws": 2000, "tune": 1000, "chains": 2},
         check_note="the block moves (20 per sweep) take both chains to one level of "
         "log_marginal (one-row updates left them in modes 16 nats apart), but "
         "weights_sorted mixes slowly: the default passed at seeds 1, 4 and 5 (R-hat "
