@@ -49,6 +49,7 @@ from custom_ops.mixture_of_trees.discrete import (
     TreeMixturePrior,
     assignment_sweep,
     block_reassignments,
+    component_edge_log_weights,
     propose_reallocation,
     row_neighbours,
     tree_mixture_logp,
@@ -64,7 +65,6 @@ from custom_ops.mixture_of_trees.gaussian import (
 from custom_ops.trees.spanning import sequential_spanning_tree
 from inference.gibbs.base import ZooGibbsStep
 from inference.gibbs.registry import register_step
-from pp_models.mixture_of_trees.outputs import edge_log_weights
 from pp_models.validation import check_int
 
 __all__ = ["GaussianMixtureOfTreesGibbs", "MixtureOfTreesGibbs"]
@@ -175,8 +175,10 @@ class MixtureOfTreesGibbs(ZooGibbsStep):
     def tree_log_weights(self, rows):
         """Log edge weights of the tree's conditional given its rows: ``log beta_uv +
         b g_uv`` (module docstring)."""
-        return self.log_edge_prior + self.beta * edge_log_weights(rows, self.n_categories,
-                                                                  self.ess, 1.0)
+        lw, _alone = component_edge_log_weights(
+            rows, np.ones(rows.shape[0], dtype=np.bool_), self.n_categories, self.ess,
+            self.log_edge_prior, float(self.beta))
+        return lw
 
     def update_trees(self, codes, z, trees):
         for k in range(trees.shape[0]):

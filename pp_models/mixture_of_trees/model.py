@@ -207,13 +207,21 @@ def _edge_probabilities(dt: xr.DataTree, *, codes, n_categories, ess,
                         edge_prior) -> xr.DataTree:
     """``fit``'s post-fit hook: Rao-Blackwellised posterior edge probabilities given each
     draw's assignments (see outputs)."""
-    from pp_models.mixture_of_trees.outputs import add_edge_probabilities, edge_log_weights
+    from custom_ops.mixture_of_trees.discrete import component_edge_log_weights
+    from pp_models.mixture_of_trees.outputs import add_edge_probabilities
 
     if "trees" not in dt["posterior"].data_vars and "posterior_labels" not in dt.children:
         return dt
+    codes = np.ascontiguousarray(codes, dtype=np.int64)
+    n_categories = np.ascontiguousarray(n_categories, dtype=np.int64)
+    log_beta = np.log(np.asarray(edge_prior, dtype=np.float64))
+    np.fill_diagonal(log_beta, 0.0)
 
     def component_log_weights(rows):
-        return edge_log_weights(codes[rows], n_categories, ess, edge_prior)
+        # the compiled count kernel: the hook scores every draw whose assignments changed
+        lw, _alone = component_edge_log_weights(codes, np.ascontiguousarray(rows), n_categories,
+                                                float(ess), log_beta, 1.0)
+        return lw
 
     return add_edge_probabilities(dt, component_log_weights)
 
