@@ -67,10 +67,14 @@ from custom_ops.iomm.parameters import beta_logpdf
 from custom_ops.jit import njit_exact
 
 __all__ = [
+    "ESTIMATE_BOUND",
+    "LAPLACE_ITERATIONS",
+    "LAPLACE_WIDTH",
     "SPLIT_MERGE_STATS",
     "Experts",
     "expert_draw",
     "expert_estimate",
+    "expert_fit",
     "expert_log_density",
     "expert_log_prior",
     "expert_prior_draw",
@@ -89,6 +93,14 @@ SPLIT_MERGE_STATS = (
 )
 
 _HALF_LOG_2PI = 0.5 * math.log(2.0 * math.pi)
+
+#: Newton iterations of the Bernoulli expert's Laplace fit (:func:`expert_fit`; it stops
+#: earlier once a step is below 1e-8) and the factor on its sd (a proposal a little wider
+#: than the conditional it approximates).
+LAPLACE_ITERATIONS = 30
+LAPLACE_WIDTH = 1.2
+#: Bound on the allocation's Bernoulli estimate ``|eta|`` (:func:`expert_estimate`).
+ESTIMATE_BOUND = 8.0
 
 
 class Experts(NamedTuple):
@@ -131,87 +143,140 @@ def _log_f(N, m):
 
 
 @njit_exact
-def _gaussian_fit(prior_d, beta, n, s1, s2):
-    """Gamma shape and rate of ``tau`` and the Normal prior's precision and
-    precision-weighted mean of ``mu``, for :func:`expert_draw` (Gaussian)."""
-    ss = s2 - s1 * s1 / n if n > 0 else 0.0
-    ss = ss if ss > 0.0 else 0.0
-    shape = prior_d[2] + 0.5 * beta * n
-    rate = prior_d[3] + 0.5 * beta * ss
-    return shape, rate
-
-
-@njit_exact
-def _gaussian_mean_given(prior_d, beta, n, s1, tau):
-    """Mean and sd of ``mu | tau``: the prior ``N(mean, sd^2)`` and ``n`` points of
-    precision ``beta tau``."""
-    p0 = 1.0 / (prior_d[1] * prior_d[1])
-    precision = p0 + beta * n * tau
-    mean = (p0 * prior_d[0] + beta * tau * s1) / precision
-    return mean, 1.0 / math.sqrt(precision)
-
-
-@njit_exact
 def expert_estimate(code, prior, beta, n, s1, s2, out):
     """The natural parameters (D, S) of the expert that the allocation of a split uses
-    for its new cluster of ``n`` points with sums ``s1``, ``s2`` (D,): the mean of
-    :func:`expert_draw`'s Beta (Bernoulli), its ``tau`` mean and ``mu``'s mean given it
-    (Gaussian)."""
+    for its new cluster of ``n`` members with the statistics ``s1``, ``s2`` (D,) of
+    :func:`_add_stats`: one Newton step of :func:`expert_fit`'s Laplace fit from ``eta =
+    0``, bounded by :data:`ESTIMATE_BOUND` (Bernoulli); the mean of the proposal's
+    ``tau`` and ``mu``'s mean given it (Gaussian)."""
     D = prior.shape[0]
     for d in range(D):
         if code == 0:
-            out[d, 0] = math.log(prior[d, 0] + beta * s1[d]) - math.log(
-                prior[d, 1] + beta * (n - s1[d]))
+            # one Newton step from eta = 0 on the prior and the members' likelihoods
+            # given their other clusters (the start of expert_fit's iterations)
+            a, b = prior[d, 0], prior[d, 1]
+            eta = (0.5 * (a - b) + beta * s1[d]) / (0.25 * (a + b) + beta * s2[d])
+            out[d, 0] = min(max(eta, -ESTIMATE_BOUND), ESTIMATE_BOUND)
         else:
-            shape, rate = _gaussian_fit(prior[d], beta, n, s1[d], s2[d])
-            tau = shape / rate
-            mean, _ = _gaussian_mean_given(prior[d], beta, n, s1[d], tau)
+            ss = s2[d] - s1[d] * s1[d] / n
+            ss = ss if ss > 0.0 else 0.0
+            tau = (prior[d, 2] + 0.5 * beta * n) / (prior[d, 3] + 0.5 * beta * ss)
+            p0 = 1.0 / (prior[d, 1] * prior[d, 1])
+            mean = (p0 * prior[d, 0] + beta * tau * s1[d]) / (p0 + beta * n * tau)
             out[d, 0] = tau
             out[d, 1] = tau * mean
 
 
 @njit_exact
-def expert_draw(rng, code, prior, beta, n, s1, s2, out):
-    """Draw the new cluster's parameters (D, S) into ``out``: ``theta_d ~ Beta(a + beta
-    sum x, b + beta (n - sum x))`` (Bernoulli); ``tau_d ~ Gamma(shape + beta n / 2, rate
-    + beta SS / 2)`` with ``SS`` the members' sum of squared deviations, then ``mu_d | tau_d``
-    the Normal posterior of the prior and ``n`` points of precision ``beta tau_d``
-    (Gaussian). Returns False when a draw has no finite natural parameter (the move is
-    then rejected)."""
+def _sigmoid(x):
+    if x >= 0.0:
+        return 1.0 / (1.0 + math.exp(-x))
+    e = math.exp(x)
+    return e / (1.0 + e)
+
+
+@njit_exact
+def expert_fit(code, prior, beta, X, members, n, offsets, s1, s2, out):
+    """The proposal of a new cluster's expert given its ``n`` members (rows ``members``
+    of ``X``, the natural sums of their other clusters ``offsets`` (N, D, S) by row, the
+    sums ``s1``, ``s2`` (D,) of their points), written into ``out`` (D, 4) for
+    :func:`expert_draw` and :func:`expert_log_density`.
+
+    - Bernoulli: per dimension, ``eta = logit theta`` is proposed from the Laplace
+      approximation of its conditional, the ``Beta(a, b)`` prior (``theta^a (1 -
+      theta)^b`` in ``eta``) times the members' likelihoods to the power ``beta`` given
+      their other experts (a product expert only adds ``eta`` to a point's sums, so a
+      member already explained by its other clusters asks for ``eta`` near 0): ``out[d]
+      = (mode, sd)``, the sd :data:`LAPLACE_WIDTH` times the curvature's.
+    - Gaussian: ``tau ~ Gamma(shape + beta n / 2, rate + beta SS / 2)`` with ``SS`` the
+      members' sum of squared deviations, then ``mu | tau`` the Normal posterior of the
+      prior and ``n`` points of precision ``beta tau`` (as if the expert were the
+      members' only one): ``out[d] = (shape', rate', beta n, beta s1)``.
+    """
     D = prior.shape[0]
     for d in range(D):
         if code == 0:
-            v = rng.beta(prior[d, 0] + beta * s1[d], prior[d, 1] + beta * (n - s1[d]))
+            a, b = prior[d, 0], prior[d, 1]
+            eta = 0.0
+            h = 1.0
+            for _ in range(LAPLACE_ITERATIONS):
+                g = a - (a + b) * _sigmoid(eta)
+                h = (a + b) * _sigmoid(eta) * _sigmoid(-eta)
+                for t in range(n):
+                    p = members[t]
+                    q = _sigmoid(eta + offsets[p, d, 0])
+                    g += beta * (X[p, d] - q)
+                    h += beta * q * (1.0 - q)
+                step = g / h
+                if step > 2.0:
+                    step = 2.0
+                elif step < -2.0:
+                    step = -2.0
+                eta += step
+                if abs(step) < 1e-8:
+                    break
+            out[d, 0] = eta
+            out[d, 1] = LAPLACE_WIDTH / math.sqrt(h)
+        else:
+            ss = s2[d] - s1[d] * s1[d] / n
+            ss = ss if ss > 0.0 else 0.0
+            out[d, 0] = prior[d, 2] + 0.5 * beta * n
+            out[d, 1] = prior[d, 3] + 0.5 * beta * ss
+            out[d, 2] = beta * n
+            out[d, 3] = beta * s1[d]
+
+
+@njit_exact
+def _gaussian_mean_given(prior_d, fit_d, tau):
+    """Mean and sd of the proposal's ``mu | tau``."""
+    p0 = 1.0 / (prior_d[1] * prior_d[1])
+    precision = p0 + fit_d[2] * tau
+    mean = (p0 * prior_d[0] + tau * fit_d[3]) / precision
+    return mean, 1.0 / math.sqrt(precision)
+
+
+@njit_exact
+def expert_draw(rng, code, prior, fit, out):
+    """Draw a new cluster's parameters (D, S) into ``out`` from the proposal
+    :func:`expert_fit` made. Returns False when a draw has no finite natural parameter
+    (the move is then rejected)."""
+    D = prior.shape[0]
+    for d in range(D):
+        if code == 0:
+            v = _sigmoid(fit[d, 0] + fit[d, 1] * rng.standard_normal())
             if not 0.0 < v < 1.0:
                 return False
             out[d, 0] = v
         else:
-            shape, rate = _gaussian_fit(prior[d], beta, n, s1[d], s2[d])
-            tau = rng.gamma(shape, 1.0 / rate)
+            tau = rng.gamma(fit[d, 0], 1.0 / fit[d, 1])
             if not 0.0 < tau < np.inf:
                 return False
-            mean, sd = _gaussian_mean_given(prior[d], beta, n, s1[d], tau)
+            mean, sd = _gaussian_mean_given(prior[d], fit[d], tau)
             out[d, 0] = mean + sd * rng.standard_normal()
             out[d, 1] = tau
     return True
 
 
 @njit_exact
-def expert_log_density(code, prior, beta, n, s1, s2, params_k):
-    """``log q(params_k | members)``: the density of :func:`expert_draw` at
-    ``params_k`` (D, S)."""
+def expert_log_density(code, prior, fit, params_k):
+    """``log q(params_k)``: the density of :func:`expert_draw` at ``params_k`` (D, S), on
+    the model's scale (``theta``: the logit-normal's, with its Jacobian ``1 / (theta (1
+    - theta))``)."""
     D = prior.shape[0]
     out = 0.0
     for d in range(D):
         if code == 0:
-            out += beta_logpdf(params_k[d, 0], prior[d, 0] + beta * s1[d],
-                               prior[d, 1] + beta * (n - s1[d]))
+            theta = params_k[d, 0]
+            eta = math.log(theta) - math.log1p(-theta)
+            z = (eta - fit[d, 0]) / fit[d, 1]
+            out += (-0.5 * z * z - math.log(fit[d, 1]) - _HALF_LOG_2PI
+                    - math.log(theta) - math.log1p(-theta))
         else:
-            shape, rate = _gaussian_fit(prior[d], beta, n, s1[d], s2[d])
+            shape, rate = fit[d, 0], fit[d, 1]
             tau = params_k[d, 1]
             out += (shape * math.log(rate) - math.lgamma(shape) + (shape - 1.0) * math.log(tau)
                     - rate * tau)
-            mean, sd = _gaussian_mean_given(prior[d], beta, n, s1[d], tau)
+            mean, sd = _gaussian_mean_given(prior[d], fit[d], tau)
             z = (params_k[d, 0] - mean) / sd
             out += -0.5 * z * z - math.log(sd) - _HALF_LOG_2PI
     return out
@@ -268,10 +333,29 @@ def _natural(code, params_k, out):
 
 
 @njit_exact
-def _add_stats(x, n, s1, s2):
+def _record_member(p, T, E_k, option, members, n, offsets):
+    """Make ``p`` the ``n``-th member of the new cluster, the natural sums of its other
+    clusters in ``offsets[p]``: ``T`` (its sums in ``k``) less ``E_k`` when it leaves
+    ``k`` (option 1)."""
+    members[n] = p
+    for d in range(T.shape[0]):
+        for s in range(T.shape[1]):
+            offsets[p, d, s] = T[d, s] - E_k[d, s] if option == 1 else T[d, s]
+
+
+@njit_exact
+def _add_stats(code, x, offset, n, s1, s2):
+    """Add a member to the new cluster's statistics and return their count: Bernoulli,
+    the gradient and curvature of its log density in ``eta`` at ``eta = 0`` given its
+    other clusters' sums ``offset`` (D, S); Gaussian, ``x`` and ``x^2``."""
     for d in range(x.shape[0]):
-        s1[d] += x[d]
-        s2[d] += x[d] * x[d]
+        if code == 0:
+            q = _sigmoid(offset[d, 0])
+            s1[d] += x[d] - q
+            s2[d] += q * (1.0 - q)
+        else:
+            s1[d] += x[d]
+            s2[d] += x[d] * x[d]
     return n + 1
 
 
@@ -291,6 +375,21 @@ def _option_logliks(code, x, T, E_k, E_new, count, background, out):
         out[1] += dim_loglik(code, x[d], T[d, 0] - E_k[d, 0] + E_new[d, 0], t1 - k1 + n1,
                              count == 0, bg0, bg1)
         out[2] += dim_loglik(code, x[d], T[d, 0] + E_new[d, 0], t1 + n1, False, bg0, bg1)
+
+
+@njit_exact
+def _allocation_weights(ll3, beta, m_a, m_b, t_seen, out):
+    """Log weights of a member's three options: its log densities to the power ``beta``
+    plus the log predictive probability of the two columns' entries given the ``t_seen``
+    entries allocated before it (``m_a`` ones in ``k``'s column, ``m_b`` in the new
+    one): ``P(1) = m / (t + 1)``, ``P(0) = (t + 1 - m) / (t + 1)``, the IBP column's
+    urn (the Beta(alpha / K, 1) predictive as K grows), so that a proposal's prior
+    probability is close to the IBP's and the allocations do not make columns the prior
+    rules out."""
+    t1 = t_seen + 1.0
+    out[0] = beta * ll3[0] + math.log(m_a) + math.log(t1 - m_b)
+    out[1] = beta * ll3[1] + math.log(t1 - m_a) + math.log(m_b)
+    out[2] = beta * ll3[2] + math.log(m_a) + math.log(m_b)
 
 
 @njit_exact
@@ -407,6 +506,9 @@ def split_merge_move(rng, experts, Z, alpha, beta, counts):
     s2 = np.zeros(D)
     rest = np.empty(N, dtype=np.int64)
     option = np.full(N, -1, dtype=np.int64)
+    members = np.empty(N, dtype=np.int64)
+    offsets = np.empty((N, D, S))
+    fit = np.empty((D, 4))
     log_alpha = math.log(alpha)
     if split:
         counts[0] += 1
@@ -431,29 +533,34 @@ def split_merge_move(rng, experts, Z, alpha, beta, counts):
                 rest[n_rest] = p
                 n_rest += 1
         _shuffle(rng, rest, n_rest)
-        n_new = _add_stats(X[j], 0, s1, s2)
+        cj = row_sums(Z[j], E, T)
+        _record_member(j, T, E[k], 1, members, 0, offsets)
+        n_new = _add_stats(code, X[j], offsets[j], 0, s1, s2)
         log_q = 0.0
         m_a = 1
         m_b = 1
+        t_seen = N - n_rest  # the union's non-members, i and j
         for t in range(n_rest):
             p = rest[t]
             expert_estimate(code, prior, beta, n_new, s1, s2, E_hat)
             cp = row_sums(Z[p], E, T)
             _option_logliks(code, X[p], T, E[k], E_hat, cp, background, ll3)
-            for o in range(3):
-                w3[o] = beta * ll3[o]
+            _allocation_weights(ll3, beta, m_a, m_b, t_seen, w3)
+            t_seen += 1
             o = _draw(rng, w3, 3)
             log_q += _log_choice(w3, o, 3)
             option[p] = o
             if o != 0:
-                n_new = _add_stats(X[p], n_new, s1, s2)
+                _record_member(p, T, E[k], o, members, n_new, offsets)
+                n_new = _add_stats(code, X[p], offsets[p], n_new, s1, s2)
                 m_b += 1
             if o != 1:
                 m_a += 1
+        expert_fit(code, prior, beta, X, members, n_new, offsets, s1, s2, fit)
         new_params = np.empty((D, S))
-        if not expert_draw(rng, code, prior, beta, n_new, s1, s2, new_params):
+        if not expert_draw(rng, code, prior, fit, new_params):
             return False
-        log_q += expert_log_density(code, prior, beta, n_new, s1, s2, new_params)
+        log_q += expert_log_density(code, prior, fit, new_params)
         E_new = np.empty((D, S))
         _natural(code, new_params, E_new)
         # the likelihood change with the expert drawn: j moves, the others as allocated
@@ -505,13 +612,17 @@ def split_merge_move(rng, experts, Z, alpha, beta, counts):
     # the split that would undo the merge, replayed from the merged state: each member's
     # merged sums (k in, k2 out) and its option there
     z_row = np.empty(C, dtype=np.int8)
-    n_new = _add_stats(X[j], 0, s1, s2)
     log_q = 0.0
+    m_a = 1
+    m_b = 1
+    t_seen = N - n_rest
     for c in range(C):
         z_row[c] = Z[j, c]
     z_row[k] = 1
     z_row[k2] = 0
     cj = row_sums(z_row, E, T)
+    _record_member(j, T, E[k], 1, members, 0, offsets)
+    n_new = _add_stats(code, X[j], offsets[j], 0, s1, s2)
     d_ll = row_loglik(code, X[j], T, cj, background)
     cj = row_sums(Z[j], E, T)
     d_ll -= row_loglik(code, X[j], T, cj, background)
@@ -527,16 +638,21 @@ def split_merge_move(rng, experts, Z, alpha, beta, counts):
         cp = row_sums(z_row, E, T)
         expert_estimate(code, prior, beta, n_new, s1, s2, E_hat)
         _option_logliks(code, X[p], T, E[k], E_hat, cp, background, ll3)
-        for q in range(3):
-            w3[q] = beta * ll3[q]
+        _allocation_weights(ll3, beta, m_a, m_b, t_seen, w3)
+        t_seen += 1
         log_q += _log_choice(w3, o, 3)
+        if o != 1:
+            m_a += 1
         if o != 0:
-            n_new = _add_stats(X[p], n_new, s1, s2)
+            m_b += 1
+            _record_member(p, T, E[k], o, members, n_new, offsets)
+            n_new = _add_stats(code, X[p], offsets[p], n_new, s1, s2)
             # the merged state's density (ll3[0]) against the present one
             d_ll += ll3[0]
             cp = row_sums(Z[p], E, T)
             d_ll -= row_loglik(code, X[p], T, cp, background)
-    log_q += expert_log_density(code, prior, beta, n_new, s1, s2, params[k2])
+    expert_fit(code, prior, beta, X, members, n_new, offsets, s1, s2, fit)
+    log_q += expert_log_density(code, prior, fit, params[k2])
     n_union = n_rest + 2
     log_prior = -(log_alpha + _log_f(N, m[k]) + _log_f(N, m[k2]) - _log_f(N, n_union)
                   + expert_log_prior(code, prior, params[k2]))

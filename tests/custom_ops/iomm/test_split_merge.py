@@ -62,7 +62,7 @@ def untempered_likelihood(log_prior_ratio, log_lik_ratio, beta, log_q_reverse, l
 
 
 @njit_exact
-def without_expert_density(code, prior, beta, n, s1, s2, params_k):
+def without_expert_density(code, prior, fit, params_k):
     """The new expert's proposal density left out (a flat one)."""
     return 0.0
 
