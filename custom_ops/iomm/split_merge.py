@@ -176,11 +176,11 @@ def _sigmoid(x):
 
 
 @njit_exact
-def expert_fit(code, prior, beta, X, members, n, offsets, s1, s2, out):
-    """The proposal of a new cluster's expert given its ``n`` members (rows ``members``
-    of ``X``, the natural sums of their other clusters ``offsets`` (N, D, S) by row, the
-    sums ``s1``, ``s2`` (D,) of their points), written into ``out`` (D, 4) for
-    :func:`expert_draw` and :func:`expert_log_density`.
+def expert_fit(code, prior, beta, X, members, offsets, sums, out):
+    """The proposal of a new cluster's expert given its members (rows ``members`` of
+    ``X``, the natural sums of their other clusters ``offsets`` (N, D, S) by row, the
+    sums of their points and of their squares ``sums`` (2, D)), written into ``out`` (D,
+    4) for :func:`expert_draw` and :func:`expert_log_density`.
 
     - Bernoulli: per dimension, ``eta = logit theta`` is proposed from the Laplace
       approximation of its conditional, the ``Beta(a, b)`` prior (``theta^a (1 -
@@ -194,6 +194,8 @@ def expert_fit(code, prior, beta, X, members, n, offsets, s1, s2, out):
       members' only one): ``out[d] = (shape', rate', beta n, beta s1)``.
     """
     D = prior.shape[0]
+    n = members.shape[0]
+    s1, s2 = sums[0], sums[1]
     for d in range(D):
         if code == 0:
             a, b = prior[d, 0], prior[d, 1]
@@ -502,8 +504,8 @@ def split_merge_move(rng, experts, Z, alpha, beta, counts):
     E_hat = np.empty((D, S))
     ll3 = np.empty(3)
     w3 = np.empty(3)
-    s1 = np.zeros(D)
-    s2 = np.zeros(D)
+    sums = np.zeros((2, D))
+    s1, s2 = sums[0], sums[1]
     rest = np.empty(N, dtype=np.int64)
     option = np.full(N, -1, dtype=np.int64)
     members = np.empty(N, dtype=np.int64)
@@ -556,7 +558,7 @@ def split_merge_move(rng, experts, Z, alpha, beta, counts):
                 m_b += 1
             if o != 1:
                 m_a += 1
-        expert_fit(code, prior, beta, X, members, n_new, offsets, s1, s2, fit)
+        expert_fit(code, prior, beta, X, members[:n_new], offsets, sums, fit)
         new_params = np.empty((D, S))
         if not expert_draw(rng, code, prior, fit, new_params):
             return False
@@ -651,7 +653,7 @@ def split_merge_move(rng, experts, Z, alpha, beta, counts):
             d_ll += ll3[0]
             cp = row_sums(Z[p], E, T)
             d_ll -= row_loglik(code, X[p], T, cp, background)
-    expert_fit(code, prior, beta, X, members, n_new, offsets, s1, s2, fit)
+    expert_fit(code, prior, beta, X, members[:n_new], offsets, sums, fit)
     log_q += expert_log_density(code, prior, fit, params[k2])
     n_union = n_rest + 2
     log_prior = -(log_alpha + _log_f(N, m[k]) + _log_f(N, m[k2]) - _log_f(N, n_union)
