@@ -271,13 +271,22 @@ def expert_log_density(code, prior, fit, params_k):
             theta = params_k[d, 0]
             eta = math.log(theta) - math.log1p(-theta)
             z = (eta - fit[d, 0]) / fit[d, 1]
-            out += (-0.5 * z * z - math.log(fit[d, 1]) - _HALF_LOG_2PI
-                    - math.log(theta) - math.log1p(-theta))
+            out += (
+                -0.5 * z * z
+                - math.log(fit[d, 1])
+                - _HALF_LOG_2PI
+                - math.log(theta)
+                - math.log1p(-theta)
+            )
         else:
             shape, rate = fit[d, 0], fit[d, 1]
             tau = params_k[d, 1]
-            out += (shape * math.log(rate) - math.lgamma(shape) + (shape - 1.0) * math.log(tau)
-                    - rate * tau)
+            out += (
+                shape * math.log(rate)
+                - math.lgamma(shape)
+                + (shape - 1.0) * math.log(tau)
+                - rate * tau
+            )
             mean, sd = _gaussian_mean_given(prior[d], fit[d], tau)
             z = (params_k[d, 0] - mean) / sd
             out += -0.5 * z * z - math.log(sd) - _HALF_LOG_2PI
@@ -297,8 +306,12 @@ def expert_log_prior(code, prior, params_k):
             out += -0.5 * z * z - math.log(prior[d, 1]) - _HALF_LOG_2PI
             shape, rate = prior[d, 2], prior[d, 3]
             tau = params_k[d, 1]
-            out += (shape * math.log(rate) - math.lgamma(shape) + (shape - 1.0) * math.log(tau)
-                    - rate * tau)
+            out += (
+                shape * math.log(rate)
+                - math.lgamma(shape)
+                + (shape - 1.0) * math.log(tau)
+                - rate * tau
+            )
     return out
 
 
@@ -374,8 +387,9 @@ def _option_logliks(code, x, T, E_k, E_new, count, background, out):
         n1 = E_new[d, 1] if code == 1 else 0.0
         bg0, bg1 = background[d, 0], background[d, 1]
         out[0] += dim_loglik(code, x[d], T[d, 0], t1, count == 0, bg0, bg1)
-        out[1] += dim_loglik(code, x[d], T[d, 0] - E_k[d, 0] + E_new[d, 0], t1 - k1 + n1,
-                             count == 0, bg0, bg1)
+        out[1] += dim_loglik(
+            code, x[d], T[d, 0] - E_k[d, 0] + E_new[d, 0], t1 - k1 + n1, count == 0, bg0, bg1
+        )
         out[2] += dim_loglik(code, x[d], T[d, 0] + E_new[d, 0], t1 + n1, False, bg0, bg1)
 
 
@@ -465,8 +479,7 @@ def split_merge_move(rng, experts, Z, alpha, beta, counts):
     bool
         Whether the state changed.
     """
-    code, X, E, params, prior = (experts.code, experts.X, experts.E, experts.params,
-                                 experts.prior)
+    code, X, E, params, prior = (experts.code, experts.X, experts.E, experts.params, experts.prior)
     background = experts.background
     N, C = Z.shape
     D, S = E.shape[1], E.shape[2]
@@ -576,8 +589,13 @@ def split_merge_move(rng, experts, Z, alpha, beta, counts):
             cp = row_sums(Z[p], E, T)
             _option_logliks(code, X[p], T, E[k], E_new, cp, background, ll3)
             d_ll += ll3[option[p]] - ll3[0]
-        log_prior = (log_alpha + _log_f(N, m_a) + _log_f(N, m_b) - _log_f(N, m[k])
-                     + expert_log_prior(code, prior, new_params))
+        log_prior = (
+            log_alpha
+            + _log_f(N, m_a)
+            + _log_f(N, m_b)
+            - _log_f(N, m[k])
+            + expert_log_prior(code, prior, new_params)
+        )
         log_ratio = split_merge_log_ratio(log_prior, d_ll, beta, -math.log(n_a + 1.0), log_q)
         if log_ratio >= 0.0 or rng.random() < math.exp(log_ratio):
             counts[1] += 1
@@ -656,8 +674,13 @@ def split_merge_move(rng, experts, Z, alpha, beta, counts):
     expert_fit(code, prior, beta, X, members[:n_new], offsets, sums, fit)
     log_q += expert_log_density(code, prior, fit, params[k2])
     n_union = n_rest + 2
-    log_prior = -(log_alpha + _log_f(N, m[k]) + _log_f(N, m[k2]) - _log_f(N, n_union)
-                  + expert_log_prior(code, prior, params[k2]))
+    log_prior = -(
+        log_alpha
+        + _log_f(N, m[k])
+        + _log_f(N, m[k2])
+        - _log_f(N, n_union)
+        + expert_log_prior(code, prior, params[k2])
+    )
     log_ratio = split_merge_log_ratio(log_prior, d_ll, beta, log_q, -math.log(n_a))
     if log_ratio >= 0.0 or rng.random() < math.exp(log_ratio):
         counts[3] += 1

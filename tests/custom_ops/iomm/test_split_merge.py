@@ -50,8 +50,9 @@ REFERENCE = 4
 STATES = matrix_states(N, C)
 LEVEL = 1e-4
 BETA_PRIOR = (1.5, 1.2)
-GAUSSIAN_PRIOR = np.column_stack([np.full(D, 0.3), np.full(D, 1.2), np.full(D, 2.0),
-                                  np.full(D, 1.5)])  # mu ~ N(mean, sd), tau ~ Gamma
+GAUSSIAN_PRIOR = np.column_stack(
+    [np.full(D, 0.3), np.full(D, 1.2), np.full(D, 2.0), np.full(D, 1.5)]
+)  # mu ~ N(mean, sd), tau ~ Gamma
 BACKGROUND = np.array([[0.0, 3.0], [0.5, 2.0]])
 BERNOULLI_X = np.array([[1.0, 0.0], [1.0, 1.0], [0.0, 1.0]])
 
@@ -80,8 +81,9 @@ def _moved(kernel, code, X, Z, params, prior, background, beta, rng, counts):
     else:
         E = np.stack([params[..., 1], params[..., 1] * params[..., 0]], axis=-1)
     Z = Z.copy()
-    experts = Experts(code, np.ascontiguousarray(X), np.ascontiguousarray(E), params, prior,
-                      background)
+    experts = Experts(
+        code, np.ascontiguousarray(X), np.ascontiguousarray(E), params, prior, background
+    )
     kernel(rng, experts, Z, ALPHA, beta, MOVES, counts)
     return Z, params
 
@@ -90,20 +92,36 @@ def bernoulli_transport(kernel, beta, seed, n_draws=N_DRAWS):
     """p-value of ``n_draws`` moved exact draws against ``REFERENCE`` times as many fresh
     ones, and the move's counts."""
     rng = np.random.default_rng(seed)
-    prior = np.column_stack([np.full(D, BETA_PRIOR[0]), np.full(D, BETA_PRIOR[1]),
-                             np.zeros((D, 2))])
-    Zs, thetas = bernoulli_joint_draws((1 + REFERENCE) * n_draws, STATES, _ibp_probs(), BERNOULLI_X,
-                                       BETA_PRIOR, beta, rng)
+    prior = np.column_stack(
+        [np.full(D, BETA_PRIOR[0]), np.full(D, BETA_PRIOR[1]), np.zeros((D, 2))]
+    )
+    Zs, thetas = bernoulli_joint_draws(
+        (1 + REFERENCE) * n_draws, STATES, _ibp_probs(), BERNOULLI_X, BETA_PRIOR, beta, rng
+    )
     median = stats.beta.median(*BETA_PRIOR)
     moves_rng = np.random.default_rng(seed + 100)
     counts = np.zeros(len(SPLIT_MERGE_STATS), dtype=np.int64)
     moved = np.empty(n_draws, dtype=np.int64)
     for s in range(n_draws):
-        Z, params = _moved(kernel, BERNOULLI, BERNOULLI_X, Zs[s], thetas[s][:, :, None],
-                           prior, np.zeros((D, 2)), beta, moves_rng, counts)
+        Z, params = _moved(
+            kernel,
+            BERNOULLI,
+            BERNOULLI_X,
+            Zs[s],
+            thetas[s][:, :, None],
+            prior,
+            np.zeros((D, 2)),
+            beta,
+            moves_rng,
+            counts,
+        )
         moved[s] = joint_cell(Z, params[:, 0, 0], median)
-    fresh = np.array([joint_cell(Z, theta[:, 0], median)
-                      for Z, theta in zip(Zs[n_draws:], thetas[n_draws:], strict=True)])
+    fresh = np.array(
+        [
+            joint_cell(Z, theta[:, 0], median)
+            for Z, theta in zip(Zs[n_draws:], thetas[n_draws:], strict=True)
+        ]
+    )
     return two_sample_pvalue(moved, fresh), dict(zip(SPLIT_MERGE_STATS, counts, strict=True))
 
 
@@ -116,8 +134,9 @@ def prior_data_transport(kernel, code, seed):
     counts = np.zeros(len(SPLIT_MERGE_STATS), dtype=np.int64)
     observed = np.zeros((C + 1) * (N * C + 1) * (C + 1))
     if code == BERNOULLI:
-        prior = np.column_stack([np.full(D, BETA_PRIOR[0]), np.full(D, BETA_PRIOR[1]),
-                                 np.zeros((D, 2))])
+        prior = np.column_stack(
+            [np.full(D, BETA_PRIOR[0]), np.full(D, BETA_PRIOR[1]), np.zeros((D, 2))]
+        )
         background, median = np.zeros((D, 2)), stats.beta.median(*BETA_PRIOR)
     else:
         prior, background, median = GAUSSIAN_PRIOR, BACKGROUND, GAUSSIAN_PRIOR[0, 0]
@@ -140,17 +159,16 @@ def prior_data_transport(kernel, code, seed):
         scale = np.where(empty, BACKGROUND[:, 1], 1.0 / np.sqrt(safe))
         Xs = centre + scale * rng.standard_normal((N_DRAWS, N, D))
     for Z, X, theta in zip(Zs, Xs, params, strict=True):
-        Z2, moved = _moved(kernel, code, X, Z, theta, prior, background, 1.0, moves_rng,
-                           counts)
+        Z2, moved = _moved(kernel, code, X, Z, theta, prior, background, 1.0, moves_rng, counts)
         observed[joint_cell(Z2, moved[:, 0, 0], median)] += 1
     expected = np.zeros_like(observed)
     for s, Z in enumerate(STATES):
         K = int(Z.any(axis=0).sum())
         first = joint_cell(Z, np.zeros(C), 1.0)  # the cell with no parameter above
-        expected[first:first + K + 1] += probs[s] * stats.binom.pmf(np.arange(K + 1), K,
-                                                                     0.5)
+        expected[first : first + K + 1] += probs[s] * stats.binom.pmf(np.arange(K + 1), K, 0.5)
     return _pooled_pvalue(observed, expected * N_DRAWS), dict(
-        zip(SPLIT_MERGE_STATS, counts, strict=True))
+        zip(SPLIT_MERGE_STATS, counts, strict=True)
+    )
 
 
 def _pooled_pvalue(observed, expected):
