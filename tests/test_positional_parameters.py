@@ -36,8 +36,6 @@ ALLOWED = {
     "custom_ops/iomm/parameters.py::gaussian_mean_move": 13,
     "custom_ops/iomm/parameters.py::gaussian_parameter_sweep": 11,
     "custom_ops/iomm/parameters.py::gaussian_precision_move": 13,
-    "custom_ops/iomm/split_merge.py::split_merge_move": 9,
-    "custom_ops/iomm/split_merge.py::split_merge_moves": 10,
     "custom_ops/lda/alias.py::gibbs_sweep_alias": 23,
     "custom_ops/lda/dense.py::gibbs_sweep_blocked": 14,
     "custom_ops/lda/dense.py::gibbs_sweep_dense": 13,

@@ -10,5 +10,6 @@
 - :mod:`custom_ops.iomm.parameters`: the Metropolis-Hastings sweep over the cluster
   parameters of Algorithm 7.1 (Eq. 7.13) and the prior draws of unused slots;
 - :mod:`custom_ops.iomm.split_merge`: a split-merge move on whole clusters of ``Z``
-  given the cluster parameters (Meeds et al. 2007).
+  and the expert of the cluster a split opens, drawn from a fit to its proposed members
+  (Jain & Neal 2004's sequential allocation in Meeds et al. 2007's form).
 """

@@ -4,8 +4,11 @@
   random): one :func:`custom_ops.iomm.memberships.membership_sweep` per call, Gibbs on
   each point's shared clusters and a Metropolis-Hastings move on its own clusters, then
   ``split_merge`` split-merge proposals on whole clusters
-  (:func:`custom_ops.iomm.split_merge.split_merge_moves`, Meeds et al. 2007), then
-  ``alpha | Z ~ Gamma(a + K+, b + H_N)`` (the IBP's ``alpha^K+ exp(-alpha H_N)``).
+  (:func:`custom_ops.iomm.split_merge.split_merge_moves`: a split draws the new
+  cluster's expert parameters fitted to its members, a merge redraws the freed slot's
+  from the prior, so these proposals also write ``theta``, or ``mu`` and ``tau``, of the
+  one slot they fill or free), then ``alpha | Z ~ Gamma(a + K+, b + H_N)`` (the IBP's
+  ``alpha^K+ exp(-alpha H_N)``).
 - ``"iomm_parameters"`` (:class:`IOMMParameters`) owns the cluster parameters
   (``theta``, or ``mu`` and ``tau``): one Metropolis-Hastings sweep (Eq. 7.13) over the
   used clusters, prior draws for the unused slots
@@ -34,7 +37,7 @@ from custom_ops.ibp_fa.ibp import harmonic
 from custom_ops.iomm.experts import BERNOULLI, GAUSSIAN
 from custom_ops.iomm.memberships import ibp_log_odds, membership_sweep
 from custom_ops.iomm.parameters import bernoulli_parameter_sweep, gaussian_parameter_sweep
-from custom_ops.iomm.split_merge import SPLIT_MERGE_STATS, split_merge_moves
+from custom_ops.iomm.split_merge import SPLIT_MERGE_STATS, Experts, split_merge_moves
 from inference.gibbs.base import ZooGibbsStep, terms_depending_on
 from inference.gibbs.registry import register_step
 from pp_models.iomm.model import IOMMSpec, parameter_names
@@ -105,7 +108,10 @@ class IOMMMemberships(ZooGibbsStep):
     sweeps : int
         Sweeps over the points per ``step`` call.
     split_merge : int
-        Split-merge proposals after each sweep (0: none).
+        Split-merge proposals after each sweep (0: none). Each is a move on ``Z`` and
+        the cluster parameters together: an accepted split sets the parameters of the
+        slot it fills, an accepted merge redraws those of the slot it frees from the
+        prior (the parameters of every other slot are left as they are).
 
     Notes
     -----
@@ -157,6 +163,11 @@ class IOMMMemberships(ZooGibbsStep):
                             if spec.background is not None else np.zeros((spec.D, 2)))
         self._log_odds = self.prior_log_odds(spec.N)
         self._harmonic = float(harmonic(spec.N))
+        prior = spec.prior
+        self._prior = np.ascontiguousarray(
+            np.column_stack([prior["a"], prior["b"], np.zeros(spec.D), np.zeros(spec.D)])
+            if self._code == BERNOULLI
+            else np.column_stack([prior["mean"], prior["sd"], prior["shape"], prior["rate"]]))
 
     # the IBP's conditionals, in one place each (twins under tests/ override them)
     def prior_log_odds(self, N: int) -> np.ndarray:
@@ -168,20 +179,25 @@ class IOMMMemberships(ZooGibbsStep):
         """Mean number of a point's own clusters under the IBP: ``alpha / N``."""
         return alpha / N
 
-    def _experts(self, point) -> np.ndarray:
-        """Every slot's natural parameters ``E`` (C, D, S)."""
+    def _experts(self, point) -> tuple[np.ndarray, np.ndarray]:
+        """Every slot's natural parameters ``E`` and parameters on the model's scale
+        (``theta``, or ``mu`` and ``tau``), each (C, D, S)."""
         if self._code == BERNOULLI:
-            theta = self._params[0].natural(point)
-            return np.ascontiguousarray(logit(theta)[:, :, None])
-        mu = self._params[0].natural(point)
-        tau = self._params[1].natural(point)
-        return np.ascontiguousarray(np.stack([tau, tau * mu], axis=-1))
+            theta = np.asarray(self._params[0].natural(point), dtype=np.float64)
+            return (np.ascontiguousarray(logit(theta)[:, :, None]),
+                    np.array(theta[:, :, None], dtype=np.float64, order="C"))
+        mu = np.asarray(self._params[0].natural(point), dtype=np.float64)
+        tau = np.asarray(self._params[1].natural(point), dtype=np.float64)
+        return (np.ascontiguousarray(np.stack([tau, tau * mu], axis=-1)),
+                np.ascontiguousarray(np.stack([mu, tau], axis=-1)))
 
     def step(self, point):
         spec = self.spec
         X = np.ascontiguousarray(self._x_fn(point), dtype=np.float64)
         Z = np.array(point[self._z_key], dtype=np.int8, copy=True)
-        E = self._experts(point)
+        E, params = self._experts(point)
+        before = params.copy() if self.split_merge else None
+        experts = Experts(self._code, X, E, params, self._prior, self._background)
         alpha = (float(self._alpha.natural(point)) if spec.random_alpha
                  else float(spec.alpha))
         accepted = proposed = overflow = 0
@@ -194,13 +210,23 @@ class IOMMMemberships(ZooGibbsStep):
             proposed += p
             overflow += o
             if self.split_merge:
-                self.split_merge_kernel(self.rng, self._code, X, Z, E, self._background,
-                                        alpha, float(self.beta), self.split_merge, moves)
+                self.split_merge_kernel(self.rng, experts, Z, alpha, float(self.beta),
+                                        self.split_merge, moves)
             if spec.random_alpha:
                 shape, rate = spec.alpha_prior
                 k_plus = int((Z != 0).any(axis=0).sum())
                 alpha = self.rng.gamma(shape + k_plus, 1.0 / (rate + self._harmonic))
         new = {self._z_key: Z.astype(point[self._z_key].dtype)}
+        if self.split_merge and (moves[1] or moves[3]):
+            # the slots a split filled or a merge freed have new parameters; the others
+            # keep their stored values bit for bit
+            changed = np.flatnonzero((params != before).any(axis=(1, 2)))
+            for s, reader in enumerate(self._params):
+                old = point[reader.key]
+                value = np.array(old, copy=True)
+                value[changed] = np.asarray(reader.value(params[:, :, s]),
+                                            dtype=old.dtype)[changed]
+                new[reader.key] = value
         if spec.random_alpha:
             old = point[self._alpha.key]
             new[self._alpha.key] = np.asarray(self._alpha.value(np.asarray(alpha)),

@@ -188,7 +188,9 @@ def model(
         Default :data:`DEFAULT_OMEGA` of the likelihood.
     split_merge : int
         Split-merge proposals on whole clusters after each sweep over the points
-        (:mod:`custom_ops.iomm.split_merge`; 0: Algorithm 7.1's single-site moves only).
+        (:mod:`custom_ops.iomm.split_merge`: a split proposes the new cluster's members
+        and its expert, fitted to them; a merge frees a slot; 0: Algorithm 7.1's
+        single-site moves only).
     feature_names : sequence of str, optional
         Names of the columns (coordinates of the ``feature`` dimension).
 

@@ -4,8 +4,12 @@
 - :func:`exact_membership_conditional`: ``p(Z | Theta, X)`` with the likelihood to the
   power beta, by enumerating every ``N x C`` binary matrix (the slot IBP prior of
   :class:`pp_models.distributions.IndianBuffet`, written out here);
+- :func:`bernoulli_joint_draws`: exact draws of ``(Z, theta)`` from the power posterior
+  ``P(Z) p(theta) L(Z, theta)^beta`` of Bernoulli experts, by rejection;
 - :func:`bernoulli_loglik` / :func:`gaussian_loglik`: the product-of-experts likelihood
   (Eqs 7.5, 7.7);
+- :func:`joint_cell` and :func:`two_sample_pvalue`: a coarse cell of a draw of ``(Z,
+  Theta)`` and the chi-square test of two samples of cells;
 - :func:`grid_expectations`: expectations under a density known up to a constant on a
   2-D grid (the power posterior of one slot's, or two slots', parameters given ``Z``).
 """
@@ -18,9 +22,9 @@ import math
 import numpy as np
 from scipy import stats
 
-__all__ = ["bernoulli_loglik", "exact_membership_conditional", "gaussian_loglik",
-           "grid_expectations", "matrix_states", "pooled_chisquare", "slot_ibp_log_prior",
-           "state_index"]
+__all__ = ["bernoulli_joint_draws", "bernoulli_loglik", "exact_membership_conditional",
+           "gaussian_loglik", "grid_expectations", "joint_cell", "matrix_states",
+           "pooled_chisquare", "slot_ibp_log_prior", "state_index", "two_sample_pvalue"]
 
 
 def matrix_states(N: int, C: int) -> np.ndarray:
@@ -119,3 +123,53 @@ def grid_expectations(log_density, u, v, functions: dict) -> tuple[dict, dict]:
         means[name] = float(np.sum(w * values))
         sds[name] = float(np.sqrt(max(np.sum(w * values**2) - means[name] ** 2, 0.0)))
     return means, sds
+
+
+def bernoulli_joint_draws(n, states, state_probs, X, theta_prior, beta, rng):
+    """``n`` exact draws of ``(Z, theta)`` from ``P(Z) prod Beta(theta; a, b)
+    L(Z, theta)^beta`` (Bernoulli experts, Eq. 7.7): ``Z`` from ``state_probs`` (the slot
+    IBP prior over ``states``) and ``theta`` (C, D) from its prior, kept with probability
+    ``L^beta`` (at most 1: ``L`` is a probability). Returns ``(Z (n, N, C), theta (n,
+    C, D))``."""
+    C, D = states.shape[2], X.shape[1]
+    Zs, thetas, have = [], [], 0
+    while have < n:
+        M = 4 * (n - have) + 1000
+        Z = states[rng.choice(len(states), size=M, p=state_probs)].astype(np.float64)
+        theta = rng.beta(*theta_prior, size=(M, C, D))
+        # theta~ of each point: prod theta^z / (prod theta^z + prod (1 - theta)^z)
+        log_on = Z @ np.log(theta)
+        log_off = Z @ np.log1p(-theta)
+        log_p = np.where(X == 1, log_on, log_off) - np.logaddexp(log_on, log_off)
+        keep = np.log(rng.random(M)) < beta * log_p.sum(axis=(1, 2))
+        Zs.append(Z[keep].astype(np.int8))
+        thetas.append(theta[keep])
+        have += int(keep.sum())
+    return np.concatenate(Zs)[:n], np.concatenate(thetas)[:n]
+
+
+def joint_cell(Z, first, median) -> int:
+    """The cell of a draw: (clusters used, memberships, used clusters whose first
+    parameter exceeds ``median``)."""
+    used = Z.any(axis=0)
+    return (int(used.sum()) * (Z.size + 1) + int(Z.sum())) * (Z.shape[1] + 1) + int(
+        np.sum(first[used] > median))
+
+
+def two_sample_pvalue(a, b):
+    """Chi-square test that two samples of cell labels share a distribution (cells
+    pooled, rarest first, until each sample's expected count is at least 5)."""
+    share = len(a) / (len(a) + len(b))
+    cells = np.union1d(a, b)
+    ca = np.array([np.sum(a == c) for c in cells], dtype=float)
+    cb = np.array([np.sum(b == c) for c in cells], dtype=float)
+    order = np.argsort(ca + cb)
+    rows, acc = [], np.zeros(2)
+    for t in order:
+        acc += (ca[t], cb[t])
+        if acc.sum() * min(share, 1 - share) >= 5:
+            rows.append(acc.copy())
+            acc[:] = 0
+    if acc.sum() > 0:
+        rows[-1] += acc
+    return float(stats.chi2_contingency(np.array(rows).T, correction=False).pvalue)

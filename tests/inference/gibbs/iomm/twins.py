@@ -11,6 +11,8 @@
 - :class:`NoProposalTermsSplitMerge`: the split-merge move's acceptance ratio without
   the proposal probabilities (:func:`without_proposal_terms`, planted in
   :func:`custom_ops.iomm.split_merge.split_merge_moves` by ``twin_kernel``).
+- :func:`without_reverse_proposal`: the split-merge ratio without the reverse move's
+  probability (planted by ``twin_kernel`` in the tests of the move).
 - :class:`IgnoresBetaMemberships`, :class:`IgnoresBetaParameters`: accept an inverse
   temperature and keep sampling the posterior (beta = 1), the steps a tempered run would
   get if beta were not passed to the kernels.
@@ -40,7 +42,7 @@ from tests.helpers.twin_kernels import twin_kernel
 __all__ = ["IgnoresBetaMemberships", "IgnoresBetaParameters", "NoHastingsParameters",
            "NoJacobianParameters", "NoProposalTermsSplitMerge", "OtherPointsOddsMemberships",
            "no_hastings_coordinate_move", "no_jacobian_precision_move",
-           "without_proposal_terms"]
+           "without_proposal_terms", "without_reverse_proposal"]
 
 
 @njit_exact
@@ -49,6 +51,13 @@ def without_proposal_terms(log_prior_ratio, log_lik_ratio, beta, log_q_reverse,
     """The split-merge ratio with the proposal's reverse and forward probabilities left
     out."""
     return log_prior_ratio + beta * log_lik_ratio
+
+
+@njit_exact
+def without_reverse_proposal(log_prior_ratio, log_lik_ratio, beta, log_q_reverse,
+                             log_q_forward):
+    """The split-merge ratio with the reverse move's probability (density) left out."""
+    return log_prior_ratio + beta * log_lik_ratio - log_q_forward
 
 
 class NoProposalTermsSplitMerge(IOMMMemberships):
