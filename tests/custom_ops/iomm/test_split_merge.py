@@ -20,8 +20,8 @@ p-value below 1e-4 fails):
 Planted-bug twins of the kernel must fail the same tests: the acceptance ratio without
 the reverse proposal's probability (a split's choice of the merge, a merge's replayed
 split and the density of the expert it removes), and without the new expert's proposal
-density both ways, and ignoring beta. Each is a second compile of the kernel (about 5
-CPU-s cold), so they run in ``-m slow``.
+density both ways, and ignoring beta. Each is a second compile of the kernel (about 4
+CPU-s cold): the first runs by default, the other two in ``-m slow``.
 """
 
 import numpy as np
@@ -201,7 +201,6 @@ def test_split_merge_leaves_the_joint_invariant(code):
     assert p > LEVEL, p
 
 
-@pytest.mark.slow  # a second compile of the kernel: about 5 CPU-s cold
 def test_twin_without_the_reverse_proposal_is_caught():
     twin = twin_kernel(split_merge_moves, split_merge_log_ratio=without_reverse_proposal)
     p, _ = prior_data_transport(twin, GAUSSIAN, seed=2)
