@@ -60,10 +60,10 @@ One :class:`PYDTTreeStep` call is a sweep over the tree variable of a
    Hyperparameters given to no step of this kind are left to the factory's other hints
    (NUTS, slice); internal locations stay integrated out.
 
-6. **Ridge rounds** (``ridge_rounds``, the factory's 3): after item 5, that many rounds
-   of ``ridge_branch_moves`` branch-point moves (item 4; default ``branch_moves``)
-   followed by the centred update of the tree's ``c``, ``theta`` and ``alpha`` (item 5).
-   The number of branch points follows theta (the tree pins theta, and theta the
+6. **Ridge rounds** (``ridge_rounds``; ``ppzoo fit pydt`` asks for 3): after item 5,
+   that many rounds of ``ridge_branch_moves`` branch-point moves (item 4; default
+   ``branch_moves``) followed by the centred update of the tree's ``c``, ``theta`` and
+   ``alpha`` (item 5). The number of branch points follows theta (the tree pins theta, and theta the
    count: posterior correlation -0.8 on iris), and each of the two moves takes only a
    short step along that ridge with the other held fixed; alternating them several
    times per detach-reattach sweep, the costly part, walks the ridge for a fraction of

@@ -61,7 +61,7 @@ def _per_draw(function):
     return statistic
 
 
-def model(X, *, priors=None, binary=False, ridge_rounds=3, thin=1):
+def model(X, *, priors=None, binary=False, ridge_rounds=0, thin=1):
     """Pitman-Yor diffusion tree density model of the rows of ``X`` (Knowles 2012 §4.5).
 
     ``tree ~ PYDiffusionTree(c, theta, alpha)`` over the ``n`` rows, the rows are
@@ -81,7 +81,8 @@ def model(X, *, priors=None, binary=False, ridge_rounds=3, thin=1):
     ridge_rounds : int
         Rounds of branch-point moves and centred updates of ``c``, ``theta`` and
         ``alpha`` per sweep (the tree step's ``ridge_rounds``, item 6 of
-        ``inference.gibbs.pydt``); 0: one of each per sweep.
+        ``inference.gibbs.pydt``); 0 (the default): one of each per sweep.
+        ``ppzoo fit pydt`` asks for 3.
     thin : int
         Sweeps of the sampler per recorded draw (the step's ``sweeps``): every
         ``thin``-th state is recorded.
@@ -129,7 +130,7 @@ def model(X, *, priors=None, binary=False, ridge_rounds=3, thin=1):
         # moves diverged on most transitions (its leapfrog runs off in log c between
         # tree moves; docs/families/pydt.md)
         # ridge_rounds: theta and the number of branch points pin each other, so the
-        # branch moves and theta's update alternate several times per sweep (item 6)
+        # branch moves and theta's update can alternate several times per sweep (item 6)
         step_hints=(StepHint("pydt_tree", ("tree", *hyper),
                              {"moves": 2 * n - 2, "noncentred": hyper,
                               "ridge_rounds": 0 if binary else ridge_rounds,

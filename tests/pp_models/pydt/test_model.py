@@ -19,9 +19,9 @@ def test_factory_structure_and_hints():
     assert set(info.step_hints[0].var_names) == {"tree", "c", "theta", "alpha", "precision"}
     assert len(info.step_hints) == 1
     options = info.step_hints[0].options
-    assert (options["ridge_rounds"], options["sweeps"]) == (3, 1)
-    options = get_info(pydt.model(X, ridge_rounds=0, thin=5)).step_hints[0].options
-    assert (options["ridge_rounds"], options["sweeps"]) == (0, 5)
+    assert (options["ridge_rounds"], options["sweeps"]) == (0, 1)
+    options = get_info(pydt.model(X, ridge_rounds=3, thin=5)).step_hints[0].options
+    assert (options["ridge_rounds"], options["sweeps"]) == (3, 5)
     ddt = pydt.model(X, binary=True)
     assert {v.name for v in ddt.free_RVs} == {"c", "precision", "tree"}
     assert np.isfinite(m.compile_logp()(m.initial_point()))
