@@ -53,9 +53,9 @@ FAMILY = Family(
         methods=("gibbs", "auto"),
         build=_build,
         default_dataset="iris",
-        # thin: a sweep with its ridge rounds costs ~5-9 ms on iris and theta's
-        # autocorrelation time is 10-35 sweeps, so each recorded draw is 5 sweeps
-        # (docs/families/pydt.md, "Convergence advice")
+        # thin: theta's autocorrelation time on iris is 10-35 sweeps, so each recorded
+        # draw is 5 sweeps; ridge_rounds: branch moves and theta's update alternate 3
+        # times a sweep (docs/families/pydt.md, "Convergence advice")
         defaults={"thin": 5, "ridge_rounds": 3},
         fit_defaults={"draws": 1000, "tune": 100, "chains": 2},
         check_note="no divergences, but theta and the number of branch points wander "

@@ -408,9 +408,9 @@ def test_each_move_is_tempered_and_its_twin_is_caught(steps, bounds, moves):
 #: the ridge rounds' tests reject at family-wise level 1e-4 (Bonferroni over the
 #: statistics): the chance that the correct step fails them
 RIDGE_LEVEL = 1e-4
-#: the default run's guard pushes the first 300 of the 1500 shared draws (a fifth of the
+#: the default run's guard pushes the first 200 of the 1500 shared draws (a seventh of the
 #: cost; the twin's power is measured by the slow test)
-N_REP_RIDGE_DEFAULT = 300
+N_REP_RIDGE_DEFAULT = 200
 
 
 def _ridge_draws(bounds, n_rep):
