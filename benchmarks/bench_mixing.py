@@ -16,7 +16,9 @@ had before its defaults changed (:data:`BEFORE`) and with its defaults now.
 
 Settings per family (:data:`SETTINGS`): ``iomm``: ``split_merge`` proposals per sweep
 (0: Algorithm 7.1's single-site moves; the factory's option); ``ibp_fa``:
-``feature_moves`` whole-feature birth/death proposals per sweep (0: Knowles' sweep). A
+``feature_moves`` whole-feature birth/death proposals per sweep (0: Knowles' sweep);
+``pydt``: ``ridge_rounds`` rounds of branch-point moves and theta, alpha, c updates per
+sweep (0: one of each). A
 family without a setting is measured as it is.
 
     PYTHONPATH=$PWD python benchmarks/bench_mixing.py iomm --seeds 11 12
@@ -35,6 +37,8 @@ import numpy as np
 SETTINGS = {"iomm": ("split_merge", (0, 20)), "ibp_fa": ("feature_moves", (0, 5))}
 #: mixture of trees: block moves per sweep (0: one-row updates and exact trees only)
 SETTINGS["mixture_of_trees"] = ("block_moves", (0, 50))
+#: PYDT: ridge rounds per sweep (0: one branch-move batch and one theta update a sweep)
+SETTINGS["pydt"] = ("ridge_rounds", (0, 3))
 #: per-draw statistics a family's step reports that track its log joint density
 STEP_LOG_DENSITIES = ("log_joint", "log_marginal")
 

@@ -14,6 +14,13 @@ exactly (``fit`` would replace it by the step's greedy start while tuning).
     PYTHONPATH=$PWD python benchmarks/bench_pydt_mixing.py --noncentred c theta alpha
     PYTHONPATH=$PWD python benchmarks/bench_pydt_mixing.py --branch-moves 0 200
     PYTHONPATH=$PWD python benchmarks/bench_pydt_mixing.py --kernel  # cost of the moves
+    PYTHONPATH=$PWD python benchmarks/bench_pydt_mixing.py --iris --ridge-rounds 0 3
+
+``--iris``: the command line's model (iris, distinct rows standardised) and the factory's
+step with ``ridge_rounds`` set to each value given, one chain of ``--sweeps`` sweeps per
+value after 100 warm-up sweeps (the greedy start), in this process: autocorrelation time
+(sweeps per effective draw) and bulk ESS per CPU second (the process's CPU time over
+the sweeps) of theta, alpha, c, sigma2, the number of branch points and the root time.
 
 Measured (2000 sweeps, 10-15 ms per sweep): see the docstring of
 tests/pp_models/pydt/test_recovery.py::test_hyperparameters_cover_the_truth_on_prior_data.
@@ -166,6 +173,42 @@ def kernel_cost(repeats=5):
               f"{accepted / (repeats * n):.2f})")
 
 
+def iris_chain(ridge_rounds, sweeps, seed):
+    """One chain of the command line's iris model: (draws, CPU seconds)."""
+    from pp_models.datasets import load
+    from pp_models.zoo_models import get_info
+
+    model = pydt.FAMILY.cli.build(load("iris"), ridge_rounds=ridge_rounds)
+    hint = get_info(model).step_hints[0]
+    step = PYDTTreeStep([model[v] for v in hint.var_names], model=model, **hint.options)
+    step.setup_chain(np.random.default_rng(seed), 100, sweeps)
+    point = dict(model.initial_point())
+    for _ in range(100):
+        point, _ = step.step(point)
+    rows = []
+    t0 = time.process_time()
+    for _ in range(sweeps):
+        point, _ = step.step(point)
+        tree = DiffusionTree.from_packed(point["tree"], validate=False)
+        rows.append([float(np.exp(point["theta_log__"])),
+                     float(1 / (1 + np.exp(-point["alpha_logodds__"]))),
+                     float(np.exp(point["c_log__"])), float(np.exp(-point["precision_log__"])),
+                     tree.n_internal, tree.root_time])
+    return np.array(rows), time.process_time() - t0
+
+
+def iris_report(values, sweeps, seed):
+    names = ("theta", "alpha", "c", "sigma2", "n_internal", "root_time")
+    for rounds in values:
+        draws, cpu = iris_chain(rounds, sweeps, seed)
+        print(f"ridge_rounds {rounds}, seed {seed}: {sweeps} sweeps, {cpu:.1f} CPU s "
+              f"({1e3 * cpu / sweeps:.1f} ms per sweep)")
+        for j, name in enumerate(names):
+            ess = float(az.ess(draws[None, :, j]))
+            print(f"  {name:10s} mean {draws[:, j].mean():.3g}  autocorrelation time "
+                  f"{sweeps / ess:.1f} sweeps  ESS per CPU s {ess / cpu:.2f}", flush=True)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sweeps", type=int, default=2000)
@@ -177,9 +220,16 @@ def main():
                              "(-1: the step's default, n; 0: off)")
     parser.add_argument("--kernel", action="store_true",
                         help="time the sweep and the branch moves alone, then stop")
+    parser.add_argument("--iris", action="store_true",
+                        help="one chain per --ridge-rounds value on the command line's "
+                             "iris model, then stop")
+    parser.add_argument("--ridge-rounds", type=int, nargs="*", default=[0, 3])
     args, _ = parser.parse_known_args()
     if args.kernel:
         kernel_cost()
+        return
+    if args.iris:
+        iris_report(args.ridge_rounds, args.sweeps, args.seed)
         return
     draw = pydt.sample_prior(200, c=1.0, theta=0.0, alpha=0.0, dim=5, sigma2=1.0,
                              random_seed=7)[0]

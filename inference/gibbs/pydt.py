@@ -60,6 +60,21 @@ One :class:`PYDTTreeStep` call is a sweep over the tree variable of a
    Hyperparameters given to no step of this kind are left to the factory's other hints
    (NUTS, slice); internal locations stay integrated out.
 
+6. **Ridge rounds** (``ridge_rounds``; ``ppzoo fit pydt`` asks for 3): after item 5,
+   that many rounds of ``ridge_branch_moves`` branch-point moves (item 4; default
+   ``branch_moves``) followed by the centred update of the tree's ``c``, ``theta`` and
+   ``alpha`` (item 5). The number of branch points follows theta (the tree pins theta, and theta the
+   count: posterior correlation -0.8 on iris), and each of the two moves takes only a
+   short step along that ridge with the other held fixed; alternating them several
+   times per detach-reattach sweep, the costly part, walks the ridge for a fraction of
+   a sweep's time. Each round is a composition of moves that leave the (power)
+   posterior invariant, repeated a fixed number of times, so the sweep is too. With
+   the times fixed the likelihood does not depend on ``c``, ``theta`` or ``alpha``, so
+   their centred update evaluates the tree's prior alone.
+
+``sweeps`` (default 1) repeats items 1-6 that many times per call: the factory's
+``thin``, so a recorded draw is several sweeps.
+
 **Tempering** (:class:`~inference.gibbs.ZooGibbsStep`, Notes). At inverse temperature
 ``beta`` the step samples ``p(phi) p(T | c, theta, alpha) p(X | T, sigma2)^beta``, where
 ``p(X | T, sigma2)`` is the Gaussian likelihood of the leaves with the internal locations
@@ -166,6 +181,13 @@ class PYDTTreeStep(ZooGibbsStep):
         Collapse-or-expand proposals per call (module docstring, item 4), after the
         detach-reattach moves and the time updates; default ``n`` (a fixed count, as for
         ``moves``); 0 switches them off. They do nothing in the DDT (binary trees).
+    ridge_rounds : int
+        Rounds of branch-point moves and centred updates of the tree's c, theta, alpha
+        per sweep (module docstring, item 6); default 0.
+    ridge_branch_moves : int, optional
+        Branch-point proposals per ridge round; default ``branch_moves``.
+    sweeps : int
+        Sweeps (items 1-6) per call, i.e. per recorded draw; default 1.
     """
 
     name = "pydt_tree"
@@ -185,11 +207,16 @@ class PYDTTreeStep(ZooGibbsStep):
 
     def __init__(self, vars, *, model=None, rng=None, blocked=True, moves=None,
                  slice_times=True, greedy_start=True, noncentred=(), binary_start=True,
-                 branch_moves=None):
+                 branch_moves=None, ridge_rounds=0, ridge_branch_moves=None, sweeps=1):
         if moves is not None:
             moves = check_int(moves, "moves", minimum=0)
         if branch_moves is not None:
             branch_moves = check_int(branch_moves, "branch_moves", minimum=0)
+        ridge_rounds = check_int(ridge_rounds, "ridge_rounds", minimum=0)
+        sweeps = check_int(sweeps, "sweeps", minimum=1)
+        if ridge_branch_moves is not None:
+            ridge_branch_moves = check_int(ridge_branch_moves, "ridge_branch_moves",
+                                           minimum=0)
         super().__init__(vars, model=model, rng=rng, blocked=blocked)
         self.greedy_start = bool(greedy_start)
         self.binary_start = bool(binary_start)
@@ -218,6 +245,10 @@ class PYDTTreeStep(ZooGibbsStep):
         self._value_name = trees[0].name
         self.moves = moves
         self.branch_moves = self._n if branch_moves is None else branch_moves
+        self.ridge_rounds = ridge_rounds
+        self.sweeps = sweeps
+        self.ridge_branch_moves = (self.branch_moves if ridge_branch_moves is None
+                                   else ridge_branch_moves)
         self.slice_times = bool(slice_times)
         self._init_hyper(noncentred, centred, tree_rv, data[0] if data else None,
                          (c, theta, alpha) + ((sigma2,) if data else ()))
@@ -249,10 +280,12 @@ class PYDTTreeStep(ZooGibbsStep):
         for name in names:
             kind = self._hyper_kind(name, tree_rv, params, "noncentred")
             self._noncentred_kind[model.rvs_to_values[model[name]].name] = kind
-        for name in centred:
-            self._hyper_kind(name, tree_rv, params, "vars")
+        centred_kind = {model.rvs_to_values[model[name]].name:
+                        self._hyper_kind(name, tree_rv, params, "vars") for name in centred}
         self._noncentred_values = list(self._noncentred_kind)
-        self._centred_values = [model.rvs_to_values[model[name]].name for name in centred]
+        self._centred_values = list(centred_kind)
+        # the ridge rounds' hyperparameters (item 6): the tree's own c, theta, alpha
+        self._ridge_values = [v for v, kind in centred_kind.items() if kind == "gaps"]
         self._noncentred_fast = False
         names = list(dict.fromkeys([*names, *centred]))
         if not names:
@@ -274,8 +307,12 @@ class PYDTTreeStep(ZooGibbsStep):
             used = set(ancestors(outputs))
             inputs = [v for v in model.value_vars if v in used]
             self._hyper_input_names = [v.name for v in inputs]
+            self._hyper_input_dtypes = [np.dtype(v.dtype) for v in inputs]
             self._hyper_logp_fn = model.compile_fn(outputs, inputs=inputs,
                                                    on_unused_input="ignore", point_fn=False)
+            # inputs are converted to their exact types below: PyTensor's per-call
+            # validation was half of a slice update's time
+            self._hyper_logp_fn.trust_input = True
         else:
             # prior and likelihood apart, so the target can raise the likelihood to beta
             self._logp_fn = model.compile_fn([model.varlogp, model.datalogp],
@@ -304,6 +341,19 @@ class PYDTTreeStep(ZooGibbsStep):
         return X, c, theta, alpha, sigma2
 
     def step(self, point):
+        accepted = branch_accepted = 0
+        for _ in range(self.sweeps):
+            point, acc, bacc = self.sweep(point)
+            accepted += acc
+            branch_accepted += bacc
+        tree = DiffusionTree.from_packed(point[self._value_name], validate=False)
+        stats = {"accepted": accepted, "n_internal": tree.n_internal,
+                 "root_time": tree.root_time, "branch_accepted": branch_accepted}
+        return point, [stats]
+
+    def sweep(self, point):
+        """One sweep (items 1-6 of the module docstring): the new point and the numbers
+        of detach-reattach and branch-point moves accepted."""
         packed = np.asarray(point[self._value_name])
         tree = DiffusionTree.from_packed(packed, validate=False)
         X, c, theta, alpha, sigma2 = self._values(point)
@@ -326,9 +376,7 @@ class PYDTTreeStep(ZooGibbsStep):
         # (the tests run the same moves written in Python on the full recursion beside it)
         if not sweep_inputs_valid(tree.parent, tree.log1m_t, X, c, theta, alpha, sigma2):
             # a zero-density state: every proposal would be rejected
-            stats = {"accepted": 0, "n_internal": tree.n_internal,
-                     "root_time": tree.root_time, "branch_accepted": 0}
-            return point, [stats]
+            return point, 0, 0
         params = PYDTParameters(c, theta, alpha, sigma2, beta)
         accepted = self.sweep_kernel(
             rng, tree.parent, tree.log1m_t, X, params,
@@ -344,10 +392,35 @@ class PYDTTreeStep(ZooGibbsStep):
             point = self._slice_hyper(point, value_name, self._noncentred_kind[value_name])
         for value_name in self._centred_values:
             point = self._slice_hyper(point, value_name, "centred")
-        tree = DiffusionTree.from_packed(point[self._value_name], validate=False)
-        stats = {"accepted": accepted, "n_internal": tree.n_internal,
-                 "root_time": tree.root_time, "branch_accepted": branch_accepted}
-        return point, [stats]
+        for _ in range(self.ridge_rounds):
+            point, accepted_in_round = self.ridge_round(point)
+            branch_accepted += accepted_in_round
+        return point, int(accepted), int(branch_accepted)
+
+    def ridge_round(self, point):
+        """One round along the ridge (module docstring, item 6): ``ridge_branch_moves``
+        branch-point moves at the point's hyperparameters, then the centred slice update
+        of the tree's c, theta and alpha given the new tree. Returns the new point and
+        the number of branch moves accepted."""
+        packed = np.asarray(point[self._value_name])
+        tree = DiffusionTree.from_packed(packed, validate=False)
+        X, c, theta, alpha, sigma2 = self._values(point)
+        accepted = 0
+        if self.ridge_branch_moves > 0:
+            params = PYDTParameters(c, theta, alpha, sigma2, float(self.beta))
+            accepted = self.branch_kernel(self.rng, tree.parent, tree.log1m_t, X, params,
+                                          self.ridge_branch_moves, False)[0]
+            point = self.updated(point, **{self._value_name:
+                                           tree.to_packed().astype(packed.dtype)})
+        for value_name in self._ridge_values:
+            point = self._slice_hyper(point, value_name, "centred")
+        return point, accepted
+
+    def likelihood_free(self, value_name):
+        """Whether ``p(X | tree, sigma2)`` is free of this hyperparameter (the tree's c,
+        theta, alpha; not what sigma2 depends on), so that its centred update given the
+        tree can leave the likelihood out (module docstring, item 6)."""
+        return value_name in self._ridge_values
 
     @staticmethod
     def moved_times(parent, log1m_t, n, kind, before, after):
@@ -381,6 +454,10 @@ class PYDTTreeStep(ZooGibbsStep):
         fast = self._noncentred_fast
         if kind is None:
             kind = self._noncentred_kind[value_name]
+        if fast and kind == "centred" and self.likelihood_free(value_name):
+            # with the times fixed the likelihood is a constant of this conditional (no
+            # columns: zero)
+            X = np.zeros((n, 0))
 
         def f(x):
             trial = dict(point)
@@ -388,16 +465,19 @@ class PYDTTreeStep(ZooGibbsStep):
             if fast:
                 c1, theta1, alpha1, sigma2_1, log_hyper = (
                     float(v) for v in self._hyper_logp_fn(
-                        *[trial[name] for name in self._hyper_input_names]))
+                        *[np.asarray(trial[name], dtype=dt) for name, dt in
+                          zip(self._hyper_input_names, self._hyper_input_dtypes,
+                              strict=True)]))
             else:
                 _X, c1, theta1, alpha1, sigma2_1 = self._values(trial)
             l1, log_jac = self.moved_times(parent, l0, n, kind, (c0, theta0, alpha0, sigma2_0),
                                            (c1, theta1, alpha1, sigma2_1))
             if not np.isfinite(log_jac):
                 return -np.inf, trial
-            moved = packed.copy()
-            moved[n:, 1] = l1
-            trial[self._value_name] = moved
+            if l1 is not l0:
+                moved = packed.copy()
+                moved[n:, 1] = l1
+                trial[self._value_name] = moved
             if fast:
                 lp, ll = pydt_forward(parent, l1, X, c1, theta1, alpha1, sigma2_1)
             else:

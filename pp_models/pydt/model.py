@@ -13,7 +13,7 @@ from pp_models.distributions.pydt import DiffusionTreeGaussian, PYDiffusionTree
 from pp_models.model_info import DerivedStatistic, StepHint, ZooModelInfo, attach_info
 from pp_models.registry import family_of_module
 from pp_models.trees import DiffusionTree
-from pp_models.validation import as_data_matrix
+from pp_models.validation import as_data_matrix, check_int
 
 __all__ = ["DEFAULT_PRIORS", "model", "trees_from_posterior"]
 
@@ -61,7 +61,7 @@ def _per_draw(function):
     return statistic
 
 
-def model(X, *, priors=None, binary=False):
+def model(X, *, priors=None, binary=False, ridge_rounds=0, thin=1):
     """Pitman-Yor diffusion tree density model of the rows of ``X`` (Knowles 2012 §4.5).
 
     ``tree ~ PYDiffusionTree(c, theta, alpha)`` over the ``n`` rows, the rows are
@@ -78,6 +78,14 @@ def model(X, *, priors=None, binary=False):
         thesis's values (:data:`DEFAULT_PRIORS`). ``precision = 1 / sigma2``.
     binary : bool
         The Dirichlet diffusion tree (Neal 2001): ``theta = alpha = 0``, binary trees.
+    ridge_rounds : int
+        Rounds of branch-point moves and centred updates of ``c``, ``theta`` and
+        ``alpha`` per sweep (the tree step's ``ridge_rounds``, item 6 of
+        ``inference.gibbs.pydt``); 0 (the default): one of each per sweep.
+        ``ppzoo fit pydt`` asks for 3.
+    thin : int
+        Sweeps of the sampler per recorded draw (the step's ``sweeps``): every
+        ``thin``-th state is recorded.
 
     Returns
     -------
@@ -92,6 +100,8 @@ def model(X, *, priors=None, binary=False):
     if not isinstance(binary, bool | np.bool_):
         raise TypeError(f"binary: must be a bool, got {binary!r}")
     p = _check_priors(priors, binary)
+    ridge_rounds = check_int(ridge_rounds, "ridge_rounds", minimum=0)
+    thin = check_int(thin, "thin", minimum=1)
     n, d = X.shape
     with pm.Model() as m:
         c = pm.Gamma("c", alpha=p["c"][0], beta=p["c"][1])
@@ -119,8 +129,12 @@ def model(X, *, priors=None, binary=False):
         # their log / logit scale with the tree fixed (item 5). NUTS beside the tree
         # moves diverged on most transitions (its leapfrog runs off in log c between
         # tree moves; docs/families/pydt.md)
-        step_hints=(StepHint("pydt_tree", ("tree", *hyper), {"moves": 2 * n - 2,
-                                                              "noncentred": hyper}),),
+        # ridge_rounds: theta and the number of branch points pin each other, so the
+        # branch moves and theta's update can alternate several times per sweep (item 6)
+        step_hints=(StepHint("pydt_tree", ("tree", *hyper),
+                             {"moves": 2 * n - 2, "noncentred": hyper,
+                              "ridge_rounds": 0 if binary else ridge_rounds,
+                              "sweeps": thin}),),
         derived=(
             DerivedStatistic("root_time", _per_draw(lambda t: t.root_time),
                              "divergence time of the first branch point"),

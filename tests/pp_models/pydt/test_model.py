@@ -18,6 +18,10 @@ def test_factory_structure_and_hints():
     assert info.step_hints[0].step == "pydt_tree"
     assert set(info.step_hints[0].var_names) == {"tree", "c", "theta", "alpha", "precision"}
     assert len(info.step_hints) == 1
+    options = info.step_hints[0].options
+    assert (options["ridge_rounds"], options["sweeps"]) == (0, 1)
+    options = get_info(pydt.model(X, ridge_rounds=3, thin=5)).step_hints[0].options
+    assert (options["ridge_rounds"], options["sweeps"]) == (3, 5)
     ddt = pydt.model(X, binary=True)
     assert {v.name for v in ddt.free_RVs} == {"c", "precision", "tree"}
     assert np.isfinite(m.compile_logp()(m.initial_point()))
@@ -34,6 +38,9 @@ def test_factory_structure_and_hints():
     (np.zeros((4, 1)), {"priors": [1, 2]}, TypeError, "priors"),
     (np.zeros((4, 1)), {"priors": {"c": "x"}}, TypeError, r"priors: c needs two numbers"),
     (np.zeros((4, 1)), {"binary": "yes"}, TypeError, "binary"),
+    (np.zeros((4, 1)), {"ridge_rounds": -1}, ValueError, "ridge_rounds"),
+    (np.zeros((4, 1)), {"thin": 0}, ValueError, "thin"),
+    (np.zeros((4, 1)), {"thin": 1.5}, TypeError, "thin"),
 ])
 def test_factory_bad_input(X, kwargs, error, match):
     with pytest.raises(error, match=match):

@@ -131,3 +131,13 @@ class CentredNoJacobianTreeStep(PYDTTreeStep):
 
     def hyperprior_logp(self, rvs):
         return self.model.logp(vars=rvs, jacobian=False)
+
+
+class CentredLikelihoodDroppedTreeStep(PYDTTreeStep):
+    """Planted bug: the centred update leaves the likelihood out for every
+    hyperparameter, the precision too (on which ``p(X | tree, sigma2)`` does depend)."""
+
+    name = "test_pydt_centred_likelihood_dropped"
+
+    def likelihood_free(self, value_name):
+        return True
