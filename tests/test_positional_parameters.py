@@ -17,8 +17,6 @@ LIMIT = 9
 
 #: ``path::qualified name`` -> positional parameters (``self``/``cls`` not counted)
 ALLOWED = {
-    "custom_ops/bhc/builders.py::_scan": 10,
-    "custom_ops/bhc/builders.py::greedy_kernel": 11,
     "custom_ops/bhc/evidence.py::_forward_entry": 11,
     "custom_ops/bhc/evidence.py::_grad_entry": 15,
     "custom_ops/dpm/collapsed.py::_grad_entry": 9,
