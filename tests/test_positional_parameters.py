@@ -49,8 +49,6 @@ ALLOWED = {
     "custom_ops/pydt/ops.py::_numba_pydt_logprob_grad.gradients": 9,
     "pp_models/lds/distributions.py::LDSObservationsRV.rng_fn": 9,
     "pp_models/lds/distributions.py::_numba_core_lds_observations.random_fn": 9,
-    "pp_models/mixture_of_trees/chow_liu.py::discrete_tree_from_tables": 9,
-    "pp_models/mixture_of_trees/em.py::_run": 11,
 }
 
 
