@@ -40,7 +40,7 @@ from bench_clustering import load
 from custom_ops.conjugate import FAMILY_CODES, pack_hyper
 from custom_ops.dpm.collapsed import collapsed_loglik_value
 from custom_ops.dpm.crp import canonicalize, crp_logp
-from custom_ops.dpm.gibbs import collapsed_sweeps, split_merge_proposal
+from custom_ops.dpm.gibbs import ConjugateData, CRPPrior, collapsed_sweeps, split_merge_proposal
 
 
 class Joint:
@@ -61,10 +61,11 @@ class Joint:
         code = FAMILY_CODES["gaussian"]
         z = np.ascontiguousarray(canonicalize(np.asarray(z0, dtype=np.int64))[0])
         trace = []
+        data = ConjugateData(self.X, code, self.hp)
+        prior = CRPPrior(self.alpha, 0.0)
         for it in range(iterations):
-            z = collapsed_sweeps(self.X, z, self.alpha, 0.0, code, self.hp, 1.0, rng, 1)
-            prop, lp, ll, lqf, lqr, _split = split_merge_proposal(
-                self.X, z, self.alpha, 0.0, code, self.hp, 1.0, rng, 4)
+            z = collapsed_sweeps(data, z, prior, 1.0, rng, 1)
+            prop, lp, ll, lqf, lqr, _split = split_merge_proposal(data, z, prior, 1.0, rng, 4)
             if math.log(rng.random()) < lp + ll + lqr - lqf:
                 z, _K = canonicalize(prop)
             if it >= keep_from:

@@ -17,20 +17,10 @@ LIMIT = 9
 
 #: ``path::qualified name`` -> positional parameters (``self``/``cls`` not counted)
 ALLOWED = {
-    "custom_ops/bhc/builders.py::_scan": 10,
-    "custom_ops/bhc/builders.py::greedy_kernel": 11,
     "custom_ops/bhc/evidence.py::_forward_entry": 11,
     "custom_ops/bhc/evidence.py::_grad_entry": 15,
     "custom_ops/dpm/collapsed.py::_grad_entry": 9,
     "custom_ops/dpm/collapsed.py::_value_entry": 9,
-    "custom_ops/dpm/gibbs.py::_restricted_scan": 16,
-    "custom_ops/dpm/gibbs.py::auxiliary_sweeps": 11,
-    "custom_ops/dpm/gibbs.py::collapsed_sweeps": 9,
-    "custom_ops/dpm/gibbs.py::split_merge_proposal": 9,
-    "custom_ops/dpm/predictive.py::crp_conditional_log_likelihood": 9,
-    "custom_ops/ggm/gibbs.py::column_sweep": 9,
-    "custom_ops/ggm/gibbs.py::column_update": 10,
-    "custom_ops/ggm/glasso.py::_lasso_column": 9,
     "custom_ops/iomm/memberships.py::membership_sweep": 9,
     "custom_ops/iomm/parameters.py::bernoulli_coordinate_move": 11,
     "custom_ops/iomm/parameters.py::gaussian_mean_move": 13,
@@ -57,8 +47,6 @@ ALLOWED = {
     "custom_ops/pydt/ops.py::_numba_pydt_logprob_grad.gradients": 9,
     "pp_models/lds/distributions.py::LDSObservationsRV.rng_fn": 9,
     "pp_models/lds/distributions.py::_numba_core_lds_observations.random_fn": 9,
-    "pp_models/mixture_of_trees/chow_liu.py::discrete_tree_from_tables": 9,
-    "pp_models/mixture_of_trees/em.py::_run": 11,
 }
 
 

@@ -17,6 +17,7 @@ Families are the integer codes and flat hyperparameter vectors of
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import numpy as np
 
@@ -25,6 +26,8 @@ from custom_ops.bhc.evidence import logaddexp
 from custom_ops.jit import njit_exact
 
 __all__ = [
+    "GreedyNodes",
+    "MergeLikelihood",
     "assign_kernel",
     "bernoulli_tables",
     "greedy_kernel",
@@ -34,6 +37,95 @@ __all__ = [
 
 # helpers of the greedy scan, inlined into it (their code becomes the kernel's)
 _inline = njit_exact(inline="always")
+
+
+class GreedyNodes(NamedTuple):
+    """The ``n0`` initial nodes of a greedy build (points, or clusters with their own
+    subtree): sufficient statistics ``stats`` ((n0, S) float64, the layout of
+    :func:`custom_ops.conjugate.point_stats`), ``log_d`` and ``log_p`` ((n0,) float64:
+    each node's log d and log p(D | T); a point's are log alpha and its log marginal)."""
+
+    stats: np.ndarray
+    log_d: np.ndarray
+    log_p: np.ndarray
+
+
+class MergeLikelihood(NamedTuple):
+    """The conjugate marginal of a merged node: the family code ``fam`` (an int), its
+    packed hyperparameters ``H`` (float64, :func:`custom_ops.conjugate.pack_hyper`) and
+    whether to use the Beta-Bernoulli tables ``use_table`` (a bool), ``LA, LB, LAB`` of
+    :func:`bernoulli_tables` (unused otherwise: any float64 arrays of ranks 2, 2, 1)."""
+
+    fam: int
+    H: np.ndarray
+    use_table: bool
+    LA: np.ndarray
+    LB: np.ndarray
+    LAB: np.ndarray
+
+
+class _Nodes(NamedTuple):
+    """Every node of the build, initial and merged (m = 2 n0 - 1 slots): statistics
+    ``stats`` (m, S), integer counts ``cnt`` (m, S - 1) int32 for the table look-ups
+    (a (1, 1) dummy without), sizes ``size`` (m,) int64, ``log_d`` and ``log_p`` (m,);
+    with ``la`` = log alpha and ``LG[N]`` = log Gamma(N)."""
+
+    stats: np.ndarray
+    cnt: np.ndarray
+    size: np.ndarray
+    log_d: np.ndarray
+    log_p: np.ndarray
+    la: float
+    LG: np.ndarray
+
+
+class _Scoring(NamedTuple):
+    """What a merge's log marginal reads: the :class:`MergeLikelihood` fields with the
+    summed statistics' scratch ``tmp`` (S,)."""
+
+    fam: int
+    H: np.ndarray
+    tmp: np.ndarray
+    use_table: bool
+    LA: np.ndarray
+    LB: np.ndarray
+    LAB: np.ndarray
+
+
+class _Bests(NamedTuple):
+    """Each node's best candidate merge: its log r ``bkey`` (m,) and the pair ``bi, bj``
+    (m,) int64 (the int64 maximum: none)."""
+
+    bkey: np.ndarray
+    bi: np.ndarray
+    bj: np.ndarray
+
+
+class _Heap(NamedTuple):
+    """The heap of nodes ordered by their best merge: ``heap`` (m,) int64 node ids and
+    each node's place in it ``pos`` (m,) int64 (-1: not in the heap)."""
+
+    heap: np.ndarray
+    pos: np.ndarray
+
+
+class _Candidates(NamedTuple):
+    """The nodes ``ids[start:start + count]`` (int64) a node's merges are scored with."""
+
+    ids: np.ndarray
+    start: int
+    count: int
+
+
+class _ScanWork(NamedTuple):
+    """:func:`_scan`'s scratch: the pairs' log marginals ``lml`` (n0,), their order
+    ``order`` (n0,) int64 (leaves first) and the two table terms ``T0, T1`` (d,) of each
+    column against a leaf."""
+
+    lml: np.ndarray
+    order: np.ndarray
+    T0: np.ndarray
+    T1: np.ndarray
 
 
 @njit_exact
@@ -91,8 +183,9 @@ def _merge_values(lo, hi, state, model):
 
 
 @njit_exact
-def _scan(a, cands, start, n_c, mode, state, best, where, work, model):
-    """Score the merges of node ``a`` with nodes ``cands[start:start + n_c]`` and offer
+def _scan(a, candidates, mode, state, best, where, work, model):
+    """Score the merges of node ``a`` with the nodes ``candidates`` (:class:`_Candidates`:
+    ``ids[start:start + count]``) and offer
     each to a's best candidate and (``mode`` > 0) to the other node's; ``mode`` 2 also
     moves that node up the heap of nodes when its best improved. Returns how many log r
     were computed exactly.
@@ -112,6 +205,7 @@ def _scan(a, cands, start, n_c, mode, state, best, where, work, model):
     bkey, bi, bj = best
     heap, pos = where
     lml, order, T0, T1 = work
+    cands, start, n_c = candidates
     Na = size[a]
     # leaves first, so the look-ups and the log d_k of the leaves are shared
     n_leaf = 0
@@ -307,14 +401,15 @@ def _heap_remove(heap, pos, size, c, bkey, bi, bj):
 
 
 @njit_exact(nogil=True)
-def greedy_kernel(fam, init_stats, init_log_d, init_log_p, alpha, H, use_table, LA, LB, LAB,
-                  progress):
-    """Greedy BHC over ``n0`` initial nodes (points, or clusters with their own subtree's
-    log d and log p): repeatedly merge the pair with the largest log r_k (Heller 2007
-    Alg. 3.2; ties: the smaller ids). Returns the merge list (n0 - 1, 2) over node ids
-    0..2 n0 - 2, the number of distinct candidate pairs scored ((n0 - 1)^2), the
-    number of re-evaluations of pairs already scored, and how many of all those needed
-    the exact log r (the others were settled by a bound, see :func:`_scan`).
+def greedy_kernel(nodes, alpha, likelihood, progress):
+    """Greedy BHC over the ``n0`` initial ``nodes`` (:class:`GreedyNodes`: points, or
+    clusters with their own subtree's log d and log p), the merged nodes' marginal given
+    by ``likelihood`` (:class:`MergeLikelihood`): repeatedly merge the pair with the
+    largest log r_k (Heller 2007 Alg. 3.2; ties: the smaller ids). Returns the merge list
+    (n0 - 1, 2) over node ids 0..2 n0 - 2, the number of distinct candidate pairs scored
+    ((n0 - 1)^2), the number of re-evaluations of pairs already scored, and how many of
+    all those needed the exact log r (the others were settled by a bound, see
+    :func:`_scan`).
 
     Each node keeps its best candidate merge; a heap of nodes (not of pairs: O(n)
     memory) orders them. A pair's score depends only on its two nodes, so a merge only
@@ -329,6 +424,8 @@ def greedy_kernel(fam, init_stats, init_log_d, init_log_p, alpha, H, use_table, 
     ``progress``: a one-element int64 array to which the kernel adds the distinct pairs
     it scores as it goes ((n0 - 1)^2 in all), read by a progress line in another thread
     (the kernel runs without the GIL)."""
+    init_stats, init_log_d, init_log_p = nodes
+    fam, H, use_table, LA, LB, LAB = likelihood
     n0 = init_stats.shape[0]
     S = init_stats.shape[1]
     m = 2 * n0 - 1
@@ -358,7 +455,7 @@ def greedy_kernel(fam, init_stats, init_log_d, init_log_p, alpha, H, use_table, 
             stats[i, s] = init_stats[i, s]
         log_d[i] = init_log_d[i]
         log_p[i] = init_log_p[i]
-    state = (stats, cnt, size, log_d, log_p, la, LG)
+    state = _Nodes(stats, cnt, size, log_d, log_p, la, LG)
     tmp = np.empty(S)
     alive = np.zeros(m, dtype=np.bool_)
     alive[:n0] = True
@@ -373,11 +470,11 @@ def greedy_kernel(fam, init_stats, init_log_d, init_log_p, alpha, H, use_table, 
     others = np.empty(n0, dtype=np.int64)
     heap = np.empty(m, dtype=np.int64)
     pos = np.full(m, -1, dtype=np.int64)
-    best = (bkey, bi, bj)
-    where = (heap, pos)
+    best = _Bests(bkey, bi, bj)
+    where = _Heap(heap, pos)
     d = cnt.shape[1]
-    work = (np.empty(n0), np.empty(n0, dtype=np.int64), np.empty(d), np.empty(d))
-    model = (fam, H, tmp, use_table, LA, LB, LAB)
+    work = _ScanWork(np.empty(n0), np.empty(n0, dtype=np.int64), np.empty(d), np.empty(d))
+    model = _Scoring(fam, H, tmp, use_table, LA, LB, LAB)
     n_scored = 0
     n_exact = 0
     # _scan's modes, as variables: a literal argument would compile it once per value
@@ -387,8 +484,8 @@ def greedy_kernel(fam, init_stats, init_log_d, init_log_p, alpha, H, use_table, 
     both_and_heap = np.int64(2)
     for i in range(n0 - 1):
         n_c = n0 - i - 1
-        n_exact += _scan(i, alive_ids, np.int64(i + 1), np.int64(n_c), both, state, best,
-                         where, work, model)
+        n_exact += _scan(i, _Candidates(alive_ids, np.int64(i + 1), np.int64(n_c)), both,
+                         state, best, where, work, model)
         n_scored += n_c
         progress[0] += n_c
     for i in range(n0):
@@ -415,8 +512,8 @@ def greedy_kernel(fam, init_stats, init_log_d, init_log_p, alpha, H, use_table, 
                 if c != a:
                     others[w] = c
                     w += 1
-            n_exact += _scan(a, others, zero, np.int64(w), alone, state, best, where, work,
-                             model)
+            n_exact += _scan(a, _Candidates(others, zero, np.int64(w)), alone, state, best,
+                             where, work, model)
             n_rescored += w
             _heap_down(heap, pos, zero, hsize, bkey, bi, bj)
         i = bi[a]
@@ -445,8 +542,8 @@ def greedy_kernel(fam, init_stats, init_log_d, init_log_p, alpha, H, use_table, 
                 w += 1
         n_alive = w
         # k is not in the heap yet: offers to it need no heap update
-        n_exact += _scan(k, alive_ids, zero, np.int64(n_alive), both_and_heap, state, best,
-                         where, work, model)
+        n_exact += _scan(k, _Candidates(alive_ids, zero, np.int64(n_alive)), both_and_heap,
+                         state, best, where, work, model)
         n_scored += n_alive
         progress[0] += n_alive
         alive[k] = True

@@ -24,15 +24,19 @@ the prior (a likelihood factor is then 1 even where it is 0).
 Families are selected by the integer code of :mod:`custom_ops.conjugate` (``FAMILY_CODES``)
 with the hyperparameters packed in one float64 vector (``pack_hyper``); every kernel is
 compiled once and cached on disk (Numba cannot cache kernels that take jitted functions
-as arguments). Each block keeps a *state* of ``custom_ops.conjugate`` (``state_init``,
-``state_add``, ``state_log_predictive``, ...): the sufficient statistics or, for the
-Normal-Inverse-Wishart family, its Cholesky-factored posterior plus three cached
-constants of the Student-t predictive, so an update and a predictive are both O(d^2).
+as arguments); the kernels take the rows with their likelihood as one named tuple
+(:class:`ConjugateData`, :class:`ComponentData`) and the restaurant's parameters as
+another (:class:`CRPPrior`). Each block keeps a *state* of ``custom_ops.conjugate``
+(``state_init``, ``state_add``, ``state_log_predictive``, ...): the sufficient statistics
+or, for the Normal-Inverse-Wishart family, its Cholesky-factored posterior plus three
+cached constants of the Student-t predictive, so an update and a predictive are both
+O(d^2).
 """
 
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import numpy as np
 
@@ -43,12 +47,67 @@ from custom_ops.log_weights import sample_log_weights
 
 __all__ = [
     "COMPONENT_CODES",
+    "AuxiliaryComponents",
+    "CRPPrior",
+    "ComponentData",
+    "ConjugateData",
     "auxiliary_sweeps",
     "collapsed_sweeps",
     "kmeans_partition",
     "sequential_map_partition",
     "split_merge_proposal",
 ]
+
+
+class CRPPrior(NamedTuple):
+    """The two-parameter restaurant: concentration ``alpha`` and discount ``discount``
+    (floats; ``discount = 0`` is the Dirichlet process)."""
+
+    alpha: float
+    discount: float
+
+
+class ConjugateData(NamedTuple):
+    """The rows ``X`` ((n, d) float64) and their conjugate likelihood: the family ``fam``
+    (an int, a :data:`custom_ops.conjugate.FAMILY_CODES` value) and its hyperparameters
+    ``hp`` (float64 vector, :func:`custom_ops.conjugate.pack_hyper`)."""
+
+    X: np.ndarray
+    fam: int
+    hp: np.ndarray
+
+
+class ComponentData(NamedTuple):
+    """The rows ``X`` ((n, d) float64) and the component density of Algorithm 8,
+    ``code`` (an int, a :data:`COMPONENT_CODES` code)."""
+
+    X: np.ndarray
+    code: int
+
+
+class AuxiliaryComponents(NamedTuple):
+    """Algorithm 8's ``m`` auxiliary components (an int >= 1) per item, taken in order
+    from ``pool`` ((B, P) float64, independent draws from the base measure H; ``B >=
+    n_sweeps * n * m`` suffices)."""
+
+    m: int
+    pool: np.ndarray
+
+
+class _RestrictedScan(NamedTuple):
+    """A restricted scan's items and blocks: the items ``members[:n_s]`` (int64) with
+    their current sides ``side`` (0: block A, 1: block B; written by the scan) and the
+    sides ``target`` a forced scan moves them to; the two blocks' conjugate states ``A``
+    and ``B`` (float64, updated in place) and the family's table ``tab``
+    (:func:`custom_ops.conjugate.state_table`)."""
+
+    members: np.ndarray
+    side: np.ndarray
+    target: np.ndarray
+    n_s: int
+    A: np.ndarray
+    B: np.ndarray
+    tab: np.ndarray
 
 
 # --------------------------------------------------------------------------------------
@@ -109,16 +168,15 @@ def _grow(states, counts, pos, active, free, K):
 # Algorithm 3
 # --------------------------------------------------------------------------------------
 @njit_exact
-def collapsed_sweeps(X, z, alpha, discount, fam, hp, beta, rng, n_sweeps):
-    """Collapsed Gibbs sweeps (Neal 2000 Algorithm 3) over the labels ``z`` of ``X``'s rows.
+def collapsed_sweeps(data, z, prior, beta, rng, n_sweeps):
+    """Collapsed Gibbs sweeps (Neal 2000 Algorithm 3) over the labels ``z`` of the rows.
 
     Parameters
     ----------
-    X : (n, d) float64
+    data : ConjugateData
+        The rows ``X`` (n, d), their conjugate family and its hyperparameters.
     z : (n,) int64, any non-negative labels (the block states are rebuilt from them)
-    alpha, discount : float
-    fam : int, a :data:`custom_ops.conjugate.FAMILY_CODES` value
-    hp : float64 vector, :func:`custom_ops.conjugate.pack_hyper`
+    prior : CRPPrior
     beta : float in [0, 1], inverse temperature of the likelihood (module docstring)
     rng : numpy.random.Generator
     n_sweeps : int
@@ -127,6 +185,8 @@ def collapsed_sweeps(X, z, alpha, discount, fam, hp, beta, rng, n_sweeps):
     -------
     (n,) int64 canonical labels
     """
+    X, fam, hp = data
+    alpha, discount = prior
     n, d = X.shape
     S = cj.state_size(fam, d)
     tab = cj.state_table(fam, hp, d, n)
@@ -218,12 +278,13 @@ def collapsed_sweeps(X, z, alpha, discount, fam, hp, beta, rng, n_sweeps):
 # split-merge (Jain & Neal 2004)
 # --------------------------------------------------------------------------------------
 @njit_exact
-def _restricted_scan(X, members, side, n_s, A, B, n_a, n_b, discount, fam, hp, beta, tab,
-                     rng, forced, target):
-    """One restricted Gibbs scan of the items ``members[:n_s]`` between blocks A (holding
-    i) and B (holding j), at inverse temperature ``beta``. With ``forced``, each item is
-    moved to ``target[r]`` instead of sampled. Returns (n_a, n_b, log probability of the
-    moves made)."""
+def _restricted_scan(data, scan, n_a, n_b, discount, beta, rng, forced):
+    """One restricted Gibbs scan (:class:`_RestrictedScan`) of the items ``members[:n_s]``
+    between blocks A (holding i, ``n_a`` items) and B (holding j, ``n_b`` items), at
+    inverse temperature ``beta``. With ``forced``, each item is moved to ``target[r]``
+    instead of sampled. Returns (n_a, n_b, log probability of the moves made)."""
+    X, fam, hp = data
+    members, side, target, n_s, A, B, tab = scan
     work = np.empty(X.shape[1])
     log_q = 0.0
     for r in range(n_s):
@@ -257,8 +318,10 @@ def _restricted_scan(X, members, side, n_s, A, B, n_a, n_b, discount, fam, hp, b
 
 
 @njit_exact
-def split_merge_proposal(X, z, alpha, discount, fam, hp, beta, rng, n_launch):
-    """One split-merge proposal for canonical labels ``z`` (Jain & Neal 2004, §3-4).
+def split_merge_proposal(data, z, prior, beta, rng, n_launch):
+    """One split-merge proposal for canonical labels ``z`` of the rows of ``data``
+    (:class:`ConjugateData`) under the restaurant ``prior`` (:class:`CRPPrior`) (Jain &
+    Neal 2004, §3-4).
 
     Two distinct items i, j are drawn uniformly. S holds the other items of their blocks.
     The launch state splits S uniformly at random between i's and j's sides and applies
@@ -281,6 +344,8 @@ def split_merge_proposal(X, z, alpha, discount, fam, hp, beta, rng, n_launch):
         Proposal log probabilities (the deterministic direction is 0).
     is_split : bool
     """
+    X, fam, hp = data
+    alpha, discount = prior
     n, d = X.shape
     S = cj.state_size(fam, d)
     i = rng.integers(0, n)
@@ -320,9 +385,9 @@ def split_merge_proposal(X, z, alpha, discount, fam, hp, beta, rng, n_launch):
             side[r] = 1
             cj.state_add(fam, B, x, tab)
             n_b += 1
+    scan = _RestrictedScan(members, side, target, n_s, A, B, tab)
     for _t in range(n_launch):
-        n_a, n_b, _lq = _restricted_scan(X, members, side, n_s, A, B, n_a, n_b, discount,
-                                         fam, hp, beta, tab, rng, False, target)
+        n_a, n_b, _lq = _restricted_scan(data, scan, n_a, n_b, discount, beta, rng, False)
     # the union of the two blocks, in the merged partition or as the block being split
     M = np.empty(S)
     cj.state_init(fam, M, hp, d, tab)
@@ -332,8 +397,7 @@ def split_merge_proposal(X, z, alpha, discount, fam, hp, beta, rng, n_launch):
         cj.state_add(fam, M, X[members[r]], tab)
     proposed = z.copy()
     if ci == cj_:
-        n_a, n_b, log_q = _restricted_scan(X, members, side, n_s, A, B, n_a, n_b, discount,
-                                           fam, hp, beta, tab, rng, False, target)
+        n_a, n_b, log_q = _restricted_scan(data, scan, n_a, n_b, discount, beta, rng, False)
         log_prior = log_split_prior_ratio(n_a, n_b, K, alpha, discount)
         log_lik = (cj.state_log_marginal(fam, A, hp, d) + cj.state_log_marginal(fam, B, hp, d)
                    - cj.state_log_marginal(fam, M, hp, d))
@@ -343,8 +407,7 @@ def split_merge_proposal(X, z, alpha, discount, fam, hp, beta, rng, n_launch):
                 proposed[members[r]] = K
         return proposed, log_prior, log_lik, log_q, 0.0, True
     # merge: A and B after the forced scan hold exactly the current blocks of i and j
-    n_a, n_b, log_q_rev = _restricted_scan(X, members, side, n_s, A, B, n_a, n_b, discount,
-                                           fam, hp, beta, tab, rng, True, target)
+    n_a, n_b, log_q_rev = _restricted_scan(data, scan, n_a, n_b, discount, beta, rng, True)
     log_prior = -log_split_prior_ratio(n_a, n_b, K - 1, alpha, discount)
     log_lik = (cj.state_log_marginal(fam, M, hp, d) - cj.state_log_marginal(fam, A, hp, d)
                - cj.state_log_marginal(fam, B, hp, d))
@@ -386,19 +449,18 @@ def _component_loglik(code, x, theta):
 
 
 @njit_exact
-def auxiliary_sweeps(X, z, theta, alpha, discount, code, pool, m, beta, rng, n_sweeps):
+def auxiliary_sweeps(data, z, theta, prior, auxiliary, beta, rng, n_sweeps):
     """Neal (2000) Algorithm 8 sweeps over the canonical labels ``z``.
 
     Parameters
     ----------
-    X : (n, d) float64
+    data : ComponentData
+        The rows ``X`` (n, d) and the component density's code.
     z : (n,) int64 canonical labels with K blocks
     theta : (>= K, P) float64; row k holds block k's parameters
-    alpha, discount : float
-    code : int, a :data:`COMPONENT_CODES` code
-    pool : (B, P) float64 independent draws from the base measure H, consumed in order
-        (B >= n_sweeps * n * m suffices)
-    m : int, number of auxiliary components (>= 1)
+    prior : CRPPrior
+    auxiliary : AuxiliaryComponents
+        The number ``m`` of auxiliary components and the base measure's draws.
     beta : float in [0, 1], inverse temperature: each component density enters to the
         power beta (module docstring)
     rng : numpy.random.Generator
@@ -408,6 +470,9 @@ def auxiliary_sweeps(X, z, theta, alpha, discount, code, pool, m, beta, rng, n_s
     -------
     z_new : (n,) canonical labels; theta_new : (K_new, P) their parameters
     """
+    X, code = data
+    alpha, discount = prior
+    m, pool = auxiliary
     n = X.shape[0]
     P = theta.shape[1]
     labels = z.copy()

@@ -26,6 +26,7 @@ a Python loop over draws x tables calling SciPy on the whole grid each time.
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import numpy as np
 
@@ -46,6 +47,7 @@ from custom_ops.jit import njit_exact
 from custom_ops.log_weights import log_sum_exp
 
 __all__ = [
+    "CRPDraws",
     "component_log_density",
     "component_parameter_size",
     "conjugate_log_predictive_rows",
@@ -57,6 +59,20 @@ __all__ = [
 ]
 
 _LOG_SQRT_2PI = 0.5 * math.log(2.0 * math.pi)
+
+
+class CRPDraws(NamedTuple):
+    """Posterior draws of a conjugate CRP mixture, S of them: ``labels`` (S, n) int64
+    (any labels >= 0), ``alphas`` (S,) float64 concentrations, ``hps`` (S, H) or (1, H)
+    float64 packed hyperparameters (:func:`custom_ops.conjugate.pack_hyper`; one row:
+    the same for every draw) and ``log_new`` (S, n) or (1, n) float64, each row's prior
+    predictive under that draw's hyperparameters (:func:`conjugate_log_predictive_rows`).
+    """
+
+    labels: np.ndarray
+    alphas: np.ndarray
+    hps: np.ndarray
+    log_new: np.ndarray
 
 
 @njit_exact
@@ -318,7 +334,7 @@ def component_log_density(fam, X, theta, out):
 
 
 @njit_exact
-def crp_conditional_log_likelihood(fam, X, labels, alphas, discount, hps, log_new, rng, out):
+def crp_conditional_log_likelihood(fam, X, draws, discount, rng, out):
     """``out[s, i] = log p(x_i | z_{-i}, theta, alpha_s)``: row ``i`` taken out of its
     table, the others' CRP seats it at table k with probability (n_{k,-i} - d) / (n - 1 +
     a_s), where it has density ``F(x_i | theta_k)``, and at a new table with (a_s +
@@ -327,12 +343,11 @@ def crp_conditional_log_likelihood(fam, X, labels, alphas, discount, hps, log_ne
     drawn once per draw from its conjugate posterior given all its rows
     (:func:`draw_component`, with ``rng``), so a table row ``i`` holds alone is left out.
 
-    ``fam``: conjugate family code; ``X`` (n, d); ``labels`` (S, n) int64 (any labels
-    >= 0); ``alphas`` (S,); ``discount`` the Pitman-Yor d; ``hps`` (S, H) or (1, H)
-    packed hyperparameters; ``log_new`` (S, n) or (1, n), each row's prior predictive
-    under that draw's hyperparameters (:func:`conjugate_log_predictive_rows`); ``rng`` a
-    ``numpy.random.Generator``; ``out`` (S, n).
+    ``fam``: conjugate family code; ``X`` (n, d); ``draws`` the draws' labels,
+    concentrations, hyperparameters and new-table terms (:class:`CRPDraws`);
+    ``discount`` the Pitman-Yor d; ``rng`` a ``numpy.random.Generator``; ``out`` (S, n).
     """
+    labels, alphas, hps, log_new = draws
     S, n = labels.shape
     d = X.shape[1]
     size = stats_size(fam, d)

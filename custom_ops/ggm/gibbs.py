@@ -45,12 +45,17 @@ compiled code.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
 from custom_ops.jit import njit_exact
 from custom_ops.spd_kernels import cholesky_lower
 
 __all__ = [
+    "ColumnPrior",
+    "Precision",
+    "WishartData",
     "bglasso_latent_variances",
     "column_sweep",
     "column_update",
@@ -64,6 +69,32 @@ __all__ = [
     "sssl_latent_variances",
 ]
 
+
+class Precision(NamedTuple):
+    """The sampler's state, updated in place by the sweeps: the precision ``omega`` and
+    its inverse ``sigma`` (float64, (p, p))."""
+
+    omega: np.ndarray
+    sigma: np.ndarray
+
+
+class WishartData(NamedTuple):
+    """The (mean-zero) data as the likelihood reads them: ``S = X'X`` (float64, (p, p))
+    and the number of observations ``n`` (a float)."""
+
+    S: np.ndarray
+    n: float
+
+
+class ColumnPrior(NamedTuple):
+    """The prior given the latent variables: ``lam`` (the diagonal's exponential rate is
+    ``lam / 2``), ``tau`` (float64, (p, p)) the off-diagonal entries' prior variances,
+    and ``gamma_shape_offset``: 1.0 for the correct conditional ``Gamma(beta n/2 + 1,
+    ...)`` of the Schur complement (the ``+ 1`` from the diagonal's prior), a test hook."""
+
+    lam: float
+    tau: np.ndarray
+    gamma_shape_offset: float
 
 
 @njit_exact
@@ -196,36 +227,34 @@ def sssl_latent_variances(rng, omega, v0, v1, pi):
 
 
 @njit_exact
-def column_sweep(rng, omega, sigma, S, n, lam, tau, beta, gamma_shape_offset):
+def column_sweep(rng, state, data, prior, beta):
     """One column-wise block Gibbs sweep of the power posterior at ``beta`` (module
-    docstring), in place on ``omega`` and ``sigma = omega^-1``.
+    docstring), in place on ``state.omega`` and ``state.sigma = omega^-1``.
 
     Parameters
     ----------
     rng : numpy.random.Generator
-    omega, sigma : float64 (p, p)
+    state : Precision
         Current precision and its inverse (updated in place).
-    S : float64 (p, p)
-        ``X'X`` of the (mean-zero) data.
-    n : float
-        Number of observations.
-    lam : float
-        Rate of the exponential prior on the diagonal is ``lam / 2``.
-    tau : float64 (p, p)
-        Prior variances of the off-diagonal entries given the latent variables.
+    data : WishartData
+        ``X'X`` of the (mean-zero) data and the number of observations.
+    prior : ColumnPrior
+        ``lam``, the off-diagonal prior variances ``tau`` given the latent variables and
+        the Schur complement's shape offset.
     beta : float
         Inverse temperature of the likelihood in [0, 1] (1: the posterior).
-    gamma_shape_offset : float
-        1.0 for the correct conditional ``Gamma(beta n/2 + 1, ...)``; a test hook.
     """
-    for j in range(omega.shape[0]):
-        column_update(rng, omega, sigma, S, n, lam, tau, beta, gamma_shape_offset, j)
+    for j in range(state.omega.shape[0]):
+        column_update(rng, state, data, prior, beta, j)
 
 
 @njit_exact
-def column_update(rng, omega, sigma, S, n, lam, tau, beta, gamma_shape_offset, j):
-    """Draw column ``j`` of ``omega`` from its conditional at inverse temperature ``beta``
-    (module docstring), in place."""
+def column_update(rng, state, data, prior, beta, j):
+    """Draw column ``j`` of ``state.omega`` from its conditional at inverse temperature
+    ``beta`` (module docstring), in place (``state.sigma`` follows)."""
+    omega, sigma = state
+    S, n = data
+    lam, tau, gamma_shape_offset = prior
     p = omega.shape[0]
     m = p - 1
     idx = np.empty(m, dtype=np.int64)

@@ -34,12 +34,32 @@ Kernels
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
 from custom_ops.jit import njit_exact
 
 __all__ = ["glasso_sweeps", "kkt_violation", "precision_from_regressions"]
 
+
+class _Problem(NamedTuple):
+    """The block coordinate descent's arrays (float64, (p, p)): ``W`` the current
+    estimate of the covariance, ``S`` the empirical covariance and ``B`` every column's
+    lasso coefficients (column ``j`` for variable ``j``); ``W`` and ``B`` are updated in
+    place."""
+
+    W: np.ndarray
+    S: np.ndarray
+    B: np.ndarray
+
+
+class _ColumnWork(NamedTuple):
+    """One column's scratch (float64, (p,)): ``r`` ends as ``W11 @ beta`` (rows != j),
+    ``saved`` holds the column's coefficients from before its solve."""
+
+    r: np.ndarray
+    saved: np.ndarray
 
 
 @njit_exact(inline="always")
@@ -52,8 +72,11 @@ def _soft(x, t):
 
 
 @njit_exact
-def _lasso_column(W, S, B, j, lam, inner_tol, inner_max, r, saved):
-    """Coordinate descent for column ``j``; ``r`` ends as ``W11 @ beta`` (rows != j)."""
+def _lasso_column(problem, work, j, lam, inner_tol, inner_max):
+    """Coordinate descent for column ``j`` of ``problem.B``; ``work.r`` ends as ``W11 @
+    beta`` (rows != j), ``work.saved`` holds the column as it was."""
+    W, S, B = problem
+    r, saved = work
     p = W.shape[0]
     for i in range(p):
         r[i] = 0.0
@@ -116,13 +139,15 @@ def glasso_sweeps(S, W, B, lam, threshold, max_iter, inner_max):
     p = S.shape[0]
     r = np.empty(p)
     saved = np.empty(p)
+    problem = _Problem(W, S, B)
+    work = _ColumnWork(r, saved)
     n_pairs = p * (p - 1)
     n_rejected = 0
     n_inner_total = 0
     for sweep in range(max_iter):
         total_change = 0.0
         for j in range(p):
-            n_inner_total += _lasso_column(W, S, B, j, lam, threshold, inner_max, r, saved)
+            n_inner_total += _lasso_column(problem, work, j, lam, threshold, inner_max)
             quad = 0.0
             for k in range(p):
                 if k != j:

@@ -31,6 +31,9 @@ from pymc.distributions.transforms import CholeskyCovTransform
 from pytensor.tensor.random.basic import GammaRV
 
 from custom_ops.ggm.gibbs import (
+    ColumnPrior,
+    Precision,
+    WishartData,
     bglasso_latent_variances,
     column_sweep,
     gram,
@@ -126,8 +129,9 @@ class _PrecisionBlockGibbs(ZooGibbsStep):
 
     def _sweep(self, omega, X, lam, tau):
         sigma = spd_inverse(omega)
-        column_sweep(self.rng, omega, sigma, self._gram(X), float(X.shape[0]), lam, tau,
-                     self.beta, self.gamma_shape_offset)
+        data = WishartData(self._gram(X), float(X.shape[0]))
+        column_sweep(self.rng, Precision(omega, sigma), data,
+                     ColumnPrior(lam, tau, self.gamma_shape_offset), self.beta)
         return 0.5 * (omega + omega.T)
 
 

@@ -53,9 +53,9 @@ class TreeBuilder:
             self.progress.advance(n_points)
 
     def greedy_nodes(self, stats, log_d, log_p):
-        LA, LB, LAB = self.tables
         merges, scored, rescored, exact = kernels.greedy_kernel(
-            self.fam, stats, log_d, log_p, self.alpha, self.H, self.use_table, LA, LB, LAB,
+            kernels.GreedyNodes(stats, log_d, log_p), self.alpha,
+            kernels.MergeLikelihood(self.fam, self.H, self.use_table, *self.tables),
             self.pairs_scored,
         )
         self.n_scored += int(scored)

@@ -49,6 +49,7 @@ from custom_ops.dpm.collapsed import (
     draw_multinomial,
 )
 from custom_ops.dpm.predictive import (
+    CRPDraws,
     conjugate_log_predictive_rows,
     crp_conditional_log_likelihood,
 )
@@ -162,9 +163,8 @@ def conditional_log_likelihood(likelihood: str, X: np.ndarray, labels: np.ndarra
                         for hp in hps])
     labels = np.ascontiguousarray(labels, dtype=np.int64)
     out = np.empty(labels.shape)
-    crp_conditional_log_likelihood(code, X, labels,
-                                   np.ascontiguousarray(alphas, dtype=np.float64),
-                                   float(discount), hps, log_new, rng, out)
+    draws = CRPDraws(labels, np.ascontiguousarray(alphas, dtype=np.float64), hps, log_new)
+    crp_conditional_log_likelihood(code, X, draws, float(discount), rng, out)
     return out
 
 

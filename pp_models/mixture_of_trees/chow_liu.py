@@ -307,7 +307,8 @@ def fit_discrete_tree(codes, K, weights, prior, *, root=0, names=None, one_hot=N
     mi = pairwise_mutual_information(joint, marginal, offsets, K, total, prior)
     parents = _reroot(maximum_spanning_tree(mi), root)
     tables = tree_edge_tables(joint, marginal, offsets, K, parents)
-    return discrete_tree_from_tables(tables, K, prior, parents, root, mi, total, names)
+    return discrete_tree_from_tables(tables, K, prior, parents, root=root, weights_matrix=mi,
+                                     total=total, names=names)
 
 
 def log_cpt_from_tables(tables, K, prior, parents):
@@ -327,8 +328,14 @@ def log_cpt_from_tables(tables, K, prior, parents):
     return log_cpt
 
 
-def discrete_tree_from_tables(tables, K, prior, parents, root, weights_matrix, total, names,
+def discrete_tree_from_tables(tables, K, prior, parents, *, root, weights_matrix, total, names,
                               log_score=float("nan")):
+    """The discrete :class:`TreeModel` with edges ``parents`` whose CPTs are estimated
+    from the edge count tables ``tables`` (:func:`log_cpt_from_tables`, Dirichlet
+    pseudo-count ``prior``; ``K`` categories per variable): its ``root``, the edge
+    weights it was chosen by ``weights_matrix`` (V, V), the total weight of the
+    observations ``total``, the feature ``names`` and the score ``log_score`` of the
+    structure search (NaN: none), with the log likelihood at the estimated CPTs."""
     log_cpt = log_cpt_from_tables(tables, K, prior, parents)
     with np.errstate(invalid="ignore"):
         ll = float(np.sum(np.where(tables > 0, tables * log_cpt, 0.0)))

@@ -163,8 +163,8 @@ def em(X, n_components: int, *, kind: str = "discrete", n_init: int = 1,
     with WorkProgress("mixture_of_trees.em", n_init * max_iter, unit="iterations",
                       enabled=progressbar) as bar:
         for restart in range(n_init):
-            result = _run(data, cats, one_hot, kind, K, max_iter, tol, prior, rng, names,
-                          bar)
+            result = _run(data, cats=cats, one_hot=one_hot, kind=kind, K=K, max_iter=max_iter,
+                          tol=tol, prior=prior, rng=rng, names=names, bar=bar)
             # a restart that converged early counts as its whole budget
             bar.counter[0] = (restart + 1) * max_iter
             finals.append(result[2])
@@ -247,7 +247,9 @@ def _component_log_density(data, kind, trees):
     return np.stack([t.logpdf(data) for t in trees], axis=1)
 
 
-def _run(data, cats, one_hot, kind, K, max_iter, tol, prior, rng, names, bar=None):
+def _run(data, *, cats, one_hot, kind, K, max_iter, tol, prior, rng, names, bar=None):
+    """One EM run from a k-means++ start (:func:`em`'s Notes): ``(weights, trees, final
+    log likelihood, its trace, iterations, converged, responsibilities)``."""
     n = data.shape[0]
     resp = _initial_responsibilities(data, kind, K, rng)
     trees = [None] * K

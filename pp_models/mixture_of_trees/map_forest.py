@@ -95,8 +95,8 @@ def map_forest(X, *, score: str = "bdeu", ess: float = 1.0, kind: str = "discret
     edges = spanning_tree_edges(parents)
     log_score = float(alone + sum(gains[u, v] for u, v in edges))
     tables = tree_edge_tables(joint, marginal, offsets, K, parents)
-    return discrete_tree_from_tables(tables, K, prior, parents, 0, gains, float(n), names,
-                                     log_score=log_score)
+    return discrete_tree_from_tables(tables, K, prior, parents, root=0, weights_matrix=gains,
+                                     total=float(n), names=names, log_score=log_score)
 
 
 def _gaussian_bic_forest(data, names):

@@ -30,7 +30,13 @@ import numpy as np
 import pytensor
 import pytensor.tensor as pt
 
-from custom_ops.dpm.gibbs import COMPONENT_CODES, auxiliary_sweeps
+from custom_ops.dpm.gibbs import (
+    COMPONENT_CODES,
+    AuxiliaryComponents,
+    ComponentData,
+    CRPPrior,
+    auxiliary_sweeps,
+)
 from inference.gibbs.base import ZooGibbsStep, depends_directly
 from inference.gibbs.registry import register_step
 from pp_models.distributions.crp import CRPRV
@@ -187,8 +193,8 @@ class CRPAuxiliaryGibbs(ZooGibbsStep):
         )
         code = COMPONENT_CODES[self.component][0]
         z_new, theta_new = auxiliary_sweeps(
-            X, z, theta[:K], float(alpha), float(discount), code, pool[: B - n], self.m,
-            self.beta, self.rng, self.sweeps,
+            ComponentData(X, code), z, theta[:K], CRPPrior(float(alpha), float(discount)),
+            AuxiliaryComponents(self.m, pool[: B - n]), self.beta, self.rng, self.sweeps,
         )
         K_new = theta_new.shape[0]
         # unused slots: fresh draws from H (their full conditional)

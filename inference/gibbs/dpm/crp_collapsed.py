@@ -24,6 +24,8 @@ from custom_ops.conjugate import FAMILY_CODES, pack_hyper
 from custom_ops.dpm.collapsed import collapsed_loglik_value
 from custom_ops.dpm.crp import canonicalize, crp_logp
 from custom_ops.dpm.gibbs import (
+    ConjugateData,
+    CRPPrior,
     collapsed_sweeps,
     kmeans_partition,
     sequential_map_partition,
@@ -241,16 +243,16 @@ class CRPCollapsedGibbs(ZooGibbsStep):
     def _kernel(self, X, z, alpha, discount, code, hp, split_merge):
         """One transition: the Gibbs sweeps, then (if ``split_merge``) the split-merge
         proposals. Returns (canonical labels, splits accepted, merges accepted)."""
+        data, prior = ConjugateData(X, code, hp), CRPPrior(alpha, discount)
         if self.sweeps > 0:
-            z = collapsed_sweeps(X, z, alpha, discount, code, hp, self.beta, self.rng,
-                                 self.sweeps)
+            z = collapsed_sweeps(data, z, prior, self.beta, self.rng, self.sweeps)
         else:
             z, _K = canonicalize(z)
         n_split = n_merge = 0
         if split_merge and self.split_merge_every > 0 and z.shape[0] >= 2:
             for _ in range(self.split_merge_proposals):
                 proposed, lp, ll, lqf, lqr, is_split = split_merge_proposal(
-                    X, z, alpha, discount, code, hp, self.beta, self.rng, self.launch_scans
+                    data, z, prior, self.beta, self.rng, self.launch_scans
                 )
                 tempered_ll = 0.0 if self.beta == 0.0 else self.beta * ll
                 if math.log(self.rng.random()) < self.split_merge_log_acceptance(

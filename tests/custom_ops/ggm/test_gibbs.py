@@ -5,6 +5,9 @@ import pytest
 from scipy import stats
 
 from custom_ops.ggm.gibbs import (
+    ColumnPrior,
+    Precision,
+    WishartData,
     column_sweep,
     column_update,
     gram,
@@ -35,7 +38,8 @@ def test_column_sweep_keeps_sigma_the_inverse_of_omega():
     sigma = np.eye(p)
     tau = np.full((p, p), 0.5)
     for _ in range(5):
-        column_sweep(rng, omega, sigma, X.T @ X, float(n), 1.0, tau, 1.0, 1.0)
+        column_sweep(rng, Precision(omega, sigma), WishartData(X.T @ X, float(n)),
+                     ColumnPrior(1.0, tau, 1.0), 1.0)
         np.testing.assert_allclose(sigma @ omega, np.eye(p), atol=1e-8)
         np.testing.assert_allclose(omega, omega.T)
         assert np.linalg.eigvalsh(omega)[0] > 0
@@ -59,7 +63,8 @@ def test_column_update_draws_the_stated_conditional(temperature):
     for _ in range(5000):
         omega = start.copy()
         sigma = np.linalg.inv(omega)
-        column_update(rng, omega, sigma, S_data, n_data, lam, tau, temperature, 1.0, 0)
+        column_update(rng, Precision(omega, sigma), WishartData(S_data, n_data),
+                      ColumnPrior(lam, tau, 1.0), temperature, 0)
         beta = omega[1:, 0]
         betas.append(beta)
         gammas.append(omega[0, 0] - beta @ o11inv @ beta)

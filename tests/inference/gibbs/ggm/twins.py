@@ -4,7 +4,14 @@ it."""
 
 import numpy as np
 
-from custom_ops.ggm.gibbs import column_sweep, gram, sssl_latent_variances
+from custom_ops.ggm.gibbs import (
+    ColumnPrior,
+    Precision,
+    WishartData,
+    column_sweep,
+    gram,
+    sssl_latent_variances,
+)
 from custom_ops.spd_kernels import spd_inverse
 from inference.gibbs.ggm import BGLassoBlockGibbs, SSSLBlockGibbs
 from pp_models.validation import check_inverse_temperature
@@ -78,6 +85,6 @@ class TempersScatterNotCount(BGLassoBlockGibbs):
     def _sweep(self, omega, X, lam, tau):
         sigma = spd_inverse(omega)
         S = self.beta * gram(X.copy())
-        column_sweep(self.rng, omega, sigma, S, float(X.shape[0]), lam, tau, 1.0,
-                     self.gamma_shape_offset)
+        column_sweep(self.rng, Precision(omega, sigma), WishartData(S, float(X.shape[0])),
+                     ColumnPrior(lam, tau, self.gamma_shape_offset), 1.0)
         return 0.5 * (omega + omega.T)
