@@ -58,7 +58,7 @@ def calibration(case: str) -> None:
         kwargs, seeds = dict(method=method, sampler=sampler, **sizes), 100
     elif case == "lda":
         from pp_models import lda
-        from tests.inference.gibbs.lda.oracle import LDAEnumeration
+        from tests.oracles.lda import LDAEnumeration
         from tests.inference.tempering.test_evidence_lda import ALPHA, DOCS, ETA
 
         model = lda.model(DOCS, n_topics=2, alpha=ALPHA, eta=ETA, n_words=3)

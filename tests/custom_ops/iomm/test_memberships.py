@@ -2,7 +2,7 @@
 
 With N = 3 points and C = 3 slots there are 2^9 = 512 membership matrices; their exact
 conditional is enumerated (the slot IBP probability times the product likelihood, written
-from Eqs 7.5 and 7.7 directly, to the power beta: tests/inference/gibbs/iomm/oracle.py).
+from Eqs 7.5 and 7.7 directly, to the power beta: tests/oracles/iomm.py).
 States drawn from it are passed through one step; the step's output must have the same
 distribution (a chi-square test over the 512 states, cells pooled to expected counts of
 at least 5). The planted-bug twin (prior odds over the N - 1 other points) must fail the
@@ -18,7 +18,8 @@ from scipy.special import expit
 
 from inference.gibbs.iomm import IOMMMemberships
 from pp_models import iomm
-from tests.inference.gibbs.iomm.oracle import (
+from tests.inference.gibbs.iomm.twins import OtherPointsOddsMemberships
+from tests.oracles.iomm import (
     bernoulli_joint_draws,
     bernoulli_loglik,
     exact_membership_conditional,
@@ -30,7 +31,6 @@ from tests.inference.gibbs.iomm.oracle import (
     state_index,
     two_sample_pvalue,
 )
-from tests.inference.gibbs.iomm.twins import OtherPointsOddsMemberships
 
 N, C, D = 3, 3, 2
 ALPHA = 1.3

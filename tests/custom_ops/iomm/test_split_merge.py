@@ -14,7 +14,7 @@ p-value below 1e-4 fails):
 - Bernoulli experts at beta = 0.4 (a tempered run's power posterior ``P(Z) p(theta)
   L(Z, theta)^beta``, which no data-generating process has): exact draws by rejection
   (``Z`` and ``theta`` from the prior, kept with probability ``L^beta <= 1``; the slot
-  IBP prior and Eq. 7.7 written out in tests/inference/gibbs/iomm/oracle.py), the moved
+  IBP prior and Eq. 7.7 written out in tests/oracles/iomm.py), the moved
   draws against an independent set of exact draws (a two-sample chi-square test).
 
 Planted-bug twins of the kernel must fail the same tests: the acceptance ratio without
@@ -32,14 +32,14 @@ from custom_ops.iomm.experts import BERNOULLI, GAUSSIAN
 from custom_ops.iomm.split_merge import SPLIT_MERGE_STATS, Experts, split_merge_moves
 from custom_ops.jit import njit_exact
 from tests.helpers.twin_kernels import twin_kernel
-from tests.inference.gibbs.iomm.oracle import (
+from tests.inference.gibbs.iomm.twins import without_reverse_proposal
+from tests.oracles.iomm import (
     bernoulli_joint_draws,
     joint_cell,
     matrix_states,
     slot_ibp_log_prior,
     two_sample_pvalue,
 )
-from tests.inference.gibbs.iomm.twins import without_reverse_proposal
 
 N, C, D = 3, 3, 2
 ALPHA = 1.3

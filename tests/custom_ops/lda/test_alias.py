@@ -1,6 +1,6 @@
 """The alias-Metropolis-Hastings sweep (``gibbs_sweep_alias``, LightLDA's cycle) leaves
 the power posterior p(z | alpha) p(w | z, eta)^beta invariant: every assignment of a
-4-topic corpus of 4 tokens enumerated (``tests/inference/gibbs/lda/oracle.py``,
+4-topic corpus of 4 tokens enumerated (``tests/oracles/lda.py``,
 sequential Pólya urns) at beta in {0, 0.4, 1} with the tables rebuilt every K draws, and
 at beta = 1 with tables never rebuilt after their first build (the correction must undo
 any staleness); a twin that accepts every word proposal (the Metropolis-Hastings
@@ -15,8 +15,8 @@ from scipy import stats
 from custom_ops.lda import alias
 from custom_ops.lda import gibbs as lk
 from tests.helpers.twin_kernels import twin_kernel
-from tests.inference.gibbs.lda.oracle import LDAEnumeration
 from tests.inference.gibbs.lda.twins import accept_every_proposal
+from tests.oracles.lda import LDAEnumeration
 
 DOCS = [[0, 1], [1, 2]]
 WORDS = np.array([w for d in DOCS for w in d], dtype=np.int32)

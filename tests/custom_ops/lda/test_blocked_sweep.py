@@ -1,6 +1,6 @@
 """The blocked O(K) sweep (``gibbs_sweep_blocked``) leaves the power posterior
 p(z | alpha) p(w | z, eta)^beta invariant: every assignment of a 4-topic corpus of 4
-tokens enumerated (``tests/inference/gibbs/lda/oracle.py``, sequential Pólya urns) at
+tokens enumerated (``tests/oracles/lda.py``, sequential Pólya urns) at
 beta in {0, 0.4, 1} with two blocks of two topics (the binary search over blocks and
 the scan inside one), and of a 3-topic corpus of 5 tokens with two blocks of one topic
 plus the tail block; a twin that forgets the mass of the blocks before the chosen one is
@@ -13,7 +13,7 @@ from custom_ops.jit import njit_exact
 from custom_ops.lda import dense
 from custom_ops.lda import gibbs as lk
 from tests.helpers.twin_kernels import twin_kernel
-from tests.inference.gibbs.lda.oracle import LDAEnumeration
+from tests.oracles.lda import LDAEnumeration
 
 V = 3
 ETA = np.array([0.3, 0.7, 0.4])

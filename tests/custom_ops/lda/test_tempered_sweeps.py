@@ -1,6 +1,6 @@
 """The LDA sweeps at an inverse temperature beta leave the power posterior
 p(z | alpha) p(w | z, eta)^beta invariant: every assignment of a 7-token corpus
-enumerated (``tests/inference/gibbs/lda/oracle.py``, by sequential Pólya urns), both
+enumerated (``tests/oracles/lda.py``, by sequential Pólya urns), both
 sweeps, a symmetric and an asymmetric eta, beta in {0, 0.3, 1}; and a planted bug (the
 topic's denominator left untempered) caught by the same check."""
 
@@ -9,7 +9,7 @@ import pytest
 
 from custom_ops.lda import dense
 from custom_ops.lda import gibbs as lk
-from tests.inference.gibbs.lda.oracle import LDAEnumeration
+from tests.oracles.lda import LDAEnumeration
 
 WORDS = np.array([0, 1, 1, 2, 0, 1, 2], dtype=np.int32)
 DOC_PTR = np.array([0, 3, 5, 7], dtype=np.int64)

@@ -1,5 +1,5 @@
 """The evidence of collapsed LDA (``pp_models.lda``) against the sum over every topic
-assignment of a 7-token corpus (``tests/inference/gibbs/lda/oracle.py``: Pólya urns,
+assignment of a 7-token corpus (``tests/oracles/lda.py``: Pólya urns,
 independent of the kernels). The stepping-stone and thermodynamic estimates from one
 tempered run of the collapsed Gibbs step must lie within their tolerance; ``-m slow``
 measures the coverage of ±2 se over 20 seeds.
@@ -12,7 +12,7 @@ from inference import evidence, fit
 from inference.tempering import estimate_from_tempering
 from pp_models import lda
 from tests.helpers.evidence_checks import check_against_exact
-from tests.inference.gibbs.lda.oracle import LDAEnumeration
+from tests.oracles.lda import LDAEnumeration
 
 DOCS = [[0, 1, 1], [2, 0], [1, 2]]
 ALPHA = np.array([0.5, 0.9])

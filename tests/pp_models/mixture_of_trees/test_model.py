@@ -118,7 +118,7 @@ def test_gaussian_one_component_tree_posterior_equals_enumeration():
     SciPy Student-t predictives (tests/custom_ops/mixture_of_trees/test_gaussian.py) over
     all 16 trees on 4 nodes; the Rao-Blackwellised edge probabilities equal it exactly
     and the sampled trees' frequencies within multinomial error."""
-    from tests.custom_ops.mixture_of_trees.test_gaussian import _chain_rule_log_marginal
+    from tests.oracles.mixture_of_trees import chain_rule_log_marginal
 
     rng = np.random.default_rng(4)
     X = rng.normal(size=(15, 4))
@@ -128,7 +128,7 @@ def test_gaussian_one_component_tree_posterior_equals_enumeration():
     beta[2, 3] = beta[3, 2] = 3.0
     m0, kappa0, delta, S0 = np.zeros(4), 0.5, 3.0, np.eye(4)
     trees, post = _enumerated_tree_posterior(
-        lambda t: _chain_rule_log_marginal(X, t, m0, kappa0, delta, S0), beta)
+        lambda t: chain_rule_log_marginal(X, t, m0, kappa0, delta, S0), beta)
     m = mixture_of_trees.model(X, 1, kind="gaussian", edge_prior=beta, m0=m0,
                                kappa0=kappa0, delta=delta, S0=S0)
     dt = fit(m, method="gibbs", draws=2000, tune=0, chains=1, random_seed=2,

@@ -1,7 +1,7 @@
 """The tempered GGM block Gibbs steps sample p(Omega) p(X | Omega)^beta.
 
 - p = 2, graphical lasso (lam fixed) and spike and slab: the power posterior's
-  expectations by quadrature (``oracle.py``, from the densities, independent of the
+  expectations by quadrature (``tests/oracles/ggm.py``, from the densities, independent of the
   samplers) against chains at beta in {0, 0.3, 1}, within their Monte Carlo error; the
   twins that ignore beta or temper ``S`` but not ``n`` are caught.
 - p = 3, graphical lasso with lam ~ Gamma(2, 1) (the lam update included): a
@@ -23,12 +23,12 @@ from inference.gibbs.ggm import BGLassoBlockGibbs, SSSLBlockGibbs
 from inference.testing.generative import free_data_model
 from pp_models import ggm
 from tests.helpers.stationary import compare_with_draws, compare_with_exact
-from tests.inference.gibbs.ggm.oracle import ggm2_oracle
 from tests.inference.gibbs.ggm.twins import (
     IgnoresBetaBGLasso,
     IgnoresBetaSSSL,
     TempersScatterNotCount,
 )
+from tests.oracles.ggm import ggm2_oracle
 
 X2 = np.random.default_rng(0).normal(size=(6, 2)) @ np.array([[1.0, 0.7], [0.0, 0.8]])
 LAM = 1.0

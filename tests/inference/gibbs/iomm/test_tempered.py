@@ -4,7 +4,7 @@ At beta in {0, 0.3, 1}, set through the tempering contract (``set_inverse_temper
 
 - **memberships** (Bernoulli experts, N = 3 points, C = 3 slots, Theta fixed): exact
   draws from the enumerated conditional ``p(Z | Theta, X)`` with the likelihood to the
-  power beta (``oracle.py``, the 512 matrices) are passed through one step; the step's
+  power beta (``tests/oracles/iomm.py``, the 512 matrices) are passed through one step; the step's
   output must have the same distribution (pooled chi-square);
 - **parameters** (Z fixed): a chain of the step against the power posterior of the used
   slots' parameters, computed on a grid: Bernoulli experts with two overlapping clusters
@@ -20,7 +20,8 @@ from scipy import special
 from inference.gibbs.iomm import IOMMMemberships, IOMMParameters
 from pp_models import iomm
 from tests.helpers.stationary import compare_with_exact
-from tests.inference.gibbs.iomm.oracle import (
+from tests.inference.gibbs.iomm.twins import IgnoresBetaMemberships, IgnoresBetaParameters
+from tests.oracles.iomm import (
     bernoulli_loglik,
     exact_membership_conditional,
     grid_expectations,
@@ -28,7 +29,6 @@ from tests.inference.gibbs.iomm.oracle import (
     pooled_chisquare,
     state_index,
 )
-from tests.inference.gibbs.iomm.twins import IgnoresBetaMemberships, IgnoresBetaParameters
 
 BETAS = (0.0, 0.3, 1.0)
 N, C = 3, 3

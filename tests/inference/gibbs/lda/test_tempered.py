@@ -1,5 +1,5 @@
 """The tempered collapsed LDA step samples p(z | alpha) p(w | z, eta)^beta: on a 7-token
-corpus every assignment is enumerated (``oracle.py``: sequential Pólya urns, independent
+corpus every assignment is enumerated (``tests/oracles/lda.py``: sequential Pólya urns, independent
 of the kernels) and the step's state frequencies at beta in {0, 0.3, 1}, with either
 Gibbs sampler, must match within their Monte Carlo error; two replicas interleaved as a tempered run
 interleaves them each sample their own temperature; the twin that ignores beta is
@@ -17,8 +17,8 @@ from inference.tempering import log_likelihood_function
 from pp_models import lda
 from pp_models.model_info import get_info
 from tests.helpers.stationary import compare_with_exact
-from tests.inference.gibbs.lda.oracle import LDAEnumeration
 from tests.inference.gibbs.lda.twins import IgnoresBetaLDA
+from tests.oracles.lda import LDAEnumeration
 
 DOCS = [[0, 1, 1], [2, 0], [1, 2]]
 V, K = 3, 2

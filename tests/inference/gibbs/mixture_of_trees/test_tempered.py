@@ -51,8 +51,8 @@ from inference.gibbs.mixture_of_trees import GaussianMixtureOfTreesGibbs, Mixtur
 from pp_models import mixture_of_trees
 from pp_models.model_info import get_info
 from pp_models.trees import all_spanning_trees, spanning_tree_edges
-from tests.custom_ops.mixture_of_trees.test_gaussian import _chain_rule_log_marginal
 from tests.helpers.twin_kernels import twin_kernel
+from tests.oracles.mixture_of_trees import chain_rule_log_marginal
 
 N_ROWS = 5
 K = 2
@@ -311,7 +311,7 @@ def _gaussian_data():
 def gaussian():
     X = _gaussian_data()
     h = GAUSS_HYPER
-    posterior = PowerPosterior(3, _edge_prior(3), lambda rows, t: _chain_rule_log_marginal(
+    posterior = PowerPosterior(3, _edge_prior(3), lambda rows, t: chain_rule_log_marginal(
         X[rows], t, h["m0"], h["kappa0"], h["delta"], h["S0"]))
     return X, posterior
 
