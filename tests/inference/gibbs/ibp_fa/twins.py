@@ -8,7 +8,7 @@ import math
 import numpy as np
 
 from custom_ops.ibp_fa.feature_moves import feature_birth_death_moves
-from custom_ops.ibp_fa.nsfa import nsfa_sweep, take_out_singletons
+from custom_ops.ibp_fa.nsfa import nsfa_sweeps, take_out_singletons
 from custom_ops.jit import njit_exact
 from inference.gibbs.ibp_fa import NSFAGibbs
 from pp_models.validation import check_inverse_temperature
@@ -41,7 +41,7 @@ class PrintedOddsNSFA(NSFAGibbs):
     """The prior odds of Eq. 3.6 as printed, ``m/(D - 1 - m)`` (should be ``m/(D - m)``)."""
 
     name = "test_nsfa_printed_odds"
-    sweep_kernel = staticmethod(twin_kernel(nsfa_sweep,
+    sweep_kernel = staticmethod(twin_kernel(nsfa_sweeps,
                                             shared_feature_log_odds=printed_log_odds))
 
 
@@ -51,7 +51,7 @@ class DeleteSingletonsNSFA(NSFAGibbs):
 
     name = "test_nsfa_delete_singletons"
     sweep_kernel = staticmethod(twin_kernel(
-        nsfa_sweep, take_out_singletons=take_out_and_delete_singletons))
+        nsfa_sweeps, take_out_singletons=take_out_and_delete_singletons))
 
 
 class IgnoresBetaNSFA(NSFAGibbs):
