@@ -1,7 +1,8 @@
 """Planted-bug twins of the NSFA step, each one realistic mistake the thesis warns of: the
 sweep compiled with one of its kernels replaced by a test-only one
-(``tests/helpers/twin_kernels.py``); the whole-feature moves without their proposal
-probabilities; and the tempered step's twin that ignores beta."""
+(``tests/helpers/twin_kernels.py``); the sweeps that never draw the auxiliary values; the
+whole-feature moves without their proposal probabilities; and the tempered step's twin
+that ignores beta."""
 
 import math
 
@@ -52,6 +53,22 @@ class DeleteSingletonsNSFA(NSFAGibbs):
     name = "test_nsfa_delete_singletons"
     sweep_kernel = staticmethod(twin_kernel(
         nsfa_sweeps, take_out_singletons=take_out_and_delete_singletons))
+
+
+@njit_exact
+def never_redraws_auxiliary(i, n_sweeps):
+    """``redraws_auxiliary`` that never draws the auxiliary values (the unused slots' X
+    rows, the loadings off Z): left as the last update wrote them, since no likelihood
+    term reads them."""
+    return False
+
+
+class NoAuxiliaryDrawsNSFA(NSFAGibbs):
+    """The sweeps never draw the auxiliary values from their prior: a freed slot keeps
+    its posterior X row and loadings, an unused one its initial values."""
+
+    name = "test_nsfa_no_auxiliary_draws"
+    sweep_kernel = staticmethod(twin_kernel(nsfa_sweeps, redraws_auxiliary=never_redraws_auxiliary))
 
 
 class IgnoresBetaNSFA(NSFAGibbs):
