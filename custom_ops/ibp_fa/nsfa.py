@@ -355,6 +355,7 @@ def nsfa_sweep(rng, state, beta, alpha, settings):
     -------
     (alpha, births_accepted, birth_proposals, capacity_rejections, net_change)
     """
+    residual_into(state.E, state.Y, state.W, state.Z, state.V, state.X)
     return sweep_once(rng, state, beta, alpha, settings, sweep_work(state), True)
 
 
@@ -390,6 +391,7 @@ def nsfa_sweeps(rng, state, beta, alpha, settings, n_sweeps):
     over the sweeps (``alpha`` the last).
     """
     work = sweep_work(state)
+    residual_into(state.E, state.Y, state.W, state.Z, state.V, state.X)
     accepted = 0
     proposals = 0
     overflow = 0
@@ -408,12 +410,13 @@ def nsfa_sweeps(rng, state, beta, alpha, settings, n_sweeps):
 def sweep_once(rng, state, beta, alpha, settings, work, auxiliary):
     """The body of :func:`nsfa_sweep` on the buffers ``work`` (:class:`SweepWork`);
     ``auxiliary``: whether the auxiliary values are drawn from their prior at its end
-    (:func:`nsfa_sweeps` says when they need not be)."""
+    (:func:`nsfa_sweeps` says when they need not be). ``state.E`` must hold the residual
+    (:func:`residual_into`) on entry, and holds the new state's on return (the updates
+    after ``X`` change neither ``G`` where ``Z = 1`` nor ``X``)."""
     Y, W, Z, V, X, lam, tau, E = state
     (complete, hyper, lam_mode, noise_mode, alpha_random, birth_factor, birth_one_prob) = settings
     D, N = Y.shape
     C = Z.shape[1]
-    residual_into(E, Y, W, Z, V, X)
     a_lam, b_lam, a_tau, b_tau, a_alpha, b_alpha = (hyper[0], hyper[1], hyper[2], hyper[3],
                                                     hyper[4], hyper[5])
     m, n_obs, S, g_new, lam_new, gs, Ehat, active = work

@@ -78,7 +78,7 @@ FAMILY = Family(
         # thin: sweeps are cheap (iris) and the feature sizes slow (autocorrelation times
         # of 400-4400 sweeps), so each recorded draw is 1000 sweeps and a short burn-in
         # (docs/families/ibp_fa.md, "Convergence advice")
-        defaults={"thin": 3000},
+        defaults={"thin": 5000},
         fit_defaults={"draws": 500, "tune": 50, "chains": 2},
         check_note="the size of the second feature (on 2, 3 or 4 of the 4 measurements) "
         "switches every few thousand sweeps, so feature_sizes[1] falls just short of the "
