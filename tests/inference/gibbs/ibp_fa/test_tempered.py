@@ -45,7 +45,7 @@ CONFIGS = {
     "isotropic, alpha fixed": dict(noise="isotropic", alpha=1.5),
 }
 #: sweeps per recorded state of the thinned chains, their betas and number of states
-THIN, THIN_BETAS, N_THINNED = 4, (0.3, 1.0), 2000
+THIN, THIN_BETAS, N_THINNED = 4, (0.3, 1.0), 1000
 #: every comparison of the default run's correct chains, for one family-wise level
 N_COMPARISONS = 11 * len(BETAS) * len(CONFIGS) + 11 + 13 * len(THIN_BETAS)
 
