@@ -29,7 +29,10 @@ rates omit: ``tau_d ~ Gamma(a + N_d/2, b + ½ sum_n E_dn^2)`` (or one isotropic 
 ``alpha ~ Gamma(a + K+, b + H_D)`` (Eq. 3.16). Finally the auxiliary slab values of
 ``Z_dk = 0`` entries are redrawn from their prior.
 
-Cost per sweep: O(N D K) (Z, G and X; Knowles §3.2) plus O(D K^2 + K^3).
+Cost per sweep: O(N D K) (Z, G and X; Knowles §3.2) plus O(D K^2 + K^3), and O(N C)
+prior draws for the auxiliary values (the ``C - K`` unused slots' ``X`` rows, ``V`` off
+``Z``); :func:`nsfa_sweeps` runs many sweeps in one call and draws those after the last
+only (its docstring says why the law of the states it returns is unchanged).
 
 **Tempering.** :func:`nsfa_sweep` samples the power posterior at inverse temperature
 ``beta`` (``beta = 1``: the posterior above; ``0``: the prior)::
