@@ -77,10 +77,14 @@ FAMILY = Family(
         default_dataset="iris",
         # thin: sweeps are cheap (iris; the step runs them in one kernel call) and the
         # feature sizes slow (autocorrelation times of 400-4400 sweeps), so each recorded
-        # draw is 5000 sweeps and a short burn-in; measured to pass `ppzoo check` at
-        # seeds 1-5 (docs/families/ibp_fa.md, "Convergence advice")
+        # draw is 5000 sweeps and a short burn-in (docs/families/ibp_fa.md,
+        # "Convergence advice")
         defaults={"thin": 5000},
         fit_defaults={"draws": 500, "tune": 50, "chains": 2},
+        check_note="not at every seed: seeds 1-5 converged (bulk ESS >= 790 of the 400 "
+        "needed, R-hat <= 1.006) but seed 6 was multimodal on R-hat 1.0115 "
+        "(noise_precision[petal_width]; min bulk ESS 798). Raise --param thin (sweeps per "
+        "draw, default 5000) or --draws for more effective draws.",
         # X's inactive slots and V off Z are prior draws: zeroed, they compress away
         written=_outputs.zero_unused_slots,
     ),
