@@ -82,7 +82,7 @@ FAMILY = Family(
         defaults={"thin": 5000},
         fit_defaults={"draws": 500, "tune": 50, "chains": 2},
         check_note="not at every seed: seeds 1-5 converged (bulk ESS >= 790 of the 400 "
-        "needed, R-hat <= 1.006) but seed 6 was multimodal on R-hat 1.0115 "
+        "needed, R-hat <= 1.006) and seed 7, but seed 6 was multimodal on R-hat 1.0115 "
         "(noise_precision[petal_width]; min bulk ESS 798). Raise --param thin (sweeps per "
         "draw, default 5000) or --draws for more effective draws.",
         # X's inactive slots and V off Z are prior draws: zeroed, they compress away
