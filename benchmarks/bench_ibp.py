@@ -14,12 +14,16 @@ first call's compile time is reported apart):
    seeds); also the kernel alone: seconds of sweeps until one state reaches it;
 2. seconds per sweep at 100 x 100 and 1000 x 200, through ``fit`` and kernel alone;
 3. the O(N D K) growth of a sweep (Knowles §3.2), kernel alone from the true state;
-4. scikit-learn's FactorAnalysis and PCA with the true K (time, reconstruction error).
+4. scikit-learn's FactorAnalysis and PCA with the true K (time, reconstruction error);
+5. the command line's default on iris (4 x 150, 40 slots, about 2 used): CPU per sweep
+   of the kernel called once per sweep (``nsfa_sweep``, the auxiliary values drawn every
+   sweep) against ``nsfa_sweeps`` (the step's path: ``thin`` sweeps per call, the
+   auxiliary values drawn after the last), same start and seed, one process.
 
 The anchors (Roth-Lab pgfa's NSFA, PyIBP) are not on the package registry; their
 figures measured on this kind of machine are printed for context (notes/anchors).
 
-Run: ``python benchmarks/bench_ibp.py [--seeds 3] [--quick]``.
+Run: ``python benchmarks/bench_ibp.py [--seeds 3] [--quick] [--iris-only]``.
 """
 
 from __future__ import annotations
@@ -124,11 +128,68 @@ def kernel_seconds_per_sweep(prob, sweeps=20, C=60):
     return float(np.min(times)), int((Z != 0).any(0).sum())
 
 
+def iris_sweep_cpu(n_sweeps=20000, thin=3000, repeats=3):
+    """Figure 5: CPU microseconds per sweep on the default iris model, (one sweep per
+    call, ``thin`` sweeps per call), the minimum over ``repeats``."""
+    from custom_ops.ibp_fa.nsfa import FactorState, SweepSettings, nsfa_sweep, nsfa_sweeps
+    from pp_models import ibp_fa
+    from pp_models.datasets.registry import load
+
+    m = ibp_fa.FAMILY.cli.build(load("iris"), thin=thin)
+    options = m._pp_models_info.step_hints[0].options
+    spec = options["spec"]
+    data = np.asarray(load("iris").data, dtype=np.float64).T
+    Y = np.ascontiguousarray((data - data.mean(1, keepdims=True)) / data.std(1, keepdims=True))
+    D, N = Y.shape
+    C = spec.slots
+    from inference.gibbs.ibp_fa import NSFAGibbs
+
+    step = NSFAGibbs.from_model(m, m._pp_models_info.step_hints[0].var_names, **options)
+    settings = SweepSettings(True, step.hyper, step.lam_mode, step.noise_mode,
+                             options["fixed"]["alpha"] is None, step.birth_factor,
+                             step.birth_one_prob)
+    alpha = 1.0 if options["fixed"]["alpha"] is None else float(options["fixed"]["alpha"])
+
+    def start():
+        rng = np.random.default_rng(0)
+        Z = np.zeros((D, C), np.int8)
+        Z[:, 0] = 1
+        Z[:2, 1] = 1
+        state = FactorState(Y, np.ones((D, N)), Z, rng.normal(size=(D, C)),
+                            rng.normal(size=(C, N)), np.ones(C), np.ones(D), np.empty((D, N)))
+        nsfa_sweeps(rng, state, 1.0, alpha, settings, 1000)
+        return state, np.random.default_rng(1)
+
+    def one_per_call():
+        state, rng = start()
+        begin = time.process_time()
+        for _ in range(n_sweeps):
+            nsfa_sweep(rng, state, 1.0, alpha, settings)
+        return time.process_time() - begin
+
+    def thin_per_call():
+        state, rng = start()
+        begin = time.process_time()
+        for _ in range(n_sweeps // thin):
+            nsfa_sweeps(rng, state, 1.0, alpha, settings, thin)
+        return time.process_time() - begin
+
+    one_per_call()
+    thin_per_call()
+    per_one = min(one_per_call() for _ in range(repeats)) / n_sweeps
+    per_thin = min(thin_per_call() for _ in range(repeats)) / (n_sweeps // thin * thin)
+    return per_one * 1e6, per_thin * 1e6
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--quick", action="store_true", help="one seed, smaller grid")
+    parser.add_argument("--iris-only", action="store_true", help="figure 5 only")
     args = parser.parse_args(argv)
+    if args.iris_only:
+        _print_iris()
+        return
     seeds = range(1 if args.quick else args.seeds)
 
     from pp_models import ibp_fa
@@ -196,9 +257,18 @@ def main(argv=None):
         rec = (scores @ est.components_ + est.mean_).T
         print(f"  {name}: {seconds:.3f} s, error {ibp_fa.reconstruction_error(prob.GX, rec):.4f}")
 
+    _print_iris()
+
     print("\n" + ANCHORS)
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(f"\npeak RSS {rss:.0f} MB")
+
+
+def _print_iris():
+    one, thin = iris_sweep_cpu()
+    print("\n5. iris, the command line's default model: CPU per sweep (min of 3 x 20000)")
+    print(f"  one sweep per call (nsfa_sweep): {one:.1f} us; 3000 per call (nsfa_sweeps): "
+          f"{thin:.1f} us ({one / thin:.1f}x)")
 
 
 if __name__ == "__main__":

@@ -29,7 +29,10 @@ rates omit: ``tau_d ~ Gamma(a + N_d/2, b + ½ sum_n E_dn^2)`` (or one isotropic 
 ``alpha ~ Gamma(a + K+, b + H_D)`` (Eq. 3.16). Finally the auxiliary slab values of
 ``Z_dk = 0`` entries are redrawn from their prior.
 
-Cost per sweep: O(N D K) (Z, G and X; Knowles §3.2) plus O(D K^2 + K^3).
+Cost per sweep: O(N D K) (Z, G and X; Knowles §3.2) plus O(D K^2 + K^3), and O(N C)
+prior draws for the auxiliary values (the ``C - K`` unused slots' ``X`` rows, ``V`` off
+``Z``); :func:`nsfa_sweeps` runs many sweeps in one call and draws those after the last
+only (its docstring says why the law of the states it returns is unchanged).
 
 **Tempering.** :func:`nsfa_sweep` samples the power posterior at inverse temperature
 ``beta`` (``beta = 1``: the posterior above; ``0``: the prior)::
@@ -91,12 +94,17 @@ __all__ = [
     "PER_ELEMENT",
     "FactorState",
     "SweepSettings",
+    "SweepWork",
     "collapsed_singleton_log_ratio",
     "log_birth_proposal",
     "nsfa_sweep",
+    "nsfa_sweeps",
+    "redraws_auxiliary",
     "residual",
     "residual_into",
     "shared_feature_log_odds",
+    "sweep_once",
+    "sweep_work",
     "take_out_singletons",
 ]
 
@@ -294,10 +302,45 @@ def take_out_singletons(d, state, m, S, Ehat):
     return kappa, g_sq
 
 
+class SweepWork(NamedTuple):
+    """The sweep's buffers, allocated once per :func:`nsfa_sweeps` call.
+
+    ``m`` (C,) int64 the features' row counts; ``n_obs`` (D,) float64 the observed
+    entries per row (fixed by ``W``); ``S`` (C,) int64 a row's singleton slots;
+    ``g_new``, ``lam_new``, ``gs`` (C,) float64 proposed and current singleton loadings
+    and precisions; ``Ehat`` (N,) float64 a row's residual without its singletons;
+    ``active`` (C,) int64 the used slots.
+    """
+
+    m: np.ndarray
+    n_obs: np.ndarray
+    S: np.ndarray
+    g_new: np.ndarray
+    lam_new: np.ndarray
+    gs: np.ndarray
+    Ehat: np.ndarray
+    active: np.ndarray
+
+
+@njit_exact
+def sweep_work(state):
+    """Fresh :class:`SweepWork` for ``state`` (``n_obs`` filled from ``state.W``)."""
+    D, N = state.Y.shape
+    C = state.Z.shape[1]
+    n_obs = np.zeros(D)
+    for d in range(D):
+        for n in range(N):
+            n_obs[d] += state.W[d, n]
+    return SweepWork(np.zeros(C, dtype=np.int64), n_obs, np.empty(C, dtype=np.int64),
+                     np.empty(C), np.empty(C), np.empty(C), np.empty(N),
+                     np.empty(C, dtype=np.int64))
+
+
 @njit_exact
 def nsfa_sweep(rng, state, beta, alpha, settings):
     """One NSFA sweep of the power posterior at ``beta`` (module docstring), updating
-    ``state.Z, V, X, lam, tau`` in place.
+    ``state.Z, V, X, lam, tau`` in place, the auxiliary values (unused slots' ``X`` rows,
+    ``V_dk`` where ``Z_dk = 0``) drawn from their prior at its end.
 
     Parameters
     ----------
@@ -315,31 +358,82 @@ def nsfa_sweep(rng, state, beta, alpha, settings):
     -------
     (alpha, births_accepted, birth_proposals, capacity_rejections, net_change)
     """
+    residual_into(state.E, state.Y, state.W, state.Z, state.V, state.X)
+    return sweep_once(rng, state, beta, alpha, settings, sweep_work(state), True)
+
+
+@njit_exact
+def redraws_auxiliary(i, n_sweeps):
+    """Whether sweep ``i`` of :func:`nsfa_sweeps`'s ``n_sweeps`` ends with the auxiliary
+    values drawn from their prior: the last one."""
+    return i == n_sweeps - 1
+
+
+@njit_exact
+def nsfa_sweeps(rng, state, beta, alpha, settings, n_sweeps):
+    """``n_sweeps`` NSFA sweeps (:func:`nsfa_sweep`) in one call, the auxiliary values
+    drawn from their prior after the last one only.
+
+    The auxiliary values are the ``X`` rows of unused slots and the ``V_dk`` of ``Z_dk =
+    0`` entries: their conditional is their prior (they enter no likelihood term, and the
+    ``lambda`` update has them integrated out), and no update of the sweep reads them
+    (the ``Z_dk`` update integrates ``g_dk`` out and draws it anew, a new singleton's
+    loadings and ``X`` row are drawn from the proposal and the collapsed posterior, ``X``
+    of Eq. 3.17 and the residual use the used slots only). So the chain of every other
+    variable is the same Markov chain whether they are redrawn after every sweep or
+    after the last, and after the last they have their exact conditional: the states
+    returned have the law of :func:`nsfa_sweep` applied ``n_sweeps`` times, at a fraction
+    of the cost when most slots are unused (each unused slot's ``X`` row is ``N``
+    normal draws per sweep). The whole-feature moves read the unused slots' ``V``
+    (:mod:`custom_ops.ibp_fa.feature_moves`): interleaved with them, call
+    :func:`nsfa_sweep`.
+
+    Returns
+    -------
+    (alpha, births_accepted, birth_proposals, capacity_rejections, net_change), summed
+    over the sweeps (``alpha`` the last).
+    """
+    work = sweep_work(state)
+    residual_into(state.E, state.Y, state.W, state.Z, state.V, state.X)
+    accepted = 0
+    proposals = 0
+    overflow = 0
+    net = 0
+    for i in range(n_sweeps):
+        alpha, a, p, o, c = sweep_once(rng, state, beta, alpha, settings, work,
+                                       redraws_auxiliary(i, n_sweeps))
+        accepted += a
+        proposals += p
+        overflow += o
+        net += c
+    return alpha, accepted, proposals, overflow, net
+
+
+@njit_exact
+def sweep_once(rng, state, beta, alpha, settings, work, auxiliary):
+    """The body of :func:`nsfa_sweep` on the buffers ``work`` (:class:`SweepWork`);
+    ``auxiliary``: whether the auxiliary values are drawn from their prior at its end
+    (:func:`nsfa_sweeps` says when they need not be). ``state.E`` must hold the residual
+    (:func:`residual_into`) on entry, and holds the new state's on return (the updates
+    after ``X`` change neither ``G`` where ``Z = 1`` nor ``X``)."""
     Y, W, Z, V, X, lam, tau, E = state
     (complete, hyper, lam_mode, noise_mode, alpha_random, birth_factor, birth_one_prob) = settings
     D, N = Y.shape
     C = Z.shape[1]
-    residual_into(E, Y, W, Z, V, X)
     a_lam, b_lam, a_tau, b_tau, a_alpha, b_alpha = (hyper[0], hyper[1], hyper[2], hyper[3],
                                                     hyper[4], hyper[5])
-    m = np.zeros(C, dtype=np.int64)
+    m, n_obs, S, g_new, lam_new, gs, Ehat, active = work
+    for k in range(C):
+        m[k] = 0
     for d in range(D):
         for k in range(C):
             if Z[d, k] != 0:
                 m[k] += 1
-    n_obs = np.zeros(D)
-    for d in range(D):
-        for n in range(N):
-            n_obs[d] += W[d, n]
     gamma = alpha / D
     accepted = 0
     proposals = 0
     overflow = 0
     net = 0
-    S = np.empty(C, dtype=np.int64)
-    g_new = np.empty(C)
-    lam_new = np.empty(C)
-    Ehat = np.empty(N)
     for d in range(D):
         # the likelihood's precision at beta (module docstring, Tempering)
         t = beta * tau[d]
@@ -427,7 +521,6 @@ def nsfa_sweep(rng, state, beta, alpha, settings):
                         filled += 1
                 kappa = kappa_new
         # the row's singletons' X rows from their collapsed posterior, then the residual
-        gs = np.empty(kappa)
         for j in range(kappa):
             gs[j] = V[d, S[j]]
         if kappa > 0:
@@ -441,12 +534,11 @@ def nsfa_sweep(rng, state, beta, alpha, settings):
 
     # 3. X | rest (Eq. 3.17) with precisions beta tau_d, prior rows for unused slots
     K = 0
-    active = np.empty(C, dtype=np.int64)
     for k in range(C):
         if m[k] > 0:
             active[K] = k
             K += 1
-        else:
+        elif auxiliary:
             for n in range(N):
                 X[k, n] = rng.standard_normal()
     if K > 0:
@@ -535,10 +627,11 @@ def nsfa_sweep(rng, state, beta, alpha, settings):
         for k in range(C):
             lam[k] = value
     # auxiliary slab values: their prior given the (new) precisions
-    for d in range(D):
-        for k in range(C):
-            if Z[d, k] == 0:
-                V[d, k] = rng.standard_normal() / math.sqrt(lam[k])
+    if auxiliary:
+        for d in range(D):
+            for k in range(C):
+                if Z[d, k] == 0:
+                    V[d, k] = rng.standard_normal() / math.sqrt(lam[k])
     if alpha_random:
         H = 0.0
         for j in range(1, D + 1):

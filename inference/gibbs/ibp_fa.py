@@ -1,6 +1,8 @@
 """Knowles' NSFA sampler (Algorithm 1 of Knowles 2012 ch. 3) as one zoo Gibbs step.
 
-One ``step`` runs ``sweeps`` sweeps of :func:`custom_ops.ibp_fa.nsfa.nsfa_sweep`: per
+One ``step`` runs ``sweeps`` sweeps of :func:`custom_ops.ibp_fa.nsfa.nsfa_sweep` (in one
+call of :func:`custom_ops.ibp_fa.nsfa.nsfa_sweeps`, which draws the values no update reads,
+the unused slots' ``X`` rows and the loadings off ``Z``, after the last sweep only): per
 row, Gibbs on the shared features' ``Z_dk`` with the loading collapsed, one
 Metropolis-Hastings move on the row's singleton features with their factor rows
 integrated out (prior or tuned proposal, Eq. 3.10), then ``X`` jointly, then the
@@ -35,7 +37,7 @@ from custom_ops.ibp_fa.nsfa import (
     PER_ELEMENT,
     FactorState,
     SweepSettings,
-    nsfa_sweep,
+    nsfa_sweeps,
 )
 from inference.gibbs.base import ZooGibbsStep
 from inference.gibbs.registry import register_step
@@ -82,7 +84,7 @@ class NSFAGibbs(ZooGibbsStep):
         "row_moves": (np.int64, []),
     }
     #: the sweep the step runs (a subclass with another kernel is a tests' planted-bug twin)
-    sweep_kernel = staticmethod(nsfa_sweep)
+    sweep_kernel = staticmethod(nsfa_sweeps)
     #: the whole-feature moves (likewise)
     feature_kernel = staticmethod(feature_birth_death_moves)
 
@@ -184,13 +186,19 @@ class NSFAGibbs(ZooGibbsStep):
             self.birth_factor,
             self.birth_one_prob,
         )
-        for _ in range(self.sweeps):
-            alpha, a, p, o, _net = self.sweep_kernel(self.rng, state, self.beta, alpha, settings)
-            births += a
-            proposals += p
-            overflow += o
-            if self.feature_moves:
+        if self.feature_moves:
+            # the feature moves read the unused slots' loadings: one sweep per call, each
+            # ending with the auxiliary values drawn (custom_ops.ibp_fa.nsfa.nsfa_sweeps)
+            for _ in range(self.sweeps):
+                alpha, a, p, o, _net = self.sweep_kernel(self.rng, state, self.beta, alpha,
+                                                         settings, 1)
+                births += a
+                proposals += p
+                overflow += o
                 self.feature_kernel(self.rng, state, alpha, self.beta, self.feature_moves, moves)
+        else:
+            alpha, births, proposals, overflow, _net = self.sweep_kernel(
+                self.rng, state, self.beta, alpha, settings, self.sweeps)
         new = {n["Z"]: Z.astype(point[n["Z"]].dtype), n["V"]: V, n["X"]: X}
         for name, values in (("lambda", lam), ("noise_precision", tau),
                              ("alpha", np.array([alpha]))):

@@ -9,6 +9,11 @@ beta must not. Configurations: diagonal noise with a Gamma prior on ``alpha`` (t
 step's hint), isotropic noise with ``alpha`` fixed, and the kernel's per-column ``X``
 path (the one missing data take) driven directly. The loading precision is fixed (the
 oracle needs it; its update involves no likelihood term, so beta does not enter it).
+
+The step with ``sweeps > 1`` draws the auxiliary values (unused slots' ``X`` rows,
+loadings where ``Z = 0``) after its last sweep only (:func:`custom_ops.ibp_fa.nsfa.nsfa_sweeps`):
+its recorded states must match the same power posterior, and the auxiliary values their
+prior (mean square 1 at ``lambda = 1``), which the twin that never draws them fails.
 """
 
 import numpy as np
@@ -21,12 +26,13 @@ from custom_ops.ibp_fa.nsfa import (
     SweepSettings,
     collapsed_singleton_log_ratio,
     nsfa_sweep,
+    nsfa_sweeps,
 )
 from inference.gibbs.ibp_fa import NSFAGibbs
 from pp_models import ibp_fa
 from tests.helpers.stationary import compare_with_exact
 from tests.inference.gibbs.ibp_fa.oracle import nsfa_oracle
-from tests.inference.gibbs.ibp_fa.twins import IgnoresBetaNSFA
+from tests.inference.gibbs.ibp_fa.twins import IgnoresBetaNSFA, NoAuxiliaryDrawsNSFA
 
 Y = np.array([[2.2], [-1.4]])
 LAM = 1.0
@@ -38,8 +44,10 @@ CONFIGS = {
     "diagonal, alpha ~ Gamma": dict(noise="diagonal", alpha=(2.0, 2.0)),
     "isotropic, alpha fixed": dict(noise="isotropic", alpha=1.5),
 }
+#: sweeps per recorded state of the thinned chains, their betas and number of states
+THIN, THIN_BETAS, N_THINNED = 4, (0.3, 1.0), 1000
 #: every comparison of the default run's correct chains, for one family-wise level
-N_COMPARISONS = 11 * len(BETAS) * len(CONFIGS) + 11
+N_COMPARISONS = 11 * len(BETAS) * len(CONFIGS) + 11 + 13 * len(THIN_BETAS)
 
 
 def tiny_model(noise="diagonal", alpha=(2.0, 2.0)):
@@ -66,10 +74,20 @@ def statistics(Z, V, X, tau, alpha):
     return out
 
 
-def step_chain(step_cls, beta, seed, n=N_SWEEPS, **config):
+def auxiliary_statistics(Z, V, X):
+    """Mean squares of the unused slots' X rows and of the loadings where Z = 0 (prior
+    N(0, 1) at lambda = 1: exact mean 1 whatever Z is)."""
+    on = Z != 0
+    unused = ~on.any(axis=1)
+    x2 = (X[:, :, 0] ** 2 * unused).sum(1) / np.maximum(unused.sum(1), 1)
+    v2 = (V**2 * ~on).sum((1, 2)) / np.maximum((~on).sum((1, 2)), 1)
+    return {"aux X^2": x2, "aux V^2": v2}
+
+
+def step_chain(step_cls, beta, seed, n=N_SWEEPS, sweeps=1, auxiliary=False, **config):
     m = tiny_model(**config)
     hint = m._pp_models_info.step_hints[0]
-    step = step_cls.from_model(m, hint.var_names, **hint.options)
+    step = step_cls.from_model(m, hint.var_names, **{**hint.options, "sweeps": sweeps})
     step.set_inverse_temperature(beta)
     step.rng = np.random.default_rng(seed)
     point = m.initial_point()
@@ -81,8 +99,11 @@ def step_chain(step_cls, beta, seed, n=N_SWEEPS, **config):
                 values.append(point[key])
     tau = np.exp(np.array(keep["noise_precision_log__"]).reshape(n, -1))
     alpha = np.exp(np.array(keep["alpha_log__"])) if keep["alpha_log__"] else None
-    return statistics(np.array(keep["Z"]), np.array(keep["V"]), np.array(keep["X"]), tau,
-                      alpha)
+    Z, V, X = (np.array(keep[k]) for k in ("Z", "V", "X"))
+    out = statistics(Z, V, X, tau, alpha)
+    if auxiliary:
+        out.update(auxiliary_statistics(Z, V, X))
+    return out
 
 
 def kernel_chain(beta, seed, n=N_SWEEPS):
@@ -109,8 +130,8 @@ def kernel_chain(beta, seed, n=N_SWEEPS):
 
 
 def _check(draws, exact):
-    return compare_with_exact(draws, {k: exact.mean[k] for k in draws}, exact_sd=exact.sd,
-                              n_comparisons=N_COMPARISONS)
+    mean = {k: exact.mean[k] if k in exact.mean else 1.0 for k in draws}
+    return compare_with_exact(draws, mean, exact_sd=exact.sd, n_comparisons=N_COMPARISONS)
 
 
 def test_singleton_log_ratio_is_the_collapsed_likelihood_ratio():
@@ -170,3 +191,48 @@ def test_replicas_do_not_share_the_workspace():
     assert step.beta == 1.0 and other.beta == 0.3
     assert other._work is not step._work and other.rng is not step.rng
     assert NSFAGibbs.can_temper and NSFAGibbs.tempering_error({}) is None
+
+
+@pytest.mark.parametrize("beta", THIN_BETAS)
+def test_thinned_step_samples_the_power_posterior(beta):
+    """``sweeps=4`` per recorded state, the auxiliary values drawn after the last only."""
+    draws = step_chain(NSFAGibbs, beta, seed=13, n=N_THINNED, sweeps=THIN, auxiliary=True)
+    result = _check(draws, oracle(beta))
+    print(f"\nbeta = {beta}:\n{result}")
+    assert result.passed
+
+
+@pytest.mark.slow  # compiles a twin of the whole sweep
+def test_twin_that_never_draws_the_auxiliary_values_is_caught():
+    draws = step_chain(NoAuxiliaryDrawsNSFA, 1.0, seed=13, n=N_THINNED, sweeps=THIN,
+                       auxiliary=True)
+    result = _check(draws, oracle(1.0))
+    print(result)
+    assert not result.passed
+    assert (result.table.loc[["aux X^2", "aux V^2"], "|z|"] > result.bound).all()
+
+
+def test_one_sweep_of_nsfa_sweeps_is_nsfa_sweep():
+    """``nsfa_sweeps(..., 1)`` is :func:`nsfa_sweep` draw for draw (the step's path with
+    feature moves)."""
+    def run(kernel, n_calls, *extra):
+        rng = np.random.default_rng(4)
+        Yc = np.array([[2.2, 0.3, -1.0], [-1.4, 0.8, 0.5]])
+        Z = np.zeros((2, CAPACITY), np.int8)
+        Z[0, 0] = 1
+        V = np.ones((2, CAPACITY))
+        X = np.ones((CAPACITY, 3))
+        state = FactorState(Yc, np.ones_like(Yc), Z, V, X, np.full(CAPACITY, LAM),
+                            np.ones(2), np.empty_like(Yc))
+        settings = SweepSettings(True, np.array([1.0, 1.0, *NOISE, 2.0, 2.0]), FIXED,
+                                 PER_ELEMENT, True, 2.0, 0.1)
+        alpha = 1.0
+        for _ in range(n_calls):
+            alpha = kernel(rng, state, 1.0, alpha, settings, *extra)[0]
+        return state, alpha, rng.random()
+
+    one, alpha_one, next_one = run(nsfa_sweep, 25)
+    ones, alpha_ones, next_ones = run(nsfa_sweeps, 25, 1)
+    assert alpha_one == alpha_ones and next_one == next_ones
+    for a, b in zip(one, ones, strict=True):
+        np.testing.assert_array_equal(a, b)

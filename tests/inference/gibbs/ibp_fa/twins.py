@@ -1,14 +1,15 @@
 """Planted-bug twins of the NSFA step, each one realistic mistake the thesis warns of: the
 sweep compiled with one of its kernels replaced by a test-only one
-(``tests/helpers/twin_kernels.py``); the whole-feature moves without their proposal
-probabilities; and the tempered step's twin that ignores beta."""
+(``tests/helpers/twin_kernels.py``); the sweeps that never draw the auxiliary values; the
+whole-feature moves without their proposal probabilities; and the tempered step's twin
+that ignores beta."""
 
 import math
 
 import numpy as np
 
 from custom_ops.ibp_fa.feature_moves import feature_birth_death_moves
-from custom_ops.ibp_fa.nsfa import nsfa_sweep, take_out_singletons
+from custom_ops.ibp_fa.nsfa import nsfa_sweeps, take_out_singletons
 from custom_ops.jit import njit_exact
 from inference.gibbs.ibp_fa import NSFAGibbs
 from pp_models.validation import check_inverse_temperature
@@ -41,7 +42,7 @@ class PrintedOddsNSFA(NSFAGibbs):
     """The prior odds of Eq. 3.6 as printed, ``m/(D - 1 - m)`` (should be ``m/(D - m)``)."""
 
     name = "test_nsfa_printed_odds"
-    sweep_kernel = staticmethod(twin_kernel(nsfa_sweep,
+    sweep_kernel = staticmethod(twin_kernel(nsfa_sweeps,
                                             shared_feature_log_odds=printed_log_odds))
 
 
@@ -51,7 +52,23 @@ class DeleteSingletonsNSFA(NSFAGibbs):
 
     name = "test_nsfa_delete_singletons"
     sweep_kernel = staticmethod(twin_kernel(
-        nsfa_sweep, take_out_singletons=take_out_and_delete_singletons))
+        nsfa_sweeps, take_out_singletons=take_out_and_delete_singletons))
+
+
+@njit_exact
+def never_redraws_auxiliary(i, n_sweeps):
+    """``redraws_auxiliary`` that never draws the auxiliary values (the unused slots' X
+    rows, the loadings off Z): left as the last update wrote them, since no likelihood
+    term reads them."""
+    return False
+
+
+class NoAuxiliaryDrawsNSFA(NSFAGibbs):
+    """The sweeps never draw the auxiliary values from their prior: a freed slot keeps
+    its posterior X row and loadings, an unused one its initial values."""
+
+    name = "test_nsfa_no_auxiliary_draws"
+    sweep_kernel = staticmethod(twin_kernel(nsfa_sweeps, redraws_auxiliary=never_redraws_auxiliary))
 
 
 class IgnoresBetaNSFA(NSFAGibbs):
