@@ -3,7 +3,7 @@
 At D = 2 rows and N = 1 column, ``p(Y)`` is a sum over the IBP's classes of ``Z`` (three
 column patterns, Poisson counts) with the loadings and factors integrated in closed form
 and the noise precisions and ``alpha`` by quadrature
-(``tests/inference/gibbs/ibp_fa/oracle.py``, independent of the sampler). The loading
+(``tests/oracles/ibp_fa.py``, independent of the sampler). The loading
 precision is fixed (``loading_prior=1.0``): with it random the evidence needs one more
 integral the oracle does not do. The stepping-stone and thermodynamic estimates from one
 tempered run of the NSFA step must lie within 3 standard errors of it; ``-m slow``
@@ -16,7 +16,7 @@ import pytest
 from inference import evidence, fit
 from inference.tempering import estimate_from_tempering
 from tests.helpers.evidence_checks import check_against_exact
-from tests.inference.gibbs.ibp_fa.test_tempered import oracle, tiny_model
+from tests.inference.gibbs.ibp_fa.tiny import oracle, tiny_model
 
 CONFIG = dict(noise="diagonal", alpha=(2.0, 2.0))
 

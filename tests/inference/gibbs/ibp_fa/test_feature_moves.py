@@ -3,7 +3,7 @@ posterior.
 
 At D = 2 rows and N = 1 column the power posterior's class probabilities of ``Z`` and
 the expectations of ``G X``, ``tau`` and ``alpha`` are known exactly
-(``oracle.py``). Chains of the step with its whole-feature moves
+(``tests/oracles/ibp_fa.py``). Chains of the step with its whole-feature moves
 (:mod:`custom_ops.ibp_fa.feature_moves`: births and deaths of features of two rows, at
 D = 2 the pattern ``11``, and two-feature row updates) at beta in {0.3, 1} must match
 them within their Monte Carlo error
@@ -21,7 +21,7 @@ from custom_ops.ibp_fa.nsfa import FactorState
 from inference.gibbs.ibp_fa import NSFAGibbs
 from pp_models import ibp_fa
 from tests.helpers.stationary import compare_with_exact
-from tests.inference.gibbs.ibp_fa.test_tempered import CAPACITY, LAM, NOISE, Y, oracle, statistics
+from tests.inference.gibbs.ibp_fa.tiny import CAPACITY, LAM, NOISE, Y, oracle, statistics
 from tests.inference.gibbs.ibp_fa.twins import NoProposalTermsFeatureMoves
 
 N_SWEEPS = 4000

@@ -1,7 +1,7 @@
 """The tempered NSFA step samples the power posterior p(theta) P(Y | theta)^beta.
 
 At D = 2 rows and N = 1 column the power posterior's class probabilities of ``Z`` and
-the expectations of ``G X``, ``tau`` and ``alpha`` are known exactly (``oracle.py``:
+the expectations of ``G X``, ``tau`` and ``alpha`` are known exactly (``tests/oracles/ibp_fa.py``:
 ``Z``'s classes enumerated, loadings and factors integrated in closed form, ``tau`` and
 ``alpha`` by quadrature). Chains of the step at beta in {0, 0.3, 1} must match them
 within their Monte Carlo error (``tests.helpers.stationary``); the twin that ignores
@@ -29,15 +29,18 @@ from custom_ops.ibp_fa.nsfa import (
     nsfa_sweeps,
 )
 from inference.gibbs.ibp_fa import NSFAGibbs
-from pp_models import ibp_fa
 from tests.helpers.stationary import compare_with_exact
-from tests.inference.gibbs.ibp_fa.oracle import nsfa_oracle
+from tests.inference.gibbs.ibp_fa.tiny import (
+    CAPACITY,
+    LAM,
+    NOISE,
+    Y,
+    oracle,
+    statistics,
+    tiny_model,
+)
 from tests.inference.gibbs.ibp_fa.twins import IgnoresBetaNSFA, NoAuxiliaryDrawsNSFA
 
-Y = np.array([[2.2], [-1.4]])
-LAM = 1.0
-NOISE = (3.0, 2.0)
-CAPACITY = 20
 N_SWEEPS = 4000
 BETAS = (0.0, 0.3, 1.0)
 CONFIGS = {
@@ -48,30 +51,6 @@ CONFIGS = {
 THIN, THIN_BETAS, N_THINNED = 4, (0.3, 1.0), 1000
 #: every comparison of the default run's correct chains, for one family-wise level
 N_COMPARISONS = 11 * len(BETAS) * len(CONFIGS) + 11 + 13 * len(THIN_BETAS)
-
-
-def tiny_model(noise="diagonal", alpha=(2.0, 2.0)):
-    return ibp_fa.model(Y, alpha=alpha, noise=noise, loading_prior=LAM, noise_prior=NOISE,
-                        capacity=CAPACITY, birth_proposal=(2.0, 0.1))
-
-
-def oracle(beta, noise="diagonal", alpha=(2.0, 2.0)):
-    return nsfa_oracle(Y[:, 0], beta, lam=LAM, noise=NOISE, alpha=alpha, capacity=CAPACITY,
-                       isotropic=noise == "isotropic")
-
-
-def statistics(Z, V, X, tau, alpha):
-    """Label-invariant statistics of stacked states: Z (n, 2, C), V, X (n, C, 1)."""
-    on = Z != 0
-    pattern = 2 * on[:, 0].astype(int) + on[:, 1].astype(int)  # 2: row 1 only, 1: row 2, 3
-    s = np.einsum("ndk,nk->nd", on * V, X[:, :, 0])
-    out = {"n10": (pattern == 2).sum(1), "n01": (pattern == 1).sum(1),
-           "n11": (pattern == 3).sum(1), "K": (pattern > 0).sum(1),
-           "s1": s[:, 0], "s2": s[:, 1], "s1^2": s[:, 0] ** 2, "s2^2": s[:, 1] ** 2,
-           "tau1": tau[:, 0], "tau2": tau[:, -1]}
-    if alpha is not None:
-        out["alpha"] = alpha
-    return out
 
 
 def auxiliary_statistics(Z, V, X):
