@@ -58,16 +58,16 @@ def calibration(case: str) -> None:
         kwargs, seeds = dict(method=method, sampler=sampler, **sizes), 100
     elif case == "lda":
         from pp_models import lda
-        from tests.oracles.lda import LDAEnumeration
         from tests.inference.tempering.test_evidence_lda import ALPHA, DOCS, ETA
+        from tests.oracles.lda import LDAEnumeration
 
         model = lda.model(DOCS, n_topics=2, alpha=ALPHA, eta=ETA, n_words=3)
         exact = LDAEnumeration(DOCS, 2, ALPHA, ETA).log_evidence()
         kwargs, seeds = dict(n_temperatures=8, draws=500, tune=300, chains=2), 100
     else:
         from pp_models import finite_mixture
-        from tests.oracles import mixtures as oracles
         from tests.inference.tempering.test_evidence_finite_mixture import BIMODAL_X
+        from tests.oracles import mixtures as oracles
 
         exact = oracles.finite_mixture_log_evidence(BIMODAL_X, 2, 1.0, 0.1)
         model = finite_mixture.model(BIMODAL_X.reshape(-1, 1), n_components=2,

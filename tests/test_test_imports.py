@@ -29,17 +29,8 @@ ALLOWED: set[str] = {
     "custom_ops/iomm/test_split_merge.py -> inference.gibbs.iomm.twins",
     "custom_ops/lda/test_alias.py -> inference.gibbs.lda.twins",
     "custom_ops/pydt/test_branch.py -> inference.gibbs.pydt.twins",
-    "custom_ops/pydt/test_branch.py -> pp_models.pydt.test_prior",
-    "custom_ops/pydt/test_sweep.py -> custom_ops.pydt.test_ops",
     "custom_ops/pydt/test_sweep.py -> inference.gibbs.pydt.twins",
-    "custom_ops/pydt/test_sweep.py -> pp_models.pydt.test_prior",
-    "inference/gibbs/pydt/test_noncentred.py -> inference.gibbs.pydt.test_gir",
-    "inference/gibbs/pydt/test_tempered.py -> custom_ops.pydt.test_ops",
-    "inference/gibbs/pydt/test_tempered.py -> inference.gibbs.pydt.test_kernel_exact",
-    "inference/gibbs/pydt/test_tempered.py -> pp_models.pydt.test_exact_posterior",
-    "pp_models/pydt/test_exact_posterior.py -> custom_ops.pydt.test_ops",
     "pp_models/pydt/test_exact_posterior.py -> inference.gibbs.pydt.twins",
-    "pp_models/pydt/test_prior.py -> custom_ops.pydt.test_ops",
 }
 
 

@@ -39,7 +39,7 @@ from custom_ops.pydt.branch import (
 from custom_ops.pydt.messages import PYDTParameters
 from pp_models.trees import DiffusionTree
 from tests.inference.gibbs.pydt import twins
-from tests.pp_models.pydt.test_prior import shape_key, shape_probabilities
+from tests.oracles.pydt import shape_key, shape_probabilities
 
 
 def _draw(rng, n, d, c, theta, alpha, sigma2=1.0, noise=0.0):

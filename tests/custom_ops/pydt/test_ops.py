@@ -4,7 +4,6 @@ generative process (Lemma 1), enumeration of every tree shape, the DDT formulas,
 numerical integration over the times, gradients, the Numba backend and bad input
 (Knowles 2012 ch. 4; digest knowles-nsfa-pydt.md §3, §7 items 14-22)."""
 
-import itertools
 import math
 import warnings
 
@@ -19,6 +18,7 @@ from custom_ops.pydt import draws as pydt_draws
 from custom_ops.pydt import ops as pydt
 from custom_ops.trees.diffusion import diffusion_tree_mrca_times
 from pp_models.trees import DiffusionTree
+from tests.oracles.pydt import all_trees, nested_to_arrays
 
 
 # ------------------------------------------------------------------ helpers
@@ -40,52 +40,6 @@ def fig42_tree(t_a=0.3, t_b=0.6):
 def prior(parent, log1m_t, c, theta, alpha):
     n = (parent.shape[0] + 1) // 2
     return pydt.pydt_forward(parent, log1m_t, np.zeros((n, 0)), c, theta, alpha, 1.0)[0]
-
-
-def nested_to_arrays(tree, n):
-    """Nested tuples of leaf ids -> (parent, log1m_t) with times spread by depth."""
-    parent = np.full(2 * n - 1, -2, dtype=np.int64)
-    log1m_t = np.zeros(n - 1)
-    nxt = [n]
-
-    def rec(node, p, depth):
-        if isinstance(node, int):
-            parent[node] = p
-            return
-        v = nxt[0]
-        nxt[0] += 1
-        parent[v] = p
-        log1m_t[v - n] = -(depth + 1.0)
-        for ch in node:
-            rec(ch, v, depth + 1)
-
-    rec(tree, -1, 0)
-    return parent, log1m_t
-
-
-def set_partitions(items):
-    if len(items) == 1:
-        yield [items]
-        return
-    first, rest = items[0], items[1:]
-    for part in set_partitions(rest):
-        for k in range(len(part)):
-            yield [*part[:k], [first, *part[k]], *part[k + 1 :]]
-        yield [[first], *part]
-
-
-def all_trees(leaves):
-    """Every rooted tree with labelled leaves and unlabelled, unordered internal nodes of
-    >= 2 children (total 4 for n = 3, 26 for n = 4)."""
-    if len(leaves) == 1:
-        return [leaves[0]]
-    out = []
-    for part in set_partitions(list(leaves)):
-        if len(part) < 2:
-            continue
-        for combo in itertools.product(*(all_trees(b) for b in part)):
-            out.append(tuple(combo))
-    return out
 
 
 # ------------------------------------------------------------------ independent replay

@@ -20,7 +20,7 @@ from pp_models.pydt import sample_prior
 from pp_models.pydt.greedy import greedy
 from pp_models.trees import DETACHED, UNUSED_SLOT, DiffusionTree
 from tests.inference.gibbs.pydt import twins
-from tests.pp_models.pydt.test_prior import chi_square_pvalue, shape_key, shape_probabilities
+from tests.oracles.pydt import chi_square_pvalue, shape_key, shape_probabilities
 
 
 def _draw(rng, n, d, c, theta, alpha, sigma2, noise):
@@ -216,7 +216,7 @@ def test_number_of_moves_per_sweep_does_not_depend_on_the_tree(state_dependent):
     (z-test with batch means). Proposing as many moves as the tree has subtrees (an
     earlier sweep) leaves a different law: measured z = -15 over 300 000 sweeps,
     and rejected here at 100 000; the fixed count 2 n - 2 passes (z = 0.3)."""
-    from tests.custom_ops.pydt.test_ops import all_trees, nested_to_arrays
+    from tests.oracles.pydt import all_trees, nested_to_arrays
 
     expected = 0.0
     for shape in all_trees(tuple(range(5))):

@@ -45,8 +45,8 @@ from custom_ops.pydt.ops import pydt_forward
 from inference import fit
 from inference.gibbs.pydt import PYDTTreeStep
 from pp_models import pydt
-from tests.custom_ops.pydt.test_ops import all_trees  # labelled shapes: 4 over 3 leaves, 26 over 4
 from tests.inference.gibbs.pydt.twins import BranchNoTimeDensityTreeStep
+from tests.oracles.pydt import H, all_trees, flatten, log_shape_probability, node_log_times
 
 #: two pairs: shapes with 1, 2 and 3 internal nodes all have posterior mass (0.48,
 #: 0.34, 0.18) and c's posterior (mean 1.43) moves off its prior's (1)
@@ -57,65 +57,6 @@ HYPER = ("c", "theta", "alpha", "precision")
 
 
 # ------------------------------------------------------------------ the oracle
-def _leaves(node):
-    return [node] if isinstance(node, int) else [x for ch in node for x in _leaves(ch)]
-
-
-def flatten(shape, n):
-    """Internal nodes in pre-order: parent index (-1 at the root), the leaf counts of
-    the children, the leaf count ``m``; and the (n, n) index of each pair's most recent
-    common ancestor."""
-    parent, counts, ms = [], [], []
-    lca = -np.ones((n, n), dtype=int)
-
-    def visit(node, p):
-        k = len(parent)
-        parent.append(p)
-        blocks = [_leaves(ch) for ch in node]
-        counts.append([len(b) for b in blocks])
-        ms.append(sum(len(b) for b in blocks))
-        for a, block_a in enumerate(blocks):
-            for b, block_b in enumerate(blocks):
-                if a != b:
-                    lca[np.ix_(block_a, block_b)] = k
-        for ch in node:
-            if not isinstance(ch, int):
-                visit(ch, k)
-
-    visit(shape, -1)
-    return parent, counts, ms, lca
-
-
-def H(m, theta, alpha):
-    """``H_m^{theta, alpha}`` by its sum (Eq. 4.24), elementwise."""
-    out = np.zeros(np.broadcast(theta, alpha).shape)
-    for i in range(1, m + 1):
-        out = out + np.exp(gammaln(i - alpha) - gammaln(i + 1 + theta))
-    return out
-
-
-def log_shape_probability(counts, ms, theta, alpha):
-    """log P(shape | theta, alpha): per node, Eq. 4.23 without ``a(t)``, over
-    ``H_{m-1}`` (the normaliser of the node's exponential gap, Eq. 4.25)."""
-    out = 0.0
-    for ns, m in zip(counts, ms, strict=True):
-        k = len(ns)
-        term = (sum(gammaln(nl - alpha) for nl in ns) - gammaln(m + theta)
-                - (k - 1) * gammaln(1 - alpha))
-        for j in range(3, k + 1):
-            term = term + np.log(theta + (j - 1) * alpha)
-        out = out + term - np.log(H(m - 1, theta, alpha))
-    return out
-
-
-def node_log_times(parent, ms, c, theta, alpha, w):
-    """``u = -log(1 - t)`` of each internal node from the standardised gaps ``w``."""
-    u = np.zeros((*np.shape(w)[:-1], len(parent)))
-    for k, (p, m) in enumerate(zip(parent, ms, strict=True)):
-        u[..., k] = (0.0 if p < 0 else u[..., p]) + w[..., k] / (c * H(m - 1, theta, alpha))
-    return u
-
-
 def _student_log_likelihood(X, C, priors):
     """log of N(X_d; 0, C / tau) over the columns d, tau ~ Gamma(a, b) integrated out;
     -inf where C is not positive definite in floating point."""

@@ -8,47 +8,12 @@ import numpy as np
 import pymc as pm
 import pytensor.tensor as pt
 import pytest
-from scipy import stats
 
 from custom_ops.pydt import ops as pydt_ops
 from pp_models.distributions import DiffusionTreeGaussian, PYDiffusionTree
 from pp_models.pydt import sample_prior
 from pp_models.trees import DiffusionTree
-from tests.custom_ops.pydt.test_ops import all_trees, nested_to_arrays
-
-
-def shape_key(tree: DiffusionTree):
-    """The labelled shape: the set of leaf sets under the internal nodes."""
-    n = tree.n_leaves
-    sets = {v: {v} for v in range(n)}
-    key = []
-    for v in sorted(tree.internal_nodes, key=lambda v: tree.log1m_t[v - n]):
-        # deepest first (most negative log1m_t): children are done before parents
-        members = set()
-        for w in tree.children(v):
-            members |= sets[w]
-        sets[v] = members
-        key.append(frozenset(members))
-    return frozenset(key)
-
-
-def nested_key(shape, n):
-    return shape_key(DiffusionTree(*nested_to_arrays(shape, n)))
-
-
-def shape_probabilities(n, theta, alpha):
-    shapes = all_trees(tuple(range(n)))
-    return {nested_key(s, n): math.exp(pydt_ops.log_structure_prob(
-        nested_to_arrays(s, n)[0], theta, alpha)) for s in shapes}
-
-
-def chi_square_pvalue(keys, probs):
-    counts = Counter(keys)
-    assert set(counts) <= set(probs)
-    support = [k for k, p in probs.items() if p > 0]
-    observed = np.array([counts.get(k, 0) for k in support], dtype=float)
-    expected = np.array([probs[k] for k in support]) * len(keys)
-    return stats.chisquare(observed, expected).pvalue
+from tests.oracles.pydt import chi_square_pvalue, shape_key, shape_probabilities
 
 
 @pytest.mark.parametrize(("c", "theta", "alpha"), [(1.0, 1.0, 0.3), (0.3, 0.0, 0.0),

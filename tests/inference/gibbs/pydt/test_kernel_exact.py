@@ -32,6 +32,7 @@ from scipy import stats
 from custom_ops.pydt.ops import log_structure_prob
 from pp_models import pydt
 from tests.inference.gibbs.pydt.python_moves import _n_nonroot, detach_reattach, slice_time
+from tests.oracles.pydt import shape_key
 
 N_LEAVES = 4
 # many multi-leaf subtrees and multifurcations, so the twins' errors have room to show
@@ -40,25 +41,13 @@ N_CHAINS = 1500
 N_SWEEPS = 3
 
 
-def topology(tree):
-    """The labelled shape: the set of clades (leaf sets) under the internal nodes."""
-    n = tree.n_leaves
-    counts = {}
-    for leaf in range(n):
-        v = int(tree.parent[leaf])
-        while v >= 0:
-            counts.setdefault(v, set()).add(leaf)
-            v = int(tree.parent[v])
-    return frozenset(frozenset(s) for s in counts.values())
-
-
 def exact_topologies(n, theta, alpha, seed=0):
     """Every labelled shape over ``n`` leaves with its closed-form probability (shapes
     collected from prior draws; the probabilities must sum to one, so none is missing)."""
     shapes = {}
     for draw in pydt.sample_prior(n, c=1.0, theta=theta, alpha=alpha, dim=0, size=4000,
                                   random_seed=seed):
-        key = topology(draw.tree)
+        key = shape_key(draw.tree)
         if key not in shapes:
             shapes[key] = math.exp(log_structure_prob(draw.tree.parent, theta, alpha))
     total = sum(shapes.values())
@@ -109,7 +98,7 @@ def run_kernel(seed, *, exact_ratio=True, proposal_ratio=True, n_chains=N_CHAINS
     shapes = exact_topologies(N_LEAVES, params["theta"], params["alpha"])
     keys = list(shapes)
     index = {k: i for i, k in enumerate(keys)}
-    observed = np.bincount([index[topology(t)] for t in ends], minlength=len(keys))
+    observed = np.bincount([index[shape_key(t)] for t in ends], minlength=len(keys))
     expected = n_chains * np.array([shapes[k] for k in keys])
     p_topology = stats.chisquare(observed, expected).pvalue
     # a shape with k clades has k branch points: 1, 2 or 3 over 4 leaves

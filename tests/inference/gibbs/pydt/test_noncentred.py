@@ -26,7 +26,7 @@ from inference.gibbs.pydt import PYDTTreeStep
 from inference.testing.generative import GenerativeModel
 from pp_models import pydt
 from pp_models.trees import DiffusionTree
-from tests.inference.gibbs.pydt.test_gir import GIR_PRIORS
+from tests.inference.gibbs.pydt.gir_priors import GIR_PRIORS
 from tests.inference.gibbs.pydt.twins import (
     CentredNoJacobianTreeStep,
     NoJacobianTreeStep,

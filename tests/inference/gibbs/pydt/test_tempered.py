@@ -41,15 +41,9 @@ from inference.gibbs.pydt import PYDTTreeStep
 from pp_models import pydt
 from pp_models.distributions import DiffusionTreeGaussian, PYDiffusionTree
 from pp_models.trees import UNUSED_SLOT, DiffusionTree
-from tests.custom_ops.pydt.test_ops import all_trees
 from tests.helpers.backends import PYTHON_MODE
-from tests.inference.gibbs.pydt.test_kernel_exact import topology
 from tests.inference.gibbs.pydt.twins import CentredLikelihoodDroppedTreeStep
-from tests.pp_models.pydt.test_exact_posterior import (
-    flatten,
-    log_shape_probability,
-    node_log_times,
-)
+from tests.oracles.pydt import all_trees, flatten, log_shape_probability, node_log_times, shape_key
 
 N = 4
 #: two pairs: the likelihood prefers two cherries; tempering moves mass off them
@@ -258,7 +252,7 @@ def make_step(cls, moves, model):
 def _summaries(states, free):
     trees = [DiffusionTree.from_packed(s["tree"], validate=False) for s in states]
     out = {"n_internal": np.array([t.n_internal for t in trees]),
-           "shape": [topology(t) for t in trees],
+           "shape": [shape_key(t) for t in trees],
            "root_time": np.array([t.root_time for t in trees])}
     if free:
         for name in HYPER:
