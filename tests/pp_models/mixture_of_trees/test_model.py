@@ -115,7 +115,7 @@ def test_conditional_edge_marginals_at_tutorial_size():
 
 def test_gaussian_one_component_tree_posterior_equals_enumeration():
     """K = 1, Gaussian: P(T | X) ∝ beta(T) p(X | T) with p(X | T) by the chain rule of
-    SciPy Student-t predictives (tests/custom_ops/mixture_of_trees/test_gaussian.py) over
+    SciPy Student-t predictives (tests/oracles/mixture_of_trees.py) over
     all 16 trees on 4 nodes; the Rao-Blackwellised edge probabilities equal it exactly
     and the sampled trees' frequencies within multinomial error."""
     from tests.oracles.mixture_of_trees import chain_rule_log_marginal
