@@ -54,8 +54,11 @@ napoleon_use_rtype = False
 myst_enable_extensions = ["dollarmath", "amsmath"]
 myst_heading_anchors = 3
 # Tutorial text cells are Markdown fragments under the page's title: their headings
-# start at level 2.
-suppress_warnings = ["myst.header"]
+# start at level 2. The Python domain reads every word of a numpydoc type ("(n, d)
+# array") as a cross-reference and searches for it by suffix: a shape letter such as
+# ``n`` or ``S`` that is also a field of two documented named tuples matches both, and
+# Sphinx warns ("ref.python"); such a word is a shape, not a link.
+suppress_warnings = ["myst.header", "ref.python"]
 
 sphinx_gallery_conf = {
     "examples_dirs": ["_gallery_src"],
