@@ -38,6 +38,19 @@ def partitions(n: int) -> list[np.ndarray]:
     return out
 
 
+def block_partitions(items):
+    """Every set partition of the non-empty list ``items``, as lists of blocks (the same
+    partitions as :func:`partitions`, another representation)."""
+    if len(items) == 1:
+        yield [items]
+        return
+    first, rest = items[0], items[1:]
+    for part in block_partitions(rest):
+        for k in range(len(part)):
+            yield [*part[:k], [first, *part[k]], *part[k + 1 :]]
+        yield [[first], *part]
+
+
 def log_eppf(z, alpha: float, discount: float = 0.0) -> float:
     """Pitman (2006) Eq. 3.6: prod_{k<K} (alpha + k d) / (alpha + 1)_{n-1} prod (1-d)_{n_k-1}."""
     counts = np.bincount(z)

@@ -16,6 +16,7 @@ from scipy.special import gammaln
 
 from custom_ops.pydt import ops as pydt_ops
 from pp_models.trees import DiffusionTree
+from tests.oracles.mixtures import block_partitions
 
 __all__ = [
     "H",
@@ -26,7 +27,6 @@ __all__ = [
     "nested_key",
     "nested_to_arrays",
     "node_log_times",
-    "set_partitions",
     "shape_key",
     "shape_probabilities",
 ]
@@ -53,25 +53,13 @@ def nested_to_arrays(tree, n):
     return parent, log1m_t
 
 
-def set_partitions(items):
-    """Every set partition of ``items``, as lists of blocks."""
-    if len(items) == 1:
-        yield [items]
-        return
-    first, rest = items[0], items[1:]
-    for part in set_partitions(rest):
-        for k in range(len(part)):
-            yield [*part[:k], [first, *part[k]], *part[k + 1 :]]
-        yield [[first], *part]
-
-
 def all_trees(leaves):
     """Every rooted tree with labelled leaves and unlabelled, unordered internal nodes of
     >= 2 children (total 4 for n = 3, 26 for n = 4)."""
     if len(leaves) == 1:
         return [leaves[0]]
     out = []
-    for part in set_partitions(list(leaves)):
+    for part in block_partitions(list(leaves)):
         if len(part) < 2:
             continue
         for combo in itertools.product(*(all_trees(b) for b in part)):

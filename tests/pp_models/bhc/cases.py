@@ -1,6 +1,5 @@
 """Data and objectives shared by the BHC tests: planted binary mixtures, one cluster's
-conjugate marginal, every set partition, and the tree's objective from the forward
-kernel."""
+conjugate marginal, and the tree's objective from the forward kernel."""
 
 import math
 
@@ -9,7 +8,7 @@ import numpy as np
 from custom_ops import conjugate as cj
 from custom_ops.bhc import evidence as ops
 
-__all__ = ["all_partitions", "binary_mixture", "log_ml", "tree_objective"]
+__all__ = ["binary_mixture", "log_ml", "tree_objective"]
 
 
 def binary_mixture(n, d, k, flip, rng):
@@ -28,18 +27,6 @@ def log_ml(family, X, hyper):
     """log p(X) of one cluster under ``family``'s conjugate marginal."""
     fam = cj.FAMILIES[family]
     return fam.log_marginal(fam.stats(np.atleast_2d(X)), hyper)
-
-
-def all_partitions(items):
-    """Every set partition of ``items``, as lists of blocks."""
-    if not items:
-        yield []
-        return
-    first, rest = items[0], items[1:]
-    for part in all_partitions(rest):
-        for k in range(len(part)):
-            yield [*part[:k], [first, *part[k]], *part[k + 1 :]]
-        yield [[first], *part]
 
 
 def tree_objective(ps, merges, alpha, H, objective):

@@ -18,7 +18,8 @@ from inference import fit as zoo_fit
 from pp_models import bhc
 from pp_models.metrics import adjusted_rand_index, dendrogram_purity, purity
 from tests.helpers.backends import PYTHON_MODE
-from tests.pp_models.bhc.cases import all_partitions, binary_mixture, log_ml, tree_objective
+from tests.oracles.mixtures import block_partitions
+from tests.pp_models.bhc.cases import binary_mixture, log_ml, tree_objective
 
 # -------------------------------------------------------------------------- helpers
 
@@ -26,7 +27,7 @@ from tests.pp_models.bhc.cases import all_partitions, binary_mixture, log_ml, tr
 def exact_dpm_log_evidence(family, X, hyper, alpha):
     n = X.shape[0]
     terms = []
-    for part in all_partitions(list(range(n))):
+    for part in block_partitions(list(range(n))):
         terms.append(
             len(part) * math.log(alpha)
             + sum(math.lgamma(len(b)) + log_ml(family, X[b], hyper) for b in part)

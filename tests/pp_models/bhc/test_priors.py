@@ -18,7 +18,8 @@ from pp_models import bhc
 from pp_models.bhc.learning import THETA_BOUND, _evidence_function, _EvidenceFunction
 from pp_models.bhc.priors import resolve_priors
 from tests.helpers.backends import PYTHON_MODE
-from tests.pp_models.bhc.cases import all_partitions, binary_mixture, log_ml, tree_objective
+from tests.oracles.mixtures import block_partitions
+from tests.pp_models.bhc.cases import binary_mixture, log_ml, tree_objective
 
 
 def _bernoulli_objective(X, merges, alpha, a, b, point_stats=None):
@@ -35,7 +36,7 @@ def _norm_logpdf(u, sigma):
 def _exact_dpm_curve(X, hyper, alphas):
     """Exact DPM log evidence (Lemma 3.1, all Bell(n) partitions) on a grid of α."""
     n, cache, ms, cs = len(X), {}, [], []
-    for part in all_partitions(list(range(n))):
+    for part in block_partitions(list(range(n))):
         c = 0.0
         for block in part:
             key = tuple(block)
