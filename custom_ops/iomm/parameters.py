@@ -43,6 +43,7 @@ __all__ = [
     "bernoulli_sweep_state",
     "beta_logpdf",
     "cluster_members",
+    "gamma_logpdf",
     "gaussian_mean_move",
     "gaussian_parameter_sweep",
     "gaussian_precision_move",
@@ -55,6 +56,12 @@ def beta_logpdf(y, a, b):
     """``log Beta(y; a, b)`` for ``0 < y < 1``."""
     return ((a - 1.0) * math.log(y) + (b - 1.0) * math.log1p(-y)
             + math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b))
+
+
+@njit_exact
+def gamma_logpdf(x, shape, rate):
+    """``log Gamma(x; shape, rate)`` for ``x > 0``."""
+    return shape * math.log(rate) - math.lgamma(shape) + (shape - 1.0) * math.log(x) - rate * x
 
 
 @njit_exact

@@ -63,7 +63,7 @@ from typing import NamedTuple
 import numpy as np
 
 from custom_ops.iomm.experts import dim_loglik, row_loglik, row_sums
-from custom_ops.iomm.parameters import beta_logpdf
+from custom_ops.iomm.parameters import beta_logpdf, gamma_logpdf
 from custom_ops.jit import njit_exact
 
 __all__ = [
@@ -279,14 +279,8 @@ def expert_log_density(code, prior, fit, params_k):
                 - math.log1p(-theta)
             )
         else:
-            shape, rate = fit[d, 0], fit[d, 1]
             tau = params_k[d, 1]
-            out += (
-                shape * math.log(rate)
-                - math.lgamma(shape)
-                + (shape - 1.0) * math.log(tau)
-                - rate * tau
-            )
+            out += gamma_logpdf(tau, fit[d, 0], fit[d, 1])
             mean, sd = _gaussian_mean_given(prior[d], fit[d], tau)
             z = (params_k[d, 0] - mean) / sd
             out += -0.5 * z * z - math.log(sd) - _HALF_LOG_2PI
@@ -304,14 +298,7 @@ def expert_log_prior(code, prior, params_k):
         else:
             z = (params_k[d, 0] - prior[d, 0]) / prior[d, 1]
             out += -0.5 * z * z - math.log(prior[d, 1]) - _HALF_LOG_2PI
-            shape, rate = prior[d, 2], prior[d, 3]
-            tau = params_k[d, 1]
-            out += (
-                shape * math.log(rate)
-                - math.lgamma(shape)
-                + (shape - 1.0) * math.log(tau)
-                - rate * tau
-            )
+            out += gamma_logpdf(params_k[d, 1], prior[d, 2], prior[d, 3])
     return out
 
 
