@@ -92,7 +92,7 @@ FAMILY = Family(
         defaults={"n_topics": 20, "thin": 10},
         fit_defaults={"draws": 200, "tune": 100, "chains": 2, "var_names": ("theta", "phi")},
         check_note="slow by nature, not by a fixable update: the default (3,000 sweeps "
-        "per chain) fails the check (R-hat 1.8-2.2, ESS 3 on theta_concentration). From "
+        "per chain) fails the check (R-hat 1.8-2.7, ESS 2-3 on theta_concentration). From "
         "the balanced start chains settle after 3,000 to over 25,000 sweeps, and a settled "
         "chain gives one effective draw of theta_concentration per 475-940 sweeps, so the "
         "check's 200 per chain need ~10^5 sweeps per chain (several CPU minutes), not a "
