@@ -62,7 +62,15 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from benchmarks._memory import PeakRSS
 from custom_ops.lda.alias import AliasLDAState
 from custom_ops.lda.dense import dense_block_width, gibbs_sweep_blocked, gibbs_sweep_dense
-from custom_ops.lda.gibbs import SparseLDAState, build_counts, log_joint, tempering_tables
+from custom_ops.lda.gibbs import (
+    SparseLDAState,
+    SweepPrior,
+    Tokens,
+    TopicCounts,
+    build_counts,
+    log_joint,
+    tempering_tables,
+)
 from custom_ops.lda.threads import ThreadedLDAState
 from pp_models import datasets
 from pp_models.lda import prepare_corpus
@@ -102,29 +110,16 @@ def bench_ours_dense(corpus, n_topics, sweeps, seed):
     alpha = np.full(n_topics, ALPHA)
     eta = np.full(corpus.n_words, ETA)
     n_wk, n_dk, n_k = build_counts(corpus.words, corpus.doc_ptr, z, corpus.n_words, n_topics)
-    tables = tempering_tables(corpus.words, corpus.n_words, eta, 1.0)
+    tokens = Tokens(corpus.words, corpus.doc_ptr, z)
+    counts = TopicCounts(n_wk, n_dk, n_k)
+    prior = SweepPrior(alpha, eta, 1.0, *tempering_tables(corpus.words, corpus.n_words, eta, 1.0))
     width = dense_block_width(n_topics)
     t0 = time.perf_counter()
     for _ in range(sweeps):
         if width:
-            gibbs_sweep_blocked(
-                corpus.words,
-                corpus.doc_ptr,
-                z,
-                n_wk,
-                n_dk,
-                n_k,
-                alpha,
-                eta,
-                1.0,
-                *tables,
-                width,
-                rng,
-            )
+            gibbs_sweep_blocked(tokens, counts, prior, width, rng)
         else:
-            gibbs_sweep_dense(
-                corpus.words, corpus.doc_ptr, z, n_wk, n_dk, n_k, alpha, eta, 1.0, *tables, rng
-            )
+            gibbs_sweep_dense(tokens, counts, prior, rng)
     elapsed = time.perf_counter() - t0
     return elapsed, log_joint(n_wk, n_dk, n_k, ALPHA, ETA)
 

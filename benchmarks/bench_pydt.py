@@ -39,7 +39,7 @@ import warnings
 import numpy as np
 
 from custom_ops.pydt.messages import PYDTParameters
-from custom_ops.pydt.ops import pydt_forward, pydt_value_and_grad
+from custom_ops.pydt.ops import Cotangents, pydt_forward, pydt_value_and_grad
 from custom_ops.pydt.sweep import pydt_sweep
 from pp_models import pydt
 from pp_models.pydt.greedy import greedy
@@ -73,11 +73,12 @@ def op_timing(n, d):
     draw = data(n, d)
     t = draw.tree
     args = (t.parent, t.log1m_t, draw.X, *PARAMS.values(), 1.0)
+    grad_args = (*args[:3], PYDTParameters(*args[3:]), Cotangents(1.0, 1.0))
     t0 = time.perf_counter()
-    pydt_value_and_grad(*args, 1.0, 1.0)
+    pydt_value_and_grad(*grad_args)
     pydt_forward(*args)
     first = time.perf_counter() - t0
-    return first, timed(pydt_forward, *args), timed(pydt_value_and_grad, *args, 1.0, 1.0)
+    return first, timed(pydt_forward, *args), timed(pydt_value_and_grad, *grad_args)
 
 
 def model_gradient_timing(X, tree):

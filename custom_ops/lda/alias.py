@@ -46,16 +46,36 @@ kernels) and adds the word tables, ``20 V K`` bytes.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
 from custom_ops.jit import njit_exact
-from custom_ops.lda.gibbs import SparseLDAState, list_remove, tempered_powers
+from custom_ops.lda.gibbs import SparseLDAState, SweepPrior, list_remove, tempered_powers
 
-__all__ = ["AliasLDAState", "alias_acceptance", "build_alias", "gibbs_sweep_alias"]
+__all__ = [
+    "AliasLDAState",
+    "AliasTables",
+    "alias_acceptance",
+    "build_alias",
+    "gibbs_sweep_alias",
+]
 
 #: Cycles of a word and a document proposal per token: one, as a second costs about as
 #: much as the rest of the token's update.
 MH_STEPS = 1
+
+
+class AliasTables(NamedTuple):
+    """Each word's stale proposal masses ``q_word`` float64 (V, K), their alias table
+    (``alias_prob`` float64 (V, K), ``alias_idx`` int32 (V, K)) and the draws each word's
+    table still serves, ``draws_left`` int64 (V,) (a word at 0 or below has its table
+    rebuilt from the current counts before its next token; all 0: build on first use)."""
+
+    q_word: np.ndarray
+    alias_prob: np.ndarray
+    alias_idx: np.ndarray
+    draws_left: np.ndarray
 
 
 @njit_exact(inline="always")
@@ -105,31 +125,7 @@ def build_alias(masses, prob, alias, small, large):
 
 
 @njit_exact(nogil=True)
-def gibbs_sweep_alias(
-    words,
-    doc_ptr,
-    z,
-    n_wk,
-    n_dk,
-    n_k,
-    w_ptr,
-    w_topics,
-    w_nnz,
-    d_ptr,
-    d_topics,
-    d_nnz,
-    alpha,
-    pow_offset,
-    word_pow,
-    topic_pow,
-    q_word,
-    alias_prob,
-    alias_idx,
-    draws_left,
-    table_draws,
-    n_mh,
-    rng,
-):
+def gibbs_sweep_alias(tokens, counts, lists, prior, tables, table_draws, n_mh, rng):
     """One sweep of LightLDA's cycle of word and document proposals, each corrected by
     Metropolis-Hastings (module docstring), O(1) per token.
 
@@ -138,21 +134,19 @@ def gibbs_sweep_alias(
 
     Parameters
     ----------
-    words, doc_ptr, z, n_wk, n_dk, n_k, w_ptr, w_topics, w_nnz, d_ptr, d_topics, d_nnz
+    tokens, counts, lists : Tokens, TopicCounts, TopicLists
         The :class:`~custom_ops.lda.gibbs.SparseLDAState` arrays, updated in place (the
         topic lists stay those of the counts).
-    alpha : float64 (K,)
-        The documents' Dirichlet parameter (``eta`` and ``beta`` enter through the
-        tables).
-    pow_offset, word_pow, topic_pow
-        The tables of :func:`~custom_ops.lda.gibbs.tempered_powers` at ``beta`` and
-        ``eta``, also at ``beta = 1`` (``T_w`` and ``H_k`` are always looked up: one code
-        path, and a lookup costs about what the sum it replaces does).
-    q_word, alias_prob : float64 (V, K), alias_idx : int32 (V, K)
-        Each word's stale proposal masses ``Q'_w`` and their alias table.
-    draws_left : int64 (V,)
-        Draws each word's table still serves; a word at 0 or below has its table rebuilt
-        from the current counts before its next token (all 0: build on first use).
+    prior : SweepPrior
+        The documents' Dirichlet parameter ``alpha`` float64 (K,) and the tables
+        ``pow_offset``, ``word_pow``, ``topic_pow`` of
+        :func:`~custom_ops.lda.gibbs.tempered_powers` at ``beta`` and ``eta``, also at
+        ``beta = 1`` (``eta`` and ``beta`` enter through the tables alone: ``T_w`` and
+        ``H_k`` are always looked up, one code path, and a lookup costs about what the
+        sum it replaces does).
+    tables : AliasTables
+        Each word's stale proposal masses ``Q'_w``, their alias table and the draws it
+        still serves, updated in place.
     table_draws : int
         Draws a rebuilt table serves (K makes the O(K) rebuild O(1) per draw). Any value
         leaves the chain exact.
@@ -160,6 +154,14 @@ def gibbs_sweep_alias(
         Cycles (a word and a document proposal) per token, >= 1.
     rng : numpy.random.Generator
     """
+    words, doc_ptr, z = tokens
+    n_wk, n_dk, n_k = counts
+    w_ptr, w_topics, w_nnz, d_ptr, d_topics, d_nnz = lists
+    alpha = prior.alpha
+    pow_offset = prior.pow_offset
+    word_pow = prior.word_pow
+    topic_pow = prior.topic_pow
+    q_word, alias_prob, alias_idx, draws_left = tables
     n_topics = n_k.size
     n_docs = doc_ptr.size - 1
     inv = np.empty(n_topics)
@@ -270,7 +272,7 @@ class AliasLDAState(SparseLDAState):
         if beta != self._table_beta:
             self.draws_left[:] = 0
             self._table_beta = beta
-        return self.q_word, self.alias_prob, self.alias_idx, self.draws_left
+        return AliasTables(self.q_word, self.alias_prob, self.alias_idx, self.draws_left)
 
     def lookup_powers(self, eta, beta: float):
         """``(word_pow, topic_pow)`` of :func:`~custom_ops.lda.gibbs.tempered_powers` at
@@ -298,23 +300,13 @@ class AliasLDAState(SparseLDAState):
         """The arguments of :func:`gibbs_sweep_alias` before ``rng``, for a sweep at
         ``beta`` with ``n_mh`` cycles of proposals per token and tables rebuilt
         after ``table_draws`` draws (default K)."""
+        prior = SweepPrior(alpha, eta, beta, self.pow_offset, *self.lookup_powers(eta, beta))
         return (
-            self.words,
-            self.doc_ptr,
-            self.z,
-            self.n_wk,
-            self.n_dk,
-            self.n_k,
-            self.w_ptr,
-            self.w_topics,
-            self.w_nnz,
-            self.d_ptr,
-            self.d_topics,
-            self.d_nnz,
-            alpha,
-            self.pow_offset,
-            *self.lookup_powers(eta, beta),
-            *self._tables(float(beta)),
+            self.tokens,
+            self.counts,
+            self.lists,
+            prior,
+            self._tables(float(beta)),
             self.n_topics if table_draws is None else int(table_draws),
             int(n_mh),
         )

@@ -24,9 +24,7 @@ __all__ = ["block_residual", "dense_block_width", "gibbs_sweep_blocked", "gibbs_
 
 
 @njit_exact
-def gibbs_sweep_dense(
-    words, doc_ptr, z, n_wk, n_dk, n_k, alpha, eta, beta, pow_offset, word_pow, topic_pow, rng
-):
+def gibbs_sweep_dense(tokens, counts, prior, rng):
     """One collapsed Gibbs sweep over all tokens, O(K) per token, counts in place.
 
     For each token: remove it from the counts, draw its topic from Murphy (2012)
@@ -41,23 +39,25 @@ def gibbs_sweep_dense(
 
     Parameters
     ----------
-    words : int32 (N,), doc_ptr : int64 (D + 1,)
-        The corpus, document by document.
-    z : int32 (N,)
-        Topics, updated in place.
-    n_wk : int32 (V, K), n_dk : int32 (D, K), n_k : int32 (K,)
-        Counts of ``z``, updated in place.
-    alpha : float64 (K,), eta : float64 (V,)
-        Dirichlet parameters.
-    beta : float
-        Inverse temperature of the likelihood, in [0, 1] (1: the posterior).
-    pow_offset : int64 (V + 1,), word_pow, topic_pow : float64
-        At ``beta != 1``, the powers of :func:`~custom_ops.lda.gibbs.tempered_powers`
-        at this ``beta`` and ``eta`` (a token then costs K lookups, as at ``beta = 1`` it costs K
+    tokens : custom_ops.lda.gibbs.Tokens
+        The corpus, document by document (``words`` int32 (N,), ``doc_ptr`` int64
+        (D + 1,)), and its topics ``z`` int32 (N,), updated in place.
+    counts : custom_ops.lda.gibbs.TopicCounts
+        ``n_wk`` int32 (V, K), ``n_dk`` int32 (D, K), ``n_k`` int32 (K,): counts of ``z``,
+        updated in place.
+    prior : custom_ops.lda.gibbs.SweepPrior
+        The Dirichlet parameters ``alpha`` float64 (K,) and ``eta`` float64 (V,), the
+        inverse temperature ``beta`` of the likelihood in [0, 1] (1: the posterior), and
+        ``pow_offset`` int64 (V + 1,), ``word_pow``, ``topic_pow`` float64: at
+        ``beta != 1``, the powers of :func:`~custom_ops.lda.gibbs.tempered_powers` at this
+        ``beta`` and ``eta`` (a token then costs K lookups, as at ``beta = 1`` it costs K
         multiply-adds); unused, and may be empty, at ``beta = 1``.
     rng : numpy.random.Generator
         Source of the uniforms; its state advances.
     """
+    words, doc_ptr, z = tokens
+    n_wk, n_dk, n_k = counts
+    alpha, eta, beta, pow_offset, word_pow, topic_pow = prior
     n_topics = n_k.size
     tempered = beta != 1.0
     n_docs = doc_ptr.size - 1
@@ -136,22 +136,7 @@ def block_residual(u, cum, b):
 
 
 @njit_exact
-def gibbs_sweep_blocked(
-    words,
-    doc_ptr,
-    z,
-    n_wk,
-    n_dk,
-    n_k,
-    alpha,
-    eta,
-    beta,
-    pow_offset,
-    word_pow,
-    topic_pow,
-    n_blocks,
-    rng,
-):
+def gibbs_sweep_blocked(tokens, counts, prior, n_blocks, rng):
     """:func:`gibbs_sweep_dense`'s Markov chain, its O(K) conditional summed so that the
     compiler vectorises it.
 
@@ -168,6 +153,9 @@ def gibbs_sweep_blocked(
     27.37, the word's predictive to the power ``beta``); arguments are its own plus
     ``n_blocks`` (1 <= ``B`` <= K; :func:`dense_block_width` chooses it).
     """
+    words, doc_ptr, z = tokens
+    n_wk, n_dk, n_k = counts
+    alpha, eta, beta, pow_offset, word_pow, topic_pow = prior
     n_topics = n_k.size
     tempered = beta != 1.0
     n_docs = doc_ptr.size - 1

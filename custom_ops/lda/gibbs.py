@@ -51,6 +51,7 @@ part of the state the summaries read. Document completion and Minka's update are
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import numpy as np
 
@@ -59,6 +60,10 @@ from custom_ops.lda.summaries import draw_summary_lists
 
 __all__ = [
     "SparseLDAState",
+    "SweepPrior",
+    "Tokens",
+    "TopicCounts",
+    "TopicLists",
     "build_counts",
     "concentrations",
     "fill_topic_lists",
@@ -72,6 +77,50 @@ __all__ = [
 
 
 COUNT_DTYPE = np.int32
+
+
+class Tokens(NamedTuple):
+    """The corpus document by document and its topics: ``words`` int32 (N,), ``doc_ptr``
+    int64 (D + 1,) (CSR offsets), ``z`` int32 (N,) (updated in place by the sweeps)."""
+
+    words: np.ndarray
+    doc_ptr: np.ndarray
+    z: np.ndarray
+
+
+class TopicCounts(NamedTuple):
+    """The counts of an assignment: ``n_wk`` (V, K), ``n_dk`` (D, K), ``n_k`` (K,), int32
+    (updated in place by the sweeps)."""
+
+    n_wk: np.ndarray
+    n_dk: np.ndarray
+    n_k: np.ndarray
+
+
+class TopicLists(NamedTuple):
+    """SparseLDA's topic lists of the counts (:class:`SparseLDAState`): word ``v``'s topics
+    in ``w_topics[w_ptr[v] : w_ptr[v] + w_nnz[v]]``, document ``d``'s in
+    ``d_topics[d_ptr[d] : d_ptr[d] + d_nnz[d]]``."""
+
+    w_ptr: np.ndarray
+    w_topics: np.ndarray
+    w_nnz: np.ndarray
+    d_ptr: np.ndarray
+    d_topics: np.ndarray
+    d_nnz: np.ndarray
+
+
+class SweepPrior(NamedTuple):
+    """``alpha`` (K,), ``eta`` (V,), the inverse temperature ``beta`` and the tables of
+    :func:`tempered_powers` (``pow_offset``, ``word_pow``, ``topic_pow``; the last two
+    empty at ``beta = 1``, where only the alias sweep reads them)."""
+
+    alpha: np.ndarray
+    eta: np.ndarray
+    beta: float
+    pow_offset: np.ndarray
+    word_pow: np.ndarray
+    topic_pow: np.ndarray
 
 
 @njit_exact
@@ -340,6 +389,28 @@ class SparseLDAState:
         self.power_tables = None
         self._no_powers = (np.empty(0), np.empty(0))
 
+    @property
+    def tokens(self) -> Tokens:
+        """The corpus and its topics as the sweeps take them."""
+        return Tokens(self.words, self.doc_ptr, self.z)
+
+    @property
+    def counts(self) -> TopicCounts:
+        """The counts as the sweeps and summaries take them."""
+        return TopicCounts(self.n_wk, self.n_dk, self.n_k)
+
+    @property
+    def lists(self) -> TopicLists:
+        """The topic lists as the sparse sweeps and summaries take them."""
+        return TopicLists(
+            self.w_ptr, self.w_topics, self.w_nnz, self.d_ptr, self.d_topics, self.d_nnz
+        )
+
+    def sweep_prior(self, alpha, eta, beta: float) -> SweepPrior:
+        """The :class:`SweepPrior` of a sweep at ``beta`` (:meth:`powers` for its
+        tables)."""
+        return SweepPrior(alpha, eta, beta, self.pow_offset, *self.powers(eta, beta))
+
     def set_word_counts(self, n_wk, n_k) -> None:
         """Sample against the word-topic counts ``n_wk`` (V, K) and ``n_k`` (K,) (copied)
         instead of this state's own: the corpus-wide counts of approximate distributed
@@ -380,45 +451,13 @@ class SparseLDAState:
     def summary(self, alpha: float, eta: float, tables) -> tuple[float, float, float]:
         """:func:`draw_summary` of this state's counts through its topic lists (valid
         after sparse sweeps, not after dense ones, which leave the lists as they were)."""
-        return draw_summary_lists(
-            self.n_wk,
-            self.n_dk,
-            self.n_k,
-            self.w_ptr,
-            self.w_topics,
-            self.w_nnz,
-            self.d_ptr,
-            self.d_topics,
-            self.d_nnz,
-            alpha,
-            eta,
-            tables,
-        )
+        return draw_summary_lists(self.counts, self.lists, alpha, eta, tables)
 
     def sweep(self, alpha, eta, beta, rng) -> None:
         """One SparseLDA Gibbs sweep at inverse temperature ``beta`` (see
         :func:`gibbs_sweep_sparse`)."""
-        word_pow, topic_pow = self.powers(eta, beta)
         gibbs_sweep_sparse(
-            self.words,
-            self.doc_ptr,
-            self.z,
-            self.n_wk,
-            self.n_dk,
-            self.n_k,
-            self.w_ptr,
-            self.w_topics,
-            self.w_nnz,
-            self.d_ptr,
-            self.d_topics,
-            self.d_nnz,
-            alpha,
-            eta,
-            beta,
-            self.pow_offset,
-            word_pow,
-            topic_pow,
-            rng,
+            self.tokens, self.counts, self.lists, self.sweep_prior(alpha, eta, beta), rng
         )
 
 
@@ -480,27 +519,7 @@ def tempered_powers(pow_offset, eta, beta, n_tokens):
 
 
 @njit_exact(nogil=True)
-def gibbs_sweep_sparse(
-    words,
-    doc_ptr,
-    z,
-    n_wk,
-    n_dk,
-    n_k,
-    w_ptr,
-    w_topics,
-    w_nnz,
-    d_ptr,
-    d_topics,
-    d_nnz,
-    alpha,
-    eta,
-    beta,
-    pow_offset,
-    word_pow,
-    topic_pow,
-    rng,
-):
+def gibbs_sweep_sparse(tokens, counts, lists, prior, rng):
     """One collapsed Gibbs sweep by SparseLDA's three buckets (Yao et al. 2009 §3).
 
     The unnormalised conditional of Murphy (2012) Eq. 27.37 splits as
@@ -532,11 +551,25 @@ def gibbs_sweep_sparse(
     the tables of :func:`tempered_powers` (``word_pow``, ``topic_pow``) and a token costs
     no power (a power per lookup made the tempered sweep several times slower).
 
-    Arguments are the :class:`SparseLDAState` arrays (all updated in place) plus
-    ``alpha`` (K,), ``eta`` (V,), the inverse temperature ``beta``, ``pow_offset`` and
-    the tables :func:`tempered_powers` made for this ``beta`` and ``eta`` (unused, and may
-    be empty, at ``beta = 1``), and the generator ``rng``.
+    Parameters
+    ----------
+    tokens : Tokens
+        The corpus; its ``z`` is updated in place.
+    counts : TopicCounts
+        The counts of ``z``, updated in place.
+    lists : TopicLists
+        The topic lists of the counts (:class:`SparseLDAState`), updated in place.
+    prior : SweepPrior
+        ``alpha`` (K,), ``eta`` (V,), the inverse temperature ``beta`` and the tables
+        :func:`tempered_powers` made for this ``beta`` and ``eta`` (unused, and may be
+        empty, at ``beta = 1``).
+    rng : numpy.random.Generator
+        Source of the uniforms; its state advances.
     """
+    words, doc_ptr, z = tokens
+    n_wk, n_dk, n_k = counts
+    w_ptr, w_topics, w_nnz, d_ptr, d_topics, d_nnz = lists
+    alpha, eta, beta, pow_offset, word_pow, topic_pow = prior
     n_topics = n_k.size
     n_docs = doc_ptr.size - 1
     eta_sum = 0.0

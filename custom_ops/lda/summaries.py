@@ -63,23 +63,11 @@ def _draw_summary(n_wk, n_dk, n_k, alpha, eta, table_eta, table_alpha):
 
 
 @njit_exact
-def _draw_summary_lists(
-    n_wk,
-    n_dk,
-    n_k,
-    w_ptr,
-    w_topics,
-    w_nnz,
-    d_ptr,
-    d_topics,
-    d_nnz,
-    alpha,
-    eta,
-    table_eta,
-    table_alpha,
-):
+def _draw_summary_lists(counts, lists, alpha, eta, table_eta, table_alpha):
     # _draw_summary's sums over the nonzero cells only, found through SparseLDA's topic
     # lists: O(nonzero cells) rather than O((V + D) K) per draw
+    n_wk, n_dk, n_k = counts
+    w_ptr, w_topics, w_nnz, d_ptr, d_topics, d_nnz = lists
     n_words, n_topics = n_wk.shape
     n_docs = n_dk.shape[0]
     v_eta = n_words * eta
@@ -114,26 +102,15 @@ def _draw_summary_lists(
 
 
 def draw_summary_lists(
-    n_wk, n_dk, n_k, w_ptr, w_topics, w_nnz, d_ptr, d_topics, d_nnz, alpha, eta, tables
+    counts, lists, alpha: float, eta: float, tables
 ) -> tuple[float, float, float]:
     """:func:`draw_summary` summed over the nonzero cells only, found through the topic
-    lists of :class:`SparseLDAState` (``w_ptr``, ``w_topics``, ``w_nnz`` of the words,
-    ``d_ptr``, ``d_topics``, ``d_nnz`` of the documents), which must describe the counts:
-    O(nonzero cells) rather than O((V + D) K)."""
-    ll, phi_c, theta_c = _draw_summary_lists(
-        n_wk,
-        n_dk,
-        n_k,
-        w_ptr,
-        w_topics,
-        w_nnz,
-        d_ptr,
-        d_topics,
-        d_nnz,
-        float(alpha),
-        float(eta),
-        *tables,
-    )
+    lists of :class:`~custom_ops.lda.gibbs.SparseLDAState`: ``counts`` a
+    :class:`~custom_ops.lda.gibbs.TopicCounts` (``n_wk``, ``n_dk``, ``n_k``) and ``lists``
+    a :class:`~custom_ops.lda.gibbs.TopicLists` of them (the words' ``w_ptr``,
+    ``w_topics``, ``w_nnz`` and the documents' ``d_ptr``, ``d_topics``, ``d_nnz``), which
+    must describe the counts: O(nonzero cells) rather than O((V + D) K)."""
+    ll, phi_c, theta_c = _draw_summary_lists(counts, lists, float(alpha), float(eta), *tables)
     return float(ll), float(phi_c), float(theta_c)
 
 

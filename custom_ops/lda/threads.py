@@ -48,6 +48,10 @@ from numba import prange
 
 from custom_ops.jit import njit_exact
 from custom_ops.lda.gibbs import (
+    SweepPrior,
+    Tokens,
+    TopicCounts,
+    TopicLists,
     build_counts,
     fill_topic_lists,
     gibbs_sweep_sparse,
@@ -58,7 +62,6 @@ from custom_ops.lda.summaries import draw_summary_lists
 __all__ = [
     "Cells",
     "SharedCounts",
-    "SweepPrior",
     "ThreadedLDAState",
     "cell_of",
     "merge_topic_totals",
@@ -102,18 +105,6 @@ class SharedCounts(NamedTuple):
     d_nnz: np.ndarray
 
 
-class SweepPrior(NamedTuple):
-    """``alpha`` (K,), ``eta`` (V,), the inverse temperature ``beta`` and the tables of
-    :func:`~custom_ops.lda.gibbs.tempered_powers` (empty at ``beta = 1``)."""
-
-    alpha: np.ndarray
-    eta: np.ndarray
-    beta: float
-    pow_offset: np.ndarray
-    word_pow: np.ndarray
-    topic_pow: np.ndarray
-
-
 @njit_exact(inline="always")
 def cell_of(p, epoch, n_blocks):
     """The cell thread ``p`` sweeps in epoch ``epoch``: its block's tokens of word group
@@ -147,24 +138,17 @@ def sweep_cell(cells, counts, prior, p, c, rng):
     hi = cells.token_ptr[c + 1]
     at = cells.doc_ptr_at[c]
     gibbs_sweep_sparse(
-        cells.words[lo:hi],
-        cells.doc_ptr[at : at + b - a + 1],
-        cells.z[lo:hi],
-        counts.n_wk,
-        counts.n_dk[a:b],
-        counts.n_k_threads[p, : counts.n_k.size],
-        counts.w_ptr,
-        counts.w_topics,
-        counts.w_nnz,
-        counts.d_ptr[a : b + 1],
-        counts.d_topics,
-        counts.d_nnz[a:b],
-        prior.alpha,
-        prior.eta,
-        prior.beta,
-        prior.pow_offset,
-        prior.word_pow,
-        prior.topic_pow,
+        Tokens(cells.words[lo:hi], cells.doc_ptr[at : at + b - a + 1], cells.z[lo:hi]),
+        TopicCounts(counts.n_wk, counts.n_dk[a:b], counts.n_k_threads[p, : counts.n_k.size]),
+        TopicLists(
+            counts.w_ptr,
+            counts.w_topics,
+            counts.w_nnz,
+            counts.d_ptr[a : b + 1],
+            counts.d_topics,
+            counts.d_nnz[a:b],
+        ),
+        prior,
         rng,
     )
 
@@ -410,15 +394,8 @@ class ThreadedLDAState:
         ``eta``: the sum over words does not depend on their numbering)."""
         c = self.counts
         return draw_summary_lists(
-            c.n_wk,
-            c.n_dk,
-            c.n_k,
-            c.w_ptr,
-            c.w_topics,
-            c.w_nnz,
-            c.d_ptr,
-            c.d_topics,
-            c.d_nnz,
+            TopicCounts(c.n_wk, c.n_dk, c.n_k),
+            TopicLists(c.w_ptr, c.w_topics, c.w_nnz, c.d_ptr, c.d_topics, c.d_nnz),
             alpha,
             eta,
             tables,

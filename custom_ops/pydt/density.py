@@ -50,6 +50,7 @@ recursion run backwards; splitting them apart would make those private helpers A
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import numba
 import numpy as np
@@ -65,6 +66,9 @@ from custom_ops.trees.diffusion import (
 __all__ = [
     "MIN_VARIANCE",
     "PARAMETER_ERRORS",
+    "Cotangents",
+    "PYDTParameters",
+    "StructuredTree",
     "check_parameters",
     "check_tree",
     "choose_branch",
@@ -107,6 +111,39 @@ PARAMETER_ERRORS = {
     "(at most kappa children per node)",
     5: "sigma2: the Brownian-motion variance must be finite and > 0",
 }
+
+
+class PYDTParameters(NamedTuple):
+    """The model's parameters and the inverse temperature ``beta`` in [0, 1] of the
+    likelihood (1: the posterior), as the samplers' entry kernels take them (floats)."""
+
+    c: float
+    theta: float
+    alpha: float
+    sigma2: float
+    beta: float = 1.0
+
+
+class Cotangents(NamedTuple):
+    """The weights of the log prior and the log likelihood in the differentiated total
+    ``prior * log prior + likelihood * log likelihood`` (the cotangents of the Op's two
+    outputs)."""
+
+    prior: float
+    likelihood: float
+
+
+class StructuredTree(NamedTuple):
+    """A tree (``parent``, ``log1m_t``) with its structure from
+    :func:`~custom_ops.trees.diffusion.diffusion_tree_structure` (``order``,
+    ``child_ptr``, ``child_idx``, ``n_below``): what the recursions read."""
+
+    parent: np.ndarray
+    log1m_t: np.ndarray
+    order: np.ndarray
+    child_ptr: np.ndarray
+    child_idx: np.ndarray
+    n_below: np.ndarray
 
 
 @njit_exact_numpy
@@ -217,10 +254,15 @@ def _gamma_tables(n, theta, alpha):
 
 
 @njit_exact_numpy
-def _prior(parent, log1m_t, n, order, child_ptr, child_idx, n_below, c, theta, alpha,
-           g_l, want_grad):
-    """log p(structure, times | c, theta, alpha) (Eqs. 4.23, 4.25); adds d/d log1m_t into
-    ``g_l`` when ``want_grad`` and returns (value, d/dc, d/dtheta, d/dalpha)."""
+def _prior(tree, n, params, g_l, want_grad):
+    """log p(structure, times | c, theta, alpha) (Eqs. 4.23, 4.25) of the
+    :class:`StructuredTree` ``tree`` with ``n`` leaves at ``params``
+    (:class:`PYDTParameters`); adds d/d log1m_t into ``g_l`` when ``want_grad`` and
+    returns (value, d/dc, d/dtheta, d/dalpha)."""
+    parent, log1m_t, order, child_ptr, child_idx, n_below = tree
+    c = params.c
+    theta = params.theta
+    alpha = params.alpha
     H, Ht, Ha = h_table(n, theta, alpha)
     lga, pga, lgt, pgt = _gamma_tables(n, theta, alpha)
     lp = 0.0
@@ -281,15 +323,15 @@ def edge_length(log1m_t, n, u, w):
 
 
 @_inline
-def _likelihood(parent, log1m_t, X, order, child_ptr, child_idx, sigma2, want_grad,
-                g_l, g_x, wrt_data=True):
-    """log p(X | tree, sigma2) by upward Gaussian messages (digest §3.9), and its reverse
-    sweep: adds d/d log1m_t into ``g_l``, writes d/dX into ``g_x`` (with ``wrt_data``);
-    returns (value, d/dsigma2).
+def _likelihood(tree, X, sigma2, want_grad, g_l, g_x, wrt_data=True):
+    """log p(X | tree, sigma2) by upward Gaussian messages (digest §3.9) of the
+    :class:`StructuredTree` ``tree``, and its reverse sweep: adds d/d log1m_t into
+    ``g_l``, writes d/dX into ``g_x`` (with ``wrt_data``); returns (value, d/dsigma2).
 
     Messages and adjoints are stored for the internal nodes only (leaves read ``X``), in
     one workspace: fresh pages are expensive (a second allocation of that size per call
     would cost more than the sweep itself)."""
+    parent, log1m_t, order, child_ptr, child_idx, _n_below = tree
     n, d = X.shape
     nn = parent.shape[0]
     work = np.empty((2 if want_grad else 1, nn - n, d))
@@ -437,19 +479,20 @@ def pydt_forward_inline(parent, log1m_t, X, c, theta, alpha, sigma2):
         return -np.inf, -np.inf
     g_l = np.zeros(0)
     g_x = np.zeros((0, 0))
-    lp = _prior(parent, log1m_t, n, order, child_ptr, child_idx, n_below, c, theta, alpha,
-                g_l, np.bool_(False))[0]
-    ll = _likelihood(parent, log1m_t, X_c, order, child_ptr, child_idx, sigma2, np.bool_(False),
-                     g_l, g_x, np.bool_(True))[0]
+    tree = StructuredTree(parent, log1m_t, order, child_ptr, child_idx, n_below)
+    lp = _prior(tree, n, PYDTParameters(c, theta, alpha, sigma2), g_l, np.bool_(False))[0]
+    ll = _likelihood(tree, X_c, sigma2, np.bool_(False), g_l, g_x, np.bool_(True))[0]
     return lp, ll
 
 
 @_inline
-def pydt_value_and_grad_into(parent, log1m_t, X, c, theta, alpha, sigma2, w_prior, w_lik,
-                             wrt_data, g_l, g_x):
-    """Writes the gradients into ``g_l`` (n - 1,) and, with ``wrt_data``, ``g_x`` (n, d)
-    (the C entry point's out buffers, so the leaves' adjoints are never copied); returns
-    ``(lp, ll, g_c, g_theta, g_alpha, g_sigma2)``."""
+def pydt_value_and_grad_into(parent, log1m_t, X, params, weights, wrt_data, g_l, g_x):
+    """:func:`pydt_value_and_grad` at ``params`` (:class:`PYDTParameters`) with
+    ``weights`` (:class:`Cotangents`), writing the gradients into ``g_l`` (n - 1,) and,
+    with ``wrt_data``, ``g_x`` (n, d) (the C entry point's out buffers, so the leaves'
+    adjoints are never copied); returns ``(lp, ll, g_c, g_theta, g_alpha, g_sigma2)``."""
+    c, theta, alpha, sigma2 = params.c, params.theta, params.alpha, params.sigma2
+    w_prior, w_lik = weights
     n, d = X.shape
     g_l[:] = 0.0
     g_x[:] = 0.0
@@ -459,10 +502,9 @@ def pydt_value_and_grad_into(parent, log1m_t, X, c, theta, alpha, sigma2, w_prio
         g_l[:] = np.nan
         g_x[:] = np.nan
         return -np.inf, -np.inf, np.nan, np.nan, np.nan, np.nan
-    lp, gc, gth, gal = _prior(parent, log1m_t, n, order, child_ptr, child_idx, n_below, c,
-                              theta, alpha, g_lp, np.bool_(True))
-    ll, gs2 = _likelihood(parent, log1m_t, X, order, child_ptr, child_idx, sigma2,
-                          np.bool_(True), g_l, g_x, wrt_data)
+    tree = StructuredTree(parent, log1m_t, order, child_ptr, child_idx, n_below)
+    lp, gc, gth, gal = _prior(tree, n, params, g_lp, np.bool_(True))
+    ll, gs2 = _likelihood(tree, X, sigma2, np.bool_(True), g_l, g_x, wrt_data)
     for k in range(g_l.shape[0]):
         g_l[k] = w_prior * g_lp[k] + w_lik * g_l[k]
     if wrt_data:
@@ -473,27 +515,27 @@ def pydt_value_and_grad_into(parent, log1m_t, X, c, theta, alpha, sigma2, w_prio
 
 
 @njit_exact_numpy
-def pydt_value_and_grad_flagged(parent, log1m_t, X, c, theta, alpha, sigma2, w_prior, w_lik,
-                                wrt_data):
+def pydt_value_and_grad_flagged(parent, log1m_t, X, params, weights, wrt_data):
     """:func:`pydt_value_and_grad`, with the data's gradient only when ``wrt_data`` (else
     ``g_X`` is an empty (0, 0) array)."""
     n, d = X.shape
     g_l = np.empty(log1m_t.shape[0])
     g_x = np.empty((n, d)) if wrt_data else np.empty((0, 0))
     lp, ll, gc, gth, gal, gs2 = pydt_value_and_grad_into(
-        parent, log1m_t, X, c, theta, alpha, sigma2, w_prior, w_lik, wrt_data, g_l, g_x)
+        parent, log1m_t, X, params, weights, wrt_data, g_l, g_x)
     return lp, ll, g_l, g_x, gc, gth, gal, gs2
 
 
 @njit_exact_numpy
-def pydt_value_and_grad(parent, log1m_t, X, c, theta, alpha, sigma2, w_prior, w_lik):
-    """Value and gradient of ``w_prior * log prior + w_lik * log likelihood``.
+def pydt_value_and_grad(parent, log1m_t, X, params, weights):
+    """Value and gradient of ``weights.prior * log prior + weights.likelihood * log
+    likelihood`` at ``params`` (:class:`PYDTParameters` ``c``, ``theta``, ``alpha``,
+    ``sigma2``; its ``beta`` is not read), ``weights`` a :class:`Cotangents`.
 
     Returns ``(lp, ll, g_log1m_t, g_X, g_c, g_theta, g_alpha, g_sigma2)``; gradients are
     NaN where the density is zero (invalid tree or parameters).
     """
-    return pydt_value_and_grad_flagged(parent, log1m_t, X, c, theta, alpha, sigma2, w_prior,
-                                       w_lik, np.bool_(True))
+    return pydt_value_and_grad_flagged(parent, log1m_t, X, params, weights, np.bool_(True))
 
 
 @njit_exact_numpy

@@ -41,7 +41,7 @@ from numba.core import types
 from numba.experimental import structref
 
 from custom_ops.jit import njit_exact_numpy
-from custom_ops.pydt.density import MIN_VARIANCE
+from custom_ops.pydt.density import MIN_VARIANCE, PYDTParameters
 from custom_ops.pydt.ops import edge_length, h_table
 from custom_ops.trees.diffusion import DETACHED, UNUSED_SLOT, diffusion_tree_structure
 
@@ -132,17 +132,6 @@ class PYDTState(structref.StructRefProxy):
 
 
 structref.define_proxy(PYDTState, PYDTStateType, list(STATE_FIELDS))
-
-
-class PYDTParameters(NamedTuple):
-    """The model's parameters and the inverse temperature ``beta`` in [0, 1] of the
-    likelihood (1: the posterior), as the samplers' entry kernels take them (floats)."""
-
-    c: float
-    theta: float
-    alpha: float
-    sigma2: float
-    beta: float = 1.0
 
 
 class Check(NamedTuple):

@@ -52,20 +52,20 @@ __all__ = ["noncentred_times", "variance_shifted_times"]
 
 
 @njit_exact_numpy
-def noncentred_times(parent, log1m_t, n_leaves, c, theta, alpha, c_new, theta_new,
-                     alpha_new):
+def noncentred_times(parent, log1m_t, n_leaves, old, new):
     """The divergence times that keep the standardised gaps ``w`` (module docstring) when
-    ``(c, theta, alpha)`` changes to ``(c_new, theta_new, alpha_new)``.
+    ``(c, theta, alpha)`` changes from ``old`` to ``new``.
 
     Parameters
     ----------
     parent, log1m_t : arrays
         The tree (``pp_models.trees.DiffusionTree`` layout); not modified.
     n_leaves : int
-    c, theta, alpha : float
-        The parameters the times ``log1m_t`` were standardised with.
-    c_new, theta_new, alpha_new : float
-        The new parameters.
+    old : tuple of float
+        ``(c, theta, alpha)``, the parameters the times ``log1m_t`` were standardised
+        with.
+    new : tuple of float
+        ``(c_new, theta_new, alpha_new)``, the new parameters.
 
     Returns
     -------
@@ -74,6 +74,8 @@ def noncentred_times(parent, log1m_t, n_leaves, c, theta, alpha, c_new, theta_ne
         their entry) and ``log |dt/dw|`` there, ``sum_v [log(1 - t_v) - log(c_new
         H_{m(v)-1})]``. ``-inf`` for an invalid tree or parameters.
     """
+    c, theta, alpha = old
+    c_new, theta_new, alpha_new = new
     n = n_leaves
     out = log1m_t.copy()
     code, order, _ptr, _idx, n_below = diffusion_tree_structure(parent, log1m_t, n)

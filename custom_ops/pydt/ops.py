@@ -37,6 +37,8 @@ from pytensor.link.numba.dispatch import basic as nb
 from custom_ops.jit import c_entry_points, register_numba_op
 from custom_ops.pydt.density import (
     PARAMETER_ERRORS,
+    Cotangents,
+    PYDTParameters,
     check_parameters,
     check_tree,
     choose_branch,
@@ -54,8 +56,10 @@ from custom_ops.pydt.density import (
 
 __all__ = [
     "PARAMETER_ERRORS",
+    "Cotangents",
     "PYDTLogProb",
     "PYDTLogProbGrad",
+    "PYDTParameters",
     "check_parameters",
     "check_tree",
     "choose_branch",
@@ -181,8 +185,8 @@ class PYDTLogProbGrad(Op):
             np.ascontiguousarray(parent, dtype=np.int64),
             np.ascontiguousarray(log1m_t, dtype=np.float64),
             np.ascontiguousarray(X, dtype=np.float64),
-            float(c), float(theta), float(alpha), float(sigma2),
-            float(g_prior), float(g_lik), self.wrt_data,
+            PYDTParameters(float(c), float(theta), float(alpha), float(sigma2)),
+            Cotangents(float(g_prior), float(g_lik)), self.wrt_data,
         )
         output_storage[0][0] = out[2]
         k0 = 1
@@ -272,8 +276,9 @@ def _grad_entry(pp, n_nodes, lp_, n_int, xp, n, d, c, theta, alpha, sigma2, w_pr
         g_x = carray(gxp, (n, d)) if wrt_data else carray(gxp, (0, 0))
         out = carray(outp, (6,))
         out[:] = pydt_value_and_grad_into(
-            carray(pp, (n_nodes,)), carray(lp_, (n_int,)), carray(xp, (n, d)), c, theta,
-            alpha, sigma2, w_prior, w_lik, wrt_data != 0, carray(glp, (n_int,)), g_x)
+            carray(pp, (n_nodes,)), carray(lp_, (n_int,)), carray(xp, (n, d)),
+            PYDTParameters(c, theta, alpha, sigma2), Cotangents(w_prior, w_lik),
+            wrt_data != 0, carray(glp, (n_int,)), g_x)
     except Exception:
         return _KERNEL_FAILED
     return 0

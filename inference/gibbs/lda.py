@@ -299,12 +299,11 @@ class CollapsedLDAGibbs(ZooGibbsStep):
         elif kernel == "sparse":
             s.sweep(self.alpha, self.eta, self.beta, self.rng)
         else:
-            sweep_args = (s.words, s.doc_ptr, s.z, s.n_wk, s.n_dk, s.n_k, self.alpha, self.eta,
-                          self.beta, s.pow_offset, *s.powers(self.eta, self.beta))
+            prior = s.sweep_prior(self.alpha, self.eta, self.beta)
             if self._block_width:
-                gibbs_sweep_blocked(*sweep_args, self._block_width, self.rng)
+                gibbs_sweep_blocked(s.tokens, s.counts, prior, self._block_width, self.rng)
             else:
-                gibbs_sweep_dense(*sweep_args, self.rng)
+                gibbs_sweep_dense(s.tokens, s.counts, prior, self.rng)
 
     # -------------------------------------------------------------------- step
     def step(self, point):

@@ -432,7 +432,7 @@ class PYDTTreeStep(ZooGibbsStep):
         themselves (``"centred"``), and ``log |dt/dw|`` of that change (module
         docstring, items 3 and 5)."""
         if kind == "gaps":
-            return noncentred_times(parent, log1m_t, n, *before[:3], *after[:3])
+            return noncentred_times(parent, log1m_t, n, tuple(before[:3]), tuple(after[:3]))
         if kind == "variance":
             return variance_shifted_times(parent, log1m_t, n, before[3], after[3])
         return log1m_t, 0.0

@@ -415,8 +415,10 @@ def pydt_graph():
     out = [np.asarray(o).tolist() for o in fn(log1m_t, X, *args)]
     out_const = [np.asarray(o).tolist() for o in fn_const(log1m_t, *args)]
     bad = [np.asarray(o).tolist() for o in fn(log1m_t, X, 1.5, 0.8, 1.2, 0.9)]
-    ref = pydt.pydt_value_and_grad(parent, log1m_t, X, *args, 0.7, 1.3)
-    ref_const = pydt.pydt_value_and_grad(parent, log1m_t, X, *args, 1.0, 1.0)
+    ref = pydt.pydt_value_and_grad(parent, log1m_t, X, pydt.PYDTParameters(*args),
+                                   pydt.Cotangents(0.7, 1.3))
+    ref_const = pydt.pydt_value_and_grad(parent, log1m_t, X, pydt.PYDTParameters(*args),
+                                         pydt.Cotangents(1.0, 1.0))
     return {"out": out, "out_const": out_const, "bad": bad,
             "reference": [np.asarray(r).tolist() for r in ref],
             "reference_const": [np.asarray(r).tolist() for r in ref_const]}

@@ -19,8 +19,8 @@ from scipy import stats
 
 from custom_ops.ibp_fa.feature_moves import two_feature_row_update
 from custom_ops.ibp_fa.nsfa import FactorState
+from tests.custom_ops.ibp_fa.twins import factors_apart
 from tests.helpers.twin_kernels import twin_kernel
-from tests.inference.gibbs.ibp_fa.twins import factors_apart
 
 D, N, C = 2, 4, 3
 Y = np.array([[1.3, -0.7, 2.1, 0.4], [0.9, -1.5, 1.2, -0.2]])

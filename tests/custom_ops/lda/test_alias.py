@@ -14,8 +14,8 @@ from scipy import stats
 
 from custom_ops.lda import alias
 from custom_ops.lda import gibbs as lk
+from tests.custom_ops.lda.twins import accept_every_proposal
 from tests.helpers.twin_kernels import twin_kernel
-from tests.inference.gibbs.lda.twins import accept_every_proposal
 from tests.oracles.lda import LDAEnumeration
 
 DOCS = [[0, 1], [1, 2]]

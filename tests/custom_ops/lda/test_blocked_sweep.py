@@ -45,14 +45,14 @@ def chain(kernel, corpus, n_blocks, beta, seed, n_sweeps=N_SWEEPS):
     n_topics = corpus.alpha.size
     z = np.zeros(words.size, dtype=np.int32)
     n_wk, n_dk, n_k = lk.build_counts(words, doc_ptr, z, V, n_topics)
-    tables = lk.tempering_tables(words, V, ETA, beta)
+    tokens = lk.Tokens(words, doc_ptr, z)
+    counts = lk.TopicCounts(n_wk, n_dk, n_k)
+    prior = lk.SweepPrior(corpus.alpha, ETA, beta, *lk.tempering_tables(words, V, ETA, beta))
     batch = n_sweeps // N_BATCHES
     freq = np.zeros((N_BATCHES, len(corpus.enum.states)))
     for b in range(N_BATCHES):
         for _ in range(batch):
-            kernel(
-                words, doc_ptr, z, n_wk, n_dk, n_k, corpus.alpha, ETA, beta, *tables, n_blocks, rng
-            )
+            kernel(tokens, counts, prior, n_blocks, rng)
             freq[b, corpus.enum.index(z)] += 1
     freq /= batch
     return freq.mean(0), freq.std(0, ddof=1) / np.sqrt(N_BATCHES)
@@ -90,10 +90,10 @@ def test_blocked_sweep_keeps_the_counts_of_its_topics():
     n_wk, n_dk, n_k = lk.build_counts(words, doc_ptr, z, n_words, n_topics)
     alpha, eta = np.full(n_topics, 0.2), np.full(n_words, 0.05)
     for beta in (1.0, 0.5):
-        tables = lk.tempering_tables(words, n_words, eta, beta)
+        prior = lk.SweepPrior(alpha, eta, beta, *lk.tempering_tables(words, n_words, eta, beta))
         for _ in range(5):
             dense.gibbs_sweep_blocked(
-                words, doc_ptr, z, n_wk, n_dk, n_k, alpha, eta, beta, *tables, 8, rng
+                lk.Tokens(words, doc_ptr, z), lk.TopicCounts(n_wk, n_dk, n_k), prior, 8, rng
             )
     for got, want in zip(
         (n_wk, n_dk, n_k), lk.build_counts(words, doc_ptr, z, n_words, n_topics), strict=True

@@ -112,16 +112,9 @@ def test_dense_sweep_leaves_the_exact_posterior_invariant():
     n_wk, n_dk, n_k = lk.build_counts(WORDS, DOC_PTR, z, V, K)
     mean, mcse = _state_frequencies(
         lambda: dense.gibbs_sweep_dense(
-            WORDS,
-            DOC_PTR,
-            z,
-            n_wk,
-            n_dk,
-            n_k,
-            ALPHA,
-            ETA,
-            1.0,
-            *lk.tempering_tables(WORDS, V, ETA, 1.0),
+            lk.Tokens(WORDS, DOC_PTR, z),
+            lk.TopicCounts(n_wk, n_dk, n_k),
+            lk.SweepPrior(ALPHA, ETA, 1.0, *lk.tempering_tables(WORDS, V, ETA, 1.0)),
             rng,
         ),
         lambda: z,

@@ -49,10 +49,11 @@ def dense_chain(beta, eta, seed):
     z = np.zeros(WORDS.size, dtype=np.int32)
     n_wk, n_dk, n_k = lk.build_counts(WORDS, DOC_PTR, z, V, K)
     tables = lk.tempering_tables(WORDS, V, eta, beta)
+    tokens = lk.Tokens(WORDS, DOC_PTR, z)
+    counts = lk.TopicCounts(n_wk, n_dk, n_k)
+    prior = lk.SweepPrior(ALPHA, eta, beta, *tables)
     return state_frequencies(
-        lambda: dense.gibbs_sweep_dense(WORDS, DOC_PTR, z, n_wk, n_dk, n_k, ALPHA, eta, beta,
-                                     *tables, rng),
-        lambda: z)
+        lambda: dense.gibbs_sweep_dense(tokens, counts, prior, rng), lambda: z)
 
 
 def sparse_chain(beta, eta, seed):

@@ -14,6 +14,10 @@ from custom_ops.jit import njit_exact
 from custom_ops.lda import threads
 from custom_ops.lda.gibbs import (
     SparseLDAState,
+    SweepPrior,
+    Tokens,
+    TopicCounts,
+    TopicLists,
     build_counts,
     fill_topic_lists,
     gibbs_sweep_sparse,
@@ -72,24 +76,10 @@ def _schedule_reference(words, doc_ptr, z0, state, n_topics, rngs):
             z_cell = z[tokens].copy()
             n_k_p = n_k.copy()
             gibbs_sweep_sparse(
-                words[tokens],
-                cell_ptr,
-                z_cell,
-                n_wk,
-                n_dk[a:b],
-                n_k_p,
-                w_ptr,
-                w_topics,
-                w_nnz,
-                d_ptr[a : b + 1],
-                d_topics,
-                d_nnz[a:b],
-                alpha,
-                eta,
-                1.0,
-                pow_offset,
-                np.empty(0),
-                np.empty(0),
+                Tokens(words[tokens], cell_ptr, z_cell),
+                TopicCounts(n_wk, n_dk[a:b], n_k_p),
+                TopicLists(w_ptr, w_topics, w_nnz, d_ptr[a : b + 1], d_topics, d_nnz[a:b]),
+                SweepPrior(alpha, eta, 1.0, pow_offset, np.empty(0), np.empty(0)),
                 rngs[p],
             )
             z[tokens] = z_cell
@@ -221,7 +211,7 @@ def test_one_block_is_the_serial_sweep_draw_for_draw():
     z0 = (np.arange(words.size) % 4).astype(np.int32)
     state = threads.ThreadedLDAState(words, doc_ptr, z0, n_words, 4, 1)
     serial = SparseLDAState(words, doc_ptr, z0, n_words, 4)
-    prior = threads.SweepPrior(alpha, eta, 1.0, state.pow_offset, np.empty(0), np.empty(0))
+    prior = SweepPrior(alpha, eta, 1.0, state.pow_offset, np.empty(0), np.empty(0))
     rng_one, rng_serial = np.random.default_rng(6), np.random.default_rng(6)
     for _ in range(5):
         threads.sweep_cell(state.cells, state.counts, prior, 0, 0, rng_one)

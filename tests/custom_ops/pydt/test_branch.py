@@ -38,7 +38,7 @@ from custom_ops.pydt.branch import (
 )
 from custom_ops.pydt.messages import PYDTParameters
 from pp_models.trees import DiffusionTree
-from tests.inference.gibbs.pydt import twins
+from tests.custom_ops.pydt import twins
 from tests.oracles.pydt import shape_key, shape_probabilities
 
 

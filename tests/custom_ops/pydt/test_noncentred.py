@@ -61,7 +61,7 @@ def _tree(n, params, seed):
 def test_gaps_are_kept_and_the_tree_stays_valid(n, old, new):
     for seed in range(5):
         tree = _tree(n, old, seed)
-        l1, log_jac = noncentred_times(tree.parent, tree.log1m_t, n, *old, *new)
+        l1, log_jac = noncentred_times(tree.parent, tree.log1m_t, n, tuple(old), tuple(new))
         check_tree(tree.parent, l1, n)
         w0 = gaps(tree.parent, tree.log1m_t, n, *old)
         w1 = gaps(tree.parent, l1, n, *new)
@@ -73,7 +73,7 @@ def test_gaps_are_kept_and_the_tree_stays_valid(n, old, new):
                   for v in w0)
         assert log_jac == pytest.approx(ref, rel=1e-10)
         # back again: the map is a bijection given the parameters
-        l0, _ = noncentred_times(tree.parent, l1, n, *new, *old)
+        l0, _ = noncentred_times(tree.parent, l1, n, tuple(new), tuple(old))
         np.testing.assert_allclose(l0, tree.log1m_t, rtol=1e-10)
 
 
@@ -82,7 +82,7 @@ def test_ddt_scaling_is_u_over_lambda():
     joint move of c and the times in the issue)."""
     tree = _tree(9, (1.0, 0.0, 0.0), 3)
     lam = 2.7
-    l1, _ = noncentred_times(tree.parent, tree.log1m_t, 9, 1.0, 0.0, 0.0, lam, 0.0, 0.0)
+    l1, _ = noncentred_times(tree.parent, tree.log1m_t, 9, (1.0, 0.0, 0.0), (lam, 0.0, 0.0))
     used = tree.parent[9:] != -2
     np.testing.assert_allclose(l1[used], tree.log1m_t[used] / lam, rtol=1e-13)
 
@@ -93,7 +93,7 @@ def test_log_jacobian_is_the_determinant_of_dt_dw(n, old, new):
     function of the gaps w (written independently: cumulative sums of w / (c H) down the
     tree), plus log |dt/dl| = l per node (t itself rounds to 1 for small c)."""
     tree = _tree(n, old, 11)
-    l1, log_jac = noncentred_times(tree.parent, tree.log1m_t, n, *old, *new)
+    l1, log_jac = noncentred_times(tree.parent, tree.log1m_t, n, tuple(old), tuple(new))
     w = gaps(tree.parent, tree.log1m_t, n, *old)
     nodes = sorted(w)
     m = leaves_below(tree.parent, n)
@@ -139,8 +139,8 @@ def test_times_prior_cancels_to_the_structure_probability(n, old, new):
     for seed in range(4):
         tree = _tree(n, old, 20 + seed)
         X = np.zeros((n, 0))
-        _l, jac0 = noncentred_times(tree.parent, tree.log1m_t, n, *old, *old)
-        l1, jac1 = noncentred_times(tree.parent, tree.log1m_t, n, *old, *new)
+        _l, jac0 = noncentred_times(tree.parent, tree.log1m_t, n, tuple(old), tuple(old))
+        l1, jac1 = noncentred_times(tree.parent, tree.log1m_t, n, tuple(old), tuple(new))
         lp0 = pydt_forward(tree.parent, tree.log1m_t, X, *old, 1.0)[0]
         lp1 = pydt_forward(tree.parent, l1, X, *new, 1.0)[0]
         lhs = (lp1 + jac1) - (lp0 + jac0)
@@ -152,6 +152,6 @@ def test_times_prior_cancels_to_the_structure_probability(n, old, new):
 def test_invalid_parameters_give_minus_infinity():
     tree = _tree(5, (1.0, 1.0, 0.3), 0)
     for new in ((0.0, 1.0, 0.3), (1.0, 1.0, 1.0), (1.0, -1.0, 0.3)):
-        l1, log_jac = noncentred_times(tree.parent, tree.log1m_t, 5, 1.0, 1.0, 0.3, *new)
+        l1, log_jac = noncentred_times(tree.parent, tree.log1m_t, 5, (1.0, 1.0, 0.3), tuple(new))
         assert log_jac == -np.inf
         np.testing.assert_array_equal(l1, tree.log1m_t)

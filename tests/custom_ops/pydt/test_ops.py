@@ -476,7 +476,8 @@ def test_infer_shape_and_prior_only_with_zero_columns():
 def test_unused_slot_has_zero_gradient_and_no_effect():
     parent, log1m_t = fig42_tree()
     X = np.random.default_rng(1).normal(size=(4, 2))
-    out = pydt.pydt_value_and_grad(parent, log1m_t, X, 1.0, 1.0, 0.2, 0.5, 1.0, 1.0)
+    out = pydt.pydt_value_and_grad(
+        parent, log1m_t, X, pydt.PYDTParameters(1.0, 1.0, 0.2, 0.5), pydt.Cotangents(1.0, 1.0))
     assert out[2][2] == 0.0
     moved = log1m_t.copy()
     moved[2] = -5.0

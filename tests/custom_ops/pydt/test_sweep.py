@@ -19,7 +19,7 @@ from custom_ops.pydt.sweep import pydt_sweep, sweep_inputs_valid
 from pp_models.pydt import sample_prior
 from pp_models.pydt.greedy import greedy
 from pp_models.trees import DETACHED, UNUSED_SLOT, DiffusionTree
-from tests.inference.gibbs.pydt import twins
+from tests.custom_ops.pydt import twins
 from tests.oracles.pydt import chi_square_pvalue, shape_key, shape_probabilities
 
 

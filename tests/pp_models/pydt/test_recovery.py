@@ -105,7 +105,7 @@ def test_pydt_hyperparameters_cover_the_truth_on_prior_data():
     sigma2's sd 0.300 -> 0.385 is the same noise (0.30-0.35 in every long run, with or
     without the moves). The sampler with the moves matches a posterior computed without
     it (4 leaves, c, theta, alpha, the number of branch points;
-    tests/pp_models/pydt/test_exact_posterior.py)."""
+    tests/inference/gibbs/pydt/test_exact_posterior.py)."""
     X = prior_data()
     result = fit(pydt.model(X), draws=500, tune=200, chains=2, cores=1, random_seed=11,
                  progressbar=False)

@@ -96,10 +96,3 @@ class NoProposalTermsFeatureMoves(NSFAGibbs):
     @property
     def feature_kernel(self):
         return twin_kernel(feature_birth_death_moves, feature_move_log_ratio=without_proposal_terms)
-
-
-@njit_exact
-def factors_apart(a11, a12, a22, b1, b2):
-    """The two-feature row update's integral taken as if the two factors were
-    independent given the data (the cross term ``a12`` dropped)."""
-    return -0.5 * math.log(a11 * a22) + 0.5 * (b1 * b1 / a11 + b2 * b2 / a22)

@@ -1,9 +1,9 @@
 """Planted-bug twins of the collapsed LDA step."""
 
-from custom_ops.jit import njit_exact
 from custom_ops.lda.alias import gibbs_sweep_alias
 from inference.gibbs.lda import CollapsedLDAGibbs
 from pp_models.validation import check_inverse_temperature
+from tests.custom_ops.lda.twins import accept_every_proposal
 from tests.helpers.twin_kernels import twin_kernel
 
 
@@ -14,12 +14,6 @@ class IgnoresBetaLDA(CollapsedLDAGibbs):
 
     def set_inverse_temperature(self, beta) -> None:
         check_inverse_temperature(beta, "beta")
-
-
-@njit_exact(inline="always")
-def accept_every_proposal(p_new, p_old, q_new, q_old):
-    """The planted bug: a Metropolis-Hastings ratio of 1, whatever the proposal."""
-    return 1.0
 
 
 class NoMetropolisHastingsLDA(CollapsedLDAGibbs):

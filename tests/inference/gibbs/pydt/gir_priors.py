@@ -23,6 +23,6 @@ __all__ = ["GIR_PRIORS"]
 # 2) 0 / 0; with the thesis's c ~ G(1, 1) 1 / 2 (on: seed 109 at mean(X^2), ESS of c 3;
 # off: seeds 104 and 107 at c), and c's smallest raw p <= 0.001 on 3 of 10 seeds either
 # way: the sticky chains at small c described above, with or without the moves. At the
-# thesis's priors the exact posterior of tests/pp_models/pydt/test_exact_posterior.py
+# thesis's priors the exact posterior of tests/inference/gibbs/pydt/test_exact_posterior.py
 # (independent draws, no regenerated data) is the sharper check.
 GIR_PRIORS = {"precision": (6.0, 6.0), "c": (4.0, 4.0), "theta": (2.0, 4.0)}

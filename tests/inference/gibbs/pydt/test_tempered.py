@@ -2,11 +2,12 @@
 posterior ``p(phi) p(T | c, theta, alpha) p(X | T, sigma2)^beta`` on 4 leaves.
 
 The exact draws (independent of the kernels under test) extend the oracle of
-``tests/pp_models/pydt/test_exact_posterior.py``: a labelled shape from its closed-form
-probability (Eqs. 4.23-4.25 over ``H``), the standardised gaps ``w_v ~ Exponential(1)``
-giving the times, the likelihood a dense Gaussian ``N(X_d; 0, sigma2 C)`` by NumPy; and
-``c, theta, alpha`` from their priors when they are free. Rejection sampling turns
-these prior draws into exact draws at beta: a draw is kept with probability
+``tests/inference/gibbs/pydt/test_exact_posterior.py``: a labelled shape from its
+closed-form probability (Eqs. 4.23-4.25 over ``H``), the standardised gaps
+``w_v ~ Exponential(1)`` giving the times, the likelihood a dense Gaussian
+``N(X_d; 0, sigma2 C)`` by NumPy; and ``c, theta, alpha`` from their priors when they
+are free. Rejection sampling turns these prior draws into exact draws at beta: a draw
+is kept with probability
 ``exp(beta (l - l_max))`` where ``l_max`` bounds the log likelihood over every tree (a
 numerical maximum over the 26 shapes and their times plus a margin; a proposal above it
 stops the test). With the precision free, it is integrated out of the tempered
