@@ -39,11 +39,14 @@ __all__ = [
     "BERNOULLI",
     "GAUSSIAN",
     "N_NATURAL",
+    "bernoulli_shift_gain",
     "dim_loglik",
+    "log_product_step",
     "point_sums",
     "row_loglik",
     "row_loglik_shift",
     "row_sums",
+    "sigmoid_pair",
 ]
 
 #: Likelihood codes, and the number of natural parameters per dimension of each.
@@ -128,3 +131,44 @@ def point_sums(Z, E):
     for i in range(N):
         counts[i] = row_sums(Z[i], E, T[i])
     return T, counts
+
+
+@njit_exact
+def sigmoid_pair(t):
+    """``(sigmoid(t), sigmoid(-t))``, each to full relative precision."""
+    if t >= 0.0:
+        e = math.exp(-t)
+        return 1.0 / (1.0 + e), e / (1.0 + e)
+    e = math.exp(t)
+    return e / (1.0 + e), 1.0 / (1.0 + e)
+
+
+#: A running product is logged and reset once it leaves ``[1 / _BOUND, _BOUND]``; a factor
+#: outside that range is logged alone, so no product under- or overflows.
+_BOUND = 1e100
+
+
+@njit_exact
+def log_product_step(prod, acc, factor):
+    """Multiply ``factor > 0`` into ``exp(acc) * prod``; returns the new ``(prod, acc)``
+    (``acc + log(prod)`` is the log of the product so far)."""
+    if factor < 1.0 / _BOUND or factor > _BOUND:
+        return prod, acc + math.log(factor)
+    prod *= factor
+    if prod < 1.0 / _BOUND or prod > _BOUND:
+        return 1.0, acc + math.log(prod)
+    return prod, acc
+
+
+@njit_exact
+def bernoulli_shift_gain(x, e, odds, p, q):
+    """``log p(x | t + e) - log p(x | t)`` for one point's Bernoulli entries (D,): ``e``
+    the added natural parameters, ``odds = exp(e)``, ``p`` and ``q`` the sigmoids of
+    ``t`` and ``-t`` (:func:`sigmoid_pair`); Eq. 7.7 in natural parameters."""
+    dot = 0.0
+    prod = 1.0
+    acc = 0.0
+    for d in range(x.shape[0]):
+        dot += x[d] * e[d]
+        prod, acc = log_product_step(prod, acc, q[d] + p[d] * odds[d])
+    return dot - (acc + math.log(prod))
