@@ -42,6 +42,7 @@ import numpy as np
 
 from custom_ops.iomm.experts import (
     bernoulli_shift_gain,
+    product_is_bounded,
     row_loglik,
     row_loglik_shift,
     row_sums,
@@ -111,8 +112,14 @@ def membership_sweep(rng, code, X, Z, E, background, log_odds, birth_rate, beta)
         odds = np.exp(logits)
         inverse_odds = np.exp(-logits)
         negated = -logits
+        bounded_on = np.empty(C, dtype=np.bool_)
+        bounded_off = np.empty(C, dtype=np.bool_)
+        for k in range(C):
+            bounded_on[k] = product_is_bounded(logits[k])
+            bounded_off[k] = product_is_bounded(negated[k])
     else:
         logits = odds = inverse_odds = negated = np.empty((0, D))
+        bounded_on = bounded_off = np.empty(0, dtype=np.bool_)
     p = np.empty(D)
     q = np.empty(D)
     T = np.empty((D, S))
@@ -137,9 +144,10 @@ def membership_sweep(rng, code, X, Z, E, background, log_odds, birth_rate, beta)
             if bernoulli:
                 # ll_on - ll_off, from whichever side the point is on
                 if Z[i, k] != 0:
-                    gain = -bernoulli_shift_gain(x, negated[k], inverse_odds[k], p, q)
+                    gain = -bernoulli_shift_gain(x, negated[k], inverse_odds[k], p, q,
+                                                 bounded_off[k])
                 else:
-                    gain = bernoulli_shift_gain(x, logits[k], odds[k], p, q)
+                    gain = bernoulli_shift_gain(x, logits[k], odds[k], p, q, bounded_on[k])
             else:
                 if Z[i, k] != 0:
                     ll_on = current

@@ -146,12 +146,16 @@ def bernoulli_sweep_state(X, Z, theta):
     :func:`bernoulli_coordinate_move`."""
     N, C = Z.shape
     D = X.shape[1]
+    logits = np.empty((C, D))
+    for k in range(C):
+        for d in range(D):
+            logits[k, d] = math.log(theta[k, d]) - math.log1p(-theta[k, d])
     eta = np.zeros((D, N))
     for i in range(N):
         for k in range(C):
             if Z[i, k] != 0:
                 for d in range(D):
-                    eta[d, i] += math.log(theta[k, d]) - math.log1p(-theta[k, d])
+                    eta[d, i] += logits[k, d]
     Xt = np.ascontiguousarray(X.T)
     p = np.empty((D, N))
     q = np.empty((D, N))

@@ -17,6 +17,7 @@ from custom_ops.iomm.experts import (
     dim_loglik,
     log_product_step,
     point_sums,
+    product_is_bounded,
     row_loglik,
     row_loglik_shift,
     sigmoid_pair,
@@ -159,13 +160,25 @@ def test_bernoulli_shift_gain_is_the_difference_of_log_densities(scale):
     from ordinary to near the ends of the float range."""
     rng = np.random.default_rng(4)
     Dn = 60
+    seen = set()
     for _ in range(20):
         x = (rng.random(Dn) < 0.5).astype(float)
         t = rng.uniform(-scale, scale, size=Dn)
         e = rng.uniform(-min(scale, 700.0), min(scale, 36.0), size=Dn)
         pq = np.array([sigmoid_pair(v) for v in t])
-        got = bernoulli_shift_gain(x, e, np.exp(e), pq[:, 0].copy(), pq[:, 1].copy())
-        expected = sum(dim_loglik(BERNOULLI, x[d], t[d] + e[d], 0.0, False, 0.0, 1.0)
-                       - dim_loglik(BERNOULLI, x[d], t[d], 0.0, False, 0.0, 1.0)
-                       for d in range(Dn))
-        assert got == pytest.approx(expected, rel=1e-10, abs=1e-9 * (1 + scale))
+        bounded = product_is_bounded(e)
+        got = bernoulli_shift_gain(x, e, np.exp(e), pq[:, 0].copy(), pq[:, 1].copy(), bounded)
+        guarded = bernoulli_shift_gain(x, e, np.exp(e), pq[:, 0].copy(), pq[:, 1].copy(),
+                                       False)
+        assert guarded == pytest.approx(expected_of(x, t, e), rel=1e-10,
+                                        abs=1e-9 * (1 + scale))
+        assert got == pytest.approx(expected_of(x, t, e), rel=1e-10, abs=1e-9 * (1 + scale))
+        seen.add(bool(bounded))
+    # both products checked: the unguarded one at ordinary sums, the guarded at extreme
+    assert seen == ({False} if scale >= 700 else {True})
+
+
+def expected_of(x, t, e):
+    return sum(dim_loglik(BERNOULLI, x[d], t[d] + e[d], 0.0, False, 0.0, 1.0)
+               - dim_loglik(BERNOULLI, x[d], t[d], 0.0, False, 0.0, 1.0)
+               for d in range(len(x)))
