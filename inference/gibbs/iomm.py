@@ -1,4 +1,5 @@
-"""The IOMM sampler (Heller 2007 Algorithm 7.1) as two zoo steps.
+"""The IOMM sampler (Heller 2007 Algorithm 7.1) as two zoo steps, and a third that
+alternates them several times per draw.
 
 - ``"iomm_memberships"`` (:class:`IOMMMemberships`) owns ``Z`` (and ``alpha`` when it is
   random): one :func:`custom_ops.iomm.memberships.membership_sweep` per call, Gibbs on
@@ -15,7 +16,9 @@
   (:mod:`custom_ops.iomm.parameters`).
 
 :func:`pp_models.iomm.model` names both in its step hints, so ``fit(iomm.model(X))``
-alternates them as Algorithm 7.1 does. Each step leaves the model's joint posterior
+alternates them as Algorithm 7.1 does; with ``thin > 1`` it names ``"iomm_sweeps"``
+(:class:`IOMMSweeps`) instead, which runs ``thin`` alternations per draw on the state held
+in arrays, making the same draws as the two steps alternated with one generator. Each step leaves the model's joint posterior
 invariant on its own; the pair samples the exchangeable posterior (which slot a new
 cluster occupies is arbitrary, so only label-invariant quantities have a meaning).
 

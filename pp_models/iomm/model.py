@@ -26,7 +26,8 @@ parameters summed (Eq. 7.4):
 ``fit(model)`` runs Algorithm 7.1: the step ``"iomm_memberships"`` (Gibbs on the shared
 memberships, Metropolis-Hastings on each point's own clusters, and ``alpha`` when
 random) and the step ``"iomm_parameters"`` (Metropolis-Hastings on every used cluster's
-parameters, Eq. 7.13; unused slots redrawn from the prior). Which slot a cluster
+parameters, Eq. 7.13; unused slots redrawn from the prior); with ``thin > 1`` the step
+``"iomm_sweeps"`` alternates the two ``thin`` times per recorded draw. Which slot a cluster
 occupies is arbitrary; the derived statistics are label-invariant. With the default
 capacity each chain starts from a prior draw of ``Z`` (``initval="prior"``): from the
 empty matrix, clusters appear only through the moves on points' own clusters, whose
