@@ -54,9 +54,11 @@ def test_sweeps_equal_the_two_steps_alternated(case, beta):
     assert stats["n_clusters"] == int((np.asarray(a["Z"]) != 0).any(axis=0).sum())
 
 
-def test_fit_with_thin_records_every_thin_th_state():
+def test_a_tempered_fit_runs_the_step():
+    """The step tempers (its replicas share the two steps, set per call); the plain fit
+    runs it in tests/pp_models/iomm/test_cli.py."""
     X = (np.random.default_rng(3).random((8, 4)) < 0.5).astype(float)
-    dt = fit(iomm.model(X, capacity=6, thin=3), draws=4, tune=2, chains=1,
+    dt = fit(iomm.model(X, capacity=6, thin=3), draws=4, tune=2, chains=1, tempering=3,
              random_seed=1, progressbar=False)
     assert dt.posterior.sizes["draw"] == 4
     assert "iomm_sweeps" in dt.attrs["pp_models_steps"]
