@@ -39,11 +39,15 @@ __all__ = [
     "BERNOULLI",
     "GAUSSIAN",
     "N_NATURAL",
+    "bernoulli_shift_gain",
     "dim_loglik",
+    "log_product_step",
     "point_sums",
+    "product_is_bounded",
     "row_loglik",
     "row_loglik_shift",
     "row_sums",
+    "sigmoid_pair",
 ]
 
 #: Likelihood codes, and the number of natural parameters per dimension of each.
@@ -128,3 +132,73 @@ def point_sums(Z, E):
     for i in range(N):
         counts[i] = row_sums(Z[i], E, T[i])
     return T, counts
+
+
+@njit_exact
+def sigmoid_pair(t):
+    """``(sigmoid(t), sigmoid(-t))``, each to full relative precision."""
+    if t >= 0.0:
+        e = math.exp(-t)
+        return 1.0 / (1.0 + e), e / (1.0 + e)
+    e = math.exp(t)
+    return e / (1.0 + e), 1.0 / (1.0 + e)
+
+
+#: A running product is logged and reset once it leaves ``[1 / _BOUND, _BOUND]``; a factor
+#: outside that range is logged alone, so no product under- or overflows.
+_BOUND = 1e100
+
+
+@njit_exact
+def log_product_step(prod, acc, factor):
+    """Multiply ``factor > 0`` into ``exp(acc) * prod``; returns the new ``(prod, acc)``
+    (``acc + log(prod)`` is the log of the product so far)."""
+    if factor < 1.0 / _BOUND or factor > _BOUND:
+        return prod, acc + math.log(factor)
+    prod *= factor
+    if prod < 1.0 / _BOUND or prod > _BOUND:
+        return 1.0, acc + math.log(prod)
+    return prod, acc
+
+
+@njit_exact
+def bernoulli_shift_gain(x, e, odds, p, q, bounded):
+    """``log p(x | t + e) - log p(x | t)`` for one point's Bernoulli entries (D,): ``e``
+    the added natural parameters, ``odds = exp(e)``, ``p`` and ``q`` the sigmoids of
+    ``t`` and ``-t`` (:func:`sigmoid_pair`); Eq. 7.7 in natural parameters.
+
+    Each factor ``q + p odds`` lies between 1 and ``odds``, so the product lies between
+    ``exp(sum min(e, 0))`` and ``exp(sum max(e, 0))``; ``bounded`` says the caller found
+    both inside the normal floating-point range (:func:`product_is_bounded`), and the
+    factors are then multiplied without guards, else through :func:`log_product_step`."""
+    dot = 0.0
+    prod = 1.0
+    if bounded:
+        for d in range(x.shape[0]):
+            dot += x[d] * e[d]
+            prod *= q[d] + p[d] * odds[d]
+        return dot - math.log(prod)
+    acc = 0.0
+    for d in range(x.shape[0]):
+        dot += x[d] * e[d]
+        prod, acc = log_product_step(prod, acc, q[d] + p[d] * odds[d])
+    return dot - (acc + math.log(prod))
+
+
+#: Natural log of the largest product taken without guards (well inside the range of
+#: normal doubles, ~1e+-308).
+_LOG_SAFE = 690.0
+
+
+@njit_exact
+def product_is_bounded(e):
+    """Whether every product of factors between 1 and ``exp(e[d])`` stays within
+    ``exp(+-690)`` (:func:`bernoulli_shift_gain`'s ``bounded``)."""
+    low = 0.0
+    high = 0.0
+    for d in range(e.shape[0]):
+        if e[d] < 0.0:
+            low += e[d]
+        else:
+            high += e[d]
+    return low > -_LOG_SAFE and high < _LOG_SAFE

@@ -27,7 +27,11 @@ as a number: the caller computes both from the IBP (so one kernel serves every p
 the caller may derive them from). ``beta`` (1: the posterior) is the power of the
 likelihood in both conditionals, for a tempered run.
 
-Cost per sweep: O(N K+ D) for the Gibbs part and O(N (C + kappa D)) for the moves.
+Cost per sweep: O(N K+ D) for the Gibbs part and O(N (C + kappa D)) for the moves. For
+Bernoulli experts the Gibbs part's likelihood ratios take no transcendental function per
+entry (:func:`custom_ops.iomm.experts.bernoulli_shift_gain` on the point's cached
+sigmoids), and the point's current log density is computed only when a move on its own
+clusters is proposed.
 """
 
 from __future__ import annotations
@@ -36,7 +40,14 @@ import math
 
 import numpy as np
 
-from custom_ops.iomm.experts import row_loglik, row_loglik_shift, row_sums
+from custom_ops.iomm.experts import (
+    bernoulli_shift_gain,
+    product_is_bounded,
+    row_loglik,
+    row_loglik_shift,
+    row_sums,
+    sigmoid_pair,
+)
 from custom_ops.jit import njit_exact
 
 __all__ = ["ibp_log_odds", "membership_sweep"]
@@ -93,28 +104,59 @@ def membership_sweep(rng, code, X, Z, E, background, log_odds, birth_rate, beta)
         for k in range(C):
             if Z[i, k] != 0:
                 m[k] += 1
+    bernoulli = code == 0
+    if bernoulli:
+        # an expert's odds and inverse odds, for the gains of adding and removing it
+        # without a transcendental function per entry (experts.bernoulli_shift_gain)
+        logits = np.ascontiguousarray(E[:, :, 0])
+        odds = np.exp(logits)
+        inverse_odds = np.exp(-logits)
+        negated = -logits
+        bounded_on = np.empty(C, dtype=np.bool_)
+        bounded_off = np.empty(C, dtype=np.bool_)
+        for k in range(C):
+            bounded_on[k] = product_is_bounded(logits[k])
+            bounded_off[k] = product_is_bounded(negated[k])
+    else:
+        logits = odds = inverse_odds = negated = np.empty((0, D))
+        bounded_on = bounded_off = np.empty(0, dtype=np.bool_)
+    p = np.empty(D)
+    q = np.empty(D)
     T = np.empty((D, S))
     T_new = np.empty((D, S))
     free = np.empty(C, dtype=np.int64)
     own = np.empty(C, dtype=np.int64)
     accepted = proposed = overflow = flips = 0
+    current = ll_on = ll_off = 0.0
     for i in range(N):
         x = X[i]
         # the point's sums afresh: no drift from adding and removing experts
         count = row_sums(Z[i], E, T)
-        current = row_loglik(code, x, T, count, background)
+        if bernoulli:
+            _fill_sigmoids(T, p, q)
+        else:
+            current = row_loglik(code, x, T, count, background)
         # 1. Gibbs on the clusters that other points belong to
         for k in range(C):
             others = m[k] - Z[i, k]
             if others <= 0:
                 continue
-            if Z[i, k] != 0:
-                ll_on = current
-                ll_off = row_loglik_shift(code, x, T, E[k], -1, count, background)
+            if bernoulli:
+                # ll_on - ll_off, from whichever side the point is on
+                if Z[i, k] != 0:
+                    gain = -bernoulli_shift_gain(x, negated[k], inverse_odds[k], p, q,
+                                                 bounded_off[k])
+                else:
+                    gain = bernoulli_shift_gain(x, logits[k], odds[k], p, q, bounded_on[k])
             else:
-                ll_off = current
-                ll_on = row_loglik_shift(code, x, T, E[k], 1, count, background)
-            logit = log_odds[others] + beta * (ll_on - ll_off)
+                if Z[i, k] != 0:
+                    ll_on = current
+                    ll_off = row_loglik_shift(code, x, T, E[k], -1, count, background)
+                else:
+                    ll_off = current
+                    ll_on = row_loglik_shift(code, x, T, E[k], 1, count, background)
+                gain = ll_on - ll_off
+            logit = log_odds[others] + beta * gain
             if logit >= 0.0:
                 p_on = 1.0 / (1.0 + math.exp(-logit))
             else:
@@ -130,7 +172,10 @@ def membership_sweep(rng, code, X, Z, E, background, log_odds, birth_rate, beta)
                 count += sign
                 m[k] += sign
                 Z[i, k] = 1 if on else 0
-                current = ll_on if on else ll_off
+                if bernoulli:
+                    _fill_sigmoids(T, p, q)
+                else:
+                    current = ll_on if on else ll_off
         # 2. Metropolis-Hastings on the point's own clusters
         n_free = 0
         n_own = 0
@@ -168,6 +213,8 @@ def membership_sweep(rng, code, X, Z, E, background, log_odds, birth_rate, beta)
                 for s in range(S):
                     T_new[d, s] += E[k, d, s]
         new_count = count - n_own + kappa
+        if bernoulli:
+            current = row_loglik(code, x, T, count, background)
         proposal = row_loglik(code, x, T_new, new_count, background)
         log_ratio = beta * (proposal - current)
         if log_ratio >= 0.0 or rng.random() < math.exp(log_ratio):
@@ -179,3 +226,9 @@ def membership_sweep(rng, code, X, Z, E, background, log_odds, birth_rate, beta)
                 Z[i, free[j]] = 1
                 m[free[j]] += 1
     return accepted, proposed, overflow, flips
+
+
+@njit_exact
+def _fill_sigmoids(T, p, q):
+    for d in range(T.shape[0]):
+        p[d], q[d] = sigmoid_pair(T[d, 0])

@@ -23,8 +23,9 @@ clusters from.
 
 Kernels: :func:`bernoulli_parameter_sweep`, :func:`gaussian_parameter_sweep` (whole
 sweeps, in place), the single-coordinate moves :func:`bernoulli_coordinate_move`,
-:func:`gaussian_mean_move`, :func:`gaussian_precision_move` (each keeps the members' log
-densities cached, so a move evaluates only the proposed ones), :func:`cluster_members`,
+:func:`gaussian_mean_move`, :func:`gaussian_precision_move` (each keeps the members'
+natural sums cached, with their sigmoids for Bernoulli and their log densities for
+Gaussian experts, so a move evaluates only the proposed terms), :func:`cluster_members`,
 :func:`bernoulli_sweep_state` and :func:`gaussian_sweep_state`.
 """
 
@@ -34,7 +35,7 @@ import math
 
 import numpy as np
 
-from custom_ops.iomm.experts import dim_loglik
+from custom_ops.iomm.experts import dim_loglik, log_product_step, sigmoid_pair
 from custom_ops.jit import njit_exact
 
 __all__ = [
@@ -87,23 +88,39 @@ def cluster_members(Z):
 
 
 @njit_exact
-def bernoulli_coordinate_move(rng, x, eta, ll, rows, theta, a, b, omega, beta, buf):
+def bernoulli_coordinate_move(rng, x, eta, p, q, rows, theta, a, b, omega, beta):
     """One MH move of ``theta_kd`` (Eq. 7.13, Beta proposal); returns the new value.
 
-    ``x``, ``eta`` and ``ll`` are column ``d`` of the data, of the points' natural sums
-    (including ``logit theta``) and of their log densities ``dim_loglik(x, eta)``;
-    ``eta`` and ``ll`` are updated in place on acceptance. ``rows`` are the cluster's
-    points, ``(a, b)`` the Beta prior, ``buf`` scratch of at least ``len(rows)``."""
+    ``x``, ``eta``, ``p`` and ``q`` are column ``d`` of the data, of the points' natural
+    sums (including ``logit theta``) and of their sigmoids ``sigmoid(eta)`` and
+    ``sigmoid(-eta)``, all updated in place on acceptance. ``rows`` are the cluster's
+    points, ``(a, b)`` the Beta prior. A member's log density changes by ``x s - log(q +
+    p exp(s))`` for the shift ``s`` of its natural sum
+    (:func:`custom_ops.iomm.experts.bernoulli_shift_gain`), so a move takes one ``log``
+    per ~100 orders of magnitude of the members' product, not two transcendental
+    functions per member."""
     proposal = rng.beta(omega * theta, omega * (1.0 - theta))
     if not 0.0 < proposal < 1.0:
         return theta
     shift = (math.log(proposal) - math.log1p(-proposal)) - (math.log(theta)
                                                             - math.log1p(-theta))
     delta = 0.0
-    for j in range(rows.shape[0]):
-        i = rows[j]
-        buf[j] = dim_loglik(0, x[i], eta[i] + shift, 0.0, False, 0.0, 1.0)
-        delta += buf[j] - ll[i]
+    if abs(shift) < _LARGEST_SHIFT:
+        odds = math.exp(shift)
+        hits = 0.0
+        prod = 1.0
+        acc = 0.0
+        for j in range(rows.shape[0]):
+            i = rows[j]
+            hits += x[i]
+            prod, acc = log_product_step(prod, acc, q[i] + p[i] * odds)
+        delta = shift * hits - (acc + math.log(prod))
+    else:
+        # exp(shift) would overflow: the members' densities one by one
+        for j in range(rows.shape[0]):
+            i = rows[j]
+            delta += (dim_loglik(0, x[i], eta[i] + shift, 0.0, False, 0.0, 1.0)
+                      - dim_loglik(0, x[i], eta[i], 0.0, False, 0.0, 1.0))
     log_ratio = (beta * delta
                  + (a - 1.0) * (math.log(proposal) - math.log(theta))
                  + (b - 1.0) * (math.log1p(-proposal) - math.log1p(-theta))
@@ -111,30 +128,41 @@ def bernoulli_coordinate_move(rng, x, eta, ll, rows, theta, a, b, omega, beta, b
                  - beta_logpdf(proposal, omega * theta, omega * (1.0 - theta)))
     if log_ratio >= 0.0 or rng.random() < math.exp(log_ratio):
         for j in range(rows.shape[0]):
-            eta[rows[j]] += shift
-            ll[rows[j]] = buf[j]
+            i = rows[j]
+            eta[i] += shift
+            p[i], q[i] = sigmoid_pair(eta[i])
         return proposal
     return theta
 
 
+#: Shifts of a natural parameter beyond this are scored without ``exp(shift)``.
+_LARGEST_SHIFT = 700.0
+
+
 @njit_exact
 def bernoulli_sweep_state(X, Z, theta):
-    """The points' natural sums ``eta`` and log densities ``ll``, each (D, N), and ``X``
-    transposed, for :func:`bernoulli_coordinate_move`."""
+    """The points' natural sums ``eta`` and their sigmoids ``p = sigmoid(eta)``, ``q =
+    sigmoid(-eta)``, each (D, N), and ``X`` transposed, for
+    :func:`bernoulli_coordinate_move`."""
     N, C = Z.shape
     D = X.shape[1]
+    logits = np.empty((C, D))
+    for k in range(C):
+        for d in range(D):
+            logits[k, d] = math.log(theta[k, d]) - math.log1p(-theta[k, d])
     eta = np.zeros((D, N))
     for i in range(N):
         for k in range(C):
             if Z[i, k] != 0:
                 for d in range(D):
-                    eta[d, i] += math.log(theta[k, d]) - math.log1p(-theta[k, d])
+                    eta[d, i] += logits[k, d]
     Xt = np.ascontiguousarray(X.T)
-    ll = np.empty((D, N))
+    p = np.empty((D, N))
+    q = np.empty((D, N))
     for d in range(D):
         for i in range(N):
-            ll[d, i] = dim_loglik(0, Xt[d, i], eta[d, i], 0.0, False, 0.0, 1.0)
-    return eta, ll, Xt
+            p[d, i], q[d, i] = sigmoid_pair(eta[d, i])
+    return eta, p, q, Xt
 
 
 @njit_exact
@@ -142,11 +170,10 @@ def bernoulli_parameter_sweep(rng, X, Z, theta, prior_a, prior_b, omega, beta):
     """Every ``theta_kd`` of a used slot by :func:`bernoulli_coordinate_move`, then the
     unused slots' from the prior; ``theta`` (C, D) is updated in place. Returns
     ``(accepted, proposed)``."""
-    N, C = Z.shape
+    C = Z.shape[1]
     D = X.shape[1]
-    eta, ll, Xt = bernoulli_sweep_state(X, Z, theta)
+    eta, p, q, Xt = bernoulli_sweep_state(X, Z, theta)
     start, rows = cluster_members(Z)
-    buf = np.empty(N)
     accepted = proposed = 0
     for k in range(C):
         members = rows[start[k]:start[k + 1]]
@@ -154,9 +181,9 @@ def bernoulli_parameter_sweep(rng, X, Z, theta, prior_a, prior_b, omega, beta):
             if members.shape[0] == 0:
                 theta[k, d] = _beta_prior_draw(rng, prior_a[d], prior_b[d])
                 continue
-            new = bernoulli_coordinate_move(rng, Xt[d], eta[d], ll[d], members,
+            new = bernoulli_coordinate_move(rng, Xt[d], eta[d], p[d], q[d], members,
                                             theta[k, d], prior_a[d], prior_b[d], omega,
-                                            beta, buf)
+                                            beta)
             proposed += 1
             if new != theta[k, d]:
                 accepted += 1

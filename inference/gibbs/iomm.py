@@ -1,4 +1,5 @@
-"""The IOMM sampler (Heller 2007 Algorithm 7.1) as two zoo steps.
+"""The IOMM sampler (Heller 2007 Algorithm 7.1) as two zoo steps, and a third that
+alternates them several times per draw.
 
 - ``"iomm_memberships"`` (:class:`IOMMMemberships`) owns ``Z`` (and ``alpha`` when it is
   random): one :func:`custom_ops.iomm.memberships.membership_sweep` per call, Gibbs on
@@ -15,7 +16,9 @@
   (:mod:`custom_ops.iomm.parameters`).
 
 :func:`pp_models.iomm.model` names both in its step hints, so ``fit(iomm.model(X))``
-alternates them as Algorithm 7.1 does. Each step leaves the model's joint posterior
+alternates them as Algorithm 7.1 does; with ``thin > 1`` it names ``"iomm_sweeps"``
+(:class:`IOMMSweeps`) instead, which runs ``thin`` alternations per draw on the state held
+in arrays, making the same draws as the two steps alternated with one generator. Each step leaves the model's joint posterior
 invariant on its own; the pair samples the exchangeable posterior (which slot a new
 cluster occupies is arbitrary, so only label-invariant quantities have a meaning).
 
@@ -43,7 +46,7 @@ from inference.gibbs.registry import register_step
 from pp_models.iomm.model import IOMMSpec, parameter_names
 from pp_models.validation import check_int
 
-__all__ = ["IOMMMemberships", "IOMMParameters"]
+__all__ = ["IOMMMemberships", "IOMMParameters", "IOMMSweeps"]
 
 _TINY = np.finfo(np.float64).tiny
 _EPS = np.finfo(np.float64).epsneg
@@ -179,68 +182,99 @@ class IOMMMemberships(ZooGibbsStep):
         """Mean number of a point's own clusters under the IBP: ``alpha / N``."""
         return alpha / N
 
-    def _experts(self, point) -> tuple[np.ndarray, np.ndarray]:
+    def natural_values(self, point) -> list[np.ndarray]:
+        """The cluster parameters of ``point`` on the model's scale, as fresh arrays."""
+        return [np.array(p.natural(point), dtype=np.float64, copy=True) for p in self._params]
+
+    def experts(self, values) -> tuple[np.ndarray, np.ndarray]:
         """Every slot's natural parameters ``E`` and parameters on the model's scale
-        (``theta``, or ``mu`` and ``tau``), each (C, D, S)."""
+        (``theta``, or ``mu`` and ``tau``), each (C, D, S), from :meth:`natural_values`."""
         if self._code == BERNOULLI:
-            theta = np.asarray(self._params[0].natural(point), dtype=np.float64)
+            theta = np.asarray(values[0], dtype=np.float64)
             return (np.ascontiguousarray(logit(theta)[:, :, None]),
                     np.array(theta[:, :, None], dtype=np.float64, order="C"))
-        mu = np.asarray(self._params[0].natural(point), dtype=np.float64)
-        tau = np.asarray(self._params[1].natural(point), dtype=np.float64)
+        mu = np.asarray(values[0], dtype=np.float64)
+        tau = np.asarray(values[1], dtype=np.float64)
         return (np.ascontiguousarray(np.stack([tau, tau * mu], axis=-1)),
                 np.ascontiguousarray(np.stack([mu, tau], axis=-1)))
 
-    def step(self, point):
+    def alpha_of(self, point) -> float:
+        """``alpha`` of ``point`` (its fixed value when it is not random)."""
+        return (float(self._alpha.natural(point)) if self.spec.random_alpha
+                else float(self.spec.alpha))
+
+    def sweep(self, X, Z, values, alpha, tally) -> float:
+        """One sweep over the points, the split-merge proposals and ``alpha``'s update, on
+        ``Z`` and (where a split or merge fills or frees a slot) ``values`` in place;
+        returns the new ``alpha``. ``tally`` (int64, 3 + len(SPLIT_MERGE_STATS)) adds
+        the moves accepted, proposed, the capacity rejections and the split-merge
+        counts."""
         spec = self.spec
-        X = np.ascontiguousarray(self._x_fn(point), dtype=np.float64)
-        Z = np.array(point[self._z_key], dtype=np.int8, copy=True)
-        E, params = self._experts(point)
-        before = params.copy() if self.split_merge else None
-        experts = Experts(self._code, X, E, params, self._prior, self._background)
-        alpha = (float(self._alpha.natural(point)) if spec.random_alpha
-                 else float(spec.alpha))
-        accepted = proposed = overflow = 0
-        moves = np.zeros(len(SPLIT_MERGE_STATS), dtype=np.int64)
-        for _ in range(self.sweeps):
-            a, p, o, _flips = membership_sweep(
-                self.rng, self._code, X, Z, E, self._background, self._log_odds,
-                self.birth_rate(alpha, spec.N), float(self.beta))
-            accepted += a
-            proposed += p
-            overflow += o
-            if self.split_merge:
-                self.split_merge_kernel(self.rng, experts, Z, alpha, float(self.beta),
-                                        self.split_merge, moves)
-            if spec.random_alpha:
-                shape, rate = spec.alpha_prior
-                k_plus = int((Z != 0).any(axis=0).sum())
-                alpha = self.rng.gamma(shape + k_plus, 1.0 / (rate + self._harmonic))
-        new = {self._z_key: Z.astype(point[self._z_key].dtype)}
-        if self.split_merge and (moves[1] or moves[3]):
+        E, params = self.experts(values)
+        a, p, o, _flips = membership_sweep(
+            self.rng, self._code, X, Z, E, self._background, self._log_odds,
+            self.birth_rate(alpha, spec.N), float(self.beta))
+        tally[0] += a
+        tally[1] += p
+        tally[2] += o
+        if self.split_merge:
+            experts = Experts(self._code, X, E, params, self._prior, self._background)
+            self.split_merge_kernel(self.rng, experts, Z, alpha, float(self.beta),
+                                    self.split_merge, tally[3:])
             # the slots a split filled or a merge freed have new parameters; the others
-            # keep their stored values bit for bit
-            changed = np.flatnonzero((params != before).any(axis=(1, 2)))
-            for s, reader in enumerate(self._params):
-                old = point[reader.key]
-                value = np.array(old, copy=True)
-                value[changed] = np.asarray(reader.value(params[:, :, s]),
-                                            dtype=old.dtype)[changed]
-                new[reader.key] = value
+            # keep their values bit for bit
+            for s, value in enumerate(values):
+                value[...] = params[:, :, s]
         if spec.random_alpha:
-            old = point[self._alpha.key]
-            new[self._alpha.key] = np.asarray(self._alpha.value(np.asarray(alpha)),
-                                              dtype=old.dtype).reshape(old.shape)
-        stats = {
+            shape, rate = spec.alpha_prior
+            k_plus = int((Z != 0).any(axis=0).sum())
+            alpha = self.rng.gamma(shape + k_plus, 1.0 / (rate + self._harmonic))
+        return alpha
+
+    def stats_of(self, Z, tally) -> dict:
+        """The step's stats from the final ``Z`` and the :meth:`sweep` tally."""
+        moves = tally[3:]
+        return {
             "n_clusters": int((Z != 0).any(axis=0).sum()),
-            "moves_accepted": accepted,
-            "moves_proposed": proposed,
-            "capacity_rejections": overflow + int(moves[4]),
+            "moves_accepted": int(tally[0]),
+            "moves_proposed": int(tally[1]),
+            "capacity_rejections": int(tally[2] + moves[4]),
             "splits_accepted": int(moves[1]),
             "merges_accepted": int(moves[3]),
             "split_merge_proposed": int(moves[0] + moves[2]),
         }
-        return self.updated(point, **new), [stats]
+
+    def written(self, point, Z, values, alpha) -> dict:
+        """The point's new values of the step's variables (``values``: the cluster
+        parameters, written back only where they changed)."""
+        new = {self._z_key: Z.astype(point[self._z_key].dtype)}
+        if values is not None:
+            for reader, value in zip(self._params, values, strict=True):
+                old = point[reader.key]
+                changed = np.flatnonzero(
+                    (value != np.asarray(reader.natural(point))).any(axis=1))
+                if changed.size:
+                    stored = np.array(old, copy=True)
+                    stored[changed] = np.asarray(reader.value(value),
+                                                 dtype=old.dtype)[changed]
+                    new[reader.key] = stored
+        if self.spec.random_alpha:
+            old = point[self._alpha.key]
+            new[self._alpha.key] = np.asarray(self._alpha.value(np.asarray(alpha)),
+                                              dtype=old.dtype).reshape(old.shape)
+        return new
+
+    def step(self, point):
+        X = np.ascontiguousarray(self._x_fn(point), dtype=np.float64)
+        Z = np.array(point[self._z_key], dtype=np.int8, copy=True)
+        values = self.natural_values(point) if self.split_merge else None
+        alpha = self.alpha_of(point)
+        tally = np.zeros(3 + len(SPLIT_MERGE_STATS), dtype=np.int64)
+        for _ in range(self.sweeps):
+            alpha = self.sweep(X, Z, values if values is not None
+                               else self.natural_values(point), alpha, tally)
+        stats = self.stats_of(Z, tally)
+        return self.updated(point, **self.written(point, Z, values, alpha)), [stats]
 
 
 @register_step
@@ -289,22 +323,26 @@ class IOMMParameters(ZooGibbsStep):
         self._z_key = m.rvs_to_values[m["Z"]].name
         self._x_fn = self.compile_point_fn(m["X"])
 
-    def step(self, point):
+    def sweep(self, X, Z, values) -> tuple[int, int]:
+        """One sweep over the used clusters' parameters (``values``: ``[theta]`` or
+        ``[mu, tau]`` on the model's scale, updated in place); ``(accepted, proposed)``."""
         spec = self.spec
+        prior = spec.prior
+        if spec.likelihood == "bernoulli":
+            return self.bernoulli_sweep(self.rng, X, Z, values[0], prior["a"], prior["b"],
+                                        spec.omega, float(self.beta))
+        return self.gaussian_sweep(self.rng, X, Z, values[0], values[1], prior["mean"],
+                                   prior["sd"], prior["shape"], prior["rate"], spec.omega,
+                                   float(self.beta))
+
+    def step(self, point):
         X = np.ascontiguousarray(self._x_fn(point), dtype=np.float64)
         Z = np.ascontiguousarray(point[self._z_key], dtype=np.int8)
         values = [np.array(p.natural(point), dtype=np.float64, copy=True)
                   for p in self._params]
         accepted = proposed = 0
-        prior = spec.prior
         for _ in range(self.sweeps):
-            if spec.likelihood == "bernoulli":
-                a, p = self.bernoulli_sweep(self.rng, X, Z, values[0], prior["a"],
-                                            prior["b"], spec.omega, float(self.beta))
-            else:
-                a, p = self.gaussian_sweep(self.rng, X, Z, values[0], values[1],
-                                           prior["mean"], prior["sd"], prior["shape"],
-                                           prior["rate"], spec.omega, float(self.beta))
+            a, p = self.sweep(X, Z, values)
             accepted += a
             proposed += p
         new = {}
@@ -312,4 +350,97 @@ class IOMMParameters(ZooGibbsStep):
             old = point[reader.key]
             new[reader.key] = np.asarray(reader.value(value), dtype=old.dtype)
         stats = {"acceptance": accepted / proposed if proposed else np.nan}
+        return self.updated(point, **new), [stats]
+
+
+@register_step
+class IOMMSweeps(ZooGibbsStep):
+    """Algorithm 7.1's two steps alternated ``sweeps`` times in one ``step`` call: per
+    sweep, :class:`IOMMMemberships`' sweep (with its split-merge proposals and
+    ``alpha``'s update), then :class:`IOMMParameters`' sweep, on the state held in
+    arrays between them; the point is read and written once. It owns every free
+    variable of :func:`pp_models.iomm.model` (``Z``, the cluster parameters, ``alpha``
+    when random); the factory names it when ``thin > 1``, so a draw is ``thin`` sweeps.
+
+    With one generator it makes the draws of the two steps alternated with that
+    generator (``tests/inference/gibbs/iomm/test_sweeps.py``), so their exactness and
+    tempering tests cover it.
+
+    Parameters
+    ----------
+    vars : list
+        ``Z``, the cluster parameters and ``alpha`` when random.
+    spec : IOMMSpec
+        Filled in by the factory's step hint.
+    sweeps : int
+        Alternations per ``step`` call (the factory's ``thin``).
+    split_merge : int
+        As :class:`IOMMMemberships`.
+
+    Notes
+    -----
+    Its stats are :class:`IOMMMemberships`' (summed over the sweeps) and
+    :class:`IOMMParameters`' ``acceptance``.
+    """
+
+    name = "iomm_sweeps"
+    stats_dtypes_shapes = {**IOMMMemberships.stats_dtypes_shapes,
+                           **IOMMParameters.stats_dtypes_shapes}
+
+    can_temper = True
+
+    #: The two steps it alternates (a planted-bug twin under tests/ swaps one).
+    memberships_step = IOMMMemberships
+    parameters_step = IOMMParameters
+
+    def __init__(self, vars, *, model=None, rng=None, blocked=True, spec=None,
+                 sweeps: int = 1, split_merge: int = 0):
+        super().__init__(vars, model=model, rng=rng, blocked=blocked)
+        spec = _spec_or_error(spec, "IOMMSweeps")
+        self.sweeps = check_int(sweeps, "sweeps", minimum=1)
+        self.spec = spec
+        m = self.model
+        names = {m.values_to_rvs[v].name for v in self.vars}
+        memberships = ["Z"] + (["alpha"] if spec.random_alpha else [])
+        params = list(parameter_names(spec.likelihood))
+        if names != set(memberships) | set(params):
+            raise ValueError(f"vars: IOMMSweeps updates {sorted(memberships + params)} "
+                             f"together, got {sorted(names)}")
+        self._memberships = self.memberships_step.from_model(
+            m, memberships, spec=spec, split_merge=split_merge)
+        self._parameters = self.parameters_step.from_model(m, params, spec=spec)
+        self._x_fn = self._memberships._x_fn
+
+    def step(self, point):
+        zs, ps = self._memberships, self._parameters
+        # the two steps draw from this step's generator at its inverse temperature (set
+        # per call: a tempered run's replicas share them)
+        zs.rng = ps.rng = self.rng
+        zs.set_inverse_temperature(self.beta)
+        ps.set_inverse_temperature(self.beta)
+        X = np.ascontiguousarray(self._x_fn(point), dtype=np.float64)
+        Z = np.array(point[zs._z_key], dtype=np.int8, copy=True)
+        # the state passes through the point's storage between the sweeps, as it does
+        # between the two steps (the transforms round)
+        work = dict(point)
+        alpha = zs.alpha_of(work)
+        tally = np.zeros(3 + len(SPLIT_MERGE_STATS), dtype=np.int64)
+        accepted = proposed = 0
+        for _ in range(self.sweeps):
+            values = zs.natural_values(work)
+            alpha = zs.sweep(X, Z, values, alpha, tally)
+            work.update(zs.written(work, Z, values if zs.split_merge else None, alpha))
+            values = zs.natural_values(work)
+            alpha = zs.alpha_of(work)
+            a, p = ps.sweep(X, Z, values)
+            accepted += a
+            proposed += p
+            for reader, value in zip(zs._params, values, strict=True):
+                work[reader.key] = np.asarray(reader.value(value),
+                                              dtype=point[reader.key].dtype)
+        stats = zs.stats_of(Z, tally)
+        stats["acceptance"] = accepted / proposed if proposed else np.nan
+        new = {key: work[key] for key in (zs._z_key, *(r.key for r in zs._params))}
+        if zs.spec.random_alpha:
+            new[zs._alpha.key] = work[zs._alpha.key]
         return self.updated(point, **new), [stats]

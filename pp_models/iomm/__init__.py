@@ -20,6 +20,7 @@ from pp_models.iomm.model import (
     LIKELIHOODS,
     STEP_MEMBERSHIPS,
     STEP_PARAMETERS,
+    STEP_SWEEPS,
     IOMMSpec,
     default_capacity,
     get_spec,
@@ -47,6 +48,7 @@ __all__ = [
     "LIKELIHOODS",
     "STEP_MEMBERSHIPS",
     "STEP_PARAMETERS",
+    "STEP_SWEEPS",
     "THESIS_TABLE_7_1",
     "Agreement",
     "IOMMSpec",
@@ -101,23 +103,19 @@ FAMILY = Family(
         methods=("gibbs", "auto"),
         build=_build,
         default_dataset="reuters",
-        defaults={},
-        # single-site memberships; the split-merge move (with the new cluster's expert
-        # fitted to its members) is rarely accepted on Reuters and no start or length
-        # tried reaches stationarity (docs/families/iomm.md, "Convergence advice";
-        # docs/benchmarks.md, "Mixing per second")
-        fit_defaults={"draws": 500, "tune": 500, "chains": 2},
-        check_note="the chains are still drifting, not yet at their stationary "
-        "distribution (R-hat 1.4-3.8 on n_clusters, mean_memberships and cluster_sizes, "
-        "ESS 2-5). "
-        "From the default start n_clusters is still climbing after 4000 sweeps (4 -> 28 "
-        "and 9 -> 30); from a 30-cluster k-means start it holds at 30-34 but "
-        "mean_memberships drifts (2.9 -> 2.3) while the other start's chains reach 3.6. "
-        "Split-merge (--param split_merge=5, a split drawing the new cluster's expert "
-        "from its members) accepts 0.003-0.004 splits per draw and leaves R-hat at "
-        "2.2-2.3: over 3000 sweeps its chains held mean_memberships apart (3.6 and 2.2). "
-        "--tempering 4 did not help: read a run's memberships.png as one state the "
-        "sampler reached.",
+        # a draw is thin sweeps of both steps in one step call (the chains need
+        # thousands of sweeps); no budget near the default's reaches stationarity on
+        # Reuters (docs/families/iomm.md, "Convergence advice")
+        defaults={"thin": 16},
+        fit_defaults={"draws": 300, "tune": 300, "chains": 2},
+        check_note="the chains are not yet at their stationary distribution. "
+        "From the default start n_clusters climbs for ~4000 sweeps (to 25-33 of 36 "
+        "slots); after that one effective draw of n_clusters or mean_memberships costs "
+        "~600-1000 sweeps, and the chains can sit for ~10^4 sweeps in two regimes "
+        "(mean_memberships ~2.4 and ~2.85). The default's 9600 sweeps per chain pass the "
+        "climb but give an ESS of a few; a passing run needs ~2*10^5 sweeps per chain "
+        "(e.g. --param thin=500 --tune 20 --draws 400, ~15-20 min per chain). Read "
+        "memberships.png as one state the sampler reached.",
     ),
     plot=_outputs.plot_results,
     plot_name="memberships",

@@ -26,7 +26,8 @@ parameters summed (Eq. 7.4):
 ``fit(model)`` runs Algorithm 7.1: the step ``"iomm_memberships"`` (Gibbs on the shared
 memberships, Metropolis-Hastings on each point's own clusters, and ``alpha`` when
 random) and the step ``"iomm_parameters"`` (Metropolis-Hastings on every used cluster's
-parameters, Eq. 7.13; unused slots redrawn from the prior). Which slot a cluster
+parameters, Eq. 7.13; unused slots redrawn from the prior); with ``thin > 1`` the step
+``"iomm_sweeps"`` alternates the two ``thin`` times per recorded draw. Which slot a cluster
 occupies is arbitrary; the derived statistics are label-invariant. With the default
 capacity each chain starts from a prior draw of ``Z`` (``initval="prior"``): from the
 empty matrix, clusters appear only through the moves on points' own clusters, whose
@@ -67,6 +68,7 @@ __all__ = [
     "LIKELIHOODS",
     "STEP_MEMBERSHIPS",
     "STEP_PARAMETERS",
+    "STEP_SWEEPS",
     "IOMMSpec",
     "default_capacity",
     "get_spec",
@@ -76,9 +78,11 @@ __all__ = [
 
 LIKELIHOODS = ("bernoulli", "gaussian")
 
-#: Registry names of the two steps of Algorithm 7.1.
+#: Registry names of the two steps of Algorithm 7.1, and of the step that alternates
+#: them ``thin`` times per draw.
 STEP_MEMBERSHIPS = "iomm_memberships"
 STEP_PARAMETERS = "iomm_parameters"
+STEP_SWEEPS = "iomm_sweeps"
 
 #: Default width parameter omega of the parameter proposals (Eq. 7.13): the Beta
 #: proposal's concentration (Bernoulli), the inverse variance of the random walks in the
@@ -153,6 +157,7 @@ def model(
     background=None,
     omega: float | None = None,
     split_merge: int = DEFAULT_SPLIT_MERGE,
+    thin: int = 1,
     feature_names=None,
 ) -> pm.Model:
     """Build the infinite overlapping mixture model of ``X`` (points x features).
@@ -191,6 +196,10 @@ def model(
         (:mod:`custom_ops.iomm.split_merge`: a split proposes the new cluster's members
         and its expert, fitted to them; a merge frees a slot; 0: Algorithm 7.1's
         single-site moves only).
+    thin : int
+        Sweeps per recorded draw: with ``thin > 1`` one step (``"iomm_sweeps"``)
+        alternates the membership and parameter sweeps ``thin`` times per draw, so a run
+        of ``draws`` explores ``thin`` times as far for the per-draw cost of one.
     feature_names : sequence of str, optional
         Names of the columns (coordinates of the ``feature`` dimension).
 
@@ -206,7 +215,7 @@ def model(
         Naming the argument: ``X`` not 2-D, with fewer than 2 rows, non-finite values,
         or non-binary values for the Bernoulli likelihood; an unknown ``likelihood``;
         ``alpha <= 0``; non-positive prior parameters; ``capacity < 1``; options of the
-        other likelihood; ``split_merge < 0``. Nothing is compiled.
+        other likelihood; ``split_merge < 0``; ``thin < 1``. Nothing is compiled.
     """
     if likelihood not in LIKELIHOODS:
         raise ValueError(f"likelihood must be one of {LIKELIHOODS}, got {likelihood!r}")
@@ -263,6 +272,7 @@ def model(
     alpha_fixed, alpha_prior = _alpha_spec(alpha)
     omega = DEFAULT_OMEGA[likelihood] if omega is None else check_positive(omega, "omega")
     split_merge = check_int(split_merge, "split_merge", minimum=0)
+    thin = check_int(thin, "thin", minimum=1)
     if capacity is None:
         mean_alpha = alpha_fixed if alpha_prior is None else alpha_prior[0] / alpha_prior[1]
         slots = default_capacity(mean_alpha, N)
@@ -305,9 +315,12 @@ def model(
     info = ZooModelInfo(
         family=family_of_module(__name__),
         preferred_method="gibbs",
-        step_hints=(StepHint(STEP_MEMBERSHIPS, memberships,
-                             {"spec": spec, "split_merge": split_merge}),
-                    StepHint(STEP_PARAMETERS, params, {"spec": spec})),
+        step_hints=((StepHint(STEP_MEMBERSHIPS, memberships,
+                              {"spec": spec, "split_merge": split_merge}),
+                     StepHint(STEP_PARAMETERS, params, {"spec": spec}))
+                    if thin == 1 else
+                    (StepHint(STEP_SWEEPS, (*memberships, *params),
+                              {"spec": spec, "split_merge": split_merge, "sweeps": thin}),)),
         derived=DERIVED,
         label_variables=("Z", *params),
         relabelling=Relabelling("cluster", allocations="Z", kind="memberships"),

@@ -1,21 +1,26 @@
 """The product of experts in closed form (Heller 2007 Eqs 7.4-7.7) against the
 normalised product computed by brute force: a sum over all 2^D binary vectors for
-Bernoulli experts, numerical integration over the line for 1-D Gaussian experts."""
+Bernoulli experts, numerical integration over the line for 1-D Gaussian experts. The
+Bernoulli ratio on cached sigmoids against differences of per-entry log densities."""
 
 import itertools
 import math
 
 import numpy as np
 import pytest
-from scipy import integrate, stats
+from scipy import integrate, special, stats
 
 from custom_ops.iomm.experts import (
     BERNOULLI,
     GAUSSIAN,
+    bernoulli_shift_gain,
     dim_loglik,
+    log_product_step,
     point_sums,
+    product_is_bounded,
     row_loglik,
     row_loglik_shift,
+    sigmoid_pair,
 )
 from pp_models.iomm import bernoulli_product, gaussian_product
 
@@ -130,3 +135,50 @@ def test_bernoulli_loglik_is_stable_at_large_natural_parameters():
         for x in (0.0, 1.0):
             value = dim_loglik(BERNOULLI, x, eta, 0.0, False, 0.0, 1.0)
             assert value == pytest.approx(x * eta - np.logaddexp(0.0, eta), rel=1e-14)
+
+
+def test_sigmoid_pair_is_accurate_in_both_tails():
+    for t in (-800.0, -40.0, -1.5, 0.0, 1e-3, 3.0, 40.0, 800.0):
+        p, q = sigmoid_pair(t)
+        assert p == pytest.approx(special.expit(t), rel=1e-15, abs=0.0)
+        assert q == pytest.approx(special.expit(-t), rel=1e-15, abs=0.0)
+
+
+def test_log_product_step_never_under_or_overflows():
+    rng = np.random.default_rng(3)
+    factors = np.exp(rng.uniform(-700.0, 700.0, size=400))
+    factors[::7] = np.exp(rng.normal(0.0, 2.0, size=len(factors[::7])))
+    prod, acc = 1.0, 0.0
+    for f in factors:
+        prod, acc = log_product_step(prod, acc, f)
+    assert acc + math.log(prod) == pytest.approx(np.log(factors).sum(), rel=1e-12)
+
+
+@pytest.mark.parametrize("scale", [1.0, 30.0, 700.0])
+def test_bernoulli_shift_gain_is_the_difference_of_log_densities(scale):
+    """The cached-sigmoid ratio against the per-entry log densities, for natural sums
+    from ordinary to near the ends of the float range."""
+    rng = np.random.default_rng(4)
+    Dn = 60
+    seen = set()
+    for _ in range(20):
+        x = (rng.random(Dn) < 0.5).astype(float)
+        t = rng.uniform(-scale, scale, size=Dn)
+        e = rng.uniform(-min(scale, 700.0), min(scale, 36.0), size=Dn)
+        pq = np.array([sigmoid_pair(v) for v in t])
+        bounded = product_is_bounded(e)
+        got = bernoulli_shift_gain(x, e, np.exp(e), pq[:, 0].copy(), pq[:, 1].copy(), bounded)
+        guarded = bernoulli_shift_gain(x, e, np.exp(e), pq[:, 0].copy(), pq[:, 1].copy(),
+                                       False)
+        assert guarded == pytest.approx(expected_of(x, t, e), rel=1e-10,
+                                        abs=1e-9 * (1 + scale))
+        assert got == pytest.approx(expected_of(x, t, e), rel=1e-10, abs=1e-9 * (1 + scale))
+        seen.add(bool(bounded))
+    # both products checked: the unguarded one at ordinary sums, the guarded at extreme
+    assert seen == ({False} if scale >= 700 else {True})
+
+
+def expected_of(x, t, e):
+    return sum(dim_loglik(BERNOULLI, x[d], t[d] + e[d], 0.0, False, 0.0, 1.0)
+               - dim_loglik(BERNOULLI, x[d], t[d], 0.0, False, 0.0, 1.0)
+               for d in range(len(x)))

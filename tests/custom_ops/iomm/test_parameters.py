@@ -81,11 +81,14 @@ BUF = np.empty(len(ROWS))
 def _bernoulli_start(rng, theta, move, args):
     a, b, omega, beta = args
     eta = ETA_REST + np.log(theta / (1 - theta))
-    ll = X_BIN * eta - np.logaddexp(0, eta)
+    p, q = special.expit(eta), special.expit(-eta)
     for _ in range(MOVES):
-        theta = move(rng, X_BIN, eta, ll, ROWS, theta, a, b, omega, beta, BUF)
-    # the cached log densities follow the accepted moves
-    np.testing.assert_allclose(ll, X_BIN * eta - np.logaddexp(0, eta), rtol=1e-9, atol=1e-12)
+        theta = move(rng, X_BIN, eta, p, q, ROWS, theta, a, b, omega, beta)
+    # the cached sums and sigmoids follow the accepted moves
+    np.testing.assert_allclose(eta, ETA_REST + np.log(theta / (1 - theta)), rtol=1e-9,
+                               atol=1e-9)
+    np.testing.assert_allclose(p, special.expit(eta), rtol=1e-12)
+    np.testing.assert_allclose(q, special.expit(-eta), rtol=1e-12)
     return theta
 
 

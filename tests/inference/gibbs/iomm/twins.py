@@ -26,7 +26,7 @@ import math
 
 import numpy as np
 
-from custom_ops.iomm.experts import dim_loglik
+from custom_ops.iomm.experts import dim_loglik, sigmoid_pair
 from custom_ops.iomm.parameters import (
     bernoulli_sweep_state,
     cluster_members,
@@ -84,7 +84,7 @@ class OtherPointsOddsMemberships(IOMMMemberships):
 
 
 @njit_exact
-def no_hastings_coordinate_move(rng, x, eta, ll, rows, theta, a, b, omega, beta, buf):
+def no_hastings_coordinate_move(rng, x, eta, p, q, rows, theta, a, b, omega, beta):
     proposal = rng.beta(omega * theta, omega * (1.0 - theta))
     if not 0.0 < proposal < 1.0:
         return theta
@@ -93,15 +93,16 @@ def no_hastings_coordinate_move(rng, x, eta, ll, rows, theta, a, b, omega, beta,
     delta = 0.0
     for j in range(rows.shape[0]):
         i = rows[j]
-        buf[j] = dim_loglik(0, x[i], eta[i] + shift, 0.0, False, 0.0, 1.0)
-        delta += buf[j] - ll[i]
+        delta += (dim_loglik(0, x[i], eta[i] + shift, 0.0, False, 0.0, 1.0)
+                  - dim_loglik(0, x[i], eta[i], 0.0, False, 0.0, 1.0))
     log_ratio = (beta * delta
                  + (a - 1.0) * (math.log(proposal) - math.log(theta))
                  + (b - 1.0) * (math.log1p(-proposal) - math.log1p(-theta)))
     if log_ratio >= 0.0 or rng.random() < math.exp(log_ratio):
         for j in range(rows.shape[0]):
-            eta[rows[j]] += shift
-            ll[rows[j]] = buf[j]
+            i = rows[j]
+            eta[i] += shift
+            p[i], q[i] = sigmoid_pair(eta[i])
         return proposal
     return theta
 
@@ -110,18 +111,17 @@ def no_hastings_coordinate_move(rng, x, eta, ll, rows, theta, a, b, omega, beta,
 def _no_hastings_sweep(rng, X, Z, theta, prior_a, prior_b, omega, beta):
     C = Z.shape[1]
     D = X.shape[1]
-    eta, ll, Xt = bernoulli_sweep_state(X, Z, theta)
+    eta, p, q, Xt = bernoulli_sweep_state(X, Z, theta)
     start, rows = cluster_members(Z)
-    buf = np.empty(Z.shape[0])
     for k in range(C):
         members = rows[start[k]:start[k + 1]]
         for d in range(D):
             if members.shape[0] == 0:
                 theta[k, d] = rng.beta(prior_a[d], prior_b[d])
                 continue
-            theta[k, d] = no_hastings_coordinate_move(rng, Xt[d], eta[d], ll[d], members,
-                                                      theta[k, d], prior_a[d], prior_b[d],
-                                                      omega, beta, buf)
+            theta[k, d] = no_hastings_coordinate_move(rng, Xt[d], eta[d], p[d], q[d],
+                                                      members, theta[k, d], prior_a[d],
+                                                      prior_b[d], omega, beta)
     return 0, 1
 
 
