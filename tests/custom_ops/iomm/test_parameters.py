@@ -18,7 +18,7 @@ from custom_ops.iomm.parameters import (
     gaussian_mean_move,
     gaussian_precision_move,
 )
-from tests.inference.gibbs.iomm.twins import (
+from tests.custom_ops.iomm.twins import (
     no_hastings_coordinate_move,
     no_jacobian_precision_move,
 )

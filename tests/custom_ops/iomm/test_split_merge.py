@@ -31,8 +31,8 @@ from scipy import stats
 from custom_ops.iomm.experts import BERNOULLI, GAUSSIAN
 from custom_ops.iomm.split_merge import SPLIT_MERGE_STATS, Experts, split_merge_moves
 from custom_ops.jit import njit_exact
+from tests.custom_ops.iomm.twins import without_reverse_proposal
 from tests.helpers.twin_kernels import twin_kernel
-from tests.inference.gibbs.iomm.twins import without_reverse_proposal
 from tests.oracles.iomm import (
     bernoulli_joint_draws,
     joint_cell,

@@ -9,55 +9,31 @@
 - :class:`NoJacobianParameters`: the Gaussian precision's random walk on ``log tau``
   without its Hastings term ``tau' / tau``.
 - :class:`NoProposalTermsSplitMerge`: the split-merge move's acceptance ratio without
-  the proposal probabilities (:func:`without_proposal_terms`, planted in
+  the proposal probabilities (``without_proposal_terms`` planted in
   :func:`custom_ops.iomm.split_merge.split_merge_moves` by ``twin_kernel``).
-- :func:`without_reverse_proposal`: the split-merge ratio without the reverse move's
-  probability (planted by ``twin_kernel`` in the tests of the move).
 - :class:`IgnoresBetaMemberships`, :class:`IgnoresBetaParameters`: accept an inverse
   temperature and keep sampling the posterior (beta = 1), the steps a tempered run would
   get if beta were not passed to the kernels.
 
-The kernels below are test-only copies of the shipped ones with the one line changed.
+The test-only kernels the parameter twins run are in ``tests/custom_ops/iomm/twins.py``.
 """
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
-from custom_ops.iomm.experts import dim_loglik, sigmoid_pair
-from custom_ops.iomm.parameters import (
-    bernoulli_sweep_state,
-    cluster_members,
-    gaussian_mean_move,
-    gaussian_sweep_state,
-)
 from custom_ops.iomm.split_merge import split_merge_moves
-from custom_ops.jit import njit_exact
 from inference.gibbs.iomm import IOMMMemberships, IOMMParameters
 from pp_models.validation import check_inverse_temperature
+from tests.custom_ops.iomm.twins import (
+    no_hastings_sweep,
+    no_jacobian_sweep,
+    without_proposal_terms,
+)
 from tests.helpers.twin_kernels import twin_kernel
 
 __all__ = ["IgnoresBetaMemberships", "IgnoresBetaParameters", "NoHastingsParameters",
-           "NoJacobianParameters", "NoProposalTermsSplitMerge", "OtherPointsOddsMemberships",
-           "no_hastings_coordinate_move", "no_jacobian_precision_move",
-           "without_proposal_terms", "without_reverse_proposal"]
-
-
-@njit_exact
-def without_proposal_terms(log_prior_ratio, log_lik_ratio, beta, log_q_reverse,
-                           log_q_forward):
-    """The split-merge ratio with the proposal's reverse and forward probabilities left
-    out."""
-    return log_prior_ratio + beta * log_lik_ratio
-
-
-@njit_exact
-def without_reverse_proposal(log_prior_ratio, log_lik_ratio, beta, log_q_reverse,
-                             log_q_forward):
-    """The split-merge ratio with the reverse move's probability (density) left out."""
-    return log_prior_ratio + beta * log_lik_ratio - log_q_forward
+           "NoJacobianParameters", "NoProposalTermsSplitMerge", "OtherPointsOddsMemberships"]
 
 
 class NoProposalTermsSplitMerge(IOMMMemberships):
@@ -83,105 +59,18 @@ class OtherPointsOddsMemberships(IOMMMemberships):
         return out
 
 
-@njit_exact
-def no_hastings_coordinate_move(rng, x, eta, p, q, rows, theta, a, b, omega, beta):
-    proposal = rng.beta(omega * theta, omega * (1.0 - theta))
-    if not 0.0 < proposal < 1.0:
-        return theta
-    shift = (math.log(proposal) - math.log1p(-proposal)) - (math.log(theta)
-                                                            - math.log1p(-theta))
-    delta = 0.0
-    for j in range(rows.shape[0]):
-        i = rows[j]
-        delta += (dim_loglik(0, x[i], eta[i] + shift, 0.0, False, 0.0, 1.0)
-                  - dim_loglik(0, x[i], eta[i], 0.0, False, 0.0, 1.0))
-    log_ratio = (beta * delta
-                 + (a - 1.0) * (math.log(proposal) - math.log(theta))
-                 + (b - 1.0) * (math.log1p(-proposal) - math.log1p(-theta)))
-    if log_ratio >= 0.0 or rng.random() < math.exp(log_ratio):
-        for j in range(rows.shape[0]):
-            i = rows[j]
-            eta[i] += shift
-            p[i], q[i] = sigmoid_pair(eta[i])
-        return proposal
-    return theta
-
-
-@njit_exact
-def _no_hastings_sweep(rng, X, Z, theta, prior_a, prior_b, omega, beta):
-    C = Z.shape[1]
-    D = X.shape[1]
-    eta, p, q, Xt = bernoulli_sweep_state(X, Z, theta)
-    start, rows = cluster_members(Z)
-    for k in range(C):
-        members = rows[start[k]:start[k + 1]]
-        for d in range(D):
-            if members.shape[0] == 0:
-                theta[k, d] = rng.beta(prior_a[d], prior_b[d])
-                continue
-            theta[k, d] = no_hastings_coordinate_move(rng, Xt[d], eta[d], p[d], q[d],
-                                                      members, theta[k, d], prior_a[d],
-                                                      prior_b[d], omega, beta)
-    return 0, 1
-
-
 class NoHastingsParameters(IOMMParameters):
     """The Beta proposal of Eq. 7.13 treated as symmetric."""
 
     name = "test_iomm_no_hastings"
-    bernoulli_sweep = staticmethod(_no_hastings_sweep)
-
-
-@njit_exact
-def no_jacobian_precision_move(rng, x, P, H, ll, rows, mu, tau, shape0, rate0, omega, beta,
-                               buf):
-    proposal = tau * math.exp(rng.standard_normal() / math.sqrt(omega))
-    dP = proposal - tau
-    dH = dP * mu
-    delta = 0.0
-    for j in range(rows.shape[0]):
-        i = rows[j]
-        buf[j] = dim_loglik(1, x[i], P[i] + dP, H[i] + dH, False, 0.0, 1.0)
-        delta += buf[j] - ll[i]
-    log_ratio = (beta * delta + (shape0 - 1.0) * (math.log(proposal) - math.log(tau))
-                 - rate0 * (proposal - tau))
-    if log_ratio >= 0.0 or rng.random() < math.exp(log_ratio):
-        for j in range(rows.shape[0]):
-            P[rows[j]] += dP
-            H[rows[j]] += dH
-            ll[rows[j]] = buf[j]
-        return proposal
-    return tau
-
-
-@njit_exact
-def _no_jacobian_sweep(rng, X, Z, mu, tau, mean0, sd0, shape0, rate0, omega, beta):
-    C = Z.shape[1]
-    D = X.shape[1]
-    P, H, ll, Xt = gaussian_sweep_state(X, Z, mu, tau)
-    start, rows = cluster_members(Z)
-    buf = np.empty(Z.shape[0])
-    for k in range(C):
-        members = rows[start[k]:start[k + 1]]
-        for d in range(D):
-            if members.shape[0] == 0:
-                mu[k, d] = mean0[d] + sd0[d] * rng.standard_normal()
-                tau[k, d] = rng.gamma(shape0[d], 1.0 / rate0[d])
-                continue
-            mu[k, d] = gaussian_mean_move(rng, Xt[d], P[d], H[d], ll[d], members,
-                                          mu[k, d], tau[k, d], mean0[d], sd0[d], omega,
-                                          beta, buf)
-            tau[k, d] = no_jacobian_precision_move(rng, Xt[d], P[d], H[d], ll[d], members,
-                                                   mu[k, d], tau[k, d], shape0[d],
-                                                   rate0[d], omega, beta, buf)
-    return 0, 1
+    bernoulli_sweep = staticmethod(no_hastings_sweep)
 
 
 class NoJacobianParameters(IOMMParameters):
     """The log-scale random walk on the Gaussian precisions without ``tau' / tau``."""
 
     name = "test_iomm_no_jacobian"
-    gaussian_sweep = staticmethod(_no_jacobian_sweep)
+    gaussian_sweep = staticmethod(no_jacobian_sweep)
 
 
 class IgnoresBetaMemberships(IOMMMemberships):
