@@ -18,9 +18,10 @@ alternates them several times per draw.
 :func:`pp_models.iomm.model` names both in its step hints, so ``fit(iomm.model(X))``
 alternates them as Algorithm 7.1 does; with ``thin > 1`` it names ``"iomm_sweeps"``
 (:class:`IOMMSweeps`) instead, which runs ``thin`` alternations per draw on the state held
-in arrays, making the same draws as the two steps alternated with one generator. Each step leaves the model's joint posterior
-invariant on its own; the pair samples the exchangeable posterior (which slot a new
-cluster occupies is arbitrary, so only label-invariant quantities have a meaning).
+in arrays, making the same draws as the two steps alternated with one generator. Each
+step leaves the model's joint posterior invariant on its own; the pair samples the
+exchangeable posterior (which slot a new cluster occupies is arbitrary, so only
+label-invariant quantities have a meaning).
 
 Both steps temper (the tempering contract of :class:`~inference.gibbs.ZooGibbsStep`):
 their kernels take ``beta``, the power of the likelihood ``p(X | Z, Theta)`` in every
