@@ -10,11 +10,11 @@ subtree root drawn uniformly among the non-root nodes, a new position drawn from
 generative process on the rest (restarted until it diverges before the subtree's root,
 at most 200 tries, else the move is void), the full Metropolis-Hastings ratio with the
 proposal densities and the ratio of the numbers of subtrees; then every divergence time
-slice-sampled (Neal 2003, stepping out and shrinkage) in ``log(1 - t)`` with its
-Jacobian, in a random order. The Metropolis-Hastings log ratio (:func:`mh_log_ratio`)
-and the Jacobian of the times (:func:`log_time_jacobian`) are kernels of their own: the
-tests' planted-bug twins are this sweep compiled with one of them replaced
-(``tests/helpers/twin_kernels.py``).
+slice-sampled (Neal 2003, stepping out and shrinkage:
+:func:`custom_ops.slice.slice_sample`) in ``log(1 - t)`` with its Jacobian, in a random
+order. The Metropolis-Hastings log ratio (:func:`mh_log_ratio`) and the Jacobian of the
+times (:func:`log_time_jacobian`) are kernels of their own: the tests' planted-bug twins
+are this sweep compiled with one of them replaced (``tests/helpers/twin_kernels.py``).
 
 Power posteriors: the sweep targets ``p(T) p(X | T)^beta`` for an inverse temperature
 ``beta`` in [0, 1] (``beta = 1``: the posterior). The prior ``p(T)`` and the likelihood
@@ -31,6 +31,7 @@ generator, so the caller's generator advances and a seed reproduces a chain).
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import numpy as np
 
@@ -39,6 +40,7 @@ from custom_ops.pydt.messages import (
     EDGE,
     NODE,
     Check,
+    PYDTState,
     attach,
     cached_total,
     clear_node,
@@ -56,6 +58,7 @@ from custom_ops.pydt.messages import (
     state_root_term,
 )
 from custom_ops.pydt.ops import choose_branch, parameter_code, pydt_forward
+from custom_ops.slice import SliceSettings, slice_sample
 from custom_ops.trees.diffusion import UNUSED_SLOT, diffusion_tree_structure
 
 # @njit_exact_numpy, as custom_ops.pydt.messages: a NaN or infinite density is rejected,
@@ -208,12 +211,36 @@ def log_time_jacobian(l):
     return l
 
 
+class _TimeTarget(NamedTuple):
+    """What the slice sampler's density of one time reads: the node ``v``, the state,
+    the tempered total of the terms that do not depend on ``t_v`` (``rest``), the open
+    interval ``(lo, hi)`` of ``log(1 - t_v)`` and the check."""
+
+    v: int
+    st: PYDTState
+    rest: float
+    lo: float
+    hi: float
+    chk: Check
+
+
+@njit_exact_numpy
+def _time_log_density(x, target):
+    """The tempered log density at ``log(1 - t_v) = x`` with its Jacobian, the caches
+    moved there (:func:`_slice_eval`)."""
+    st = target.st
+    return log_time_jacobian(x) + _check_value(
+        target.rest + _slice_eval(x, target.v, st, target.lo, target.hi), st, target.chk)
+
+
 @njit_exact_numpy
 def _slice_time(rng, v, st, tot, chk):
-    """Slice-sample log(1 - t_v) (Neal 2003) from the power posterior at ``st.beta``. The
-    target at ``x`` is ``tot - base + _slice_eval(x) + log_time_jacobian(x)`` (``tot``
-    tempered: ``tot[0] + beta tot[1]``) with ``base`` the changed terms at the current
-    value, so repeated evaluations do not accumulate rounding."""
+    """Slice-sample log(1 - t_v) (:func:`custom_ops.slice.slice_sample`) from the power
+    posterior at ``st.beta``. The target at ``x`` is ``tot - base + _slice_eval(x) +
+    log_time_jacobian(x)`` (``tot`` tempered: ``tot[0] + beta tot[1]``) with ``base`` the
+    changed terms at the current value, so repeated evaluations do not accumulate
+    rounding. Between the children's latest time and the parent's the interval is the
+    whole support; above the root it steps out by ``1 + |hi|``."""
     parent = st.topo.parent
     first = st.topo.first
     nxt = st.topo.next
@@ -240,40 +267,8 @@ def _slice_time(rng, v, st, tot, chk):
     rest = tot[0] + beta * tot[1] - base
     x0 = lt[v - n]
     f0 = tot[0] + beta * tot[1] + log_time_jacobian(x0)
-    if not math.isfinite(f0):
-        return
-    log_y = f0 + math.log(rng.random())
-    if math.isfinite(lo):
-        left = lo
-        right = hi
-    else:
-        width = 1.0 + abs(hi)
-        left = x0 - width * rng.random()
-        right = min(left + width, hi)
-        j = int(_MAX_STEPS * rng.random())
-        kk = _MAX_STEPS - 1 - j
-        while j > 0 and log_time_jacobian(left) + _check_value(
-                rest + _slice_eval(left, v, st, lo, hi), st, chk) > log_y:
-            left -= width
-            j -= 1
-        while kk > 0 and right < hi and log_time_jacobian(right) + _check_value(
-                rest + _slice_eval(right, v, st, lo, hi), st, chk) > log_y:
-            right = min(right + width, hi)
-            kk -= 1
-    for _ in range(_MAX_SHRINK):
-        x1 = left + (right - left) * rng.random()
-        if not lo < x1 < hi:
-            continue
-        f1 = log_time_jacobian(x1) + _check_value(rest + _slice_eval(x1, v, st, lo, hi),
-                                                  st, chk)
-        if f1 > log_y:
-            return
-        if x1 < x0:
-            left = x1
-        else:
-            right = x1
-    # the bracket collapsed in floating point without hitting the slice: stay put
-    _slice_eval(x0, v, st, lo, hi)
+    slice_sample(rng, _time_log_density, _TimeTarget(v, st, rest, lo, hi, chk), x0, f0,
+                 lo, hi, SliceSettings(1.0 + abs(hi), _MAX_STEPS, _MAX_SHRINK))
 
 
 @njit_exact_numpy

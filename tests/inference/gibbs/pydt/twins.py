@@ -6,6 +6,7 @@ import math
 
 from custom_ops.jit import njit_exact_numpy
 from custom_ops.pydt.branch import pydt_branch_moves
+from custom_ops.pydt.hyper import pydt_branch_hyper
 from custom_ops.pydt.sweep import pydt_sweep
 from inference.gibbs.pydt import PYDTTreeStep
 from tests.helpers.twin_kernels import twin_kernel
@@ -78,6 +79,19 @@ def branch_twin(bug):
     return twin_kernel(pydt_branch_moves, **BRANCH_BUGS[bug])
 
 
+def branch_hyper_twin(bug):
+    """The compiled branch moves and centred updates (``pydt_branch_hyper``) with the
+    branch-point bug named ``bug``."""
+    return twin_kernel(pydt_branch_hyper, **BRANCH_BUGS[bug])
+
+
+@njit_exact_numpy
+def no_transform_jacobian(kind, x):
+    """``log_transform_jacobian`` left out: c, theta, alpha slice-sampled on the log /
+    logit scale against their prior density in the original scale."""
+    return 0.0
+
+
 # --- the twin steps ----------------------------------------------------------------
 class ShortcutTreeStep(PYDTTreeStep):
     """Planted bug: the prior-as-proposal acceptance for every subtree."""
@@ -107,6 +121,7 @@ class BranchNoTimeDensityTreeStep(PYDTTreeStep):
 
     name = "test_pydt_branch_no_time_density"
     branch_kernel = staticmethod(branch_twin("time density dropped"))
+    hyper_kernel = staticmethod(branch_hyper_twin("time density dropped"))
 
 
 class NoncentredNoJacobianTreeStep(PYDTTreeStep):
@@ -128,6 +143,8 @@ class CentredNoJacobianTreeStep(PYDTTreeStep):
     left out)."""
 
     name = "test_pydt_centred_no_jacobian"
+    hyper_kernel = staticmethod(
+        twin_kernel(pydt_branch_hyper, log_transform_jacobian=no_transform_jacobian))
 
     def hyperprior_logp(self, rvs):
         return self.model.logp(vars=rvs, jacobian=False)
