@@ -64,20 +64,34 @@ from custom_ops.trees.diffusion import UNUSED_SLOT, diffusion_tree_structure
 # @njit_exact_numpy, as custom_ops.pydt.messages: a NaN or infinite density is rejected,
 # not raised
 
-__all__ = ["log_time_jacobian", "mh_log_ratio", "pydt_sweep", "sweep_inputs_valid"]
+__all__ = [
+    "NO_POSITION",
+    "attach_position",
+    "log_attach_density",
+    "log_time_jacobian",
+    "mh_log_ratio",
+    "pydt_sweep",
+    "sample_attach",
+    "sweep_inputs_valid",
+]
 
 _MAX_TRIES = 200
 _MAX_SHRINK = 200
 _MAX_STEPS = 50
-# a proposal that found no position (after _MAX_TRIES restarts of the generative process)
-_FAIL = 2
+#: the mode :func:`sample_attach` returns when it found no position (after 200 restarts
+#: of the generative process)
+NO_POSITION = 2
 
 
 @njit_exact_numpy
-def _sample_attach(rng, st, l_limit):
-    """The generative process for one new point on the tree under ``st``'s root (Eqs.
-    4.9-4.11), restarted until it diverges before ``log(1 - t) = l_limit``; as
-    pp_models.pydt.attach.sample_attach. Returns ``(mode, anchor, log1m_t)``."""
+def sample_attach(rng, st, l_limit):
+    """Where the generative process places one new point on the tree under ``st``'s
+    root (Eqs. 4.9-4.11: exponential waiting times in A-space at rate ``c
+    Gamma(m - alpha) / Gamma(m + 1 + theta)`` on the edge into a node of ``m`` leaves,
+    then a branch chosen as the Pitman-Yor urn says), restarted until it diverges
+    before ``log(1 - t) = l_limit`` (at most 200 times). Returns ``(mode, anchor,
+    log1m_t)``: on the edge above ``anchor`` at ``log1m_t`` (:data:`EDGE`), at the
+    internal node ``anchor`` (:data:`NODE`, ``log1m_t`` NaN), or :data:`NO_POSITION`."""
     first = st.topo.first
     nxt = st.topo.next
     nch = st.topo.n_children
@@ -104,14 +118,15 @@ def _sample_attach(rng, st, l_limit):
                 return NODE, v, math.nan
             u_top = u_v
             v = chosen
-    return _FAIL, -1, math.nan
+    return NO_POSITION, -1, math.nan
 
 
 @njit_exact_numpy
-def _log_attach_density(st, mode, anchor, l_attach, path):
-    """log density (in t) of the generative process placing one point at ``(mode,
-    anchor, l_attach)`` on the tree under ``st``'s root; as
-    pp_models.pydt.attach.log_attach_density (``path``: workspace)."""
+def log_attach_density(st, mode, anchor, l_attach, path):
+    """log density (in t) of the generative process placing one new point at ``(mode,
+    anchor, l_attach)`` on the tree under ``st``'s root (Eqs. 4.9-4.11, 4.16; ``path``:
+    an int64 workspace of the tree's size). A test oracle written on the Python tree is
+    ``tests.oracles.pydt.log_attach_density``."""
     parent = st.topo.parent
     nch = st.topo.n_children
     nb = st.topo.n_below
@@ -346,12 +361,12 @@ def pydt_sweep(rng, parent, log1m_t, X, params, n_moves, slice_times, check):
         if v >= n:
             acc[0] -= lp[v]
             lp[v] = 0.0
-        mode1, anchor1, l_new = _sample_attach(rng, st, l_limit)
+        mode1, anchor1, l_new = sample_attach(rng, st, l_limit)
         log_ratio = -np.inf
         slot = -1
-        if mode1 != _FAIL:
-            log_q_new = _log_attach_density(st, mode1, anchor1, l_new, path)
-            log_q_old = _log_attach_density(st, mode0, anchor0, l_old, path)
+        if mode1 != NO_POSITION:
+            log_q_new = log_attach_density(st, mode1, anchor1, l_new, path)
+            log_q_old = log_attach_density(st, mode0, anchor0, l_old, path)
             if mode1 == EDGE:
                 st.free_top[0] -= 1
                 slot = st.free[st.free_top[0]]
@@ -377,14 +392,14 @@ def pydt_sweep(rng, parent, log1m_t, X, params, n_moves, slice_times, check):
                            + abs(ref1_l - ref0_l - acc[1]) / (1.0 + abs(ref1_l)))
                     if not err <= max_err:
                         max_err = err
-        if mode1 != _FAIL and math.log(rng.random()) < log_ratio:
+        if mode1 != NO_POSITION and math.log(rng.random()) < log_ratio:
             accepted += 1
             tot[0], tot[1] = cached_total(st)
             st.n_internal[0] = n_internal + (1 if mode1 == EDGE else 0) - (
                 1 if freed >= 0 else 0)
         else:
             # undo the structure edits (LIFO slots), then the cached values
-            if mode1 != _FAIL:
+            if mode1 != NO_POSITION:
                 detach(v, st)
             slot0 = -1
             if mode0 == EDGE:
@@ -425,6 +440,18 @@ def pydt_sweep(rng, parent, log1m_t, X, params, n_moves, slice_times, check):
             lt[v - n] = 0.0
     tp, tl = cached_total(st)
     return accepted, tp, tl, max(max_err, chk.errs[0])
+
+
+@njit_exact_numpy
+def attach_position(rng, parent, log1m_t, params, l_limit):
+    """:func:`sample_attach` on the valid tree ``(parent, log1m_t)`` at ``params``'s
+    ``c``, ``theta``, ``alpha`` (:class:`~custom_ops.pydt.messages.PYDTParameters`; the
+    variance and ``beta`` unused): where a new point joins a tree, for the predictive
+    density's Monte Carlo check (``pp_models.pydt.outputs``)."""
+    n = (parent.shape[0] + 1) // 2
+    c, theta, alpha, sigma2, beta = params
+    st = full_state(parent, log1m_t, np.zeros((n, 0)), c, theta, alpha, sigma2, beta)
+    return sample_attach(rng, st, l_limit)
 
 
 def sweep_inputs_valid(parent, log1m_t, X, c, theta, alpha, sigma2):
