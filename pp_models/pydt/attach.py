@@ -43,9 +43,12 @@ def sample_attach(rng, tree, *, c, theta, alpha, l_limit=-math.inf):
     of the internal node ``anchor``), as :meth:`~pp_models.trees.DiffusionTree.attach`
     takes them (node numbers of ``tree``)."""
     mode, anchor, l_new = attach_position(
-        rng, np.ascontiguousarray(tree.parent, dtype=np.int64),
+        rng,
+        np.ascontiguousarray(tree.parent, dtype=np.int64),
         np.ascontiguousarray(tree.log1m_t, dtype=np.float64),
-        PYDTParameters(float(c), float(theta), float(alpha), 1.0, 1.0), float(l_limit))
+        PYDTParameters(float(c), float(theta), float(alpha), 1.0, 1.0),
+        float(l_limit),
+    )
     if mode == NO_POSITION:
         return None
     return ("edge" if mode == EDGE else "node"), int(anchor), float(l_new)

@@ -39,18 +39,24 @@ def test_log_density_is_the_oracles(seed):
     tree = _tree(seed)
     root, kids, counts = _oracle_parts(tree)
     n = tree.n_leaves
-    st = full_state(tree.parent.copy(), tree.log1m_t.copy(), np.zeros((n, 0)),
-                    PARAMS["c"], PARAMS["theta"], PARAMS["alpha"], 1.0, 1.0)
+    st = full_state(
+        tree.parent.copy(),
+        tree.log1m_t.copy(),
+        np.zeros((n, 0)),
+        PARAMS["c"],
+        PARAMS["theta"],
+        PARAMS["alpha"],
+        1.0,
+        1.0,
+    )
     path = np.empty(tree.parent.shape[0], dtype=np.int64)
     rng = np.random.default_rng(seed)
     modes = set()
     for _ in range(40):
-        mode, anchor, l_new = oracle.sample_attach(rng, tree, root, kids, counts,
-                                                   -np.inf, **PARAMS)
+        mode, anchor, l_new = oracle.sample_attach(rng, tree, root, kids, counts, -np.inf, **PARAMS)
         modes.add(mode)
         ours = log_attach_density(st, EDGE if mode == "edge" else NODE, anchor, l_new, path)
-        theirs = oracle.log_attach_density(tree, root, kids, counts, mode, anchor, l_new,
-                                           **PARAMS)
+        theirs = oracle.log_attach_density(tree, root, kids, counts, mode, anchor, l_new, **PARAMS)
         assert ours == pytest.approx(theirs, rel=1e-10, abs=1e-10)
     assert modes == {"edge", "node"}
 
@@ -61,8 +67,10 @@ def test_kernel_draws_where_the_oracle_draws():
     n_draws = 3000
     rng = np.random.default_rng(5)
     ours = [sample_attach(rng, tree, **PARAMS)[:2] for _ in range(n_draws)]
-    theirs = [oracle.sample_attach(rng, tree, root, kids, counts, -np.inf, **PARAMS)[:2]
-              for _ in range(n_draws)]
+    theirs = [
+        oracle.sample_attach(rng, tree, root, kids, counts, -np.inf, **PARAMS)[:2]
+        for _ in range(n_draws)
+    ]
     keys = sorted(set(ours) | set(theirs))
     table = np.array([[ours.count(k) for k in keys], [theirs.count(k) for k in keys]])
     # pool the rare cells (expected < 5) into one
