@@ -75,6 +75,20 @@ One :class:`PYDTTreeStep` call is a sweep over the tree variable of a
 ``sweeps`` (default 1) repeats items 1-6 that many times per call: the factory's
 ``thin``, so a recorded draw is several sweeps.
 
+**Where each runs.** Every slice update (the times, the non-centred and centred
+hyperparameters) is :func:`custom_ops.slice.slice_sample`, compiled or, for a density
+that is a compiled PyTensor graph, its Python function. When the tree's ``c``, ``theta``,
+``alpha`` among the step's variables have Gamma priors on PyMC's log transform or a Beta
+prior on its log-odds transform, with constant parameters (the factory's model;
+:meth:`PYDTTreeStep.compiled_hyper`), a sweep is items 1-2 (one Numba call), items 3
+and the precision's centred update (Python, the model's compiled hyperprior density
+plus the Numba recursion), then items 4, 5 for ``c``, ``theta``, ``alpha`` and 6 in one
+Numba call (:func:`custom_ops.pydt.hyper.pydt_branch_hyper`, the step's
+:attr:`~PYDTTreeStep.hyper_kernel`): the branch-point moves come after the non-centred
+updates instead of before them, a different order of moves that each keep the (power)
+posterior. Otherwise items 3-6 run in the order above, the centred and ridge updates in
+Python.
+
 **Tempering** (:class:`~inference.gibbs.ZooGibbsStep`, Notes). At inverse temperature
 ``beta`` the step samples ``p(phi) p(T | c, theta, alpha) p(X | T, sigma2)^beta``, where
 ``p(X | T, sigma2)`` is the Gaussian likelihood of the leaves with the internal locations

@@ -105,6 +105,9 @@ def _compiled_updates(rng, xs, counts):
     return out
 
 
+#: slow: a kernel of its own to compile; the default run compares the compiled and the
+#: Python hyperparameter updates of the PYDT step, which share this routine
+@pytest.mark.slow
 def test_compiled_and_python_routines_are_one_code():
     xs = np.random.default_rng(3).standard_normal(200)
     counts = np.zeros(200)

@@ -34,6 +34,9 @@ def _oracle_parts(tree):
     return root, kids, leaf_counts_from(root, kids, tree.n_leaves)
 
 
+#: slow: a Python entry point of its own to compile; the sweep's exact tests use the same
+#: kernel in the default run
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_log_density_is_the_oracles(seed):
     tree = _tree(seed)
@@ -64,7 +67,7 @@ def test_log_density_is_the_oracles(seed):
 def test_kernel_draws_where_the_oracle_draws():
     tree = _tree(4, n=6)
     root, kids, counts = _oracle_parts(tree)
-    n_draws = 3000
+    n_draws = 2000
     rng = np.random.default_rng(5)
     ours = [sample_attach(rng, tree, **PARAMS)[:2] for _ in range(n_draws)]
     theirs = [

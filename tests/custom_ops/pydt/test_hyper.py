@@ -47,6 +47,10 @@ def _hyper(priors, x):
     )
 
 
+#: slow: its compile of two Python entry points (the state, the conditional) costs a cold
+#: run ~10 s; the default run compares the compiled update with the Python one it
+#: replaced draw for draw (test_noncentred.py), which evaluates the model's own density
+@pytest.mark.slow
 @pytest.mark.parametrize("priors", [{}, OTHER_PRIORS], ids=["thesis", "other"])
 def test_conditional_is_the_models_log_density(priors):
     draw = pydt.sample_prior(9, c=1.3, theta=0.8, alpha=0.4, dim=0, random_seed=5)[0]
