@@ -117,6 +117,8 @@ __all__ = [
     "COLLAPSE",
     "EXPAND",
     "VOID",
+    "BranchWork",
+    "branch_move",
     "collapses_after_expansion",
     "log_subset_prob",
     "log_time_proposal",
@@ -130,8 +132,8 @@ COLLAPSE = 0
 EXPAND = 1
 
 
-class _Work(NamedTuple):
-    """Workspace of :func:`_branch_move`, allocated once per call of the moves: the
+class BranchWork(NamedTuple):
+    """Workspace of :func:`branch_move`, allocated once per call of the moves: the
     change of ``(log prior, log likelihood)``, the children being moved, and the record
     ``(kind, v, u, log_ratio, log_q_forward, log_q_reverse)`` of the last proposal."""
 
@@ -258,7 +260,7 @@ def _record_move(record, kind, v, u, acc, log_q_fwd, log_q_rev, beta):
 
 
 @njit_exact_numpy
-def _branch_move(rng, st, jn, work, stamp, keep, chk):
+def branch_move(rng, st, jn, work, stamp, keep, chk):
     """One collapse-or-expand proposal (module docstring), accepted by its
     Metropolis-Hastings-Green ratio (``keep``: always kept). Fills ``work.record`` with
     ``(kind, v, u, log_ratio, log_q_forward, log_q_reverse)``; returns whether the tree
@@ -436,11 +438,11 @@ def pydt_branch_moves(rng, parent, log1m_t, X, params, n_moves, check):
     c, theta, alpha, sigma2, beta = params
     st = full_state(parent, log1m_t, X, c, theta, alpha, sigma2, beta)
     jn = new_journal(parent.shape[0], d)
-    work = _Work(np.zeros(2), np.empty(n, dtype=np.int64), np.zeros(6))
+    work = BranchWork(np.zeros(2), np.empty(n, dtype=np.int64), np.zeros(6))
     chk = Check(X if check else np.zeros((0, d)), np.zeros(1))
     accepted = 0
     for move in range(n_moves):
-        if _branch_move(rng, st, jn, work, move, np.bool_(False), chk):
+        if branch_move(rng, st, jn, work, move, np.bool_(False), chk):
             accepted += 1
         if check:
             ref_p, ref_l = pydt_forward(parent, log1m_t, X, c, theta, alpha, sigma2)
@@ -462,7 +464,7 @@ def propose_branch_move(rng, parent, log1m_t, X, params):
     n, d = X.shape
     c, theta, alpha, sigma2, beta = params
     st = full_state(parent, log1m_t, X, c, theta, alpha, sigma2, beta)
-    work = _Work(np.zeros(2), np.empty(n, dtype=np.int64), np.zeros(6))
-    _branch_move(rng, st, new_journal(parent.shape[0], d), work, np.int64(0), np.bool_(True),
-                 Check(np.zeros((0, d)), np.zeros(1)))
+    work = BranchWork(np.zeros(2), np.empty(n, dtype=np.int64), np.zeros(6))
+    branch_move(rng, st, new_journal(parent.shape[0], d), work, np.int64(0), np.bool_(True),
+                Check(np.zeros((0, d)), np.zeros(1)))
     return work.record

@@ -10,11 +10,11 @@ subtree root drawn uniformly among the non-root nodes, a new position drawn from
 generative process on the rest (restarted until it diverges before the subtree's root,
 at most 200 tries, else the move is void), the full Metropolis-Hastings ratio with the
 proposal densities and the ratio of the numbers of subtrees; then every divergence time
-slice-sampled (Neal 2003, stepping out and shrinkage) in ``log(1 - t)`` with its
-Jacobian, in a random order. The Metropolis-Hastings log ratio (:func:`mh_log_ratio`)
-and the Jacobian of the times (:func:`log_time_jacobian`) are kernels of their own: the
-tests' planted-bug twins are this sweep compiled with one of them replaced
-(``tests/helpers/twin_kernels.py``).
+slice-sampled (Neal 2003, stepping out and shrinkage:
+:func:`custom_ops.slice.slice_sample`) in ``log(1 - t)`` with its Jacobian, in a random
+order. The Metropolis-Hastings log ratio (:func:`mh_log_ratio`) and the Jacobian of the
+times (:func:`log_time_jacobian`) are kernels of their own: the tests' planted-bug twins
+are this sweep compiled with one of them replaced (``tests/helpers/twin_kernels.py``).
 
 Power posteriors: the sweep targets ``p(T) p(X | T)^beta`` for an inverse temperature
 ``beta`` in [0, 1] (``beta = 1``: the posterior). The prior ``p(T)`` and the likelihood
@@ -31,6 +31,7 @@ generator, so the caller's generator advances and a seed reproduces a chain).
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import numpy as np
 
@@ -39,6 +40,7 @@ from custom_ops.pydt.messages import (
     EDGE,
     NODE,
     Check,
+    PYDTState,
     attach,
     cached_total,
     clear_node,
@@ -56,25 +58,40 @@ from custom_ops.pydt.messages import (
     state_root_term,
 )
 from custom_ops.pydt.ops import choose_branch, parameter_code, pydt_forward
+from custom_ops.slice import SliceSettings, slice_sample
 from custom_ops.trees.diffusion import UNUSED_SLOT, diffusion_tree_structure
 
 # @njit_exact_numpy, as custom_ops.pydt.messages: a NaN or infinite density is rejected,
 # not raised
 
-__all__ = ["log_time_jacobian", "mh_log_ratio", "pydt_sweep", "sweep_inputs_valid"]
+__all__ = [
+    "NO_POSITION",
+    "attach_position",
+    "log_attach_density",
+    "log_time_jacobian",
+    "mh_log_ratio",
+    "pydt_sweep",
+    "sample_attach",
+    "sweep_inputs_valid",
+]
 
 _MAX_TRIES = 200
 _MAX_SHRINK = 200
 _MAX_STEPS = 50
-# a proposal that found no position (after _MAX_TRIES restarts of the generative process)
-_FAIL = 2
+#: the mode :func:`sample_attach` returns when it found no position (after 200 restarts
+#: of the generative process)
+NO_POSITION = 2
 
 
 @njit_exact_numpy
-def _sample_attach(rng, st, l_limit):
-    """The generative process for one new point on the tree under ``st``'s root (Eqs.
-    4.9-4.11), restarted until it diverges before ``log(1 - t) = l_limit``; as
-    pp_models.pydt.attach.sample_attach. Returns ``(mode, anchor, log1m_t)``."""
+def sample_attach(rng, st, l_limit):
+    """Where the generative process places one new point on the tree under ``st``'s
+    root (Eqs. 4.9-4.11: exponential waiting times in A-space at rate ``c
+    Gamma(m - alpha) / Gamma(m + 1 + theta)`` on the edge into a node of ``m`` leaves,
+    then a branch chosen as the Pitman-Yor urn says), restarted until it diverges
+    before ``log(1 - t) = l_limit`` (at most 200 times). Returns ``(mode, anchor,
+    log1m_t)``: on the edge above ``anchor`` at ``log1m_t`` (:data:`EDGE`), at the
+    internal node ``anchor`` (:data:`NODE`, ``log1m_t`` NaN), or :data:`NO_POSITION`."""
     first = st.topo.first
     nxt = st.topo.next
     nch = st.topo.n_children
@@ -101,14 +118,15 @@ def _sample_attach(rng, st, l_limit):
                 return NODE, v, math.nan
             u_top = u_v
             v = chosen
-    return _FAIL, -1, math.nan
+    return NO_POSITION, -1, math.nan
 
 
 @njit_exact_numpy
-def _log_attach_density(st, mode, anchor, l_attach, path):
-    """log density (in t) of the generative process placing one point at ``(mode,
-    anchor, l_attach)`` on the tree under ``st``'s root; as
-    pp_models.pydt.attach.log_attach_density (``path``: workspace)."""
+def log_attach_density(st, mode, anchor, l_attach, path):
+    """log density (in t) of the generative process placing one new point at ``(mode,
+    anchor, l_attach)`` on the tree under ``st``'s root (Eqs. 4.9-4.11, 4.16; ``path``:
+    an int64 workspace of the tree's size). A test oracle written on the Python tree is
+    ``tests.oracles.pydt.log_attach_density``."""
     parent = st.topo.parent
     nch = st.topo.n_children
     nb = st.topo.n_below
@@ -208,12 +226,36 @@ def log_time_jacobian(l):
     return l
 
 
+class _TimeTarget(NamedTuple):
+    """What the slice sampler's density of one time reads: the node ``v``, the state,
+    the tempered total of the terms that do not depend on ``t_v`` (``rest``), the open
+    interval ``(lo, hi)`` of ``log(1 - t_v)`` and the check."""
+
+    v: int
+    st: PYDTState
+    rest: float
+    lo: float
+    hi: float
+    chk: Check
+
+
+@njit_exact_numpy
+def _time_log_density(x, target):
+    """The tempered log density at ``log(1 - t_v) = x`` with its Jacobian, the caches
+    moved there (:func:`_slice_eval`)."""
+    st = target.st
+    return log_time_jacobian(x) + _check_value(
+        target.rest + _slice_eval(x, target.v, st, target.lo, target.hi), st, target.chk)
+
+
 @njit_exact_numpy
 def _slice_time(rng, v, st, tot, chk):
-    """Slice-sample log(1 - t_v) (Neal 2003) from the power posterior at ``st.beta``. The
-    target at ``x`` is ``tot - base + _slice_eval(x) + log_time_jacobian(x)`` (``tot``
-    tempered: ``tot[0] + beta tot[1]``) with ``base`` the changed terms at the current
-    value, so repeated evaluations do not accumulate rounding."""
+    """Slice-sample log(1 - t_v) (:func:`custom_ops.slice.slice_sample`) from the power
+    posterior at ``st.beta``. The target at ``x`` is ``tot - base + _slice_eval(x) +
+    log_time_jacobian(x)`` (``tot`` tempered: ``tot[0] + beta tot[1]``) with ``base`` the
+    changed terms at the current value, so repeated evaluations do not accumulate
+    rounding. Between the children's latest time and the parent's the interval is the
+    whole support; above the root it steps out by ``1 + |hi|``."""
     parent = st.topo.parent
     first = st.topo.first
     nxt = st.topo.next
@@ -240,40 +282,8 @@ def _slice_time(rng, v, st, tot, chk):
     rest = tot[0] + beta * tot[1] - base
     x0 = lt[v - n]
     f0 = tot[0] + beta * tot[1] + log_time_jacobian(x0)
-    if not math.isfinite(f0):
-        return
-    log_y = f0 + math.log(rng.random())
-    if math.isfinite(lo):
-        left = lo
-        right = hi
-    else:
-        width = 1.0 + abs(hi)
-        left = x0 - width * rng.random()
-        right = min(left + width, hi)
-        j = int(_MAX_STEPS * rng.random())
-        kk = _MAX_STEPS - 1 - j
-        while j > 0 and log_time_jacobian(left) + _check_value(
-                rest + _slice_eval(left, v, st, lo, hi), st, chk) > log_y:
-            left -= width
-            j -= 1
-        while kk > 0 and right < hi and log_time_jacobian(right) + _check_value(
-                rest + _slice_eval(right, v, st, lo, hi), st, chk) > log_y:
-            right = min(right + width, hi)
-            kk -= 1
-    for _ in range(_MAX_SHRINK):
-        x1 = left + (right - left) * rng.random()
-        if not lo < x1 < hi:
-            continue
-        f1 = log_time_jacobian(x1) + _check_value(rest + _slice_eval(x1, v, st, lo, hi),
-                                                  st, chk)
-        if f1 > log_y:
-            return
-        if x1 < x0:
-            left = x1
-        else:
-            right = x1
-    # the bracket collapsed in floating point without hitting the slice: stay put
-    _slice_eval(x0, v, st, lo, hi)
+    slice_sample(rng, _time_log_density, _TimeTarget(v, st, rest, lo, hi, chk), x0, f0,
+                 lo, hi, SliceSettings(1.0 + abs(hi), _MAX_STEPS, _MAX_SHRINK))
 
 
 @njit_exact_numpy
@@ -351,12 +361,12 @@ def pydt_sweep(rng, parent, log1m_t, X, params, n_moves, slice_times, check):
         if v >= n:
             acc[0] -= lp[v]
             lp[v] = 0.0
-        mode1, anchor1, l_new = _sample_attach(rng, st, l_limit)
+        mode1, anchor1, l_new = sample_attach(rng, st, l_limit)
         log_ratio = -np.inf
         slot = -1
-        if mode1 != _FAIL:
-            log_q_new = _log_attach_density(st, mode1, anchor1, l_new, path)
-            log_q_old = _log_attach_density(st, mode0, anchor0, l_old, path)
+        if mode1 != NO_POSITION:
+            log_q_new = log_attach_density(st, mode1, anchor1, l_new, path)
+            log_q_old = log_attach_density(st, mode0, anchor0, l_old, path)
             if mode1 == EDGE:
                 st.free_top[0] -= 1
                 slot = st.free[st.free_top[0]]
@@ -382,14 +392,14 @@ def pydt_sweep(rng, parent, log1m_t, X, params, n_moves, slice_times, check):
                            + abs(ref1_l - ref0_l - acc[1]) / (1.0 + abs(ref1_l)))
                     if not err <= max_err:
                         max_err = err
-        if mode1 != _FAIL and math.log(rng.random()) < log_ratio:
+        if mode1 != NO_POSITION and math.log(rng.random()) < log_ratio:
             accepted += 1
             tot[0], tot[1] = cached_total(st)
             st.n_internal[0] = n_internal + (1 if mode1 == EDGE else 0) - (
                 1 if freed >= 0 else 0)
         else:
             # undo the structure edits (LIFO slots), then the cached values
-            if mode1 != _FAIL:
+            if mode1 != NO_POSITION:
                 detach(v, st)
             slot0 = -1
             if mode0 == EDGE:
@@ -430,6 +440,18 @@ def pydt_sweep(rng, parent, log1m_t, X, params, n_moves, slice_times, check):
             lt[v - n] = 0.0
     tp, tl = cached_total(st)
     return accepted, tp, tl, max(max_err, chk.errs[0])
+
+
+@njit_exact_numpy
+def attach_position(rng, parent, log1m_t, params, l_limit):
+    """:func:`sample_attach` on the valid tree ``(parent, log1m_t)`` at ``params``'s
+    ``c``, ``theta``, ``alpha`` (:class:`~custom_ops.pydt.messages.PYDTParameters`; the
+    variance and ``beta`` unused): where a new point joins a tree, for the predictive
+    density's Monte Carlo check (``pp_models.pydt.outputs``)."""
+    n = (parent.shape[0] + 1) // 2
+    c, theta, alpha, sigma2, beta = params
+    st = full_state(parent, log1m_t, np.zeros((n, 0)), c, theta, alpha, sigma2, beta)
+    return sample_attach(rng, st, l_limit)
 
 
 def sweep_inputs_valid(parent, log1m_t, X, c, theta, alpha, sigma2):

@@ -75,6 +75,20 @@ One :class:`PYDTTreeStep` call is a sweep over the tree variable of a
 ``sweeps`` (default 1) repeats items 1-6 that many times per call: the factory's
 ``thin``, so a recorded draw is several sweeps.
 
+**Where each runs.** Every slice update (the times, the non-centred and centred
+hyperparameters) is :func:`custom_ops.slice.slice_sample`, compiled or, for a density
+that is a compiled PyTensor graph, its Python function. When the tree's ``c``, ``theta``,
+``alpha`` among the step's variables have Gamma priors on PyMC's log transform or a Beta
+prior on its log-odds transform, with constant parameters (the factory's model;
+:meth:`PYDTTreeStep.compiled_hyper`), a sweep is items 1-2 (one Numba call), items 3
+and the precision's centred update (Python, the model's compiled hyperprior density
+plus the Numba recursion), then items 4, 5 for ``c``, ``theta``, ``alpha`` and 6 in one
+Numba call (:func:`custom_ops.pydt.hyper.pydt_branch_hyper`, the step's
+:attr:`~PYDTTreeStep.hyper_kernel`): the branch-point moves come after the non-centred
+updates instead of before them, a different order of moves that each keep the (power)
+posterior. Otherwise items 3-6 run in the order above, the centred and ridge updates in
+Python.
+
 **Tempering** (:class:`~inference.gibbs.ZooGibbsStep`, Notes). At inverse temperature
 ``beta`` the step samples ``p(phi) p(T | c, theta, alpha) p(X | T, sigma2)^beta``, where
 ``p(X | T, sigma2)`` is the Gaussian likelihood of the leaves with the internal locations
@@ -103,13 +117,25 @@ import math
 
 import numpy as np
 import pytensor.tensor as pt
-from pytensor.graph.traversal import ancestors
+from pymc.logprob.transforms import LogOddsTransform, LogTransform
+from pytensor.graph.basic import Constant
+from pytensor.graph.traversal import ancestors, graph_inputs
+from pytensor.tensor.random.basic import BetaRV, GammaRV
 
 from custom_ops.pydt.branch import pydt_branch_moves
+from custom_ops.pydt.hyper import (
+    BETA_LOGIT,
+    GAMMA_LOG,
+    HYPER_SLICE,
+    CentredHyper,
+    RidgePlan,
+    pydt_branch_hyper,
+)
 from custom_ops.pydt.messages import PYDTParameters
 from custom_ops.pydt.noncentred import noncentred_times, variance_shifted_times
 from custom_ops.pydt.ops import pydt_forward
 from custom_ops.pydt.sweep import pydt_sweep, sweep_inputs_valid
+from custom_ops.slice import slice_sample_python
 from inference.gibbs.base import ZooGibbsStep, terms_depending_on
 from inference.gibbs.registry import register_step
 from pp_models.distributions.pydt import DiffusionTreeGaussianRV, PYDiffusionTreeRV
@@ -118,9 +144,6 @@ from pp_models.trees import DETACHED, UNUSED_SLOT, DiffusionTree
 from pp_models.validation import check_int
 
 __all__ = ["PYDTTreeStep"]
-
-
-_MAX_SHRINK = 200
 
 
 def _tempered(log_prior, log_lik, beta):
@@ -204,6 +227,10 @@ class PYDTTreeStep(ZooGibbsStep):
     sweep_kernel = staticmethod(pydt_sweep)
     #: the branch-point moves (item 4)
     branch_kernel = staticmethod(pydt_branch_moves)
+    #: the branch-point moves, the centred updates of c, theta, alpha and the ridge
+    #: rounds in one call (items 4-6), when the priors are compiled ones
+    #: (:meth:`compiled_hyper`)
+    hyper_kernel = staticmethod(pydt_branch_hyper)
 
     def __init__(self, vars, *, model=None, rng=None, blocked=True, moves=None,
                  slice_times=True, greedy_start=True, noncentred=(), binary_start=True,
@@ -287,8 +314,10 @@ class PYDTTreeStep(ZooGibbsStep):
         # the ridge rounds' hyperparameters (item 6): the tree's own c, theta, alpha
         self._ridge_values = [v for v, kind in centred_kind.items() if kind == "gaps"]
         self._noncentred_fast = False
+        self._compiled = None
         names = list(dict.fromkeys([*names, *centred]))
         if not names:
+            self._compiled = self.compiled_hyper(params)
             return
         rvs = [model[name] for name in names]
         # Fast path when the hyperparameters enter nothing but the tree's density and its
@@ -313,11 +342,46 @@ class PYDTTreeStep(ZooGibbsStep):
             # inputs are converted to their exact types below: PyTensor's per-call
             # validation was half of a slice update's time
             self._hyper_logp_fn.trust_input = True
+            self._compiled = self.compiled_hyper(params)
         else:
             # prior and likelihood apart, so the target can raise the likelihood to beta
             self._logp_fn = model.compile_fn([model.varlogp, model.datalogp],
                                              inputs=model.value_vars,
                                              on_unused_input="ignore")
+
+    def compiled_hyper(self, params):
+        """The centred hyperparameters (the tree's c, theta, alpha among the step's
+        variables) as :class:`custom_ops.pydt.hyper.CentredHyper` and the value names
+        of the updated ones, when the compiled update can take them over (items 4-6 in
+        one call): each has a Gamma prior on PyMC's log transform or a Beta prior on its
+        log-odds transform, with constant parameters, and enters no other term than the
+        tree (checked by the caller: ``_noncentred_fast``). ``None`` otherwise: the
+        updates then run in Python on the model's compiled log density."""
+        model = self.model
+        kind = np.zeros(3, dtype=np.int64)
+        a = np.ones(3)
+        b = np.ones(3)
+        names = [None, None, None]
+        value_vars = {v.name: v for v in model.value_vars}
+        for value_name in self._ridge_values:
+            rv = model.values_to_rvs[value_vars[value_name]]
+            k = next(j for j in range(3) if rv is params[j])
+            op = rv.owner.op
+            transform = model.rvs_to_transforms.get(rv)
+            dist = op.dist_params(rv.owner)
+            if not all(isinstance(v, Constant) for v in graph_inputs(dist)):
+                return None
+            values = [float(np.asarray(p.eval())) for p in dist]
+            if isinstance(op, GammaRV) and isinstance(transform, LogTransform):
+                # PyTensor's Gamma takes (shape, scale)
+                kind[k], a[k], b[k] = GAMMA_LOG, values[0], 1.0 / values[1]
+            elif isinstance(op, BetaRV) and isinstance(transform, LogOddsTransform):
+                kind[k], a[k], b[k] = BETA_LOGIT, values[0], values[1]
+            else:
+                return None
+            names[k] = value_name
+        update = np.array([name is not None for name in names])
+        return CentredHyper(kind, a, b, update, np.zeros(3)), names
 
     def hyperprior_logp(self, rvs):
         """The hyperparameters' prior on their unconstrained scale: PyMC's log densities
@@ -382,6 +446,8 @@ class PYDTTreeStep(ZooGibbsStep):
             rng, tree.parent, tree.log1m_t, X, params,
             -1 if self.moves is None else int(self.moves), self.slice_times, False,
         )[0]
+        if self._compiled is not None:
+            return self._compiled_sweep(point, packed, tree, accepted)
         branch_accepted = 0
         if self.branch_moves > 0:
             branch_accepted = self.branch_kernel(rng, tree.parent, tree.log1m_t, X, params,
@@ -396,6 +462,40 @@ class PYDTTreeStep(ZooGibbsStep):
             point, accepted_in_round = self.ridge_round(point)
             branch_accepted += accepted_in_round
         return point, int(accepted), int(branch_accepted)
+
+    def _compiled_sweep(self, point, packed, tree, accepted):
+        """The rest of a sweep after the detach-reattach moves and the times, with the
+        compiled update of c, theta, alpha: the non-centred updates and the centred
+        update of the precision (Python, the model's compiled log density), then the
+        branch-point moves (item 4), the centred update of c, theta, alpha (item 5) and
+        the ridge rounds (item 6) in one call of :attr:`hyper_kernel`. The order differs
+        from :meth:`sweep`'s Python path; each piece leaves the (power) posterior
+        invariant, so the composition does."""
+        point = self.updated(point, **{self._value_name: tree.to_packed().astype(packed.dtype)})
+        for value_name in self._noncentred_values:
+            point = self._slice_hyper(point, value_name, self._noncentred_kind[value_name])
+        for value_name in self._centred_values:
+            if value_name not in self._ridge_values:
+                point = self._slice_hyper(point, value_name, "centred")
+        template, names = self._compiled
+        rounds = self.ridge_rounds if template.update.any() else 0
+        plan = RidgePlan(int(self.branch_moves), int(rounds), int(self.ridge_branch_moves))
+        if plan.branch_moves == 0 and not template.update.any():
+            return point, int(accepted), 0
+        packed = np.asarray(point[self._value_name])
+        tree = DiffusionTree.from_packed(packed, validate=False)
+        X, c, theta, alpha, sigma2 = self._values(point)
+        x = np.array([0.0 if name is None else float(point[name]) for name in names])
+        hyper = template._replace(x=x)
+        params = PYDTParameters(c, theta, alpha, sigma2, float(self.beta))
+        branch_accepted, round_accepted, _ = self.hyper_kernel(
+            self.rng, tree.parent, tree.log1m_t, X, params, plan, hyper, False)
+        new = {self._value_name: tree.to_packed().astype(packed.dtype)}
+        for k, name in enumerate(names):
+            if name is not None:
+                new[name] = np.asarray(x[k], dtype=np.asarray(point[name]).dtype)
+        point = self.updated(point, **new)
+        return point, int(accepted), int(branch_accepted + round_accepted)
 
     def ridge_round(self, point):
         """One round along the ridge (module docstring, item 6): ``ridge_branch_moves``
@@ -488,37 +588,25 @@ class PYDTTreeStep(ZooGibbsStep):
 
         return f
 
-    def _slice_hyper(self, point, value_name, kind, width=1.0, max_steps=20):
+    def _slice_hyper(self, point, value_name, kind):
         """Slice-sample one hyperparameter's unconstrained value with the standardised
         gaps, the variances below the root or the times fixed (``kind``; module
-        docstring, items 3 and 5); stepping out and shrinkage (Neal 2003)."""
+        docstring, items 3 and 5): :func:`custom_ops.slice.slice_sample` run by Python
+        on the model's compiled log density, with the compiled update's settings
+        (:data:`custom_ops.pydt.hyper.HYPER_SLICE`)."""
         f = self.noncentred_log_density(point, value_name, kind)
-        rng = self.rng
+        last = [point]
+
+        def log_density(x, _target):
+            value, last[0] = f(x)
+            return value
+
         x0 = float(point[value_name])
-        f0, _ = f(x0)
-        if not np.isfinite(f0):
-            return point
-        log_y = f0 + math.log(rng.random())
-        left = x0 - width * rng.random()
-        right = left + width
-        j = int(max_steps * rng.random())
-        k = max_steps - 1 - j
-        while j > 0 and f(left)[0] > log_y:
-            left -= width
-            j -= 1
-        while k > 0 and f(right)[0] > log_y:
-            right += width
-            k -= 1
-        for _ in range(_MAX_SHRINK):
-            x1 = left + (right - left) * rng.random()
-            f1, trial = f(x1)
-            if f1 > log_y:
-                return trial
-            if x1 < x0:
-                left = x1
-            else:
-                right = x1
-        return point
+        f0 = log_density(x0, None)
+        x1, _ = slice_sample_python(self.rng, log_density, None, x0, f0, -math.inf,
+                                    math.inf, HYPER_SLICE)
+        # the sampler's last evaluation was at x1 (custom_ops.slice)
+        return point if x1 == x0 else last[0]
 
 
 # the codes the step relies on (kept visible next to the import)

@@ -59,7 +59,7 @@ FAMILY = Family(
         defaults={"thin": 5, "ridge_rounds": 3},
         fit_defaults={"draws": 1000, "tune": 100, "chains": 2},
         check_note="the default (2 chains x 1000 draws of 5 sweeps, 3 ridge rounds a "
-        "sweep) passed at seeds 1-5 with bulk ESS 528-687 of the 400 needed "
+        "sweep) passed at seeds 1-5 with bulk ESS 498-708 of the 400 needed "
         "(sigma2, theta and the number of branch points are the slowest: "
         "autocorrelation 10-35 sweeps); a run that fails most likely fell short of "
         "effective draws: raise --param thin (sweeps per draw, default 5) or --draws.",

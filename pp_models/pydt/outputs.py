@@ -174,17 +174,14 @@ def log_predictive_tree(tree, X, X_new, *, c, theta, alpha, sigma2, n_positions=
     base = pydt_forward(tree.parent, tree.log1m_t, X, c, theta, alpha, sigma2)[1]
     parent, log1m_t = _grow(tree.parent, tree.log1m_t, n)
     grown = DiffusionTree(parent, log1m_t, validate=False)
-    root = int(np.flatnonzero(parent == -1)[0])
-    kids = children_lists(parent)
-    counts = leaf_counts_from(root, kids, n + 1)
     out = np.empty((n_positions, X_new.shape[0]))
     data = np.empty((n + 1, X.shape[1]))
     data[:n] = X
     for k in range(n_positions):
-        pos = sample_attach(rng, grown, root, kids, counts, -math.inf, c=c, theta=theta,
-                            alpha=alpha)
+        mode, anchor, l_new = sample_attach(rng, tree, c=c, theta=theta, alpha=alpha)
         trial = grown.copy()
-        trial.attach(n, *pos)
+        # the grown tree numbers the internal nodes one higher (_grow)
+        trial.attach(n, mode, anchor if anchor < n else anchor + 1, l_new)
         for j, x in enumerate(X_new):
             data[n] = x
             out[k, j] = pydt_forward(trial.parent, trial.log1m_t, data, c, theta, alpha,

@@ -1,8 +1,10 @@
 """Pitman-Yor diffusion tree references: every labelled shape over a few leaves, their
 prior probabilities, and the exact posterior's pieces (shapes flattened, the shape's log
-probability and the nodes' times from Knowles 2012's Eqs. 4.23-4.25), written
-apart from the kernels except :func:`shape_probabilities`, which reads the structure
-probability from ``custom_ops.pydt.ops`` (tested against these enumerations)."""
+probability and the nodes' times from Knowles 2012's Eqs. 4.23-4.25), and the
+generative process placing one new point on a tree (:func:`sample_attach`,
+:func:`log_attach_density`, on the Python tree), written apart from the kernels except
+:func:`shape_probabilities`, which reads the structure probability from
+``custom_ops.pydt.ops`` (tested against these enumerations)."""
 
 from __future__ import annotations
 
@@ -23,10 +25,12 @@ __all__ = [
     "all_trees",
     "chi_square_pvalue",
     "flatten",
+    "log_attach_density",
     "log_shape_probability",
     "nested_key",
     "nested_to_arrays",
     "node_log_times",
+    "sample_attach",
     "shape_key",
     "shape_probabilities",
 ]
@@ -160,3 +164,72 @@ def node_log_times(parent, ms, c, theta, alpha, w):
     for k, (p, m) in enumerate(zip(parent, ms, strict=True)):
         u[..., k] = (0.0 if p < 0 else u[..., p]) + w[..., k] / (c * H(m - 1, theta, alpha))
     return u
+
+
+# --- the generative process for one new point (Eqs. 4.9-4.11, 4.16) on the Python tree:
+# the oracle of the kernels custom_ops.pydt.sweep.sample_attach / log_attach_density
+def _rate(m, theta, alpha):
+    """Gamma(m - alpha) / Gamma(m + 1 + theta): divergence rate per unit A(t) (Eq. 4.9)."""
+    return math.exp(math.lgamma(m - alpha) - math.lgamma(m + 1.0 + theta))
+
+
+def _l(tree, v):
+    return -math.inf if v < tree.n_leaves else float(tree.log1m_t[v - tree.n_leaves])
+
+
+def sample_attach(rng, tree, root, kids, counts, l_limit, *, c, theta, alpha, max_tries=200):
+    """Where the generative process places one new point on the tree under ``root``,
+    conditioned on diverging before ``log(1 - t) = l_limit`` (restarts); ``None`` when
+    ``max_tries`` runs all fail. Returns ``(mode, anchor, log1m_t)``."""
+    u_limit = -l_limit
+    for _ in range(max_tries):
+        v = root
+        u_top = 0.0
+        while True:
+            m = counts[v]
+            u_d = u_top + rng.exponential() / (c * _rate(m, theta, alpha))
+            u_v = -_l(tree, v)
+            if u_d < u_v:
+                if u_d >= u_limit:
+                    break
+                return "edge", v, -u_d
+            if u_v >= u_limit:
+                break
+            x = rng.random() * (m + theta)
+            acc = theta + alpha * len(kids[v])
+            if x < acc:
+                return "node", v, math.nan
+            chosen = kids[v][-1]
+            for w in kids[v]:
+                acc += counts[w] - alpha
+                if x < acc:
+                    chosen = w
+                    break
+            u_top = u_v
+            v = chosen
+    return None
+
+
+def log_attach_density(tree, root, kids, counts, mode, anchor, l_attach, *, c, theta, alpha):
+    """log density (in t) of the generative process placing one new point at the position
+    ``(mode, anchor, l_attach)`` of the tree under ``root`` (Eqs. 4.9-4.11, 4.16)."""
+    path = [anchor]
+    while path[-1] != root:
+        path.append(int(tree.parent[path[-1]]))
+    path.reverse()
+    total = 0.0
+    u_top = 0.0
+    last = len(path) - 1
+    for j, w in enumerate(path):
+        m = counts[w]
+        g = _rate(m, theta, alpha)
+        if j == last and mode == "edge":
+            u_d = -l_attach
+            return total - c * (u_d - u_top) * g + math.log(c * g) + u_d
+        u_w = -_l(tree, w)
+        total -= c * (u_w - u_top) * g
+        if j == last:
+            return total + math.log((theta + alpha * len(kids[w])) / (m + theta))
+        total += math.log((counts[path[j + 1]] - alpha) / (m + theta))
+        u_top = u_w
+    raise AssertionError("unreachable")

@@ -6,6 +6,7 @@ import math
 
 from custom_ops.jit import njit_exact_numpy
 from custom_ops.pydt.branch import pydt_branch_moves
+from custom_ops.pydt.hyper import pydt_branch_hyper
 from custom_ops.pydt.sweep import pydt_sweep
 from tests.helpers.twin_kernels import twin_kernel
 
@@ -77,3 +78,21 @@ BRANCH_BUGS = {
 def branch_twin(bug):
     """The branch moves (``pydt_branch_moves``) with the bug named ``bug``."""
     return twin_kernel(pydt_branch_moves, **BRANCH_BUGS[bug])
+
+
+def branch_hyper_twin(bug):
+    """The compiled branch moves and centred updates (``pydt_branch_hyper``) with the
+    branch-point bug named ``bug``."""
+    return twin_kernel(pydt_branch_hyper, **BRANCH_BUGS[bug])
+
+
+@njit_exact_numpy
+def no_transform_jacobian(kind, x):
+    """``log_transform_jacobian`` left out: c, theta, alpha slice-sampled on the log /
+    logit scale against their prior density in the original scale."""
+    return 0.0
+
+
+def no_transform_jacobian_hyper():
+    """``pydt_branch_hyper`` with :func:`no_transform_jacobian`."""
+    return twin_kernel(pydt_branch_hyper, log_transform_jacobian=no_transform_jacobian)

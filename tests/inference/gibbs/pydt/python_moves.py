@@ -12,13 +12,9 @@ import math
 import numpy as np
 
 from custom_ops.pydt.ops import pydt_forward
-from pp_models.pydt.attach import (
-    children_lists,
-    leaf_counts_from,
-    log_attach_density,
-    sample_attach,
-)
+from pp_models.pydt.attach import children_lists, leaf_counts_from
 from pp_models.trees import DiffusionTree
+from tests.oracles.pydt import log_attach_density, sample_attach
 
 _MAX_SHRINK = 200
 

@@ -4,9 +4,11 @@ or a subclass of the step."""
 
 from inference.gibbs.pydt import PYDTTreeStep
 from tests.custom_ops.pydt.twins import (
+    branch_hyper_twin,
     branch_twin,
     no_proposal_ratio_sweep,
     no_time_jacobian_sweep,
+    no_transform_jacobian_hyper,
     shortcut_sweep,
 )
 
@@ -40,6 +42,7 @@ class BranchNoTimeDensityTreeStep(PYDTTreeStep):
 
     name = "test_pydt_branch_no_time_density"
     branch_kernel = staticmethod(branch_twin("time density dropped"))
+    hyper_kernel = staticmethod(branch_hyper_twin("time density dropped"))
 
 
 class NoncentredNoJacobianTreeStep(PYDTTreeStep):
@@ -61,6 +64,7 @@ class CentredNoJacobianTreeStep(PYDTTreeStep):
     left out)."""
 
     name = "test_pydt_centred_no_jacobian"
+    hyper_kernel = staticmethod(no_transform_jacobian_hyper())
 
     def hyperprior_logp(self, rvs):
         return self.model.logp(vars=rvs, jacobian=False)
