@@ -27,7 +27,6 @@ ALLOWED = {
     "custom_ops/iomm/parameters.py::gaussian_parameter_sweep": 11,
     "custom_ops/iomm/parameters.py::gaussian_precision_move": 13,
     "custom_ops/lds/ops.py::_kalman_entry": 12,
-    "custom_ops/pydt/density.py::choose_branch": 9,
     "custom_ops/pydt/ops.py::PYDTLogProbGrad.make_node": 9,
     "custom_ops/pydt/ops.py::_forward_entry": 12,
     "custom_ops/pydt/ops.py::_grad_entry": 17,

@@ -436,14 +436,19 @@ def _likelihood(tree, X, sigma2, want_grad, g_l, g_x, wrt_data=True):
 
 
 @njit_exact_numpy
-def choose_branch(u01, v, m, n_children, theta, alpha, first, nxt, n_below):
+def choose_branch(u01, v, m, theta, alpha, first, nxt, n_below):
     """The branch a point passing branch point ``v`` (``m`` points through it before,
-    ``n_children`` branches) takes, Eqs. 4.10-4.11: existing branch ``k`` with
+    ``K`` branches) takes, Eqs. 4.10-4.11: existing branch ``k`` with
     probability ``(b_k - alpha) / (m + theta)``, a new one with probability
     ``(theta + alpha K) / (m + theta)``. ``u01`` is a uniform draw; children are the
     linked list ``first[v], nxt[...]`` with leaf counts ``n_below``. Returns the chosen
     child, or -1 for a new branch.
     """
+    n_children = 0
+    w = first[v]
+    while w >= 0:
+        n_children += 1
+        w = nxt[w]
     x = u01 * (m + theta)
     acc = theta + alpha * n_children
     if x < acc:

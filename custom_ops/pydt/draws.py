@@ -38,7 +38,6 @@ def pydt_draw_tree(rng, n, c, theta, alpha, parent, log1m_t):
     first = np.full(nn, -1, dtype=np.int64)
     nxt = np.full(nn, -1, dtype=np.int64)
     n_below = np.zeros(nn, dtype=np.int64)
-    n_child = np.zeros(nn, dtype=np.int64)
     for v in range(nn):
         parent[v] = UNUSED_SLOT
     parent[0] = -1
@@ -76,16 +75,13 @@ def pydt_draw_tree(rng, n, c, theta, alpha, parent, log1m_t):
                 first[w] = v
                 nxt[v] = i
                 nxt[i] = -1
-                n_child[w] = 2
                 n_below[w] = m
                 break
-            chosen = choose_branch(rng.random(), v, m, n_child[v], theta, alpha, first, nxt,
-                                   n_below)
+            chosen = choose_branch(rng.random(), v, m, theta, alpha, first, nxt, n_below)
             if chosen < 0:
                 parent[i] = v
                 nxt[i] = first[v]
                 first[v] = i
-                n_child[v] += 1
                 break
             u_top = u[v]
             v = chosen

@@ -94,7 +94,6 @@ def sample_attach(rng, st, l_limit):
     internal node ``anchor`` (:data:`NODE`, ``log1m_t`` NaN), or :data:`NO_POSITION`."""
     first = st.topo.first
     nxt = st.topo.next
-    nch = st.topo.n_children
     nb = st.topo.n_below
     lt, n, c, theta, alpha = st.lt, st.n, st.c, st.theta, st.alpha
     root = st.root[0]
@@ -113,7 +112,7 @@ def sample_attach(rng, st, l_limit):
                 return EDGE, v, -u_d
             if u_v >= u_limit:
                 break
-            chosen = choose_branch(rng.random(), v, m, nch[v], theta, alpha, first, nxt, nb)
+            chosen = choose_branch(rng.random(), v, m, theta, alpha, first, nxt, nb)
             if chosen < 0:
                 return NODE, v, math.nan
             u_top = u_v
