@@ -84,7 +84,7 @@ def run_dpm(data, iterations, burn, seed):
 
 def kernel_seconds(data, sweeps=500, seed=0):
     """Seconds per iteration of the two sweeps alone, from the true state."""
-    from custom_ops.iomm.memberships import ibp_log_odds, membership_sweep
+    from custom_ops.iomm.memberships import MembershipPrior, ibp_log_odds, membership_sweep
     from custom_ops.iomm.parameters import bernoulli_parameter_sweep
 
     rng = np.random.default_rng(seed)
@@ -103,7 +103,8 @@ def kernel_seconds(data, sweeps=500, seed=0):
     for _ in range(sweeps):
         t0 = time.perf_counter()
         E = np.ascontiguousarray(np.log(theta / (1 - theta))[:, :, None])
-        membership_sweep(rng, 0, X, Z, E, background, log_odds, data.alpha / N, 1.0)
+        membership_sweep(rng, 0, X, Z, E, background, MembershipPrior(log_odds, data.alpha / N),
+                         1.0)
         t1 = time.perf_counter()
         bernoulli_parameter_sweep(rng, X, Z, theta, prior, prior, 20.0, 1.0)
         total[0] += t1 - t0

@@ -23,9 +23,9 @@ cluster parameters fixed, :func:`membership_sweep` visits each point ``i`` in tu
    than ``L`` slots is a rejected proposal, counted apart.
 
 The prior odds arrive as a table ``log_odds[m] = log(m / (N - m))`` and the birth rate
-as a number: the caller computes both from the IBP (so one kernel serves every prior
-the caller may derive them from). ``beta`` (1: the posterior) is the power of the
-likelihood in both conditionals, for a tempered run.
+as a number, together a :class:`MembershipPrior`: the caller computes both from the IBP
+(so one kernel serves every prior the caller may derive them from). ``beta`` (1: the
+posterior) is the power of the likelihood in both conditionals, for a tempered run.
 
 Cost per sweep: O(N K+ D) for the Gibbs part and O(N (C + kappa D)) for the moves. For
 Bernoulli experts the Gibbs part's likelihood ratios take no transcendental function per
@@ -37,6 +37,7 @@ clusters is proposed.
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import numpy as np
 
@@ -50,7 +51,18 @@ from custom_ops.iomm.experts import (
 )
 from custom_ops.jit import njit_exact
 
-__all__ = ["ibp_log_odds", "membership_sweep"]
+__all__ = ["MembershipPrior", "ibp_log_odds", "membership_sweep"]
+
+
+class MembershipPrior(NamedTuple):
+    """The memberships' prior as :func:`membership_sweep` reads it.
+
+    ``log_odds`` (N + 1,) float64: the prior log odds of ``z_ik = 1`` given ``m_-ik``
+    (:func:`ibp_log_odds`); ``birth_rate``: the mean of the Poisson proposal of a point's
+    own clusters (``alpha / N`` under the IBP)."""
+
+    log_odds: np.ndarray
+    birth_rate: float
 
 
 @njit_exact
@@ -69,7 +81,7 @@ def ibp_log_odds(N):
 
 
 @njit_exact
-def membership_sweep(rng, code, X, Z, E, background, log_odds, birth_rate, beta):
+def membership_sweep(rng, code, X, Z, E, background, prior, beta):
     """One pass of Algorithm 7.1's loop over the points; ``Z`` (N, C) int8 is updated in
     place.
 
@@ -84,10 +96,9 @@ def membership_sweep(rng, code, X, Z, E, background, log_odds, birth_rate, beta)
         Every slot's natural parameters (unused slots: prior draws).
     background : (D, 2) float64
         Mean and sd of a point in no cluster (Gaussian; unused for Bernoulli).
-    log_odds : (N + 1,) float64
-        Prior log odds of ``z_ik = 1`` given ``m_-ik`` (:func:`ibp_log_odds`).
-    birth_rate : float
-        Mean of the Poisson proposal of a point's own clusters (``alpha / N``).
+    prior : MembershipPrior
+        The prior log odds of ``z_ik = 1`` given ``m_-ik`` and the mean of the Poisson
+        proposal of a point's own clusters.
     beta : float
         Power of the likelihood (1: the posterior).
 
@@ -97,6 +108,7 @@ def membership_sweep(rng, code, X, Z, E, background, log_odds, birth_rate, beta)
         The counts of the sweep; a move proposing the current state (no own clusters,
         ``kappa' = 0``) is not counted.
     """
+    log_odds, birth_rate = prior
     N, C = Z.shape
     D, S = E.shape[1], E.shape[2]
     m = np.zeros(C, dtype=np.int64)

@@ -26,12 +26,16 @@ sweeps, in place), the single-coordinate moves :func:`bernoulli_coordinate_move`
 :func:`gaussian_mean_move`, :func:`gaussian_precision_move` (each keeps the members'
 natural sums cached, with their sigmoids for Bernoulli and their log densities for
 Gaussian experts, so a move evaluates only the proposed terms), :func:`cluster_members`,
-:func:`bernoulli_sweep_state` and :func:`gaussian_sweep_state`.
+:func:`bernoulli_sweep_state` and :func:`gaussian_sweep_state`. The moves take their
+arguments in named tuples: a column's cached state (:class:`BernoulliColumn`,
+:class:`GaussianColumn`), the coordinate's prior (:class:`BetaPrior`,
+:class:`GaussianPrior`) and the proposal's settings (:class:`MoveSettings`).
 """
 
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import numpy as np
 
@@ -39,6 +43,11 @@ from custom_ops.iomm.experts import dim_loglik, log_product_step, sigmoid_pair
 from custom_ops.jit import njit_exact
 
 __all__ = [
+    "BernoulliColumn",
+    "BetaPrior",
+    "GaussianColumn",
+    "GaussianPrior",
+    "MoveSettings",
     "bernoulli_coordinate_move",
     "bernoulli_parameter_sweep",
     "bernoulli_sweep_state",
@@ -50,6 +59,55 @@ __all__ = [
     "gaussian_precision_move",
     "gaussian_sweep_state",
 ]
+
+
+class BernoulliColumn(NamedTuple):
+    """Column ``d`` of the Bernoulli experts' cached state, each (N,) float64: the data
+    ``x``, the points' natural sums ``eta`` (including ``logit theta``) and their
+    sigmoids ``p = sigmoid(eta)``, ``q = sigmoid(-eta)`` (``eta``, ``p`` and ``q`` updated
+    in place by :func:`bernoulli_coordinate_move`)."""
+
+    x: np.ndarray
+    eta: np.ndarray
+    p: np.ndarray
+    q: np.ndarray
+
+
+class GaussianColumn(NamedTuple):
+    """Column ``d`` of the Gaussian experts' cached state, each (N,) float64: the data
+    ``x``, the points' precision sums ``P``, precision-weighted mean sums ``H`` and log
+    densities ``ll`` (updated in place by :func:`gaussian_mean_move` and
+    :func:`gaussian_precision_move`)."""
+
+    x: np.ndarray
+    P: np.ndarray
+    H: np.ndarray
+    ll: np.ndarray
+
+
+class BetaPrior(NamedTuple):
+    """``theta ~ Beta(a, b)``: numbers for one coordinate."""
+
+    a: float
+    b: float
+
+
+class GaussianPrior(NamedTuple):
+    """``mu ~ N(mean, sd^2)``, ``tau ~ Gamma(shape, rate)``: (D,) float64 arrays, one
+    entry per dimension, for a sweep; numbers for one coordinate's move."""
+
+    mean: np.ndarray
+    sd: np.ndarray
+    shape: np.ndarray
+    rate: np.ndarray
+
+
+class MoveSettings(NamedTuple):
+    """A move's proposal concentration ``omega`` (larger is narrower) and the power
+    ``beta`` of the likelihood (1: the posterior)."""
+
+    omega: float
+    beta: float
 
 
 @njit_exact
@@ -88,17 +146,19 @@ def cluster_members(Z):
 
 
 @njit_exact
-def bernoulli_coordinate_move(rng, x, eta, p, q, rows, theta, a, b, omega, beta):
+def bernoulli_coordinate_move(rng, column, rows, theta, prior, settings):
     """One MH move of ``theta_kd`` (Eq. 7.13, Beta proposal); returns the new value.
 
-    ``x``, ``eta``, ``p`` and ``q`` are column ``d`` of the data, of the points' natural
-    sums (including ``logit theta``) and of their sigmoids ``sigmoid(eta)`` and
-    ``sigmoid(-eta)``, all updated in place on acceptance. ``rows`` are the cluster's
-    points, ``(a, b)`` the Beta prior. A member's log density changes by ``x s - log(q +
-    p exp(s))`` for the shift ``s`` of its natural sum
-    (:func:`custom_ops.iomm.experts.bernoulli_shift_gain`), so a move takes one ``log``
+    ``column`` is the :class:`BernoulliColumn` of dimension ``d`` (its ``eta``, ``p`` and
+    ``q`` updated in place on acceptance), ``rows`` the cluster's points, ``prior`` the
+    coordinate's :class:`BetaPrior`, ``settings`` the :class:`MoveSettings`. A member's
+    log density changes by ``x s - log(q + p exp(s))`` for the shift ``s`` of its natural
+    sum (:func:`custom_ops.iomm.experts.bernoulli_shift_gain`), so a move takes one ``log``
     per ~100 orders of magnitude of the members' product, not two transcendental
     functions per member."""
+    x, eta, p, q = column
+    a, b = prior
+    omega, beta = settings
     proposal = rng.beta(omega * theta, omega * (1.0 - theta))
     if not 0.0 < proposal < 1.0:
         return theta
@@ -174,6 +234,7 @@ def bernoulli_parameter_sweep(rng, X, Z, theta, prior_a, prior_b, omega, beta):
     D = X.shape[1]
     eta, p, q, Xt = bernoulli_sweep_state(X, Z, theta)
     start, rows = cluster_members(Z)
+    settings = MoveSettings(omega, beta)
     accepted = proposed = 0
     for k in range(C):
         members = rows[start[k]:start[k + 1]]
@@ -181,9 +242,9 @@ def bernoulli_parameter_sweep(rng, X, Z, theta, prior_a, prior_b, omega, beta):
             if members.shape[0] == 0:
                 theta[k, d] = _beta_prior_draw(rng, prior_a[d], prior_b[d])
                 continue
-            new = bernoulli_coordinate_move(rng, Xt[d], eta[d], p[d], q[d], members,
-                                            theta[k, d], prior_a[d], prior_b[d], omega,
-                                            beta)
+            new = bernoulli_coordinate_move(
+                rng, BernoulliColumn(Xt[d], eta[d], p[d], q[d]), members, theta[k, d],
+                BetaPrior(prior_a[d], prior_b[d]), settings)
             proposed += 1
             if new != theta[k, d]:
                 accepted += 1
@@ -213,11 +274,18 @@ def _gaussian_members_delta(x, P, H, ll, rows, dP, dH, buf):
 
 
 @njit_exact
-def gaussian_mean_move(rng, x, P, H, ll, rows, mu, tau, mean0, sd0, omega, beta, buf):
-    """One MH move of ``mu_kd`` (random walk with sd ``1 / sqrt(omega tau)``); ``P``,
-    ``H``, ``ll`` are column ``d`` of the points' precision sums, precision-weighted
-    mean sums and log densities (``H`` and ``ll`` updated in place on acceptance),
-    ``buf`` scratch of at least ``len(rows)``. Returns the new value."""
+def gaussian_mean_move(rng, column, rows, mu, tau, prior, settings, buf):
+    """One MH move of ``mu_kd`` (random walk with sd ``1 / sqrt(omega tau)``); returns
+    the new value.
+
+    ``column`` is the :class:`GaussianColumn` of dimension ``d`` (its ``H`` and ``ll``
+    updated in place on acceptance), ``rows`` the cluster's points, ``prior`` the
+    coordinate's :class:`GaussianPrior` (numbers; its ``mean`` and ``sd`` enter),
+    ``settings`` the :class:`MoveSettings`, ``buf`` scratch of at least ``len(rows)``."""
+    x, P, H, ll = column
+    mean0 = prior.mean
+    sd0 = prior.sd
+    omega, beta = settings
     proposal = mu + rng.standard_normal() / math.sqrt(omega * tau)
     dH = tau * (proposal - mu)
     delta = _gaussian_members_delta(x, P, H, ll, rows, 0.0, dH, buf)
@@ -233,11 +301,15 @@ def gaussian_mean_move(rng, x, P, H, ll, rows, mu, tau, mean0, sd0, omega, beta,
 
 
 @njit_exact
-def gaussian_precision_move(rng, x, P, H, ll, rows, mu, tau, shape0, rate0, omega, beta,
-                            buf):
+def gaussian_precision_move(rng, column, rows, mu, tau, prior, settings, buf):
     """One MH move of ``tau_kd`` (random walk on ``log tau`` with sd ``1 / sqrt(omega)``,
-    Hastings term ``tau' / tau``); arguments as :func:`gaussian_mean_move`, ``P``, ``H``
-    and ``ll`` updated in place on acceptance. Returns the new value."""
+    Hastings term ``tau' / tau``); arguments as :func:`gaussian_mean_move` (the prior's
+    ``shape`` and ``rate`` enter), the column's ``P``, ``H`` and ``ll`` updated in place
+    on acceptance. Returns the new value."""
+    x, P, H, ll = column
+    shape0 = prior.shape
+    rate0 = prior.rate
+    omega, beta = settings
     proposal = tau * math.exp(rng.standard_normal() / math.sqrt(omega))
     if not 0.0 < proposal < np.inf:
         return tau
@@ -280,15 +352,18 @@ def gaussian_sweep_state(X, Z, mu, tau):
 
 
 @njit_exact
-def gaussian_parameter_sweep(rng, X, Z, mu, tau, mean0, sd0, shape0, rate0, omega, beta):
+def gaussian_parameter_sweep(rng, X, Z, mu, tau, prior, omega, beta):
     """Every ``mu_kd`` then ``tau_kd`` of a used slot by :func:`gaussian_mean_move` and
-    :func:`gaussian_precision_move`, then the unused slots' from the prior; ``mu``,
-    ``tau`` (C, D) updated in place. Returns ``(accepted, proposed)``."""
+    :func:`gaussian_precision_move`, then the unused slots' from the prior (a
+    :class:`GaussianPrior` of (D,) arrays); ``mu``, ``tau`` (C, D) updated in place.
+    Returns ``(accepted, proposed)``."""
+    mean0, sd0, shape0, rate0 = prior
     N, C = Z.shape
     D = X.shape[1]
     P, H, ll, Xt = gaussian_sweep_state(X, Z, mu, tau)
     start, rows = cluster_members(Z)
     buf = np.empty(N)
+    settings = MoveSettings(omega, beta)
     accepted = proposed = 0
     for k in range(C):
         members = rows[start[k]:start[k + 1]]
@@ -297,14 +372,15 @@ def gaussian_parameter_sweep(rng, X, Z, mu, tau, mean0, sd0, shape0, rate0, omeg
                 mu[k, d] = mean0[d] + sd0[d] * rng.standard_normal()
                 tau[k, d] = _gamma_prior_draw(rng, shape0[d], rate0[d])
                 continue
-            new = gaussian_mean_move(rng, Xt[d], P[d], H[d], ll[d], members, mu[k, d],
-                                     tau[k, d], mean0[d], sd0[d], omega, beta, buf)
+            column = GaussianColumn(Xt[d], P[d], H[d], ll[d])
+            coordinate = GaussianPrior(mean0[d], sd0[d], shape0[d], rate0[d])
+            new = gaussian_mean_move(rng, column, members, mu[k, d], tau[k, d], coordinate,
+                                     settings, buf)
             if new != mu[k, d]:
                 accepted += 1
             mu[k, d] = new
-            new = gaussian_precision_move(rng, Xt[d], P[d], H[d], ll[d], members,
-                                          mu[k, d], tau[k, d], shape0[d], rate0[d],
-                                          omega, beta, buf)
+            new = gaussian_precision_move(rng, column, members, mu[k, d], tau[k, d],
+                                          coordinate, settings, buf)
             if new != tau[k, d]:
                 accepted += 1
             tau[k, d] = new

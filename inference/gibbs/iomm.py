@@ -39,8 +39,12 @@ from scipy.special import expit, logit
 
 from custom_ops.ibp_fa.ibp import harmonic
 from custom_ops.iomm.experts import BERNOULLI, GAUSSIAN
-from custom_ops.iomm.memberships import ibp_log_odds, membership_sweep
-from custom_ops.iomm.parameters import bernoulli_parameter_sweep, gaussian_parameter_sweep
+from custom_ops.iomm.memberships import MembershipPrior, ibp_log_odds, membership_sweep
+from custom_ops.iomm.parameters import (
+    GaussianPrior,
+    bernoulli_parameter_sweep,
+    gaussian_parameter_sweep,
+)
 from custom_ops.iomm.split_merge import SPLIT_MERGE_STATS, Experts, split_merge_moves
 from inference.gibbs.base import ZooGibbsStep, terms_depending_on
 from inference.gibbs.registry import register_step
@@ -213,8 +217,9 @@ class IOMMMemberships(ZooGibbsStep):
         spec = self.spec
         E, params = self.experts(values)
         a, p, o, _flips = membership_sweep(
-            self.rng, self._code, X, Z, E, self._background, self._log_odds,
-            self.birth_rate(alpha, spec.N), float(self.beta))
+            self.rng, self._code, X, Z, E, self._background,
+            MembershipPrior(self._log_odds, self.birth_rate(alpha, spec.N)),
+            float(self.beta))
         tally[0] += a
         tally[1] += p
         tally[2] += o
@@ -332,9 +337,10 @@ class IOMMParameters(ZooGibbsStep):
         if spec.likelihood == "bernoulli":
             return self.bernoulli_sweep(self.rng, X, Z, values[0], prior["a"], prior["b"],
                                         spec.omega, float(self.beta))
-        return self.gaussian_sweep(self.rng, X, Z, values[0], values[1], prior["mean"],
-                                   prior["sd"], prior["shape"], prior["rate"], spec.omega,
-                                   float(self.beta))
+        return self.gaussian_sweep(
+            self.rng, X, Z, values[0], values[1],
+            GaussianPrior(prior["mean"], prior["sd"], prior["shape"], prior["rate"]),
+            spec.omega, float(self.beta))
 
     def step(self, point):
         X = np.ascontiguousarray(self._x_fn(point), dtype=np.float64)

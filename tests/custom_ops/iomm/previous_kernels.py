@@ -21,7 +21,9 @@ __all__ = ["previous_bernoulli_parameter_sweep", "previous_membership_sweep"]
 
 
 @njit_exact
-def previous_membership_sweep(rng, code, X, Z, E, background, log_odds, birth_rate, beta):
+def previous_membership_sweep(rng, code, X, Z, E, background, prior, beta):
+    # the shipped kernel's signature (a MembershipPrior), for a draw-for-draw comparison
+    log_odds, birth_rate = prior
     N, C = Z.shape
     D, S = E.shape[1], E.shape[2]
     m = np.zeros(C, dtype=np.int64)

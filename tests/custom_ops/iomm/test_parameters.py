@@ -14,6 +14,11 @@ import pytest
 from scipy import special, stats
 
 from custom_ops.iomm.parameters import (
+    BernoulliColumn,
+    BetaPrior,
+    GaussianColumn,
+    GaussianPrior,
+    MoveSettings,
     bernoulli_coordinate_move,
     gaussian_mean_move,
     gaussian_precision_move,
@@ -83,7 +88,8 @@ def _bernoulli_start(rng, theta, move, args):
     eta = ETA_REST + np.log(theta / (1 - theta))
     p, q = special.expit(eta), special.expit(-eta)
     for _ in range(MOVES):
-        theta = move(rng, X_BIN, eta, p, q, ROWS, theta, a, b, omega, beta)
+        theta = move(rng, BernoulliColumn(X_BIN, eta, p, q), ROWS, theta, BetaPrior(a, b),
+                     MoveSettings(omega, beta))
     # the cached sums and sigmoids follow the accepted moves
     np.testing.assert_allclose(eta, ETA_REST + np.log(theta / (1 - theta)), rtol=1e-9,
                                atol=1e-9)
@@ -124,7 +130,8 @@ def _mean_start(rng, mu, move, args):
     H = H_REST + TAU * mu
     ll = _gaussian_ll(P, H)
     for _ in range(MOVES):
-        mu = move(rng, X_REAL, P, H, ll, ROWS, mu, TAU, m0, s0, omega, beta, BUF)
+        mu = move(rng, GaussianColumn(X_REAL, P, H, ll), ROWS, mu, TAU,
+                  GaussianPrior(m0, s0, np.nan, np.nan), MoveSettings(omega, beta), BUF)
     np.testing.assert_allclose(ll, _gaussian_ll(P, H), rtol=1e-10)
     return mu
 
@@ -146,7 +153,8 @@ def _precision_start(rng, tau, move, args):
     H = H_REST + tau * MU
     ll = _gaussian_ll(P, H)
     for _ in range(MOVES):
-        tau = move(rng, X_REAL, P, H, ll, ROWS, MU, tau, shape, rate, omega, beta, BUF)
+        tau = move(rng, GaussianColumn(X_REAL, P, H, ll), ROWS, MU, tau,
+                   GaussianPrior(np.nan, np.nan, shape, rate), MoveSettings(omega, beta), BUF)
     np.testing.assert_allclose(ll, _gaussian_ll(P, H), rtol=1e-10)
     return tau
 

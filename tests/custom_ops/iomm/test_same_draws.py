@@ -10,7 +10,7 @@ decision could differ only where a uniform lands within that of its threshold: a
 import numpy as np
 import pytest
 
-from custom_ops.iomm.memberships import ibp_log_odds, membership_sweep
+from custom_ops.iomm.memberships import MembershipPrior, ibp_log_odds, membership_sweep
 from custom_ops.iomm.parameters import bernoulli_parameter_sweep
 from tests.custom_ops.iomm.previous_kernels import (
     previous_bernoulli_parameter_sweep,
@@ -25,12 +25,12 @@ def _chain(memberships, parameters, X, Z, theta, seed):
     rng = np.random.default_rng(seed)
     a = np.full(D, 0.8)
     b = np.full(D, 1.2)
-    log_odds = ibp_log_odds(N)
+    prior = MembershipPrior(ibp_log_odds(N), 1.5 / N)
     background = np.zeros((D, 2))
     states, counts = [], []
     for _ in range(SWEEPS):
         E = np.ascontiguousarray(np.log(theta / (1 - theta))[:, :, None])
-        counts.append(memberships(rng, 0, X, Z, E, background, log_odds, 1.5 / N, 0.7))
+        counts.append(memberships(rng, 0, X, Z, E, background, prior, 0.7))
         counts.append(parameters(rng, X, Z, theta, a, b, 20.0, 0.7))
         states.append((Z.copy(), theta.copy()))
     return states, counts

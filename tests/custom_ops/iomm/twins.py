@@ -22,6 +22,11 @@ import numpy as np
 
 from custom_ops.iomm.experts import dim_loglik, sigmoid_pair
 from custom_ops.iomm.parameters import (
+    BernoulliColumn,
+    BetaPrior,
+    GaussianColumn,
+    GaussianPrior,
+    MoveSettings,
     bernoulli_sweep_state,
     cluster_members,
     gaussian_mean_move,
@@ -53,7 +58,10 @@ def without_reverse_proposal(log_prior_ratio, log_lik_ratio, beta, log_q_reverse
 
 
 @njit_exact
-def no_hastings_coordinate_move(rng, x, eta, p, q, rows, theta, a, b, omega, beta):
+def no_hastings_coordinate_move(rng, column, rows, theta, prior, settings):
+    x, eta, p, q = column
+    a, b = prior
+    omega, beta = settings
     proposal = rng.beta(omega * theta, omega * (1.0 - theta))
     if not 0.0 < proposal < 1.0:
         return theta
@@ -84,6 +92,7 @@ def no_hastings_sweep(rng, X, Z, theta, prior_a, prior_b, omega, beta):
     D = X.shape[1]
     eta, p, q, Xt = bernoulli_sweep_state(X, Z, theta)
     start, rows = cluster_members(Z)
+    settings = MoveSettings(omega, beta)
     for k in range(C):
         members = rows[start[k] : start[k + 1]]
         for d in range(D):
@@ -92,22 +101,21 @@ def no_hastings_sweep(rng, X, Z, theta, prior_a, prior_b, omega, beta):
                 continue
             theta[k, d] = no_hastings_coordinate_move(
                 rng,
-                Xt[d],
-                eta[d],
-                p[d],
-                q[d],
+                BernoulliColumn(Xt[d], eta[d], p[d], q[d]),
                 members,
                 theta[k, d],
-                prior_a[d],
-                prior_b[d],
-                omega,
-                beta,
+                BetaPrior(prior_a[d], prior_b[d]),
+                settings,
             )
     return 0, 1
 
 
 @njit_exact
-def no_jacobian_precision_move(rng, x, P, H, ll, rows, mu, tau, shape0, rate0, omega, beta, buf):
+def no_jacobian_precision_move(rng, column, rows, mu, tau, prior, settings, buf):
+    x, P, H, ll = column
+    shape0 = prior.shape
+    rate0 = prior.rate
+    omega, beta = settings
     proposal = tau * math.exp(rng.standard_normal() / math.sqrt(omega))
     dP = proposal - tau
     dH = dP * mu
@@ -131,12 +139,14 @@ def no_jacobian_precision_move(rng, x, P, H, ll, rows, mu, tau, shape0, rate0, o
 
 
 @njit_exact
-def no_jacobian_sweep(rng, X, Z, mu, tau, mean0, sd0, shape0, rate0, omega, beta):
+def no_jacobian_sweep(rng, X, Z, mu, tau, prior, omega, beta):
+    mean0, sd0, shape0, rate0 = prior
     C = Z.shape[1]
     D = X.shape[1]
     P, H, ll, Xt = gaussian_sweep_state(X, Z, mu, tau)
     start, rows = cluster_members(Z)
     buf = np.empty(Z.shape[0])
+    settings = MoveSettings(omega, beta)
     for k in range(C):
         members = rows[start[k] : start[k + 1]]
         for d in range(D):
@@ -144,34 +154,12 @@ def no_jacobian_sweep(rng, X, Z, mu, tau, mean0, sd0, shape0, rate0, omega, beta
                 mu[k, d] = mean0[d] + sd0[d] * rng.standard_normal()
                 tau[k, d] = rng.gamma(shape0[d], 1.0 / rate0[d])
                 continue
+            column = GaussianColumn(Xt[d], P[d], H[d], ll[d])
+            coordinate = GaussianPrior(mean0[d], sd0[d], shape0[d], rate0[d])
             mu[k, d] = gaussian_mean_move(
-                rng,
-                Xt[d],
-                P[d],
-                H[d],
-                ll[d],
-                members,
-                mu[k, d],
-                tau[k, d],
-                mean0[d],
-                sd0[d],
-                omega,
-                beta,
-                buf,
+                rng, column, members, mu[k, d], tau[k, d], coordinate, settings, buf
             )
             tau[k, d] = no_jacobian_precision_move(
-                rng,
-                Xt[d],
-                P[d],
-                H[d],
-                ll[d],
-                members,
-                mu[k, d],
-                tau[k, d],
-                shape0[d],
-                rate0[d],
-                omega,
-                beta,
-                buf,
+                rng, column, members, mu[k, d], tau[k, d], coordinate, settings, buf
             )
     return 0, 1
