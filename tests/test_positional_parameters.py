@@ -5,7 +5,10 @@ complains. New code groups such state (a named tuple for a Numba kernel's arrays
 ``custom_ops.pydt``'s ``Topology``; keyword-only options for a Python function). The
 functions that still take ``LIMIT`` or more positional parameters are listed in
 ``ALLOWED`` with their count; the list may only shrink: a new offender, a listed one
-that grew, or a listed one that no longer offends (remove it) fails.
+that grew, or a listed one that no longer offends (remove it) fails. Those left have
+signatures fixed from outside: compiled C entry points of the Ops, an Op's ``make_node``
+(one argument per input), the Numba implementations PyTensor calls with a node's inputs
+(and the body they share), and a RandomVariable's ``rng_fn``.
 """
 
 import ast
