@@ -485,8 +485,11 @@ def sample_gibbs(
         cores = min(chains, os.cpu_count() or 1, 4)
     cores = max(1, min(cores, chains))
     # daemonic processes (e.g. Dask or ProcessPool workers) may not start children
+    # a step on threads of its own runs its chains here, one after another (its threads
+    # take the cores; ZooGibbsStep.uses_threads says why it cannot fork)
     parallel = (cores > 1 and _fork_context() is not None
-                and not multiprocessing.current_process().daemon)
+                and not multiprocessing.current_process().daemon
+                and not any(getattr(m, "uses_threads", False) for m in flatten_steps(step)))
     t0 = time.perf_counter()
     todo = [c for c in range(chains) if tunes[c] + lengths[c] > 0]
     total = max((tunes[c] + lengths[c] for c in todo), default=1)

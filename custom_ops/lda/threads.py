@@ -42,7 +42,6 @@ from __future__ import annotations
 import threading
 from typing import NamedTuple
 
-import numba
 import numpy as np
 from numba import prange
 
@@ -68,7 +67,6 @@ __all__ = [
     "partition_sweeps",
     "sweep_cell",
     "sweep_cells",
-    "use_fork_safe_threads",
     "word_groups",
 ]
 
@@ -179,22 +177,10 @@ def partition_sweeps(cells, counts, prior, rngs, n_sweeps):
             merge_topic_totals(counts.n_k, counts.n_k_threads)
 
 
-#: One threaded sweep at a time in a process: the fork-safe layer Numba picks here
-#: (its "workqueue") aborts the process when two Python threads launch parallel kernels
-#: at once (chains on a thread pool, each with ``n_threads > 1``).
+#: One threaded sweep at a time in a process: Numba's "workqueue" threading layer (its
+#: fallback without OpenMP or TBB) aborts the process when two Python threads launch
+#: parallel kernels at once (chains on a thread pool, each with ``n_threads > 1``).
 _PARALLEL_LOCK = threading.Lock()
-
-
-def use_fork_safe_threads() -> None:
-    """Have Numba start its threads with a fork-safe threading layer, unless the user
-    chose one or a parallel kernel already ran. The default on Linux is GNU OpenMP,
-    after which a forked process aborts when it runs a parallel kernel, and ``fit`` forks
-    its chain workers after one draw in the parent (``inference.chains``)."""
-    try:
-        numba.threading_layer()
-    except ValueError:  # no parallel kernel has run in this process yet
-        if numba.config.THREADING_LAYER == "default":
-            numba.config.THREADING_LAYER = "forksafe"
 
 
 def _cuts(cumulative, n_parts: int, n_items: int) -> np.ndarray:
@@ -375,7 +361,6 @@ class ThreadedLDAState:
         numbering."""
         if len(rngs) != self.n_threads:
             raise ValueError(f"rngs: need {self.n_threads} generators, got {len(rngs)}")
-        use_fork_safe_threads()
         inner_eta = np.ascontiguousarray(np.asarray(eta, dtype=np.float64)[self.word_order])
         word_pow, topic_pow = self.powers(inner_eta, beta)
         prior = SweepPrior(

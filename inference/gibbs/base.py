@@ -106,6 +106,12 @@ class ZooGibbsStep(BlockedStep):
     stats_dtypes_shapes: ClassVar[dict[str, tuple[Any, Any]]] = {}
     distributions: ClassVar[tuple[type, ...]] = ()
 
+    #: Whether the step sweeps on threads of its own (a Numba parallel kernel). The
+    #: zoo's chain loop then runs the chains one after another in this process rather
+    #: than in forked workers: a process forked after Numba's OpenMP threads started
+    #: (GNU OpenMP, its default threading layer on Linux) dies when it launches them.
+    uses_threads: bool = False
+
     #: Whether the step samples the power posterior at inverse temperature :attr:`beta`
     #: (class docstring, Notes).
     can_temper: ClassVar[bool] = False

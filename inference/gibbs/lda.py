@@ -87,7 +87,9 @@ class CollapsedLDAGibbs(ZooGibbsStep):
         (the partition of Yan, Xu & Qi 2009, :mod:`custom_ops.lda.threads`), against the
         one set of counts; only the topic totals are per thread, merged after each epoch.
         Not the serial chain (and not tempered), but its log p(w, z) stays within 1 % of
-        the serial sampler's (tested on an LDA-drawn corpus).
+        the serial sampler's (tested on an LDA-drawn corpus). The chains of such a step
+        run one after another in the calling process
+        (:attr:`~inference.gibbs.base.ZooGibbsStep.uses_threads`).
     model, rng :
         See :class:`~inference.gibbs.base.ZooGibbsStep`.
 
@@ -139,6 +141,7 @@ class CollapsedLDAGibbs(ZooGibbsStep):
         check_choice(sampler, "sampler", ("auto", "sparse", "dense", "alias"))
         sweeps = check_int(sweeps, "sweeps", minimum=1)
         self.n_threads = check_int(n_threads, "n_threads", minimum=1)
+        self.uses_threads = self.n_threads > 1
         if self.n_threads > 1 and sampler in ("dense", "alias"):
             raise ValueError(
                 "n_threads > 1 sweeps with the sparse kernel; "

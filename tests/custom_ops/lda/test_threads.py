@@ -5,7 +5,6 @@ sweep the shared counts, every thread's topic totals and the topic lists are tho
 the topics; a merge that loses the other threads' totals and a schedule that skips cells
 are caught."""
 
-import os
 
 import numpy as np
 import pytest
@@ -184,23 +183,6 @@ def test_the_same_check_catches_a_merge_that_loses_totals():
 def test_the_schedule_check_catches_skipped_cells():
     with pytest.raises(AssertionError):
         _check_schedule(_twin_state(cell_of=_own_diagonal_cell))
-
-
-def test_a_forked_process_sweeps_after_its_parent_did():
-    # fit forks its chain workers after a draw in the parent; Numba's default threading
-    # layer on Linux (GNU OpenMP) would kill such a child when it sweeps
-    words, doc_ptr, n_words = _corpus(1)
-    alpha, eta = _priors(4, n_words)
-    state = threads.ThreadedLDAState(words, doc_ptr, np.zeros(words.size, np.int32), n_words, 4, 2)
-    state.sweep(alpha, eta, 1.0, np.random.default_rng(0).spawn(2))
-    pid = os.fork()
-    if pid == 0:  # pragma: no cover - the child
-        try:
-            state.sweep(alpha, eta, 1.0, np.random.default_rng(1).spawn(2), 2)
-        finally:
-            os._exit(0 if np.array_equal(state.n_k, np.bincount(state.z, minlength=4)) else 1)
-    _, status = os.waitpid(pid, 0)
-    assert os.waitstatus_to_exitcode(status) == 0
 
 
 def test_one_block_is_the_serial_sweep_draw_for_draw():

@@ -81,3 +81,30 @@ def test_threads_refuse_tempering():
     step = get_step(lda.STEP_NAME)
     assert step.tempering_error({}) is None
     assert "n_threads" in step.tempering_error({"n_threads": 2})
+
+
+def test_chains_of_a_threaded_step_run_in_this_process_one_after_another():
+    # a chain forked after this process's Numba threads started (GNU OpenMP, the default
+    # layer on Linux) would die when it sweeps; the threaded sweep in this process
+    # starts them first
+    from inference import fit
+
+    m = lda.model(_lda_corpus(3, n_docs=12), n_topics=3, n_words=60)
+    _run(_step_for(m, n_threads=2, rng=1), m.initial_point(), 1)
+    runs = [
+        fit(
+            m,
+            method="gibbs",
+            step=_step_for(m, n_threads=2),
+            draws=3,
+            tune=2,
+            chains=2,
+            cores=cores,
+            random_seed=4,
+            progressbar=False,
+        )
+        for cores in (2, 1)
+    ]
+    log_joint = [run["sample_stats"]["log_joint"].values for run in runs]
+    assert log_joint[0].shape == (2, 3)
+    np.testing.assert_array_equal(log_joint[0], log_joint[1])
