@@ -89,7 +89,9 @@ class Cells(NamedTuple):
 class SharedCounts(NamedTuple):
     """The counts and topic lists of :class:`~custom_ops.lda.gibbs.SparseLDAState`, one
     set for all threads, plus each thread's copy of the topic totals (``n_k_threads[p,
-    :K]``; the rows are padded apart)."""
+    :K]``; the rows are padded apart). The lists' fields are repeated here rather than held
+    as a :class:`~custom_ops.lda.gibbs.TopicLists`: the parallel kernel's arguments cannot
+    nest a named tuple in a named tuple (Numba rejects it as a scalar argument)."""
 
     n_wk: np.ndarray
     n_dk: np.ndarray

@@ -5,7 +5,6 @@ sweep the shared counts, every thread's topic totals and the topic lists are tho
 the topics; a merge that loses the other threads' totals and a schedule that skips cells
 are caught."""
 
-
 import numpy as np
 import pytest
 
