@@ -72,6 +72,7 @@ __all__ = [
     "concentrations",
     "fill_topic_lists",
     "gibbs_sweep_sparse",
+    "last_listed",
     "list_remove",
     "log_joint",
     "tempered_powers",
@@ -492,6 +493,18 @@ def list_remove(topics, start, nnz_ref, row, k):
     nnz_ref[row] = m - uintp(1)
 
 
+@njit_exact(inline="always")
+def last_listed(topics, start, m, row_counts):
+    """The last topic in the list ``topics[start : start + m]`` with a positive count in
+    ``row_counts`` (the sweep's walks end there when rounding carries them past the end;
+    the token's old topic may be listed with a zero count)."""
+    for back in range(m):
+        k = uintp(topics[start + m - uintp(1) - uintp(back)])
+        if row_counts[k] > 0:
+            return k
+    return uintp(topics[start])
+
+
 def tempering_tables(words, n_words: int, eta, beta: float):
     """``(pow_offset, word_pow, topic_pow)`` for a sweep of the corpus ``words`` at
     inverse temperature ``beta`` (:func:`tempered_powers`; the two tables are empty at
@@ -612,7 +625,16 @@ def gibbs_sweep_sparse(tokens, counts, lists, prior, rng):
             coef[k] = (n_dk[d, k] + alpha[k]) * inv[k]
         for i in range(uintp(doc_ptr[d]), uintp(doc_ptr[d + uintp(1)])):
             w = uintp(words[i])
-            t = uintp(z[i])
+            old = uintp(z[i])
+            t = old
+            # Most tokens keep their topic (80 % on Reuters at K = 20): the values
+            # below are then put back as they were rather than recomputed, and the
+            # topic lists are left alone while the token is out, the old topic staying
+            # listed with a zero count (it adds nothing to the q and r buckets).
+            inv_old = inv[t]
+            coef_old = coef[t]
+            s_old = s_sum
+            r_old = r_sum
             # remove token i
             s_sum -= alpha[t] * inv[t]
             r_sum -= n_dk[d, t] * inv[t]
@@ -626,11 +648,7 @@ def gibbs_sweep_sparse(tokens, counts, lists, prior, rng):
             s_sum += alpha[t] * inv[t]
             r_sum += n_dk[d, t] * inv[t]
             coef[t] = (n_dk[d, t] + alpha[t]) * inv[t]
-            if n_dk[d, t] == 0:
-                list_remove(d_topics, ds, d_nnz, d, t)
             ws = uintp(w_ptr[w])
-            if n_wk[w, t] == 0:
-                list_remove(w_topics, ws, w_nnz, w, t)
             # q bucket over the word's topics; t0 = T(0), the s and r buckets' factor
             q_sum = 0.0
             m = uintp(w_nnz[w])
@@ -663,7 +681,7 @@ def gibbs_sweep_sparse(tokens, counts, lists, prior, rng):
                         found = True
                         break
                 if not found:  # rounding: the walk ran off the end
-                    t = uintp(w_topics[ws + m - uintp(1)])
+                    t = last_listed(w_topics, ws, m, n_wk[w])
                     found = True
             else:
                 u -= q_sum
@@ -678,7 +696,7 @@ def gibbs_sweep_sparse(tokens, counts, lists, prior, rng):
                             found = True
                             break
                     if not found and dn > 0:  # rounding: the walk ran off the end
-                        t = uintp(d_topics[ds + dn - uintp(1)])
+                        t = last_listed(d_topics, ds, dn, n_dk[d])
                         found = True
                 else:
                     u = (u - r_mass) / t0
@@ -690,6 +708,19 @@ def gibbs_sweep_sparse(tokens, counts, lists, prior, rng):
                             t = k
                             break
             # add token i back with topic t
+            if t == old:
+                n_wk[w, t] += 1
+                n_dk[d, t] += 1
+                n_k[t] += 1
+                inv[t] = inv_old
+                coef[t] = coef_old
+                s_sum = s_old
+                r_sum = r_old
+                continue
+            if n_dk[d, old] == 0:
+                list_remove(d_topics, ds, d_nnz, d, old)
+            if n_wk[w, old] == 0:
+                list_remove(w_topics, ws, w_nnz, w, old)
             z[i] = t
             s_sum -= alpha[t] * inv[t]
             r_sum -= n_dk[d, t] * inv[t]

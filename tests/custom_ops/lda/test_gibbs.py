@@ -180,6 +180,15 @@ def test_sparse_state_stays_consistent_and_matches_dense_statistically():
         assert sorted(listed) == list(np.flatnonzero(state.n_dk[d]))
 
 
+def test_a_walk_past_the_end_stops_at_the_last_topic_with_a_count():
+    """The sweep leaves a token's old topic listed with a zero count while the token is
+    out; a walk that rounding carries past the end must not land there."""
+    topics = np.array([9, 3, 1, 4, 2, 9], dtype=np.int32)
+    row = np.array([0, 2, 1, 5, 0], dtype=np.int32)  # topic 4 is listed, count 0
+    assert lk.last_listed(topics, 1, 4, row) == 2  # the list is 3, 1, 4, 2
+    assert lk.last_listed(topics, 1, 3, row) == 1  # 3, 1, 4: the listed 4 is empty
+
+
 def test_sweeps_are_reproducible_from_the_generator():
     def run(seed):
         rng = np.random.default_rng(seed)
