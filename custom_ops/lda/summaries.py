@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from numba import uintp
 
 from custom_ops.jit import njit_exact
 
@@ -65,7 +66,9 @@ def _draw_summary(n_wk, n_dk, n_k, alpha, eta, table_eta, table_alpha):
 @njit_exact
 def _draw_summary_lists(counts, lists, alpha, eta, table_eta, table_alpha):
     # _draw_summary's sums over the nonzero cells only, found through SparseLDA's topic
-    # lists: O(nonzero cells) rather than O((V + D) K) per draw
+    # lists: O(nonzero cells) rather than O((V + D) K) per draw. Each row's terms are
+    # summed apart and then added (shorter chains of dependent additions), with
+    # unsigned indices (Numba wraps negative values of signed ones).
     n_wk, n_dk, n_k = counts
     w_ptr, w_topics, w_nnz, d_ptr, d_topics, d_nnz = lists
     n_words, n_topics = n_wk.shape
@@ -74,12 +77,15 @@ def _draw_summary_lists(counts, lists, alpha, eta, table_eta, table_alpha):
     k_alpha = n_topics * alpha
     ll = n_topics * math.lgamma(v_eta)
     sq = np.zeros(n_topics, dtype=np.int64)
-    for v in range(n_words):
-        for j in range(w_ptr[v], w_ptr[v] + w_nnz[v]):
-            k = w_topics[j]
+    for v in range(uintp(n_words)):
+        row = 0.0
+        start = uintp(w_ptr[v])
+        for j in range(start, start + uintp(w_nnz[v])):
+            k = uintp(w_topics[j])
             c = n_wk[v, k]
-            ll += table_eta[c]
+            row += table_eta[uintp(c)]
             sq[k] += c * c
+        ll += row
     phi_c = 0.0
     for k in range(n_topics):
         ll -= math.lgamma(v_eta + n_k[k])
@@ -87,15 +93,17 @@ def _draw_summary_lists(counts, lists, alpha, eta, table_eta, table_alpha):
         phi_c += (sq[k] + 2.0 * eta * n_k[k] + n_words * eta * eta) / (denom * denom)
     ll += n_docs * math.lgamma(k_alpha)
     theta_c = 0.0
-    for d in range(n_docs):
+    for d in range(uintp(n_docs)):
         length = 0
         acc = 0
-        for j in range(d_ptr[d], d_ptr[d] + d_nnz[d]):
-            c = n_dk[d, d_topics[j]]
-            ll += table_alpha[c]
+        row = 0.0
+        start = uintp(d_ptr[d])
+        for j in range(start, start + uintp(d_nnz[d])):
+            c = n_dk[d, uintp(d_topics[j])]
+            row += table_alpha[uintp(c)]
             length += c
             acc += c * c
-        ll -= math.lgamma(k_alpha + length)
+        ll += row - math.lgamma(k_alpha + length)
         denom = length + k_alpha
         theta_c += (acc + 2.0 * alpha * length + n_topics * alpha * alpha) / (denom * denom)
     return ll, phi_c / n_topics, theta_c / max(n_docs, 1)
