@@ -458,6 +458,11 @@ class SparseLDAState:
         after sparse sweeps, not after dense ones, which leave the lists as they were)."""
         return draw_summary_lists(self.counts, self.lists, alpha, eta, tables)
 
+    def topics_out(self, z_in) -> tuple[np.ndarray, int]:
+        """:func:`topics_out` of this state's topics: a new int64 copy and how many
+        differ from ``z_in``."""
+        return topics_out(self.z, z_in)
+
     def sweep(self, alpha, eta, beta, rng) -> None:
         """One SparseLDA Gibbs sweep at inverse temperature ``beta`` (see
         :func:`gibbs_sweep_sparse`)."""

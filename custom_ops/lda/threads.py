@@ -63,6 +63,7 @@ __all__ = [
     "SharedCounts",
     "ThreadedLDAState",
     "cell_of",
+    "gathered_topics_out",
     "merge_topic_totals",
     "partition_sweeps",
     "sweep_cell",
@@ -179,6 +180,20 @@ def partition_sweeps(cells, counts, prior, rngs, n_sweeps):
             merge_topic_totals(counts.n_k, counts.n_k_threads)
 
 
+@njit_exact(nogil=True)
+def gathered_topics_out(z_cells, position, z_in):
+    """``(z, changed)``: ``z[i] = z_cells[position[i]]`` as int64 and the number of ``i``
+    with ``z[i] != z_in[i]``."""
+    out = np.empty(position.size, dtype=np.int64)
+    changed = 0
+    for i in range(position.size):
+        t = z_cells[position[i]]
+        out[i] = t
+        if t != z_in[i]:
+            changed += 1
+    return out, changed
+
+
 #: One threaded sweep at a time in a process: Numba's "workqueue" threading layer (its
 #: fallback without OpenMP or TBB) aborts the process when two Python threads launch
 #: parallel kernels at once (chains on a thread pool, each with ``n_threads > 1``).
@@ -208,12 +223,16 @@ def word_groups(word_freq, n_groups: int) -> np.ndarray:
     hold about equal numbers of tokens and each about the same mix of frequent and rare
     words (a rare word's token costs more: its draws fall in SparseLDA's smoothing bucket
     more often, a walk over all topics)."""
-    group = np.zeros(word_freq.size, dtype=np.int64)
-    load = np.zeros(n_groups, dtype=np.int64)
-    for w in np.argsort(-word_freq, kind="stable"):
-        g = int(np.argmin(load))
-        group[w] = g
-        load[g] += word_freq[w]
+    order = np.argsort(-np.asarray(word_freq), kind="stable")
+    # Python integers: a numpy call per word made this the slowest part of a rebuild
+    load = [0] * n_groups
+    dealt = []
+    for freq in np.asarray(word_freq)[order].tolist():
+        g = load.index(min(load))
+        dealt.append(g)
+        load[g] += freq
+    group = np.zeros(order.size, dtype=np.int64)
+    group[order] = dealt
     return group
 
 
@@ -264,6 +283,9 @@ class ThreadedLDAState:
         group = self.word_group[words]
         cell = block * n_blocks + group
         self.order = np.argsort(cell, kind="stable")
+        # where each corpus token sits in the cells (the inverse of ``order``)
+        self.position = np.empty_like(self.order)
+        self.position[self.order] = np.arange(self.order.size)
         token_ptr = np.zeros(n_blocks * n_blocks + 1, dtype=np.int64)
         np.cumsum(np.bincount(cell, minlength=n_blocks * n_blocks), out=token_ptr[1:])
         # per cell, the offsets of its block's documents within the cell
@@ -337,6 +359,13 @@ class ThreadedLDAState:
     @property
     def n_k(self) -> np.ndarray:
         return self.counts.n_k
+
+    def topics_out(self, z_in) -> tuple[np.ndarray, int]:
+        """:func:`~custom_ops.lda.gibbs.topics_out` of :attr:`z` without making it: the
+        topics in the corpus's order as a new int64 array and how many differ from
+        ``z_in``, in one pass."""
+        out, changed = gathered_topics_out(self.cells.z, self.position, z_in)
+        return out, int(changed)
 
     def cell_tokens(self, p: int, g: int) -> np.ndarray:
         """The corpus positions of the tokens of cell ``(p, g)``, in their sweep order."""

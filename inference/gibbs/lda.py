@@ -12,7 +12,6 @@ from custom_ops.lda.gibbs import (
     SparseLDAState,
     concentrations,
     log_joint,
-    topics_out,
 )
 from custom_ops.lda.summaries import draw_summary, lgamma_tables
 from custom_ops.lda.threads import ThreadedLDAState
@@ -326,7 +325,7 @@ class CollapsedLDAGibbs(ZooGibbsStep):
                 self._sweep()
         state = self._state  # after the sweeps: a sweep may rebuild it
         z_in = np.asarray(z_in)
-        z_out, n_changed = topics_out(state.z, z_in)
+        z_out, n_changed = state.topics_out(z_in)
         if z_out.dtype != z_in.dtype:
             z_out = z_out.astype(z_in.dtype)
         self._last_z = z_out

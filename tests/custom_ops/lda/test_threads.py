@@ -199,3 +199,23 @@ def test_one_block_is_the_serial_sweep_draw_for_draw():
         serial.sweep(alpha, eta, 1.0, rng_serial)
     np.testing.assert_array_equal(state.z, serial.z)
     np.testing.assert_array_equal(state.n_wk, serial.n_wk)
+
+
+def test_topics_out_gives_the_topics_in_corpus_order_and_counts_the_changes():
+    words, doc_ptr, n_words = _corpus(7)
+    alpha, eta = _priors(4, n_words)
+    z0 = np.random.default_rng(8).integers(0, 4, words.size).astype(np.int32)
+    state = threads.ThreadedLDAState(words, doc_ptr, z0, n_words, 4, 2)
+    state.sweep(alpha, eta, 1.0, np.random.default_rng(9).spawn(2))
+    z_in = z0.astype(np.int64)
+    out, changed = state.topics_out(z_in)
+    assert out.dtype == np.int64
+    np.testing.assert_array_equal(out, state.z)  # the scatter through ``order``
+    assert changed == int(np.count_nonzero(state.z != z0)) > 0
+
+
+def test_word_groups_deal_words_by_frequency_to_the_lightest_group():
+    freq = np.array([5, 9, 1, 9, 3, 0, 4])
+    # by decreasing frequency (ties in word order): 1, 3, 0, 6, 4, 2, 5; loads after each:
+    # (9, 0), (9, 9), (14, 9), (14, 13), (14, 16), (15, 16), (15, 16) with ties to group 0
+    np.testing.assert_array_equal(threads.word_groups(freq, 2), [0, 0, 0, 1, 1, 0, 1])
