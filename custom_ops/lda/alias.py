@@ -51,7 +51,13 @@ from typing import NamedTuple
 import numpy as np
 
 from custom_ops.jit import njit_exact
-from custom_ops.lda.gibbs import SparseLDAState, SweepPrior, list_remove, tempered_powers
+from custom_ops.lda.gibbs import (
+    SparseLDAState,
+    SweepPrior,
+    list_insert,
+    list_remove,
+    tempered_powers,
+)
 
 __all__ = [
     "AliasLDAState",
@@ -235,11 +241,9 @@ def gibbs_sweep_alias(tokens, counts, lists, prior, tables, table_draws, n_mh, r
                         s, word_s, doc_s = t, word_t, doc_t
             z[i] = s
             if n_dk[d, s] == 0:
-                d_topics[ds + d_nnz[d]] = s
-                d_nnz[d] += 1
+                list_insert(d_topics, ds, d_nnz, d, s)
             if n_wk[w, s] == 0:
-                w_topics[ws + w_nnz[w]] = s
-                w_nnz[w] += 1
+                list_insert(w_topics, ws, w_nnz, w, s)
             n_wk[w, s] += 1
             n_dk[d, s] += 1
             n_k[s] += 1

@@ -73,6 +73,7 @@ __all__ = [
     "fill_topic_lists",
     "gibbs_sweep_sparse",
     "last_listed",
+    "list_insert",
     "list_remove",
     "log_joint",
     "tempered_powers",
@@ -353,9 +354,13 @@ class SparseLDAState:
     """Counts of an assignment plus the sparse topic lists SparseLDA walks.
 
     For every word ``v`` the topics with ``n_wk[v, k] > 0`` are kept in
-    ``w_topics[w_ptr[v] : w_ptr[v] + w_nnz[v]]`` (unordered), and likewise the topics of
-    every document in ``d_topics``. Capacities are ``min(K, tokens of v)`` and
-    ``min(K, L_d)``, which can never overflow.
+    ``w_topics[w_ptr[v] : w_ptr[v] + w_nnz[v]]`` in increasing order, and likewise the
+    topics of every document in ``d_topics``. Capacities are ``min(K, tokens of v)`` and
+    ``min(K, L_d)``, which can never overflow. The sweeps keep the order (the walks over
+    a list depend on it), so a state built afresh from a chain's ``z`` continues the
+    chain draw for draw: what resuming a stored chain relies on (unordered lists, a
+    removal swapping the last entry in, were walked faster, but a resumed chain then left
+    the stored one).
 
     Parameters
     ----------
@@ -487,15 +492,33 @@ def fill_topic_lists(counts, ptr, topics, nnz):
 @njit_exact(inline="always")
 def list_remove(topics, start, nnz_ref, row, k):
     """Remove topic ``k`` from row ``row``'s topic list ``topics[start : start +
-    nnz_ref[row]]`` (unordered: the last entry takes its place) and shorten it."""
+    nnz_ref[row]]``, keeping the others in increasing order, and shorten it."""
     m = uintp(nnz_ref[row])
     first = uintp(start)
     topic = uintp(k)
-    for j in range(first, first + m):
-        if uintp(topics[j]) == topic:
-            topics[j] = topics[first + m - uintp(1)]
-            break
+    end = first + m
+    j = first
+    while j < end and uintp(topics[j]) != topic:
+        j += uintp(1)
+    while j + uintp(1) < end:
+        topics[j] = topics[j + uintp(1)]
+        j += uintp(1)
     nnz_ref[row] = m - uintp(1)
+
+
+@njit_exact(inline="always")
+def list_insert(topics, start, nnz_ref, row, k):
+    """Insert topic ``k`` (not listed) into row ``row``'s topic list ``topics[start :
+    start + nnz_ref[row]]`` at its place in increasing order, and lengthen it."""
+    m = uintp(nnz_ref[row])
+    first = uintp(start)
+    topic = uintp(k)
+    j = first + m
+    while j > first and uintp(topics[j - uintp(1)]) > topic:
+        topics[j] = topics[j - uintp(1)]
+        j -= uintp(1)
+    topics[j] = topic
+    nnz_ref[row] = m + uintp(1)
 
 
 @njit_exact(inline="always")
@@ -730,11 +753,9 @@ def gibbs_sweep_sparse(tokens, counts, lists, prior, rng):
             s_sum -= alpha[t] * inv[t]
             r_sum -= n_dk[d, t] * inv[t]
             if n_dk[d, t] == 0:
-                d_topics[ds + uintp(d_nnz[d])] = t
-                d_nnz[d] += 1
+                list_insert(d_topics, ds, d_nnz, d, t)
             if n_wk[w, t] == 0:
-                w_topics[ws + uintp(w_nnz[w])] = t
-                w_nnz[w] += 1
+                list_insert(w_topics, ws, w_nnz, w, t)
             n_wk[w, t] += 1
             n_dk[d, t] += 1
             n_k[t] += 1
