@@ -688,6 +688,7 @@ def gibbs_sweep_sparse(tokens, counts, lists, prior, rng):
                     val = n_wk[w, k] * coef[k]
                     qv[j] = val
                     q_sum += val
+                q_old = n_wk[w, old] * coef[old]
             else:
                 po = uintp(pow_offset[w])
                 t0 = word_pow[po]
@@ -696,18 +697,28 @@ def gibbs_sweep_sparse(tokens, counts, lists, prior, rng):
                     val = (word_pow[po + uintp(n_wk[w, k])] - t0) * coef[k]
                     qv[j] = val
                     q_sum += val
+                q_old = (word_pow[po + uintp(n_wk[w, old])] - t0) * coef[old]
             r_mass = t0 * r_sum
             s_mass = t0 * s_sum
             uniform, stream = next_uniform(stream)
             u = uniform * (q_sum + r_mass + s_mass)
             found = False
             if u < q_sum:
-                for j in range(m):
-                    u -= qv[j]
-                    if u < 0.0:
-                        t = uintp(w_topics[ws + j])
-                        found = True
-                        break
+                # the token's old topic first (the likeliest draw: the walk mostly ends
+                # at once), then the others in the list's order; the order depends on
+                # the state alone, so a rebuilt state draws the same
+                found = u < q_old
+                if not found:
+                    u -= q_old
+                    for j in range(m):
+                        k = uintp(w_topics[ws + j])
+                        if k == old:
+                            continue
+                        u -= qv[j]
+                        if u < 0.0:
+                            t = k
+                            found = True
+                            break
                 if not found:  # rounding: the walk ran off the end
                     t = last_listed(w_topics, ws, m, n_wk[w])
                     found = True
@@ -716,13 +727,19 @@ def gibbs_sweep_sparse(tokens, counts, lists, prior, rng):
                 if u < r_mass:
                     u /= t0
                     dn = uintp(d_nnz[d])
-                    for j in range(ds, ds + dn):
-                        k = uintp(d_topics[j])
-                        u -= n_dk[d, k] * inv[k]
-                        if u < 0.0:
-                            t = k
-                            found = True
-                            break
+                    r_of_old = n_dk[d, old] * inv[old]  # the old topic first, as above
+                    found = u < r_of_old
+                    if not found:
+                        u -= r_of_old
+                        for j in range(ds, ds + dn):
+                            k = uintp(d_topics[j])
+                            if k == old:
+                                continue
+                            u -= n_dk[d, k] * inv[k]
+                            if u < 0.0:
+                                t = k
+                                found = True
+                                break
                     if not found and dn > 0:  # rounding: the walk ran off the end
                         t = last_listed(d_topics, ds, dn, n_dk[d])
                         found = True
