@@ -2,11 +2,11 @@
 
 Kernels take a ``numpy.random.Generator`` (architecture: randomness passed in
 explicitly). Numba calls a generator's ``random()`` through the bit generator's function
-pointer, which the compiler cannot inline: about 6 ns a draw. In a loop that spends a
-few tens of nanoseconds per draw (a SparseLDA token update), that call costs several per
-cent. A kernel that needs one uniform per inner iteration can instead seed this stream
-from the generator once per call (:func:`stream_from`, one draw of the generator) and
-advance it inline (:func:`next_uniform`, about 1.4 ns): its draws are still a function
+pointer, which the compiler cannot inline. In a loop whose work per draw is short (a
+SparseLDA token update), that call is a noticeable share of the loop's time. A kernel
+that needs one uniform per inner iteration can instead seed this stream from the
+generator once per call (:func:`stream_from`, one draw of the generator) and advance it
+inline (:func:`next_uniform`, a few integer operations): its draws are still a function
 of the generator's state alone.
 
 The generator is xoshiro256+ (Blackman & Vigna 2021, "Scrambled linear pseudorandom

@@ -224,7 +224,7 @@ def word_groups(word_freq, n_groups: int) -> np.ndarray:
     words (a rare word's token costs more: its draws fall in SparseLDA's smoothing bucket
     more often, a walk over all topics)."""
     order = np.argsort(-np.asarray(word_freq), kind="stable")
-    # Python integers: a numpy call per word made this the slowest part of a rebuild
+    # Python integers: a numpy call per word would cost more than the dealing itself
     load = [0] * n_groups
     dealt = []
     for freq in np.asarray(word_freq)[order].tolist():
